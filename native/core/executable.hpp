@@ -1,0 +1,63 @@
+// The executable description the Python lowering produces and the core runs:
+// a flat instruction list with entry points per program, byte-level copy tables,
+// switch tables and per-step cost vectors.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace popsim {
+
+enum Op : int64_t {
+  OP_HALT = 0,
+  OP_ACCOUNT = 1,             // only accounting (Sync, WriteUndef, ...)
+  OP_COPY = 2,                // a = copy table (arena -> arena)
+  OP_STREAM_TO_DEVICE = 3,    // a = stream, b = copy table (transfer -> arena)
+  OP_STREAM_FROM_DEVICE = 4,  // a = stream, b = copy table (arena -> transfer)
+  OP_HOST_CALL = 5,           // a = host callback id (PrintTensor, ...)
+  OP_JUMP = 6,                // a = target
+  OP_LOOP_BEGIN = 7,          // a = slot, b = count, c = exit target
+  OP_LOOP_END = 8,            // a = slot, b = body start
+  OP_BRANCH_IF_FALSE = 9,     // a = target, b = arena offset, c = scalar type
+  OP_BRANCH_IF_TRUE = 10,     // a = target, b = arena offset, c = scalar type
+  OP_SWITCH = 11,             // a = switch table, b = arena offset, c = scalar type
+  OP_CALL = 12,               // a = target
+  OP_RETURN = 13,
+  OP_ABORT = 14,              // a = message id
+  OP_ABORT_IF = 15,           // a = message id, b = arena offset, c = scalar type
+  OP_EXECUTE = 16,            // a = compute set
+};
+
+// Element types of scalars the control flow reads (predicates, switch control).
+enum ScalarType : int64_t {
+  ST_BOOL = 0, ST_I8, ST_U8, ST_I16, ST_U16, ST_I32, ST_U32, ST_I64, ST_U64, ST_F16, ST_F32,
+};
+
+struct Instr {
+  int64_t op, step, a, b, c, d;
+};
+
+struct CopySeg {
+  int64_t src, dst, len;  // byte offsets and length
+};
+
+struct SwitchCase {
+  int64_t value, target;
+};
+
+struct Executable {
+  std::vector<Instr> instrs;
+  std::vector<int64_t> entries;           // program index -> first instruction
+  std::vector<CopySeg> segs;              // all copy tables, concatenated
+  std::vector<int64_t> table_begin;       // table t = segs[table_begin[t] .. table_begin[t+1])
+  std::vector<uint8_t> table_overlaps;    // 1 when a table's source and destination overlap
+  std::vector<SwitchCase> cases;          // all switch tables, concatenated
+  std::vector<int64_t> switch_begin;      // like table_begin
+  std::vector<int64_t> switch_default;    // default target per switch table
+  std::vector<int64_t> stream_transfer_bytes;
+  std::vector<double> step_costs;         // num_steps x num_categories
+  int64_t num_steps = 0;
+  int64_t num_categories = 0;
+  int64_t num_loop_slots = 0;
+};
+
+}  // namespace popsim

@@ -1,0 +1,21 @@
+// How the core calls back into its host (the Python binding) while it runs:
+// PrintTensor, stream callbacks, and a periodic poll so Ctrl-C can stop a run.
+#pragma once
+#include <cstdint>
+
+namespace popsim {
+
+enum HostCallKind : int {
+  HOST_CALLBACK = 0,         // id = host callback id
+  HOST_STREAM_FETCH = 1,     // id = stream; fill data[0..nbytes)
+  HOST_STREAM_COMPLETE = 2,  // id = stream; data[0..nbytes) holds the transfer
+  HOST_POLL = 3,             // periodic: return non-zero to stop the run
+};
+
+struct HostInterface {
+  void *ctx = nullptr;
+  // Returns 0 on success; non-zero stops the run with Status::HostError.
+  int (*call)(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes) = nullptr;
+};
+
+}  // namespace popsim

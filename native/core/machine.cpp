@@ -1,0 +1,220 @@
+#include "core/machine.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "core/scalars.hpp"
+
+namespace popsim {
+
+namespace {
+// Calls into the host every this many instructions so a long run can be interrupted.
+constexpr uint64_t kPollInterval = 1u << 18;
+constexpr size_t kMaxCallDepth = 4096;
+
+// memcpy with fast paths for the element-sized moves of scattered views.
+inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
+  switch (len) {
+    case 1: *dst = *src; return;
+    case 2: std::memcpy(dst, src, 2); return;
+    case 4: std::memcpy(dst, src, 4); return;
+    case 8: std::memcpy(dst, src, 8); return;
+    default: std::memcpy(dst, src, static_cast<size_t>(len));
+  }
+}
+}  // namespace
+
+Machine::Machine(Executable exe, int64_t arena_bytes)
+    : exe_(std::move(exe)), arena_bytes_(arena_bytes) {
+  // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
+  arena_ = static_cast<uint8_t *>(std::calloc(arena_bytes_ > 0 ? arena_bytes_ : 1, 1));
+  if (!arena_) throw std::bad_alloc();
+  streams_.resize(exe_.stream_transfer_bytes.size());
+  for (size_t s = 0; s < streams_.size(); ++s) streams_[s].transfer_bytes = exe_.stream_transfer_bytes[s];
+  loop_counters_.assign(static_cast<size_t>(exe_.num_loop_slots), 0);
+  call_stack_.reserve(64);
+  int64_t max_table = 0;
+  for (size_t t = 0; t + 1 < exe_.table_begin.size(); ++t) {
+    if (!exe_.table_overlaps[t]) continue;
+    int64_t total = 0;
+    for (int64_t i = exe_.table_begin[t]; i < exe_.table_begin[t + 1]; ++i) total += exe_.segs[i].len;
+    if (total > max_table) max_table = total;
+  }
+  scratch_.resize(static_cast<size_t>(max_table));
+  reset_counters();
+}
+
+Machine::~Machine() { std::free(arena_); }
+
+void Machine::reset_counters() {
+  step_counts_.assign(static_cast<size_t>(exe_.num_steps), 0);
+  step_cycles_.assign(static_cast<size_t>(exe_.num_steps * exe_.num_categories), 0.0);
+}
+
+void Machine::load(int64_t table, const uint8_t *image) {
+  std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
+  if (table >= 0) run_table(table, image, arena_);
+  loaded_ = true;
+}
+
+void Machine::write(int64_t table, const uint8_t *host) { run_table(table, host, arena_); }
+void Machine::read(int64_t table, uint8_t *host) { run_table(table, arena_, host); }
+
+void Machine::run_table(int64_t table, const uint8_t *src, uint8_t *dst) {
+  const CopySeg *seg = exe_.segs.data() + exe_.table_begin[table];
+  const CopySeg *end = exe_.segs.data() + exe_.table_begin[table + 1];
+  if (!exe_.table_overlaps[table]) {
+    for (; seg != end; ++seg) copy_bytes(dst + seg->dst, src + seg->src, seg->len);
+    return;
+  }
+  // Source and destination overlap: read everything first, as the hardware's
+  // exchange does, then write.
+  uint8_t *tmp = scratch_.data();
+  for (const CopySeg *s = seg; s != end; ++s) { copy_bytes(tmp, src + s->src, s->len); tmp += s->len; }
+  tmp = scratch_.data();
+  for (const CopySeg *s = seg; s != end; ++s) { copy_bytes(dst + s->dst, tmp, s->len); tmp += s->len; }
+}
+
+void Machine::connect_buffer(int64_t stream, uint8_t *data, int64_t bytes) {
+  StreamEndpoint &s = streams_[stream];
+  s.kind = StreamEndpoint::Buffer;
+  s.buffer = data;
+  s.buffer_bytes = bytes;
+  s.position = 0;
+  s.staging.clear();
+}
+
+void Machine::connect_callback(int64_t stream) {
+  StreamEndpoint &s = streams_[stream];
+  s.kind = StreamEndpoint::Callback;
+  s.buffer = nullptr;
+  s.buffer_bytes = 0;
+  s.position = 0;
+  s.staging.assign(static_cast<size_t>(s.transfer_bytes), 0);
+}
+
+void Machine::disconnect(int64_t stream) { streams_[stream] = StreamEndpoint{StreamEndpoint::None, streams_[stream].transfer_bytes}; }
+
+bool Machine::connected(int64_t stream) const { return streams_[stream].kind != StreamEndpoint::None; }
+
+Status Machine::fail(Status status, int64_t pc, int64_t id) {
+  error_.status = status;
+  error_.pc = pc;
+  error_.id = id;
+  error_.step = (pc >= 0 && pc < static_cast<int64_t>(exe_.instrs.size())) ? exe_.instrs[pc].step : -1;
+  return status;
+}
+
+Status Machine::run(int64_t program, const HostInterface &host) {
+  error_ = ErrorRecord{};
+  if (!loaded_) return fail(Status::NotLoaded, -1, program);
+  if (program < 0 || program >= static_cast<int64_t>(exe_.entries.size())) return fail(Status::BadProgram, -1, program);
+  call_stack_.clear();
+  const Instr *instrs = exe_.instrs.data();
+  const int64_t ncat = exe_.num_categories;
+  const double *costs = exe_.step_costs.data();
+  double *cycles = step_cycles_.data();
+  uint64_t *counts = step_counts_.data();
+  uint64_t executed = 0;
+  int64_t pc = exe_.entries[program];
+
+  for (;;) {
+    const Instr &in = instrs[pc];
+    if (in.step >= 0) {
+      ++counts[in.step];
+      const double *c = costs + in.step * ncat;
+      double *acc = cycles + in.step * ncat;
+      for (int64_t k = 0; k < ncat; ++k) acc[k] += c[k];
+    }
+    if (++executed % kPollInterval == 0 && host.call(host.ctx, HOST_POLL, 0, nullptr, 0) != 0)
+      return fail(Status::HostError, pc, -1);
+    int64_t next = pc + 1;
+    switch (in.op) {
+      case OP_HALT:
+        return Status::Ok;
+      case OP_ACCOUNT:
+      case OP_EXECUTE:
+        break;
+      case OP_COPY:
+        run_table(in.a, arena_, arena_);
+        break;
+      case OP_STREAM_TO_DEVICE: {
+        StreamEndpoint &s = streams_[in.a];
+        if (s.transfer_bytes == 0) break;
+        if (s.kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, in.a);
+        const uint8_t *src;
+        if (s.kind == StreamEndpoint::Buffer) {
+          src = s.next_buffer_transfer();
+        } else {
+          if (host.call(host.ctx, HOST_STREAM_FETCH, in.a, s.staging.data(), s.transfer_bytes) != 0)
+            return fail(Status::HostError, pc, in.a);
+          src = s.staging.data();
+        }
+        run_table(in.b, src, arena_);
+        break;
+      }
+      case OP_STREAM_FROM_DEVICE: {
+        StreamEndpoint &s = streams_[in.a];
+        if (s.transfer_bytes == 0) break;
+        if (s.kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, in.a);
+        if (s.kind == StreamEndpoint::Buffer) {
+          run_table(in.b, arena_, s.next_buffer_transfer());
+        } else {
+          run_table(in.b, arena_, s.staging.data());
+          if (host.call(host.ctx, HOST_STREAM_COMPLETE, in.a, s.staging.data(), s.transfer_bytes) != 0)
+            return fail(Status::HostError, pc, in.a);
+        }
+        break;
+      }
+      case OP_HOST_CALL:
+        if (host.call(host.ctx, HOST_CALLBACK, in.a, nullptr, 0) != 0) return fail(Status::HostError, pc, in.a);
+        break;
+      case OP_JUMP:
+        next = in.a;
+        break;
+      case OP_LOOP_BEGIN:
+        loop_counters_[in.a] = in.b;
+        if (in.b <= 0) next = in.c;
+        break;
+      case OP_LOOP_END:
+        if (--loop_counters_[in.a] > 0) next = in.b;
+        break;
+      case OP_BRANCH_IF_FALSE:
+        if (!scalar_is_true(arena_ + in.b, in.c)) next = in.a;
+        break;
+      case OP_BRANCH_IF_TRUE:
+        if (scalar_is_true(arena_ + in.b, in.c)) next = in.a;
+        break;
+      case OP_SWITCH: {
+        const int64_t value = scalar_as_int(arena_ + in.b, in.c);
+        next = exe_.switch_default[in.a];
+        for (int64_t i = exe_.switch_begin[in.a]; i < exe_.switch_begin[in.a + 1]; ++i) {
+          if (exe_.cases[i].value == value) { next = exe_.cases[i].target; break; }
+        }
+        break;
+      }
+      case OP_CALL:
+        if (call_stack_.size() >= kMaxCallDepth) return fail(Status::CallStackOverflow, pc, -1);
+        call_stack_.push_back(next);
+        next = in.a;
+        break;
+      case OP_RETURN:
+        if (call_stack_.empty()) return fail(Status::BadProgram, pc, -1);
+        next = call_stack_.back();
+        call_stack_.pop_back();
+        break;
+      case OP_ABORT:
+        return fail(Status::Aborted, pc, in.a);
+      case OP_ABORT_IF:
+        if (scalar_is_true(arena_ + in.b, in.c)) return fail(Status::Aborted, pc, in.a);
+        break;
+      default:
+        return fail(Status::BadProgram, pc, in.op);
+    }
+    pc = next;
+  }
+}
+
+}  // namespace popsim

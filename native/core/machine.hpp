@@ -1,0 +1,64 @@
+// The machine: tile memory (one arena holding every variable and constant,
+// row-major), the instruction-list VM that walks control programs, host stream
+// endpoints, and per-step cycle counters.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/executable.hpp"
+#include "core/host.hpp"
+#include "core/status.hpp"
+#include "core/streams.hpp"
+
+namespace popsim {
+
+class Machine {
+ public:
+  Machine(Executable exe, int64_t arena_bytes);
+  ~Machine();
+  Machine(const Machine &) = delete;
+  Machine &operator=(const Machine &) = delete;
+
+  uint8_t *arena() { return arena_; }
+  int64_t arena_bytes() const { return arena_bytes_; }
+  const Executable &executable() const { return exe_; }
+
+  // Zero the arena, then copy `image` in through copy table `table` (or none if -1).
+  void load(int64_t table, const uint8_t *image);
+  bool loaded() const { return loaded_; }
+  // Host <-> arena through a copy table whose host side is a contiguous buffer.
+  void write(int64_t table, const uint8_t *host);
+  void read(int64_t table, uint8_t *host);
+
+  void connect_buffer(int64_t stream, uint8_t *data, int64_t bytes);
+  void connect_callback(int64_t stream);
+  void disconnect(int64_t stream);
+  bool connected(int64_t stream) const;
+  int64_t num_streams() const { return static_cast<int64_t>(streams_.size()); }
+
+  Status run(int64_t program, const HostInterface &host);
+  const ErrorRecord &error() const { return error_; }
+
+  const std::vector<uint64_t> &step_counts() const { return step_counts_; }
+  const std::vector<double> &step_cycles() const { return step_cycles_; }
+  void reset_counters();
+
+ private:
+  void run_table(int64_t table, const uint8_t *src, uint8_t *dst);
+  Status fail(Status status, int64_t pc, int64_t id);
+
+  Executable exe_;
+  uint8_t *arena_ = nullptr;
+  int64_t arena_bytes_ = 0;
+  bool loaded_ = false;
+  std::vector<StreamEndpoint> streams_;
+  std::vector<int64_t> loop_counters_;
+  std::vector<int64_t> call_stack_;
+  std::vector<uint8_t> scratch_;  // for copies whose source and destination overlap
+  std::vector<uint64_t> step_counts_;
+  std::vector<double> step_cycles_;
+  ErrorRecord error_;
+};
+
+}  // namespace popsim

@@ -1,0 +1,28 @@
+// Host-side endpoints of FIFO data streams. A stream is connected either to a
+// host buffer used as a circular buffer of whole transfers, or to a callback
+// that fills / consumes a staging buffer once per transfer.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace popsim {
+
+struct StreamEndpoint {
+  enum Kind { None, Buffer, Callback };
+  Kind kind = None;
+  int64_t transfer_bytes = 0;
+  uint8_t *buffer = nullptr;  // Buffer: host memory owned by the binding's caller
+  int64_t buffer_bytes = 0;   // a multiple of transfer_bytes
+  int64_t position = 0;       // byte offset of the next transfer in the buffer
+  std::vector<uint8_t> staging;  // Callback: one transfer
+
+  // Where the next transfer lives in host memory, advancing the circular position.
+  uint8_t *next_buffer_transfer() {
+    uint8_t *p = buffer + position;
+    position += transfer_bytes;
+    if (position >= buffer_bytes) position = 0;
+    return p;
+  }
+};
+
+}  // namespace popsim

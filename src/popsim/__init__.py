@@ -1,0 +1,32 @@
+"""popsim: program Graphcore-style IPUs the way Poplar does, on the host CPU.
+
+Build a :class:`Graph` of tensors mapped onto tiles, assemble control programs, and
+run them on an :class:`Engine` whose native core executes bulk-synchronous-parallel
+supersteps while modelling the cycles and memory an IPU would spend.
+"""
+from . import program
+from .device import Device, IPUModel
+from .engine import Engine
+from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
+from .errors import __all__ as _error_names
+from .graph import ComputeSet, Function, Graph, VariableMappingMethod
+from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTensor, Program, Repeat,
+                      RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef)
+from .report import Report, open_report
+from .streams import DataStream, ReplicatedStreamMode
+from .target import RelativeSyncDelayType, Target, TargetType
+from .tensor import Tensor, append, concat
+from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
+                    UNSIGNED_LONGLONG, UNSIGNED_SHORT, Type)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "program", "Device", "IPUModel", "Engine", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
+    "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
+    "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef",
+    "Report", "open_report", "DataStream", "ReplicatedStreamMode", "RelativeSyncDelayType", "Target",
+    "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
+    "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",
+    *_error_names,
+]

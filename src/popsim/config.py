@@ -1,0 +1,48 @@
+"""Every POPSIM_* environment variable, read in one place."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict
+
+from .errors import InvalidOptionError
+
+#: Name -> what it does; the README's table is generated from this.
+ENVIRONMENT = {
+    "POPSIM_ENGINE_OPTIONS": "JSON object of engine options; overrides the options a program passes",
+    "POPSIM_NUM_THREADS": "threads the engine runs tiles on (default: all host cores)",
+    "POPSIM_CACHE_DIR": "directory for compiled codelets and cached executables",
+    "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
+    "POPSIM_LOG_DEST": "stdout, stderr or a file name",
+}
+
+
+def engine_options_override() -> Dict[str, str]:
+    """Options from POPSIM_ENGINE_OPTIONS, which win over those a program passes."""
+    text = os.environ.get("POPSIM_ENGINE_OPTIONS", "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidOptionError(
+            f"POPSIM_ENGINE_OPTIONS is not valid JSON ({e.msg} at character {e.pos}): expected an object "
+            "such as '{\"autoReport.all\": \"true\"}'") from None
+    if not isinstance(value, dict):
+        raise InvalidOptionError(
+            f"POPSIM_ENGINE_OPTIONS must be a JSON object of option -> value, found {type(value).__name__}")
+    return {str(k): v for k, v in value.items()}
+
+
+def num_threads() -> int:
+    """Worker threads for the engine (POPSIM_NUM_THREADS, else the host's cores)."""
+    text = os.environ.get("POPSIM_NUM_THREADS", "").strip()
+    if text:
+        try:
+            n = int(text)
+        except ValueError:
+            raise InvalidOptionError(f"POPSIM_NUM_THREADS must be a positive integer, found {text!r}") from None
+        if n < 1:
+            raise InvalidOptionError(f"POPSIM_NUM_THREADS must be a positive integer, found {n}")
+        return n
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))

@@ -1,0 +1,455 @@
+"""Graph: the variables, constants, tile mappings, compute sets, streams and host
+handles a program works on. Virtual graphs share their parent's state and number
+their tiles from 0."""
+from __future__ import annotations
+
+import enum
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .device import Device
+from .errors import (InvalidTileMappingError, PopsimError, StreamConnectionError, TensorCreationError,
+                     UnknownHandleError, did_you_mean)
+from .linear_mapping import linear_tile_mapping
+from .runs import MappingIndex, runs_of, split_at_positions
+from .streams import DataStream, ReplicatedStreamMode, StreamDirection
+from .target import Target
+from .tensor import Tensor
+from .types import as_type
+from .variables import VariableTable
+
+__all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
+
+
+class VariableMappingMethod(enum.Enum):
+    NONE = "NONE"      # map it yourself with set_tile_mapping
+    LINEAR = "LINEAR"  # spread evenly over the graph's tiles (poputil's linear mapping)
+
+
+class ComputeSet:
+    """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
+
+    __slots__ = ("name", "index", "vertices", "_state")
+
+    def __init__(self, state, index: int, name: str):
+        self._state = state
+        self.index = index
+        self.name = name
+        self.vertices: List[object] = []
+
+    def __repr__(self) -> str:
+        return f"ComputeSet({self.name!r}, {len(self.vertices)} vertices)"
+
+
+class Function:
+    """A program outlined once and run with ``Call(function)``."""
+
+    __slots__ = ("program", "index", "name", "_state")
+
+    def __init__(self, state, index: int, program, name: str):
+        self._state = state
+        self.index = index
+        self.program = program
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Function({self.name!r})"
+
+
+class _GraphState:
+    """Everything a top-level graph and its virtual graphs share."""
+
+    def __init__(self, target: Target, replication_factor: int):
+        self.target = target
+        self.replication_factor = replication_factor
+        self.table = VariableTable()
+        self.compute_sets: List[ComputeSet] = []
+        self.streams: Dict[str, DataStream] = {}
+        self.host_writes: Dict[str, Tensor] = {}
+        self.host_reads: Dict[str, Tensor] = {}
+        self.functions: List[Function] = []
+        self.initial_values: List[Tuple[Tensor, np.ndarray]] = []
+        self.names: Dict[str, int] = {}
+
+    def unique_name(self, name: Optional[str], default: str) -> str:
+        """Debug names as given; unnamed objects get ``default`` plus a counter."""
+        if name:
+            return str(name)
+        n = self.names.get(default, 0)
+        self.names[default] = n + 1
+        return f"{default}{n}" if n else default
+
+
+GraphTarget = Union[Target, Device]
+
+
+class Graph:
+    """A graph of tensors mapped onto tiles, built for a target (or a device's target).
+
+    >>> graph = Graph(IPUModel().create_device())
+    >>> v = graph.add_variable(FLOAT, (4,), "v")
+    >>> graph.set_tile_mapping(v, 0)
+    """
+
+    def __init__(self, target: GraphTarget, replication_factor: int = 1):
+        if isinstance(target, Device):
+            target = target.target
+        if not isinstance(target, Target):
+            raise TypeError(f"Graph needs a Target or a Device, found {type(target).__name__}")
+        if not isinstance(replication_factor, (int, np.integer)) or replication_factor < 1:
+            raise PopsimError(f"replication_factor must be a positive integer, found {replication_factor!r}")
+        self._state = _GraphState(target, int(replication_factor))
+        self._tiles: Optional[np.ndarray] = None  # virtual graphs: physical tile of each local tile
+        self._target = target
+
+    # -- basics ---------------------------------------------------------------------------
+    @property
+    def target(self) -> Target:
+        return self._target
+
+    def get_target(self) -> Target:
+        return self._target
+
+    @property
+    def replication_factor(self) -> int:
+        return self._state.replication_factor
+
+    @property
+    def num_vertices(self) -> int:
+        return sum(len(cs.vertices) for cs in self._state.compute_sets)
+
+    @property
+    def num_tiles(self) -> int:
+        return self._target.num_tiles
+
+    def __repr__(self) -> str:
+        return f"Graph({self._target}, {len(self._state.table)} variables)"
+
+    # -- tiles of virtual graphs -------------------------------------------------------------
+    def _physical_tile(self, tile, what: str) -> int:
+        if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)):
+            raise TypeError(f"{what}: a tile must be an integer, found {type(tile).__name__} {tile!r}")
+        n = self._target.num_tiles
+        if not 0 <= tile < n:
+            scope = "virtual graph" if self._tiles is not None else "target"
+            raise InvalidTileMappingError(f"{what}: tile {int(tile)} is out of range: the {scope} has {n} tiles "
+                                          f"(0..{n - 1})")
+        return int(tile) if self._tiles is None else int(self._tiles[tile])
+
+    def _local_tiles(self, physical: np.ndarray) -> np.ndarray:
+        """Physical tile numbers as this graph's tile numbers (-1 where outside it)."""
+        if self._tiles is None:
+            return physical
+        lookup = np.full(self._state.target.num_tiles, -1, np.int64)
+        lookup[self._tiles] = np.arange(self._tiles.size)
+        out = np.full(physical.shape, -1, np.int64)
+        ok = physical >= 0
+        out[ok] = lookup[physical[ok]]
+        return out
+
+    def create_virtual_graph(self, lower_or_tiles, upper_tile: Optional[int] = None) -> "Graph":
+        """A graph over tiles [lower, upper) of this one (or over a list of its tiles),
+        sharing its variables; tiles in the new graph are numbered from 0."""
+        if upper_tile is None:
+            local = np.asarray(list(lower_or_tiles), np.int64)
+            if local.size == 0 or np.unique(local).size != local.size:
+                raise InvalidTileMappingError(f"create_virtual_graph: the tile list {local.tolist()} must be "
+                                              "non-empty and without repeats")
+        else:
+            lower, upper = int(lower_or_tiles), int(upper_tile)
+            if not 0 <= lower < upper <= self._target.num_tiles:
+                raise InvalidTileMappingError(f"create_virtual_graph: tiles [{lower}, {upper}) are not a non-empty "
+                                              f"range within the graph's {self._target.num_tiles} tiles")
+            local = np.arange(lower, upper, dtype=np.int64)
+        physical = np.asarray([self._physical_tile(int(t), "create_virtual_graph") for t in local], np.int64)
+        sub = object.__new__(Graph)
+        sub._state = self._state
+        sub._tiles = physical
+        sub._target = self._state.target.with_changes(num_ipus=1, tiles_per_ipu=int(physical.size))
+        return sub
+
+    def get_top_level_graph(self) -> "Graph":
+        top = object.__new__(Graph)
+        top._state = self._state
+        top._tiles = None
+        top._target = self._state.target
+        return top
+
+    def convert_virtual_tile_to_physical_tile(self, tile: int) -> int:
+        return self._physical_tile(tile, "convert_virtual_tile_to_physical_tile")
+
+    # -- variables and constants ---------------------------------------------------------------
+    def _shape_arg(self, shape, what: str) -> Tuple[int, ...]:
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        try:
+            dims = tuple(int(d) for d in shape)
+        except TypeError:
+            raise TensorCreationError(f"{what}: shape must be a sequence of sizes, found {shape!r}") from None
+        if any(d < 0 for d in dims):
+            raise TensorCreationError(f"{what}: shape {list(dims)} has a negative size")
+        return dims
+
+    def add_variable(self, dtype, shape, name_or_mapping=None, name: Optional[str] = None,
+                     mapping: Optional[VariableMappingMethod] = None) -> Tensor:
+        """A new variable of ``dtype`` and ``shape``; map it with ``set_tile_mapping``, or
+        pass ``mapping=VariableMappingMethod.LINEAR``."""
+        if isinstance(name_or_mapping, VariableMappingMethod):
+            mapping = name_or_mapping
+        elif name_or_mapping is not None:
+            name = name_or_mapping
+        t = as_type(dtype)
+        dims = self._shape_arg(shape, "add_variable")
+        var = self._state.table.add(self._state.unique_name(name, "variable"), t, dims)
+        tensor = Tensor._of_variable(self._state.table, var)
+        if mapping is VariableMappingMethod.LINEAR:
+            self.set_tile_mapping(tensor, self.linear_mapping(tensor))
+        elif mapping not in (None, VariableMappingMethod.NONE):
+            raise TypeError(f"add_variable: mapping must be a VariableMappingMethod, found {mapping!r}")
+        return tensor
+
+    def add_constant(self, dtype, shape, values, name: Optional[str] = None) -> Tensor:
+        """A constant of ``dtype`` and ``shape`` holding ``values`` (a scalar fills it)."""
+        t = as_type(dtype)
+        dims = self._shape_arg(shape, "add_constant")
+        data = _values_for(values, t, dims, "add_constant")
+        var = self._state.table.add(self._state.unique_name(name, "constant"), t, dims, is_constant=True,
+                                    values=data.reshape(-1).copy())
+        return Tensor._of_variable(self._state.table, var)
+
+    def clone(self, tensor: Tensor, name: Optional[str] = None) -> Tensor:
+        """A new variable with the shape, type and tile mapping of ``tensor``."""
+        self._check_tensor(tensor, "clone")
+        out = self.add_variable(tensor.dtype, tensor.shape, name or f"{tensor.name}_clone")
+        pieces, tiles = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
+        mapped = tiles >= 0
+        if mapped.any():
+            var = out._var
+            var.mapping.paint(pieces.pos[mapped], pieces.pos[mapped] + pieces.length[mapped], tiles[mapped])
+        return out
+
+    def _check_tensor(self, tensor, what: str) -> None:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{what}: expected a Tensor, found {type(tensor).__name__}")
+        if tensor._table is not self._state.table:
+            raise TensorCreationError(f"{what}: tensor '{tensor.name}' belongs to a different graph")
+
+    # -- tile mapping ---------------------------------------------------------------------------
+    def set_tile_mapping(self, target, tile_or_mapping) -> None:
+        """Map every element of a tensor view to one tile, or by ``mapping[tile] = [(begin,
+        end), ...]`` intervals of the view's flat elements; or place a vertex on a tile."""
+        if not isinstance(target, Tensor):
+            set_vertex_tile = getattr(target, "_set_tile", None)
+            if set_vertex_tile is None:
+                raise TypeError(f"set_tile_mapping: expected a Tensor or a vertex, found {type(target).__name__}")
+            set_vertex_tile(self._physical_tile(tile_or_mapping, f"set_tile_mapping of {target}"))
+            return
+        self._check_tensor(target, "set_tile_mapping")
+        what = f"set_tile_mapping of tensor '{target.name}'"
+        if isinstance(tile_or_mapping, (int, np.integer)) and not isinstance(tile_or_mapping, bool):
+            tile = self._physical_tile(tile_or_mapping, what)
+            var = target._var
+            if var is not None and target.num_elements() == var.size and not target.contains_aliases():
+                var.mapping.paint_all(tile)  # the whole variable: the common case, kept cheap
+                self._state.table.version += 1
+                return
+            runs = runs_of(target)
+            tiles = np.full(runs.size, tile, np.int64)
+        else:
+            runs = runs_of(target)
+            runs, tiles = self._split_by_intervals(target, runs, tile_or_mapping, what)
+        self._paint(runs, tiles)
+
+    def _split_by_intervals(self, tensor: Tensor, runs, mapping, what: str):
+        try:
+            per_tile = list(mapping)
+        except TypeError:
+            raise TypeError(f"{what}: expected a tile number or a list of interval lists per tile, "
+                            f"found {type(mapping).__name__}") from None
+        if len(per_tile) > self._target.num_tiles:
+            raise InvalidTileMappingError(f"{what}: the mapping lists {len(per_tile)} tiles but the graph has "
+                                          f"{self._target.num_tiles}")
+        n = tensor.num_elements()
+        begins, ends, tiles = [], [], []
+        for tile, intervals in enumerate(per_tile):
+            for interval in intervals or ():
+                b, e = (int(x) for x in interval)
+                if not 0 <= b <= e <= n:
+                    raise InvalidTileMappingError(f"{what}: interval [{b}, {e}) for tile {tile} is outside the "
+                                                  f"tensor's {n} elements")
+                if e > b:
+                    begins.append(b)
+                    ends.append(e)
+                    tiles.append(tile)
+        if not begins:
+            return runs._replace(pos=runs.pos[:0], gid=runs.gid[:0], length=runs.length[:0]), np.empty(0, np.int64)
+        physical = np.asarray([self._physical_tile(t, what) for t in tiles], np.int64)
+        b_arr, e_arr = np.asarray(begins, np.int64), np.asarray(ends, np.int64)
+        pieces = split_at_positions(runs, np.concatenate([b_arr, e_arr]))
+        order = np.argsort(b_arr, kind="stable")
+        b_sorted, e_sorted, t_sorted = b_arr[order], e_arr[order], physical[order]
+        idx = np.searchsorted(b_sorted, pieces.pos, side="right") - 1
+        inside = (idx >= 0) & (pieces.pos < e_sorted[np.maximum(idx, 0)])
+        keep = np.flatnonzero(inside)
+        return pieces._replace(pos=pieces.pos[keep], gid=pieces.gid[keep], length=pieces.length[keep]), \
+            t_sorted[idx[keep]]
+
+    def _paint(self, runs, tiles: np.ndarray) -> None:
+        if runs.size == 0:
+            return
+        table = self._state.table
+        var_idx = table.index_of(runs.gid)
+        first, last = int(var_idx.min()), int(var_idx.max())
+        if first == last:
+            var = table.variables[first]
+            var.mapping.paint(runs.gid - var.base, runs.gid - var.base + runs.length, tiles)
+        else:
+            for i in np.unique(var_idx).tolist():
+                sel = var_idx == i
+                var = table.variables[i]
+                start = runs.gid[sel] - var.base
+                var.mapping.paint(start, start + runs.length[sel], tiles[sel])
+        table.version += 1
+
+    def get_tile_mapping(self, tensor: Tensor, require_complete: bool = True) -> List[List[Tuple[int, int]]]:
+        """``mapping[tile]``: the [begin, end) intervals of the view's flat elements on each
+        tile of this graph."""
+        self._check_tensor(tensor, "get_tile_mapping")
+        pieces, physical = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
+        tiles = self._local_tiles(physical)
+        if require_complete and (tiles < 0).any():
+            i = int(np.flatnonzero(tiles < 0)[0])
+            outside = physical[i] >= 0
+            why = "is mapped to a tile outside this virtual graph" if outside else "is not mapped to any tile"
+            raise InvalidTileMappingError(
+                f"get_tile_mapping of tensor '{tensor.name}': elements [{pieces.pos[i]}, "
+                f"{pieces.pos[i] + pieces.length[i]}) {why}; map them with set_tile_mapping, or pass "
+                "require_complete=False")
+        result: List[List[Tuple[int, int]]] = [[] for _ in range(self._target.num_tiles)]
+        order = np.argsort(pieces.pos, kind="stable")
+        for p, n, t in zip(pieces.pos[order].tolist(), pieces.length[order].tolist(), tiles[order].tolist()):
+            if t < 0:
+                continue
+            row = result[t]
+            if row and row[-1][1] == p:
+                row[-1] = (row[-1][0], p + n)
+            else:
+                row.append((p, p + n))
+        return result
+
+    def linear_mapping(self, tensor: Tensor, min_elements_per_tile: Optional[int] = None,
+                       grain_size: Optional[int] = None) -> List[List[Tuple[int, int]]]:
+        """PopLibs' linear mapping of the tensor's flat elements over this graph's tiles."""
+        return linear_tile_mapping(tensor.num_elements(), tensor.dtype.size, self._target.vector_width(tensor.dtype),
+                                   self._target.num_tiles, min_elements_per_tile, grain_size)
+
+    # -- initial values ---------------------------------------------------------------------------
+    def set_initial_value(self, target, values) -> None:
+        """The contents a variable view has when the engine is loaded (or a vertex's
+        plain state field)."""
+        if not isinstance(target, Tensor):
+            set_field = getattr(target, "_set_initial_value", None)
+            if set_field is None:
+                raise TypeError(f"set_initial_value: expected a Tensor or a vertex field, found "
+                                f"{type(target).__name__}")
+            set_field(values)
+            return
+        self._check_tensor(target, "set_initial_value")
+        if target.contains_constant():
+            raise TensorCreationError(f"set_initial_value: tensor '{target.name}' is (or contains) a constant, "
+                                      "whose values are fixed by add_constant")
+        if target.contains_aliases():
+            raise TensorCreationError(f"set_initial_value: the view of '{target.name}' contains some elements "
+                                      "more than once; give initial values to a view without repeats")
+        data = _values_for(values, target.dtype, target.shape, f"set_initial_value of '{target.name}'")
+        self._state.initial_values.append((target, data.copy()))
+
+    # -- compute sets and functions --------------------------------------------------------------
+    def add_compute_set(self, name: Optional[str] = None) -> ComputeSet:
+        """An empty compute set; add vertices to it and run it with ``Execute``."""
+        cs = ComputeSet(self._state, len(self._state.compute_sets), self._state.unique_name(name, "computeSet"))
+        self._state.compute_sets.append(cs)
+        return cs
+
+    def add_function(self, program, name: Optional[str] = None) -> Function:
+        """Outline ``program`` so that ``Call(function)`` runs it; its code exists once."""
+        from .program import Program
+        if not isinstance(program, Program):
+            raise TypeError(f"add_function: expected a Program, found {type(program).__name__}")
+        f = Function(self._state, len(self._state.functions), program, self._state.unique_name(name, "function"))
+        self._state.functions.append(f)
+        return f
+
+    # -- streams and host handles --------------------------------------------------------------
+    def _add_stream(self, handle: str, dtype, num_elements: int, direction: StreamDirection, **kw) -> DataStream:
+        if not isinstance(handle, str) or not handle:
+            raise StreamConnectionError(f"a stream handle must be a non-empty string, found {handle!r}")
+        if handle in self._state.streams:
+            raise StreamConnectionError(f"a stream named '{handle}' already exists in this graph; stream "
+                                        "handles must be unique")
+        n = int(num_elements)
+        if n < 0:
+            raise StreamConnectionError(f"stream '{handle}': num_elements must be >= 0, found {n}")
+        s = DataStream(self._state, len(self._state.streams), handle, as_type(dtype), n, direction, **kw)
+        self._state.streams[handle] = s
+        return s
+
+    def add_host_to_device_fifo(self, handle: str, dtype, num_elements: int,
+                                replicated_mode: ReplicatedStreamMode = ReplicatedStreamMode.REPLICATE,
+                                options=None) -> DataStream:
+        """A host-to-device FIFO; ``Copy(stream, tensor)`` pops ``num_elements`` elements."""
+        return self._add_stream(handle, dtype, num_elements, StreamDirection.HOST_TO_DEVICE,
+                                replicated_mode=replicated_mode, options=options)
+
+    def add_device_to_host_fifo(self, handle: str, dtype, num_elements: int, options=None) -> DataStream:
+        """A device-to-host FIFO; ``Copy(tensor, stream)`` pushes ``num_elements`` elements."""
+        return self._add_stream(handle, dtype, num_elements, StreamDirection.DEVICE_TO_HOST, options=options)
+
+    def _add_handle(self, registry: Dict[str, Tensor], kind: str, handle: str, tensor: Tensor) -> None:
+        self._check_tensor(tensor, f"create_host_{kind}")
+        if not isinstance(handle, str) or not handle:
+            raise UnknownHandleError(f"create_host_{kind}: a handle must be a non-empty string, found {handle!r}")
+        if handle in registry:
+            raise UnknownHandleError(f"create_host_{kind}: the handle '{handle}' is already used for tensor "
+                                     f"'{registry[handle].name}'; handles must be unique")
+        registry[handle] = tensor
+
+    def create_host_write(self, handle: str, tensor: Tensor, rearrange_on_host: bool = False) -> None:
+        """Let ``engine.write_tensor(handle, array)`` write ``tensor`` from the host."""
+        if isinstance(tensor, Tensor) and tensor.contains_constant():
+            raise TensorCreationError(f"create_host_write '{handle}': tensor '{tensor.name}' is (or contains) a "
+                                      "constant, which the host cannot write")
+        if isinstance(tensor, Tensor) and tensor.contains_aliases():
+            raise TensorCreationError(f"create_host_write '{handle}': the view of '{tensor.name}' contains some "
+                                      "elements more than once, so a write would be ambiguous")
+        self._add_handle(self._state.host_writes, "write", handle, tensor)
+
+    def create_host_read(self, handle: str, tensor: Tensor, rearrange_on_host: bool = False) -> None:
+        """Let ``engine.read_tensor(handle)`` read ``tensor`` to the host."""
+        self._add_handle(self._state.host_reads, "read", handle, tensor)
+
+    def get_stream(self, handle: str) -> DataStream:
+        try:
+            return self._state.streams[handle]
+        except KeyError:
+            raise UnknownHandleError(f"no stream named '{handle}': "
+                                     f"{did_you_mean(handle, self._state.streams)}") from None
+
+
+def _values_for(values, dtype, shape: Sequence[int], what: str) -> np.ndarray:
+    """Host values as an array of ``dtype`` broadcast to ``shape``, with a clear error."""
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:
+        raise TensorCreationError(f"{what}: cannot read the values as an array ({e})") from None
+    if arr.dtype == object:
+        raise TensorCreationError(f"{what}: values must be numbers, found {values!r:.60}")
+    if arr.size != 1 and arr.size != int(np.prod(shape, dtype=np.int64)):
+        raise TensorCreationError(f"{what}: {arr.size} values given for shape {list(shape)} "
+                                  f"({int(np.prod(shape, dtype=np.int64))} elements)")
+    try:
+        arr = arr.reshape(tuple(shape)) if arr.size != 1 else np.broadcast_to(arr.reshape(()), tuple(shape))
+        return np.ascontiguousarray(arr.astype(dtype.numpy, copy=False))
+    except (ValueError, OverflowError) as e:
+        raise TensorCreationError(f"{what}: values do not fit {dtype.name} ({e})") from None

@@ -1,0 +1,146 @@
+"""The cycle model: what each lowered step costs on the target.
+
+Every figure the engine reports comes from here (and, for compute sets, from vertex
+estimates). A step's cost is a vector over CATEGORIES: its duration in cycles, and
+the *tile average* of the cycles tiles spend in each activity during it. For every
+step the activities add up to the duration: a tile that finishes early waits at
+the sync, and that wait is counted as sync, as Poplar's IPUModel does.
+
+Constants (docs/cost_model.md explains each; targets carry the bandwidths):
+
+=============================  ======  ===================================================
+constant                       value   meaning
+=============================  ======  ===================================================
+COPY_RUN_OVERHEAD_CYCLES        4      per contiguous run an on-tile copy moves
+EXCHANGE_OVERHEAD_CYCLES        10     per tile taking part in an exchange phase
+HOST_STREAM_OVERHEAD_CYCLES     100    per host stream transfer (host sync handshake)
+LOOP_ITERATION_CYCLES           4      per Repeat iteration (counted branch)
+CALL_CYCLES                     6      per Call (call and return)
+BRANCH_EXTRA_CYCLES             10     If / Switch / RepeatWhile decision, plus a sync and
+                                       the exchange of the predicate to every tile
+=============================  ======  ===================================================
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import numpy as np
+
+from ..target import Target
+
+CATEGORIES = ("cycles", "compute_including_idle", "compute_excluding_idle", "ipu_exchange",
+              "global_exchange", "host_exchange", "sync", "control")
+CAT = {name: i for i, name in enumerate(CATEGORIES)}
+NUM_CATEGORIES = len(CATEGORIES)
+
+COPY_RUN_OVERHEAD_CYCLES = 4
+EXCHANGE_OVERHEAD_CYCLES = 10
+HOST_STREAM_OVERHEAD_CYCLES = 100
+LOOP_ITERATION_CYCLES = 4
+CALL_CYCLES = 6
+BRANCH_EXTRA_CYCLES = 10
+
+
+@dataclass
+class StepCost:
+    """The cost of one execution of a step, and where on the chip it goes."""
+
+    vector: np.ndarray = field(default_factory=lambda: np.zeros(NUM_CATEGORIES))
+    # Per-tile detail for reports (tile -> cycles), only for steps that have it.
+    tile_compute: Optional[np.ndarray] = None
+    tile_exchange: Optional[np.ndarray] = None
+    exchange_bytes: int = 0
+    host_bytes: int = 0
+
+    @property
+    def cycles(self) -> float:
+        return float(self.vector[0])
+
+
+def _vector(**parts: float) -> np.ndarray:
+    v = np.zeros(NUM_CATEGORIES)
+    for name, value in parts.items():
+        v[CAT[name]] = value
+    return v
+
+
+class CostModel:
+    """Cycle formulas for one target. A CPU target has no cost model: every cost is 0."""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.enabled = target.has_cost_model
+        self.num_tiles = target.num_tiles
+
+    @property
+    def sync_cycles(self) -> int:
+        return self.target.max_ipu_sync_delay if self.enabled else 0
+
+    def _phase(self, busy: np.ndarray) -> float:
+        return float(busy.max()) if busy.size else 0.0
+
+    def copy(self, onchip_bytes: np.ndarray, onchip_runs: np.ndarray, sent: np.ndarray,
+             received: np.ndarray) -> StepCost:
+        """A Copy: an on-tile phase (memcpy on each tile), then an exchange phase for
+        data that changes tile, each followed by a sync. Arrays are per tile."""
+        if not self.enabled:
+            return StepCost()
+        t = self.target
+        compute = np.where(onchip_bytes > 0,
+                           np.ceil(onchip_bytes / t.memcpy_bytes_per_cycle) + COPY_RUN_OVERHEAD_CYCLES * onchip_runs,
+                           0.0)
+        traffic = np.maximum(sent, received)
+        exchange = np.where(traffic > 0, np.ceil(traffic / t.exchange_bytes_per_cycle) + EXCHANGE_OVERHEAD_CYCLES,
+                            0.0)
+        c_phase, x_phase = self._phase(compute), self._phase(exchange)
+        syncs = (c_phase > 0) + (x_phase > 0)
+        duration = c_phase + x_phase + syncs * self.sync_cycles
+        avg_c, avg_x = compute.sum() / self.num_tiles, exchange.sum() / self.num_tiles
+        return StepCost(_vector(cycles=duration, compute_including_idle=avg_c, compute_excluding_idle=avg_c,
+                                ipu_exchange=avg_x, sync=duration - avg_c - avg_x),
+                        tile_compute=compute, tile_exchange=exchange, exchange_bytes=int(sent.sum()))
+
+    def host_transfer(self, nbytes: int) -> StepCost:
+        """A stream copy (or PrintTensor): every tile waits for the host link."""
+        if not self.enabled:
+            return StepCost()
+        host = math.ceil(nbytes / self.target.host_bytes_per_cycle) + HOST_STREAM_OVERHEAD_CYCLES
+        duration = host + self.sync_cycles
+        return StepCost(_vector(cycles=duration, host_exchange=host, sync=self.sync_cycles), host_bytes=nbytes)
+
+    def sync(self, external: bool) -> StepCost:
+        if not self.enabled:
+            return StepCost()
+        cycles = self.target.global_sync_cycles if external else self.sync_cycles
+        return StepCost(_vector(cycles=cycles, sync=cycles))
+
+    def empty_compute_set(self) -> StepCost:
+        """A compute set with no vertices still ends with a sync."""
+        return self.sync(external=False)
+
+    def branch(self, predicate_bytes: int) -> StepCost:
+        """Deciding If / Switch / RepeatWhile: the predicate goes to every tile, then a sync."""
+        if not self.enabled:
+            return StepCost()
+        exchange = math.ceil(predicate_bytes / self.target.exchange_bytes_per_cycle) + EXCHANGE_OVERHEAD_CYCLES
+        control = BRANCH_EXTRA_CYCLES
+        duration = exchange + self.sync_cycles + control
+        return StepCost(_vector(cycles=duration, ipu_exchange=exchange, sync=self.sync_cycles, control=control))
+
+    def control(self, cycles: int) -> StepCost:
+        if not self.enabled:
+            return StepCost()
+        return StepCost(_vector(cycles=cycles, control=cycles))
+
+    def loop_iteration(self) -> StepCost:
+        return self.control(LOOP_ITERATION_CYCLES)
+
+    def call(self) -> StepCost:
+        return self.control(CALL_CYCLES)
+
+
+def constants() -> Dict[str, int]:
+    """The model's named constants, for reports and docs."""
+    return {name: value for name, value in globals().items() if name.endswith("_CYCLES") and isinstance(value, int)}

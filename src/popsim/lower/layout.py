@@ -1,0 +1,145 @@
+"""Memory layout: where each variable lives on the host, and what each tile holds.
+
+Storage is one arena with every variable and constant row-major at a 16-byte aligned
+offset; the tile mapping is accounting, not storage. Per tile, each contiguous
+region of a variable is counted padded to 8 bytes (the 64-bit loads the IPU's vector
+instructions need), under the category "variables" or "constants".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..errors import GraphMemoryAllocationError, InvalidTileMappingError
+from ..runs import MappingIndex
+from ..target import Target
+
+ARENA_ALIGNMENT = 16
+TILE_REGION_ALIGNMENT = 8
+MEMORY_CATEGORIES = ("variables", "constants")
+
+
+def _round_up(x: np.ndarray, align: int) -> np.ndarray:
+    return (x + align - 1) // align * align
+
+
+@dataclass
+class MemoryLayout:
+    arena_bytes: int
+    var_offsets: np.ndarray  # byte offset of each variable in the arena
+    index: MappingIndex      # tile of every mapped global element id
+    # One row per (variable, tile) region: which variable, which tile, bytes (padded).
+    region_var: np.ndarray
+    region_tile: np.ndarray
+    region_bytes: np.ndarray
+    by_category: Dict[str, np.ndarray] = field(default_factory=dict)  # category -> bytes per tile
+
+    @property
+    def tile_totals(self) -> np.ndarray:
+        return sum(self.by_category.values())
+
+    def largest_on_tile(self, tile: int, variables, n: int = 5) -> List[Tuple[str, int]]:
+        """(name, bytes) of the ``n`` largest variables on ``tile``."""
+        sel = np.flatnonzero(self.region_tile == tile)
+        per_var: Dict[int, int] = {}
+        for v, b in zip(self.region_var[sel].tolist(), self.region_bytes[sel].tolist()):
+            per_var[v] = per_var.get(v, 0) + b
+        top = sorted(per_var.items(), key=lambda kv: -kv[1])[:n]
+        return [(variables[v].name, b) for v, b in top]
+
+
+def plan_memory(variables, target: Target) -> MemoryLayout:
+    """Arena offsets, the global mapping index and per-tile bytes; raises
+    InvalidTileMappingError for unmapped elements on targets that need a mapping."""
+    n = len(variables)
+    nbytes = np.fromiter((v.size * v.dtype.size for v in variables), np.int64, n)
+    padded = _round_up(nbytes, ARENA_ALIGNMENT)
+    offsets = np.zeros(n, np.int64)
+    if n > 1:
+        np.cumsum(padded[:-1], out=offsets[1:])
+    arena_bytes = int(padded.sum())
+
+    need_mapping = target.requires_tile_mapping
+    whole_var, whole_tile = [], []
+    part_var, part_b, part_e, part_t = [], [], [], []
+    unmapped = []
+    for i, v in enumerate(variables):
+        m = v.mapping
+        if m.whole_tile is not None:
+            whole_var.append(i)
+            whole_tile.append(m.whole_tile)
+            continue
+        if v.size == 0:
+            continue
+        if need_mapping:
+            gap = m.first_unmapped()
+            if gap is not None:
+                unmapped.append((v, gap))
+                continue
+        b, e, t = m.resolved()
+        if b.size:
+            part_var.append(np.full(b.size, i, np.int64))
+            part_b.append(b)
+            part_e.append(e)
+            part_t.append(t)
+    if unmapped:
+        raise _unmapped_error(unmapped)
+
+    bases = np.fromiter((v.base for v in variables), np.int64, n)
+    sizes = np.fromiter((v.size for v in variables), np.int64, n)
+    itemsize = np.fromiter((v.dtype.size for v in variables), np.int64, n)
+    wv = np.asarray(whole_var, np.int64)
+    region_var = np.concatenate([wv] + part_var)
+    begins = np.concatenate([np.zeros(wv.size, np.int64)] + part_b)
+    ends = np.concatenate([sizes[wv]] + part_e)
+    region_tile = np.concatenate([np.asarray(whole_tile, np.int64)] + part_t)
+    index = MappingIndex(bases[region_var] + begins, bases[region_var] + ends, region_tile)
+
+    if not need_mapping:  # CPU: everything lives on its single tile
+        region_var = np.arange(n, dtype=np.int64)
+        region_tile = np.zeros(n, np.int64)
+        begins, ends = np.zeros(n, np.int64), sizes
+    region_bytes = _round_up((ends - begins) * itemsize[region_var], TILE_REGION_ALIGNMENT)
+    is_constant = np.fromiter((v.is_constant for v in variables), bool, n)
+    by_category = {}
+    for name, mask in (("variables", ~is_constant[region_var]), ("constants", is_constant[region_var])):
+        by_category[name] = np.bincount(region_tile[mask], weights=region_bytes[mask],
+                                        minlength=target.num_tiles).astype(np.int64)
+    return MemoryLayout(arena_bytes, offsets, index, region_var, region_tile, region_bytes, by_category)
+
+
+def _unmapped_error(unmapped) -> InvalidTileMappingError:
+    v, (b, e) = unmapped[0]
+    more = f" ({len(unmapped) - 1} more tensors are also incompletely mapped)" if len(unmapped) > 1 else ""
+    return InvalidTileMappingError(
+        f"{v.kind} '{v.name}' ({v.dtype.name} {list(v.shape)}) has elements with no tile: flat elements "
+        f"[{b}, {e}) are unmapped{more}. Every element must be mapped before an Engine is built: call "
+        f"graph.set_tile_mapping('{v.name}' or a slice of it, tile), or create it with "
+        "mapping=VariableMappingMethod.LINEAR")
+
+
+def check_memory(layout: MemoryLayout, variables, target: Target, allow_out_of_memory: bool,
+                 report_note: str = "") -> np.ndarray:
+    """Tiles over their memory; raises GraphMemoryAllocationError unless allowed."""
+    totals = layout.tile_totals
+    over = np.flatnonzero(totals > target.bytes_per_tile)
+    if over.size == 0 or allow_out_of_memory:
+        return over
+    worst = over[np.argsort(-totals[over], kind="stable")][:5]
+    limit = target.bytes_per_tile
+    first = int(worst[0])
+    largest = ", ".join(f"'{name}' ({b:,} bytes)" for name, b in layout.largest_on_tile(first, variables))
+    others = ", ".join(f"tile {int(t)} ({int(totals[t]):,} bytes)" for t in worst[1:])
+    msg = (f"Out of memory: {over.size} tile(s) need more than their {limit:,} bytes. Worst: tile {first} needs "
+           f"{int(totals[first]):,} bytes ({100.0 * totals[first] / limit:.1f}% of {limit:,}); its largest tensors: "
+           f"{largest}.")
+    if others:
+        msg += f" Next worst: {others}."
+    msg += (" Spread large tensors over more tiles (set_tile_mapping with a mapping, or "
+            "mapping=VariableMappingMethod.LINEAR), or set the option debug.allowOutOfMemory=true to build the "
+            "engine anyway and inspect its report.")
+    if report_note:
+        msg += " " + report_note
+    raise GraphMemoryAllocationError(msg)

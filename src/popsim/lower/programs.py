@@ -1,0 +1,273 @@
+"""Control programs lowered to the core's flat instruction list.
+
+Each program the engine runs gets an entry point and ends with HALT; each Function
+is lowered once, as a subroutine ending in RETURN, however many Calls it has. Every
+instruction that costs cycles belongs to a *step*: one per place in the program
+tree, named for reports, with its cost vector from the cost model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from .. import program as P
+from ..errors import ControlProgramError
+from .cost_model import NUM_CATEGORIES, CostModel, StepCost
+from .transfers import CopyTables, TransferPlanner
+
+# Opcodes: keep in step with native/core/executable.hpp.
+OP_HALT, OP_ACCOUNT, OP_COPY, OP_STREAM_TO_DEVICE, OP_STREAM_FROM_DEVICE, OP_HOST_CALL = range(6)
+OP_JUMP, OP_LOOP_BEGIN, OP_LOOP_END, OP_BRANCH_IF_FALSE, OP_BRANCH_IF_TRUE, OP_SWITCH = range(6, 12)
+OP_CALL, OP_RETURN, OP_ABORT, OP_ABORT_IF, OP_EXECUTE = range(12, 17)
+
+
+@dataclass
+class Step:
+    """A place in the lowered program that costs cycles each time it runs."""
+
+    name: str
+    kind: str  # Copy, StreamCopy, PrintTensor, Execute, Sync, Branch, Repeat, Call
+    cost: StepCost
+    program: str = ""  # the entry program or function it belongs to
+
+
+@dataclass
+class HostCallback:
+    """A PrintTensor: read ``table`` into a buffer of ``shape`` and print it."""
+
+    title: str
+    table: int
+    dtype: object
+    shape: Tuple[int, ...]
+
+
+@dataclass
+class LoweredPrograms:
+    instrs: np.ndarray
+    entries: np.ndarray
+    cases: np.ndarray
+    switch_begin: np.ndarray
+    switch_default: np.ndarray
+    num_loop_slots: int
+    steps: List[Step]
+    step_costs: np.ndarray
+    callbacks: List[HostCallback] = field(default_factory=list)
+    messages: List[str] = field(default_factory=list)
+    program_streams: List[List[int]] = field(default_factory=list)  # streams each entry program may use
+
+
+class ProgramLowerer:
+    def __init__(self, state, planner: TransferPlanner, tables: CopyTables, cost: CostModel):
+        self.state = state
+        self.planner = planner
+        self.tables = tables
+        self.cost = cost
+        self.instrs: List[List[int]] = []
+        self.steps: List[Step] = []
+        self.cases: List[Tuple[int, int]] = []
+        self.switch_begin: List[int] = [0]
+        self.switch_default: List[int] = []
+        self.loop_slots = 0
+        self.callbacks: List[HostCallback] = []
+        self.messages: List[str] = []
+        self._function_addr: Dict[int, int] = {}
+        self._calls: List[Tuple[int, object]] = []  # (instruction, function) to patch
+        # Per context (("program", i) or ("function", index)): functions called, streams used.
+        self._callees: Dict[Tuple[str, int], set] = {}
+        self._streams: Dict[Tuple[str, int], set] = {}
+        self._context: Tuple[str, int] = ("program", 0)
+        self._context_name = ""
+
+    # -- emission ----------------------------------------------------------------------------
+    def _emit(self, op: int, step: int = -1, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
+        self.instrs.append([op, step, a, b, c, d])
+        return len(self.instrs) - 1
+
+    def _step(self, name: str, kind: str, cost: StepCost) -> int:
+        self.steps.append(Step(name, kind, cost, self._context_name))
+        return len(self.steps) - 1
+
+    def _here(self) -> int:
+        return len(self.instrs)
+
+    # -- entry points ------------------------------------------------------------------------
+    def lower(self, programs) -> LoweredPrograms:
+        entries = []
+        for i, prog in enumerate(programs):
+            self._context, self._context_name = ("program", i), f"program {i}"
+            entries.append(self._here())
+            self._lower(prog)
+            self._emit(OP_HALT)
+        self._lower_functions()
+        self._check_recursion()
+        costs = np.array([s.cost.vector for s in self.steps]).reshape(len(self.steps), NUM_CATEGORIES)
+        return LoweredPrograms(
+            instrs=np.asarray(self.instrs, np.int64).reshape(-1, 6),
+            entries=np.asarray(entries, np.int64),
+            cases=np.asarray(self.cases, np.int64).reshape(-1, 2),
+            switch_begin=np.asarray(self.switch_begin, np.int64),
+            switch_default=np.asarray(self.switch_default, np.int64),
+            num_loop_slots=self.loop_slots, steps=self.steps, step_costs=costs,
+            callbacks=self.callbacks, messages=self.messages,
+            program_streams=[sorted(self._reachable_streams(("program", i))) for i in range(len(programs))])
+
+    def _reachable_streams(self, context: Tuple[str, int]) -> set:
+        seen, todo, streams = {context}, [context], set()
+        while todo:
+            node = todo.pop()
+            streams |= self._streams.get(node, set())
+            for f in self._callees.get(node, ()):
+                if ("function", f) not in seen:
+                    seen.add(("function", f))
+                    todo.append(("function", f))
+        return streams
+
+    def _lower_functions(self) -> None:
+        done = 0
+        while done < len(self._calls):
+            at, f = self._calls[done]
+            done += 1
+            if f.index not in self._function_addr:
+                self._function_addr[f.index] = self._here()
+                self._context, self._context_name = ("function", f.index), f"function {f.name}"
+                self._lower(f.program)
+                self._emit(OP_RETURN)
+            self.instrs[at][2] = self._function_addr[f.index]
+
+    def _check_recursion(self) -> None:
+        def visit(f: int, path: List[int]) -> None:
+            for callee in self._callees.get(("function", f), ()):
+                if callee in path:
+                    names = [self.state.functions[i].name for i in path[path.index(callee):] + [callee]]
+                    raise ControlProgramError(f"function '{names[0]}' calls itself ({' -> '.join(names)}); "
+                                              "programs cannot recurse: restructure it as a loop (Repeat or "
+                                              "RepeatWhileTrue)")
+                visit(callee, path + [callee])
+        for kind, f in list(self._callees):
+            if kind == "function":
+                visit(f, [f])
+
+    # -- the program tree -------------------------------------------------------------------------
+    def _lower(self, p) -> None:
+        method = getattr(self, "_lower_" + type(p).__name__, None)
+        if method is None:
+            raise ControlProgramError(f"cannot lower a {type(p).__name__} program")
+        method(p)
+
+    def _lower_Sequence(self, p: P.Sequence) -> None:
+        for child in p.programs:
+            self._lower(child)
+
+    def _lower_Execute(self, p: P.Execute) -> None:
+        cs = p.compute_set
+        step = self._step(f"Execute {p.describe()}", "Execute", self.cost.empty_compute_set())
+        self._emit(OP_EXECUTE, step, cs.index)
+
+    def _lower_Copy(self, p: P.Copy) -> None:
+        if isinstance(p.src, P.DataStream):
+            self._stream_copy(p, p.src, p.dst, to_device=True)
+        elif isinstance(p.dst, P.DataStream):
+            self._stream_copy(p, p.dst, p.src, to_device=False)
+        else:
+            segs, cost = self.planner.copy(p.src, p.dst)
+            table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
+            self._emit(OP_COPY, self._step(p.describe(), "Copy", cost), table)
+
+    def _stream_copy(self, p: P.Copy, stream, tensor, to_device: bool) -> None:
+        table = self.tables.add(self.planner.host_segments(tensor, to_device))
+        cost = self.cost.host_transfer(stream.transfer_bytes)
+        step = self._step(p.describe(), "StreamCopy", cost)
+        self._streams.setdefault(self._context, set()).add(stream.index)
+        self._emit(OP_STREAM_TO_DEVICE if to_device else OP_STREAM_FROM_DEVICE, step, stream.index, table)
+
+    def _lower_Repeat(self, p: P.Repeat) -> None:
+        slot = self.loop_slots
+        self.loop_slots += 1
+        begin = self._emit(OP_LOOP_BEGIN, -1, slot, p.count)
+        body = self._here()
+        self._lower(p.body)
+        step = self._step(f"Repeat x{p.count}", "Repeat", self.cost.loop_iteration())
+        self._emit(OP_LOOP_END, step, slot, body)
+        self.instrs[begin][4] = self._here()  # exit target when count is 0
+
+    def _predicate(self, tensor) -> Tuple[int, int]:
+        """Arena offset and scalar type code of a one-element tensor."""
+        gid = tensor._element_ids()[:1]
+        return int(self.planner.arena_offsets(gid)[0]), tensor.dtype.code
+
+    def _branch_step(self, what: str, tensor) -> int:
+        return self._step(f"{what} on {tensor.name}", "Branch", self.cost.branch(tensor.dtype.size))
+
+    def _lower_RepeatWhileTrue(self, p: P._RepeatWhile) -> None:
+        top = self._here()
+        self._lower(p.condition)
+        offset, code = self._predicate(p.predicate)
+        exit_op = OP_BRANCH_IF_FALSE if p._loop_while else OP_BRANCH_IF_TRUE
+        test = self._emit(exit_op, self._branch_step(type(p).__name__, p.predicate), 0, offset, code)
+        self._lower(p.body)
+        self._emit(OP_JUMP, -1, top)
+        self.instrs[test][2] = self._here()
+
+    _lower_RepeatWhileFalse = _lower_RepeatWhileTrue
+
+    def _lower_If(self, p: P.If) -> None:
+        offset, code = self._predicate(p.predicate)
+        test = self._emit(OP_BRANCH_IF_FALSE, self._branch_step("If", p.predicate), 0, offset, code)
+        self._lower(p.then_body)
+        skip = self._emit(OP_JUMP, -1, 0)
+        self.instrs[test][2] = self._here()
+        self._lower(p.else_body)
+        self.instrs[skip][2] = self._here()
+
+    def _lower_Switch(self, p: P.Switch) -> None:
+        offset, code = self._predicate(p.control)
+        table = len(self.switch_default)
+        self.switch_default.append(0)
+        self._emit(OP_SWITCH, self._branch_step("Switch", p.control), table, offset, code)
+        jumps = []
+        case_rows = []
+        for value, body in p.cases.items():
+            case_rows.append((value, self._here()))
+            self._lower(body)
+            jumps.append(self._emit(OP_JUMP, -1, 0))
+        self.switch_default[table] = self._here()
+        self._lower(p.default)
+        for j in jumps:
+            self.instrs[j][2] = self._here()
+        self.cases.extend(case_rows)
+        self.switch_begin.append(len(self.cases))
+
+    def _lower_Call(self, p: P.Call) -> None:
+        f = p.function
+        if f._state is not self.state:
+            raise ControlProgramError(f"Call of function '{f.name}', which belongs to a different graph")
+        self._callees.setdefault(self._context, set()).add(f.index)
+        at = self._emit(OP_CALL, self._step(p.describe(), "Call", self.cost.call()), 0)
+        self._calls.append((at, f))
+
+    def _lower_PrintTensor(self, p: P.PrintTensor) -> None:
+        t = p.tensor
+        table = self.tables.add(self.planner.host_segments(t, to_device=False))
+        self.callbacks.append(HostCallback(p.title, table, t.dtype, t.shape))
+        cost = self.cost.host_transfer(t.num_elements() * t.dtype.size)
+        self._emit(OP_HOST_CALL, self._step(p.describe(), "PrintTensor", cost), len(self.callbacks) - 1)
+
+    def _lower_WriteUndef(self, p: P.WriteUndef) -> None:
+        """Only a liveness hint: nothing runs."""
+
+    def _lower_Sync(self, p: P.Sync) -> None:
+        external = p.sync_type is not P.SyncType.INTERNAL
+        name = p.debug_name or f"Sync {p.sync_type.value.lower()}"
+        self._emit(OP_ACCOUNT, self._step(name, "Sync", self.cost.sync(external)))
+
+    def _lower_Abort(self, p: P.Abort) -> None:
+        self.messages.append(p.message)
+        self._emit(OP_ABORT, -1, len(self.messages) - 1)
+
+    def _lower_AbortOnCondition(self, p: P.AbortOnCondition) -> None:
+        offset, code = self._predicate(p.predicate)
+        self.messages.append(p.message)
+        step = self._branch_step("AbortOnCondition", p.predicate)
+        self._emit(OP_ABORT_IF, step, len(self.messages) - 1, offset, code)

@@ -1,0 +1,106 @@
+"""Data movement lowered to byte-level copy tables, with the tile traffic each causes.
+
+A copy table is a list of (source offset, destination offset, bytes) segments the core
+runs with memcpy. Tensor-to-tensor copies address the arena on both sides; host
+transfers (streams, host reads and writes, PrintTensor) address a contiguous host
+buffer holding the view's elements in row-major order on the other side.
+"""
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import numpy as np
+
+from ..runs import Runs, runs_of, split_at_positions
+from .cost_model import CostModel, StepCost
+from .layout import MemoryLayout
+
+
+class CopyTables:
+    """Accumulates copy tables for the core."""
+
+    def __init__(self):
+        self._segs: List[np.ndarray] = []
+        self._begin: List[int] = [0]
+        self._overlaps: List[int] = []
+
+    def add(self, segs: np.ndarray, overlaps: bool = False) -> int:
+        self._segs.append(np.asarray(segs, np.int64).reshape(-1, 3))
+        self._begin.append(self._begin[-1] + self._segs[-1].shape[0])
+        self._overlaps.append(int(overlaps))
+        return len(self._overlaps) - 1
+
+    def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        segs = np.concatenate(self._segs) if self._segs else np.empty((0, 3), np.int64)
+        return segs, np.asarray(self._begin, np.int64), np.asarray(self._overlaps, np.uint8)
+
+
+def merge_segments(src: np.ndarray, dst: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Join segments that continue each other on both sides; returns an (n, 3) array."""
+    if src.size > 1:
+        joins = (src[1:] == src[:-1] + length[:-1]) & (dst[1:] == dst[:-1] + length[:-1])
+        if joins.any():
+            first = np.concatenate(([True], ~joins))
+            group = np.cumsum(first) - 1
+            length = np.bincount(group, weights=length).astype(np.int64)
+            src, dst = src[first], dst[first]
+    return np.stack([src, dst, length], axis=1)
+
+
+class TransferPlanner:
+    """Turns views into copy tables and tile traffic for one engine's layout."""
+
+    def __init__(self, table, layout: MemoryLayout, cost: CostModel):
+        self.table = table
+        self.layout = layout
+        self.cost = cost
+        self.num_tiles = cost.num_tiles
+        self._itemsize = np.fromiter((v.dtype.size for v in table.variables), np.int64, len(table.variables))
+
+    def arena_offsets(self, gid: np.ndarray) -> np.ndarray:
+        """Arena byte offset of each global element id."""
+        var = self.table.index_of(gid)
+        return self.layout.var_offsets[var] + (gid - self.table.bases()[var]) * self._itemsize[var]
+
+    def _tiles(self, runs: Runs) -> Tuple[Runs, np.ndarray]:
+        if not self.cost.enabled:
+            return runs, np.zeros(runs.size, np.int64)
+        return self.layout.index.split(runs)
+
+    def copy(self, src, dst) -> Tuple[np.ndarray, StepCost]:
+        """Segments and cost of copying view ``src`` into view ``dst`` element by element."""
+        size = src.dtype.size
+        s_runs, s_tiles = self._tiles(runs_of(src))
+        d_runs, d_tiles = self._tiles(runs_of(dst))
+        # Cut both sides at every boundary of either, so piece i of one matches piece i of the other.
+        s_cut = split_at_positions(s_runs, d_runs.pos)
+        d_cut = split_at_positions(d_runs, s_runs.pos)
+        src_tile = _tile_of_pieces(s_runs, s_tiles, s_cut)
+        dst_tile = _tile_of_pieces(d_runs, d_tiles, d_cut)
+        nbytes = s_cut.length * size
+        segs = merge_segments(self.arena_offsets(s_cut.gid), self.arena_offsets(d_cut.gid), nbytes)
+        on_tile = src_tile == dst_tile
+        n = self.num_tiles
+        cost = self.cost.copy(
+            onchip_bytes=np.bincount(src_tile[on_tile], weights=nbytes[on_tile], minlength=n),
+            onchip_runs=np.bincount(src_tile[on_tile], minlength=n),
+            sent=np.bincount(src_tile[~on_tile], weights=nbytes[~on_tile], minlength=n),
+            received=np.bincount(dst_tile[~on_tile], weights=nbytes[~on_tile], minlength=n))
+        return segs, cost
+
+    def host_segments(self, tensor, to_device: bool) -> np.ndarray:
+        """Segments between a contiguous host buffer (the view in row-major order) and
+        the arena: host -> arena when ``to_device``, else arena -> host."""
+        runs = runs_of(tensor)
+        size = tensor.dtype.size
+        host = runs.pos * size
+        arena = self.arena_offsets(runs.gid)
+        nbytes = runs.length * size
+        return merge_segments(host, arena, nbytes) if to_device else merge_segments(arena, host, nbytes)
+
+
+def _tile_of_pieces(runs: Runs, tiles: np.ndarray, pieces: Runs) -> np.ndarray:
+    """Tile of each piece of ``runs`` after further cutting (pieces are in view order)."""
+    if runs.size == 0:
+        return np.empty(0, np.int64)
+    return tiles[np.searchsorted(runs.pos, pieces.pos, side="right") - 1]

@@ -1,0 +1,139 @@
+"""Engine options: Poplar's keys where Poplar has one, popsim's own under ``popsim.*``.
+
+Values are strings, as in Poplar's OptionFlags (Python bools and numbers are accepted
+and converted). POPSIM_ENGINE_OPTIONS, a JSON object, overrides what a program passes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Mapping, Optional, Tuple
+
+from . import config
+from .errors import InvalidOptionError, did_you_mean
+
+__all__ = ["EngineOptions", "OPTIONS"]
+
+_BOOL = ("true", "false")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    default: str
+    choices: Optional[Tuple[str, ...]] = None   # allowed values, when enumerated
+    check: Optional[Callable[[str], bool]] = None
+    help: str = ""
+
+
+def _non_negative_int(v: str) -> bool:
+    return v.isdigit()
+
+
+def _spec(default: str, help: str = "", choices=None, check=None) -> OptionSpec:
+    return OptionSpec(default, tuple(choices) if choices else None, check, help)
+
+
+def _flag(default: str, help: str = "") -> OptionSpec:
+    return _spec(default, help, _BOOL)
+
+
+OPTIONS: Dict[str, OptionSpec] = {
+    # Reports (Poplar's keys).
+    "autoReport.all": _flag("false", "write every report output"),
+    "autoReport.directory": _spec(".", "where report files go"),
+    "autoReport.outputGraphProfile": _flag("false", "write the memory/graph part of the report"),
+    "autoReport.outputExecutionProfile": _flag("false", "write the execution part of the report"),
+    "autoReport.outputDebugInfo": _flag("false"),
+    "autoReport.outputLoweredVars": _flag("false"),
+    "autoReport.outputSerializedGraph": _flag("false"),
+    "autoReport.executionProfileProgramRunCount": _spec("2", check=_non_negative_int),
+    # Debugging (Poplar's keys).
+    "debug.allowOutOfMemory": _flag("false", "build the engine even when tiles are over memory"),
+    "debug.retainDebugInformation": _flag("true"),
+    "debug.instrument": _flag("false"),
+    "debug.instrumentCompute": _flag("false"),
+    "debug.instrumentExternalExchange": _flag("false"),
+    "debug.instrumentControlFlow": _flag("false"),
+    "debug.computeInstrumentationLevel": _spec("tile", choices=("vertex", "tile", "ipu", "device")),
+    "debug.outputAllSymbols": _flag("false"),
+    "debug.floatPointOpException": _flag("false"),
+    "debug.nanOverflowMode": _flag("false"),
+    "debug.runtimeVerify": _flag("false"),
+    "debug.trace": _flag("false"),
+    "debug.workerStackSizeInBytes": _spec("0", check=_non_negative_int),
+    "debug.supervisorStackSizeInBytes": _spec("0", check=_non_negative_int),
+    # Target behaviour (Poplar's keys).
+    "target.deterministicWorkers": _spec("true", choices=("true", "false", "portable")),
+    "target.syncReplicasIndependently": _flag("false"),
+    "target.hostSyncTimeout": _spec("300", check=_non_negative_int),
+    "target.extendedMemory": _flag("false"),
+    "target.saveArchive": _spec(""),
+    # Compiler optimisation and exchange (Poplar's keys; accepted, recorded in the report).
+    "opt.internalExchangeOptimisationTarget": _spec("cycles", choices=("balanced", "cycles", "memory")),
+    "opt.enableMultiAccessCopies": _flag("true"),
+    "opt.useAutoloader": _flag("true"),
+    "opt.enableInlining": _flag("true"),
+    "opt.maxComputeSetsPerLoweredCopy": _spec("6", check=_non_negative_int),
+    "opt.maxCompilationThreads": _spec("0", check=_non_negative_int),
+    "exchange.streamBufferOverlap": _spec("hostRearrangeOnly", choices=("none", "hostRearrangeOnly", "any")),
+    "exchange.enablePrefetch": _flag("true"),
+    "exchange.multicastPolicy": _spec("balanced"),
+    "profiler.format": _spec("v3"),
+    "profiler.programs.filter": _spec(""),
+    "profiler.blocks.filter": _spec(""),
+    "profiler.includeCycleEstimates": _flag("true"),
+    "profiler.includeFlopEstimates": _flag("false"),
+    # popsim's own.
+    "popsim.numThreads": _spec("0", "threads for the engine (0: POPSIM_NUM_THREADS or all cores)",
+                               check=_non_negative_int),
+    "popsim.cacheDir": _spec("", "directory for compiled codelets and cached executables"),
+    "popsim.codeletMode": _spec("compiled", "compiled or interpreted Python vertices",
+                                choices=("compiled", "interpreted")),
+}
+
+
+def _as_option_string(key: str, value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    raise InvalidOptionError(f"option '{key}': values must be strings (or bool/int), found "
+                             f"{type(value).__name__} {value!r}")
+
+
+class EngineOptions(Mapping[str, str]):
+    """Validated engine options with defaults; read like a dict of strings."""
+
+    def __init__(self, options: Optional[Mapping[str, object]] = None, use_environment: bool = True):
+        given = dict(options or {})
+        if use_environment:
+            given.update(config.engine_options_override())
+        self._set: Dict[str, str] = {}
+        for key, value in given.items():
+            if key not in OPTIONS:
+                raise InvalidOptionError(f"Unrecognised option '{key}': {did_you_mean(key, OPTIONS)}")
+            text = _as_option_string(key, value)
+            spec = OPTIONS[key]
+            if spec.choices is not None and text not in spec.choices:
+                raise InvalidOptionError(f"option '{key}' must be one of {', '.join(spec.choices)}; found {text!r}")
+            if spec.check is not None and not spec.check(text):
+                raise InvalidOptionError(f"option '{key}' has an invalid value {text!r}")
+            self._set[key] = text
+
+    def __getitem__(self, key: str) -> str:
+        if key in self._set:
+            return self._set[key]
+        return OPTIONS[key].default
+
+    def __iter__(self):
+        return iter(OPTIONS)
+
+    def __len__(self) -> int:
+        return len(OPTIONS)
+
+    def flag(self, key: str) -> bool:
+        return self[key] == "true"
+
+    @property
+    def explicit(self) -> Dict[str, str]:
+        """Only the options that were set (by the program or the environment)."""
+        return dict(self._set)

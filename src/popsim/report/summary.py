@@ -1,0 +1,119 @@
+"""The text profile summary, with Poplar's sections and quantities:
+Target, Graph, Memory Usage, Execution."""
+from __future__ import annotations
+
+from typing import Dict, List
+
+import numpy as np
+
+from .report import Report
+
+_LABEL_WIDTH = 57
+
+
+def _bytes(n: float) -> str:
+    """Poplar's units: binary multiples written kB / MB / GB."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{int(n):,} B"
+
+
+def _line(label: str, value: str, indent: int = 2) -> str:
+    return f"{' ' * indent}{label + ':':<{_LABEL_WIDTH - indent}}{value}"
+
+
+def _target(r: Report) -> List[str]:
+    t = r.target
+    return ["Target:",
+            _line("Number of IPUs", f"{t.num_ipus:,}"),
+            _line("Tiles per IPU", f"{t.tiles_per_ipu:,}"),
+            _line("Total Tiles", f"{t.num_tiles:,}"),
+            _line("Memory Per-Tile", _bytes(t.bytes_per_tile)),
+            _line("Total Memory", _bytes(t.total_memory)),
+            _line("Clock Speed (approx)", f"{t.clock / 1e6:,.1f} MHz"),
+            _line("Architecture", f"{t.arch} ({t.type})"),
+            ""]
+
+
+def _graph(r: Report) -> List[str]:
+    g = r.graph
+    return ["Graph:",
+            _line("Number of vertices", f"{g.num_vertices:,}"),
+            _line("Number of edges", f"{g.num_edges:,}"),
+            _line("Number of variables", f"{g.num_variables:,}"),
+            _line("Number of compute sets", f"{g.num_compute_sets:,}"),
+            ""]
+
+
+def _histogram(tiles: np.ndarray, limit: int) -> List[str]:
+    used = tiles[tiles > 0]
+    if used.size == 0:
+        return [_line("No tile holds data", "", 4)]
+    top = max(int(used.max()), 1)
+    edges = np.linspace(0, max(top, 1), 9)
+    counts, _ = np.histogram(used, bins=edges)
+    lines = []
+    for lo, hi, c in zip(edges[:-1], edges[1:], counts):
+        if c:
+            lines.append(_line(f"{_bytes(lo)} - {_bytes(hi)}", f"{int(c):,} tiles", 4))
+    return lines
+
+
+def _memory(r: Report) -> List[str]:
+    m = r.memory
+    tiles = m.tiles
+    out = ["Memory Usage:", _line("Total", _bytes(m.total))]
+    for name in m.by_category:
+        out.append(_line(name.replace("_", " ").capitalize(), _bytes(m.category_total(name)), 4))
+    used = int((tiles > 0).sum())
+    out += [_line("Tiles holding data", f"{used:,} of {tiles.size:,}"),
+            _line("Maximum", f"{_bytes(m.max_bytes)} on tile {m.max_tile}"),
+            _line("Average (all tiles)", _bytes(float(tiles.mean()) if tiles.size else 0)),
+            _line("Tile(s) out of memory", f"{len(m.tiles_out_of_memory):,}"),
+            "  By Tile:"]
+    out += _histogram(tiles, m.bytes_per_tile)
+    out.append("")
+    return out
+
+
+def _pct(x: float, total: float) -> str:
+    return f"{x:,.1f} ({100.0 * x / total if total else 0.0:.1f}% of total)"
+
+
+def _execution(r: Report, options: Dict[str, str]) -> List[str]:
+    e = r.execution
+    out = ["Execution:", "", "Programs executed:", ""]
+    if not e.programs_executed:
+        out += ["  (no program has run yet)", ""]
+    for p in e.programs_executed:
+        out.append(f"  {p['name']} ({p['runs']:,} run{'s' if p['runs'] != 1 else ''})")
+    out.append("")
+    if r.target.type == "CPU":
+        out += ["  Cycle estimates are not available on a CPU target (it has no cost model).", ""]
+        return out
+    total = e.total_cycles
+    c = e.categories
+    micros = total / r.target.clock * 1e6
+    out += [_line("Total cycles", f"{total:,.0f} (approx {micros:,.1f} microseconds)"),
+            _line("Tile average compute cycles (including idle threads)", _pct(c["compute_including_idle"], total)),
+            _line("Tile average compute cycles (excluding idle threads)", _pct(c["compute_excluding_idle"], total)),
+            _line("Tile average IPU exchange cycles", _pct(c["ipu_exchange"], total)),
+            _line("Tile average global exchange cycles", _pct(c["global_exchange"], total)),
+            _line("Tile average host exchange cycles", _pct(c["host_exchange"], total)),
+            _line("Tile average sync cycles", _pct(c["sync"], total)),
+            _line("Tile average control cycles", _pct(c["control"], total)),
+            ""]
+    if options.get("showExecutionSteps", "false") == "true":
+        out.append("  Execution steps (cycles are totals over all runs of a step):")
+        out.append(f"    {'#':>4}  {'kind':<12}{'runs':>10}{'cycles':>16}  name")
+        for i, s in enumerate(e.steps):
+            if s.count:
+                out.append(f"    {i:>4}  {s.kind:<12}{s.count:>10,}{s.cycles:>16,.0f}  {s.name}")
+        out.append("")
+    return out
+
+
+def format_summary(report: Report, options: Dict[str, str]) -> str:
+    lines = _target(report) + _graph(report) + _memory(report) + _execution(report, options)
+    return "\n".join(lines) + "\n"

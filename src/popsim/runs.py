@@ -1,0 +1,114 @@
+"""Views resolved to runs: where each stretch of a view lives.
+
+A ``Runs`` holds, for each maximal stretch of a view whose elements are consecutive
+elements of one variable, its position in the view's flat order (``pos``), its first
+global element id (``gid``) and its ``length``. Splitting runs at view positions or at
+global-id boundaries (tile intervals) is how mappings, copies and host transfers are
+resolved; everything here is vectorised numpy.
+"""
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple, Tuple
+
+import numpy as np
+
+from .variables import VariableTable
+
+
+class Runs(NamedTuple):
+    pos: np.ndarray
+    gid: np.ndarray
+    length: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.pos.size)
+
+
+def runs_of(tensor) -> Runs:
+    gid, length = tensor._runs()
+    pos = np.zeros(gid.size, np.int64)
+    if gid.size > 1:
+        np.cumsum(length[:-1], out=pos[1:])
+    return Runs(pos, gid, length)
+
+
+def split_at_positions(r: Runs, cuts: np.ndarray) -> Runs:
+    """Split runs so that no run straddles a view position in ``cuts``."""
+    return _split(r, r.pos, cuts)
+
+
+def split_at_gids(r: Runs, cuts: np.ndarray) -> Runs:
+    """Split runs so that no run straddles a global element id in ``cuts`` (sorted)."""
+    return _split(r, r.gid, cuts)
+
+
+def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray) -> Runs:
+    if r.size == 0 or cuts.size == 0:
+        return r
+    cuts = np.unique(cuts)
+    lo = np.searchsorted(cuts, coord, side="right")
+    hi = np.searchsorted(cuts, coord + r.length, side="left")
+    extra = hi - lo  # cut points strictly inside each run
+    if not extra.any():
+        return r
+    pieces = extra + 1
+    owner = np.repeat(np.arange(r.size), pieces)
+    # The k-th piece of run i starts at cut lo[i] + k - 1 (k >= 1), or at the run start.
+    k = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    start = np.where(k == 0, coord[owner], cuts[np.minimum(lo[owner] + k - 1, cuts.size - 1)])
+    end_coord = coord + r.length
+    nxt = np.where(k == pieces[owner] - 1, end_coord[owner], cuts[np.minimum(lo[owner] + k, cuts.size - 1)])
+    delta = start - coord[owner]
+    return Runs(r.pos[owner] + delta, r.gid[owner] + delta, nxt - start)
+
+
+class MappingIndex:
+    """Tile lookup by global element id, over the variables it was built from."""
+
+    __slots__ = ("begins", "ends", "tiles")
+
+    def __init__(self, begins: np.ndarray, ends: np.ndarray, tiles: np.ndarray):
+        order = np.argsort(begins, kind="stable")
+        self.begins, self.ends, self.tiles = begins[order], ends[order], tiles[order]
+
+    @classmethod
+    def for_variables(cls, variables: Iterable) -> "MappingIndex":
+        bs, es, ts = [], [], []
+        for v in variables:
+            b, e, t = v.mapping.resolved()
+            if b.size:
+                bs.append(b + v.base)
+                es.append(e + v.base)
+                ts.append(t)
+        if not bs:
+            empty = np.empty(0, np.int64)
+            return cls(empty, empty, empty)
+        return cls(np.concatenate(bs), np.concatenate(es), np.concatenate(ts))
+
+    @classmethod
+    def for_tensor(cls, tensor) -> "MappingIndex":
+        return cls.for_variables(tensor._variables())
+
+    def boundaries(self) -> np.ndarray:
+        return np.concatenate([self.begins, self.ends])
+
+    def tile_at(self, gids: np.ndarray) -> np.ndarray:
+        """Tile holding each global id (-1 when unmapped)."""
+        idx = np.searchsorted(self.begins, gids, side="right") - 1
+        out = np.full(gids.shape, -1, np.int64)
+        ok = idx >= 0
+        ok[ok] = gids[ok] < self.ends[idx[ok]]
+        out[ok] = self.tiles[idx[ok]]
+        return out
+
+    def split(self, r: Runs) -> Tuple[Runs, np.ndarray]:
+        """Runs split at tile boundaries, and the tile of each (-1 when unmapped)."""
+        pieces = split_at_gids(r, self.boundaries())
+        return pieces, self.tile_at(pieces.gid)
+
+
+def variable_offsets(table: VariableTable, gid: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(variable index, element offset within it) of each global id."""
+    var = table.index_of(gid)
+    return var, gid - table.bases()[var]

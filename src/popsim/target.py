@@ -1,0 +1,153 @@
+"""Targets: what a graph is compiled for (tiles, memory, workers, clocks, exchange).
+
+The presets are Poplar's IPUModel defaults for each architecture; the cost-model fields
+popsim adds (memcpy, host link, sync) are documented in docs/cost_model.md.
+"""
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field, replace
+
+from .types import as_type
+
+__all__ = ["Target", "TargetType", "RelativeSyncDelayType", "ARCHITECTURES"]
+
+
+class TargetType(enum.Enum):
+    IPU = "IPU"
+    IPU_MODEL = "IPU_MODEL"
+    CPU = "CPU"
+
+
+class RelativeSyncDelayType(enum.Enum):
+    AUTO = "AUTO"          # tiles further from the sync controller wait longer
+    NO_DELAY = "NO_DELAY"  # every tile syncs in min_ipu_sync_delay
+
+
+@dataclass(frozen=True)
+class _Architecture:
+    tiles_per_ipu: int
+    memory_bytes_per_tile: int
+    tile_clock_frequency: float
+    amp_fp16_macs_per_cycle: int
+    amp_fp32_macs_per_cycle: int
+
+
+ARCHITECTURES = {
+    "ipu1": _Architecture(1216, 262144, 1.6e9, 32, 8),    # GC2 (Mk1)
+    "ipu2": _Architecture(1472, 638976, 1.33e9, 64, 16),  # GC200 (Mk2)
+    "ipu21": _Architecture(1472, 638976, 1.85e9, 64, 16),  # Bow
+}
+
+
+def check_version(version: str) -> str:
+    if version not in ARCHITECTURES:
+        from .errors import PopsimError
+        raise PopsimError(f"unknown IPU version {version!r}: expected one of {', '.join(ARCHITECTURES)}")
+    return version
+
+
+def global_sync_cycles_for(num_ipus: int, clock: float) -> int:
+    """Inter-IPU sync latency: 15 ns per hop each way, one more hop per 4 IPUs (PopLibs' test model)."""
+    hops = 1 + num_ipus // 4
+    return math.ceil(15e-9 * clock * hops * 2)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The machine a graph is built for. Create with :meth:`create_ipu_target`,
+    :meth:`create_cpu_target`, or from a device (``device.target``)."""
+
+    num_ipus: int = 1
+    tiles_per_ipu: int = 1472
+    bytes_per_tile: int = 638976
+    num_worker_contexts: int = 6
+    tile_clock_frequency: float = 1.33e9
+    exchange_bytes_per_cycle: int = 4
+    memcpy_bytes_per_cycle: int = 8
+    data_path_width: int = 64
+    host_bytes_per_cycle: float = 6.0
+    min_ipu_sync_delay: int = 16
+    relative_sync_delay: RelativeSyncDelayType = RelativeSyncDelayType.AUTO
+    global_sync_cycles: int = 40
+    amp_fp16_macs_per_cycle: int = 64
+    amp_fp32_macs_per_cycle: int = 16
+    arch: str = "ipu2"
+    target_type: TargetType = TargetType.IPU
+    extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    # -- construction -------------------------------------------------------------------
+    @staticmethod
+    def create_ipu_target(num_ipus: int = 1, tiles_per_ipu: int | None = None, version: str = "ipu2") -> "Target":
+        """A target of ``num_ipus`` IPUs of architecture ``version`` ("ipu1", "ipu2", "ipu21")."""
+        arch = ARCHITECTURES[check_version(version)]
+        return Target(
+            num_ipus=num_ipus,
+            tiles_per_ipu=tiles_per_ipu if tiles_per_ipu is not None else arch.tiles_per_ipu,
+            bytes_per_tile=arch.memory_bytes_per_tile,
+            tile_clock_frequency=arch.tile_clock_frequency,
+            global_sync_cycles=global_sync_cycles_for(num_ipus, arch.tile_clock_frequency),
+            amp_fp16_macs_per_cycle=arch.amp_fp16_macs_per_cycle,
+            amp_fp32_macs_per_cycle=arch.amp_fp32_macs_per_cycle,
+            arch=version,
+        )
+
+    @staticmethod
+    def create_cpu_target(num_ipus: int = 1) -> "Target":
+        """The host CPU: one tile, one worker, no tile-mapping rules, no memory limit, no cost model."""
+        return Target(num_ipus=num_ipus, tiles_per_ipu=1, bytes_per_tile=2**62, num_worker_contexts=1,
+                      arch="cpu", target_type=TargetType.CPU)
+
+    def with_changes(self, **changes) -> "Target":
+        return replace(self, **changes)
+
+    # -- queries --------------------------------------------------------------------------
+    @property
+    def num_tiles(self) -> int:
+        return self.num_ipus * self.tiles_per_ipu
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.num_tiles * self.bytes_per_tile
+
+    @property
+    def max_ipu_sync_delay(self) -> int:
+        """Cycles an internal sync takes for the tile furthest from the sync controller."""
+        spread = 0 if self.relative_sync_delay is RelativeSyncDelayType.NO_DELAY else self.tiles_per_ipu // 128
+        return self.min_ipu_sync_delay + spread
+
+    @property
+    def has_cost_model(self) -> bool:
+        """CPU targets run the program but model neither cycles nor memory limits."""
+        return self.target_type is not TargetType.CPU
+
+    @property
+    def requires_tile_mapping(self) -> bool:
+        return self.target_type is not TargetType.CPU
+
+    @property
+    def target_arch_string(self) -> str:
+        return self.arch
+
+    def type_size(self, t) -> int:
+        """Bytes one element of ``t`` takes in tile memory."""
+        return as_type(t).size
+
+    def vector_width(self, t) -> int:
+        """Elements of ``t`` one data-path-wide vector instruction handles (FLOAT 2, HALF 4)."""
+        return max(1, self.data_path_width // (8 * as_type(t).size))
+
+    @property
+    def float_vector_width(self) -> int:
+        return self.vector_width(as_type("FLOAT"))
+
+    @property
+    def half_vector_width(self) -> int:
+        return self.vector_width(as_type("HALF"))
+
+    def __str__(self) -> str:
+        kind = {TargetType.CPU: "CPU", TargetType.IPU_MODEL: "IPUModel", TargetType.IPU: "IPU"}[self.target_type]
+        return f"{kind}({self.arch}, {self.num_ipus} IPU x {self.tiles_per_ipu} tiles)"
+
+

@@ -1,0 +1,513 @@
+"""Tensor: a view of elements of one or more variables. Views never create state.
+
+A view is either *strided* (one variable, an element offset and numpy-style strides:
+indexing, slicing, transposes, most reshapes, reversal and subsampling stay in this
+form and cost O(rank)) or *indexed* (an int64 array of global element ids in the
+view's shape, used when a view mixes variables or repeats elements irregularly).
+Either way the semantics are numpy's, applied to the array of element ids.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import views
+from .errors import IndexError, TensorCreationError
+from .types import Type, as_type
+from .variables import Variable, VariableTable
+
+__all__ = ["Tensor", "concat", "append"]
+
+Shape = Tuple[int, ...]
+
+
+def _as_index(value, what: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer, found {type(value).__name__} {value!r}")
+    return int(value)
+
+
+class Tensor:
+    """A view of device elements with a shape and an element type.
+
+    Build views with numpy-style indexing (``t[1:3, 0]``) or Poplar's methods
+    (``slice``, ``reshape``, ``dim_shuffle``, ``broadcast``...); none of them copy data
+    or create state.
+    """
+
+    __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids")
+
+    def __init__(self):
+        raise TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
+
+    # -- construction (internal) ------------------------------------------------------------
+    @classmethod
+    def _strided(cls, table: VariableTable, var: Variable, dtype: Type, shape: Shape, offset: int,
+                 strides: Shape) -> "Tensor":
+        t = object.__new__(cls)
+        t._table = table
+        t._dtype = dtype
+        t._shape = shape
+        t._var = var
+        t._offset = offset
+        t._strides = strides
+        t._ids = None
+        return t
+
+    @classmethod
+    def _of_variable(cls, table: VariableTable, var: Variable) -> "Tensor":
+        return cls._strided(table, var, var.dtype, var.shape, 0, views.c_strides(var.shape))
+
+    @classmethod
+    def _indexed(cls, table: VariableTable, dtype: Type, ids: np.ndarray) -> "Tensor":
+        t = object.__new__(cls)
+        t._table = table
+        t._dtype = dtype
+        t._shape = tuple(int(n) for n in ids.shape)
+        t._var = None
+        t._offset = 0
+        t._strides = ()
+        t._ids = ids
+        return t
+
+    def _like(self, shape: Shape, offset: int, strides: Shape) -> "Tensor":
+        return Tensor._strided(self._table, self._var, self._dtype, shape, offset, strides)
+
+    def _with_ids(self, ids: np.ndarray) -> "Tensor":
+        return Tensor._indexed(self._table, self._dtype, ids)
+
+    def _id_array(self) -> np.ndarray:
+        """Global element ids in the view's shape (a numpy array; may be a shared view)."""
+        if self._ids is not None:
+            return self._ids
+        return views.strided_ids(self._var.base + self._offset, self._shape, self._strides)
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Shape:
+        return self._shape
+
+    @property
+    def rank(self) -> int:
+        return len(self._shape)
+
+    @property
+    def dtype(self) -> Type:
+        return self._dtype
+
+    @property
+    def element_type(self) -> Type:
+        return self._dtype
+
+    def num_elements(self) -> int:
+        return views.num_elements(self._shape)
+
+    def dim(self, i: int) -> int:
+        return self._shape[self._check_dim(i, "dim")]
+
+    @property
+    def name(self) -> str:
+        """The debug name of the variable(s) the view covers."""
+        if self._var is not None:
+            return self._var.name
+        names: List[str] = []
+        for v in self._variables():
+            if v.name not in names:
+                names.append(v.name)
+        return "+".join(names) if names else "<empty>"
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError(f"len() of a rank-0 tensor ({self.name})")
+        return self._shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name!r}, shape={list(self._shape)}, dtype={self._dtype.name})"
+
+    def _variables(self) -> List[Variable]:
+        if self._var is not None:
+            return [self._var]
+        ids = self._ids.reshape(-1)
+        if ids.size == 0:
+            return []
+        idx = np.unique(self._table.index_of(ids))
+        return [self._table.variables[i] for i in idx.tolist()]
+
+    def _describe(self) -> str:
+        return f"tensor '{self.name}' of shape {list(self._shape)}"
+
+    # -- element-level helpers for lowering ---------------------------------------------------
+    def _element_ids(self) -> np.ndarray:
+        """Flat global element ids in row-major view order."""
+        return self._id_array().reshape(-1)
+
+    def _runs(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(first global id, length) of maximal runs of consecutive elements, in view
+        order; a run never crosses from one variable into another."""
+        if self._ids is None:
+            return views.strided_runs(self._var.base + self._offset, self._shape, self._strides)
+        ids = self._ids.reshape(-1)
+        owner = self._table.index_of(ids)
+        breaks = None
+        if ids.size > 1:
+            breaks = np.concatenate(([False], owner[1:] != owner[:-1]))
+        return views.ids_runs(ids, breaks)
+
+    def is_contiguous(self) -> bool:
+        """Whether the view is one run of consecutive elements of one variable, in order."""
+        if self._ids is None:
+            return views.contiguous_inner(self._shape, self._strides)[0] == 0
+        return self._runs()[0].size <= 1
+
+    def contains_aliases(self) -> bool:
+        """Whether some element appears more than once in the view."""
+        if self._ids is None:
+            return any(n > 1 and s == 0 for n, s in zip(self._shape, self._strides))
+        ids = self._ids.reshape(-1)
+        return np.unique(ids).size != ids.size
+
+    def contains_constant(self) -> bool:
+        return any(v.is_constant for v in self._variables())
+
+    def intersects_with(self, other: "Tensor") -> bool:
+        """Whether the two views share an element."""
+        if self._table is not other._table:
+            return False
+        return views.runs_overlap(self._runs(), other._runs())
+
+    # -- indexing ---------------------------------------------------------------------------
+    def __getitem__(self, key) -> "Tensor":
+        """numpy basic indexing: integers (dropping a dimension), slices with steps,
+        ``...`` and ``None``."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if sum(1 for k in key if k is Ellipsis) > 1:
+            raise IndexError(f"an index can only have a single ellipsis ('...'), indexing {self._describe()}")
+        if n_real > self.rank:
+            raise IndexError(f"too many indices for {self._describe()}: {n_real} given for rank {self.rank}")
+        expanded: List[object] = []
+        for k in key:
+            if k is Ellipsis:
+                expanded.extend([slice(None)] * (self.rank - n_real))
+            else:
+                expanded.append(k)
+        expanded.extend([slice(None)] * (self.rank - sum(1 for k in expanded if k is not None)))
+
+        shape: List[int] = []
+        strides: List[int] = []
+        offset = self._offset
+        np_key: List[object] = []
+        dim = 0
+        for k in expanded:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+                np_key.append(None)
+                continue
+            n = self._shape[dim]
+            s = self._strides[dim] if self._ids is None else 0
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                length = len(range(start, stop, step))
+                shape.append(length)
+                strides.append(s * step)
+                if length:
+                    offset += start * s
+                np_key.append(k)
+            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+                i = int(k)
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of range for dimension {dim} of {self._describe()}: "
+                                     f"valid indices are {-n}..{n - 1}")
+                offset += (i % n) * s
+                np_key.append(i % n)
+            else:
+                raise IndexError(f"cannot index {self._describe()} with {type(k).__name__} {k!r}: use integers, "
+                                 "slices, ... or None (for element lists, concat the pieces)")
+            dim += 1
+        if self._ids is not None:
+            return self._with_ids(self._ids[tuple(np_key)])
+        return self._like(tuple(shape), offset, tuple(strides))
+
+    def index(self, indices: Sequence[int]) -> "Tensor":
+        """``t.index([i, j])`` is ``t[i][j]``."""
+        return self[tuple(_as_index(i, "index") for i in indices)]
+
+    def _check_dim(self, dim: int, op: str, rank: Optional[int] = None) -> int:
+        rank = self.rank if rank is None else rank
+        dim = _as_index(dim, f"{op}: dimension")
+        if not 0 <= dim < rank:
+            raise IndexError(f"{op}: dimension {dim} is out of range for {self._describe()} (rank {self.rank})")
+        return dim
+
+    def slice(self, begin, end, dim: int = 0) -> "Tensor":
+        """Elements [begin, end) along ``dim``, keeping the rank; or, with lists,
+        the box ``[begin[d], end[d])`` in every dimension d."""
+        if isinstance(begin, (list, tuple, np.ndarray)):
+            begin, end = list(begin), list(end)
+            if len(begin) != self.rank or len(end) != self.rank:
+                raise IndexError(f"slice: begin {begin} and end {end} must both have one entry per dimension of "
+                                 f"{self._describe()}")
+            out = self
+            for d, (b, e) in enumerate(zip(begin, end)):
+                out = out.slice(b, e, d)
+            return out
+        dim = self._check_dim(dim, "slice")
+        b, e = _as_index(begin, "slice begin"), _as_index(end, "slice end")
+        n = self._shape[dim]
+        if not 0 <= b <= e <= n:
+            raise IndexError(f"slice [{b}, {e}) is out of range for dimension {dim} of {self._describe()}: "
+                             f"need 0 <= begin <= end <= {n}")
+        key = [slice(None)] * self.rank
+        key[dim] = slice(b, e)
+        return self[tuple(key)]
+
+    def slices(self, intervals: Sequence[Tuple[int, int]], dim: int = 0) -> List["Tensor"]:
+        """One slice per (begin, end) interval along ``dim``."""
+        return [self.slice(b, e, dim) for b, e in intervals]
+
+    # -- shape transforms -------------------------------------------------------------------
+    def reshape(self, shape) -> "Tensor":
+        """The same elements, in row-major order, with a new shape (one entry may be -1)."""
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        new_shape = [_as_index(n, "reshape: dimension size") for n in shape]
+        total = self.num_elements()
+        if new_shape.count(-1) > 1:
+            raise TensorCreationError(f"reshape of {self._describe()}: only one dimension may be -1, got {new_shape}")
+        if -1 in new_shape:
+            known = views.num_elements([n for n in new_shape if n != -1])
+            if known == 0 or total % known:
+                raise TensorCreationError(f"reshape of {self._describe()} to {new_shape}: "
+                                          f"{total} elements do not divide into that shape")
+            new_shape[new_shape.index(-1)] = total // known
+        if any(n < 0 for n in new_shape) or views.num_elements(new_shape) != total:
+            raise TensorCreationError(f"reshape of {self._describe()} ({total} elements) to {new_shape} "
+                                      f"({views.num_elements(new_shape)} elements): element counts must match")
+        new_shape_t = tuple(new_shape)
+        if self._ids is None:
+            strides = views.reshape_strides(self._shape, self._strides, new_shape_t)
+            if strides is not None:
+                return self._like(new_shape_t, self._offset, strides)
+        return self._with_ids(self._id_array().reshape(new_shape_t))
+
+    def reshape_partial(self, begin_dim: int, end_dim: int, new_dims: Sequence[int]) -> "Tensor":
+        """Reshape only dimensions [begin_dim, end_dim)."""
+        if not 0 <= begin_dim <= end_dim <= self.rank:
+            raise IndexError(f"reshape_partial: [{begin_dim}, {end_dim}) is not a dimension range of "
+                             f"{self._describe()}")
+        return self.reshape(self._shape[:begin_dim] + tuple(new_dims) + self._shape[end_dim:])
+
+    def flatten(self, begin_dim: Optional[int] = None, end_dim: Optional[int] = None) -> "Tensor":
+        """All elements as 1-D, or dimensions [begin_dim, end_dim) merged into one."""
+        if begin_dim is None:
+            return self.reshape((self.num_elements(),))
+        end_dim = self.rank if end_dim is None else end_dim
+        if not 0 <= begin_dim < end_dim <= self.rank:
+            raise IndexError(f"flatten: [{begin_dim}, {end_dim}) is not a non-empty dimension range of "
+                             f"{self._describe()}")
+        merged = views.num_elements(self._shape[begin_dim:end_dim])
+        return self.reshape(self._shape[:begin_dim] + (merged,) + self._shape[end_dim:])
+
+    def dim_shuffle(self, permutation: Sequence[int]) -> "Tensor":
+        """Result dimension i is source dimension ``permutation[i]``."""
+        perm = [_as_index(p, "dim_shuffle: permutation entry") for p in permutation]
+        if sorted(perm) != list(range(self.rank)):
+            raise IndexError(f"dim_shuffle: {perm} is not a permutation of the {self.rank} dimensions of "
+                             f"{self._describe()}")
+        if self._ids is not None:
+            return self._with_ids(self._ids.transpose(perm))
+        return self._like(tuple(self._shape[p] for p in perm), self._offset, tuple(self._strides[p] for p in perm))
+
+    def dim_shuffle_partial(self, source: Sequence[int], destination: Sequence[int]) -> "Tensor":
+        """Move dimensions ``source[i]`` to positions ``destination[i]``; others keep their order."""
+        src = [self._check_dim(d, "dim_shuffle_partial") for d in source]
+        dst = [self._check_dim(d, "dim_shuffle_partial") for d in destination]
+        if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+            raise IndexError(f"dim_shuffle_partial: source {list(source)} and destination {list(destination)} must "
+                             "be equal-length lists of distinct dimensions")
+        result: List[Optional[int]] = [None] * self.rank
+        for s, d in zip(src, dst):
+            result[d] = s
+        rest = iter(d for d in range(self.rank) if d not in src)
+        return self.dim_shuffle([r if r is not None else next(rest) for r in result])
+
+    def dim_roll(self, dim: int, new_pos: int = 0) -> "Tensor":
+        """Move dimension ``dim`` to position ``new_pos`` (np.moveaxis)."""
+        dim = self._check_dim(dim, "dim_roll")
+        new_pos = self._check_dim(new_pos, "dim_roll")
+        order = [d for d in range(self.rank) if d != dim]
+        order.insert(new_pos, dim)
+        return self.dim_shuffle(order)
+
+    def transpose(self) -> "Tensor":
+        """Swap the two dimensions of a rank-2 tensor (use dim_shuffle for other ranks)."""
+        if self.rank != 2:
+            raise TensorCreationError(f"transpose needs a rank-2 tensor, {self._describe()} has rank {self.rank}: "
+                                      "use dim_shuffle(permutation) instead")
+        return self.dim_shuffle([1, 0])
+
+    def expand(self, dims: Sequence[int]) -> "Tensor":
+        """Insert a singleton dimension before each listed source dimension (``rank`` means
+        at the end); repeat an index to insert several there."""
+        dims = [_as_index(d, "expand: dimension") for d in dims]
+        for d in dims:
+            if not 0 <= d <= self.rank:
+                raise IndexError(f"expand: position {d} is out of range for {self._describe()}: need 0..{self.rank}")
+        if self._ids is not None:
+            new_shape, _ = views.expanded_shape(self._shape, (0,) * self.rank, dims)
+            return self._with_ids(self._ids.reshape(new_shape))
+        shape, strides = views.expanded_shape(self._shape, self._strides, dims)
+        return self._like(shape, self._offset, strides)
+
+    def squeeze(self, dims: Optional[Sequence[int]] = None) -> "Tensor":
+        """Remove the listed singleton dimensions (all of them when ``dims`` is None)."""
+        if dims is None:
+            drop = {d for d, n in enumerate(self._shape) if n == 1}
+        else:
+            drop = {self._check_dim(d, "squeeze") for d in dims}
+            for d in sorted(drop):
+                if self._shape[d] != 1:
+                    raise TensorCreationError(f"squeeze: dimension {d} of {self._describe()} has size "
+                                              f"{self._shape[d]}, not 1")
+        keep = [d for d in range(self.rank) if d not in drop]
+        shape = tuple(self._shape[d] for d in keep)
+        if self._ids is not None:
+            return self._with_ids(self._ids.reshape(shape))
+        return self._like(shape, self._offset, tuple(self._strides[d] for d in keep))
+
+    def broadcast(self, n: int, dim: int) -> "Tensor":
+        """``n`` copies of the tensor concatenated along ``dim``."""
+        n = _as_index(n, "broadcast: count")
+        dim = self._check_dim(dim, "broadcast")
+        if n < 0:
+            raise TensorCreationError(f"broadcast: count must be >= 0, found {n}")
+        if self._ids is None and (self._shape[dim] == 1 or n == 1):
+            shape = list(self._shape)
+            strides = list(self._strides)
+            if self._shape[dim] == 1:
+                shape[dim], strides[dim] = n, 0
+            return self._like(tuple(shape), self._offset, tuple(strides))
+        return self._with_ids(np.concatenate([self._id_array()] * n, axis=dim) if n else
+                              np.empty(self._shape[:dim] + (0,) + self._shape[dim + 1:], np.int64))
+
+    def upsample(self, scale: int, dim: int) -> "Tensor":
+        """Each element repeated ``scale`` times along ``dim`` (np.repeat)."""
+        scale = _as_index(scale, "upsample: scale")
+        dim = self._check_dim(dim, "upsample")
+        if scale < 0:
+            raise TensorCreationError(f"upsample: scale must be >= 0, found {scale}")
+        if self._ids is None and scale == 1:
+            return self
+        if self._ids is None and self._shape[dim] == 1:
+            return self.broadcast(scale, dim)
+        return self._with_ids(np.repeat(self._id_array(), scale, axis=dim))
+
+    def reverse(self, dim: int) -> "Tensor":
+        """The elements along ``dim`` in reverse order."""
+        dim = self._check_dim(dim, "reverse")
+        key = [slice(None)] * self.rank
+        key[dim] = slice(None, None, -1)
+        return self[tuple(key)]
+
+    def subsample(self, stride: int, dim: int) -> "Tensor":
+        """Every ``stride``-th element along ``dim``, starting with the first."""
+        stride = _as_index(stride, "subsample: stride")
+        dim = self._check_dim(dim, "subsample")
+        if stride < 1:
+            raise TensorCreationError(f"subsample: stride must be >= 1, found {stride}")
+        key = [slice(None)] * self.rank
+        key[dim] = slice(None, None, stride)
+        return self[tuple(key)]
+
+    def reinterpret(self, dtype) -> "Tensor":
+        """The same elements viewed as another type of the same size."""
+        new = as_type(dtype)
+        if new.size != self._dtype.size:
+            raise TensorCreationError(f"reinterpret of {self._describe()} from {self._dtype.name} "
+                                      f"({self._dtype.size} bytes) to {new.name} ({new.size} bytes): "
+                                      "the element sizes must be equal")
+        if self._ids is not None:
+            return Tensor._indexed(self._table, new, self._ids)
+        return Tensor._strided(self._table, self._var, new, self._shape, self._offset, self._strides)
+
+    def same_elements(self, other: "Tensor") -> bool:
+        """Whether both views have the same shape and the same elements in the same order
+        (Poplar's ``operator==``)."""
+        return (self._table is other._table and self._shape == other._shape
+                and bool(np.array_equal(self._element_ids(), other._element_ids())))
+
+
+def _check_concat(tensors: Sequence[Tensor], dim: int) -> Tuple[List[Tensor], int]:
+    tensors = list(tensors)
+    if not tensors:
+        raise TensorCreationError("concat needs at least one tensor")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"concat takes Tensors, found {type(t).__name__}")
+    first = tensors[0]
+    dim = first._check_dim(dim, "concat")
+    for t in tensors[1:]:
+        if t._table is not first._table:
+            raise TensorCreationError(f"concat: {t._describe()} belongs to a different graph than "
+                                      f"{first._describe()}")
+        if t._dtype is not first._dtype:
+            raise TensorCreationError(f"concat: {t._describe()} has type {t._dtype.name} but {first._describe()} "
+                                      f"has {first._dtype.name}; reinterpret or copy to one type first")
+        if t.rank != first.rank or any(a != b for d, (a, b) in enumerate(zip(t._shape, first._shape)) if d != dim):
+            raise TensorCreationError(f"concat along dimension {dim}: {t._describe()} does not match "
+                                      f"{first._describe()} in the other dimensions")
+    return tensors, dim
+
+
+def _try_join_strided(a: Tensor, b: Tensor, dim: int) -> Optional[Tensor]:
+    """a and b as one strided view when b continues a along dim."""
+    if a._ids is not None or b._ids is not None or a._var is not b._var:
+        return None
+    if a._shape[dim] == 0:
+        return b
+    if b._shape[dim] == 0:
+        return a
+    sa, sb = a._strides, b._strides
+    if any(x != y for d, (x, y) in enumerate(zip(sa, sb)) if d != dim and a._shape[d] != 1):
+        return None
+    step = sa[dim] if a._shape[dim] > 1 else (sb[dim] if b._shape[dim] > 1 else b._offset - a._offset)
+    if (a._shape[dim] > 1 and sa[dim] != step) or (b._shape[dim] > 1 and sb[dim] != step):
+        return None
+    if step == 0 or b._offset != a._offset + a._shape[dim] * step:
+        return None
+    shape = list(a._shape)
+    shape[dim] += b._shape[dim]
+    strides = list(sa)
+    strides[dim] = step
+    return a._like(tuple(shape), a._offset, tuple(strides))
+
+
+def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along ``dim``; all other dimensions must match."""
+    tensors, dim = _check_concat(tensors, dim)
+    joined = tensors[0]
+    for t in tensors[1:]:
+        merged = _try_join_strided(joined, t, dim)
+        if merged is None:
+            break
+        joined = merged
+    else:
+        return joined
+    ids = np.concatenate([t._id_array() for t in tensors], axis=dim)
+    return Tensor._indexed(tensors[0]._table, tensors[0]._dtype, ids)
+
+
+def append(first: Tensor, second: Tensor, dim: int = 0) -> Tensor:
+    """``second`` (rank one less) added as one more slice of ``first`` along ``dim``."""
+    if second.rank + 1 != first.rank:
+        raise TensorCreationError(f"append: {second._describe()} must have rank {first.rank - 1} to be appended "
+                                  f"to {first._describe()}")
+    return concat([first, second.expand([dim])], dim)
+

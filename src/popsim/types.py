@@ -1,0 +1,82 @@
+"""Element types: Poplar's type constants, with their device size and numpy dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "Type", "as_type", "BOOL", "CHAR", "UNSIGNED_CHAR", "SIGNED_CHAR", "SHORT", "UNSIGNED_SHORT",
+    "INT", "UNSIGNED_INT", "LONGLONG", "UNSIGNED_LONGLONG", "HALF", "FLOAT",
+]
+
+
+class Type:
+    """A device element type (``popsim.FLOAT``, ``popsim.INT``...).
+
+    ``name`` is Poplar's spelling, ``size`` the bytes one element takes in tile memory and
+    ``numpy`` the host dtype used for reads, writes and streams.
+    """
+
+    __slots__ = ("name", "size", "numpy", "code")
+
+    def __init__(self, name: str, numpy_dtype, code: int):
+        self.name = name
+        self.numpy = np.dtype(numpy_dtype)
+        self.size = self.numpy.itemsize
+        self.code = code  # the core's scalar type code (native/core/executable.hpp)
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.numpy.kind == "f"
+
+    @property
+    def is_integral(self) -> bool:
+        return self.numpy.kind in "iub"
+
+    def __repr__(self) -> str:
+        return f"popsim.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __reduce__(self):
+        return (as_type, (self.name,))
+
+
+BOOL = Type("BOOL", np.bool_, 0)
+SIGNED_CHAR = Type("SIGNED_CHAR", np.int8, 1)
+CHAR = Type("CHAR", np.int8, 1)
+UNSIGNED_CHAR = Type("UNSIGNED_CHAR", np.uint8, 2)
+SHORT = Type("SHORT", np.int16, 3)
+UNSIGNED_SHORT = Type("UNSIGNED_SHORT", np.uint16, 4)
+INT = Type("INT", np.int32, 5)
+UNSIGNED_INT = Type("UNSIGNED_INT", np.uint32, 6)
+LONGLONG = Type("LONGLONG", np.int64, 7)
+UNSIGNED_LONGLONG = Type("UNSIGNED_LONGLONG", np.uint64, 8)
+HALF = Type("HALF", np.float16, 9)
+FLOAT = Type("FLOAT", np.float32, 10)
+
+ALL_TYPES = (BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, SHORT, UNSIGNED_SHORT, INT, UNSIGNED_INT,
+             LONGLONG, UNSIGNED_LONGLONG, HALF, FLOAT)
+_BY_NAME = {t.name: t for t in ALL_TYPES}
+# CHAR and SIGNED_CHAR share int8; numpy int8 means CHAR.
+_BY_DTYPE = {t.numpy: t for t in reversed(ALL_TYPES)}
+_BY_PYTHON = {float: FLOAT, int: INT, bool: BOOL}
+
+
+def as_type(t) -> Type:
+    """Accept a popsim Type, a Type name ("FLOAT", "float"), a numpy dtype, or float/int/bool."""
+    if isinstance(t, Type):
+        return t
+    if t in _BY_PYTHON:
+        return _BY_PYTHON[t]
+    if isinstance(t, str) and t.upper() in _BY_NAME:
+        return _BY_NAME[t.upper()]
+    try:
+        dt = np.dtype(t)
+    except TypeError:
+        dt = None
+    if dt is not None and dt in _BY_DTYPE:
+        return _BY_DTYPE[dt]
+    names = ", ".join(_BY_NAME)
+    raise TypeError(f"{t!r} is not an element type: use one of popsim.{{{names}}}, a numpy dtype "
+                    "such as np.float32, or float/int/bool")

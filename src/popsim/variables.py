@@ -1,0 +1,77 @@
+"""Variables and constants: the only things that own device state.
+
+Every variable of a graph owns a range of *global element ids* ``[base, base + size)``;
+a tensor view is a set of such ids in some shape. The table is shared by a graph and
+all its virtual graphs.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from .mapping import VariableMapping
+from .types import Type
+
+
+class Variable:
+    """A variable or constant: name, type, shape, its global id range and tile mapping."""
+
+    __slots__ = ("index", "name", "dtype", "shape", "size", "base", "is_constant", "mapping", "values")
+
+    def __init__(self, index: int, name: str, dtype: Type, shape: Tuple[int, ...], base: int,
+                 is_constant: bool, values: Optional[np.ndarray]):
+        self.index = index
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        self.base = base
+        self.is_constant = is_constant
+        self.mapping = VariableMapping(self.size)
+        self.values = values  # constants: flat host values in the variable's dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.size
+
+    @property
+    def kind(self) -> str:
+        return "constant" if self.is_constant else "variable"
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.name!r} {self.dtype.name} {list(self.shape)}>"
+
+
+class VariableTable:
+    """All variables and constants of one graph, in creation order."""
+
+    def __init__(self):
+        self.variables: List[Variable] = []
+        self._bases = np.zeros(64, np.int64)  # grown by doubling: index_of stays cheap while building
+        self.next_base = 0
+        self.version = 0  # bumped by every change a cached mapping would depend on
+
+    def add(self, name: str, dtype: Type, shape: Tuple[int, ...], is_constant: bool = False,
+            values: Optional[np.ndarray] = None) -> Variable:
+        var = Variable(len(self.variables), name, dtype, shape, self.next_base, is_constant, values)
+        n = len(self.variables)
+        if n == self._bases.size:
+            self._bases = np.concatenate([self._bases, np.zeros(n, np.int64)])
+        self._bases[n] = self.next_base
+        self.variables.append(var)
+        self.next_base += var.size
+        return var
+
+    def __len__(self) -> int:
+        return len(self.variables)
+
+    def bases(self) -> np.ndarray:
+        return self._bases[:len(self.variables)]
+
+    def index_of(self, ids: np.ndarray) -> np.ndarray:
+        """The variable index owning each global id."""
+        return np.searchsorted(self.bases(), ids, side="right") - 1
+
+    def variable_of(self, gid: int) -> Variable:
+        return self.variables[int(self.index_of(np.asarray([gid]))[0])]
