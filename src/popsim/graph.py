@@ -183,6 +183,8 @@ class Graph:
     def _shape_arg(self, shape, what: str) -> Tuple[int, ...]:
         if isinstance(shape, (int, np.integer)):
             shape = (shape,)
+        if type(shape) in (list, tuple) and all(type(d) is int and d >= 0 for d in shape):
+            return tuple(shape)
         try:
             dims = tuple(int(d) for d in shape)
         except TypeError:
@@ -250,7 +252,8 @@ class Graph:
         if isinstance(tile_or_mapping, (int, np.integer)) and not isinstance(tile_or_mapping, bool):
             tile = self._physical_tile(tile_or_mapping, what)
             var = target._var
-            if var is not None and target.num_elements() == var.size and not target.contains_aliases():
+            if var is not None and target.num_elements() == var.size and (
+                    0 not in target._strides or not target.contains_aliases()):
                 var.mapping.paint_all(tile)  # the whole variable: the common case, kept cheap
                 self._state.table.version += 1
                 return

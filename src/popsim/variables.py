@@ -25,7 +25,10 @@ class Variable:
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        size = 1
+        for d in shape:
+            size *= d
+        self.size = size
         self.base = base
         self.is_constant = is_constant
         self.mapping = VariableMapping(self.size)

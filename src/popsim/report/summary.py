@@ -29,8 +29,8 @@ def _target(r: Report) -> List[str]:
             _line("Number of IPUs", f"{t.num_ipus:,}"),
             _line("Tiles per IPU", f"{t.tiles_per_ipu:,}"),
             _line("Total Tiles", f"{t.num_tiles:,}"),
-            _line("Memory Per-Tile", _bytes(t.bytes_per_tile)),
-            _line("Total Memory", _bytes(t.total_memory)),
+            _line("Memory Per-Tile", "unlimited" if t.type == "CPU" else _bytes(t.bytes_per_tile)),
+            _line("Total Memory", "unlimited" if t.type == "CPU" else _bytes(t.total_memory)),
             _line("Clock Speed (approx)", f"{t.clock / 1e6:,.1f} MHz"),
             _line("Architecture", f"{t.arch} ({t.type})"),
             ""]

@@ -1,0 +1,40 @@
+"""Shared fixtures: devices and a helper that builds, runs and reads back a program."""
+import numpy as np
+import pytest
+
+import popsim
+
+
+@pytest.fixture
+def device():
+    """An ipu2 IPUModel device (1472 tiles)."""
+    return popsim.IPUModel("ipu2").create_device()
+
+
+@pytest.fixture
+def small_device():
+    """An IPUModel with 4 tiles, for tests that care about per-tile figures."""
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = 4
+    return model.create_device()
+
+
+@pytest.fixture
+def cpu_device():
+    return popsim.Device.create_cpu_device()
+
+
+def run_and_read(graph, device, programs, reads, writes=None, options=None, program_index=0):
+    """Build an engine, write ``writes`` {tensor: array}, run, and return the contents of
+    each tensor in ``reads`` (a list) as numpy arrays."""
+    for i, t in enumerate(reads):
+        graph.create_host_read(f"__read{i}", t)
+    writes = writes or {}
+    for i, t in enumerate(writes):
+        graph.create_host_write(f"__write{i}", t)
+    engine = popsim.Engine(graph, programs, options)
+    engine.load(device)
+    for i, (t, data) in enumerate(writes.items()):
+        engine.write_tensor(f"__write{i}", np.asarray(data, dtype=t.dtype.numpy).reshape(t.shape))
+    engine.run(program_index)
+    return [engine.read_tensor(f"__read{i}") for i in range(len(reads))]
