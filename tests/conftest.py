@@ -38,3 +38,9 @@ def run_and_read(graph, device, programs, reads, writes=None, options=None, prog
         engine.write_tensor(f"__write{i}", np.asarray(data, dtype=t.dtype.numpy).reshape(t.shape))
     engine.run(program_index)
     return [engine.read_tensor(f"__read{i}") for i in range(len(reads))]
+
+
+@pytest.fixture(name="run_and_read")
+def run_and_read_fixture():
+    """The run_and_read helper, as a fixture."""
+    return run_and_read
