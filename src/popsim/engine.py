@@ -286,8 +286,9 @@ def _build_report(engine: Engine) -> Report:
                         num_compute_sets=len(state.compute_sets)),
         memory=MemoryInfo(bytes_per_tile=target.bytes_per_tile,
                           by_category={k: v.tolist() for k, v in layout.by_category.items()},
-                          largest={int(t): [[n, b] for n, b in layout.largest_on_tile(int(t), variables)]
-                                   for t in worst if layout.tile_totals[t] > 0}),
+                          largest=[{"tile": int(t), "tensors": [[n, b] for n, b in
+                                                                 layout.largest_on_tile(int(t), variables)]}
+                                   for t in worst if layout.tile_totals[t] > 0]),
         execution=ExecutionInfo(
             total_cycles=float(totals[0]),
             programs_executed=[{"index": i, "name": engine._program_names[i], "runs": r}

@@ -45,7 +45,8 @@ class MemoryInfo:
 
     bytes_per_tile: int
     by_category: Dict[str, List[int]]
-    largest: Dict[int, List[List[object]]] = field(default_factory=dict)  # tile -> [[name, bytes], ...]
+    # The fullest tiles: [{"tile": t, "tensors": [[name, bytes], ...]}, ...], fullest first.
+    largest: List[Dict[str, object]] = field(default_factory=list)
 
     @property
     def tiles(self) -> np.ndarray:

@@ -1,0 +1,275 @@
+"""Engine: loading, host reads and writes, FIFO streams, callbacks, threads, interrupts."""
+import _thread
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import popsim
+from popsim import FLOAT, HALF, INT
+from popsim.program import Copy, PrintTensor, Repeat, RepeatWhileTrue, Sequence
+
+
+def mapped(graph, dtype, shape, name, tile=0):
+    t = graph.add_variable(dtype, shape, name)
+    graph.set_tile_mapping(t, tile)
+    return t
+
+
+def test_never_written_variables_read_as_zeros(device):
+    g = popsim.Graph(device)
+    for dtype in (FLOAT, INT, HALF, popsim.BOOL, popsim.UNSIGNED_LONGLONG):
+        t = mapped(g, dtype, [3, 2], f"v_{dtype.name}")
+        g.create_host_read(dtype.name, t)
+    e = popsim.Engine(g, Sequence())
+    e.load(device)
+    for dtype in (FLOAT, INT, HALF, popsim.BOOL, popsim.UNSIGNED_LONGLONG):
+        out = e.read_tensor(dtype.name)
+        assert out.dtype == dtype.numpy and out.shape == (3, 2)
+        assert not out.any()
+
+
+def test_write_then_read_views(device):
+    g = popsim.Graph(device)
+    m = g.add_variable(FLOAT, [4, 6], "m", mapping=popsim.VariableMappingMethod.LINEAR)
+    g.create_host_write("cols", m[:, 1::2])
+    g.create_host_read("all", m)
+    g.create_host_read("t", m.transpose())
+    e = popsim.Engine(g, Sequence())
+    e.load(device)
+    cols = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    e.write_tensor("cols", cols)
+    expected = np.zeros((4, 6), np.float32)
+    expected[:, 1::2] = cols
+    np.testing.assert_array_equal(e.read_tensor("all"), expected)
+    np.testing.assert_array_equal(e.read_tensor("t"), expected.T)
+    out = np.empty(24, np.float32)
+    assert e.read_tensor("all", out=out) is out  # a flat array of the right size is accepted
+    np.testing.assert_array_equal(out, expected.reshape(-1))
+
+
+def test_write_tensor_accepts_lists(device):
+    g = popsim.Graph(device)
+    v = mapped(g, INT, [3], "v")
+    g.create_host_write("w", v)
+    g.create_host_read("r", v)
+    e = popsim.Engine(g, Sequence())
+    e.load(device)
+    e.write_tensor("w", [4, 5, 6])
+    np.testing.assert_array_equal(e.read_tensor("r"), [4, 5, 6])
+
+
+def test_constants_and_initial_values_are_loaded(device):
+    g = popsim.Graph(device)
+    c = g.add_constant(HALF, [2, 2], [[1, 2], [3, 4]], "c")
+    g.set_tile_mapping(c, 7)
+    v = mapped(g, INT, [5], "v", tile=3)
+    g.set_initial_value(v, 9)
+    g.set_initial_value(v[1:3], [1, 2])  # later values win where they overlap
+    g.create_host_read("c", c)
+    g.create_host_read("v", v)
+    e = popsim.Engine(g, Sequence())
+    e.load(device)
+    np.testing.assert_array_equal(e.read_tensor("c"), np.array([[1, 2], [3, 4]], np.float16))
+    np.testing.assert_array_equal(e.read_tensor("v"), [9, 1, 2, 9, 9])
+
+
+def test_stream_circular_buffer_wraps_and_persists_across_runs(device):
+    """Each Copy takes the next transfer of the connected array, wrapping at its end."""
+    g = popsim.Graph(device)
+    v = mapped(g, INT, [4], "v")
+    s = g.add_host_to_device_fifo("in", INT, 4)
+    out = g.add_device_to_host_fifo("out", INT, 4)
+    e = popsim.Engine(g, Sequence(Copy(s, v), Copy(v, out)))
+    e.load(device)
+    data = np.arange(12, dtype=np.int32)
+    sink = np.full(8, -1, np.int32)
+    e.connect_stream("in", data)
+    e.connect_stream("out", sink)
+    seen = []
+    for _ in range(5):
+        e.run()
+        seen.append(sink.copy())
+    transfers = [data[4 * (k % 3): 4 * (k % 3) + 4] for k in range(5)]
+    np.testing.assert_array_equal(seen[0][:4], transfers[0])
+    np.testing.assert_array_equal(seen[1][4:], transfers[1])  # second slot of the sink
+    np.testing.assert_array_equal(seen[2][:4], transfers[2])
+    np.testing.assert_array_equal(seen[3][4:], transfers[3])  # input wrapped around
+    np.testing.assert_array_equal(seen[4][:4], transfers[4])
+
+
+def test_stream_reads_the_array_in_place(device):
+    """The host buffer is used in place: changes between runs are seen."""
+    g = popsim.Graph(device)
+    v = mapped(g, FLOAT, [3], "v")
+    g.create_host_read("v", v)
+    s = g.add_host_to_device_fifo("in", FLOAT, 3)
+    e = popsim.Engine(g, Copy(s, v))
+    e.load(device)
+    buf = np.array([1, 2, 3], np.float32)
+    e.connect_stream("in", buf)
+    e.run()
+    buf[:] = [7, 8, 9]
+    e.run()
+    np.testing.assert_array_equal(e.read_tensor("v"), [7, 8, 9])
+
+
+def test_stream_into_a_scattered_view(device):
+    g = popsim.Graph(device)
+    m = g.add_variable(INT, [3, 4], "m", mapping=popsim.VariableMappingMethod.LINEAR)
+    g.create_host_read("m", m)
+    s = g.add_host_to_device_fifo("in", INT, 6)
+    e = popsim.Engine(g, Copy(s, m[:, ::2].transpose()))
+    e.load(device)
+    e.connect_stream("in", np.arange(1, 7, dtype=np.int32))
+    e.run()
+    expected = np.zeros((3, 4), np.int32)
+    expected[:, ::2] = np.arange(1, 7).reshape(2, 3).T
+    np.testing.assert_array_equal(e.read_tensor("m"), expected)
+
+
+def test_stream_callbacks_both_directions(device):
+    g = popsim.Graph(device)
+    v = mapped(g, FLOAT, [4], "v", tile=2)
+    s_in = g.add_host_to_device_fifo("in", FLOAT, 4)
+    s_out = g.add_device_to_host_fifo("out", FLOAT, 4)
+    e = popsim.Engine(g, Repeat(3, Sequence(Copy(s_in, v), Copy(v, s_out))))
+    e.load(device)
+    produced, received = [], []
+
+    def fill(buf):
+        assert buf.dtype == np.float32 and buf.shape == (4,)
+        k = len(produced)
+        buf[:] = np.arange(4) + 10 * k
+        produced.append(buf.copy())
+
+    e.connect_stream_to_callback("in", fill)
+    e.connect_stream_to_callback("out", lambda buf: received.append(buf.copy()))
+    e.run()
+    assert len(received) == 3
+    for p, r in zip(produced, received):
+        np.testing.assert_array_equal(p, r)
+
+
+def test_reconnecting_a_stream_restarts_its_buffer(device):
+    g = popsim.Graph(device)
+    v = mapped(g, INT, [2], "v")
+    g.create_host_read("v", v)
+    s = g.add_host_to_device_fifo("in", INT, 2)
+    e = popsim.Engine(g, Copy(s, v))
+    e.load(device)
+    data = np.arange(6, dtype=np.int32)
+    e.connect_stream("in", data)
+    e.run()
+    e.run()
+    e.connect_stream("in", data)
+    e.run()
+    np.testing.assert_array_equal(e.read_tensor("v"), [0, 1])
+
+
+def test_list_and_disconnect_streams(device):
+    g = popsim.Graph(device)
+    v = mapped(g, INT, [2], "v")
+    s = g.add_host_to_device_fifo("in", INT, 2)
+    g.add_device_to_host_fifo("unused", INT, 2)
+    e = popsim.Engine(g, Copy(s, v))
+    e.load(device)
+    assert e.list_streams() == ["in", "unused"]
+    e.connect_stream("in", np.zeros(2, np.int32))
+    e.run()
+    e.disconnect_stream("in")
+    with pytest.raises(popsim.StreamConnectionError, match="'in'"):
+        e.run()
+
+
+def test_unused_unconnected_stream_does_not_block_other_programs(device):
+    g = popsim.Graph(device)
+    v = mapped(g, INT, [2], "v")
+    s = g.add_host_to_device_fifo("in", INT, 2)
+    e = popsim.Engine(g, [Copy(s, v), PrintTensor(v)])
+    e.load(device)
+    e.run(1)  # program 1 never touches the stream
+
+
+def test_run_releases_the_gil(device):
+    """A Python thread keeps running while the core executes a long program."""
+    g = popsim.Graph(device)
+    x, y = mapped(g, FLOAT, [1], "x"), mapped(g, FLOAT, [1], "y")
+    e = popsim.Engine(g, Repeat(20_000_000, Copy(x, y)))
+    e.load(device)
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    start = time.perf_counter()
+    t.start()
+    e.run()
+    elapsed = time.perf_counter() - start
+    stop.set()
+    t.join()
+    assert elapsed > 0.02  # long enough for the thread to have had a chance
+    assert len(ticks) >= 5
+
+
+def test_ctrl_c_stops_a_run_and_engine_stays_usable(device):
+    g = popsim.Graph(device)
+    forever = g.add_constant(INT, [], 1, "forever")
+    g.set_tile_mapping(forever, 0)
+    x, y = mapped(g, FLOAT, [1], "x"), mapped(g, FLOAT, [1], "y")
+    e = popsim.Engine(g, [RepeatWhileTrue(Sequence(), forever, Copy(x, y)), Copy(x, y)])
+    e.load(device)
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        e.run(0)
+    timer.join()
+    e.run(1)
+
+
+def test_engine_options_from_environment(device, monkeypatch):
+    g = popsim.Graph(device)
+    big = g.add_variable(FLOAT, [200_000], "big")
+    g.set_tile_mapping(big, 0)
+    with pytest.raises(popsim.GraphMemoryAllocationError):
+        popsim.Engine(g, Sequence())
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemory": "true"}')
+    e = popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": "false"})  # the environment wins
+    assert e.options["debug.allowOutOfMemory"] == "true"
+    assert e.get_report().memory.tiles_out_of_memory == [0]
+
+
+def test_options_accept_python_values(device):
+    g = popsim.Graph(device)
+    e = popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": True, "autoReport.executionProfileProgramRunCount": 3})
+    assert e.options["debug.allowOutOfMemory"] == "true"
+    assert e.options["autoReport.executionProfileProgramRunCount"] == "3"
+    assert e.options["autoReport.all"] == "false"  # defaults read through
+
+
+def test_cpu_device_needs_no_mapping_and_counts_no_cycles(cpu_device):
+    g = popsim.Graph(cpu_device)
+    a = g.add_variable(FLOAT, [3], "a")
+    c = g.add_constant(FLOAT, [3], [1, 2, 3], "c")
+    g.create_host_read("a", a)
+    e = popsim.Engine(g, Copy(c, a))
+    e.load(cpu_device)
+    e.run()
+    np.testing.assert_array_equal(e.read_tensor("a"), [1, 2, 3])
+    assert e.get_report().execution.total_cycles == 0
+
+
+def test_graph_on_ipu_target_loads_on_matching_model():
+    target = popsim.Target.create_ipu_target(1, version="ipu2")
+    g = popsim.Graph(target)
+    v = g.add_variable(INT, [1], "v")
+    g.set_tile_mapping(v, 0)
+    e = popsim.Engine(g, Sequence())
+    e.load(popsim.IPUModel("ipu2").create_device())
+    with pytest.raises(popsim.EngineStateError, match="ipu1"):
+        e.load(popsim.IPUModel("ipu1").create_device())

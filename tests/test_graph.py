@@ -1,0 +1,155 @@
+"""Graph: variables, constants, tile mappings, virtual graphs, clone, handles."""
+import numpy as np
+import pytest
+
+import popsim
+from popsim import FLOAT, HALF, INT
+
+
+def element_tiles(graph, t):
+    """Per flat element of ``t``: its tile, from get_tile_mapping."""
+    out = np.full(t.num_elements(), -1)
+    for tile, intervals in enumerate(graph.get_tile_mapping(t, require_complete=False)):
+        for b, e in intervals:
+            assert (out[b:e] == -1).all(), "element listed on two tiles"
+            out[b:e] = tile
+    return out
+
+
+def test_add_variable_and_constant(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [4, 4], "v3")
+    assert (v.shape, v.dtype, v.name, v.rank, v.num_elements()) == ((4, 4), FLOAT, "v3", 2, 16)
+    c = g.add_constant(INT, [3], [1, 2, 3], "c1")
+    assert c.dtype is INT and c.contains_constant() and not v.contains_constant()
+    s = g.add_constant(FLOAT, [2, 2], 1.5)  # a scalar fills
+    assert s.shape == (2, 2)
+    n = g.add_constant(HALF, [2], np.array([1, 2], np.float16))
+    assert n.dtype is HALF
+    assert len(g._state.table) == 4
+
+
+def test_unnamed_objects_get_names(device):
+    g = popsim.Graph(device)
+    a, b = g.add_variable(FLOAT, [1]), g.add_variable(FLOAT, [1])
+    assert a.name != b.name
+
+
+def test_set_tile_mapping_on_views_and_later_calls_win(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [4, 4], "v")
+    g.set_tile_mapping(v, 0)
+    g.set_tile_mapping(v[1], 3)
+    g.set_tile_mapping(v[:, 2], 5)
+    expected = np.zeros((4, 4), int)
+    expected[1] = 3
+    expected[:, 2] = 5
+    np.testing.assert_array_equal(element_tiles(g, v), expected.reshape(-1))
+    np.testing.assert_array_equal(element_tiles(g, v.transpose()), expected.T.reshape(-1))
+
+
+def test_set_tile_mapping_by_intervals(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(INT, [10], "v")
+    g.set_tile_mapping(v, [[(0, 3)], [], [(3, 5), (8, 10)], [(5, 8)]])
+    assert g.get_tile_mapping(v)[:4] == [[(0, 3)], [], [(3, 5), (8, 10)], [(5, 8)]]
+    # intervals of a view are positions within the view
+    w = g.add_variable(INT, [3, 4], "w")
+    g.set_tile_mapping(w.transpose(), [[(0, 6)], [(6, 12)]])
+    np.testing.assert_array_equal(element_tiles(g, w.transpose()), [0] * 6 + [1] * 6)
+
+
+def test_get_tile_mapping_requires_complete(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [6], "v")
+    g.set_tile_mapping(v[0:2], 1)
+    with pytest.raises(popsim.InvalidTileMappingError, match=r"\[2, 6\)"):
+        g.get_tile_mapping(v)
+    assert g.get_tile_mapping(v, require_complete=False)[1] == [(0, 2)]
+
+
+@pytest.mark.parametrize("shape,tiles_used,first,last_tile,last", [
+    ((40, 50), 59, (0, 32), 58, (1966, 2000)),  # tut5 matrix
+    ((50,), 1, (0, 50), 0, (0, 50)),
+    ((900, 600), 1468, None, None, None),  # tut4 m1
+    ((600, 300), 1452, None, None, None),
+    ((300, 200), 1429, None, None, None),
+])
+def test_linear_mapping_matches_poplibs(device, shape, tiles_used, first, last_tile, last):
+    g = popsim.Graph(device)
+    t = g.add_variable(FLOAT, shape, "t", mapping=popsim.VariableMappingMethod.LINEAR)
+    m = g.get_tile_mapping(t)
+    used = [i for i, iv in enumerate(m) if iv]
+    assert len(used) == tiles_used and used == list(range(tiles_used))
+    assert sum(e - b for iv in m for b, e in iv) == t.num_elements()
+    if first is not None:
+        assert m[0] == [first] and m[last_tile] == [last]
+
+
+def test_linear_mapping_on_four_tiles():
+    model = popsim.IPUModel()
+    model.tiles_per_ipu = 4
+    g = popsim.Graph(model.create_device())
+    w = g.add_variable(FLOAT, [10, 784], "W", mapping=popsim.VariableMappingMethod.LINEAR)
+    assert [sum(e - b for b, e in iv) for iv in g.get_tile_mapping(w)] == [1960] * 4
+    b = g.add_variable(FLOAT, [10, 1], "b", mapping=popsim.VariableMappingMethod.LINEAR)
+    assert g.get_tile_mapping(b) == [[(0, 10)], [], [], []]
+
+
+def test_virtual_graph_numbers_tiles_from_zero(device):
+    g = popsim.Graph(device)
+    sub = g.create_virtual_graph(100, 110)
+    assert sub.target.num_tiles == 10
+    v = sub.add_variable(FLOAT, [4], "v")
+    sub.set_tile_mapping(v, 2)
+    assert sub.get_tile_mapping(v)[2] == [(0, 4)]
+    assert g.get_tile_mapping(v)[102] == [(0, 4)]
+    assert sub.convert_virtual_tile_to_physical_tile(2) == 102
+    listed = g.create_virtual_graph([7, 3, 5])
+    w = listed.add_variable(FLOAT, [3], "w")
+    listed.set_tile_mapping(w, [[(0, 1)], [(1, 2)], [(2, 3)]])
+    assert [g.get_tile_mapping(w)[t] for t in (7, 3, 5)] == [[(0, 1)], [(1, 2)], [(2, 3)]]
+    nested = sub.create_virtual_graph(5, 10)
+    x = nested.add_variable(FLOAT, [1], "x")
+    nested.set_tile_mapping(x, 0)
+    assert g.get_tile_mapping(x)[105] == [(0, 1)]
+    assert nested.get_top_level_graph().target.num_tiles == 1472
+    with pytest.raises(popsim.InvalidTileMappingError, match="outside this virtual graph"):
+        sub.get_tile_mapping(w)
+
+
+def test_clone_keeps_shape_type_and_mapping(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(HALF, [3, 4], "v")
+    g.set_tile_mapping(v, 0)
+    g.set_tile_mapping(v[:, 1], 9)
+    c = g.clone(v.transpose(), "c")
+    assert (c.shape, c.dtype, c.name) == ((4, 3), HALF, "c")
+    np.testing.assert_array_equal(element_tiles(g, c), element_tiles(g, v.transpose()))
+    assert not c.intersects_with(v)
+
+
+def test_handles_streams_functions_compute_sets(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [3], "v")
+    s = g.add_host_to_device_fifo("in", FLOAT, 3)
+    o = g.add_device_to_host_fifo("out", FLOAT, 3)
+    assert s.is_host_to_device and not o.is_host_to_device
+    assert s.transfer_bytes == 12 and g.get_stream("in") is s
+    cs = g.add_compute_set("cs")
+    assert cs.name == "cs" and cs.vertices == []
+    f = g.add_function(popsim.Sequence(), "f")
+    assert f.name == "f"
+    g.create_host_write("w", v)
+    g.create_host_read("r", v)
+    assert g.num_vertices == 0
+
+
+def test_set_initial_value_shapes(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(INT, [2, 3], "v")
+    g.set_initial_value(v, np.arange(6).reshape(2, 3))
+    g.set_initial_value(v[0], 5)
+    g.set_initial_value(v[1], [1, 2, 3])
+    with pytest.raises(popsim.TensorCreationError, match="4 values"):
+        g.set_initial_value(v, [1, 2, 3, 4])

@@ -1,0 +1,87 @@
+"""The architecture's layering: imports point down only (DESIGN.md section 1)."""
+import ast
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "popsim"
+
+# Lower number = lower layer. A module may import from its own layer or below.
+LAYERS = {
+    "base": 0,      # types, errors, config, options, printing, view algebra, mapping bookkeeping
+    "target": 1,    # targets and devices
+    "model": 2,     # graph building: tensors, graphs, programs, streams
+    "codelet": 3,   # codelet front ends
+    "lower": 4,     # graph + programs -> executable description
+    "runtime": 5,   # engine and reports
+    "api": 6,       # the package's public face
+}
+MODULE_LAYER = {
+    "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
+    "views": "base", "mapping": "base", "linear_mapping": "base",
+    "target": "target", "device": "target",
+    "variables": "model", "tensor": "model", "runs": "model", "streams": "model", "graph": "model",
+    "program": "model",
+    "codelet": "codelet", "lower": "lower", "report": "runtime", "engine": "runtime", "__init__": "api",
+}
+
+
+def layer_of(module: str) -> int:
+    head = module.split(".")[0]
+    assert head in MODULE_LAYER, f"module popsim.{module} has no layer: add it to MODULE_LAYER"
+    return LAYERS[MODULE_LAYER[head]]
+
+
+def popsim_imports(path: pathlib.Path):
+    rel = path.relative_to(SRC).with_suffix("")
+    package = list(rel.parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [target] if node.module else [".".join(base + [a.name]) for a in node.names]
+                yield from (n for n in names if n)
+            elif node.module and node.module.startswith("popsim"):
+                yield node.module[len("popsim."):] if node.module != "popsim" else "__init__"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("popsim."):
+                    yield a.name[len("popsim."):]
+
+
+def test_imports_point_down():
+    bad = []
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC).with_suffix("")
+        me = ".".join(rel.parts) if rel.parts[-1] != "__init__" or len(rel.parts) == 1 else ".".join(rel.parts[:-1])
+        mine = layer_of(me if me else "__init__")
+        for imported in popsim_imports(path):
+            if imported.startswith("_core"):
+                if MODULE_LAYER[me.split(".")[0]] != "runtime":
+                    bad.append(f"{path.relative_to(ROOT)} imports the native core; only the runtime may")
+                continue
+            if layer_of(imported) > mine:
+                bad.append(f"{path.relative_to(ROOT)} (layer {mine}) imports popsim.{imported} "
+                           f"(layer {layer_of(imported)})")
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_binding_knows_python():
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "native").rglob("*.[ch]pp")
+                 if p.name != "binding.cpp" and re.search(r"#include\s*[<\"](pybind11|Python\.h)", p.read_text())]
+    assert not offenders, f"only native/binding.cpp may include Python headers: {offenders}"
+
+
+def test_tutorials_use_only_the_public_api():
+    offenders = []
+    for path in (ROOT / "tutorials").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            offenders += [f"{path.name}: {m}" for m in mods
+                          if m.startswith("popsim") and m not in ("popsim", "popsim.program")]
+    assert not offenders, offenders

@@ -1,0 +1,41 @@
+"""Element types and their numpy equivalents."""
+import numpy as np
+import pytest
+
+import popsim
+from popsim.types import as_type
+
+
+@pytest.mark.parametrize("t,size,dtype", [
+    (popsim.BOOL, 1, np.bool_), (popsim.CHAR, 1, np.int8), (popsim.SIGNED_CHAR, 1, np.int8),
+    (popsim.UNSIGNED_CHAR, 1, np.uint8), (popsim.SHORT, 2, np.int16), (popsim.UNSIGNED_SHORT, 2, np.uint16),
+    (popsim.INT, 4, np.int32), (popsim.UNSIGNED_INT, 4, np.uint32), (popsim.LONGLONG, 8, np.int64),
+    (popsim.UNSIGNED_LONGLONG, 8, np.uint64), (popsim.HALF, 2, np.float16), (popsim.FLOAT, 4, np.float32),
+])
+def test_type_table(t, size, dtype):
+    assert t.size == size
+    assert t.numpy == np.dtype(dtype)
+    assert t.name in repr(t)
+
+
+def test_as_type_accepts_python_numpy_and_names():
+    assert as_type(float) is popsim.FLOAT
+    assert as_type(int) is popsim.INT
+    assert as_type(bool) is popsim.BOOL
+    assert as_type(np.float16) is popsim.HALF
+    assert as_type(np.dtype("uint32")) is popsim.UNSIGNED_INT
+    assert as_type("half") is popsim.HALF
+    assert as_type(popsim.SHORT) is popsim.SHORT
+
+
+def test_as_type_rejects_others():
+    with pytest.raises(TypeError, match="not an element type"):
+        as_type(np.complex64)
+    with pytest.raises(TypeError, match="not an element type"):
+        as_type("quaternion")
+
+
+def test_graph_takes_numpy_dtypes():
+    g = popsim.Graph(popsim.IPUModel().create_device())
+    assert g.add_variable(np.float32, [2]).dtype is popsim.FLOAT
+    assert g.add_variable(float, [2]).dtype is popsim.FLOAT
