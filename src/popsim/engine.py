@@ -8,20 +8,37 @@ After a failed run the engine stays usable.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _core
 from .device import Device
-from .errors import (ApplicationRuntimeError, EngineStateError, PopsimError, StreamConnectionError,
-                     TensorIOError, UnknownHandleError, did_you_mean)
+from .errors import (
+    ApplicationRuntimeError,
+    EngineStateError,
+    PopsimError,
+    StreamConnectionError,
+    TensorIOError,
+    UnknownHandleError,
+    did_you_mean,
+)
 from .graph import Graph
 from .lower import CATEGORIES, HostHandle, Lowered, lower_graph
 from .options import EngineOptions
 from .printing import format_tensor
 from .program import Program
-from .report.report import ExecutionInfo, GraphInfo, MemoryInfo, Report, StepInfo, TargetInfo
+from .report.report import (
+    ExecutionInfo,
+    GraphInfo,
+    MemoryInfo,
+    Report,
+    StepInfo,
+    TargetInfo,
+)
+from .target import Target, TargetType
+from .types import typed_array
 
 __all__ = ["Engine"]
 
@@ -79,8 +96,7 @@ class Engine:
         if not isinstance(device, Device):
             raise TypeError(f"load needs a Device, found {type(device).__name__}")
         mine, theirs = self._target, device.target
-        if (mine.target_type is not theirs.target_type and not _compatible(mine, theirs)) \
-                or mine.num_tiles != theirs.num_tiles or mine.arch != theirs.arch:
+        if not _compatible(mine, theirs):
             raise EngineStateError(f"cannot load onto {theirs}: the graph was built for {mine}; build the graph "
                                    "with Graph(device) for the device you load onto")
         lw = self._lowered
@@ -92,8 +108,9 @@ class Engine:
                                    "or read_tensor")
         over = self._lowered.tiles_out_of_memory
         if over.size:
+            worst = int(over[np.argmax(self._lowered.layout.tile_totals[over])])
             raise EngineStateError(f"the engine was built with debug.allowOutOfMemory although {over.size} tile(s) "
-                                   f"are out of memory (worst: tile {int(over[0])}); it can be inspected "
+                                   f"are out of memory (worst: tile {worst}); it can be inspected "
                                    "(get_report, print_profile_summary) but not run")
 
     def run(self, program_index: int = 0, debug_name: str = "") -> None:
@@ -169,7 +186,10 @@ class Engine:
     def write_tensor(self, handle: str, data) -> None:
         """Write ``data`` (the tensor's shape and dtype) to the tensor of a host write handle."""
         h = self._handle(self._lowered.host_writes, self._lowered.host_reads, handle, "write")
-        arr = data if isinstance(data, np.ndarray) else np.asarray(data, dtype=h.dtype.numpy)
+        if isinstance(data, (np.ndarray, np.generic)):
+            arr = np.asarray(data)
+        else:
+            arr = typed_array(data, h.dtype, np.shape(data), f"write_tensor '{handle}'", TensorIOError)
         self._check_array(h, arr, "write_tensor")
         self._check_runnable()
         self._machine.write(h.table, np.ascontiguousarray(arr))
@@ -204,7 +224,7 @@ class Engine:
             if not s.is_host_to_device:
                 raise StreamConnectionError(f"connect_stream '{handle}': a device-to-host stream needs a numpy "
                                             "array to write into")
-            data = np.ascontiguousarray(np.asarray(data, dtype=want))
+            data = typed_array(data, s.dtype, np.shape(data), f"connect_stream '{handle}'", StreamConnectionError)
         if data.dtype != want:
             raise StreamConnectionError(f"connect_stream '{handle}': the stream carries {s.dtype.name} ({want}) "
                                         f"but the array is {data.dtype}; pass data.astype(np.{want.name})")
@@ -252,11 +272,13 @@ class Engine:
         self._program_runs = [0] * self.num_programs
 
 
-def _compatible(a, b) -> bool:
-    """An IPU graph loads on an IPUModel of the same shape and vice versa."""
-    from .target import TargetType
+def _compatible(built_for: Target, device: Target) -> bool:
+    """A graph loads on a device with the target it was built for; an IPU target and an
+    IPUModel of the same shape are interchangeable."""
     ipu_like = {TargetType.IPU, TargetType.IPU_MODEL}
-    return a.target_type in ipu_like and b.target_type in ipu_like
+    if built_for.target_type in ipu_like and device.target_type in ipu_like:
+        return replace(built_for, target_type=device.target_type) == device
+    return built_for == device
 
 
 def _build_report(engine: Engine) -> Report:

@@ -14,7 +14,7 @@ __all__ = [
     "GraphMemoryAllocationError", "UnknownVertexTypeError", "UnknownFieldError",
     "StreamConnectionError", "InvalidOptionError", "ControlProgramError", "TensorCreationError",
     "IndexError", "ApplicationRuntimeError", "CodeletSyntaxError", "CodeletCompileError",
-    "UnknownHandleError", "EngineStateError", "TensorIOError",
+    "HandleError", "UnknownHandleError", "DuplicateHandleError", "EngineStateError", "TensorIOError",
 ]
 
 
@@ -78,11 +78,19 @@ class CodeletCompileError(PopsimError):
     """The host compiler rejected a codelet."""
 
 
-class UnknownHandleError(PopsimError, KeyError):
+class HandleError(PopsimError):
+    """A problem with a stream or host read/write handle."""
+
+
+class UnknownHandleError(HandleError, KeyError):
     """No stream or host read/write registered under that handle."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class DuplicateHandleError(HandleError):
+    """A handle already registered in the graph."""
 
 
 class TensorIOError(PopsimError, ValueError):

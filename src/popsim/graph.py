@@ -9,14 +9,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .device import Device
-from .errors import (InvalidTileMappingError, PopsimError, StreamConnectionError, TensorCreationError,
-                     UnknownHandleError, did_you_mean)
+from .errors import (DuplicateHandleError, HandleError, InvalidTileMappingError, PopsimError,
+                     StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
 from .runs import MappingIndex, runs_of, split_at_positions
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
 from .tensor import Tensor
-from .types import as_type
+from .types import as_type, typed_array
 from .variables import VariableTable
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
@@ -215,7 +215,8 @@ class Graph:
         """A constant of ``dtype`` and ``shape`` holding ``values`` (a scalar fills it)."""
         t = as_type(dtype)
         dims = self._shape_arg(shape, "add_constant")
-        data = _values_for(values, t, dims, "add_constant")
+        data = typed_array(values, t, dims, f"add_constant '{name}'" if name else "add_constant",
+                           TensorCreationError)
         var = self._state.table.add(self._state.unique_name(name, "constant"), t, dims, is_constant=True,
                                     values=data.reshape(-1).copy())
         return Tensor._of_variable(self._state.table, var)
@@ -270,9 +271,11 @@ class Graph:
         except TypeError:
             raise TypeError(f"{what}: expected a tile number or a list of interval lists per tile, "
                             f"found {type(mapping).__name__}") from None
-        if len(per_tile) > self._target.num_tiles:
+        n_tiles = self._target.num_tiles
+        if len(per_tile) > n_tiles:
+            extra = next((t for t in range(n_tiles, len(per_tile)) if per_tile[t]), n_tiles)
             raise InvalidTileMappingError(f"{what}: the mapping lists {len(per_tile)} tiles but the graph has "
-                                          f"{self._target.num_tiles}")
+                                          f"{n_tiles}: tile {extra} is out of range (0..{n_tiles - 1})")
         n = tensor.num_elements()
         begins, ends, tiles = [], [], []
         for tile, intervals in enumerate(per_tile):
@@ -365,7 +368,8 @@ class Graph:
         if target.contains_aliases():
             raise TensorCreationError(f"set_initial_value: the view of '{target.name}' contains some elements "
                                       "more than once; give initial values to a view without repeats")
-        data = _values_for(values, target.dtype, target.shape, f"set_initial_value of '{target.name}'")
+        data = typed_array(values, target.dtype, target.shape, f"set_initial_value of '{target.name}'",
+                           TensorCreationError)
         self._state.initial_values.append((target, data.copy()))
 
     # -- compute sets and functions --------------------------------------------------------------
@@ -412,9 +416,9 @@ class Graph:
     def _add_handle(self, registry: Dict[str, Tensor], kind: str, handle: str, tensor: Tensor) -> None:
         self._check_tensor(tensor, f"create_host_{kind}")
         if not isinstance(handle, str) or not handle:
-            raise UnknownHandleError(f"create_host_{kind}: a handle must be a non-empty string, found {handle!r}")
+            raise HandleError(f"create_host_{kind}: a handle must be a non-empty string, found {handle!r}")
         if handle in registry:
-            raise UnknownHandleError(f"create_host_{kind}: the handle '{handle}' is already used for tensor "
+            raise DuplicateHandleError(f"create_host_{kind}: the handle '{handle}' is already used for tensor "
                                      f"'{registry[handle].name}'; handles must be unique")
         registry[handle] = tensor
 
@@ -438,21 +442,3 @@ class Graph:
         except KeyError:
             raise UnknownHandleError(f"no stream named '{handle}': "
                                      f"{did_you_mean(handle, self._state.streams)}") from None
-
-
-def _values_for(values, dtype, shape: Sequence[int], what: str) -> np.ndarray:
-    """Host values as an array of ``dtype`` broadcast to ``shape``, with a clear error."""
-    try:
-        arr = np.asarray(values)
-    except (ValueError, TypeError) as e:
-        raise TensorCreationError(f"{what}: cannot read the values as an array ({e})") from None
-    if arr.dtype == object:
-        raise TensorCreationError(f"{what}: values must be numbers, found {values!r:.60}")
-    if arr.size != 1 and arr.size != int(np.prod(shape, dtype=np.int64)):
-        raise TensorCreationError(f"{what}: {arr.size} values given for shape {list(shape)} "
-                                  f"({int(np.prod(shape, dtype=np.int64))} elements)")
-    try:
-        arr = arr.reshape(tuple(shape)) if arr.size != 1 else np.broadcast_to(arr.reshape(()), tuple(shape))
-        return np.ascontiguousarray(arr.astype(dtype.numpy, copy=False))
-    except (ValueError, OverflowError) as e:
-        raise TensorCreationError(f"{what}: values do not fit {dtype.name} ({e})") from None

@@ -104,19 +104,25 @@ class EngineOptions(Mapping[str, str]):
     """Validated engine options with defaults; read like a dict of strings."""
 
     def __init__(self, options: Optional[Mapping[str, object]] = None, use_environment: bool = True):
-        given = dict(options or {})
-        if use_environment:
-            given.update(config.engine_options_override())
+        if options is not None and not isinstance(options, Mapping):
+            raise InvalidOptionError(f"engine options must be a dict of option name -> value, found "
+                                     f"{type(options).__name__}")
         self._set: Dict[str, str] = {}
-        for key, value in given.items():
+        self._add(options or {}, "")
+        if use_environment:
+            self._add(config.engine_options_override(), " (from POPSIM_ENGINE_OPTIONS)")
+
+    def _add(self, options: Mapping[str, object], source: str) -> None:
+        for key, value in options.items():
             if key not in OPTIONS:
-                raise InvalidOptionError(f"Unrecognised option '{key}': {did_you_mean(key, OPTIONS)}")
+                raise InvalidOptionError(f"Unrecognised option '{key}'{source}: {did_you_mean(key, OPTIONS)}")
             text = _as_option_string(key, value)
             spec = OPTIONS[key]
             if spec.choices is not None and text not in spec.choices:
-                raise InvalidOptionError(f"option '{key}' must be one of {', '.join(spec.choices)}; found {text!r}")
+                raise InvalidOptionError(f"option '{key}'{source} must be one of {', '.join(spec.choices)}; "
+                                         f"found {text!r}")
             if spec.check is not None and not spec.check(text):
-                raise InvalidOptionError(f"option '{key}' has an invalid value {text!r}")
+                raise InvalidOptionError(f"option '{key}'{source} must be a non-negative integer; found {text!r}")
             self._set[key] = text
 
     def __getitem__(self, key: str) -> str:

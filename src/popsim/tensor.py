@@ -243,7 +243,8 @@ class Tensor:
         rank = self.rank if rank is None else rank
         dim = _as_index(dim, f"{op}: dimension")
         if not 0 <= dim < rank:
-            raise IndexError(f"{op}: dimension {dim} is out of range for {self._describe()} (rank {self.rank})")
+            raise IndexError(f"{op}: dimension {dim} is out of range for {self._describe()}: valid dimensions are "
+                             f"0..{rank - 1}" if rank else f"{op}: {self._describe()} has no dimensions")
         return dim
 
     def slice(self, begin, end, dim: int = 0) -> "Tensor":

@@ -80,3 +80,45 @@ def as_type(t) -> Type:
     names = ", ".join(_BY_NAME)
     raise TypeError(f"{t!r} is not an element type: use one of popsim.{{{names}}}, a numpy dtype "
                     "such as np.float32, or float/int/bool")
+
+
+def typed_array(values, dtype: Type, shape, what: str, error: type) -> np.ndarray:
+    """Host ``values`` (scalar, nested lists, array) as a C-contiguous array of ``dtype``
+    and ``shape`` (a single value fills it). Refuses, with ``error``, values the type
+    cannot hold exactly: fractions or out-of-range numbers for integer types, finite
+    numbers that overflow a float type."""
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as e:
+        raise error(f"{what}: cannot read the values as an array ({e})") from None
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        raise error(f"{what}: values must be numbers, found {str(values)[:60]}")
+    shape = tuple(shape)
+    count = int(np.prod(shape, dtype=np.int64))
+    if arr.size != 1 and arr.size != count:
+        raise error(f"{what}: {arr.size} values given for shape {list(shape)} ({count} elements)")
+    target = dtype.numpy
+    if arr.size and arr.dtype != target:
+        _check_fits(arr, dtype, what, error)
+    arr = arr.reshape(shape) if arr.size != 1 else np.broadcast_to(arr.reshape(()), shape)
+    with np.errstate(all="ignore"):
+        return np.ascontiguousarray(arr.astype(target))
+
+
+def _check_fits(arr: np.ndarray, dtype: Type, what: str, error: type) -> None:
+    target = dtype.numpy
+    if target.kind in "biu":
+        if arr.dtype.kind == "f":
+            if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+                raise error(f"{what}: values do not fit {dtype.name}: non-integral or non-finite numbers "
+                            f"(e.g. {arr.reshape(-1)[0]!r}); round them first")
+        lo, hi = (0, 1) if target.kind == "b" else (np.iinfo(target).min, np.iinfo(target).max)
+        if arr.dtype.kind != "b" and (arr.min() < lo or arr.max() > hi):
+            raise error(f"{what}: values do not fit {dtype.name}: the range is {lo}..{hi}, found "
+                        f"{arr.min()}..{arr.max()}")
+    elif arr.dtype.kind in "iuf":
+        finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+        limit = np.finfo(target).max
+        if finite.size and np.abs(finite.astype(np.float64)).max() > limit:
+            raise error(f"{what}: values do not fit {dtype.name}: its largest finite value is {float(limit):g}, "
+                        f"found {float(np.abs(finite.astype(np.float64)).max()):g}")
