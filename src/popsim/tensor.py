@@ -161,13 +161,13 @@ class Tensor:
     def is_contiguous(self) -> bool:
         """Whether the view is one run of consecutive elements of one variable, in order."""
         if self._ids is None:
-            return views.contiguous_inner(self._shape, self._strides)[0] == 0
+            return self.num_elements() == 0 or views.contiguous_inner(self._shape, self._strides)[0] == 0
         return self._runs()[0].size <= 1
 
     def contains_aliases(self) -> bool:
         """Whether some element appears more than once in the view."""
         if self._ids is None:
-            return any(n > 1 and s == 0 for n, s in zip(self._shape, self._strides))
+            return self.num_elements() > 0 and any(n > 1 and s == 0 for n, s in zip(self._shape, self._strides))
         ids = self._ids.reshape(-1)
         return np.unique(ids).size != ids.size
 
