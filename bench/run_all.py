@@ -20,13 +20,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _common as C  # noqa: E402
 
-SCRIPTS = ["bench_copy.py", "bench_stream.py", "bench_control.py", "bench_graph_build.py"]
+SCRIPTS = ["bench_copies.py", "bench_control.py", "bench_graph_build.py"]
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
-    p.add_argument("--only", nargs="*", default=None, help="run only these scripts (e.g. bench_copy)")
+    p.add_argument("--only", nargs="*", default=None, help="run only these scripts (e.g. bench_copies)")
     args = p.parse_args(argv)
 
     scripts = SCRIPTS
