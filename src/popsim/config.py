@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Dict
 
 from .errors import InvalidOptionError
@@ -12,6 +13,7 @@ ENVIRONMENT = {
     "POPSIM_ENGINE_OPTIONS": "JSON object of engine options; overrides the options a program passes",
     "POPSIM_NUM_THREADS": "threads the engine runs tiles on (default: all host cores)",
     "POPSIM_CACHE_DIR": "directory for compiled codelets and cached executables",
+    "POPSIM_CODELET_MODE": "compiled (default) or interpreted: how Python vertices run",
     "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
     "POPSIM_LOG_DEST": "stdout, stderr or a file name",
 }
@@ -46,3 +48,22 @@ def num_threads() -> int:
             raise InvalidOptionError(f"POPSIM_NUM_THREADS must be a positive integer, found {n}")
         return n
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def cache_dir() -> Path:
+    """Where compiled codelets and cached executables live (POPSIM_CACHE_DIR, else the
+    user cache directory)."""
+    text = os.environ.get("POPSIM_CACHE_DIR", "").strip()
+    if text:
+        return Path(text).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "popsim"
+
+
+def codelet_mode() -> str:
+    """POPSIM_CODELET_MODE: "compiled" (default) or "interpreted" (Python vertices run as
+    Python, so print and pdb work)."""
+    mode = os.environ.get("POPSIM_CODELET_MODE", "").strip().lower()
+    if mode and mode not in ("compiled", "interpreted"):
+        raise InvalidOptionError(f"POPSIM_CODELET_MODE must be 'compiled' or 'interpreted', found {mode!r}")
+    return mode
