@@ -34,16 +34,14 @@ std::vector<int64_t> vec_of(const I64Array &a) { return std::vector<int64_t>(a.d
 
 class PyMachine {
  public:
-  PyMachine(int64_t arena_bytes, const I64Array &instrs, const I64Array &entries, const I64Array &segs,
-            const I64Array &table_begin, const U8Array &table_overlaps, const I64Array &cases,
-            const I64Array &switch_begin, const I64Array &switch_default, const I64Array &stream_transfer_bytes,
-            const F64Array &step_costs, int64_t num_loop_slots)
-      : machine_(make_executable(instrs, entries, segs, table_begin, table_overlaps, cases, switch_begin,
-                                 switch_default, stream_transfer_bytes, step_costs, num_loop_slots),
-                 arena_bytes),
-        stream_callbacks_(static_cast<size_t>(stream_transfer_bytes.size())),
-        stream_buffers_(static_cast<size_t>(stream_transfer_bytes.size())),
-        stream_dtypes_(static_cast<size_t>(stream_transfer_bytes.size())) {}
+  // `desc` holds the executable description's arrays (see popsim/engine.py: _machine_description).
+  PyMachine(const py::dict &desc, unsigned num_threads)
+      : machine_(make_executable(desc), desc["arena_bytes"].cast<int64_t>(), num_threads) {
+    const size_t n = static_cast<size_t>(machine_.num_streams());
+    stream_callbacks_.resize(n);
+    stream_buffers_.resize(n);
+    stream_dtypes_.resize(n);
+  }
 
   void load(int64_t table, const U8Array &image) { machine_.load(table, image.data()); }
   bool loaded() const { return machine_.loaded(); }
@@ -80,8 +78,11 @@ class PyMachine {
   bool connected(int64_t stream) const { return machine_.connected(stream); }
 
   // Returns the status code; a Python exception raised by a host call is re-raised.
-  int run(int64_t program, py::object host_callback) {
+  // host_callback(id) runs PrintTensor & co; vertex_callback(vertex, worker) runs an
+  // interpreted vertex and returns (result, cycles).
+  int run(int64_t program, py::object host_callback, py::object vertex_callback) {
     host_callback_ = std::move(host_callback);
+    vertex_callback_ = std::move(vertex_callback);
     HostInterface host;
     host.ctx = this;
     host.call = &PyMachine::host_call;
@@ -91,6 +92,7 @@ class PyMachine {
       status = machine_.run(program, host);
     }
     host_callback_ = py::none();
+    vertex_callback_ = py::none();
     if (status == Status::HostError && pending_) {
       py::error_already_set error = std::move(*pending_);
       pending_.reset();
@@ -107,58 +109,85 @@ class PyMachine {
     d["a"] = e.a;
     d["pc"] = e.pc;
     d["step"] = e.step;
+    d["vertex_result"] = e.vertex_result;
+    d["error_kind"] = e.error_kind;
+    d["error_field"] = e.error_field;
+    d["error_line"] = e.error_line;
+    d["error_index"] = e.error_index;
+    d["error_size"] = e.error_size;
     return d;
   }
 
-  py::array_t<uint64_t> step_counts() const {
-    const auto &c = machine_.step_counts();
-    py::array_t<uint64_t> out(static_cast<py::ssize_t>(c.size()));
-    if (!c.empty()) std::memcpy(out.mutable_data(), c.data(), c.size() * sizeof(uint64_t));
-    return out;
-  }
+  py::array_t<uint64_t> step_counts() const { return copy_out(machine_.step_counts()); }
   py::array_t<double> step_cycles() const {
     const Executable &exe = machine_.executable();
-    const auto &c = machine_.step_cycles();
-    py::array_t<double> out({static_cast<py::ssize_t>(exe.num_steps), static_cast<py::ssize_t>(exe.num_categories)});
-    if (!c.empty()) std::memcpy(out.mutable_data(), c.data(), c.size() * sizeof(double));
-    return out;
+    py::array_t<double> out = copy_out(machine_.step_cycles());
+    return out.reshape({static_cast<py::ssize_t>(exe.num_steps), static_cast<py::ssize_t>(exe.num_categories)});
   }
+  py::array_t<double> vertex_cycles() const { return copy_out(machine_.compute().vertex_cycles()); }
+  py::array_t<double> group_cycles() const { return copy_out(machine_.compute().group_cycles()); }
   void reset_counters() { machine_.reset_counters(); }
   int64_t arena_bytes() const { return machine_.arena_bytes(); }
+  unsigned num_threads() const { return machine_.compute().num_threads(); }
+  uint8_t *arena_data() { return machine_.arena(); }
 
  private:
-  static Executable make_executable(const I64Array &instrs, const I64Array &entries, const I64Array &segs,
-                                    const I64Array &table_begin, const U8Array &table_overlaps,
-                                    const I64Array &cases, const I64Array &switch_begin,
-                                    const I64Array &switch_default, const I64Array &stream_transfer_bytes,
-                                    const F64Array &step_costs, int64_t num_loop_slots) {
+  template <typename T>
+  static py::array_t<T> copy_out(const std::vector<T> &v) {
+    py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
+    if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
+    return out;
+  }
+
+  static I64Array array(const py::dict &d, const char *key) { return d[key].cast<I64Array>(); }
+
+  static Executable make_executable(const py::dict &d) {
     Executable exe;
-    exe.instrs = rows_of<Instr>(instrs, 6, "instrs");
-    exe.entries = vec_of(entries);
-    exe.segs = rows_of<CopySeg>(segs, 3, "segs");
-    exe.table_begin = vec_of(table_begin);
-    exe.table_overlaps.assign(table_overlaps.data(), table_overlaps.data() + table_overlaps.size());
-    exe.cases = rows_of<SwitchCase>(cases, 2, "cases");
-    exe.switch_begin = vec_of(switch_begin);
-    exe.switch_default = vec_of(switch_default);
-    exe.stream_transfer_bytes = vec_of(stream_transfer_bytes);
-    if (step_costs.ndim() != 2) throw std::invalid_argument("step_costs must be 2-D");
-    exe.num_steps = step_costs.shape(0);
-    exe.num_categories = step_costs.shape(1);
-    exe.step_costs.assign(step_costs.data(), step_costs.data() + step_costs.size());
-    exe.num_loop_slots = num_loop_slots;
-    validate(exe);
+    exe.instrs = rows_of<Instr>(array(d, "instrs"), 6, "instrs");
+    exe.entries = vec_of(array(d, "entries"));
+    exe.segs = rows_of<CopySeg>(array(d, "segs"), 3, "segs");
+    exe.table_begin = vec_of(array(d, "table_begin"));
+    const U8Array overlaps = d["table_overlaps"].cast<U8Array>();
+    exe.table_overlaps.assign(overlaps.data(), overlaps.data() + overlaps.size());
+    exe.cases = rows_of<SwitchCase>(array(d, "cases"), 2, "cases");
+    exe.switch_begin = vec_of(array(d, "switch_begin"));
+    exe.switch_default = vec_of(array(d, "switch_default"));
+    exe.stream_transfer_bytes = vec_of(array(d, "stream_transfer_bytes"));
+    const F64Array costs = d["step_costs"].cast<F64Array>();
+    if (costs.ndim() != 2) throw std::invalid_argument("step_costs must be 2-D");
+    exe.num_steps = costs.shape(0);
+    exe.num_categories = costs.shape(1);
+    if (exe.num_categories <= CAT_SYNC) throw std::invalid_argument("step_costs has too few categories");
+    exe.step_costs.assign(costs.data(), costs.data() + costs.size());
+    exe.num_loop_slots = d["num_loop_slots"].cast<int64_t>();
+    VertexTables &v = exe.vertex;
+    v.vertices = rows_of<VertexRow>(array(d, "vertices"), 8, "vertices");
+    v.fields = rows_of<FieldRow>(array(d, "fields"), 3, "fields");
+    v.spans = rows_of<SpanRow>(array(d, "spans"), 2, "spans");
+    v.groups = rows_of<GroupRow>(array(d, "groups"), 3, "groups");
+    v.compute_sets = rows_of<ComputeSetRow>(array(d, "compute_sets"), 4, "compute_sets");
+    for (const auto &c : d["codelets"].cast<py::list>()) {
+      auto pair = c.cast<std::pair<std::string, std::string>>();
+      v.codelet_paths.push_back(pair.first);
+      v.codelet_symbols.push_back(pair.second);
+    }
+    v.state_bytes = d["state_bytes"].cast<int64_t>();
+    v.num_workers = d["num_workers"].cast<int64_t>();
+    v.num_tiles = d["num_tiles"].cast<int64_t>();
+    validate(exe, d["arena_bytes"].cast<int64_t>());
     return exe;
   }
 
   // The lowering is ours, but a malformed table must never become a wild write.
-  static void validate(const Executable &exe) {
+  static void validate(const Executable &exe, int64_t arena_bytes) {
     const int64_t n = static_cast<int64_t>(exe.instrs.size());
     const int64_t ntables = static_cast<int64_t>(exe.table_begin.size()) - 1;
     if (ntables < 0 || static_cast<int64_t>(exe.table_overlaps.size()) != ntables)
       throw std::invalid_argument("copy tables: bad table_begin / table_overlaps");
     for (int64_t e : exe.entries)
       if (e < 0 || e >= n) throw std::invalid_argument("entry point out of range");
+    const VertexTables &v = exe.vertex;
+    const int64_t ncs = static_cast<int64_t>(v.compute_sets.size());
     for (const Instr &in : exe.instrs) {
       if (in.step >= exe.num_steps) throw std::invalid_argument("instruction step out of range");
       const bool jumps = in.op == OP_JUMP || in.op == OP_BRANCH_IF_FALSE || in.op == OP_BRANCH_IF_TRUE || in.op == OP_CALL;
@@ -171,7 +200,25 @@ class PyMachine {
         throw std::invalid_argument("stream or table out of range");
       if (in.op == OP_SWITCH && (in.a < 0 || in.a + 1 >= static_cast<int64_t>(exe.switch_begin.size())))
         throw std::invalid_argument("switch table out of range");
+      if (in.op == OP_EXECUTE && (in.a < 0 || in.a >= ncs)) throw std::invalid_argument("compute set out of range");
     }
+    for (const CopySeg &s : exe.segs)
+      if (s.len < 0 || s.src < 0 || s.dst < 0) throw std::invalid_argument("negative copy segment");
+    for (const ComputeSetRow &cs : v.compute_sets) {
+      if (cs.first_group < 0 || cs.first_group + cs.num_groups > static_cast<int64_t>(v.groups.size()) ||
+          cs.exchange_in >= ntables || cs.exchange_out >= ntables)
+        throw std::invalid_argument("compute set row out of range");
+    }
+    for (const GroupRow &g : v.groups)
+      if (g.first_vertex < 0 || g.first_vertex + g.num_vertices > static_cast<int64_t>(v.vertices.size()))
+        throw std::invalid_argument("tile group out of range");
+    for (const FieldRow &f : v.fields) {
+      if (f.base == FIELD_ARENA && (f.offset < 0 || f.offset > arena_bytes)) throw std::invalid_argument("field offset");
+      if (f.base == FIELD_SPANS && (f.offset < 0 || f.offset + f.size > static_cast<int64_t>(v.spans.size())))
+        throw std::invalid_argument("field spans out of range");
+    }
+    for (const SpanRow &sp : v.spans)
+      if (sp.offset < 0 || sp.offset > arena_bytes) throw std::invalid_argument("span offset out of range");
   }
 
   void check_stream(int64_t stream) const {
@@ -186,6 +233,11 @@ class PyMachine {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       } else if (kind == HOST_CALLBACK) {
         self->host_callback_(id);
+      } else if (kind == HOST_VERTEX) {
+        auto *call = reinterpret_cast<HostVertexCall *>(data);
+        py::tuple r = self->vertex_callback_(id, nbytes);
+        call->result = r[0].cast<int32_t>();
+        call->ctx.cycles = r[1].cast<uint64_t>();
       } else {
         // The staging buffer lives as long as the machine; the view is valid during the call.
         py::dtype dtype = self->stream_dtypes_[id];
@@ -209,19 +261,16 @@ class PyMachine {
   std::vector<py::object> stream_buffers_;
   std::vector<py::dtype> stream_dtypes_;
   py::object host_callback_ = py::none();
+  py::object vertex_callback_ = py::none();
   std::optional<py::error_already_set> pending_;
 };
 
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "popsim native core: tile memory, the BSP instruction VM and host streams";
+  m.doc() = "popsim native core: tile memory, the BSP instruction VM, compute sets and host streams";
   py::class_<PyMachine>(m, "Machine")
-      .def(py::init<int64_t, const I64Array &, const I64Array &, const I64Array &, const I64Array &, const U8Array &,
-                    const I64Array &, const I64Array &, const I64Array &, const I64Array &, const F64Array &, int64_t>(),
-           py::arg("arena_bytes"), py::arg("instrs"), py::arg("entries"), py::arg("segs"), py::arg("table_begin"),
-           py::arg("table_overlaps"), py::arg("cases"), py::arg("switch_begin"), py::arg("switch_default"),
-           py::arg("stream_transfer_bytes"), py::arg("step_costs"), py::arg("num_loop_slots"))
+      .def(py::init<const py::dict &, unsigned>(), py::arg("description"), py::arg("num_threads"))
       .def("load", &PyMachine::load)
       .def_property_readonly("loaded", &PyMachine::loaded)
       .def("write", &PyMachine::write)
@@ -234,7 +283,14 @@ PYBIND11_MODULE(_core, m) {
       .def("error", &PyMachine::error)
       .def("step_counts", &PyMachine::step_counts)
       .def("step_cycles", &PyMachine::step_cycles)
+      .def("vertex_cycles", &PyMachine::vertex_cycles)
+      .def("group_cycles", &PyMachine::group_cycles)
       .def("reset_counters", &PyMachine::reset_counters)
-      .def_property_readonly("arena_bytes", &PyMachine::arena_bytes);
-  m.attr("STATUS_OK") = static_cast<int>(Status::Ok);
+      .def_property_readonly("arena_bytes", &PyMachine::arena_bytes)
+      .def_property_readonly("num_threads", &PyMachine::num_threads)
+      // The whole tile memory as a writable uint8 array (for interpreted vertices).
+      .def("arena", [](py::object self) {
+        auto &m = self.cast<PyMachine &>();
+        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_bytes())}, {1}, m.arena_data(), self);
+      });
 }

@@ -10,18 +10,18 @@ SRC = ROOT / "src" / "popsim"
 LAYERS = {
     "base": 0,      # types, errors, config, options, printing, view algebra, mapping bookkeeping
     "target": 1,    # targets and devices
-    "model": 2,     # graph building: tensors, graphs, programs, streams
-    "codelet": 3,   # codelet front ends
+    "codelet": 2,   # codelet front ends: know types and fields, never graphs or engines
+    "model": 3,     # graph building: tensors, graphs, vertices, programs, streams
     "lower": 4,     # graph + programs -> executable description
     "runtime": 5,   # engine and reports
     "api": 6,       # the package's public face
 }
 MODULE_LAYER = {
-    "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
+    "version": "base", "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
     "views": "base", "mapping": "base", "linear_mapping": "base",
     "target": "target", "device": "target",
     "variables": "model", "tensor": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model",
+    "program": "model", "vertices": "model",
     "codelet": "codelet", "lower": "lower", "report": "runtime", "engine": "runtime", "__init__": "api",
 }
 

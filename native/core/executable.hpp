@@ -3,6 +3,7 @@
 // switch tables and per-step cost vectors.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace popsim {
@@ -44,6 +45,45 @@ struct SwitchCase {
   int64_t value, target;
 };
 
+// Vertices and compute sets. A vertex's fields are rows of `fields`; each is an arena
+// pointer (FIELD_ARENA: data = arena + offset), a run of `spans` (FIELD_SPANS: data =
+// &spans[offset], for vectors of edges and VectorLists), or nothing (FIELD_NULL).
+enum FieldBase : int64_t { FIELD_ARENA = 0, FIELD_SPANS = 1, FIELD_NULL = 2 };
+enum VertexFlags : int64_t { VERTEX_MULTI = 1 };
+
+struct VertexRow {
+  int64_t codelet, tile, worker, state_offset, first_field, num_fields;
+  int64_t estimate;  // worker cycles per run; -1: the codelet counts its own
+  int64_t flags;
+};
+struct FieldRow {
+  int64_t base, offset, size;
+};
+struct SpanRow {
+  int64_t offset, size;  // arena offset, element count
+};
+// The vertices of one compute set on one tile, run in order by one thread.
+struct GroupRow {
+  int64_t tile, first_vertex, num_vertices;
+};
+struct ComputeSetRow {
+  int64_t first_group, num_groups;
+  int64_t exchange_in, exchange_out;  // copy tables run before / after compute, or -1
+};
+
+struct VertexTables {
+  std::vector<VertexRow> vertices;
+  std::vector<FieldRow> fields;
+  std::vector<SpanRow> spans;
+  std::vector<GroupRow> groups;
+  std::vector<ComputeSetRow> compute_sets;
+  std::vector<std::string> codelet_paths;    // empty path: a host-run (interpreted) codelet
+  std::vector<std::string> codelet_symbols;
+  int64_t state_bytes = 0;   // vertex state objects, at VertexRow::state_offset
+  int64_t num_workers = 6;
+  int64_t num_tiles = 1;     // for tile averages
+};
+
 struct Executable {
   std::vector<Instr> instrs;
   std::vector<int64_t> entries;           // program index -> first instruction
@@ -58,6 +98,11 @@ struct Executable {
   int64_t num_steps = 0;
   int64_t num_categories = 0;
   int64_t num_loop_slots = 0;
+  VertexTables vertex;
 };
+
+// Cost categories the core fills in itself (indices into a step's cost vector; the
+// Python cost model defines the full list).
+enum CostCategory : int64_t { CAT_CYCLES = 0, CAT_COMPUTE_INCL = 1, CAT_COMPUTE_EXCL = 2, CAT_SYNC = 6 };
 
 }  // namespace popsim

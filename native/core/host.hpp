@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "popsim_codelet.h"
+
 namespace popsim {
 
 enum HostCallKind : int {
@@ -10,6 +12,14 @@ enum HostCallKind : int {
   HOST_STREAM_FETCH = 1,     // id = stream; fill data[0..nbytes)
   HOST_STREAM_COMPLETE = 2,  // id = stream; data[0..nbytes) holds the transfer
   HOST_POLL = 3,             // periodic: return non-zero to stop the run
+  HOST_VERTEX = 4,           // id = vertex; data = HostVertexCall; nbytes = worker
+};
+
+// A vertex the host runs (interpreted mode): it fills ctx and result (1, 0 or -1, as
+// the compute function of the codelet ABI returns).
+struct HostVertexCall {
+  popsim_exec ctx;
+  int32_t result;
 };
 
 struct HostInterface {

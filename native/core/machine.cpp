@@ -26,7 +26,7 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
 }
 }  // namespace
 
-Machine::Machine(Executable exe, int64_t arena_bytes)
+Machine::Machine(Executable exe, int64_t arena_bytes, unsigned num_threads)
     : exe_(std::move(exe)), arena_bytes_(arena_bytes) {
   // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
   arena_ = static_cast<uint8_t *>(std::calloc(arena_bytes_ > 0 ? arena_bytes_ : 1, 1));
@@ -43,6 +43,7 @@ Machine::Machine(Executable exe, int64_t arena_bytes)
     if (total > max_table) max_table = total;
   }
   scratch_.resize(static_cast<size_t>(max_table));
+  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, num_threads);
   reset_counters();
 }
 
@@ -51,11 +52,13 @@ Machine::~Machine() { std::free(arena_); }
 void Machine::reset_counters() {
   step_counts_.assign(static_cast<size_t>(exe_.num_steps), 0);
   step_cycles_.assign(static_cast<size_t>(exe_.num_steps * exe_.num_categories), 0.0);
+  if (compute_) compute_->reset_counters();
 }
 
 void Machine::load(int64_t table, const uint8_t *image) {
   std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
   if (table >= 0) run_table(table, image, arena_);
+  compute_->bind_all(arena_);
   loaded_ = true;
 }
 
@@ -135,8 +138,27 @@ Status Machine::run(int64_t program, const HostInterface &host) {
       case OP_HALT:
         return Status::Ok;
       case OP_ACCOUNT:
-      case OP_EXECUTE:
         break;
+      case OP_EXECUTE: {
+        const ComputeSetRow &cs = exe_.vertex.compute_sets[static_cast<size_t>(in.a)];
+        if (cs.exchange_in >= 0) run_table(cs.exchange_in, arena_, arena_);
+        ComputeSetCycles cc;
+        const Status status = compute_->run(in.a, host, cc, error_);
+        if (status != Status::Ok) {
+          error_.pc = pc;
+          error_.step = in.step;
+          return status;
+        }
+        if (cs.exchange_out >= 0) run_table(cs.exchange_out, arena_, arena_);
+        if (in.step >= 0) {  // the compute phase's share of the step, known only now
+          double *acc = cycles + in.step * ncat;
+          acc[CAT_CYCLES] += cc.compute_phase;
+          acc[CAT_COMPUTE_INCL] += cc.avg_including_idle;
+          acc[CAT_COMPUTE_EXCL] += cc.avg_excluding_idle;
+          acc[CAT_SYNC] += cc.compute_phase - cc.avg_including_idle;  // tiles waiting for the slowest
+        }
+        break;
+      }
       case OP_COPY:
         run_table(in.a, arena_, arena_);
         break;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/compute_set.hpp"
 #include "core/executable.hpp"
 #include "core/host.hpp"
 #include "core/status.hpp"
@@ -15,7 +16,7 @@ namespace popsim {
 
 class Machine {
  public:
-  Machine(Executable exe, int64_t arena_bytes);
+  Machine(Executable exe, int64_t arena_bytes, unsigned num_threads);
   ~Machine();
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
@@ -43,6 +44,7 @@ class Machine {
   const std::vector<uint64_t> &step_counts() const { return step_counts_; }
   const std::vector<double> &step_cycles() const { return step_cycles_; }
   void reset_counters();
+  const ComputeEngine &compute() const { return *compute_; }
 
  private:
   void run_table(int64_t table, const uint8_t *src, uint8_t *dst);
@@ -58,6 +60,7 @@ class Machine {
   std::vector<uint8_t> scratch_;  // for copies whose source and destination overlap
   std::vector<uint64_t> step_counts_;
   std::vector<double> step_cycles_;
+  std::unique_ptr<ComputeEngine> compute_;
   ErrorRecord error_;
 };
 

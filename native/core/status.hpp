@@ -22,6 +22,8 @@ struct ErrorRecord {
   int64_t a = -1;     // extra detail (vertex index, ...)
   int64_t pc = -1;    // instruction that failed
   int64_t step = -1;  // its step, for naming the program in messages
+  // VertexFailed: the codelet's popsim_exec error details and its return value.
+  int64_t vertex_result = 0, error_kind = 0, error_field = -1, error_line = 0, error_index = 0, error_size = 0;
 };
 
 }  // namespace popsim

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core
+from . import _core, config
 from .device import Device
 from .errors import (
     ApplicationRuntimeError,
@@ -43,7 +43,9 @@ from .types import typed_array
 __all__ = ["Engine"]
 
 # Status codes of native/core/status.hpp.
-_OK, _ABORTED, _STREAM_NOT_CONNECTED, _HOST_ERROR, _BAD_PROGRAM, _CALL_STACK_OVERFLOW, _NOT_LOADED = range(7)
+(_OK, _ABORTED, _STREAM_NOT_CONNECTED, _HOST_ERROR, _BAD_PROGRAM, _CALL_STACK_OVERFLOW, _NOT_LOADED,
+ _VERTEX_FAILED) = range(8)
+_POPSIM_INDEX_ERROR = 1  # popsim_codelet.h
 
 
 class Engine:
@@ -65,21 +67,33 @@ class Engine:
         self._graph = graph
         self._state = graph._state
         self._target = self._state.target
-        self._lowered: Lowered = lower_graph(self._state, progs, self._options.flag("debug.allowOutOfMemory"))
-        self._machine = self._build_machine(self._lowered)
+        self._interpreted = (config.codelet_mode() or self._options["popsim.codeletMode"]) == "interpreted"
+        self._lowered: Lowered = lower_graph(self._state, progs, self._options.flag("debug.allowOutOfMemory"),
+                                             self._interpreted)
+        threads = int(self._options["popsim.numThreads"]) or config.num_threads()
+        try:
+            self._machine = self._build_machine(self._lowered, threads)
+        except RuntimeError as e:  # a codelet library that cannot be loaded
+            raise PopsimError(f"cannot build the engine: {e}") from None
+        self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in self._lowered.streams}
         self._program_runs: List[int] = [0] * len(progs)
         self._program_names: List[str] = [p.debug_name or f"program {i}" for i, p in enumerate(progs)]
 
     @staticmethod
-    def _build_machine(lw: Lowered):
+    def _build_machine(lw: Lowered, num_threads: int):
         p = lw.programs
-        return _core.Machine(
+        v = lw.vertices
+        description = dict(
             arena_bytes=lw.layout.arena_bytes, instrs=p.instrs, entries=p.entries, segs=lw.segs,
             table_begin=lw.table_begin, table_overlaps=lw.table_overlaps, cases=p.cases,
             switch_begin=p.switch_begin, switch_default=p.switch_default,
             stream_transfer_bytes=np.asarray([s.transfer_bytes for s in lw.streams], np.int64),
-            step_costs=p.step_costs, num_loop_slots=p.num_loop_slots)
+            step_costs=p.step_costs, num_loop_slots=p.num_loop_slots,
+            vertices=v.vertices, fields=v.fields, spans=v.spans, groups=v.groups, compute_sets=v.compute_sets,
+            codelets=v.codelets, state_bytes=v.state_bytes, num_workers=lw.target.num_worker_contexts,
+            num_tiles=lw.target.num_tiles)
+        return _core.Machine(description, num_threads)
 
     # -- loading and running ---------------------------------------------------------------------
     @property
@@ -129,7 +143,7 @@ class Engine:
                     f"program {program_index} uses stream '{handle}', which is not connected: call "
                     f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback('{handle}', fn) "
                     "before running")
-        status = self._machine.run(int(program_index), self._host_call)
+        status = self._machine.run(int(program_index), self._host_call, self._vertex_call)
         if status != _OK:
             raise self._run_error(status, program_index)
         self._program_runs[program_index] += 1
@@ -141,6 +155,30 @@ class Engine:
         values = np.empty(cb.shape, cb.dtype.numpy)
         self._machine.read(cb.table, values)
         sys.stdout.write(format_tensor(cb.title, values))
+
+    def _vertex_call(self, row: int, worker: int):
+        """Run one interpreted Python vertex on tile memory; returns (result, cycles)."""
+        from .codelet.interpret import run_interpreted
+        values = self._vertex_fields.get(row)
+        if values is None:
+            values = self._vertex_fields[row] = self._field_arrays(row)
+        v = self._lowered.vertices.vertex_refs[row]
+        try:
+            ok, cycles = run_interpreted(v.type, values, worker, self._target.num_worker_contexts)
+        except IndexError as e:
+            raise type(e)(f"{v.describe()}: {e}") from None
+        return (1 if ok else 0), int(cycles)
+
+    def _field_arrays(self, row: int) -> list:
+        arena = self._machine.arena()
+        v = self._lowered.vertices.vertex_refs[row]
+        out = []
+        for spec, view in zip(v.type.fields, self._lowered.vertices.field_views(row)):
+            dtype = spec.dtype.numpy
+            def at(offset, n):
+                return arena[offset:offset + n * dtype.itemsize].view(dtype)
+            out.append([at(o, n) for o, n in view] if isinstance(view, list) else at(*view))
+        return out
 
     def _run_error(self, status: int, program_index: int) -> PopsimError:
         err = self._machine.error()
@@ -154,10 +192,23 @@ class Engine:
             return StreamConnectionError(f"stream '{handle}' is not connected: call engine.connect_stream first")
         if status == _NOT_LOADED:
             return EngineStateError("the engine is not loaded: call engine.load(device) first")
+        if status == _VERTEX_FAILED:
+            return self._vertex_error(err)
         if status == _CALL_STACK_OVERFLOW:
             return ApplicationRuntimeError(f"program {program_index}: Call nesting too deep{where}")
         return PopsimError(f"internal error: the core stopped with status {status} at instruction {err['pc']}"
                            f"{where}; please report this")
+
+    def _vertex_error(self, err) -> PopsimError:
+        v = self._lowered.vertices.vertex_refs[err["a"]]
+        where = f"vertex '{v.type.name}' (#{v.index}) on tile {v.tile} in compute set '{v.compute_set.name}'"
+        if err["error_kind"] == _POPSIM_INDEX_ERROR:
+            f = err["error_field"]
+            name = v.type.fields[f].name if 0 <= f < len(v.type.fields) else "?"
+            line = f" (line {err['error_line']} of {v.type.source.split(':')[0]})" if err["error_line"] > 0 else ""
+            return IndexError(f"{where}: index {err['error_index']} is out of range for field '{name}' of size "
+                              f"{err['error_size']}{line}")
+        return ApplicationRuntimeError(f"{where} returned false")
 
     # -- host transfers -------------------------------------------------------------------------
     def _handle(self, registry: Dict[str, HostHandle], other: Dict[str, HostHandle], handle: str,

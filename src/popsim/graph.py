@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .codelet.registry import CodeletRegistry
 from .device import Device
 from .errors import (DuplicateHandleError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
@@ -18,6 +19,7 @@ from .target import Target
 from .tensor import Tensor
 from .types import as_type, typed_array
 from .variables import VariableTable
+from .vertices import ComputeSet, VertexBuilding
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
 
@@ -25,21 +27,6 @@ __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
 class VariableMappingMethod(enum.Enum):
     NONE = "NONE"      # map it yourself with set_tile_mapping
     LINEAR = "LINEAR"  # spread evenly over the graph's tiles (poputil's linear mapping)
-
-
-class ComputeSet:
-    """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
-
-    __slots__ = ("name", "index", "vertices", "_state")
-
-    def __init__(self, state, index: int, name: str):
-        self._state = state
-        self.index = index
-        self.name = name
-        self.vertices: List[object] = []
-
-    def __repr__(self) -> str:
-        return f"ComputeSet({self.name!r}, {len(self.vertices)} vertices)"
 
 
 class Function:
@@ -71,6 +58,8 @@ class _GraphState:
         self.functions: List[Function] = []
         self.initial_values: List[Tuple[Tensor, np.ndarray]] = []
         self.names: Dict[str, int] = {}
+        self.codelets = CodeletRegistry()
+        self.estimators: Dict[str, object] = {}
 
     def unique_name(self, name: Optional[str], default: str) -> str:
         """Debug names as given; unnamed objects get ``default`` plus a counter."""
@@ -84,7 +73,7 @@ class _GraphState:
 GraphTarget = Union[Target, Device]
 
 
-class Graph:
+class Graph(VertexBuilding):
     """A graph of tensors mapped onto tiles, built for a target (or a device's target).
 
     >>> graph = Graph(IPUModel().create_device())
@@ -118,6 +107,17 @@ class Graph:
     @property
     def num_vertices(self) -> int:
         return sum(len(cs.vertices) for cs in self._state.compute_sets)
+
+    @property
+    def num_edges(self) -> int:
+        """Connected edges: one per edge field, one per sub-edge of list fields."""
+        n = 0
+        for cs in self._state.compute_sets:
+            for v in cs.vertices:
+                for spec, c in zip(v.type.fields, v.conn):
+                    if spec.kind.is_edge and c is not None:
+                        n += len(c) if isinstance(c, list) else 1
+        return n
 
     @property
     def num_tiles(self) -> int:

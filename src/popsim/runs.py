@@ -38,15 +38,16 @@ def split_at_positions(r: Runs, cuts: np.ndarray) -> Runs:
     return _split(r, r.pos, cuts)
 
 
-def split_at_gids(r: Runs, cuts: np.ndarray) -> Runs:
-    """Split runs so that no run straddles a global element id in ``cuts`` (sorted)."""
-    return _split(r, r.gid, cuts)
+def split_at_gids(r: Runs, cuts: np.ndarray, cuts_sorted: bool = False) -> Runs:
+    """Split runs so that no run straddles a global element id in ``cuts``."""
+    return _split(r, r.gid, cuts, cuts_sorted)
 
 
-def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray) -> Runs:
+def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray, cuts_sorted: bool = False) -> Runs:
     if r.size == 0 or cuts.size == 0:
         return r
-    cuts = np.unique(cuts)
+    if not cuts_sorted:
+        cuts = np.unique(cuts)
     lo = np.searchsorted(cuts, coord, side="right")
     hi = np.searchsorted(cuts, coord + r.length, side="left")
     extra = hi - lo  # cut points strictly inside each run
@@ -66,11 +67,12 @@ def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray) -> Runs:
 class MappingIndex:
     """Tile lookup by global element id, over the variables it was built from."""
 
-    __slots__ = ("begins", "ends", "tiles")
+    __slots__ = ("begins", "ends", "tiles", "_cuts")
 
     def __init__(self, begins: np.ndarray, ends: np.ndarray, tiles: np.ndarray):
         order = np.argsort(begins, kind="stable")
         self.begins, self.ends, self.tiles = begins[order], ends[order], tiles[order]
+        self._cuts = None
 
     @classmethod
     def for_variables(cls, variables: Iterable) -> "MappingIndex":
@@ -91,7 +93,10 @@ class MappingIndex:
         return cls.for_variables(tensor._variables())
 
     def boundaries(self) -> np.ndarray:
-        return np.concatenate([self.begins, self.ends])
+        """Every interval boundary, sorted and unique (computed once)."""
+        if self._cuts is None:
+            self._cuts = np.unique(np.concatenate([self.begins, self.ends]))
+        return self._cuts
 
     def tile_at(self, gids: np.ndarray) -> np.ndarray:
         """Tile holding each global id (-1 when unmapped)."""
@@ -104,7 +109,7 @@ class MappingIndex:
 
     def split(self, r: Runs) -> Tuple[Runs, np.ndarray]:
         """Runs split at tile boundaries, and the tile of each (-1 when unmapped)."""
-        pieces = split_at_gids(r, self.boundaries())
+        pieces = split_at_gids(r, self.boundaries(), cuts_sorted=True)
         return pieces, self.tile_at(pieces.gid)
 
 

@@ -184,6 +184,11 @@ class Tensor:
     def __getitem__(self, key) -> "Tensor":
         """numpy basic indexing: integers (dropping a dimension), slices with steps,
         ``...`` and ``None``."""
+        if type(key) is int and self._ids is None and self._shape:  # t[i]: the hot path of graph building
+            n = self._shape[0]
+            if -n <= key < n:
+                return Tensor._strided(self._table, self._var, self._dtype, self._shape[1:],
+                                       self._offset + (key % n) * self._strides[0], self._strides[1:])
         if not isinstance(key, tuple):
             key = (key,)
         n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -265,6 +270,10 @@ class Tensor:
         if not 0 <= b <= e <= n:
             raise IndexError(f"slice [{b}, {e}) is out of range for dimension {dim} of {self._describe()}: "
                              f"need 0 <= begin <= end <= {n}")
+        if self._ids is None:
+            shape = self._shape[:dim] + (e - b,) + self._shape[dim + 1:]
+            offset = self._offset + b * self._strides[dim] if e > b else self._offset
+            return self._like(shape, offset, self._strides)
         key = [slice(None)] * self.rank
         key[dim] = slice(b, e)
         return self[tuple(key)]

@@ -70,7 +70,7 @@ def cache_dir() -> Path:
 
 
 def library_key(sources: Mapping[str, str], language: str, flags: Sequence[str]) -> str:
-    from .. import __version__
+    from ..version import __version__
     compiler = _compiler(language)
     h = hashlib.sha256()
     for part in (__version__, language, _compiler_identity(compiler), " ".join(flags), _headers_digest()):

@@ -18,6 +18,9 @@ LOOP_ITERATION_CYCLES           4      per Repeat iteration (counted branch)
 CALL_CYCLES                     6      per Call (call and return)
 BRANCH_EXTRA_CYCLES             10     If / Switch / RepeatWhile decision, plus a sync and
                                        the exchange of the predicate to every tile
+DEFAULT_VERTEX_CYCLES           100    a C++ vertex with no perf estimate and no estimator
+                                       (the report warns)
+VERTEX_CODE_BYTES               512    code of one vertex type on each tile that runs it
 =============================  ======  ===================================================
 """
 from __future__ import annotations
@@ -41,6 +44,8 @@ HOST_STREAM_OVERHEAD_CYCLES = 100
 LOOP_ITERATION_CYCLES = 4
 CALL_CYCLES = 6
 BRANCH_EXTRA_CYCLES = 10
+DEFAULT_VERTEX_CYCLES = 100
+VERTEX_CODE_BYTES = 512
 
 
 @dataclass
@@ -116,9 +121,19 @@ class CostModel:
         cycles = self.target.global_sync_cycles if external else self.sync_cycles
         return StepCost(_vector(cycles=cycles, sync=cycles))
 
-    def empty_compute_set(self) -> StepCost:
-        """A compute set with no vertices still ends with a sync."""
-        return self.sync(external=False)
+    def compute_set(self, exchange_in: StepCost, exchange_out: StepCost) -> StepCost:
+        """The static part of an Execute: the exchange (and on-tile rearrangement) that
+        brings inputs to the vertices' tiles, the sync ending the compute phase, and the
+        exchange that takes outputs back. The compute phase itself is counted by the
+        core as it runs (estimates can depend on data)."""
+        if not self.enabled:
+            return StepCost()
+        v = exchange_in.vector + exchange_out.vector + self.sync(external=False).vector
+        tile_exchange = None
+        if exchange_in.tile_exchange is not None and exchange_out.tile_exchange is not None:
+            tile_exchange = exchange_in.tile_exchange + exchange_out.tile_exchange
+        return StepCost(v, tile_exchange=tile_exchange,
+                        exchange_bytes=exchange_in.exchange_bytes + exchange_out.exchange_bytes)
 
     def branch(self, predicate_bytes: int) -> StepCost:
         """Deciding If / Switch / RepeatWhile: the predicate goes to every tile, then a sync."""

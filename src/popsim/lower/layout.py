@@ -18,7 +18,7 @@ from ..target import Target
 
 ARENA_ALIGNMENT = 16
 TILE_REGION_ALIGNMENT = 8
-MEMORY_CATEGORIES = ("variables", "constants")
+MEMORY_CATEGORIES = ("variables", "constants", "vertex_state", "exchange_buffers", "vertex_code")
 
 
 def _round_up(x: np.ndarray, align: int) -> np.ndarray:
@@ -39,6 +39,22 @@ class MemoryLayout:
     @property
     def tile_totals(self) -> np.ndarray:
         return sum(self.by_category.values())
+
+    def allocate(self, nbytes: int, tile: int, category: str) -> int:
+        """Arena space after the variables (exchange buffers, vertex state values),
+        counted on ``tile`` under ``category``; returns its offset."""
+        offset = self.arena_bytes
+        self.arena_bytes += (max(int(nbytes), 0) + ARENA_ALIGNMENT - 1) // ARENA_ALIGNMENT * ARENA_ALIGNMENT
+        self.account(tile, category, nbytes)
+        return offset
+
+    def account(self, tile: int, category: str, nbytes: int) -> None:
+        """Count ``nbytes`` (padded like tensor regions) on ``tile`` under ``category``."""
+        self.by_category[category][tile] += (nbytes + TILE_REGION_ALIGNMENT - 1) // TILE_REGION_ALIGNMENT * \
+            TILE_REGION_ALIGNMENT
+
+    def account_many(self, tiles: np.ndarray, category: str, nbytes: np.ndarray) -> None:
+        np.add.at(self.by_category[category], tiles, _round_up(np.asarray(nbytes, np.int64), TILE_REGION_ALIGNMENT))
 
     def largest_on_tile(self, tile: int, variables, n: int = 5) -> List[Tuple[str, int]]:
         """(name, bytes) of the ``n`` largest variables on ``tile``."""
@@ -103,7 +119,7 @@ def plan_memory(variables, target: Target) -> MemoryLayout:
         begins, ends = np.zeros(n, np.int64), sizes
     region_bytes = _round_up((ends - begins) * itemsize[region_var], TILE_REGION_ALIGNMENT)
     is_constant = np.fromiter((v.is_constant for v in variables), bool, n)
-    by_category = {}
+    by_category = {name: np.zeros(target.num_tiles, np.int64) for name in MEMORY_CATEGORIES}
     for name, mask in (("variables", ~is_constant[region_var]), ("constants", is_constant[region_var])):
         by_category[name] = np.bincount(region_tile[mask], weights=region_bytes[mask],
                                         minlength=target.num_tiles).astype(np.int64)

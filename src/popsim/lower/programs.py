@@ -31,6 +31,7 @@ class Step:
     kind: str  # Copy, StreamCopy, PrintTensor, Execute, Sync, Branch, Repeat, Call
     cost: StepCost
     program: str = ""  # the entry program or function it belongs to
+    compute_set: int = -1  # Execute steps: the compute set row
 
 
 @dataclass
@@ -59,8 +60,9 @@ class LoweredPrograms:
 
 
 class ProgramLowerer:
-    def __init__(self, state, planner: TransferPlanner, tables: CopyTables, cost: CostModel):
+    def __init__(self, state, planner: TransferPlanner, tables: CopyTables, cost: CostModel, compute_sets):
         self.state = state
+        self.compute_sets = compute_sets
         self.planner = planner
         self.tables = tables
         self.cost = cost
@@ -161,9 +163,13 @@ class ProgramLowerer:
             self._lower(child)
 
     def _lower_Execute(self, p: P.Execute) -> None:
-        cs = p.compute_set
-        step = self._step(f"Execute {p.describe()}", "Execute", self.cost.empty_compute_set())
-        self._emit(OP_EXECUTE, step, cs.index)
+        if p.compute_set._state is not self.state:
+            raise ControlProgramError(f"Execute of compute set '{p.compute_set.name}', which belongs to a different "
+                                      "graph")
+        row, cost = self.compute_sets.lower(p.compute_set)
+        step = self._step(f"Execute {p.describe()}", "Execute", cost)
+        self.steps[step].compute_set = row
+        self._emit(OP_EXECUTE, step, row)
 
     def _lower_Copy(self, p: P.Copy) -> None:
         if isinstance(p.src, P.DataStream):

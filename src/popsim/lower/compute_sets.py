@@ -1,0 +1,346 @@
+"""Compute sets lowered for the core: vertex rows, field bindings, exchange tables.
+
+Each edge field becomes a pointer the codelet reads or writes during the compute
+phase. A field connected to one contiguous run of elements on the vertex's own tile
+points straight into tile memory; any other connection (elements on other tiles, or a
+scattered view) gets an exchange buffer on the vertex's tile, filled before the compute
+phase (inputs) and copied back after it (outputs), as Poplar's exchange does. Vertices
+are grouped by tile, kept in creation order, and dealt round-robin to the workers.
+
+Graphs have up to millions of edges, so the per-edge Python work only records each
+edge; tiles, buffers, copy segments and traffic are then resolved for all the edges of
+a compute set at once with numpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..errors import GraphConnectionError, GraphCycleError, InvalidTileMappingError
+from ..runs import Runs, runs_of
+from ..tensor import Tensor
+from ..views import contiguous_inner
+from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, StepCost
+from .layout import ARENA_ALIGNMENT, MemoryLayout
+from .transfers import CopyTables, TransferPlanner, merge_segments
+
+FIELD_ARENA, FIELD_SPANS = 0, 1
+VERTEX_MULTI = 1
+
+
+@dataclass
+class VertexTables:
+    """What the core needs to run compute sets (rows described in native/core/executable.hpp)."""
+
+    vertices: np.ndarray
+    fields: np.ndarray
+    spans: np.ndarray
+    groups: np.ndarray
+    compute_sets: np.ndarray
+    codelets: List[Tuple[str, str]]
+    state_bytes: int
+    vertex_refs: List[object] = field(default_factory=list)   # row -> VertexRef
+    group_tiles: np.ndarray = None                            # row -> tile
+    cs_groups: List[Tuple[int, int]] = field(default_factory=list)  # compute set row -> (first, count)
+    warnings: List[str] = field(default_factory=list)
+
+    def field_views(self, row: int) -> List[object]:
+        """Vertex ``row``'s fields as arena (offset, count), or lists of them for list fields."""
+        first, count = int(self.vertices[row, 4]), int(self.vertices[row, 5])
+        out = []
+        for base, offset, size in self.fields[first:first + count].tolist():
+            if base == FIELD_SPANS:
+                out.append([tuple(s) for s in self.spans[offset:offset + size].tolist()])
+            else:
+                out.append((offset, size))
+        return out
+
+
+class _Edges:
+    """The edges of one compute set, recorded one by one, resolved together."""
+
+    def __init__(self):
+        self.gid: List[int] = []        # first element when one contiguous run of one variable, else -1
+        self.tensor: List[object] = []  # the view, for edges that are not one contiguous run
+        self.n: List[int] = []
+        self.itemsize: List[int] = []
+        self.tile: List[int] = []
+        self.reads: List[bool] = []
+        self.writes: List[bool] = []
+        self.owner: List[Tuple[object, str]] = []  # (VertexRef, field name) for messages
+
+    def add(self, t: Tensor, tile: int, direction, vertex, name: str) -> int:
+        var = t._var
+        contiguous = var is not None and contiguous_inner(t._shape, t._strides)[0] == 0
+        self.gid.append(var.base + t._offset if contiguous else -1)
+        self.tensor.append(None if contiguous else t)
+        self.n.append(t.num_elements())
+        self.itemsize.append(t._dtype.size)
+        self.tile.append(tile)
+        self.reads.append(direction.reads)
+        self.writes.append(direction.writes)
+        self.owner.append((vertex, name))
+        return len(self.gid) - 1
+
+
+class _Traffic:
+    """Bytes an exchange phase of a compute set moves, per piece: (source tile, destination tile, bytes)."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray):
+        self.src, self.dst, self.nbytes = src, dst, nbytes
+
+    def cost(self, cost: CostModel, n: int) -> StepCost:
+        on = self.src == self.dst
+        return cost.copy(onchip_bytes=np.bincount(self.src[on], weights=self.nbytes[on], minlength=n),
+                         onchip_runs=np.bincount(self.src[on], minlength=n),
+                         sent=np.bincount(self.src[~on], weights=self.nbytes[~on], minlength=n),
+                         received=np.bincount(self.dst[~on], weights=self.nbytes[~on], minlength=n))
+
+
+class ComputeSetLowerer:
+    def __init__(self, state, layout: MemoryLayout, planner: TransferPlanner, tables: CopyTables,
+                 cost: CostModel, interpreted: bool):
+        self.state = state
+        self.layout = layout
+        self.planner = planner
+        self.tables = tables
+        self.cost = cost
+        self.interpreted = interpreted
+        self.target = state.target
+        self.cpu = not self.target.requires_tile_mapping
+        self.vertices: List[List[int]] = []
+        self.fields: List[List[int]] = []
+        self.spans: List[List[int]] = []
+        self.groups: List[Tuple[int, int, int]] = []
+        self.compute_sets: List[Tuple[int, int, int, int]] = []
+        self.codelets: List[Tuple[str, str]] = []
+        self._codelet_index: Dict[Tuple[str, str], int] = {}
+        self.state_bytes = 0
+        self.init_entries: List[Tuple[int, np.ndarray]] = []  # (arena offset, bytes) written at load
+        self.vertex_refs: List[object] = []
+        self.warnings: List[str] = []
+        self._code_on_tile: set = set()
+        self._lowered: Dict[int, Tuple[int, StepCost]] = {}
+
+    # -- per compute set -----------------------------------------------------------------------
+    def lower(self, cs) -> Tuple[int, StepCost]:
+        """Row of ``cs`` for OP_EXECUTE and the static part of its cost (lowered once)."""
+        if cs.index in self._lowered:
+            return self._lowered[cs.index]
+        for v in cs.vertices:
+            if v.tile is None:
+                raise InvalidTileMappingError(f"{v.describe()} has no tile: place it with graph.set_tile_mapping(v, "
+                                              "tile)")
+        order = sorted(cs.vertices, key=lambda v: (v.tile, v.index))
+        edges = _Edges()
+        pending_fields: List[Tuple[int, int]] = []  # (field row, edge)
+        pending_spans: List[Tuple[int, int]] = []   # (span row, edge)
+        state_tiles: List[int] = []
+        state_sizes: List[int] = []
+        first_group = len(self.groups)
+        workers = self.target.num_worker_contexts
+        k = 0
+        while k < len(order):
+            tile = order[k].tile
+            start_row = len(self.vertices)
+            dealt = 0
+            while k < len(order) and order[k].tile == tile:
+                v = order[k]
+                worker = -1
+                if not v.type.multi:
+                    worker = dealt % workers
+                    dealt += 1
+                self._vertex(v, worker, edges, pending_fields, pending_spans, state_tiles, state_sizes)
+                k += 1
+            self.groups.append((tile, start_row, len(self.vertices) - start_row))
+        self.layout.account_many(np.asarray(state_tiles, np.int64), "vertex_state", np.asarray(state_sizes, np.int64))
+
+        offsets, gathers, scatters, traffic_in, traffic_out = self._resolve(edges, cs)
+        for row, e in pending_fields:
+            self.fields[row][1] = int(offsets[e])
+        for row, e in pending_spans:
+            self.spans[row][0] = int(offsets[e])
+        table_in = self.tables.add(gathers) if gathers.size else -1
+        table_out = self.tables.add(scatters) if scatters.size else -1
+        self.compute_sets.append((first_group, len(self.groups) - first_group, table_in, table_out))
+        n = self.target.num_tiles
+        static = self.cost.compute_set(traffic_in.cost(self.cost, n), traffic_out.cost(self.cost, n))
+        self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
+        return self._lowered[cs.index]
+
+    def _codelet(self, vt) -> int:
+        key = ("", vt.symbol) if (self.interpreted and vt.language == "python") else (str(vt.library), vt.symbol)
+        if key not in self._codelet_index:
+            self._codelet_index[key] = len(self.codelets)
+            self.codelets.append(key)
+        return self._codelet_index[key]
+
+    def _estimate(self, v) -> int:
+        if v.perf_estimate is not None:
+            return v.perf_estimate
+        estimator = self.state.estimators.get(v.type.name)
+        if estimator is not None:
+            from ..vertices import VertexInfo
+            result = estimator(VertexInfo(v), self.target)
+            cycles = result[0] if isinstance(result, tuple) else result
+            return int(cycles)
+        if v.type.counts_cycles:
+            return -1
+        warning = (f"vertex type '{v.type.name}' has no perf estimate and no estimator: each run counts "
+                   f"{DEFAULT_VERTEX_CYCLES} cycles (set_perf_estimate or register_perf_estimator)")
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+        return DEFAULT_VERTEX_CYCLES
+
+    def _vertex(self, v, worker, edges: _Edges, pending_fields, pending_spans, state_tiles, state_sizes) -> None:
+        vt = v.type
+        tile = v.tile
+        state_offset = self.state_bytes
+        self.state_bytes += -(-max(vt.state_size, 1) // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+        state_tiles.append(tile)
+        state_sizes.append(vt.state_size)
+        if (tile, vt.name) not in self._code_on_tile:
+            self._code_on_tile.add((tile, vt.name))
+            self.layout.account(tile, "vertex_code", VERTEX_CODE_BYTES)
+        first_field = len(self.fields)
+        for spec, conn in zip(vt.fields, v.conn):
+            if type(conn) is Tensor:
+                pending_fields.append((len(self.fields), edges.add(conn, tile, spec.direction, v, spec.name)))
+                self.fields.append([FIELD_ARENA, 0, conn.num_elements()])
+                continue
+            if conn is None or (type(conn) is list and any(c is None for c in conn)):
+                missing = "" if conn is None else f" (sub-edges {[i for i, c in enumerate(conn) if c is None]})"
+                fix = "graph.connect(v[name], tensor)" if spec.kind.is_edge else \
+                    "graph.set_initial_value(v[name], value)"
+                raise GraphConnectionError(f"field '{spec.name}' ({spec.describe()}) of {v.describe()} is not "
+                                           f"connected{missing}: call {fix}")
+            if type(conn) is list:
+                self.fields.append([FIELD_SPANS, len(self.spans), len(conn)])
+                for t in conn:
+                    pending_spans.append((len(self.spans), edges.add(t, tile, spec.direction, v, spec.name)))
+                    self.spans.append([0, t.num_elements()])
+                state_tiles.append(tile)
+                state_sizes.append(16 * len(conn))  # the span descriptors
+            else:  # plain state values
+                values = np.ascontiguousarray(conn).view(np.uint8).reshape(-1)
+                offset = self.layout.allocate(values.size, tile, "vertex_state")
+                self.init_entries.append((offset, values))
+                self.fields.append([FIELD_ARENA, offset, int(np.asarray(conn).size)])
+        flags = VERTEX_MULTI if vt.multi else 0
+        self.vertices.append([self._codelet(vt), tile, worker, state_offset, first_field, len(vt.fields),
+                              self._estimate(v), flags])
+        self.vertex_refs.append(v)
+
+    # -- all edges of a compute set at once ----------------------------------------------------
+    def _resolve(self, edges: _Edges, cs):
+        """Arena offset of every edge, the gather and scatter tables, and the traffic."""
+        count = len(edges.gid)
+        gid = np.asarray(edges.gid, np.int64)
+        n = np.asarray(edges.n, np.int64)
+        tile = np.asarray(edges.tile, np.int64)
+        itemsize = np.asarray(edges.itemsize, np.int64)
+        reads = np.asarray(edges.reads, bool)
+        writes = np.asarray(edges.writes, bool)
+        simple = gid >= 0
+        direct = simple & (n == 0)
+        filled = simple & (n > 0)
+        if self.cpu:
+            direct |= filled
+        elif filled.any():
+            index = self.layout.index
+            first = np.searchsorted(index.begins, gid, side="right") - 1
+            last = np.searchsorted(index.begins, gid + n - 1, side="right") - 1
+            inside = (first >= 0) & (first == last)
+            safe = np.maximum(first, 0)
+            direct |= filled & inside & (gid + n <= index.ends[safe]) & (index.tiles[safe] == tile)
+        offsets = np.zeros(count, np.int64)
+        used = direct & (n > 0)
+        offsets[used] = self.planner.arena_offsets(gid[used])
+
+        # Everything else gets an exchange buffer on its vertex's tile.
+        moved = np.flatnonzero(~direct)
+        buffer_bytes = n[moved] * itemsize[moved]
+        for e, nbytes in zip(moved.tolist(), buffer_bytes.tolist()):
+            offsets[e] = self.layout.allocate(nbytes, int(tile[e]), "exchange_buffers")
+        pieces, owner, piece_tile = self._pieces(edges, moved, gid, n)
+        nbytes = pieces.length * itemsize[owner]
+        arena = self.planner.arena_offsets(pieces.gid)
+        local = offsets[owner] + pieces.pos * itemsize[owner]
+        r, w = reads[owner], writes[owner]
+        gathers = merge_segments(arena[r], local[r], nbytes[r])
+        scatters = merge_segments(local[w], arena[w], nbytes[w])
+        traffic_in = _Traffic(piece_tile[r], tile[owner][r], nbytes[r])
+        traffic_out = _Traffic(tile[owner][w], piece_tile[w], nbytes[w])
+
+        written = direct & writes & (n > 0)
+        _check_write_conflicts(cs, edges, np.concatenate([gid[written], pieces.gid[w]]),
+                               np.concatenate([n[written], pieces.length[w]]),
+                               np.concatenate([np.flatnonzero(written), owner[w]]))
+        return offsets, gathers, scatters, traffic_in, traffic_out
+
+    def _pieces(self, edges: _Edges, moved: np.ndarray, gid: np.ndarray, n: np.ndarray):
+        """Runs of the moved edges split at tile boundaries: the pieces, the edge each
+        belongs to (``pos`` is relative to its edge) and the tile holding it."""
+        starts, lengths, owners, positions = [], [], [], []
+        simple = moved[gid[moved] >= 0]
+        if simple.size:
+            starts.append(gid[simple])
+            lengths.append(n[simple])
+            owners.append(simple)
+            positions.append(np.zeros(simple.size, np.int64))
+        for e in moved[gid[moved] < 0].tolist():
+            r = runs_of(edges.tensor[e])
+            starts.append(r.gid)
+            lengths.append(r.length)
+            owners.append(np.full(r.size, e, np.int64))
+            positions.append(r.pos)
+        if not starts:
+            empty = np.empty(0, np.int64)
+            return Runs(empty, empty, empty), empty, empty
+        start, length = np.concatenate(starts), np.concatenate(lengths)
+        owner, pos = np.concatenate(owners), np.concatenate(positions)
+        if self.cpu:
+            return Runs(pos, start, length), owner, np.zeros(start.size, np.int64)
+        # Give every run its own stretch of a common position axis so that splitting keeps track of it.
+        base = np.zeros(start.size, np.int64)
+        if start.size > 1:
+            np.cumsum(length[:-1], out=base[1:])
+        pieces, tiles = self.layout.index.split(Runs(base, start, length))
+        parent = np.searchsorted(base, pieces.pos, side="right") - 1
+        return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
+
+    def tables_out(self) -> VertexTables:
+        def arr(rows, width):
+            return np.asarray(rows, np.int64).reshape(-1, width)
+        return VertexTables(
+            vertices=arr(self.vertices, 8), fields=arr(self.fields, 3), spans=arr(self.spans, 2),
+            groups=arr(self.groups, 3), compute_sets=arr(self.compute_sets, 4), codelets=self.codelets,
+            state_bytes=self.state_bytes, vertex_refs=self.vertex_refs,
+            group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
+            cs_groups=[(c[0], c[1]) for c in self.compute_sets], warnings=self.warnings)
+
+
+def _check_write_conflicts(cs, edges: _Edges, starts: np.ndarray, lengths: np.ndarray, edge: np.ndarray) -> None:
+    """GraphCycleError when two writes of one compute set touch the same element."""
+    if starts.size < 2:
+        return
+    order = np.argsort(starts, kind="stable")
+    s, e, o = starts[order], starts[order] + lengths[order], edge[order]
+    reach = np.maximum.accumulate(e)
+    clash = np.flatnonzero(s[1:] < reach[:-1])
+    if clash.size == 0:
+        return
+    j = int(clash[0]) + 1
+    i = int(np.flatnonzero(e[:j] > s[j])[0])  # an earlier write covering s[j]
+    (va, fa), (vb, fb) = edges.owner[o[i]], edges.owner[o[j]]
+    var = cs._state.table.variable_of(int(s[j]))
+    lo, hi = int(max(s[i], s[j])) - var.base, int(min(e[i], e[j])) - var.base
+    if va is vb and fa == fb:
+        who, twice = f"field '{fa}' of {va.describe()} writes", " more than once"
+    else:
+        who, twice = f"field '{fa}' of {va.describe()} and field '{fb}' of {vb.describe()} both write", ""
+    raise GraphCycleError(
+        f"in compute set '{cs.name}', {who} elements [{lo}:{hi}) of {var.kind} '{var.name}'{twice}: each element "
+        "may be written once per compute set; split the work differently or use separate compute sets")

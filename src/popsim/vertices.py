@@ -1,0 +1,290 @@
+"""Vertices in a graph: instances of vertex types in compute sets, their tiles, field
+connections, plain state values and cycle estimates.
+
+Graph mixes in :class:`VertexBuilding`; connections are checked as they are made
+(field names, kinds, element types), completeness when an Engine is built.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .codelet.fields import Direction, FieldKind, FieldSpec
+from .codelet.registry import CodeletRegistry
+from .codelet.vertex_type import VertexType
+from .errors import GraphConnectionError, UnknownFieldError, did_you_mean
+from .tensor import Tensor
+from .types import typed_array
+
+__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexInfo", "VertexBuilding"]
+
+
+class ComputeSet:
+    """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
+
+    __slots__ = ("name", "index", "vertices", "_state")
+
+    def __init__(self, state, index: int, name: str):
+        self._state = state
+        self.index = index
+        self.name = name
+        self.vertices: List[object] = []
+
+    def __repr__(self) -> str:
+        return f"ComputeSet({self.name!r}, {len(self.vertices)} vertices)"
+
+
+class VertexRef:
+    """A vertex in a compute set: index it by field name to get a FieldRef."""
+
+    __slots__ = ("_state", "index", "type", "compute_set", "tile", "conn", "perf_estimate")
+
+    def __init__(self, state, index: int, vtype: VertexType, compute_set):
+        self._state = state
+        self.index = index
+        self.type = vtype
+        self.compute_set = compute_set
+        self.tile: Optional[int] = None
+        self.conn: List[object] = [None] * len(vtype.fields)  # per field: Tensor, list, or state values
+        self.perf_estimate: Optional[int] = None
+
+    def __getitem__(self, name: str) -> "FieldRef":
+        pos = _positions(self.type).get(name)
+        if pos is None:
+            raise UnknownFieldError(f"vertex type '{self.type.name}' has no field '{name}': "
+                                    f"{did_you_mean(name, self.type.field_names)}")
+        return FieldRef(self, self.type.fields[pos], pos, None)
+
+    def _set_tile(self, tile: int) -> None:
+        self.tile = tile
+
+    def describe(self) -> str:
+        where = f"tile {self.tile}" if self.tile is not None else "no tile"
+        return f"vertex '{self.type.name}' (#{self.index} of compute set '{self.compute_set.name}', {where})"
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}>"
+
+
+def _positions(vt: VertexType) -> Dict[str, int]:
+    """Field name -> position, cached on the vertex type (add_vertex is a hot path)."""
+    positions = vt.extra.get("positions")
+    if positions is None:
+        positions = vt.extra["positions"] = {f.name: i for i, f in enumerate(vt.fields)}
+    return positions
+
+
+class FieldRef:
+    """A field of a vertex (``v["in"]``), or one sub-edge of a list field (``v["ins"][2]``)."""
+
+    __slots__ = ("vertex", "spec", "position", "element")
+
+    def __init__(self, vertex: VertexRef, spec: FieldSpec, position: int, element: Optional[int]):
+        self.vertex = vertex
+        self.spec = spec
+        self.position = position
+        self.element = element
+
+    def __getitem__(self, i: int) -> "FieldRef":
+        if not self.spec.kind.is_list or self.element is not None:
+            raise GraphConnectionError(f"field '{self.spec.name}' of {self.vertex.describe()} is "
+                                       f"{self.spec.describe()}: only vectors of edges and VectorLists have "
+                                       "sub-edges to index")
+        return FieldRef(self.vertex, self.spec, self.position, int(i))
+
+    def describe(self) -> str:
+        sub = f"[{self.element}]" if self.element is not None else ""
+        return f"field '{self.spec.name}{sub}' ({self.spec.describe()}) of {self.vertex.describe()}"
+
+    def _set_initial_value(self, values) -> None:
+        spec = self.spec
+        if spec.kind.is_edge:
+            raise GraphConnectionError(f"set_initial_value: {self.describe()} is an edge: connect it to a tensor "
+                                       "with graph.connect")
+        if spec.kind is FieldKind.STATE:
+            data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
+                               GraphConnectionError)
+        else:
+            flat = np.asarray(values).reshape(-1)
+            data = typed_array(flat, spec.dtype, flat.shape, f"set_initial_value of {self.describe()}",
+                               GraphConnectionError)
+        self.vertex.conn[self.position] = data
+
+
+class VertexInfo:
+    """What a registered perf estimator sees of a vertex (Poplar's VertexIntrospector)."""
+
+    __slots__ = ("_vertex",)
+
+    def __init__(self, vertex: VertexRef):
+        self._vertex = vertex
+
+    @property
+    def type(self) -> str:
+        return self._vertex.type.name
+
+    @property
+    def tile(self) -> Optional[int]:
+        return self._vertex.tile
+
+    def field_size(self, name: str) -> int:
+        """Elements of a vector edge or state vector, sub-edges of a list field, 1 otherwise."""
+        c = self._vertex.conn[self._vertex[name].position]
+        if isinstance(c, Tensor):
+            return c.num_elements()
+        if isinstance(c, (list, np.ndarray)):
+            return len(c)
+        return 0
+
+    def field_sizes(self, name: str) -> List[int]:
+        """Elements of each sub-edge of a list field."""
+        c = self._vertex.conn[self._vertex[name].position]
+        return [t.num_elements() if isinstance(t, Tensor) else 0 for t in (c or [])]
+
+    def initial_value(self, name: str):
+        c = self._vertex.conn[self._vertex[name].position]
+        return None if c is None else (c[0] if len(c) == 1 else c)
+
+
+Connection = Union[Tensor, Sequence[Tensor]]
+_SINGLE_EDGES = (FieldKind.SCALAR_EDGE, FieldKind.VECTOR_EDGE)
+_WRITING = (Direction.OUTPUT, Direction.INOUT)
+
+
+class VertexBuilding:
+    """The vertex half of Graph's API (mixed into Graph)."""
+
+    _state: object
+
+    # -- codelets ----------------------------------------------------------------------------
+    @property
+    def _codelets(self) -> CodeletRegistry:
+        return self._state.codelets
+
+    def add_codelets(self, src, compile_flags: str = "") -> List[str]:
+        """Register vertex types: a Vertex class, a list of them, a module of them, or the
+        path of a Poplar C++ codelet file (compiled with the host compiler). Idempotent
+        per source. Returns the names registered."""
+        return [vt.name for vt in self._codelets.add(src, compile_flags)]
+
+    def has_codelet(self, name: str) -> bool:
+        return name in self._codelets
+
+    def vertex_type(self, name: str) -> VertexType:
+        return self._codelets.get(name)
+
+    # -- vertices -----------------------------------------------------------------------------
+    def add_vertex(self, compute_set, vertex_type, connections: Optional[Dict[str, object]] = None) -> VertexRef:
+        """A vertex of ``vertex_type`` (a registered name, or a Vertex class, registered on
+        first use) in ``compute_set``, with optional ``{field: tensor}`` connections."""
+        if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
+            raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {compute_set!r}")
+        if isinstance(vertex_type, str):
+            vt = self._codelets.get(vertex_type)
+        else:
+            registered = self._codelets.add(vertex_type)
+            if len(registered) != 1:
+                raise GraphConnectionError(f"add_vertex: {vertex_type!r} is not a single vertex class")
+            vt = registered[0]
+        v = VertexRef(self._state, len(compute_set.vertices), vt, compute_set)
+        compute_set.vertices.append(v)
+        if not self._state.target.requires_tile_mapping:
+            v.tile = 0
+        if connections:
+            for name, value in connections.items():
+                pos = _positions(vt).get(name)
+                spec = vt.fields[pos] if pos is not None else None
+                if spec is not None and spec.kind in _SINGLE_EDGES and type(value) is Tensor:
+                    v.conn[pos] = self._checked(v, spec, value, None, None)  # the common case, kept lean
+                else:
+                    self.connect(v[name], value)
+        return v
+
+    def connect(self, field: FieldRef, value) -> None:
+        """Connect an edge field to a tensor (a list of tensors for vectors of edges and
+        VectorLists; one tensor for a sub-edge ``v["ins"][i]``), or give a plain state
+        field its value."""
+        if not isinstance(field, FieldRef):
+            raise TypeError(f"connect: expected a vertex field (v['name']), found {type(field).__name__}")
+        spec = field.spec
+        if not spec.kind.is_edge:
+            field._set_initial_value(value)
+            return
+        conn = field.vertex.conn
+        if spec.kind.is_list:
+            if field.element is None:
+                if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
+                    raise GraphConnectionError(f"{field.describe()} takes a list of tensors (one per sub-edge), "
+                                               f"found {type(value).__name__}")
+                conn[field.position] = [self._checked(field.vertex, spec, t, field, k) for k, t in enumerate(value)]
+                return
+            edges = conn[field.position]
+            if edges is None or not 0 <= field.element < len(edges):
+                size = 0 if edges is None else len(edges)
+                raise GraphConnectionError(f"{field.describe()}: sub-edge {field.element} is out of range for a "
+                                           f"field of size {size}; call graph.set_field_size first")
+            edges[field.element] = self._checked(field.vertex, spec, value, field, field.element)
+            return
+        if field.element is not None:
+            raise GraphConnectionError(f"{field.describe()} has no sub-edges")
+        conn[field.position] = self._checked(field.vertex, spec, value, field, None)
+
+    def _checked(self, vertex: VertexRef, spec: FieldSpec, t, field: Optional[FieldRef],
+                 element: Optional[int]) -> Tensor:
+        """``t`` if it suits the field (or sub-edge ``element``); else a GraphConnectionError."""
+        def where() -> str:
+            f = field or vertex[spec.name]
+            return f.describe() if element is None or f.element is not None else f"sub-edge {element} of {f.describe()}"
+        if type(t) is not Tensor:
+            raise GraphConnectionError(f"{where()} must be connected to a Tensor, found {type(t).__name__}")
+        if t._table is not self._state.table:
+            raise GraphConnectionError(f"{where()}: tensor '{t.name}' belongs to a different graph")
+        if t._dtype is not spec.dtype:
+            raise GraphConnectionError(f"{where()} holds {spec.dtype.name} but tensor '{t.name}' is {t.dtype.name}")
+        scalar = spec.kind is FieldKind.SCALAR_EDGE or \
+            (spec.kind is FieldKind.EDGE_VECTOR and spec.element_kind is FieldKind.SCALAR_EDGE)
+        if scalar:
+            if t.num_elements() != 1:
+                raise GraphConnectionError(f"{where()} is a scalar but tensor '{t.name}' has shape {list(t.shape)} "
+                                           f"({t.num_elements()} elements); connect one element, e.g. t[i]")
+        elif not t._shape:
+            raise GraphConnectionError(f"{where()} is a vector but tensor '{t.name}' is a scalar (rank 0); connect "
+                                       "a 1-D view, e.g. t.reshape([1])")
+        if spec.direction in _WRITING and (t._var.is_constant if t._var is not None else t.contains_constant()):
+            raise GraphConnectionError(f"{where()} is written by the vertex but tensor '{t.name}' is (or contains) "
+                                       "a constant")
+        return t
+
+    def set_field_size(self, field: FieldRef, size: int) -> None:
+        """The number of sub-edges of a vector of edges / VectorList, before connecting
+        ``v["ins"][i]`` one by one."""
+        if not field.spec.kind.is_list or field.element is not None:
+            raise GraphConnectionError(f"set_field_size: {field.describe()} is not a vector of edges or VectorList")
+        if int(size) < 0:
+            raise GraphConnectionError(f"set_field_size: size must be >= 0, found {size}")
+        field.vertex.conn[field.position] = [None] * int(size)
+
+    def get_field_size(self, field: FieldRef) -> int:
+        c = field.vertex.conn[field.position]
+        return 0 if c is None else len(c)
+
+    def set_perf_estimate(self, vertex: VertexRef, cycles: int, flops: int = 0) -> None:
+        """The worker cycles one run of ``vertex`` costs in the model (Poplar's
+        setPerfEstimate); it overrides estimators and automatic counting."""
+        if not isinstance(vertex, VertexRef):
+            raise TypeError(f"set_perf_estimate: expected a vertex, found {type(vertex).__name__}")
+        if int(cycles) < 0:
+            raise GraphConnectionError(f"set_perf_estimate of {vertex.describe()}: cycles must be >= 0, "
+                                       f"found {cycles}")
+        vertex.perf_estimate = int(cycles)
+
+    def get_perf_estimate(self, vertex: VertexRef) -> Optional[int]:
+        return vertex.perf_estimate
+
+    def register_perf_estimator(self, vertex_type: str, estimator: Callable) -> None:
+        """``estimator(vertex_info, target) -> cycles`` for every vertex of the type
+        without its own perf estimate."""
+        if not callable(estimator):
+            raise TypeError("register_perf_estimator needs a callable estimator(vertex_info, target)")
+        self._state.estimators[vertex_type] = estimator
