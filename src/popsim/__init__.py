@@ -19,7 +19,7 @@ from .tensor import Tensor, append, concat
 from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
                     UNSIGNED_LONGLONG, UNSIGNED_SHORT, Type)
 
-from .version import __version__  # noqa: E402
+from .version import __version__  # noqa: F401 - the package version
 
 __all__ = [
     "program", "Device", "IPUModel", "Engine", "ComputeSet", "Function", "Graph", "VariableMappingMethod",

@@ -18,6 +18,7 @@ from .device import Device
 from .errors import (
     ApplicationRuntimeError,
     EngineStateError,
+    IndexError,
     PopsimError,
     StreamConnectionError,
     TensorIOError,
@@ -36,6 +37,7 @@ from .report.report import (
     Report,
     StepInfo,
     TargetInfo,
+    VertexTypeCycles,
 )
 from .target import Target, TargetType
 from .types import typed_array
@@ -338,14 +340,27 @@ def _build_report(engine: Engine) -> Report:
     state = engine._state
     counts = engine._machine.step_counts()
     cycles = engine._machine.step_cycles()
+    vt = lw.vertices
+    group_cycles = engine._machine.group_cycles()
     steps = []
     for i, step in enumerate(lw.programs.steps):
         c = step.cost
+        tile_compute = None if c.tile_compute is None else c.tile_compute.tolist()
+        if step.compute_set >= 0:  # measured as the compute set ran: per tile, averaged over runs
+            first, count = vt.cs_groups[step.compute_set]
+            per_tile = np.zeros(target.num_tiles)
+            np.add.at(per_tile, vt.group_tiles[first:first + count], group_cycles[first:first + count])
+            tile_compute = (per_tile / max(1, int(counts[i]))).tolist()
         steps.append(StepInfo(
             name=step.name, kind=step.kind, program=step.program, count=int(counts[i]), cycles=float(cycles[i, 0]),
             categories={name: float(cycles[i, k]) for k, name in enumerate(CATEGORIES) if k},
-            tile_compute=None if c.tile_compute is None else c.tile_compute.tolist(),
+            tile_compute=tile_compute,
             tile_exchange=None if c.tile_exchange is None else c.tile_exchange.tolist()))
+    by_type: Dict[str, List[float]] = {}
+    for ref, spent in zip(vt.vertex_refs, engine._machine.vertex_cycles().tolist()):
+        entry = by_type.setdefault(ref.type.name, [0, 0.0])
+        entry[0] += 1
+        entry[1] += spent
     totals = cycles.sum(axis=0) if cycles.size else np.zeros(len(CATEGORIES))
     layout = lw.layout
     worst = np.argsort(-layout.tile_totals, kind="stable")[:5]
@@ -355,7 +370,8 @@ def _build_report(engine: Engine) -> Report:
                           tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,
                           bytes_per_tile=target.bytes_per_tile, clock=target.tile_clock_frequency,
                           num_worker_contexts=target.num_worker_contexts),
-        graph=GraphInfo(num_vertices=engine._graph.num_vertices, num_edges=0, num_variables=len(variables),
+        graph=GraphInfo(num_vertices=engine._graph.num_vertices, num_edges=engine._graph.num_edges,
+                        num_variables=len(variables),
                         num_compute_sets=len(state.compute_sets)),
         memory=MemoryInfo(bytes_per_tile=target.bytes_per_tile,
                           by_category={k: v.tolist() for k, v in layout.by_category.items()},
@@ -367,5 +383,6 @@ def _build_report(engine: Engine) -> Report:
             programs_executed=[{"index": i, "name": engine._program_names[i], "runs": r}
                                for i, r in enumerate(engine._program_runs) if r],
             steps=steps,
-            categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k}),
-        options=engine._options.explicit)
+            categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k},
+            vertex_types=[VertexTypeCycles(name, n, c) for name, (n, c) in by_type.items()]),
+        options=engine._options.explicit, warnings=list(vt.warnings))

@@ -4,7 +4,7 @@ their tiles from 0."""
 from __future__ import annotations
 
 import enum
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 

@@ -334,7 +334,7 @@ def _check_write_conflicts(cs, edges: _Edges, starts: np.ndarray, lengths: np.nd
         return
     j = int(clash[0]) + 1
     i = int(np.flatnonzero(e[:j] > s[j])[0])  # an earlier write covering s[j]
-    (va, fa), (vb, fb) = edges.owner[o[i]], edges.owner[o[j]]
+    (va, fa), (vb, fb) = edges.owner[min(o[i], o[j])], edges.owner[max(o[i], o[j])]  # in vertex order
     var = cs._state.table.variable_of(int(s[j]))
     lo, hi = int(max(s[i], s[j])) - var.base, int(min(e[i], e[j])) - var.base
     if va is vb and fa == fb:

@@ -90,11 +90,21 @@ class StepInfo:
 
 
 @dataclass
+class VertexTypeCycles:
+    """Cycles spent by all vertices of one type (summed over their workers and runs)."""
+
+    name: str
+    instances: int
+    cycles: float
+
+
+@dataclass
 class ExecutionInfo:
     total_cycles: float
     programs_executed: List[Dict[str, object]]  # [{"index", "name", "runs"}]
     steps: List[StepInfo]
     categories: Dict[str, float]  # tile averages over the whole execution
+    vertex_types: List[VertexTypeCycles] = field(default_factory=list)
 
     def cycles_by_kind(self) -> Dict[str, float]:
         out: Dict[str, float] = {}
@@ -110,6 +120,7 @@ class Report:
     memory: MemoryInfo
     execution: ExecutionInfo
     options: Dict[str, str] = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
@@ -131,8 +142,9 @@ class Report:
         return cls(target=TargetInfo(**d["target"]), graph=GraphInfo(**d["graph"]),
                    memory=MemoryInfo(**d["memory"]),
                    execution=ExecutionInfo(total_cycles=ex["total_cycles"], programs_executed=ex["programs_executed"],
-                                           steps=[StepInfo(**s) for s in ex["steps"]], categories=ex["categories"]),
-                   options=d.get("options", {}), schema_version=version)
+                                           steps=[StepInfo(**s) for s in ex["steps"]], categories=ex["categories"],
+                                           vertex_types=[VertexTypeCycles(**t) for t in ex.get("vertex_types", [])]),
+                   options=d.get("options", {}), warnings=d.get("warnings", []), schema_version=version)
 
     def summary(self, options: Optional[Dict[str, str]] = None) -> str:
         from .summary import format_summary

@@ -104,6 +104,11 @@ def _execution(r: Report, options: Dict[str, str]) -> List[str]:
             _line("Tile average sync cycles", _pct(c["sync"], total)),
             _line("Tile average control cycles", _pct(c["control"], total)),
             ""]
+    if e.vertex_types:
+        out.append("  Cycles by vertex type:")
+        for t in sorted(e.vertex_types, key=lambda t: -t.cycles):
+            out.append(f"    {t.name} ({t.instances:,} instance{'s' if t.instances != 1 else ''}): {t.cycles:,.0f}")
+        out.append("")
     if options.get("showExecutionSteps", "false") == "true":
         out.append("  Execution steps (cycles are totals over all runs of a step):")
         out.append(f"    {'#':>4}  {'kind':<12}{'runs':>10}{'cycles':>16}  name")
@@ -114,6 +119,12 @@ def _execution(r: Report, options: Dict[str, str]) -> List[str]:
     return out
 
 
+def _warnings(r: Report) -> List[str]:
+    if not r.warnings:
+        return []
+    return ["Warnings:"] + [f"  {w}" for w in r.warnings] + [""]
+
+
 def format_summary(report: Report, options: Dict[str, str]) -> str:
-    lines = _target(report) + _graph(report) + _memory(report) + _execution(report, options)
+    lines = _target(report) + _graph(report) + _memory(report) + _execution(report, options) + _warnings(report)
     return "\n".join(lines) + "\n"
