@@ -253,11 +253,16 @@ class Graph(VertexBuilding):
         if isinstance(tile_or_mapping, (int, np.integer)) and not isinstance(tile_or_mapping, bool):
             tile = self._physical_tile(tile_or_mapping, what)
             var = target._var
-            if var is not None and target.num_elements() == var.size and (
-                    0 not in target._strides or not target.contains_aliases()):
-                var.mapping.paint_all(tile)  # the whole variable: the common case, kept cheap
-                self._state.table.version += 1
-                return
+            if var is not None:
+                n = target.num_elements()
+                if n == var.size and (0 not in target._strides or not target.contains_aliases()):
+                    var.mapping.paint_all(tile)  # the whole variable: the commonest case, kept cheap
+                    self._state.table.version += 1
+                    return
+                if target.is_contiguous():  # one run of the variable: no numpy either
+                    var.mapping.paint_one(target._offset, target._offset + n, tile)
+                    self._state.table.version += 1
+                    return
             runs = runs_of(target)
             tiles = np.full(runs.size, tile, np.int64)
         else:

@@ -19,22 +19,45 @@ _EMPTY = np.empty(0, np.int64)
 class VariableMapping:
     """The tile mapping of one variable's ``size`` flat elements."""
 
-    __slots__ = ("size", "whole_tile", "_paints", "_resolved")
+    __slots__ = ("size", "whole_tile", "_paints", "_scalars", "_resolved")
 
     def __init__(self, size: int):
         self.size = size
         self.whole_tile: Optional[int] = None  # set while the whole variable is on one tile
         self._paints: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._scalars: List[Tuple[int, int, int]] = []  # single-interval paints not yet in _paints
         self._resolved: Optional[Intervals] = None
 
     def paint_all(self, tile: int) -> None:
         """Map every element to ``tile``: earlier calls no longer matter."""
         self.whole_tile = tile
         self._paints = []
+        self._scalars = []
         self._resolved = None
+
+    def paint_one(self, begin: int, end: int, tile: int) -> None:
+        """Map elements [begin, end) to ``tile``: the common call, kept free of numpy."""
+        if end <= begin:
+            return
+        if begin == 0 and end == self.size:
+            self.paint_all(tile)
+            return
+        if self.whole_tile is not None:
+            self._scalars.append((0, self.size, self.whole_tile))
+            self.whole_tile = None
+        self._scalars.append((begin, end, tile))
+        self._resolved = None
+
+    def _flush(self) -> None:
+        """Move pending single-interval paints into _paints, keeping call order."""
+        if self._scalars:
+            b, e, t = (np.asarray(x, np.int64) for x in zip(*self._scalars))
+            self._paints.append((b, e, t))
+            self._scalars = []
 
     def paint(self, begins, ends, tiles) -> None:
         """Map elements [begins[i], ends[i]) to tiles[i] (scalars broadcast)."""
+        self._flush()
         b = np.atleast_1d(np.asarray(begins, np.int64))
         e = np.atleast_1d(np.asarray(ends, np.int64))
         t = np.broadcast_to(np.asarray(tiles, np.int64), b.shape)
@@ -55,11 +78,12 @@ class VariableMapping:
 
     @property
     def is_empty(self) -> bool:
-        return self.whole_tile is None and not self._paints
+        return self.whole_tile is None and not self._paints and not self._scalars
 
     def resolved(self) -> Intervals:
         """Sorted disjoint intervals of mapped elements, adjacent same-tile intervals joined."""
         if self._resolved is None:
+            self._flush()
             if self.whole_tile is not None:
                 self._resolved = (np.zeros(1, np.int64), np.full(1, self.size, np.int64),
                                   np.full(1, self.whole_tile, np.int64))

@@ -86,17 +86,37 @@ class _Edges:
 
 
 class _Traffic:
-    """Bytes an exchange phase of a compute set moves, per piece: (source tile, destination tile, bytes)."""
+    """Bytes one exchange phase of a compute set moves, per tile."""
 
-    def __init__(self, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray):
-        self.src, self.dst, self.nbytes = src, dst, nbytes
+    def __init__(self, num_tiles: int):
+        self.onchip = np.zeros(num_tiles)       # on-tile rearrangement bytes
+        self.onchip_runs = np.zeros(num_tiles, np.int64)
+        self.sent = np.zeros(num_tiles)
+        self.received = np.zeros(num_tiles)
 
-    def cost(self, cost: CostModel, n: int) -> StepCost:
-        on = self.src == self.dst
-        return cost.copy(onchip_bytes=np.bincount(self.src[on], weights=self.nbytes[on], minlength=n),
-                         onchip_runs=np.bincount(self.src[on], minlength=n),
-                         sent=np.bincount(self.src[~on], weights=self.nbytes[~on], minlength=n),
-                         received=np.bincount(self.dst[~on], weights=self.nbytes[~on], minlength=n))
+    def cost(self, cost: CostModel) -> StepCost:
+        return cost.copy(self.onchip, self.onchip_runs, self.sent, self.received)
+
+
+def _bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray, index) -> np.ndarray:
+    """For each interval of the mapping ``index``: the bytes of the runs [starts,
+    starts + lengths) (global ids, elements of ``itemsize`` bytes) that fall in it.
+
+    Integrates the runs' coverage instead of splitting them at every tile boundary,
+    which matters when many runs each cross many tiles."""
+    pos = np.concatenate([starts, starts + lengths])
+    weight = np.concatenate([itemsize, -itemsize])
+    order = np.argsort(pos, kind="stable")
+    pos, weight = pos[order], weight[order]
+    count, moment = np.cumsum(weight), np.cumsum(weight * pos)
+
+    def integral(x):  # bytes of all runs below x
+        k = np.searchsorted(pos, x, side="right") - 1
+        ok = k >= 0
+        out = np.zeros(x.shape, np.int64)
+        out[ok] = x[ok] * count[k[ok]] - moment[k[ok]]
+        return out
+    return integral(index.ends) - integral(index.begins)
 
 
 class ComputeSetLowerer:
@@ -165,8 +185,7 @@ class ComputeSetLowerer:
         table_in = self.tables.add(gathers) if gathers.size else -1
         table_out = self.tables.add(scatters) if scatters.size else -1
         self.compute_sets.append((first_group, len(self.groups) - first_group, table_in, table_out))
-        n = self.target.num_tiles
-        static = self.cost.compute_set(traffic_in.cost(self.cost, n), traffic_out.cost(self.cost, n))
+        static = self.cost.compute_set(traffic_in.cost(self.cost), traffic_out.cost(self.cost))
         self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
         return self._lowered[cs.index]
 
@@ -235,8 +254,13 @@ class ComputeSetLowerer:
 
     # -- all edges of a compute set at once ----------------------------------------------------
     def _resolve(self, edges: _Edges, cs):
-        """Arena offset of every edge, the gather and scatter tables, and the traffic."""
+        """Arena offset of every edge, the gather and scatter tables, and the traffic.
+
+        A field whose elements all sit on its vertex's tile but not in one run is
+        rearranged on the tile; one with any element elsewhere is exchanged whole
+        (elements already on the tile travel as self-sends)."""
         count = len(edges.gid)
+        ntiles = self.target.num_tiles
         gid = np.asarray(edges.gid, np.int64)
         n = np.asarray(edges.n, np.int64)
         tile = np.asarray(edges.tile, np.int64)
@@ -246,51 +270,86 @@ class ComputeSetLowerer:
         simple = gid >= 0
         direct = simple & (n == 0)
         filled = simple & (n > 0)
+        index = self.layout.index
         if self.cpu:
             direct |= filled
         elif filled.any():
-            index = self.layout.index
             first = np.searchsorted(index.begins, gid, side="right") - 1
             last = np.searchsorted(index.begins, gid + n - 1, side="right") - 1
-            inside = (first >= 0) & (first == last)
             safe = np.maximum(first, 0)
-            direct |= filled & inside & (gid + n <= index.ends[safe]) & (index.tiles[safe] == tile)
+            direct |= filled & (first >= 0) & (first == last) & (gid + n <= index.ends[safe]) & \
+                (index.tiles[safe] == tile)
         offsets = np.zeros(count, np.int64)
         used = direct & (n > 0)
         offsets[used] = self.planner.arena_offsets(gid[used])
 
         # Everything else gets an exchange buffer on its vertex's tile.
-        moved = np.flatnonzero(~direct)
-        buffer_bytes = n[moved] * itemsize[moved]
-        for e, nbytes in zip(moved.tolist(), buffer_bytes.tolist()):
+        moved = ~direct
+        for e, nbytes in zip(np.flatnonzero(moved).tolist(), (n[moved] * itemsize[moved]).tolist()):
             offsets[e] = self.layout.allocate(nbytes, int(tile[e]), "exchange_buffers")
-        pieces, owner, piece_tile = self._pieces(edges, moved, gid, n)
-        nbytes = pieces.length * itemsize[owner]
-        arena = self.planner.arena_offsets(pieces.gid)
-        local = offsets[owner] + pieces.pos * itemsize[owner]
-        r, w = reads[owner], writes[owner]
-        gathers = merge_segments(arena[r], local[r], nbytes[r])
-        scatters = merge_segments(local[w], arena[w], nbytes[w])
-        traffic_in = _Traffic(piece_tile[r], tile[owner][r], nbytes[r])
-        traffic_out = _Traffic(tile[owner][w], piece_tile[w], nbytes[w])
+        phases = (_Traffic(ntiles), _Traffic(ntiles))
+        segments: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
 
-        written = direct & writes & (n > 0)
-        _check_write_conflicts(cs, edges, np.concatenate([gid[written], pieces.gid[w]]),
-                               np.concatenate([n[written], pieces.length[w]]),
-                               np.concatenate([np.flatnonzero(written), owner[w]]))
-        return offsets, gathers, scatters, traffic_in, traffic_out
+        # Contiguous runs of one variable, off their vertex's tile: one segment each.
+        run = np.flatnonzero(moved & simple)
+        nbytes = n[run] * itemsize[run]
+        arena = self.planner.arena_offsets(gid[run])
+        for phase, active, seg, (src, dst) in ((0, reads[run], segments[0], (arena, offsets[run])),
+                                              (1, writes[run], segments[1], (offsets[run], arena))):
+            if not active.any():
+                continue
+            seg.append(merge_segments(src[active], dst[active], nbytes[active]))
+            sel = run[active]
+            mine = np.bincount(tile[sel], weights=n[sel] * itemsize[sel], minlength=ntiles)
+            theirs = np.bincount(index.tiles, weights=_bytes_per_interval(gid[sel], n[sel], itemsize[sel], index),
+                                 minlength=ntiles) if not self.cpu else mine
+            traffic = phases[phase]
+            if self.cpu:
+                traffic.onchip += mine
+                traffic.onchip_runs += np.bincount(tile[sel], minlength=ntiles)
+            elif phase == 0:
+                traffic.received += mine
+                traffic.sent += theirs
+            else:
+                traffic.sent += mine
+                traffic.received += theirs
 
-    def _pieces(self, edges: _Edges, moved: np.ndarray, gid: np.ndarray, n: np.ndarray):
-        """Runs of the moved edges split at tile boundaries: the pieces, the edge each
-        belongs to (``pos`` is relative to its edge) and the tile holding it."""
+        # Views that are not one run: piece by piece.
+        pieces, owner, piece_tile = self._pieces(edges, np.flatnonzero(moved & ~simple))
+        pbytes = pieces.length * itemsize[owner]
+        parena = self.planner.arena_offsets(pieces.gid)
+        plocal = offsets[owner] + pieces.pos * itemsize[owner]
+        off_tile = np.zeros(count, bool)
+        off_tile[owner[piece_tile != tile[owner]]] = True
+        for phase, active, seg, (src, dst) in ((0, reads[owner], segments[0], (parena, plocal)),
+                                              (1, writes[owner], segments[1], (plocal, parena))):
+            if not active.any():
+                continue
+            seg.append(merge_segments(src[active], dst[active], pbytes[active]))
+            traffic = phases[phase]
+            exchanged = active & off_tile[owner]
+            local = active & ~off_tile[owner]
+            traffic.onchip += np.bincount(tile[owner][local], weights=pbytes[local], minlength=ntiles)
+            traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
+            mine = np.bincount(tile[owner][exchanged], weights=pbytes[exchanged], minlength=ntiles)
+            theirs = np.bincount(piece_tile[exchanged], weights=pbytes[exchanged], minlength=ntiles)
+            traffic.received += mine if phase == 0 else theirs
+            traffic.sent += theirs if phase == 0 else mine
+
+        written = simple & writes & (n > 0)
+        pw = writes[owner]
+        _check_write_conflicts(cs, edges, np.concatenate([gid[written], pieces.gid[pw]]),
+                               np.concatenate([n[written], pieces.length[pw]]),
+                               np.concatenate([np.flatnonzero(written), owner[pw]]))
+        gathers = np.concatenate(segments[0]) if segments[0] else np.empty((0, 3), np.int64)
+        scatters = np.concatenate(segments[1]) if segments[1] else np.empty((0, 3), np.int64)
+        return offsets, gathers, scatters, phases[0], phases[1]
+
+    def _pieces(self, edges: _Edges, views: np.ndarray):
+        """Runs of the given (non-contiguous) edges split at tile boundaries: the
+        pieces (``pos`` relative to their edge), the edge of each, its tile."""
         starts, lengths, owners, positions = [], [], [], []
-        simple = moved[gid[moved] >= 0]
-        if simple.size:
-            starts.append(gid[simple])
-            lengths.append(n[simple])
-            owners.append(simple)
-            positions.append(np.zeros(simple.size, np.int64))
-        for e in moved[gid[moved] < 0].tolist():
+        for e in views.tolist():
             r = runs_of(edges.tensor[e])
             starts.append(r.gid)
             lengths.append(r.length)
