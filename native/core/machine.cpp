@@ -1,5 +1,6 @@
 #include "core/machine.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -150,6 +151,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
           return status;
         }
         if (cs.exchange_out >= 0) run_table(cs.exchange_out, arena_, arena_);
+        std::fflush(stdout);  // what codelets printed appears before anything the host prints next
         if (in.step >= 0) {  // the compute phase's share of the step, known only now
           double *acc = cycles + in.step * ncat;
           acc[CAT_CYCLES] += cc.compute_phase;

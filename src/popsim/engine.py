@@ -47,7 +47,7 @@ __all__ = ["Engine"]
 # Status codes of native/core/status.hpp.
 (_OK, _ABORTED, _STREAM_NOT_CONNECTED, _HOST_ERROR, _BAD_PROGRAM, _CALL_STACK_OVERFLOW, _NOT_LOADED,
  _VERTEX_FAILED) = range(8)
-_POPSIM_INDEX_ERROR = 1  # popsim_codelet.h
+_POPSIM_INDEX_ERROR, _POPSIM_EXCEPTION = 1, 2  # popsim_codelet.h
 
 
 class Engine:
@@ -145,6 +145,7 @@ class Engine:
                     f"program {program_index} uses stream '{handle}', which is not connected: call "
                     f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback('{handle}', fn) "
                     "before running")
+        sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
         status = self._machine.run(int(program_index), self._host_call, self._vertex_call)
         if status != _OK:
             raise self._run_error(status, program_index)
@@ -157,6 +158,7 @@ class Engine:
         values = np.empty(cb.shape, cb.dtype.numpy)
         self._machine.read(cb.table, values)
         sys.stdout.write(format_tensor(cb.title, values))
+        sys.stdout.flush()
 
     def _vertex_call(self, row: int, worker: int):
         """Run one interpreted Python vertex on tile memory; returns (result, cycles)."""
@@ -210,6 +212,8 @@ class Engine:
             line = f" (line {err['error_line']} of {v.type.source.split(':')[0]})" if err["error_line"] > 0 else ""
             return IndexError(f"{where}: index {err['error_index']} is out of range for field '{name}' of size "
                               f"{err['error_size']}{line}")
+        if err["error_kind"] == _POPSIM_EXCEPTION:
+            return ApplicationRuntimeError(f"{where} threw a C++ exception (its message is on stderr)")
         return ApplicationRuntimeError(f"{where} returned false")
 
     # -- host transfers -------------------------------------------------------------------------

@@ -34,7 +34,8 @@ stats = {"compiled": 0, "cache_hits": 0}
 _lock = threading.Lock()
 
 
-def _compiler(language: str) -> str:
+def compiler_command(language: str) -> str:
+    """The host compiler for "c" or "c++" (CC / CXX, else the first found)."""
     env = os.environ.get("CXX" if language == "c++" else "CC")
     if env:
         return env
@@ -69,13 +70,19 @@ def cache_dir() -> Path:
     return config.cache_dir() / "codelets"
 
 
-def library_key(sources: Mapping[str, str], language: str, flags: Sequence[str]) -> str:
+def cache_key(language: str, *parts: str) -> hashlib._Hash:
+    """A hash of ``parts`` plus everything a compiled artefact depends on besides its
+    sources: popsim's version, the compiler's identity and popsim's headers."""
     from ..version import __version__
-    compiler = _compiler(language)
     h = hashlib.sha256()
-    for part in (__version__, language, _compiler_identity(compiler), " ".join(flags), _headers_digest()):
+    for part in (__version__, language, _compiler_identity(compiler_command(language)), _headers_digest(), *parts):
         h.update(part.encode())
         h.update(b"\0")
+    return h
+
+
+def library_key(sources: Mapping[str, str], language: str, flags: Sequence[str]) -> str:
+    h = cache_key(language, " ".join(flags))
     for name in sorted(sources):
         h.update(name.encode())
         h.update(b"\0")
@@ -107,7 +114,7 @@ def compile_library(sources: Mapping[str, str], language: str, name: str = "code
 
 def _build(sources: Dict[str, str], language: str, flags, includes, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    compiler = _compiler(language)
+    compiler = compiler_command(language)
     with tempfile.TemporaryDirectory(prefix="popsim-build-") as tmp:
         names = list(sources)
         for fname, text in sources.items():

@@ -38,6 +38,7 @@ typedef popsim_span popsim_field;
 enum popsim_error_kind {
   POPSIM_OK = 0,
   POPSIM_INDEX_ERROR = 1, /* error_field, error_index, error_size say where */
+  POPSIM_EXCEPTION = 2,   /* a C++ codelet threw (its message went to stderr) */
 };
 
 typedef struct popsim_exec {

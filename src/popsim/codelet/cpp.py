@@ -1,0 +1,370 @@
+"""Poplar C++ codelet files -> vertex types.
+
+A codelet file is compiled unmodified with the host C++ compiler against the headers
+popsim ships (include/: <poplar/Vertex.hpp>, <poplar/HalfFloat.hpp>, <print.h>...), with
+``__POPC__`` and ``__POPSIM__`` defined and ``__IPU__`` not. popsim reads the file (after
+the preprocessor, so macros and ``#ifdef`` blocks count as the compiler sees them) to
+find the vertex classes and their fields, then compiles a glue translation unit that
+``#include``s the file and defines the ABI of popsim_codelet.h for each vertex type.
+
+What counts as a vertex type: a class or struct deriving directly from ``Vertex``,
+``MultiVertex`` or ``SupervisorVertex`` (also ``SupervisorVertexIf<...>``), with or without
+``poplar::``, in any namespace; a class template only through its explicit
+instantiations (``template class X<float>;`` registers "X<float>", in a namespace
+"ns::X<float>"; element types in the name are spelled as Poplar spells them: "unsigned
+int", "half"...). Fields are the class's non-static data members in declaration order.
+Members may be private: the glue reaches them through pointers to members taken in an
+explicit instantiation, where C++ does not check access.
+
+The glue checks with static_assert that the compiler sees each field as popsim read it,
+so a misread can only fail to compile, never bind the wrong thing.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from ..errors import CodeletCompileError, CodeletSyntaxError
+from . import compiler
+from ..types import as_type
+from .fields import Direction, FieldKind, FieldSpec
+from .vertex_type import VertexType
+from .cpp_parse import (DIR_CODES, DTYPE_ORDER, FIELD_HELP, KIND_CODES, LIST_LAYOUTS, VECTOR_LAYOUTS, VERTEX_BASES,
+                        Parser, Source, SourceError, Unresolved, VertexClass, classify, expand, named,
+                        ns_scopes, parse_type, render_tokens, vertex_classes)
+
+_DEFINES = ["-D__POPC__", "-D__POPSIM__=1"]
+
+
+# ---- preprocessing -----------------------------------------------------------------
+
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d+)*)\s*$')
+
+
+def _preprocess(real: Path, shown: Path, flags: List[str]) -> Source:
+    include = str(compiler.INCLUDE_DIR)
+    text = _run_compiler(real, shown, flags, "-E")
+    rows, files, keep, fname, line = [], [], False, "", 0
+    for raw in text.split("\n"):
+        m = _MARKER.match(raw)
+        if m:
+            line, fname = int(m.group(1)), m.group(2).replace('\\"', '"').replace("\\\\", "\\")
+            keep = ("3" not in m.group(3).split() and not fname.startswith("<")
+                    and not os.path.realpath(fname).startswith(include + os.sep))
+            if keep and fname not in files:
+                files.append(fname)
+            continue
+        if keep:
+            rows.append((fname, line, "" if raw.lstrip().startswith("#") else raw))
+        line += 1
+    return Source(rows, files)
+
+
+def _cstr(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _open_ns(ns: Tuple[str, ...]) -> Tuple[str, str]:
+    return "".join(f"namespace {n} {{ " for n in ns), "}" * len(ns)
+
+
+def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
+    """The translation unit that includes the codelet file and defines each vertex
+    type's ABI functions (popsim_codelet.h) from codelet_glue.hpp's templates."""
+    out = [f"// popsim glue for {path.name} (dependencies {digest})",
+           f"#include {_cstr(str(path))}", "#include <popsim/codelet_glue.hpp>", ""]
+    for idx, vx in enumerate(vertices):
+        sym, specs, members, (cfile, cline) = vx.symbol, vx.specs, vx.cls.members, vx.cls.where
+        g = f"popsim_glue_{idx}"
+        alias = f"popsim_vertex_{idx}"
+        open_, close_ = _open_ns(vx.alias_ns)
+        scope = "::".join(["", *named(vx.alias_ns), alias])
+        out += [f"// {vx.name}", f"#line {cline} {_cstr(cfile)}", f"{open_}using {alias} = {vx.cpp_type};{close_}"]
+        private = [(n, m) for n, m in enumerate(members) if m.access != "public"]
+        want_compute = vx.cls.compute_access not in (None, "public")
+        for n, m in private:
+            out.append(f"namespace popsim {{ namespace glue {{ struct t{idx}_{n} {{ friend constexpr auto stolen(t{idx}_{n}); }}; }} }}")
+            out.append(f"template struct popsim::glue::steal<popsim::glue::t{idx}_{n}, &{scope}::{m.name}>;")
+        if want_compute:
+            out.append(f"namespace popsim {{ namespace glue {{ struct t{idx}_c {{ friend constexpr auto stolen(t{idx}_c); }}; }} }}")
+            out.append(f"template struct popsim::glue::steal<popsim::glue::t{idx}_c, &{scope}::compute>;")
+        out.append(f"namespace {g} {{\nusing V = {scope};")
+        out.append('static_assert(alignof(V) <= alignof(std::max_align_t), "popsim: vertex state is allocated with '
+                   'max_align_t alignment");')
+        for n, (spec, m) in enumerate(zip(specs, members)):
+            mfile, mline = m.where
+            ptr = f"stolen(popsim::glue::t{idx}_{n}{{}})" if m.access != "public" else f"&V::{m.name}"
+            if spec is None:
+                why = (f"popsim: vertex type '{vx.name}': member '{m.name}' of type '{render_tokens(m.type_toks)}' "
+                       f"cannot be a field: {FIELD_HELP}")
+                check = f"popsim::glue::supported<decltype(f{n})>()"
+            else:
+                elem = KIND_CODES[spec.element_kind] if spec.element_kind else -1
+                why = (f"popsim: field {vx.name}::{m.name} was read as {spec.describe()}, but the compiler sees "
+                       "a different type")
+                check = (f"popsim::glue::matches<decltype(f{n})>({KIND_CODES[spec.kind]}, {DIR_CODES[spec.direction]}, "
+                         f"{DTYPE_ORDER.index(spec.dtype)}, {elem})")
+            # one line, so that a failure is reported at the member's line
+            out += [f"#line {mline} {_cstr(mfile)}", f"constexpr auto f{n} = {ptr}; static_assert({check}, {_cstr(why)});"]
+        call = (f"popsim::glue::call_member(v, w, stolen(popsim::glue::t{idx}_c{{}}))" if want_compute
+                else "popsim::glue::call(v, w)")
+        binds = " ".join(f"popsim::glue::bind(v.*{g}::f{n}, fields[{n}]);" for n in range(len(specs)))
+        ctor_flag = "true" if vx.run_constructor else "false"
+        line = f"#line {cline} {_cstr(cfile)}"  # glue errors point at the class
+        describe = " ".join(f"popsim::glue::describe({g}::f{n}, out + {5 * n});" for n in range(len(specs)))
+        out += ["}", line,
+                f"POPSIM_EXPORT std::uint64_t {sym}_size(void) {{ return sizeof({g}::V); }}", line,
+                f"POPSIM_EXPORT void {sym}_describe(std::int32_t *out) {{ (void)out; {describe} }}", line,
+                f"POPSIM_EXPORT void {sym}_init(void *obj) {{ popsim::glue::construct<{g}::V>(obj, "
+                f"std::integral_constant<bool, {ctor_flag}>{{}}); }}", line,
+                f"POPSIM_EXPORT void {sym}_bind(void *obj, const popsim_field *fields) {{ "
+                f"{g}::V &v = *static_cast<{g}::V *>(obj); (void)v; (void)fields; {binds} }}", line,
+                f"POPSIM_EXPORT int {sym}_compute(void *obj, std::uint32_t worker, popsim_exec *ctx) {{ "
+                f"return popsim::glue::compute_entry<{g}::V>(obj, worker, ctx, {_cstr(vx.name)}, "
+                f"[]({g}::V &v, unsigned w) {{ return {call}; }}); }}", ""]
+    return "\n".join(out)
+
+
+# ---- errors ------------------------------------------------------------------------
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:\d+:)? (?P<rest>.*)$")
+
+
+def _explain(output: str, real: Path, shown: Path, symbols: Optional[Dict[str, str]] = None) -> str:
+    """The compiler's first error, placed in the user's file where possible, with the
+    source line, then the full compiler output."""
+    output = re.sub(r"^the codelet did not compile:\s*", "", output.strip())
+    lines = output.splitlines()
+    include = str(compiler.INCLUDE_DIR)
+
+    def user_loc(m):
+        f = m.group("file").strip()
+        return (os.path.isfile(f) and not os.path.realpath(f).startswith(include + os.sep)
+                and not f.startswith(("/usr/include", "/usr/lib", "/usr/local/include")))
+
+    head = None
+    for n, text in enumerate(lines):
+        m = _DIAG.match(text)
+        if not m or not re.match(r"(fatal )?error: ", m.group("rest")):
+            continue
+        msg = re.sub(r"^(fatal )?error: ", "", m.group("rest"))
+        loc = m if user_loc(m) else None
+        if loc is None:  # an error inside a header: the user's line is in its "required from" context
+            context = [_DIAG.match(x) for x in lines[:n][::-1]]
+            loc = next((c for c in context if c and user_loc(c)), None)
+        head = msg
+        if loc is not None:
+            f, ln = loc.group("file").strip(), int(loc.group("line"))
+            head = f"{shown if os.path.realpath(f) == str(real) else f}:{ln}: {msg}"
+            try:
+                head += "\n    " + Path(f).read_text(errors="replace").splitlines()[ln - 1].strip()
+            except (OSError, IndexError):
+                pass
+        break
+    if head is None:
+        undefined = re.search(r"undefined reference to [`'](.+?)'", output)
+        head = "see the compiler output"
+        if undefined:
+            head = f"undefined reference to '{undefined.group(1)}' (declared but never defined?)"
+            caller = re.search(r"in function [`'](popsim_vt\d+_\w+?)_(?:size|init|bind|compute)'", output)
+            if caller and symbols and caller.group(1) in symbols:
+                head += f", used by vertex type '{symbols[caller.group(1)]}'"
+    return f"the codelet file {shown} did not compile: {head}\n\ncompiler output:\n{output}"
+
+
+def _run_compiler(real: Path, shown: Path, flags: List[str], mode: str) -> str:
+    """Preprocess (-E) or check (-fsyntax-only) the file as the library build will see it."""
+    cmd = [compiler.compiler_command("c++"), "-std=c++17", mode, *_DEFINES, *flags, f"-I{compiler.INCLUDE_DIR}",
+           f"-I{real.parent}", str(real)]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise CodeletCompileError(_explain(result.stderr, real, shown)) from None
+    return result.stdout
+
+
+def _syntax_error(message: str, where: Tuple[str, int], path: Path) -> CodeletSyntaxError:
+    fname, line = where
+    shown = str(path) if fname and os.path.realpath(fname) == os.path.realpath(path) else fname
+    try:
+        text = Path(fname).read_text(errors="replace").splitlines()[line - 1]
+    except (OSError, IndexError):
+        text = ""
+    return CodeletSyntaxError(f"{shown}:{line}: {message}", (shown, line, None, text))
+
+
+def _described(handle, vx: VertexClass) -> List[FieldSpec]:
+    """The fields, those popsim left to the compiler filled in from the library's own
+    description of them."""
+    specs = vx.specs
+    if None not in specs:
+        return specs
+    fn = getattr(handle, vx.symbol + "_describe")
+    fn.restype, fn.argtypes = None, [ctypes.POINTER(ctypes.c_int32)]
+    codes = (ctypes.c_int32 * (5 * len(specs)))()
+    fn(codes)
+    kinds = {v: k for k, v in KIND_CODES.items()}
+    dirs = {v: k for k, v in DIR_CODES.items()}
+    out = []
+    for n, (spec, m) in enumerate(zip(specs, vx.cls.members)):
+        if spec is None:
+            kind, direction, dtype, elem, layout = codes[5 * n:5 * n + 5]
+            layout_name = (LIST_LAYOUTS[layout - 100] if layout >= 100 else
+                           VECTOR_LAYOUTS[layout] if layout >= 0 else "")
+            spec = FieldSpec(m.name, kinds[kind], dirs[direction], DTYPE_ORDER[dtype], kinds.get(elem), layout_name)
+        out.append(spec)
+    return out
+
+
+def _fields(parser: Parser, vx: VertexClass) -> List[Optional[FieldSpec]]:
+    scopes = [vx.env, vx.cls.aliases] + ns_scopes(parser, vx.cls.ns)
+    specs: List[Optional[FieldSpec]] = []
+    for m in vx.cls.members:
+        if m.problem:
+            raise SourceError(f"vertex type '{vx.name}': member '{m.name}': {m.problem}; {FIELD_HELP}", m.where)
+        try:
+            specs.append(classify(m.name, parse_type(expand(m.type_toks, scopes))))
+        except Unresolved:
+            specs.append(None)  # the compiler classifies it (codelet_glue.hpp field_info)
+        except ValueError as e:
+            raise SourceError(f"vertex type '{vx.name}': member '{m.name}' of type '{render_tokens(m.type_toks)}' "
+                               f"cannot be a field: {e}; {FIELD_HELP}", m.where) from None
+    return specs
+
+
+# ---- the entry point ---------------------------------------------------------------
+
+_memo: Dict[str, Tuple[List[Tuple[str, int, int]], List[VertexType]]] = {}
+
+
+def _dependencies(files: List[str]) -> List[Tuple[str, int, int]]:
+    out = []
+    for f in files:
+        try:
+            st = os.stat(f)
+            out.append((os.path.realpath(f), st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((f, -1, -1))
+    return out
+
+
+def _record_path(real: Path, key: str) -> Path:
+    return compiler.cache_dir() / f"{real.stem}-{key}.json"
+
+
+def _cached(real: Path, key: str) -> Optional[List[VertexType]]:
+    """The vertex types of an unchanged file (same dependencies, library present),
+    from this process or from the cache directory: no compiler runs."""
+    hit = _memo.get(key)
+    if hit is None:
+        try:
+            record = json.loads(_record_path(real, key).read_text())
+            hit = ([tuple(d) for d in record["dependencies"]], [_type_from_json(t) for t in record["types"]])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    deps, types = hit
+    if _dependencies([d[0] for d in deps]) != deps or not all(Path(t.library).exists() for t in types):
+        return None
+    _memo[key] = hit
+    return types
+
+
+def _remember(real: Path, key: str, files: List[str], types: List[VertexType]) -> None:
+    deps = _dependencies(files)
+    _memo[key] = (deps, types)
+    record = {"dependencies": deps, "types": [_type_to_json(t) for t in types]}
+    try:
+        path = _record_path(real, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache only costs a re-parse next time
+
+
+def _type_to_json(t: VertexType) -> dict:
+    return {"name": t.name, "multi": t.multi, "library": str(t.library), "symbol": t.symbol,
+            "state_size": t.state_size, "source": t.source, "extra": t.extra,
+            "fields": [[f.name, f.kind.name, f.direction.name, f.dtype.name,
+                        f.element_kind.name if f.element_kind else None, f.layout] for f in t.fields]}
+
+
+def _type_from_json(d: dict) -> VertexType:
+    fields = tuple(FieldSpec(name, FieldKind[kind], Direction[direction], as_type(dtype),
+                             FieldKind[element] if element else None, layout)
+                   for name, kind, direction, dtype, element, layout in d["fields"])
+    return VertexType(name=d["name"], fields=fields, multi=d["multi"], library=Path(d["library"]), symbol=d["symbol"],
+                      state_size=d["state_size"], source=d["source"], language="c++", extra=d["extra"])
+
+
+def vertex_types_from_file(path, compile_flags: str = "") -> List[VertexType]:
+    """Compile a Poplar C++ codelet file and return one VertexType per vertex class (per
+    explicit instantiation of a vertex class template), in the file's order.
+
+    :param path: the .cpp file; its directory is on the include path.
+    :param compile_flags: extra compiler flags, as popc would take them ("-DN=4 -O3").
+    :raises CodeletCompileError: the compiler rejected the file (message: file, line,
+        source line, then the compiler's output).
+    :raises CodeletSyntaxError: a vertex field popsim cannot bind (names class, member, line).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CodeletCompileError(f"codelet file {path} not found")
+    real = path.resolve()
+    flags = shlex.split(compile_flags or "")
+    key = compiler.cache_key("c++", "codelet file", str(real), str(path), " ".join(flags)).hexdigest()[:32]
+    cached = _cached(real, key)
+    if cached is not None:
+        return cached
+    src = _preprocess(real, path, flags)
+    try:
+        parser = Parser(src)
+        parser.parse()
+        vertices = vertex_classes(parser)
+        for n, vx in enumerate(vertices):
+            vx.specs = _fields(parser, vx)
+            vx.symbol = f"popsim_vt{n}_" + re.sub(r"[^A-Za-z0-9]+", "_", vx.name).strip("_")[:48]
+            vx.run_constructor = not (vx.cls.ctor_declared_only and vx.cls.name not in parser.ctor_defined)
+    except SourceError as e:
+        _run_compiler(real, path, flags, "-fsyntax-only")  # a broken file: let the compiler say so first
+        raise _syntax_error(str(e), e.where, path) from None
+
+    digest = hashlib.sha256()  # the compile cache must see changes to the file's own headers too
+    for f in src.files:
+        try:
+            digest.update(Path(f).read_bytes())
+        except OSError:
+            pass
+    link = ["-Wl,-z,defs"] if sys.platform.startswith("linux") else []  # undefined symbols fail now
+    try:
+        lib = compiler.compile_library({f"{real.stem}_glue.cpp": _glue(real, digest.hexdigest()[:16], vertices)},
+                                       "c++", name=real.stem, flags=[*_DEFINES, "-fvisibility=hidden", *link, *flags],
+                                       include_dirs=[real.parent])
+    except CodeletCompileError as e:
+        text = str(e)
+        output = text.split("compiler output:\n", 1)[1] if "compiler output:\n" in text else text
+        raise CodeletCompileError(_explain(output, real, path, {vx.symbol: vx.name for vx in vertices})) from None
+    try:
+        handle = ctypes.CDLL(str(lib))
+    except OSError as e:
+        raise CodeletCompileError(f"the codelet file {path} compiled but its library does not load: {e}") from None
+    result = []
+    for vx in vertices:
+        size = getattr(handle, vx.symbol + "_size")
+        size.restype, size.argtypes = ctypes.c_uint64, []
+        cfile, cline = vx.cls.where
+        shown = str(path) if os.path.realpath(cfile) == str(real) else cfile
+        result.append(VertexType(
+            name=vx.name, fields=tuple(_described(handle, vx)), multi=VERTEX_BASES[vx.cls.base], library=lib,
+            symbol=vx.symbol, state_size=int(size()), source=f"{shown}:{cline}", language="c++",
+            extra={"cpp_class": vx.cpp_type, "base": vx.cls.base}))
+    _remember(real, key, [str(real), *src.files], result)
+    return result
