@@ -19,7 +19,7 @@ from .target import Target
 from .tensor import Tensor
 from .types import as_type, typed_array
 from .variables import VariableTable
-from .vertices import ComputeSet, VertexBuilding
+from .vertices import ComputeSet, VertexBuilding, VertexRef
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
 
@@ -242,6 +242,10 @@ class Graph(VertexBuilding):
     def set_tile_mapping(self, target, tile_or_mapping) -> None:
         """Map every element of a tensor view to one tile, or by ``mapping[tile] = [(begin,
         end), ...]`` intervals of the view's flat elements; or place a vertex on a tile."""
+        if type(target) is VertexRef and type(tile_or_mapping) is int and self._tiles is None \
+                and 0 <= tile_or_mapping < self._target.num_tiles:
+            target.tile = tile_or_mapping  # placing a vertex: a hot path of graph building
+            return
         if not isinstance(target, Tensor):
             set_vertex_tile = getattr(target, "_set_tile", None)
             if set_vertex_tile is None:

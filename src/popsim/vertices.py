@@ -192,11 +192,20 @@ class VertexBuilding:
         if not self._state.target.requires_tile_mapping:
             v.tile = 0
         if connections:
+            positions = _positions(vt)
+            fields = vt.fields
+            table = self._state.table
+            conn = v.conn
             for name, value in connections.items():
-                pos = _positions(vt).get(name)
-                spec = vt.fields[pos] if pos is not None else None
-                if spec is not None and spec.kind in _SINGLE_EDGES and type(value) is Tensor:
-                    v.conn[pos] = self._checked(v, spec, value, None, None)  # the common case, kept lean
+                pos = positions.get(name)
+                spec = fields[pos] if pos is not None else None
+                # The common case, kept lean: one strided view of a variable, of the field's type,
+                # with the element count its kind needs, never a constant it would write.
+                if (spec is not None and type(value) is Tensor and value._var is not None and value._table is table
+                        and value._dtype is spec.dtype and spec.kind in _SINGLE_EDGES
+                        and (len(value._shape) != 0 if spec.kind is FieldKind.VECTOR_EDGE else value.num_elements() == 1)
+                        and not (value._var.is_constant and spec.direction in _WRITING)):
+                    conn[pos] = value
                 else:
                     self.connect(v[name], value)
         return v
