@@ -332,8 +332,8 @@ def test_vertex_returning_false_and_index_error(device, make_graph):
     with pytest.raises(popsim.ApplicationRuntimeError, match=r"vertex 'Fails' \(#0\) on tile 4 in compute set "
                                                              r"'checks' returned false"):
         e.run(0)
-    with pytest.raises(popsim.IndexError, match=r"vertex 'Oob'.*tile 6.*'oob'.*index 5 is out of range for field "
-                                                r"'v' of size 3 \(line 7"):
+    with pytest.raises(popsim.IndexError, match=r"compute set 'oob', vertex #0 on tile 6: vertex type 'Oob': index 5 "
+                                                r"is out of range for field 'v' of size 3 .* at line 7 of abi_vertices.c"):
         e.run(1)
     e.write_tensor("flag", np.array([0], np.int32))
     e.run(0)  # usable again

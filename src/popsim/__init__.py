@@ -5,6 +5,7 @@ run them on an :class:`Engine` whose native core executes bulk-synchronous-paral
 supersteps while modelling the cycles and memory an IPU would spend.
 """
 from . import program
+from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from .device import Device, IPUModel
 from .engine import Engine
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
@@ -28,5 +29,6 @@ __all__ = [
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "RelativeSyncDelayType", "Target",
     "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
     "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",
+    "Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList",
     *_error_names,
 ]

@@ -169,8 +169,8 @@ class Engine:
         v = self._lowered.vertices.vertex_refs[row]
         try:
             ok, cycles = run_interpreted(v.type, values, worker, self._target.num_worker_contexts)
-        except IndexError as e:
-            raise type(e)(f"{v.describe()}: {e}") from None
+        except IndexError as e:  # keep the traceback through the user's line, for pdb post-mortem
+            raise type(e)(f"{_vertex_location(v)}: {e}").with_traceback(e.__traceback__) from None
         return (1 if ok else 0), int(cycles)
 
     def _field_arrays(self, row: int) -> list:
@@ -204,14 +204,15 @@ class Engine:
                            f"{where}; please report this")
 
     def _vertex_error(self, err) -> PopsimError:
+        from .codelet.interpret import index_error_message
         v = self._lowered.vertices.vertex_refs[err["a"]]
         where = f"vertex '{v.type.name}' (#{v.index}) on tile {v.tile} in compute set '{v.compute_set.name}'"
         if err["error_kind"] == _POPSIM_INDEX_ERROR:
             f = err["error_field"]
             name = v.type.fields[f].name if 0 <= f < len(v.type.fields) else "?"
-            line = f" (line {err['error_line']} of {v.type.source.split(':')[0]})" if err["error_line"] > 0 else ""
-            return IndexError(f"{where}: index {err['error_index']} is out of range for field '{name}' of size "
-                              f"{err['error_size']}{line}")
+            return IndexError(f"{_vertex_location(v)}: " + index_error_message(
+                v.type.name, name, err["error_index"], err["error_size"], err["error_line"],
+                v.type.source.rsplit(":", 1)[0]))
         if err["error_kind"] == _POPSIM_EXCEPTION:
             return ApplicationRuntimeError(f"{where} threw a C++ exception (its message is on stderr)")
         return ApplicationRuntimeError(f"{where} returned false")
@@ -327,6 +328,10 @@ class Engine:
         """Forget the cycles counted so far."""
         self._machine.reset_counters()
         self._program_runs = [0] * self.num_programs
+
+
+def _vertex_location(v) -> str:
+    return f"in compute set '{v.compute_set.name}', vertex #{v.index} on tile {v.tile}"
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

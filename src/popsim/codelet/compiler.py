@@ -121,8 +121,9 @@ def _build(sources: Dict[str, str], language: str, flags, includes, target: Path
             (Path(tmp) / fname).write_text(text)
         main = Path(tmp) / names[0]
         out = Path(tmp) / "out.so"
-        cmd = [compiler, *_LANGUAGE_FLAGS[language], *_COMMON_FLAGS, *flags,
-               *[f"-I{d}" for d in includes], f"-I{tmp}", str(main), "-o", str(out)]
+        # Flags after the source, so that libraries (-lm) link whatever the linker's as-needed policy.
+        cmd = [compiler, *_LANGUAGE_FLAGS[language], *_COMMON_FLAGS, *[f"-I{d}" for d in includes], f"-I{tmp}",
+               str(main), "-o", str(out), *flags]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             raise CodeletCompileError(_explain(result.stderr, sources, tmp))
