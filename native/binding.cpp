@@ -35,8 +35,8 @@ std::vector<int64_t> vec_of(const I64Array &a) { return std::vector<int64_t>(a.d
 class PyMachine {
  public:
   // `desc` holds the executable description's arrays (see popsim/engine.py: _machine_description).
-  PyMachine(const py::dict &desc, unsigned num_threads)
-      : machine_(make_executable(desc), desc["arena_bytes"].cast<int64_t>(), num_threads) {
+  PyMachine(const py::dict &desc, unsigned num_threads, int64_t trace_capacity)
+      : machine_(make_executable(desc), desc["arena_bytes"].cast<int64_t>(), num_threads, trace_capacity) {
     const size_t n = static_cast<size_t>(machine_.num_streams());
     stream_callbacks_.resize(n);
     stream_buffers_.resize(n);
@@ -123,6 +123,12 @@ class PyMachine {
     const Executable &exe = machine_.executable();
     py::array_t<double> out = copy_out(machine_.step_cycles());
     return out.reshape({static_cast<py::ssize_t>(exe.num_steps), static_cast<py::ssize_t>(exe.num_categories)});
+  }
+  py::tuple trace() const {
+    const auto &t = machine_.trace();
+    py::array_t<double> out({static_cast<py::ssize_t>(t.size()), static_cast<py::ssize_t>(3)});
+    if (!t.empty()) std::memcpy(out.mutable_data(), t.data(), t.size() * sizeof(t[0]));
+    return py::make_tuple(out, machine_.trace_truncated());
   }
   py::array_t<double> vertex_cycles() const { return copy_out(machine_.compute().vertex_cycles()); }
   py::array_t<double> group_cycles() const { return copy_out(machine_.compute().group_cycles()); }
@@ -270,7 +276,8 @@ class PyMachine {
 PYBIND11_MODULE(_core, m) {
   m.doc() = "popsim native core: tile memory, the BSP instruction VM, compute sets and host streams";
   py::class_<PyMachine>(m, "Machine")
-      .def(py::init<const py::dict &, unsigned>(), py::arg("description"), py::arg("num_threads"))
+      .def(py::init<const py::dict &, unsigned, int64_t>(), py::arg("description"), py::arg("num_threads"),
+           py::arg("trace_capacity"))
       .def("load", &PyMachine::load)
       .def_property_readonly("loaded", &PyMachine::loaded)
       .def("write", &PyMachine::write)
@@ -284,6 +291,7 @@ PYBIND11_MODULE(_core, m) {
       .def("step_counts", &PyMachine::step_counts)
       .def("step_cycles", &PyMachine::step_cycles)
       .def("vertex_cycles", &PyMachine::vertex_cycles)
+      .def("trace", &PyMachine::trace)
       .def("group_cycles", &PyMachine::group_cycles)
       .def("reset_counters", &PyMachine::reset_counters)
       .def_property_readonly("arena_bytes", &PyMachine::arena_bytes)

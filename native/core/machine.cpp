@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -27,8 +28,8 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
 }
 }  // namespace
 
-Machine::Machine(Executable exe, int64_t arena_bytes, unsigned num_threads)
-    : exe_(std::move(exe)), arena_bytes_(arena_bytes) {
+Machine::Machine(Executable exe, int64_t arena_bytes, unsigned num_threads, int64_t trace_capacity)
+    : exe_(std::move(exe)), arena_bytes_(arena_bytes), trace_capacity_(static_cast<size_t>(trace_capacity)) {
   // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
   arena_ = static_cast<uint8_t *>(std::calloc(arena_bytes_ > 0 ? arena_bytes_ : 1, 1));
   if (!arena_) throw std::bad_alloc();
@@ -53,6 +54,10 @@ Machine::~Machine() { std::free(arena_); }
 void Machine::reset_counters() {
   step_counts_.assign(static_cast<size_t>(exe_.num_steps), 0);
   step_cycles_.assign(static_cast<size_t>(exe_.num_steps * exe_.num_categories), 0.0);
+  trace_.clear();
+  trace_.reserve(std::min<size_t>(trace_capacity_, 4096));
+  trace_truncated_ = false;
+  clock_ = 0;
   if (compute_) compute_->reset_counters();
 }
 
@@ -131,6 +136,11 @@ Status Machine::run(int64_t program, const HostInterface &host) {
       const double *c = costs + in.step * ncat;
       double *acc = cycles + in.step * ncat;
       for (int64_t k = 0; k < ncat; ++k) acc[k] += c[k];
+      if (trace_.size() < trace_capacity_)
+        trace_.push_back(TraceEntry{static_cast<double>(in.step), clock_, c[CAT_CYCLES]});
+      else
+        trace_truncated_ = true;
+      clock_ += c[CAT_CYCLES];
     }
     if (++executed % kPollInterval == 0 && host.call(host.ctx, HOST_POLL, 0, nullptr, 0) != 0)
       return fail(Status::HostError, pc, -1);
@@ -158,6 +168,9 @@ Status Machine::run(int64_t program, const HostInterface &host) {
           acc[CAT_COMPUTE_INCL] += cc.avg_including_idle;
           acc[CAT_COMPUTE_EXCL] += cc.avg_excluding_idle;
           acc[CAT_SYNC] += cc.compute_phase - cc.avg_including_idle;  // tiles waiting for the slowest
+          clock_ += cc.compute_phase;
+          if (!trace_.empty() && trace_.back().step == static_cast<double>(in.step) && !trace_truncated_)
+            trace_.back().cycles += cc.compute_phase;
         }
         break;
       }

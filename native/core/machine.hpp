@@ -16,7 +16,7 @@ namespace popsim {
 
 class Machine {
  public:
-  Machine(Executable exe, int64_t arena_bytes, unsigned num_threads);
+  Machine(Executable exe, int64_t arena_bytes, unsigned num_threads, int64_t trace_capacity);
   ~Machine();
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
@@ -43,6 +43,12 @@ class Machine {
 
   const std::vector<uint64_t> &step_counts() const { return step_counts_; }
   const std::vector<double> &step_cycles() const { return step_cycles_; }
+  // The first steps run since the counters were reset: (step, start cycle, cycles).
+  struct TraceEntry {
+    double step, start, cycles;
+  };
+  const std::vector<TraceEntry> &trace() const { return trace_; }
+  bool trace_truncated() const { return trace_truncated_; }
   void reset_counters();
   const ComputeEngine &compute() const { return *compute_; }
 
@@ -60,6 +66,10 @@ class Machine {
   std::vector<uint8_t> scratch_;  // for copies whose source and destination overlap
   std::vector<uint64_t> step_counts_;
   std::vector<double> step_cycles_;
+  std::vector<TraceEntry> trace_;
+  size_t trace_capacity_ = 0;
+  bool trace_truncated_ = false;
+  double clock_ = 0;  // cycles since the counters were reset
   std::unique_ptr<ComputeEngine> compute_;
   ErrorRecord error_;
 };

@@ -1,9 +1,10 @@
-"""Engine: compiles a graph and its programs, loads them, runs them on the native core.
+"""Engine: runs a compiled executable on the native core.
 
-Construction validates the graph, lays out tile memory, lowers programs to the
-core's instruction list and builds the core. ``run`` executes a program with the GIL
-released; PrintTensor and stream callbacks call back into Python as they happen.
-After a failed run the engine stays usable.
+``Engine(graph, programs, options)`` compiles (or takes from the executable cache) and
+builds the core; ``Engine(executable, options)`` runs a compiled or deserialized one.
+``run`` executes a program with the GIL released; PrintTensor, stream callbacks and
+interpreted vertices call back into Python as they happen. After a failed run the
+engine stays usable.
 """
 from __future__ import annotations
 
@@ -25,20 +26,17 @@ from .errors import (
     UnknownHandleError,
     did_you_mean,
 )
+from .executable import Executable, compile_graph
 from .graph import Graph
-from .lower import CATEGORIES, HostHandle, Lowered, lower_graph
+from .lower import HostHandle, Lowered
+from .log import configure as configure_logging
+from .log import logger, phase
 from .options import EngineOptions
 from .printing import format_tensor
 from .program import Program
-from .report.report import (
-    ExecutionInfo,
-    GraphInfo,
-    MemoryInfo,
-    Report,
-    StepInfo,
-    TargetInfo,
-    VertexTypeCycles,
-)
+from .report.build import build_report
+from .report.files import write_auto_report
+from .report.report import Report
 from .target import Target, TargetType
 from .types import typed_array
 
@@ -51,56 +49,58 @@ _POPSIM_INDEX_ERROR, _POPSIM_EXCEPTION = 1, 2  # popsim_codelet.h
 
 
 class Engine:
-    """Compile ``programs`` (one Program or a list, run by index) for ``graph``.
+    """Compile ``programs`` (one Program or a list, run by index) for ``graph``, or run a
+    compiled ``Executable``.
 
     >>> engine = Engine(graph, prog); engine.load(device); engine.run(0)
     """
 
-    def __init__(self, graph: Graph, programs: Union[Program, Sequence[Program]], options=None):
-        if not isinstance(graph, Graph):
-            raise TypeError(f"Engine needs a Graph, found {type(graph).__name__}")
-        progs = [programs] if isinstance(programs, Program) else list(programs)
-        for i, p in enumerate(progs):
-            if not isinstance(p, Program):
-                raise TypeError(f"Engine: program {i} is a {type(p).__name__}, not a Program")
-        if not progs:
-            raise PopsimError("Engine needs at least one program")
-        self._options = EngineOptions(options)
-        self._graph = graph
-        self._state = graph._state
-        self._target = self._state.target
-        self._interpreted = (config.codelet_mode() or self._options["popsim.codeletMode"]) == "interpreted"
-        self._lowered: Lowered = lower_graph(self._state, progs, self._options.flag("debug.allowOutOfMemory"),
-                                             self._interpreted)
+    def __init__(self, graph_or_executable: Union[Graph, Executable],
+                 programs: Union[Program, Sequence[Program], Dict[str, str], None] = None, options=None):
+        configure_logging()
+        if isinstance(graph_or_executable, Executable):
+            if options is None and isinstance(programs, dict):
+                options, programs = programs, None
+            if programs is not None:
+                raise TypeError("Engine(executable, options): an executable already holds its programs")
+            self._options = EngineOptions(options)
+            self._exe = graph_or_executable
+        elif isinstance(graph_or_executable, Graph):
+            if programs is None:
+                raise TypeError("Engine(graph, programs, options) needs the programs to run")
+            self._options = EngineOptions(options)
+            self._exe = compile_graph(graph_or_executable, programs, self._options)
+        else:
+            raise TypeError(f"Engine needs a Graph (and programs) or an Executable, found "
+                            f"{type(graph_or_executable).__name__}")
+        lw = self._exe.lowered
+        self._lowered: Lowered = lw
+        self._target: Target = lw.target
+        self._interpreted = self._exe.interpreted
+        if self._interpreted and lw.vertices.vertex_types is None:
+            raise PopsimError("this executable has interpreted vertices but not their Python classes: compile it "
+                              "again in this process")
         threads = int(self._options["popsim.numThreads"]) or config.num_threads()
+        timings = self._exe.compilation.phases
         try:
-            self._machine = self._build_machine(self._lowered, threads)
-        except RuntimeError as e:  # a codelet library that cannot be loaded
+            with phase("build core", timings):
+                self._machine = _core.Machine(_machine_description(lw), threads, int(self._options["popsim.traceLength"]))
+        except RuntimeError as e:  # e.g. a codelet library that cannot be loaded
             raise PopsimError(f"cannot build the engine: {e}") from None
+        self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
+        self._program_runs: List[int] = [0] * lw.num_programs
+        self._program_names: List[str] = list(lw.program_names)
         self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
-        self._stream_index: Dict[str, int] = {s.handle: s.index for s in self._lowered.streams}
-        self._program_runs: List[int] = [0] * len(progs)
-        self._program_names: List[str] = [p.debug_name or f"program {i}" for i, p in enumerate(progs)]
-
-    @staticmethod
-    def _build_machine(lw: Lowered, num_threads: int):
-        p = lw.programs
-        v = lw.vertices
-        description = dict(
-            arena_bytes=lw.layout.arena_bytes, instrs=p.instrs, entries=p.entries, segs=lw.segs,
-            table_begin=lw.table_begin, table_overlaps=lw.table_overlaps, cases=p.cases,
-            switch_begin=p.switch_begin, switch_default=p.switch_default,
-            stream_transfer_bytes=np.asarray([s.transfer_bytes for s in lw.streams], np.int64),
-            step_costs=p.step_costs, num_loop_slots=p.num_loop_slots,
-            vertices=v.vertices, fields=v.fields, spans=v.spans, groups=v.groups, compute_sets=v.compute_sets,
-            codelets=v.codelets, state_bytes=v.state_bytes, num_workers=lw.target.num_worker_contexts,
-            num_tiles=lw.target.num_tiles)
-        return _core.Machine(description, num_threads)
+        self._reports_written = write_auto_report(self, after_run=False)
 
     # -- loading and running ---------------------------------------------------------------------
     @property
     def options(self) -> EngineOptions:
         return self._options
+
+    @property
+    def executable(self) -> Executable:
+        return self._exe
 
     @property
     def num_programs(self) -> int:
@@ -124,7 +124,8 @@ class Engine:
                                    "or read_tensor")
         over = self._lowered.tiles_out_of_memory
         if over.size:
-            worst = int(over[np.argmax(self._lowered.layout.tile_totals[over])])
+            totals = sum(self._lowered.layout.by_category.values())
+            worst = int(over[np.argmax(totals[over])])
             raise EngineStateError(f"the engine was built with debug.allowOutOfMemory although {over.size} tile(s) "
                                    f"are out of memory (worst: tile {worst}); it can be inspected "
                                    "(get_report, print_profile_summary) but not run")
@@ -152,6 +153,8 @@ class Engine:
         self._program_runs[program_index] += 1
         if debug_name:
             self._program_names[program_index] = debug_name
+        logger.debug("ran program %d (%s)", program_index, self._program_names[program_index])
+        self._reports_written = write_auto_report(self, after_run=True) or self._reports_written
 
     def _host_call(self, callback: int) -> None:
         cb = self._lowered.programs.callbacks[callback]
@@ -166,19 +169,21 @@ class Engine:
         values = self._vertex_fields.get(row)
         if values is None:
             values = self._vertex_fields[row] = self._field_arrays(row)
-        v = self._lowered.vertices.vertex_refs[row]
+        vt = self._lowered.vertices
         try:
-            ok, cycles = run_interpreted(v.type, values, worker, self._target.num_worker_contexts)
+            ok, cycles = run_interpreted(vt.vertex_types[vt.row_type[row]], values, worker,
+                                         self._target.num_worker_contexts)
         except IndexError as e:  # keep the traceback through the user's line, for pdb post-mortem
-            raise type(e)(f"{_vertex_location(v)}: {e}").with_traceback(e.__traceback__) from None
+            raise type(e)(f"{vt.location(row)}: {e}").with_traceback(e.__traceback__) from None
         return (1 if ok else 0), int(cycles)
 
     def _field_arrays(self, row: int) -> list:
         arena = self._machine.arena()
-        v = self._lowered.vertices.vertex_refs[row]
+        vt = self._lowered.vertices
         out = []
-        for spec, view in zip(v.type.fields, self._lowered.vertices.field_views(row)):
+        for spec, view in zip(vt.vertex_types[vt.row_type[row]].fields, vt.field_views(row)):
             dtype = spec.dtype.numpy
+
             def at(offset, n):
                 return arena[offset:offset + n * dtype.itemsize].view(dtype)
             out.append([at(o, n) for o, n in view] if isinstance(view, list) else at(*view))
@@ -191,13 +196,13 @@ class Engine:
         if status == _ABORTED:
             message = self._lowered.programs.messages[err["id"]]
             return ApplicationRuntimeError(f"program {program_index} aborted{where}: {message or '(no message)'}")
+        if status == _VERTEX_FAILED:
+            return self._vertex_error(err)
         if status == _STREAM_NOT_CONNECTED:
             handle = self._lowered.streams[err["id"]].handle
             return StreamConnectionError(f"stream '{handle}' is not connected: call engine.connect_stream first")
         if status == _NOT_LOADED:
             return EngineStateError("the engine is not loaded: call engine.load(device) first")
-        if status == _VERTEX_FAILED:
-            return self._vertex_error(err)
         if status == _CALL_STACK_OVERFLOW:
             return ApplicationRuntimeError(f"program {program_index}: Call nesting too deep{where}")
         return PopsimError(f"internal error: the core stopped with status {status} at instruction {err['pc']}"
@@ -205,17 +210,19 @@ class Engine:
 
     def _vertex_error(self, err) -> PopsimError:
         from .codelet.interpret import index_error_message
-        v = self._lowered.vertices.vertex_refs[err["a"]]
-        where = f"vertex '{v.type.name}' (#{v.index}) on tile {v.tile} in compute set '{v.compute_set.name}'"
+        vt = self._lowered.vertices
+        row = err["a"]
+        t = vt.row_type[row]
         if err["error_kind"] == _POPSIM_INDEX_ERROR:
             f = err["error_field"]
-            name = v.type.fields[f].name if 0 <= f < len(v.type.fields) else "?"
-            return IndexError(f"{_vertex_location(v)}: " + index_error_message(
-                v.type.name, name, err["error_index"], err["error_size"], err["error_line"],
-                v.type.source.rsplit(":", 1)[0]))
+            fields = vt.type_fields[t]
+            name = fields[f] if 0 <= f < len(fields) else "?"
+            return IndexError(f"{vt.location(row)}: " + index_error_message(
+                vt.type_names[t], name, err["error_index"], err["error_size"], err["error_line"],
+                vt.type_sources[t].rsplit(":", 1)[0]))
         if err["error_kind"] == _POPSIM_EXCEPTION:
-            return ApplicationRuntimeError(f"{where} threw a C++ exception (its message is on stderr)")
-        return ApplicationRuntimeError(f"{where} returned false")
+            return ApplicationRuntimeError(f"{vt.describe(row)} threw a C++ exception (its message is on stderr)")
+        return ApplicationRuntimeError(f"{vt.describe(row)} returned false")
 
     # -- host transfers -------------------------------------------------------------------------
     def _handle(self, registry: Dict[str, HostHandle], other: Dict[str, HostHandle], handle: str,
@@ -279,7 +286,7 @@ class Engine:
         s = self._stream(handle)
         want = s.dtype.numpy
         if not isinstance(data, np.ndarray):
-            if not s.is_host_to_device:
+            if not s.to_device:
                 raise StreamConnectionError(f"connect_stream '{handle}': a device-to-host stream needs a numpy "
                                             "array to write into")
             data = typed_array(data, s.dtype, np.shape(data), f"connect_stream '{handle}'", StreamConnectionError)
@@ -289,7 +296,7 @@ class Engine:
         if not data.flags.c_contiguous:
             raise StreamConnectionError(f"connect_stream '{handle}': the array must be C-contiguous (the stream "
                                         "uses it in place); pass np.ascontiguousarray(data)")
-        if not s.is_host_to_device and not data.flags.writeable:
+        if not s.to_device and not data.flags.writeable:
             raise StreamConnectionError(f"connect_stream '{handle}': the device-to-host stream writes into the "
                                         "array, which is read-only")
         n = s.num_elements
@@ -317,7 +324,8 @@ class Engine:
     # -- reports --------------------------------------------------------------------------------
     def get_report(self) -> Report:
         """What the graph holds and what the runs so far cost (see popsim.report)."""
-        return _build_report(self)
+        return build_report(self._exe, self._options.explicit, self._machine, self._program_runs,
+                            self._program_names)
 
     def print_profile_summary(self, file=None, options: Optional[Dict[str, str]] = None) -> None:
         """Print the profile summary: Target, Graph, Memory Usage, Execution. Options:
@@ -329,9 +337,23 @@ class Engine:
         self._machine.reset_counters()
         self._program_runs = [0] * self.num_programs
 
+    @property
+    def report_files(self) -> List[str]:
+        """The files autoReport options have written so far."""
+        return list(self._reports_written or [])
 
-def _vertex_location(v) -> str:
-    return f"in compute set '{v.compute_set.name}', vertex #{v.index} on tile {v.tile}"
+
+def _machine_description(lw: Lowered) -> dict:
+    p, v = lw.programs, lw.vertices
+    return dict(
+        arena_bytes=lw.layout.arena_bytes, instrs=p.instrs, entries=p.entries, segs=lw.segs,
+        table_begin=lw.table_begin, table_overlaps=lw.table_overlaps, cases=p.cases,
+        switch_begin=p.switch_begin, switch_default=p.switch_default,
+        stream_transfer_bytes=np.asarray([s.transfer_bytes for s in lw.streams], np.int64),
+        step_costs=p.step_costs, num_loop_slots=p.num_loop_slots,
+        vertices=v.vertices, fields=v.fields, spans=v.spans, groups=v.groups, compute_sets=v.compute_sets,
+        codelets=v.codelets, state_bytes=v.state_bytes, num_workers=lw.target.num_worker_contexts,
+        num_tiles=lw.target.num_tiles)
 
 
 def _compatible(built_for: Target, device: Target) -> bool:
@@ -341,57 +363,3 @@ def _compatible(built_for: Target, device: Target) -> bool:
     if built_for.target_type in ipu_like and device.target_type in ipu_like:
         return replace(built_for, target_type=device.target_type) == device
     return built_for == device
-
-
-def _build_report(engine: Engine) -> Report:
-    lw = engine._lowered
-    target = engine._target
-    state = engine._state
-    counts = engine._machine.step_counts()
-    cycles = engine._machine.step_cycles()
-    vt = lw.vertices
-    group_cycles = engine._machine.group_cycles()
-    steps = []
-    for i, step in enumerate(lw.programs.steps):
-        c = step.cost
-        tile_compute = None if c.tile_compute is None else c.tile_compute.tolist()
-        if step.compute_set >= 0:  # measured as the compute set ran: per tile, averaged over runs
-            first, count = vt.cs_groups[step.compute_set]
-            per_tile = np.zeros(target.num_tiles)
-            np.add.at(per_tile, vt.group_tiles[first:first + count], group_cycles[first:first + count])
-            tile_compute = (per_tile / max(1, int(counts[i]))).tolist()
-        steps.append(StepInfo(
-            name=step.name, kind=step.kind, program=step.program, count=int(counts[i]), cycles=float(cycles[i, 0]),
-            categories={name: float(cycles[i, k]) for k, name in enumerate(CATEGORIES) if k},
-            tile_compute=tile_compute,
-            tile_exchange=None if c.tile_exchange is None else c.tile_exchange.tolist()))
-    by_type: Dict[str, List[float]] = {}
-    for ref, spent in zip(vt.vertex_refs, engine._machine.vertex_cycles().tolist()):
-        entry = by_type.setdefault(ref.type.name, [0, 0.0])
-        entry[0] += 1
-        entry[1] += spent
-    totals = cycles.sum(axis=0) if cycles.size else np.zeros(len(CATEGORIES))
-    layout = lw.layout
-    worst = np.argsort(-layout.tile_totals, kind="stable")[:5]
-    variables = state.table.variables
-    return Report(
-        target=TargetInfo(type=target.target_type.value, arch=target.arch, num_ipus=target.num_ipus,
-                          tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,
-                          bytes_per_tile=target.bytes_per_tile, clock=target.tile_clock_frequency,
-                          num_worker_contexts=target.num_worker_contexts),
-        graph=GraphInfo(num_vertices=engine._graph.num_vertices, num_edges=engine._graph.num_edges,
-                        num_variables=len(variables),
-                        num_compute_sets=len(state.compute_sets)),
-        memory=MemoryInfo(bytes_per_tile=target.bytes_per_tile,
-                          by_category={k: v.tolist() for k, v in layout.by_category.items()},
-                          largest=[{"tile": int(t), "tensors": [[n, b] for n, b in
-                                                                 layout.largest_on_tile(int(t), variables)]}
-                                   for t in worst if layout.tile_totals[t] > 0]),
-        execution=ExecutionInfo(
-            total_cycles=float(totals[0]),
-            programs_executed=[{"index": i, "name": engine._program_names[i], "runs": r}
-                               for i, r in enumerate(engine._program_runs) if r],
-            steps=steps,
-            categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k},
-            vertex_types=[VertexTypeCycles(name, n, c) for name, (n, c) in by_type.items()]),
-        options=engine._options.explicit, warnings=list(vt.warnings))

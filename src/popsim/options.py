@@ -88,6 +88,8 @@ OPTIONS: Dict[str, OptionSpec] = {
     "popsim.cacheDir": _spec("", "directory for compiled codelets and cached executables"),
     "popsim.codeletMode": _spec("compiled", "compiled or interpreted Python vertices",
                                 choices=("compiled", "interpreted")),
+    "popsim.traceLength": _spec("10000", "steps recorded in the execution trace (from the last reset)",
+                                check=_non_negative_int),
 }
 
 

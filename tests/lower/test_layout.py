@@ -22,16 +22,21 @@ def test_tutorial1_memory_per_tile(device):
     assert m.by_category["variables"][0] == 16 + 64 + 40 + pad
     assert m.by_category["variables"][1:4] == [pad] * 3
     assert m.by_category["constants"][0] == 16
-    assert m.max_tile == 0 and m.max_bytes == 16 + 64 + 40 + pad + 16
-    assert m.total == m.max_bytes + 3 * pad
+    # every tile holds the control program (one HALT here) and the stacks of its 6 workers and supervisor
+    from popsim.lower import cost_model as cm
+    assert m.by_category["control_code"] == [cm.CONTROL_CODE_BYTES] * 1472
+    assert m.by_category["stack"] == [6 * cm.WORKER_STACK_BYTES + cm.SUPERVISOR_STACK_BYTES] * 1472
+    fixed = cm.CONTROL_CODE_BYTES + 6 * cm.WORKER_STACK_BYTES + cm.SUPERVISOR_STACK_BYTES
+    assert m.max_tile == 0 and m.max_bytes == 16 + 64 + 40 + pad + 16 + fixed
+    assert m.total == 16 + 64 + 40 + pad + 16 + 3 * pad + 1472 * fixed
     assert m.tiles_out_of_memory == []
 
 
 def test_linear_mapping_memory_is_balanced(device):
     g = popsim.Graph(device)
     g.add_variable(FLOAT, [1472 * 64], "a", mapping=popsim.VariableMappingMethod.LINEAR)
-    tiles = popsim.Engine(g, popsim.Sequence()).get_report().memory.tiles
-    assert (tiles == 256).all()
+    memory = popsim.Engine(g, popsim.Sequence()).get_report().memory
+    assert memory.by_category["variables"] == [256] * 1472
 
 
 def test_out_of_memory_names_worst_tile(device):

@@ -7,17 +7,20 @@ collect host handles, streams and the initial memory image.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..log import phase
+from ..progress import Progress
 from .compute_sets import ComputeSetLowerer, VertexTables
-from .cost_model import CATEGORIES, CostModel
-from .layout import MemoryLayout, check_memory, plan_memory
+from .cost_model import (CATEGORIES, CONTROL_CODE_BYTES, EXCHANGE_CODE_BYTES, SUPERVISOR_STACK_BYTES,
+                         WORKER_STACK_BYTES, CostModel)
+from .layout import MemoryLayout, plan_memory, tiles_over
 from .programs import LoweredPrograms, ProgramLowerer
 from .transfers import CopyTables, TransferPlanner
 
-__all__ = ["Lowered", "HostHandle", "lower_graph", "CATEGORIES"]
+__all__ = ["Lowered", "HostHandle", "StreamRecord", "lower_graph", "CATEGORIES"]
 
 
 @dataclass
@@ -31,8 +34,24 @@ class HostHandle:
 
 
 @dataclass
+class StreamRecord:
+    """A FIFO stream as the engine sees it."""
+
+    handle: str
+    dtype: object
+    num_elements: int
+    to_device: bool
+    index: int
+
+    @property
+    def transfer_bytes(self) -> int:
+        return self.num_elements * self.dtype.size
+
+
+@dataclass
 class Lowered:
-    """Everything the engine needs to build a core and explain what it ran."""
+    """Everything the engine needs to build a core and explain what it ran: plain data,
+    with no reference back to the graph, so that it can be saved and loaded."""
 
     target: object
     layout: MemoryLayout
@@ -41,19 +60,29 @@ class Lowered:
     segs: np.ndarray
     table_begin: np.ndarray
     table_overlaps: np.ndarray
-    streams: List[object]                 # DataStream by index
+    streams: List[StreamRecord]           # by index
     host_writes: Dict[str, HostHandle]
     host_reads: Dict[str, HostHandle]
     init_table: int
     init_image: np.ndarray                # uint8: constants and initial values, packed
     tiles_out_of_memory: np.ndarray
-    num_programs: int
+    program_names: List[str]
+    variable_names: List[str]
+    graph_counts: Dict[str, int]          # num_vertices, num_edges, num_variables, num_compute_sets
+
+    @property
+    def num_programs(self) -> int:
+        return len(self.program_names)
 
 
-def lower_graph(state, programs, allow_out_of_memory: bool, interpreted: bool = False) -> Lowered:
+def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Dict[str, float]] = None) -> Lowered:
+    """Lower ``programs`` for the graph ``state``; tiles over their memory are listed in
+    ``tiles_out_of_memory`` (the caller decides whether that is an error)."""
+    timings = {} if timings is None else timings
     target = state.target
     variables = state.table.variables
-    layout = plan_memory(variables, target)
+    with phase("memory layout", timings):
+        layout = plan_memory(variables, target)
     cost = CostModel(target)
     tables = CopyTables()
     planner = TransferPlanner(state.table, layout, cost)
@@ -61,16 +90,43 @@ def lower_graph(state, programs, allow_out_of_memory: bool, interpreted: bool = 
                    for h, t in state.host_writes.items()}
     host_reads = {h: HostHandle(h, tables.add(planner.host_segments(t, to_device=False)), t.dtype, t.shape)
                   for h, t in state.host_reads.items()}
-    compute_sets = ComputeSetLowerer(state, layout, planner, tables, cost, interpreted)
-    lowered_programs = ProgramLowerer(state, planner, tables, cost, compute_sets).lower(programs)
-    init_table, init_image = _initial_image(state, planner, tables, compute_sets.init_entries)
-    over = check_memory(layout, variables, target, allow_out_of_memory)
+    progress = Progress(sum(len(cs.vertices) for cs in state.compute_sets), "Compiling")
+    compute_sets = ComputeSetLowerer(state, layout, planner, tables, cost, interpreted, progress)
+    try:
+        with phase("lower programs and compute sets", timings):
+            lowered_programs = ProgramLowerer(state, planner, tables, cost, compute_sets).lower(programs)
+    finally:
+        progress.close()
+    _account_code_and_stack(layout, lowered_programs, target)
+    with phase("initial memory image", timings):
+        init_table, init_image = _initial_image(state, planner, tables, compute_sets.init_entries)
+    over = tiles_over(layout, target)
     segs, begin, overlaps = tables.arrays()
+    layout.index = None  # only lowering needs the per-element tile lookup
+    streams = [StreamRecord(s.handle, s.dtype, s.num_elements, s.is_host_to_device, s.index)
+               for s in sorted(state.streams.values(), key=lambda s: s.index)]
+    counts = {"num_vertices": sum(len(cs.vertices) for cs in state.compute_sets),
+              "num_edges": sum(len(c) if isinstance(c, list) else 1 for cs in state.compute_sets for v in cs.vertices
+                               for spec, c in zip(v.type.fields, v.conn) if spec.kind.is_edge and c is not None),
+              "num_variables": len(variables), "num_compute_sets": len(state.compute_sets)}
     return Lowered(target=target, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),
-                   segs=segs, table_begin=begin, table_overlaps=overlaps,
-                   streams=sorted(state.streams.values(), key=lambda s: s.index),
+                   segs=segs, table_begin=begin, table_overlaps=overlaps, streams=streams,
                    host_writes=host_writes, host_reads=host_reads, init_table=init_table, init_image=init_image,
-                   tiles_out_of_memory=over, num_programs=len(programs))
+                   tiles_out_of_memory=over, program_names=[p.debug_name or f"program {i}" for i, p in
+                                                            enumerate(programs)],
+                   variable_names=[v.name for v in variables], graph_counts=counts)
+
+
+def _account_code_and_stack(layout: MemoryLayout, programs: LoweredPrograms, target) -> None:
+    """Memory that is not data: exchange code for the tiles each exchange phase involves,
+    the control program and the stacks on every tile (cost_model.py has the figures)."""
+    for step in programs.steps:
+        if step.cost.tile_exchange is not None:
+            busy = np.flatnonzero(step.cost.tile_exchange > 0)
+            layout.account_many(busy, "exchange_code", np.full(busy.size, EXCHANGE_CODE_BYTES))
+    every = layout.by_category["control_code"]
+    every += CONTROL_CODE_BYTES * int(programs.instrs.shape[0])
+    layout.by_category["stack"] += target.num_worker_contexts * WORKER_STACK_BYTES + SUPERVISOR_STACK_BYTES
 
 
 def _initial_image(state, planner: TransferPlanner, tables: CopyTables,

@@ -14,7 +14,7 @@ a compute set at once with numpy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -41,10 +41,30 @@ class VertexTables:
     compute_sets: np.ndarray
     codelets: List[Tuple[str, str]]
     state_bytes: int
-    vertex_refs: List[object] = field(default_factory=list)   # row -> VertexRef
-    group_tiles: np.ndarray = None                            # row -> tile
+    # Who each vertex row is, for messages and reports: its type (index into type_names /
+    # type_fields), its index in its compute set, and the compute set row.
+    row_type: np.ndarray = None
+    row_index: np.ndarray = None
+    row_cs: np.ndarray = None
+    type_names: List[str] = field(default_factory=list)
+    type_fields: List[List[str]] = field(default_factory=list)
+    type_sources: List[str] = field(default_factory=list)
+    cs_names: List[str] = field(default_factory=list)          # compute set row -> name
+    cs_buffer_bytes: List[int] = field(default_factory=list)   # compute set row -> exchange buffer bytes
+    group_tiles: np.ndarray = None                            # group row -> tile
     cs_groups: List[Tuple[int, int]] = field(default_factory=list)  # compute set row -> (first, count)
     warnings: List[str] = field(default_factory=list)
+    # The VertexType objects by type index: only in the process that lowered the graph
+    # (interpreted vertices need their Python class); None once serialized.
+    vertex_types: Optional[List[object]] = None
+
+    def describe(self, row: int) -> str:
+        return (f"vertex '{self.type_names[self.row_type[row]]}' (#{int(self.row_index[row])}) on tile "
+                f"{int(self.vertices[row, 1])} in compute set '{self.cs_names[self.row_cs[row]]}'")
+
+    def location(self, row: int) -> str:
+        return (f"in compute set '{self.cs_names[self.row_cs[row]]}', vertex #{int(self.row_index[row])} on tile "
+                f"{int(self.vertices[row, 1])}")
 
     def field_views(self, row: int) -> List[object]:
         """Vertex ``row``'s fields as arena (offset, count), or lists of them for list fields."""
@@ -121,7 +141,8 @@ def _bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.nd
 
 class ComputeSetLowerer:
     def __init__(self, state, layout: MemoryLayout, planner: TransferPlanner, tables: CopyTables,
-                 cost: CostModel, interpreted: bool):
+                 cost: CostModel, interpreted: bool, progress=None):
+        self.progress = progress
         self.state = state
         self.layout = layout
         self.planner = planner
@@ -139,7 +160,13 @@ class ComputeSetLowerer:
         self._codelet_index: Dict[Tuple[str, str], int] = {}
         self.state_bytes = 0
         self.init_entries: List[Tuple[int, np.ndarray]] = []  # (arena offset, bytes) written at load
-        self.vertex_refs: List[object] = []
+        self.row_type: List[int] = []
+        self.row_index: List[int] = []
+        self.row_cs: List[int] = []
+        self._type_index: Dict[str, int] = {}
+        self.types: List[object] = []
+        self.cs_names: List[str] = []
+        self.cs_buffer_bytes: List[int] = []
         self.warnings: List[str] = []
         self._code_on_tile: set = set()
         self._lowered: Dict[int, Tuple[int, StepCost]] = {}
@@ -177,7 +204,10 @@ class ComputeSetLowerer:
             self.groups.append((tile, start_row, len(self.vertices) - start_row))
         self.layout.account_many(np.asarray(state_tiles, np.int64), "vertex_state", np.asarray(state_sizes, np.int64))
 
+        buffers_before = int(self.layout.by_category["exchange_buffers"].sum())
         offsets, gathers, scatters, traffic_in, traffic_out = self._resolve(edges, cs)
+        self.cs_buffer_bytes.append(int(self.layout.by_category["exchange_buffers"].sum()) - buffers_before)
+        self.cs_names.append(cs.name)
         for row, e in pending_fields:
             self.fields[row][1] = int(offsets[e])
         for row, e in pending_spans:
@@ -187,6 +217,8 @@ class ComputeSetLowerer:
         self.compute_sets.append((first_group, len(self.groups) - first_group, table_in, table_out))
         static = self.cost.compute_set(traffic_in.cost(self.cost), traffic_out.cost(self.cost))
         self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
+        if self.progress is not None:
+            self.progress.advance(len(cs.vertices), f"compute set {cs.name}")
         return self._lowered[cs.index]
 
     def _codelet(self, vt) -> int:
@@ -240,8 +272,7 @@ class ComputeSetLowerer:
                 for t in conn:
                     pending_spans.append((len(self.spans), edges.add(t, tile, spec.direction, v, spec.name)))
                     self.spans.append([0, t.num_elements()])
-                state_tiles.append(tile)
-                state_sizes.append(16 * len(conn))  # the span descriptors
+                self.layout.account(tile, "edge_descriptors", 16 * len(conn))
             else:  # plain state values
                 values = np.ascontiguousarray(conn).view(np.uint8).reshape(-1)
                 offset = self.layout.allocate(values.size, tile, "vertex_state")
@@ -250,7 +281,13 @@ class ComputeSetLowerer:
         flags = VERTEX_MULTI if vt.multi else 0
         self.vertices.append([self._codelet(vt), tile, worker, state_offset, first_field, len(vt.fields),
                               self._estimate(v), flags])
-        self.vertex_refs.append(v)
+        t = self._type_index.get(vt.name)
+        if t is None:
+            t = self._type_index[vt.name] = len(self.types)
+            self.types.append(vt)
+        self.row_type.append(t)
+        self.row_index.append(v.index)
+        self.row_cs.append(len(self.compute_sets))  # this compute set's row, appended when it is done
 
     # -- all edges of a compute set at once ----------------------------------------------------
     def _resolve(self, edges: _Edges, cs):
@@ -376,9 +413,12 @@ class ComputeSetLowerer:
         return VertexTables(
             vertices=arr(self.vertices, 8), fields=arr(self.fields, 3), spans=arr(self.spans, 2),
             groups=arr(self.groups, 3), compute_sets=arr(self.compute_sets, 4), codelets=self.codelets,
-            state_bytes=self.state_bytes, vertex_refs=self.vertex_refs,
-            group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
-            cs_groups=[(c[0], c[1]) for c in self.compute_sets], warnings=self.warnings)
+            state_bytes=self.state_bytes, row_type=np.asarray(self.row_type, np.int64),
+            row_index=np.asarray(self.row_index, np.int64), row_cs=np.asarray(self.row_cs, np.int64),
+            type_names=[t.name for t in self.types], type_fields=[list(t.field_names) for t in self.types],
+            type_sources=[t.source for t in self.types], cs_names=self.cs_names,
+            cs_buffer_bytes=self.cs_buffer_bytes, group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
+            cs_groups=[(c[0], c[1]) for c in self.compute_sets], warnings=self.warnings, vertex_types=self.types)
 
 
 def _check_write_conflicts(cs, edges: _Edges, starts: np.ndarray, lengths: np.ndarray, edge: np.ndarray) -> None:

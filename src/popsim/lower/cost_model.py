@@ -21,6 +21,10 @@ BRANCH_EXTRA_CYCLES             10     If / Switch / RepeatWhile decision, plus 
 DEFAULT_VERTEX_CYCLES           100    a C++ vertex with no perf estimate and no estimator
                                        (the report warns)
 VERTEX_CODE_BYTES               512    code of one vertex type on each tile that runs it
+EXCHANGE_CODE_BYTES             32     code of one exchange phase on each tile taking part
+CONTROL_CODE_BYTES              8      per instruction of the control program, on every tile
+WORKER_STACK_BYTES              64     stack of each worker context, on every tile
+SUPERVISOR_STACK_BYTES          128    stack of the supervisor, on every tile
 =============================  ======  ===================================================
 """
 from __future__ import annotations
@@ -46,6 +50,10 @@ CALL_CYCLES = 6
 BRANCH_EXTRA_CYCLES = 10
 DEFAULT_VERTEX_CYCLES = 100
 VERTEX_CODE_BYTES = 512
+EXCHANGE_CODE_BYTES = 32
+CONTROL_CODE_BYTES = 8
+WORKER_STACK_BYTES = 64
+SUPERVISOR_STACK_BYTES = 128
 
 
 @dataclass
@@ -158,4 +166,5 @@ class CostModel:
 
 def constants() -> Dict[str, int]:
     """The model's named constants, for reports and docs."""
-    return {name: value for name, value in globals().items() if name.endswith("_CYCLES") and isinstance(value, int)}
+    return {name: value for name, value in globals().items()
+            if name.endswith(("_CYCLES", "_BYTES")) and isinstance(value, int)}

@@ -8,17 +8,18 @@ instructions need), under the category "variables" or "constants".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import GraphMemoryAllocationError, InvalidTileMappingError
+from ..errors import InvalidTileMappingError
 from ..runs import MappingIndex
 from ..target import Target
 
 ARENA_ALIGNMENT = 16
 TILE_REGION_ALIGNMENT = 8
-MEMORY_CATEGORIES = ("variables", "constants", "vertex_state", "exchange_buffers", "vertex_code")
+MEMORY_CATEGORIES = ("variables", "constants", "vertex_state", "edge_descriptors", "exchange_buffers",
+                     "exchange_code", "vertex_code", "control_code", "stack")
 
 
 def _round_up(x: np.ndarray, align: int) -> np.ndarray:
@@ -29,7 +30,7 @@ def _round_up(x: np.ndarray, align: int) -> np.ndarray:
 class MemoryLayout:
     arena_bytes: int
     var_offsets: np.ndarray  # byte offset of each variable in the arena
-    index: MappingIndex      # tile of every mapped global element id
+    index: Optional[MappingIndex]  # tile of every mapped global element id (lowering only)
     # One row per (variable, tile) region: which variable, which tile, bytes (padded).
     region_var: np.ndarray
     region_tile: np.ndarray
@@ -56,14 +57,14 @@ class MemoryLayout:
     def account_many(self, tiles: np.ndarray, category: str, nbytes: np.ndarray) -> None:
         np.add.at(self.by_category[category], tiles, _round_up(np.asarray(nbytes, np.int64), TILE_REGION_ALIGNMENT))
 
-    def largest_on_tile(self, tile: int, variables, n: int = 5) -> List[Tuple[str, int]]:
-        """(name, bytes) of the ``n`` largest variables on ``tile``."""
+    def largest_on_tile(self, tile: int, names: List[str], n: int = 5) -> List[Tuple[str, int]]:
+        """(name, bytes) of the ``n`` largest variables on ``tile`` (``names``: by variable index)."""
         sel = np.flatnonzero(self.region_tile == tile)
         per_var: Dict[int, int] = {}
         for v, b in zip(self.region_var[sel].tolist(), self.region_bytes[sel].tolist()):
             per_var[v] = per_var.get(v, 0) + b
         top = sorted(per_var.items(), key=lambda kv: -kv[1])[:n]
-        return [(variables[v].name, b) for v, b in top]
+        return [(names[v], b) for v, b in top]
 
 
 def plan_memory(variables, target: Target) -> MemoryLayout:
@@ -136,17 +137,20 @@ def _unmapped_error(unmapped) -> InvalidTileMappingError:
         "mapping=VariableMappingMethod.LINEAR")
 
 
-def check_memory(layout: MemoryLayout, variables, target: Target, allow_out_of_memory: bool,
-                 report_note: str = "") -> np.ndarray:
-    """Tiles over their memory; raises GraphMemoryAllocationError unless allowed."""
+def tiles_over(layout: MemoryLayout, target: Target) -> np.ndarray:
+    """Tiles whose memory exceeds the target's bytes per tile."""
+    return np.flatnonzero(layout.tile_totals > target.bytes_per_tile)
+
+
+def out_of_memory_message(layout: MemoryLayout, names: List[str], target: Target, report_note: str = "") -> str:
+    """What GraphMemoryAllocationError says: how many tiles, the worst with its largest
+    tensors, the next worst, how to fix it, and where the report is."""
     totals = layout.tile_totals
-    over = np.flatnonzero(totals > target.bytes_per_tile)
-    if over.size == 0 or allow_out_of_memory:
-        return over
+    over = tiles_over(layout, target)
     worst = over[np.argsort(-totals[over], kind="stable")][:5]
     limit = target.bytes_per_tile
     first = int(worst[0])
-    largest = ", ".join(f"'{name}' ({b:,} bytes)" for name, b in layout.largest_on_tile(first, variables))
+    largest = ", ".join(f"'{name}' ({b:,} bytes)" for name, b in layout.largest_on_tile(first, names))
     others = ", ".join(f"tile {int(t)} ({int(totals[t]):,} bytes)" for t in worst[1:])
     msg = (f"Out of memory: {over.size} tile(s) need more than their {limit:,} bytes. Worst: tile {first} needs "
            f"{int(totals[first]):,} bytes ({100.0 * totals[first] / limit:.1f}% of {limit:,}); its largest tensors: "
@@ -156,6 +160,4 @@ def check_memory(layout: MemoryLayout, variables, target: Target, allow_out_of_m
     msg += (" Spread large tensors over more tiles (set_tile_mapping with a mapping, or "
             "mapping=VariableMappingMethod.LINEAR), or set the option debug.allowOutOfMemory=true to build the "
             "engine anyway and inspect its report.")
-    if report_note:
-        msg += " " + report_note
-    raise GraphMemoryAllocationError(msg)
+    return msg + (" " + report_note if report_note else "")

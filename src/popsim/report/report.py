@@ -1,8 +1,9 @@
 """The report: what a compiled graph holds and what its runs cost, as plain data.
 
-``engine.get_report()`` builds one; ``report.to_json(path)`` saves it and
-``popsim.open_report(path)`` reads it back. Everything in it comes from the memory
-layout and the cycle model, never typed in by hand.
+``engine.get_report()`` builds one; ``report.to_json(path)`` saves it (the schema is
+documented in docs/report_schema.md) and ``popsim.open_report(path)`` reads it back.
+Everything in it comes from the memory layout and the cycle model, never typed in by
+hand.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -41,12 +42,18 @@ class GraphInfo:
 
 @dataclass
 class MemoryInfo:
-    """Bytes per tile, by category; ``tiles[t]`` is tile t's total."""
+    """Bytes per tile, by category; ``tiles[t]`` is tile t's total.
+
+    ``liveness``: for each step of the program, the bytes live while it runs: what is
+    always live (variables, constants, vertex state, code) plus what only that step
+    needs (its exchange buffers)."""
 
     bytes_per_tile: int
     by_category: Dict[str, List[int]]
-    # The fullest tiles: [{"tile": t, "tensors": [[name, bytes], ...]}, ...], fullest first.
+    # The fullest tiles, fullest first: [{"tile": t, "tensors": [[name, bytes], ...]}, ...]
     largest: List[Dict[str, object]] = field(default_factory=list)
+    always_live: int = 0
+    liveness: List[int] = field(default_factory=list)  # per step: total bytes live during it
 
     @property
     def tiles(self) -> np.ndarray:
@@ -59,6 +66,9 @@ class MemoryInfo:
 
     def category_total(self, name: str) -> int:
         return int(np.sum(self.by_category.get(name, [])))
+
+    def tile_breakdown(self, tile: int) -> Dict[str, int]:
+        return {name: int(values[tile]) for name, values in self.by_category.items()}
 
     @property
     def max_tile(self) -> int:
@@ -77,7 +87,10 @@ class MemoryInfo:
 
 @dataclass
 class StepInfo:
-    """One place in the lowered program; cycle figures are totals over its ``count`` runs."""
+    """One place in the lowered program; cycle figures are totals over its ``count`` runs.
+
+    ``tile_compute`` / ``tile_exchange``: cycles of one run on each tile (compute sets:
+    averaged over their runs); a tile's sync is the rest of the step's duration."""
 
     name: str
     kind: str
@@ -85,8 +98,9 @@ class StepInfo:
     count: int
     cycles: float
     categories: Dict[str, float]  # tile-average cycles per activity, summed over runs
-    tile_compute: Optional[List[float]] = None   # per tile, one run
-    tile_exchange: Optional[List[float]] = None  # per tile, one run
+    tile_compute: Optional[List[float]] = None
+    tile_exchange: Optional[List[float]] = None
+    compute_set: Optional[str] = None
 
 
 @dataclass
@@ -99,12 +113,26 @@ class VertexTypeCycles:
 
 
 @dataclass
+class ComputeSetCycles:
+    """A compute set: its vertices, runs, and the cycles of all its Execute steps."""
+
+    name: str
+    vertices: int
+    runs: int
+    cycles: float
+
+
+@dataclass
 class ExecutionInfo:
     total_cycles: float
     programs_executed: List[Dict[str, object]]  # [{"index", "name", "runs"}]
     steps: List[StepInfo]
     categories: Dict[str, float]  # tile averages over the whole execution
     vertex_types: List[VertexTypeCycles] = field(default_factory=list)
+    compute_sets: List[ComputeSetCycles] = field(default_factory=list)
+    # The first steps executed, in order: [step index, start cycle, cycles]; capped.
+    trace: List[List[float]] = field(default_factory=list)
+    trace_truncated: bool = False
 
     def cycles_by_kind(self) -> Dict[str, float]:
         out: Dict[str, float] = {}
@@ -114,20 +142,33 @@ class ExecutionInfo:
 
 
 @dataclass
+class CompilationInfo:
+    """How the executable was made: lowered now or taken from the executable cache
+    (and why not), and how long each phase took (seconds)."""
+
+    from_cache: bool = False
+    cache_reason: str = ""
+    cache_key: str = ""
+    phases: Dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class Report:
     target: TargetInfo
     graph: GraphInfo
     memory: MemoryInfo
     execution: ExecutionInfo
+    compilation: CompilationInfo = field(default_factory=CompilationInfo)
     options: Dict[str, str] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
+    popsim_version: str = ""
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def to_json(self, path) -> None:
-        """Save as JSON (schema version ``SCHEMA_VERSION``)."""
+        """Save as JSON (schema version ``SCHEMA_VERSION``, docs/report_schema.md)."""
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, separators=(",", ":"))
 
@@ -138,13 +179,18 @@ class Report:
         if version != SCHEMA_VERSION:
             raise PopsimError(f"report schema version {version!r} is not supported: this popsim reads version "
                               f"{SCHEMA_VERSION}; re-create the report with this version")
-        ex = d["execution"]
-        return cls(target=TargetInfo(**d["target"]), graph=GraphInfo(**d["graph"]),
-                   memory=MemoryInfo(**d["memory"]),
-                   execution=ExecutionInfo(total_cycles=ex["total_cycles"], programs_executed=ex["programs_executed"],
-                                           steps=[StepInfo(**s) for s in ex["steps"]], categories=ex["categories"],
-                                           vertex_types=[VertexTypeCycles(**t) for t in ex.get("vertex_types", [])]),
-                   options=d.get("options", {}), warnings=d.get("warnings", []), schema_version=version)
+        try:
+            ex = dict(d["execution"])
+            ex["steps"] = [StepInfo(**s) for s in ex["steps"]]
+            ex["vertex_types"] = [VertexTypeCycles(**t) for t in ex.get("vertex_types", [])]
+            ex["compute_sets"] = [ComputeSetCycles(**c) for c in ex.get("compute_sets", [])]
+            return cls(target=TargetInfo(**d["target"]), graph=GraphInfo(**d["graph"]),
+                       memory=MemoryInfo(**d["memory"]), execution=ExecutionInfo(**ex),
+                       compilation=CompilationInfo(**d.get("compilation", {})), options=d.get("options", {}),
+                       warnings=d.get("warnings", []), popsim_version=d.get("popsim_version", ""),
+                       schema_version=version)
+        except (KeyError, TypeError) as e:
+            raise PopsimError(f"the report is malformed ({type(e).__name__}: {e}); re-create it") from None
 
     def summary(self, options: Optional[Dict[str, str]] = None) -> str:
         from .summary import format_summary
@@ -152,11 +198,17 @@ class Report:
 
 
 def open_report(path) -> Report:
-    """Read a report saved with ``report.to_json`` (or by ``autoReport``)."""
+    """Read a report saved with ``report.to_json`` (or by ``autoReport``): a
+    profile.json file, or the directory holding one."""
+    import os
     from ..errors import PopsimError
+    if os.path.isdir(path):
+        path = os.path.join(path, "profile.json")
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise PopsimError(f"cannot open report {str(path)!r}: {e}") from None
+    if not isinstance(data, dict):
+        raise PopsimError(f"cannot open report {str(path)!r}: it is not a popsim report (a JSON object)")
     return Report.from_dict(data)

@@ -1,0 +1,83 @@
+"""Building a Report from an executable and, when it has run, the core's counters."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..lower import CATEGORIES
+from ..version import __version__
+from .report import (ComputeSetCycles, ExecutionInfo, GraphInfo, MemoryInfo, Report, StepInfo, TargetInfo,
+                     VertexTypeCycles)
+
+
+def build_report(exe, options: Dict[str, str], machine=None, program_runs: Optional[List[int]] = None,
+                 program_names: Optional[List[str]] = None) -> Report:
+    lw = exe.lowered
+    target = lw.target
+    vt = lw.vertices
+    steps_meta = lw.programs.steps
+    nsteps = len(steps_meta)
+    if machine is not None:
+        counts, cycles = machine.step_counts(), machine.step_cycles()
+        group_cycles, vertex_cycles = machine.group_cycles(), machine.vertex_cycles()
+        trace, truncated = machine.trace()
+    else:
+        counts, cycles = np.zeros(nsteps, np.uint64), np.zeros((nsteps, len(CATEGORIES)))
+        group_cycles, vertex_cycles = np.zeros(len(vt.groups)), np.zeros(len(vt.vertices))
+        trace, truncated = np.zeros((0, 3)), False
+    steps = []
+    for i, step in enumerate(steps_meta):
+        c = step.cost
+        tile_compute = None if c.tile_compute is None else c.tile_compute.tolist()
+        if step.compute_set >= 0:  # measured as the compute set ran: per tile, averaged over runs
+            first, count = vt.cs_groups[step.compute_set]
+            per_tile = np.zeros(target.num_tiles)
+            np.add.at(per_tile, vt.group_tiles[first:first + count], group_cycles[first:first + count])
+            tile_compute = (per_tile / max(1, int(counts[i]))).tolist()
+        steps.append(StepInfo(
+            name=step.name, kind=step.kind, program=step.program, count=int(counts[i]), cycles=float(cycles[i, 0]),
+            categories={name: float(cycles[i, k]) for k, name in enumerate(CATEGORIES) if k},
+            tile_compute=tile_compute, tile_exchange=None if c.tile_exchange is None else c.tile_exchange.tolist(),
+            compute_set=vt.cs_names[step.compute_set] if step.compute_set >= 0 else None))
+    totals = cycles.sum(axis=0) if cycles.size else np.zeros(len(CATEGORIES))
+    by_type = np.bincount(vt.row_type, weights=vertex_cycles, minlength=len(vt.type_names)) if len(vt.row_type) \
+        else np.zeros(0)
+    instances = np.bincount(vt.row_type, minlength=len(vt.type_names)) if len(vt.row_type) else np.zeros(0, int)
+    compute_sets = []
+    for row, name in enumerate(vt.cs_names):
+        mine = [i for i, s in enumerate(steps_meta) if s.compute_set == row]
+        compute_sets.append(ComputeSetCycles(name=name, vertices=int(np.sum(vt.row_cs == row)),
+                                             runs=int(sum(counts[i] for i in mine)),
+                                             cycles=float(sum(cycles[i, 0] for i in mine))))
+    names = program_names or lw.program_names
+    runs = program_runs or [0] * lw.num_programs
+    return Report(
+        target=TargetInfo(type=target.target_type.value, arch=target.arch, num_ipus=target.num_ipus,
+                          tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,
+                          bytes_per_tile=target.bytes_per_tile, clock=target.tile_clock_frequency,
+                          num_worker_contexts=target.num_worker_contexts),
+        graph=GraphInfo(**lw.graph_counts),
+        memory=_memory(lw),
+        execution=ExecutionInfo(
+            total_cycles=float(totals[0]),
+            programs_executed=[{"index": i, "name": names[i], "runs": r} for i, r in enumerate(runs) if r],
+            steps=steps, categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k},
+            vertex_types=[VertexTypeCycles(n, int(k), float(c)) for n, k, c in zip(vt.type_names, instances, by_type)],
+            compute_sets=compute_sets, trace=trace.tolist(), trace_truncated=bool(truncated)),
+        compilation=exe.compilation, options=dict(options), warnings=list(vt.warnings), popsim_version=__version__)
+
+
+def _memory(lw) -> MemoryInfo:
+    layout = lw.layout
+    totals = layout.tile_totals
+    worst = np.argsort(-totals, kind="stable")[:5]
+    always = int(sum(int(v.sum()) for k, v in layout.by_category.items() if k != "exchange_buffers"))
+    buffers = lw.vertices.cs_buffer_bytes
+    liveness = [always + (buffers[s.compute_set] if s.compute_set >= 0 else 0) for s in lw.programs.steps]
+    return MemoryInfo(
+        bytes_per_tile=lw.target.bytes_per_tile,
+        by_category={k: v.tolist() for k, v in layout.by_category.items()},
+        largest=[{"tile": int(t), "tensors": [[n, b] for n, b in layout.largest_on_tile(int(t), lw.variable_names)]}
+                 for t in worst if totals[t] > 0],
+        always_live=always, liveness=liveness)
