@@ -9,7 +9,7 @@ import pytest
 
 import popsim
 from popsim import FLOAT, HALF, INT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
-from popsim.program import Execute, Repeat, Sequence
+from popsim.program import Execute, Repeat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.compiler
