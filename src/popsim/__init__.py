@@ -8,6 +8,7 @@ from . import program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from .device import Device, IPUModel
 from .engine import Engine
+from .executable import Executable, compile_graph
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod
@@ -23,7 +24,7 @@ from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, 
 from .version import __version__  # noqa: F401 - the package version
 
 __all__ = [
-    "program", "Device", "IPUModel", "Engine", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
+    "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
     "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
     "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef",
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "RelativeSyncDelayType", "Target",

@@ -51,8 +51,8 @@ class VariableMapping:
     def _flush(self) -> None:
         """Move pending single-interval paints into _paints, keeping call order."""
         if self._scalars:
-            b, e, t = (np.asarray(x, np.int64) for x in zip(*self._scalars))
-            self._paints.append((b, e, t))
+            rows = np.array(self._scalars, np.int64).reshape(-1, 3)
+            self._paints.append((rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy()))
             self._scalars = []
 
     def paint(self, begins, ends, tiles) -> None:

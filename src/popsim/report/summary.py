@@ -46,33 +46,60 @@ def _graph(r: Report) -> List[str]:
             ""]
 
 
+_CATEGORY_LABELS = {
+    "variables": "Variables", "constants": "Constants", "vertex_state": "Vertex instances and state",
+    "edge_descriptors": "Edge descriptors", "exchange_buffers": "Exchange buffers", "exchange_code": "Exchange code",
+    "vertex_code": "Vertex code", "control_code": "Control code", "stack": "Stack",
+}
+
+
+def _label(category: str) -> str:
+    return _CATEGORY_LABELS.get(category, category.replace("_", " ").capitalize())
+
+
+def _share(n: float, of: float) -> str:
+    return f"{_bytes(n)} ({100.0 * n / of:.1f}%)" if of else _bytes(n)
+
+
 def _histogram(tiles: np.ndarray, limit: int) -> List[str]:
-    used = tiles[tiles > 0]
-    if used.size == 0:
-        return [_line("No tile holds data", "", 4)]
-    top = max(int(used.max()), 1)
-    edges = np.linspace(0, max(top, 1), 9)
-    counts, _ = np.histogram(used, bins=edges)
-    lines = []
-    for lo, hi, c in zip(edges[:-1], edges[1:], counts):
-        if c:
-            lines.append(_line(f"{_bytes(lo)} - {_bytes(hi)}", f"{int(c):,} tiles", 4))
+    """Tiles per range of bytes, in eighths of the tile memory (or of the fullest tile)."""
+    top = max(int(tiles.max()) if tiles.size else 0, 1)
+    span = limit if limit and top <= limit else top
+    edges = np.linspace(0, span, 9)
+    counts, _ = np.histogram(np.minimum(tiles, span), bins=edges)
+    lines = [_line(f"{_bytes(lo)} - {_bytes(hi)}", f"{int(c):,} tiles", 6)
+             for lo, hi, c in zip(edges[:-1], edges[1:], counts) if c]
+    over = int((tiles > limit).sum()) if limit else 0
+    if over:
+        lines.append(_line(f"over {_bytes(limit)}", f"{over:,} tiles", 6))
     return lines
 
 
 def _memory(r: Report) -> List[str]:
     m = r.memory
     tiles = m.tiles
-    out = ["Memory Usage:", _line("Total", _bytes(m.total))]
+    cpu = r.target.type == "CPU"
+    capacity = 0 if cpu else r.target.total_memory
+    out = ["Memory Usage:", _line("Total for all tiles", _share(m.total, capacity))]
     for name in m.by_category:
-        out.append(_line(name.replace("_", " ").capitalize(), _bytes(m.category_total(name)), 4))
-    used = int((tiles > 0).sum())
-    out += [_line("Tiles holding data", f"{used:,} of {tiles.size:,}"),
-            _line("Maximum", f"{_bytes(m.max_bytes)} on tile {m.max_tile}"),
-            _line("Average (all tiles)", _bytes(float(tiles.mean()) if tiles.size else 0)),
-            _line("Tile(s) out of memory", f"{len(m.tiles_out_of_memory):,}"),
-            "  By Tile:"]
-    out += _histogram(tiles, m.bytes_per_tile)
+        out.append(_line(_label(name), _bytes(m.category_total(name)), 4))
+    limit = 0 if cpu else m.bytes_per_tile
+    out += ["  By Tile:",
+            _line("Maximum", f"{_share(m.max_bytes, limit)} on tile {m.max_tile}", 4),
+            _line("Average", _bytes(float(tiles.mean()) if tiles.size else 0), 4),
+            _line("Tiles holding data", f"{int((tiles > 0).sum()):,} of {tiles.size:,}", 4),
+            _line("Tile(s) out of memory", f"{len(m.tiles_out_of_memory):,}", 4),
+            "    Histogram (bytes per tile):"]
+    out += _histogram(tiles, limit)
+    if m.largest:
+        out.append("  Fullest tiles:")
+        for entry in m.largest:
+            t = entry["tile"]
+            parts = ", ".join(f"{_label(k).lower()} {_bytes(v)}" for k, v in m.tile_breakdown(t).items() if v)
+            out.append(f"    Tile {t}: {_bytes(int(tiles[t]))} = {parts}")
+            names = ", ".join(f"{n} ({_bytes(b)})" for n, b in entry["tensors"])
+            if names:
+                out.append(f"      largest tensors: {names}")
     out.append("")
     return out
 
@@ -125,6 +152,15 @@ def _warnings(r: Report) -> List[str]:
     return ["Warnings:"] + [f"  {w}" for w in r.warnings] + [""]
 
 
+def _compilation(r: Report) -> List[str]:
+    c = r.compilation
+    out = ["Compilation:", _line("Executable", "from the cache" if c.from_cache else "compiled"),
+           _line("Cache", c.cache_reason or "-")]
+    out += [_line(name, f"{seconds:.3f} s", 4) for name, seconds in c.phases.items()]
+    return out + [""]
+
+
 def format_summary(report: Report, options: Dict[str, str]) -> str:
-    lines = _target(report) + _graph(report) + _memory(report) + _execution(report, options) + _warnings(report)
+    lines = (_target(report) + _graph(report) + _memory(report) + _execution(report, options)
+             + _compilation(report) + _warnings(report))
     return "\n".join(lines) + "\n"
