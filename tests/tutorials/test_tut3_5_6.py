@@ -10,9 +10,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.compiler
 
 
-def run(script, *args):
+def run(script, *args, cwd=None):
     result = subprocess.run([sys.executable, str(ROOT / "tutorials" / script), *args], capture_output=True,
-                            text=True, timeout=600)
+                            text=True, timeout=600, cwd=cwd)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -41,8 +41,8 @@ def test_tut5_usage():
     ("model-ipu1", 64373, "colsAxisSplit=5, total cost=4751 (compute cost=4410, exchange cost=200, reduce exchange "
                           "cost=45, reduce compute cost=96)"),
 ])
-def test_tut6_matrix_vector_opt(device, worst, best):
-    out = run("tut6_matrix_vector_opt.py", "10000", "1000", "--device", device)
+def test_tut6_matrix_vector_opt(device, worst, best, tmp_path):
+    out = run("tut6_matrix_vector_opt.py", "10000", "1000", "--device", device, cwd=tmp_path)
     assert "Multiplying matrix of size 10000x1000 by vector of size 1000" in out
     assert f"Best split chosen:\n{best}\nWorst cost seen: {worst}\n" in out
     assert "Multiplication result OK" in out
@@ -51,3 +51,4 @@ def test_tut6_matrix_vector_opt(device, worst, best):
     assert re.search(rf"DotProductVertex \({10000 * split:,} instances\)", out)
     assert "ReduceVertex (10,000 instances)" in out
     assert "Total cycles:" in out and "Memory Usage:" in out
+    assert (tmp_path / "profile.json").exists()  # the tutorial asks for autoReport.all, as Poplar's does
