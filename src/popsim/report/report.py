@@ -8,7 +8,8 @@ hand.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -165,7 +166,8 @@ class Report:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The report as JSON-ready data (lists of numbers are passed on as they are)."""
+        return _plain(self)
 
     def to_json(self, path) -> None:
         """Save as JSON (schema version ``SCHEMA_VERSION``, docs/report_schema.md)."""
@@ -195,6 +197,20 @@ class Report:
     def summary(self, options: Optional[Dict[str, str]] = None) -> str:
         from .summary import format_summary
         return format_summary(self, options or {})
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if value and isinstance(value[0], (int, float)) and not isinstance(value[0], bool):
+            return list(value)
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return value.tolist()
+    return value
 
 
 def open_report(path) -> Report:
