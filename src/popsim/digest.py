@@ -77,8 +77,9 @@ def _variables(d: _Digest, state) -> None:
         if v.values is not None:
             d.array(v.values)
         if v.mapping.whole_tile is None:
-            for a in v.mapping.resolved():
-                d.array(a)
+            for paint in v.mapping.paints():
+                for a in paint:
+                    d.array(a)
 
 
 def _compute_set(d: _Digest, cs) -> None:
@@ -86,26 +87,28 @@ def _compute_set(d: _Digest, cs) -> None:
     vertices = cs.vertices
     if not vertices:
         return
-    types = {}
-    for v in vertices:
-        types.setdefault(v.type.name, (str(v.type.library), v.type.symbol, v.type.language))
-    d.text("types", sorted(types.items()))
-    d.text("type order", [v.type.name for v in vertices])
+    type_ids: dict = {}  # id(VertexType) -> (code, type): vertex types are not hashable
+    codes = [type_ids.setdefault(id(v.type), (len(type_ids), v.type))[0] for v in vertices]
+    d.text("types", [(t.name, str(t.library), t.symbol, t.language) for _, t in type_ids.values()])
+    d.ints(codes)
     d.ints(-1 if v.tile is None else v.tile for v in vertices)
     d.ints(-1 if v.perf_estimate is None else v.perf_estimate for v in vertices)
     keys = []
+    add = keys.append
     for v in vertices:
         for c in v.conn:
-            if type(c) is Tensor:
-                keys.append(tensor_key(c))
+            if type(c) is Tensor and c._var is not None:  # the common case, inlined: see tensor_key
+                add(hash((c._var.index, c._offset, c._shape, c._strides, c._dtype.code)))
+            elif type(c) is Tensor:
+                add(tensor_key(c))
             elif c is None:
-                keys.append(-1)
+                add(-1)
             elif isinstance(c, list):
-                keys.append(len(c))
+                add(len(c))
                 keys.extend(-1 if t is None else tensor_key(t) for t in c)
             else:  # plain state values
-                keys.append(int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
-                                                           digest_size=8).digest(), "little", signed=True))
+                add(int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
+                                                   digest_size=8).digest(), "little", signed=True))
     d.ints(keys)
 
 

@@ -76,6 +76,11 @@ class VariableMapping:
         self._paints.append((b, e, np.array(t)))
         self._resolved = None
 
+    def paints(self) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The calls that built the mapping, in order (cheaper to fingerprint than to resolve)."""
+        self._flush()
+        return list(self._paints)
+
     @property
     def is_empty(self) -> bool:
         return self.whole_tile is None and not self._paints and not self._scalars
