@@ -1,8 +1,32 @@
 """Shared fixtures: devices and a helper that builds, runs and reads back a program."""
+import os
+
 import numpy as np
 import pytest
 
 import popsim
+
+# Variables that change what popsim does; tests that want one set it themselves.
+_BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL", "POPSIM_LOG_DEST")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_environment(monkeypatch, tmp_path_factory):
+    """Run every test as if the caller's environment set nothing: no engine options, no
+    debug modes, no executable cache (POPSIM_CACHE_DIR switches it on). Compiled codelets
+    still go to one cache for the whole session, so they compile once."""
+    for name in _BEHAVIOUR:
+        monkeypatch.delenv(name, raising=False)
+    codelets = os.environ.get("POPSIM_CACHE_DIR")
+    monkeypatch.delenv("POPSIM_CACHE_DIR", raising=False)
+    if codelets:  # keep using the caller's codelet cache: it lives under <dir>/codelets
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg"))
+        link = tmp_path_factory.getbasetemp() / "xdg" / "popsim"
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(codelets)
+    from popsim import log
+    log.configure()
 
 
 @pytest.fixture
