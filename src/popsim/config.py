@@ -8,14 +8,14 @@ from typing import Dict
 
 from .errors import InvalidOptionError
 
-#: Name -> what it does; the README's table is generated from this.
+#: Name -> what it does (README.md lists them too).
 ENVIRONMENT = {
     "POPSIM_ENGINE_OPTIONS": "JSON object of engine options; overrides the options a program passes",
     "POPSIM_NUM_THREADS": "threads the engine runs tiles on (default: all host cores)",
     "POPSIM_CACHE_DIR": "directory for compiled codelets and cached executables",
     "POPSIM_CODELET_MODE": "compiled (default) or interpreted: how Python vertices run",
     "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
-    "POPSIM_LOG_DEST": "stdout, stderr or a file name",
+    "POPSIM_LOG_DEST": "stdout, stderr or a file name (see popsim/log.py)",
 }
 
 

@@ -6,7 +6,7 @@ Graph mixes in :class:`VertexBuilding`; connections are checked as they are made
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -147,7 +147,6 @@ class VertexInfo:
         return None if c is None else (c[0] if len(c) == 1 else c)
 
 
-Connection = Union[Tensor, Sequence[Tensor]]
 _SINGLE_EDGES = (FieldKind.SCALAR_EDGE, FieldKind.VECTOR_EDGE)
 _WRITING = (Direction.OUTPUT, Direction.INOUT)
 

@@ -124,8 +124,7 @@ def _account_code_and_stack(layout: MemoryLayout, programs: LoweredPrograms, tar
         if step.cost.tile_exchange is not None:
             busy = np.flatnonzero(step.cost.tile_exchange > 0)
             layout.account_many(busy, "exchange_code", np.full(busy.size, EXCHANGE_CODE_BYTES))
-    every = layout.by_category["control_code"]
-    every += CONTROL_CODE_BYTES * int(programs.instrs.shape[0])
+    layout.by_category["control_code"] += CONTROL_CODE_BYTES * int(programs.instrs.shape[0])
     layout.by_category["stack"] += target.num_worker_contexts * WORKER_STACK_BYTES + SUPERVISOR_STACK_BYTES
 
 

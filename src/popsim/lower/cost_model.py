@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -163,8 +163,3 @@ class CostModel:
     def call(self) -> StepCost:
         return self.control(CALL_CYCLES)
 
-
-def constants() -> Dict[str, int]:
-    """The model's named constants, for reports and docs."""
-    return {name: value for name, value in globals().items()
-            if name.endswith(("_CYCLES", "_BYTES")) and isinstance(value, int)}
