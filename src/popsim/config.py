@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Tuple
 
 from .errors import InvalidOptionError
 
@@ -53,7 +53,7 @@ def num_threads() -> int:
 def cache_dir() -> Path:
     """Where compiled codelets and cached executables live (POPSIM_CACHE_DIR, else the
     user cache directory)."""
-    text = os.environ.get("POPSIM_CACHE_DIR", "").strip()
+    text = explicit_cache_dir()
     if text:
         return Path(text).expanduser()
     base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
@@ -67,3 +67,13 @@ def codelet_mode() -> str:
     if mode and mode not in ("compiled", "interpreted"):
         raise InvalidOptionError(f"POPSIM_CODELET_MODE must be 'compiled' or 'interpreted', found {mode!r}")
     return mode
+
+
+def log_settings() -> Tuple[str, str]:
+    """(POPSIM_LOG_LEVEL upper-cased, POPSIM_LOG_DEST); empty when unset."""
+    return (os.environ.get("POPSIM_LOG_LEVEL", "").strip().upper(), os.environ.get("POPSIM_LOG_DEST", "").strip())
+
+
+def explicit_cache_dir() -> str:
+    """POPSIM_CACHE_DIR when the user set it (it switches the executable cache on), else ""."""
+    return os.environ.get("POPSIM_CACHE_DIR", "").strip()

@@ -114,7 +114,7 @@ class Executable:
 
 # -- compiling -----------------------------------------------------------------------------------
 def _cache_dir(options: EngineOptions) -> Optional[Path]:
-    explicit = options["popsim.cacheDir"] or os.environ.get("POPSIM_CACHE_DIR", "").strip()
+    explicit = options["popsim.cacheDir"] or config.explicit_cache_dir()
     return Path(explicit).expanduser() / "executables" if explicit else None
 
 

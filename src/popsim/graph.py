@@ -19,7 +19,7 @@ from .target import Target
 from .tensor import Tensor
 from .types import as_type, typed_array
 from .variables import VariableTable
-from .vertices import ComputeSet, VertexBuilding, VertexRef
+from .vertices import ComputeSet, VertexBuilding, VertexRef, count_vertices_and_edges
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
 
@@ -111,13 +111,7 @@ class Graph(VertexBuilding):
     @property
     def num_edges(self) -> int:
         """Connected edges: one per edge field, one per sub-edge of list fields."""
-        n = 0
-        for cs in self._state.compute_sets:
-            for v in cs.vertices:
-                for spec, c in zip(v.type.fields, v.conn):
-                    if spec.kind.is_edge and c is not None:
-                        n += len(c) if isinstance(c, list) else 1
-        return n
+        return count_vertices_and_edges(self._state.compute_sets)[1]
 
     @property
     def num_tiles(self) -> int:

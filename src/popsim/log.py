@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 import time
 from typing import Dict, Iterator, Optional
 
+from . import config
 from .errors import InvalidOptionError
 
 TRACE = 5
@@ -28,8 +28,7 @@ _configured: Optional[tuple] = None
 def configure() -> logging.Logger:
     """Apply POPSIM_LOG_LEVEL / POPSIM_LOG_DEST (again, if they changed) and return the logger."""
     global _configured
-    level_name = os.environ.get("POPSIM_LOG_LEVEL", "").strip().upper()
-    dest = os.environ.get("POPSIM_LOG_DEST", "").strip()
+    level_name, dest = config.log_settings()
     if (level_name, dest) == _configured:
         return logger
     if level_name and level_name not in LEVELS:

@@ -6,7 +6,7 @@ Graph mixes in :class:`VertexBuilding`; connections are checked as they are made
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -33,6 +33,18 @@ class ComputeSet:
 
     def __repr__(self) -> str:
         return f"ComputeSet({self.name!r}, {len(self.vertices)} vertices)"
+
+
+def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
+    """Vertices, and connected edges (one per edge field, one per sub-edge of list fields)."""
+    vertices = edges = 0
+    for cs in compute_sets:
+        vertices += len(cs.vertices)
+        for v in cs.vertices:
+            for spec, c in zip(v.type.fields, v.conn):
+                if spec.kind.is_edge and c is not None:
+                    edges += len(c) if isinstance(c, list) else 1
+    return vertices, edges
 
 
 class VertexRef:

@@ -85,6 +85,15 @@ class CEmitter:
     def site_args(self, site) -> str:
         return f"&E, {site.field}, {site.line}, {site.seq}"
 
+    def access(self, helper: str, e) -> str:
+        """popsim_py_<helper> with a site to report an index error at; popsim_py_u<helper>
+        where the index is proven in range (no site)."""
+        args = f"{self.expr(e.view)}, (int64_t)({self.expr(e.index)})"
+        if e.site is None:
+            return f"popsim_py_u{helper}({args})"
+        self.uses_fail = True
+        return f"popsim_py_{helper}({args}, {self.site_args(e.site)})"
+
     def expr(self, e: Expr) -> str:
         if isinstance(e, Const):
             return c_const(e.value, e.ty)
@@ -98,17 +107,9 @@ class CEmitter:
             return f"popsim_py_get_{self.sfx(e.field)}(s{e.field})"
         if isinstance(e, Load):
             kind = "lds" if e.view.ty.kind is VK.SCALARS else "ld"
-            sfx = self.sfx(e.view.ty.field)
-            if e.site is None:
-                return f"popsim_py_u{kind}_{sfx}({self.expr(e.view)}, (int64_t)({self.expr(e.index)}))"
-            self.uses_fail = True
-            return (f"popsim_py_{kind}_{sfx}({self.expr(e.view)}, (int64_t)({self.expr(e.index)}), "
-                    f"{self.site_args(e.site)})")
+            return self.access(f"{kind}_{self.sfx(e.view.ty.field)}", e)
         if isinstance(e, RowAt):
-            if e.site is None:
-                return f"popsim_py_urow({self.expr(e.view)}, (int64_t)({self.expr(e.index)}))"
-            self.uses_fail = True
-            return f"popsim_py_row({self.expr(e.view)}, (int64_t)({self.expr(e.index)}), {self.site_args(e.site)})"
+            return self.access("row", e)
         if isinstance(e, Len):
             return f"((int32_t)({self.expr(e.view)}).size)"
         if isinstance(e, Unary):
