@@ -6,9 +6,10 @@ supersteps while modelling the cycles and memory an IPU would spend.
 """
 from . import program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
-from .device import Device, IPUModel
+from .device import Device
 from .engine import Engine
 from .executable import Executable, compile_graph
+from .ipu_model import IPUModel
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod

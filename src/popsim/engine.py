@@ -32,6 +32,7 @@ from .lower import HostHandle, Lowered
 from .log import configure as configure_logging
 from .log import logger, phase
 from .options import EngineOptions
+from .poplar_names import SnakeCaseNames
 from .printing import format_tensor
 from .program import Program
 from .report.build import build_report
@@ -48,7 +49,7 @@ __all__ = ["Engine"]
 _POPSIM_INDEX_ERROR, _POPSIM_EXCEPTION = 1, 2  # popsim_codelet.h
 
 
-class Engine:
+class Engine(SnakeCaseNames):
     """Compile ``programs`` (one Program or a list, run by index) for ``graph``, or run a
     compiled ``Executable``.
 

@@ -13,6 +13,7 @@ from .device import Device
 from .errors import (DuplicateHandleError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
+from .poplar_names import SnakeCaseNames
 from .runs import MappingIndex, runs_of, split_at_positions
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
@@ -73,7 +74,7 @@ class _GraphState:
 GraphTarget = Union[Target, Device]
 
 
-class Graph(VertexBuilding):
+class Graph(VertexBuilding, SnakeCaseNames):
     """A graph of tensors mapped onto tiles, built for a target (or a device's target).
 
     >>> graph = Graph(IPUModel().create_device())

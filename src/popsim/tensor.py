@@ -14,6 +14,7 @@ import numpy as np
 
 from . import views
 from .errors import IndexError, TensorCreationError
+from .poplar_names import SnakeCaseNames
 from .types import Type, as_type
 from .variables import Variable, VariableTable
 
@@ -28,7 +29,7 @@ def _as_index(value, what: str) -> int:
     return int(value)
 
 
-class Tensor:
+class Tensor(SnakeCaseNames):
     """A view of device elements with a shape and an element type.
 
     Build views with numpy-style indexing (``t[1:3, 0]``) or Poplar's methods
