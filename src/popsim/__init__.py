@@ -16,7 +16,7 @@ from .graph import ComputeSet, Function, Graph, VariableMappingMethod
 from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTensor, Program, Repeat,
                       RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef)
 from .report import Report, open_report
-from .streams import DataStream, ReplicatedStreamMode
+from .streams import DataStream, ReplicatedStreamMode, StreamCallback
 from .target import RelativeSyncDelayType, Target, TargetType
 from .tensor import Tensor, append, concat
 from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
@@ -28,7 +28,7 @@ __all__ = [
     "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
     "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
     "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef",
-    "Report", "open_report", "DataStream", "ReplicatedStreamMode", "RelativeSyncDelayType", "Target",
+    "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",
     "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
     "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",
     "Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList",
