@@ -1,5 +1,6 @@
 // Codelets for the matrix-vector multiplication tutorials (5 and 6), in Poplar's C++
-// codelet dialect.
+// codelet dialect. Written for popsim: this is not Graphcore's tutorial file (popsim
+// compiles Graphcore's codelet files unmodified too; this one is ours).
 #include <poplar/Vertex.hpp>
 
 using namespace poplar;

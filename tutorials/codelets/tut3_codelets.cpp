@@ -1,4 +1,6 @@
 // Codelets for tutorial 3 (writing vertex code), in Poplar's C++ codelet dialect.
+// Written for popsim: this is not Graphcore's tutorial file (popsim compiles Graphcore's
+// codelet files unmodified too; this one is ours).
 #include <poplar/Vertex.hpp>
 
 using namespace poplar;
