@@ -14,11 +14,16 @@ import numpy as np
 
 from .errors import PopsimError
 
-__all__ = ["as_int", "as_size", "as_positive_float"]
+__all__ = ["as_int", "as_size", "as_positive_float", "plain"]
+
+
+def plain(value):
+    """A numpy scalar as the Python value it holds (messages show 2.0, not np.float64(2.0))."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _found(value) -> str:
-    return f"{type(value).__name__} {value!r}"
+    return f"{type(value).__name__} {plain(value)!r}"
 
 
 def as_int(value, what: str, error: Type[PopsimError] = PopsimError, low: Optional[int] = None,
@@ -51,5 +56,5 @@ def as_positive_float(value, what: str, error: Type[PopsimError] = PopsimError) 
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise error(f"{what} must be a positive number, found {_found(value)}")
     if not (math.isfinite(value) and value > 0):
-        raise error(f"{what} must be a positive finite number, found {value!r}")
+        raise error(f"{what} must be a positive finite number, found {plain(value)!r}")
     return float(value)

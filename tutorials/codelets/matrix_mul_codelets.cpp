@@ -1,6 +1,5 @@
 // Codelets for the matrix-vector multiplication tutorials (5 and 6), in Poplar's C++
-// codelet dialect. Written for popsim: this is not Graphcore's tutorial file (popsim
-// compiles Graphcore's codelet files unmodified too; this one is ours).
+// codelet dialect: popsim's own, not Graphcore's file.
 #include <poplar/Vertex.hpp>
 
 using namespace poplar;

@@ -1,6 +1,4 @@
-// Codelets for tutorial 3 (writing vertex code), in Poplar's C++ codelet dialect.
-// Written for popsim: this is not Graphcore's tutorial file (popsim compiles Graphcore's
-// codelet files unmodified too; this one is ours).
+// Tutorial 3's codelets in Poplar's C++ codelet dialect: popsim's own, not Graphcore's file.
 #include <poplar/Vertex.hpp>
 
 using namespace poplar;
