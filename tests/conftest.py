@@ -7,7 +7,8 @@ import pytest
 import popsim
 
 # Variables that change what popsim does; tests that want one set it themselves.
-_BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL", "POPSIM_LOG_DEST")
+_BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL",
+              "POPSIM_LOG_DEST")
 
 
 @pytest.fixture(autouse=True)

@@ -1246,9 +1246,8 @@ def test_unknown_ipu_version():
 
 def test_bad_model_fields():
     model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 0
-    with pytest.raises(popsim.PopsimError, match="tiles_per_ipu must be a positive integer, found 0"):
-        model.create_device()
+    with pytest.raises(popsim.PopsimError, match="tiles_per_ipu must be an integer >= 1, found 0"):
+        model.tiles_per_ipu = 0  # checked when set (tests/test_ipu_model.py has the rest)
 
 
 @pytest.mark.parametrize("factor", [0, -2, 1.5])

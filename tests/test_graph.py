@@ -153,3 +153,82 @@ def test_set_initial_value_shapes(device):
     g.set_initial_value(v[1], [1, 2, 3])
     with pytest.raises(popsim.TensorCreationError, match="4 values"):
         g.set_initial_value(v, [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize("view", [lambda v: v, lambda v: v.transpose(), lambda v: v[1:, ::2],
+                                  lambda v: v.reshape([6, 2])[::-1]])
+def test_clone_with_another_type_keeps_shape_and_mapping(device, view):
+    # PopLibs' clone(outType, ref): the mapping of a view spread over tiles, element by element.
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [3, 4], "v")
+    g.set_tile_mapping(v, [[(0, 5)], [], [(5, 7), (10, 12)], [(7, 10)]])
+    src = view(v)
+    c = g.clone(src, "c", dtype=HALF)
+    assert (c.shape, c.dtype, c.name) == (src.shape, HALF, "c")
+    expected = element_tiles(g, src)
+    assert len(set(expected.tolist())) > 1  # the test needs a mapping over several tiles
+    np.testing.assert_array_equal(element_tiles(g, c), expected)
+    poplar_order = g.clone(INT, src, "d")  # Poplar's clone(type, tensor, name)
+    assert (poplar_order.dtype, poplar_order.name) == (INT, "d")
+    np.testing.assert_array_equal(element_tiles(g, poplar_order), expected)
+    assert g.clone(src).dtype is FLOAT  # default: the source's type
+
+
+def test_clone_of_a_partly_mapped_view_leaves_the_rest_unmapped(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(INT, [4], "v")
+    g.set_tile_mapping(v[1:3], 5)
+    c = g.clone(v, dtype=FLOAT)
+    assert element_tiles(g, c).tolist() == [-1, 5, 5, -1]
+
+
+@pytest.mark.parametrize("shape,found", [((2.5,), "float 2.5"), ([2, 2.7], "float 2.7"), (["4"], "str '4'"),
+                                         ((True, 2), "bool True"), (np.array([2.0, 3.0]), "float64 2.0")])
+def test_shapes_are_whole_numbers(device, shape, found):
+    g = popsim.Graph(device)
+    with pytest.raises(popsim.TensorCreationError, match=f"add_variable: shape .* has an entry that must be an "
+                                                         f"integer, found {found}"):
+        g.add_variable(FLOAT, shape, "v")  # before: 2.5 became 2 and "4" became 4
+    with pytest.raises(popsim.TensorCreationError, match="add_constant: shape"):
+        g.add_constant(FLOAT, shape, 0, "c")
+
+
+@pytest.mark.parametrize("shape", ["4", 2.5, None])
+def test_shape_must_be_a_sequence(device, shape):
+    with pytest.raises(popsim.TensorCreationError, match="add_variable: shape must be a sequence of sizes"):
+        popsim.Graph(device).add_variable(FLOAT, shape, "v")
+
+
+def test_numpy_shapes_and_sizes_are_fine(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, np.array([2, 3]), "v")
+    w = g.add_variable(FLOAT, np.int64(5), "w")
+    assert v.shape == (2, 3) and w.shape == (5,) and all(type(d) is int for d in v.shape)
+    s = g.add_host_to_device_fifo("in", FLOAT, np.int64(v.num_elements()))
+    assert s.num_elements == 6 and type(s.num_elements) is int
+
+
+@pytest.mark.parametrize("count,found", [(2.7, "float 2.7"), ("4", "str '4'"), (True, "bool True")])
+def test_stream_sizes_are_whole_numbers(device, count, found):
+    g = popsim.Graph(device)
+    with pytest.raises(popsim.StreamConnectionError, match=f"stream 'in': num_elements must be an integer, "
+                                                           f"found {found}"):
+        g.add_host_to_device_fifo("in", FLOAT, count)
+    with pytest.raises(popsim.StreamConnectionError, match="num_elements must be a non-negative integer, found -1"):
+        g.add_device_to_host_fifo("out", FLOAT, -1)
+
+
+def test_tile_arguments_are_whole_numbers(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [4], "v")
+    with pytest.raises(popsim.InvalidTileMappingError, match="interval bound for tile 0 must be an integer, "
+                                                             "found float 1.5"):
+        g.set_tile_mapping(v, [[(0, 1.5)], [(1.5, 4)]])
+    with pytest.raises(popsim.InvalidTileMappingError, match=r"\(0, 1, 2\) for tile 0 is not a \(begin, end\) "
+                                                             "interval"):
+        g.set_tile_mapping(v, [[(0, 1, 2)]])
+    with pytest.raises(popsim.InvalidTileMappingError, match="create_virtual_graph: lower_tile must be an "
+                                                             "integer, found float 0.5"):
+        g.create_virtual_graph(0.5, 4)
+    with pytest.raises(popsim.InvalidTileMappingError, match="grain_size must be an integer >= 1, found 0"):
+        g.linear_mapping(v, grain_size=0)

@@ -19,7 +19,8 @@ LAYERS = {
 MODULE_LAYER = {
     "version": "base", "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
-    "target": "target", "device": "target",
+    "poplar_names": "base", "arguments": "base",
+    "target": "target", "device": "target", "ipu_model": "target",
     "variables": "model", "tensor": "model", "runs": "model", "streams": "model", "graph": "model",
     "program": "model", "vertices": "model", "digest": "model",
     "codelet": "codelet", "lower": "lower", "report": "runtime", "engine": "runtime", "executable": "runtime",

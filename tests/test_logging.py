@@ -54,6 +54,24 @@ def test_bad_level(device, monkeypatch):
         popsim.Engine(g, prog)
 
 
+def test_unwritable_destination_names_the_variable_path_and_reason(device, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    bad = blocker / "popsim.log"  # a file's "subdirectory": fails for any user, root included
+    monkeypatch.setenv("POPSIM_LOG_LEVEL", "INFO")
+    monkeypatch.setenv("POPSIM_LOG_DEST", str(bad))
+    g, prog = build(device)
+    with pytest.raises(popsim.InvalidOptionError) as info:  # before: a raw NotADirectoryError
+        popsim.Engine(g, prog)
+    msg = str(info.value)
+    assert f"POPSIM_LOG_DEST is '{bad}', which cannot be opened for writing: Not a directory" in msg
+    assert "set it to stdout, stderr or a file you can write" in msg
+    good = tmp_path / "popsim.log"
+    monkeypatch.setenv("POPSIM_LOG_DEST", str(good))
+    popsim.Engine(g, prog)  # fixing the variable is enough: nothing was left half-configured
+    assert "lower graph: " in good.read_text()
+
+
 class Terminal(io.StringIO):
     def isatty(self):
         return True

@@ -83,12 +83,14 @@ def main():
     engine.run(0)
     print("Program complete")
 
-    # Read v3 back and print it as the C++ tutorial does.
+    # Read v3 back and print it as the C++ tutorial does: each row is "  ", then every
+    # value followed by one space (std::cout << h3[i * 4 + j] << " "), so each row ends
+    # with a space before the newline.
     engine.read_tensor("v3-read", out=h3)
     print()
     print("h3 data:")
     for row in h3:
-        print("  " + " ".join(f"{x:g}" for x in row))
+        print("  " + "".join(f"{x:g} " for x in row))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-"""Poplar tutorial 3 (writing vertex code), ported to popsim with the tutorial's C++
-codelet file compiled unmodified by the host C++ compiler.
+"""Poplar tutorial 3 (writing vertex code), ported to popsim. The codelet file,
+tutorials/codelets/tut3_codelets.cpp, is popsim's own (written for popsim in Poplar's C++
+codelet dialect, not Graphcore's file); the host C++ compiler compiles it as it is, as it
+would compile Graphcore's codelet files, unmodified.
 
 Four SumVertex vertices, one per tile, each summing a suffix of v1 into one element of
 v2. Run: python tutorials/tut3_vertices.py

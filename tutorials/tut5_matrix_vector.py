@@ -1,7 +1,8 @@
 """Poplar tutorial 5 (matrix-vector multiplication), ported to popsim.
 
 One DotProductVertex per matrix row, tensors spread over the tiles with PopLibs' linear
-mapping, data streamed in and out through FIFOs.
+mapping, data streamed in and out through FIFOs. The codelets,
+tutorials/codelets/matrix_mul_codelets.cpp, are popsim's own (not Graphcore's file).
 Run: python tutorials/tut5_matrix_vector.py ROWS COLS   (e.g. 40 50)
 """
 import os

@@ -2,7 +2,8 @@
 
 The columns are split into segments: a first compute set computes a partial dot product
 per (row, segment) on tiles spread evenly, a second one reduces each row's partials. A
-host-side estimator (the tutorial's own cost formula) picks the number of segments.
+host-side estimator (the tutorial's own cost formula) picks the number of segments. The
+codelets, tutorials/codelets/matrix_mul_codelets.cpp, are popsim's own (not Graphcore's file).
 Run: python tutorials/tut6_matrix_vector_opt.py ROWS COLS [--device model-ipu1|model-ipu2]
 """
 import argparse

@@ -6,16 +6,17 @@ supersteps while modelling the cycles and memory an IPU would spend.
 """
 from . import program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
-from .device import Device, IPUModel
+from .device import Device
 from .engine import Engine
 from .executable import Executable, compile_graph
+from .ipu_model import IPUModel
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod
 from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTensor, Program, Repeat,
                       RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef)
 from .report import Report, open_report
-from .streams import DataStream, ReplicatedStreamMode
+from .streams import DataStream, ReplicatedStreamMode, StreamCallback
 from .target import RelativeSyncDelayType, Target, TargetType
 from .tensor import Tensor, append, concat
 from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
@@ -27,7 +28,7 @@ __all__ = [
     "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
     "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
     "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef",
-    "Report", "open_report", "DataStream", "ReplicatedStreamMode", "RelativeSyncDelayType", "Target",
+    "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",
     "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
     "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",
     "Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList",

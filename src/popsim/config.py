@@ -1,17 +1,25 @@
-"""Every POPSIM_* environment variable, read in one place."""
+"""Every environment variable popsim reads (POPSIM_*, and Poplar's POPLAR_ENGINE_OPTIONS),
+read in one place."""
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 from .errors import InvalidOptionError
+
+#: The most engine threads popsim starts. Results never depend on the thread count, and
+#: more threads than host cores only add overhead; the bound is fixed (not a multiple of
+#: this host's cores) so that a setting accepted on one machine is accepted on every one.
+MAX_THREADS = 256
 
 #: Name -> what it does (README.md lists them too).
 ENVIRONMENT = {
     "POPSIM_ENGINE_OPTIONS": "JSON object of engine options; overrides the options a program passes",
-    "POPSIM_NUM_THREADS": "threads the engine runs tiles on (default: all host cores)",
+    "POPLAR_ENGINE_OPTIONS": "Poplar's JSON object of engine options, read too; POPSIM_ENGINE_OPTIONS wins a key "
+                             "both set",
+    "POPSIM_NUM_THREADS": f"threads the engine runs tiles on, 1..{MAX_THREADS} (default: all host cores)",
     "POPSIM_CACHE_DIR": "directory for compiled codelets and cached executables",
     "POPSIM_CODELET_MODE": "compiled (default) or interpreted: how Python vertices run",
     "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
@@ -19,21 +27,32 @@ ENVIRONMENT = {
 }
 
 
-def engine_options_override() -> Dict[str, str]:
-    """Options from POPSIM_ENGINE_OPTIONS, which win over those a program passes."""
-    text = os.environ.get("POPSIM_ENGINE_OPTIONS", "").strip()
+#: The variables holding engine options, in increasing precedence: Poplar's (what Poplar
+#: users and Graphcore's tests set), then popsim's own.
+ENGINE_OPTION_VARIABLES = ("POPLAR_ENGINE_OPTIONS", "POPSIM_ENGINE_OPTIONS")
+
+
+def _engine_options_from(variable: str) -> Dict[str, object]:
+    text = os.environ.get(variable, "").strip()
     if not text:
         return {}
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
         raise InvalidOptionError(
-            f"POPSIM_ENGINE_OPTIONS is not valid JSON ({e.msg} at character {e.pos}): expected an object "
+            f"{variable} is not valid JSON ({e.msg} at character {e.pos}): expected an object "
             "such as '{\"autoReport.all\": \"true\"}'") from None
     if not isinstance(value, dict):
         raise InvalidOptionError(
-            f"POPSIM_ENGINE_OPTIONS must be a JSON object of option -> value, found {type(value).__name__}")
+            f"{variable} must be a JSON object of option -> value, found {type(value).__name__}")
     return {str(k): v for k, v in value.items()}
+
+
+def engine_options_overrides() -> List[Tuple[str, Dict[str, object]]]:
+    """(variable, options) for each of POPLAR_ENGINE_OPTIONS and POPSIM_ENGINE_OPTIONS that is
+    set, in increasing precedence; both win over the options a program passes."""
+    found = [(variable, _engine_options_from(variable)) for variable in ENGINE_OPTION_VARIABLES]
+    return [(variable, options) for variable, options in found if options]
 
 
 def num_threads() -> int:
@@ -43,11 +62,13 @@ def num_threads() -> int:
         try:
             n = int(text)
         except ValueError:
-            raise InvalidOptionError(f"POPSIM_NUM_THREADS must be a positive integer, found {text!r}") from None
-        if n < 1:
-            raise InvalidOptionError(f"POPSIM_NUM_THREADS must be a positive integer, found {n}")
+            n = None
+        if n is None or not 1 <= n <= MAX_THREADS:
+            raise InvalidOptionError(f"POPSIM_NUM_THREADS must be an integer in 1..{MAX_THREADS}, found {text!r}; "
+                                     "more threads than host cores only add overhead (unset it to use every core)")
         return n
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_THREADS))
 
 
 def cache_dir() -> Path:

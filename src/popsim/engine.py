@@ -32,11 +32,13 @@ from .lower import HostHandle, Lowered
 from .log import configure as configure_logging
 from .log import logger, phase
 from .options import EngineOptions
+from .poplar_names import SnakeCaseNames
 from .printing import format_tensor
 from .program import Program
 from .report.build import build_report
 from .report.files import write_auto_report
 from .report.report import Report
+from .streams import StreamCallback, device_readable, transfer_function
 from .target import Target, TargetType
 from .types import typed_array
 
@@ -48,7 +50,7 @@ __all__ = ["Engine"]
 _POPSIM_INDEX_ERROR, _POPSIM_EXCEPTION = 1, 2  # popsim_codelet.h
 
 
-class Engine:
+class Engine(SnakeCaseNames):
     """Compile ``programs`` (one Program or a list, run by index) for ``graph``, or run a
     compiled ``Executable``.
 
@@ -298,22 +300,21 @@ class Engine:
                                         "uses it in place); pass np.ascontiguousarray(data)")
         if not s.to_device and not data.flags.writeable:
             raise StreamConnectionError(f"connect_stream '{handle}': the device-to-host stream writes into the "
-                                        "array, which is read-only")
+                                        "array, which is read-only; pass a writable array (e.g. np.empty)")
         n = s.num_elements
         if n and (data.size == 0 or data.size % n):
             raise StreamConnectionError(f"connect_stream '{handle}': the array has {data.size} elements, which is "
                                         f"not a positive multiple of the {n} elements of one transfer")
-        self._machine.connect_buffer(s.index, data.reshape(-1))
+        self._machine.connect_buffer(s.index, device_readable(data.reshape(-1)))
 
-    def connect_stream_to_callback(self, handle: str, callback: Callable[[np.ndarray], None]) -> None:
+    def connect_stream_to_callback(self, handle: str,
+                                   callback: Union[Callable[[np.ndarray], None], StreamCallback]) -> None:
         """Connect a FIFO stream to ``callback(buffer)``, called once per transfer with a
-        1-D array to fill (host-to-device) or to read (device-to-host). The buffer is
-        only valid during the call."""
+        1-D array to fill (host-to-device) or to read (device-to-host), or to a
+        :class:`~popsim.StreamCallback` (prefetch / fetch / complete). The buffer is only
+        valid during the call."""
         s = self._stream(handle)
-        if not callable(callback):
-            raise StreamConnectionError(f"connect_stream_to_callback '{handle}': the callback must be callable, "
-                                        f"found {type(callback).__name__}")
-        self._machine.connect_callback(s.index, callback, s.dtype.numpy)
+        self._machine.connect_callback(s.index, transfer_function(callback, handle, s.to_device), s.dtype.numpy)
 
     def disconnect_stream(self, handle: str) -> None:
         self._machine.disconnect(self._stream(handle).index)

@@ -15,6 +15,7 @@ __all__ = [
     "StreamConnectionError", "InvalidOptionError", "ControlProgramError", "TensorCreationError",
     "IndexError", "ApplicationRuntimeError", "CodeletSyntaxError", "CodeletCompileError",
     "HandleError", "UnknownHandleError", "DuplicateHandleError", "EngineStateError", "TensorIOError",
+    "InvalidMachineModelError", "UnknownAttributeError",
 ]
 
 
@@ -99,6 +100,17 @@ class TensorIOError(PopsimError, ValueError):
 
 class EngineStateError(PopsimError):
     """The engine cannot do that in its current state (not loaded, out of memory...)."""
+
+
+class InvalidMachineModelError(PopsimError):
+    """An IPUModel or Target field set to a value the model cannot take (Poplar's
+    invalid_machine_model)."""
+
+
+class UnknownAttributeError(PopsimError, AttributeError):
+    """No such attribute: a misspelled field, or a Poplar camelCase name whose popsim
+    spelling is snake_case. Also an AttributeError, so hasattr() and getattr(x, n, default)
+    behave as usual."""
 
 
 def closest(name: str, choices: Iterable[str]) -> Optional[str]:

@@ -8,11 +8,13 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from .arguments import as_int, as_size, plain
 from .codelet.registry import CodeletRegistry
 from .device import Device
 from .errors import (DuplicateHandleError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
+from .poplar_names import SnakeCaseNames
 from .runs import MappingIndex, runs_of, split_at_positions
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
@@ -73,7 +75,7 @@ class _GraphState:
 GraphTarget = Union[Target, Device]
 
 
-class Graph(VertexBuilding):
+class Graph(VertexBuilding, SnakeCaseNames):
     """A graph of tensors mapped onto tiles, built for a target (or a device's target).
 
     >>> graph = Graph(IPUModel().create_device())
@@ -151,7 +153,8 @@ class Graph(VertexBuilding):
                 raise InvalidTileMappingError(f"create_virtual_graph: the tile list {local.tolist()} must be "
                                               "non-empty and without repeats")
         else:
-            lower, upper = int(lower_or_tiles), int(upper_tile)
+            lower = as_int(lower_or_tiles, "create_virtual_graph: lower_tile", InvalidTileMappingError)
+            upper = as_int(upper_tile, "create_virtual_graph: upper_tile", InvalidTileMappingError)
             if not 0 <= lower < upper <= self._target.num_tiles:
                 raise InvalidTileMappingError(f"create_virtual_graph: tiles [{lower}, {upper}) are not a non-empty "
                                               f"range within the graph's {self._target.num_tiles} tiles")
@@ -175,17 +178,22 @@ class Graph(VertexBuilding):
 
     # -- variables and constants ---------------------------------------------------------------
     def _shape_arg(self, shape, what: str) -> Tuple[int, ...]:
-        if isinstance(shape, (int, np.integer)):
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
             shape = (shape,)
         if type(shape) in (list, tuple) and all(type(d) is int and d >= 0 for d in shape):
             return tuple(shape)
-        try:
-            dims = tuple(int(d) for d in shape)
-        except TypeError:
-            raise TensorCreationError(f"{what}: shape must be a sequence of sizes, found {shape!r}") from None
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+            raise TensorCreationError(f"{what}: shape must be a sequence of sizes, found {type(shape).__name__} "
+                                      f"{shape!r}; e.g. [4] or (2, 3)")
+        dims = list(shape)
+        for d in dims:  # sizes are whole numbers: 2.5 or "4" are refused, never rounded or parsed
+            if isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
+                continue
+            as_size(d, f"{what}: shape {[plain(x) for x in dims]!r} has an entry that", TensorCreationError)
+        dims = [int(d) for d in dims]
         if any(d < 0 for d in dims):
-            raise TensorCreationError(f"{what}: shape {list(dims)} has a negative size")
-        return dims
+            raise TensorCreationError(f"{what}: shape {dims} has a negative size")
+        return tuple(dims)
 
     def add_variable(self, dtype, shape, name_or_mapping=None, name: Optional[str] = None,
                      mapping: Optional[VariableMappingMethod] = None) -> Tensor:
@@ -215,10 +223,15 @@ class Graph(VertexBuilding):
                                     values=data.reshape(-1).copy())
         return Tensor._of_variable(self._state.table, var)
 
-    def clone(self, tensor: Tensor, name: Optional[str] = None) -> Tensor:
-        """A new variable with the shape, type and tile mapping of ``tensor``."""
+    def clone(self, tensor, name=None, dtype=None) -> Tensor:
+        """A new variable with the shape and tile mapping of ``tensor`` (any view), element
+        by element, and its type, or ``dtype`` when given (PopLibs' clone(outType, t)).
+        Poplar's argument order, ``clone(dtype, tensor, name)``, works too."""
+        if not isinstance(tensor, Tensor) and isinstance(name, Tensor):  # clone(FLOAT, t[, name])
+            tensor, name, dtype = name, dtype, tensor
         self._check_tensor(tensor, "clone")
-        out = self.add_variable(tensor.dtype, tensor.shape, name or f"{tensor.name}_clone")
+        out_type = tensor.dtype if dtype is None else as_type(dtype)
+        out = self.add_variable(out_type, tensor.shape, name or f"{tensor.name}_clone")
         pieces, tiles = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
         mapped = tiles >= 0
         if mapped.any():
@@ -283,7 +296,11 @@ class Graph(VertexBuilding):
         begins, ends, tiles = [], [], []
         for tile, intervals in enumerate(per_tile):
             for interval in intervals or ():
-                b, e = (int(x) for x in interval)
+                if len(interval) != 2:
+                    raise InvalidTileMappingError(f"{what}: {interval!r} for tile {tile} is not a (begin, end) "
+                                                  "interval")
+                b, e = (x if type(x) is int else as_int(x, f"{what}: an interval bound for tile {tile}",
+                                                         InvalidTileMappingError) for x in interval)
                 if not 0 <= b <= e <= n:
                     raise InvalidTileMappingError(f"{what}: interval [{b}, {e}) for tile {tile} is outside the "
                                                   f"tensor's {n} elements")
@@ -350,6 +367,11 @@ class Graph(VertexBuilding):
     def linear_mapping(self, tensor: Tensor, min_elements_per_tile: Optional[int] = None,
                        grain_size: Optional[int] = None) -> List[List[Tuple[int, int]]]:
         """PopLibs' linear mapping of the tensor's flat elements over this graph's tiles."""
+        if min_elements_per_tile is not None:
+            min_elements_per_tile = as_size(min_elements_per_tile, "linear_mapping: min_elements_per_tile",
+                                            InvalidTileMappingError)
+        if grain_size is not None:
+            grain_size = as_int(grain_size, "linear_mapping: grain_size", InvalidTileMappingError, low=1)
         return linear_tile_mapping(tensor.num_elements(), tensor.dtype.size, self._target.vector_width(tensor.dtype),
                                    self._target.num_tiles, min_elements_per_tile, grain_size)
 
@@ -398,9 +420,7 @@ class Graph(VertexBuilding):
         if handle in self._state.streams:
             raise StreamConnectionError(f"a stream named '{handle}' already exists in this graph; stream "
                                         "handles must be unique")
-        n = int(num_elements)
-        if n < 0:
-            raise StreamConnectionError(f"stream '{handle}': num_elements must be >= 0, found {n}")
+        n = as_size(num_elements, f"stream '{handle}': num_elements", StreamConnectionError)
         s = DataStream(self._state, len(self._state.streams), handle, as_type(dtype), n, direction, **kw)
         self._state.streams[handle] = s
         return s

@@ -33,17 +33,24 @@ def configure() -> logging.Logger:
         return logger
     if level_name and level_name not in LEVELS:
         raise InvalidOptionError(f"POPSIM_LOG_LEVEL must be one of {', '.join(LEVELS)}, found {level_name!r}")
+    handler: Optional[logging.Handler] = None
+    if level_name:  # opened first: a destination that cannot be opened leaves the logging as it was
+        if dest.lower() in ("", "stderr"):
+            handler = logging.StreamHandler(sys.stderr)
+        elif dest.lower() == "stdout":
+            handler = logging.StreamHandler(sys.stdout)
+        else:
+            try:
+                handler = logging.FileHandler(dest)
+            except OSError as e:
+                raise InvalidOptionError(f"POPSIM_LOG_DEST is {dest!r}, which cannot be opened for writing: "
+                                         f"{e.strerror or e}; set it to stdout, stderr or a file you can "
+                                         "write") from None
     for h in list(logger.handlers):
         if getattr(h, "_popsim", False):
             logger.removeHandler(h)
             h.close()
-    if level_name:
-        if dest.lower() in ("", "stderr"):
-            handler: logging.Handler = logging.StreamHandler(sys.stderr)
-        elif dest.lower() == "stdout":
-            handler = logging.StreamHandler(sys.stdout)
-        else:
-            handler = logging.FileHandler(dest)
+    if handler is not None:
         handler.setFormatter(logging.Formatter("%(asctime)s PS %(levelname)s: %(message)s"))
         handler._popsim = True
         logger.addHandler(handler)

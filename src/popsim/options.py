@@ -1,7 +1,8 @@
 """Engine options: Poplar's keys where Poplar has one, popsim's own under ``popsim.*``.
 
 Values are strings, as in Poplar's OptionFlags (Python bools and numbers are accepted
-and converted). POPSIM_ENGINE_OPTIONS, a JSON object, overrides what a program passes.
+and converted). The JSON objects in POPLAR_ENGINE_OPTIONS and POPSIM_ENGINE_OPTIONS
+override what a program passes (POPSIM_ENGINE_OPTIONS wins a key both set).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class OptionSpec:
     choices: Optional[Tuple[str, ...]] = None   # allowed values, when enumerated
     check: Optional[Callable[[str], bool]] = None
     help: str = ""
+    maximum: Optional[int] = None  # integer options with an upper bound
 
 
 def _non_negative_int(v: str) -> bool:
@@ -83,8 +85,9 @@ OPTIONS: Dict[str, OptionSpec] = {
     "profiler.includeCycleEstimates": _flag("true"),
     "profiler.includeFlopEstimates": _flag("false"),
     # popsim's own.
-    "popsim.numThreads": _spec("0", "threads for the engine (0: POPSIM_NUM_THREADS or all cores)",
-                               check=_non_negative_int),
+    "popsim.numThreads": OptionSpec("0", None, _non_negative_int,
+                                    "threads for the engine (0: POPSIM_NUM_THREADS or every core); more threads "
+                                    "than host cores only add overhead", maximum=config.MAX_THREADS),
     "popsim.cacheDir": _spec("", "directory for compiled codelets and cached executables"),
     "popsim.codeletMode": _spec("compiled", "compiled or interpreted Python vertices",
                                 choices=("compiled", "interpreted")),
@@ -112,7 +115,8 @@ class EngineOptions(Mapping[str, str]):
         self._set: Dict[str, str] = {}
         self._add(options or {}, "")
         if use_environment:
-            self._add(config.engine_options_override(), " (from POPSIM_ENGINE_OPTIONS)")
+            for variable, overrides in config.engine_options_overrides():
+                self._add(overrides, f" (from {variable})")
 
     def _add(self, options: Mapping[str, object], source: str) -> None:
         for key, value in options.items():
@@ -123,6 +127,9 @@ class EngineOptions(Mapping[str, str]):
             if spec.choices is not None and text not in spec.choices:
                 raise InvalidOptionError(f"option '{key}'{source} must be one of {', '.join(spec.choices)}; "
                                          f"found {text!r}")
+            if spec.maximum is not None and not (spec.check(text) and int(text) <= spec.maximum):
+                raise InvalidOptionError(f"option '{key}'{source} must be an integer in 0..{spec.maximum}; found "
+                                         f"{text!r} ({spec.help})")
             if spec.check is not None and not spec.check(text):
                 raise InvalidOptionError(f"option '{key}'{source} must be a non-negative integer; found {text!r}")
             self._set[key] = text

@@ -1,11 +1,16 @@
-"""Host-facing graph objects: FIFO data streams and named host read/write handles."""
+"""Host-facing stream objects: FIFO data streams, and the host side of a stream (Poplar's
+StreamCallback protocol, plain callback functions, host arrays the device only reads)."""
 from __future__ import annotations
 
 import enum
+from typing import Callable
 
+import numpy as np
+
+from .errors import StreamConnectionError
 from .types import Type
 
-__all__ = ["DataStream", "StreamDirection", "ReplicatedStreamMode"]
+__all__ = ["DataStream", "StreamDirection", "ReplicatedStreamMode", "StreamCallback"]
 
 
 class StreamDirection(enum.Enum):
@@ -48,3 +53,97 @@ class DataStream:
 
     def __repr__(self) -> str:
         return f"DataStream({self.handle!r}, {self.dtype.name}, {self.num_elements}, {self.direction.value})"
+
+
+class StreamCallback:
+    """Poplar's StreamCallback: the host side of a stream as an object.
+
+    Subclass it and pass an instance to ``engine.connect_stream_to_callback(handle, cb)``.
+    For a host-to-device stream, each transfer calls ``prefetch(buffer)``: return
+    ``Result.SUCCESS`` once the buffer is filled, or ``Result.NOT_AVAILABLE`` and
+    ``fetch(buffer)`` is called to fill it; then ``complete()``. For a device-to-host
+    stream, each transfer calls ``fetch(buffer)`` with the data, then ``complete()``.
+    ``buffer`` is a 1-D numpy array of the stream's type, valid only during the call.
+
+    popsim's engine asks for data when the transfer happens, never ahead of it, so no
+    prefetched data is ever left unused and ``invalidate_prefetched`` (Poplar's
+    invalidatePrefetched) is never called; it is here for ports that define it.
+    A plain function ``fn(buffer)`` (Poplar's LegacyStreamCallback) works as before.
+    """
+
+    class Result(enum.Enum):
+        SUCCESS = "Success"              # prefetch filled the buffer
+        NOT_AVAILABLE = "NotAvailable"   # prefetch could not: fetch will be called
+        Success = "Success"              # Poplar's spellings (aliases)
+        NotAvailable = "NotAvailable"
+
+    def prefetch(self, buffer: np.ndarray) -> "StreamCallback.Result":
+        """Fill ``buffer`` if the data is ready (host-to-device streams only)."""
+        return StreamCallback.Result.NOT_AVAILABLE
+
+    def fetch(self, buffer: np.ndarray) -> None:
+        """Fill ``buffer`` (host-to-device) or consume it (device-to-host)."""
+        raise NotImplementedError
+
+    def complete(self) -> None:
+        """The transfer that the last prefetch or fetch served is done."""
+
+    def invalidate_prefetched(self) -> None:
+        """Forget data prefetched but not used (never called by popsim: see the class notes)."""
+
+
+def is_stream_callback(callback) -> bool:
+    """Whether ``callback`` follows the StreamCallback protocol (an object with fetch)."""
+    return isinstance(callback, StreamCallback) or callable(getattr(callback, "fetch", None))
+
+
+def transfer_function(callback, handle: str, to_device: bool) -> Callable[[np.ndarray], None]:
+    """The function the engine calls once per transfer of stream ``handle``: a plain
+    function as it is, a StreamCallback object through its protocol."""
+    if not is_stream_callback(callback):
+        if not callable(callback):
+            raise StreamConnectionError(f"connect_stream_to_callback '{handle}': the callback must be a callable "
+                                        f"fn(buffer) or a popsim.StreamCallback, found {type(callback).__name__}")
+        return callback
+    name = type(callback).__name__
+    if isinstance(callback, StreamCallback) and type(callback).fetch is StreamCallback.fetch:
+        raise StreamConnectionError(f"connect_stream_to_callback '{handle}': {name} does not define "
+                                    "fetch(buffer), which every StreamCallback needs")
+    fetch = callback.fetch
+    complete = getattr(callback, "complete", None) or (lambda: None)
+    if not to_device:
+        def consume(buffer: np.ndarray) -> None:
+            fetch(buffer)
+            complete()
+        return consume
+
+    prefetch = getattr(callback, "prefetch", None)
+    success, not_available = StreamCallback.Result.SUCCESS, StreamCallback.Result.NOT_AVAILABLE
+
+    def fill(buffer: np.ndarray) -> None:
+        result = prefetch(buffer) if prefetch is not None else not_available
+        if result is not_available:
+            fetch(buffer)
+        elif result is not success:
+            raise StreamConnectionError(
+                f"stream '{handle}': {name}.prefetch returned {result!r}; return StreamCallback.Result.SUCCESS "
+                "after filling the buffer, or StreamCallback.Result.NOT_AVAILABLE to have fetch fill it")
+        complete()
+    return fill
+
+
+class _DeviceReadsOnly:
+    """Exposes a read-only host array to the core, which takes a writable buffer but only
+    reads a host-to-device stream's array. Holds the array, so it stays alive while connected."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.__array_interface__ = dict(array.__array_interface__, data=(array.ctypes.data, False))
+
+
+def device_readable(array: np.ndarray) -> np.ndarray:
+    """``array`` itself, or for a read-only array a writable alias of the same memory (the
+    device only reads it, in place, so later changes to the memory are still seen)."""
+    if array.flags.writeable:
+        return array
+    return np.asarray(_DeviceReadsOnly(array))

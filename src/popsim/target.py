@@ -9,6 +9,9 @@ import enum
 import math
 from dataclasses import dataclass, field, replace
 
+from .arguments import as_int, as_positive_float
+from .errors import InvalidMachineModelError
+from .poplar_names import SnakeCaseNames
 from .types import as_type
 
 __all__ = ["Target", "TargetType", "RelativeSyncDelayType", "ARCHITECTURES"]
@@ -27,6 +30,7 @@ class RelativeSyncDelayType(enum.Enum):
 
 @dataclass(frozen=True)
 class _Architecture:
+    name: str
     tiles_per_ipu: int
     memory_bytes_per_tile: int
     tile_clock_frequency: float
@@ -35,10 +39,15 @@ class _Architecture:
 
 
 ARCHITECTURES = {
-    "ipu1": _Architecture(1216, 262144, 1.6e9, 32, 8),    # GC2 (Mk1)
-    "ipu2": _Architecture(1472, 638976, 1.33e9, 64, 16),  # GC200 (Mk2)
-    "ipu21": _Architecture(1472, 638976, 1.85e9, 64, 16),  # Bow
+    "ipu1": _Architecture("ipu1", 1216, 262144, 1.6e9, 32, 8),    # GC2 (Mk1)
+    "ipu2": _Architecture("ipu2", 1472, 638976, 1.33e9, 64, 16),  # GC200 (Mk2)
+    "ipu21": _Architecture("ipu21", 1472, 638976, 1.85e9, 64, 16),  # Bow
 }
+
+#: The most IPUs a popsim target has (an IPU-POD64's worth).
+MAX_IPUS = 64
+#: The most worker contexts per tile the engine runs (the hardware has 6).
+MAX_WORKER_CONTEXTS = 64
 
 
 def check_version(version: str) -> str:
@@ -55,7 +64,7 @@ def global_sync_cycles_for(num_ipus: int, clock: float) -> int:
 
 
 @dataclass(frozen=True)
-class Target:
+class Target(SnakeCaseNames):
     """The machine a graph is built for. Create with :meth:`create_ipu_target`,
     :meth:`create_cpu_target`, or from a device (``device.target``)."""
 
@@ -76,6 +85,28 @@ class Target:
     arch: str = "ipu2"
     target_type: TargetType = TargetType.IPU
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self):
+        # A target is checked however it is made (presets, with_changes, a loaded executable),
+        # so that a bad value fails here, naming the field, rather than deep in the engine.
+        def check(name, low, high=None):
+            object.__setattr__(self, name, as_int(getattr(self, name), f"Target.{name}", InvalidMachineModelError,
+                                                  low=low, high=high))
+        check("num_ipus", 1, MAX_IPUS)
+        check("tiles_per_ipu", 1)
+        check("bytes_per_tile", 1)
+        check("num_worker_contexts", 1, MAX_WORKER_CONTEXTS)
+        for name in ("exchange_bytes_per_cycle", "memcpy_bytes_per_cycle", "data_path_width",
+                     "amp_fp16_macs_per_cycle", "amp_fp32_macs_per_cycle"):
+            check(name, 1)
+        check("min_ipu_sync_delay", 0)
+        check("global_sync_cycles", 0)
+        for name in ("tile_clock_frequency", "host_bytes_per_cycle"):
+            object.__setattr__(self, name, as_positive_float(getattr(self, name), f"Target.{name}",
+                                                             InvalidMachineModelError))
+        if not isinstance(self.relative_sync_delay, RelativeSyncDelayType):
+            raise InvalidMachineModelError(f"Target.relative_sync_delay must be a RelativeSyncDelayType, found "
+                                           f"{self.relative_sync_delay!r}")
 
     # -- construction -------------------------------------------------------------------
     @staticmethod

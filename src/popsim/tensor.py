@@ -14,6 +14,7 @@ import numpy as np
 
 from . import views
 from .errors import IndexError, TensorCreationError
+from .poplar_names import SnakeCaseNames
 from .types import Type, as_type
 from .variables import Variable, VariableTable
 
@@ -28,7 +29,7 @@ def _as_index(value, what: str) -> int:
     return int(value)
 
 
-class Tensor:
+class Tensor(SnakeCaseNames):
     """A view of device elements with a shape and an element type.
 
     Build views with numpy-style indexing (``t[1:3, 0]``) or Poplar's methods
@@ -499,9 +500,24 @@ def _try_join_strided(a: Tensor, b: Tensor, dim: int) -> Optional[Tensor]:
     return a._like(tuple(shape), a._offset, tuple(strides))
 
 
-def concat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join tensors along ``dim``; all other dimensions must match."""
-    tensors, dim = _check_concat(tensors, dim)
+def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
+    """Join tensors along ``dim`` (default 0); all other dimensions must match.
+
+    Both of Poplar's forms: ``concat([a, b, c], dim)`` and ``concat(a, b, dim)``.
+    """
+    if isinstance(tensors, Tensor):  # Poplar's concat(A, B, dim)
+        if not isinstance(second, Tensor):
+            raise TensorCreationError(f"concat(a, b, dim) joins two tensors, but the second argument is "
+                                      f"{type(second).__name__}; to join a list, write concat([a, b, ...], dim)")
+        tensors = [tensors, second]
+    elif second is not None:  # concat(list, dim)
+        if dim is not None:
+            raise TensorCreationError("concat(tensors, dim): dim given twice")
+        if isinstance(second, Tensor):
+            raise TensorCreationError("concat: the first argument is a list of tensors, so the second must be the "
+                                      "dimension; write concat([a, b], dim) or concat(a, b, dim)")
+        dim = second
+    tensors, dim = _check_concat(tensors, 0 if dim is None else dim)
     joined = tensors[0]
     for t in tensors[1:]:
         merged = _try_join_strided(joined, t, dim)

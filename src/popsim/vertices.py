@@ -13,7 +13,8 @@ import numpy as np
 from .codelet.fields import Direction, FieldKind, FieldSpec
 from .codelet.registry import CodeletRegistry
 from .codelet.vertex_type import VertexType
-from .errors import GraphConnectionError, UnknownFieldError, did_you_mean
+from .arguments import as_size
+from .errors import GraphConnectionError, UnknownFieldError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .types import typed_array
 
@@ -103,7 +104,8 @@ class FieldRef:
             raise GraphConnectionError(f"field '{self.spec.name}' of {self.vertex.describe()} is "
                                        f"{self.spec.describe()}: only vectors of edges and VectorLists have "
                                        "sub-edges to index")
-        return FieldRef(self.vertex, self.spec, self.position, int(i))
+        return FieldRef(self.vertex, self.spec, self.position,
+                        as_size(i, f"sub-edge index of {self.describe()}", GraphConnectionError))
 
     def describe(self) -> str:
         sub = f"[{self.element}]" if self.element is not None else ""
@@ -279,11 +281,13 @@ class VertexBuilding:
     def set_field_size(self, field: FieldRef, size: int) -> None:
         """The number of sub-edges of a vector of edges / VectorList, before connecting
         ``v["ins"][i]`` one by one."""
+        if not isinstance(field, FieldRef):
+            raise GraphConnectionError(f"set_field_size: expected a vertex field (v['name']), found "
+                                       f"{type(field).__name__}")
         if not field.spec.kind.is_list or field.element is not None:
             raise GraphConnectionError(f"set_field_size: {field.describe()} is not a vector of edges or VectorList")
-        if int(size) < 0:
-            raise GraphConnectionError(f"set_field_size: size must be >= 0, found {size}")
-        field.vertex.conn[field.position] = [None] * int(size)
+        n = as_size(size, f"set_field_size of {field.describe()}: size", GraphConnectionError)
+        field.vertex.conn[field.position] = [None] * n
 
     def get_field_size(self, field: FieldRef) -> int:
         c = field.vertex.conn[field.position]
@@ -294,10 +298,11 @@ class VertexBuilding:
         setPerfEstimate); it overrides estimators and automatic counting."""
         if not isinstance(vertex, VertexRef):
             raise TypeError(f"set_perf_estimate: expected a vertex, found {type(vertex).__name__}")
-        if int(cycles) < 0:
-            raise GraphConnectionError(f"set_perf_estimate of {vertex.describe()}: cycles must be >= 0, "
-                                       f"found {cycles}")
-        vertex.perf_estimate = int(cycles)
+        if type(cycles) is not int or cycles < 0:  # ints are the hot path (one call per vertex in tutorial 6)
+            cycles = as_size(cycles, f"set_perf_estimate of {vertex.describe()}: cycles", GraphConnectionError)
+        if type(flops) is not int or flops < 0:
+            as_size(flops, f"set_perf_estimate of {vertex.describe()}: flops", GraphConnectionError)
+        vertex.perf_estimate = cycles
 
     def get_perf_estimate(self, vertex: VertexRef) -> Optional[int]:
         return vertex.perf_estimate
@@ -307,4 +312,14 @@ class VertexBuilding:
         without its own perf estimate."""
         if not callable(estimator):
             raise TypeError("register_perf_estimator needs a callable estimator(vertex_info, target)")
+        if not isinstance(vertex_type, str):
+            raise UnknownVertexTypeError(f"register_perf_estimator: the vertex type must be a registered name, found "
+                                         f"{type(vertex_type).__name__} {vertex_type!r}")
+        try:
+            self._codelets.get(vertex_type)  # Poplar only takes estimators for vertex types it knows
+        except UnknownVertexTypeError:
+            raise UnknownVertexTypeError(
+                f"register_perf_estimator: unknown vertex type '{vertex_type}': "
+                f"{did_you_mean(vertex_type, self._codelets.types)}; add its codelets with graph.add_codelets(...) "
+                "before registering an estimator for it") from None
         self._state.estimators[vertex_type] = estimator

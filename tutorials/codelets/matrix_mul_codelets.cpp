@@ -1,5 +1,5 @@
 // Codelets for the matrix-vector multiplication tutorials (5 and 6), in Poplar's C++
-// codelet dialect.
+// codelet dialect: popsim's own, not Graphcore's file.
 #include <poplar/Vertex.hpp>
 
 using namespace poplar;

@@ -1,4 +1,4 @@
-// Codelets for tutorial 3 (writing vertex code), in Poplar's C++ codelet dialect.
+// Tutorial 3's codelets in Poplar's C++ codelet dialect: popsim's own, not Graphcore's file.
 #include <poplar/Vertex.hpp>
 
 using namespace poplar;

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import List
 
+from ..errors import InvalidOptionError
 from .build import build_report
 
 
@@ -19,6 +20,15 @@ def _wanted(options) -> bool:
 
 
 def _write(report, directory: str) -> List[str]:
+    try:
+        return _write_files(report, directory)
+    except OSError as e:
+        where = f" ({e.filename})" if e.filename and str(e.filename) != directory else ""
+        raise InvalidOptionError(f"option 'autoReport.directory' is {directory!r}, where the report cannot be "
+                                 f"written: {e.strerror or e}{where}; set it to a directory you can write to") from None
+
+
+def _write_files(report, directory: str) -> List[str]:
     os.makedirs(directory, exist_ok=True)
     json_path = os.path.join(directory, "profile.json")
     report.to_json(json_path)

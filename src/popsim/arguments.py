@@ -1,0 +1,60 @@
+"""Checking the numbers Poplar takes as ``unsigned``, ``size_t`` or ``double``.
+
+C++ refuses ``addVariable(FLOAT, {2.5})`` at compile time; Python would silently turn 2.5
+into 2 or "4" into 4. These helpers take Python and numpy integers only (never bools,
+floats or strings) and raise the caller's PopsimError subclass naming the argument, the
+value found and what to pass instead.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Type
+
+import numpy as np
+
+from .errors import PopsimError
+
+__all__ = ["as_int", "as_size", "as_positive_float", "plain"]
+
+
+def plain(value):
+    """A numpy scalar as the Python value it holds (messages show 2.0, not np.float64(2.0))."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _found(value) -> str:
+    return f"{type(value).__name__} {plain(value)!r}"
+
+
+def as_int(value, what: str, error: Type[PopsimError] = PopsimError, low: Optional[int] = None,
+           high: Optional[int] = None) -> int:
+    """``value`` as an int within [low, high] (either bound optional); else ``error``."""
+    if type(value) is not int:  # the common case stays one type check
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            hint = f"; pass a whole number such as {int(value)}" if isinstance(value, (float, np.floating)) \
+                and math.isfinite(value) else ""
+            raise error(f"{what} must be an integer, found {_found(value)}{hint}")
+        value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        if high is None:
+            wanted = "a non-negative integer" if low == 0 else f"an integer >= {low}"
+        elif low is None:
+            wanted = f"an integer <= {high}"
+        else:
+            wanted = f"an integer in {low}..{high}"
+        raise error(f"{what} must be {wanted}, found {value}")
+    return value
+
+
+def as_size(value, what: str, error: Type[PopsimError] = PopsimError) -> int:
+    """A non-negative integer: a dimension, an element count, a number of sub-edges."""
+    return as_int(value, what, error, low=0)
+
+
+def as_positive_float(value, what: str, error: Type[PopsimError] = PopsimError) -> float:
+    """A finite number > 0 (ints accepted, bools not)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise error(f"{what} must be a positive number, found {_found(value)}")
+    if not (math.isfinite(value) and value > 0):
+        raise error(f"{what} must be a positive finite number, found {plain(value)!r}")
+    return float(value)
