@@ -211,3 +211,30 @@ def test_merge_overlapping_runs_matches_brute_force(seed):
         m = sorted(members)
         assert r_tile[r] == tile[m[0]] and member[r] in members
         assert r_start[r] == start[m].min() and r_start[r] + r_length[r] == (start[m] + length[m]).max()
+
+
+def test_a_run_spread_over_two_ipus_is_split_between_the_exchanges():
+    """x[0:4] on tile 0 (IPU 0), x[4:8] on tile 4 (IPU 1); the reader on tile 5 (IPU 1)
+    writes its result to tile 1 (IPU 0): 16 bytes come on chip, 16 over the links, and
+    the 4-byte result goes back over the links after the compute phase."""
+    model = popsim.IPUModel("ipu2")
+    model.num_ipus, model.tiles_per_ipu = 2, 4
+    device = model.create_device()
+    g = popsim.Graph(device)
+    g.add_codelets([WeightedSum])
+    x = g.add_variable(FLOAT, [8], "x")
+    g.set_tile_mapping(x[:4], 0)
+    g.set_tile_mapping(x[4:], 4)
+    out = g.add_variable(FLOAT, [1], "out")
+    g.set_tile_mapping(out, 1)
+    cs = g.add_compute_set("split")
+    g.set_tile_mapping(g.add_vertex(cs, "WeightedSum", {"a": x, "out": out[0]}), 5)
+    engine, result, _ = run(g, device, x, out, Execute(cs))
+    np.testing.assert_allclose(result, [weighted(X)])
+    step = exchange_step(engine)
+    latency = device.target.ipu_link_latency_cycles
+    onchip_in = math.ceil(16 / 4) + cm.EXCHANGE_OVERHEAD_CYCLES
+    global_in, global_out = math.ceil(16 / 4) + latency, math.ceil(4 / 4) + latency
+    assert step.tile_exchange == [global_in, global_out, 0, 0, onchip_in, onchip_in + global_in + global_out, 0, 0]
+    assert step.categories["global_exchange"] == pytest.approx((2 * global_in + 2 * global_out) / 8)
+    assert step.categories["ipu_exchange"] == pytest.approx(2 * onchip_in / 8)
