@@ -238,3 +238,15 @@ def test_a_run_spread_over_two_ipus_is_split_between_the_exchanges():
     assert step.tile_exchange == [global_in, global_out, 0, 0, onchip_in, onchip_in + global_in + global_out, 0, 0]
     assert step.categories["global_exchange"] == pytest.approx((2 * global_in + 2 * global_out) / 8)
     assert step.categories["ipu_exchange"] == pytest.approx(2 * onchip_in / 8)
+
+
+def test_saved_bytes_survive_serialize(small_device, tmp_path):
+    g, x, out, cs = build(small_device, [lambda x: x] * 2, [1] * 2)
+    g.create_host_write("x", x)
+    path = tmp_path / "exe.popsimexe"
+    popsim.compile_graph(g, Execute(cs)).serialize(path)
+    engine = popsim.Engine(popsim.Executable.deserialize(path))
+    engine.load(small_device)
+    engine.write_tensor("x", X)
+    engine.run()
+    assert engine.get_report().memory.exchange_buffers_shared == 32
