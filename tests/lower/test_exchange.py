@@ -250,3 +250,22 @@ def test_saved_bytes_survive_serialize(small_device, tmp_path):
     engine.write_tensor("x", X)
     engine.run()
     assert engine.get_report().memory.exchange_buffers_shared == 32
+
+
+def test_a_view_partly_on_its_tile_is_exchanged_whole(small_device):
+    """x[::2] with x[0:4] on the reader's tile 1 and x[4:8] on tile 0: x[0], x[2] travel
+    as self-sends beside x[4], x[6] (docs/cost_model.md), no on-tile rearrangement."""
+    g = popsim.Graph(small_device)
+    g.add_codelets([WeightedSum])
+    x = g.add_variable(FLOAT, [8], "x")
+    g.set_tile_mapping(x[:4], 1)
+    g.set_tile_mapping(x[4:], 0)
+    out = g.add_variable(FLOAT, [1], "out")
+    g.set_tile_mapping(out, 1)
+    cs = g.add_compute_set("half_here")
+    g.set_tile_mapping(g.add_vertex(cs, "WeightedSum", {"a": x[::2], "out": out[0]}), 1)
+    engine, result, _ = run(g, small_device, x, out, Execute(cs))
+    np.testing.assert_allclose(result, [weighted(X[::2])])
+    step = exchange_step(engine)
+    assert step.tile_exchange[:2] == [math.ceil(8 / 4) + cm.EXCHANGE_OVERHEAD_CYCLES,    # tile 0 sends 8
+                                      math.ceil(16 / 4) + cm.EXCHANGE_OVERHEAD_CYCLES]   # tile 1 receives 16

@@ -330,8 +330,10 @@ class ComputeSetLowerer:
         pbytes = pieces.length * itemsize[owner]
         parena = self.planner.arena_offsets(pieces.gid)
         plocal = offsets[owner] + pieces.pos * itemsize[owner]
-        off_tile = piece_tile != tile[owner]
-        cross = off_tile & (piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu)
+        remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
+        remote[owner[piece_tile != tile[owner]]] = True
+        off_tile = remote[owner]
+        cross = piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu
         for phase, active, seg, (src, dst) in ((0, reads[owner], segments[0], (parena, plocal)),
                                               (1, writes[owner], segments[1], (plocal, parena))):
             if not active.any():
@@ -426,7 +428,8 @@ class ComputeSetLowerer:
             row_index=np.asarray(self.row_index, np.int64), row_cs=np.asarray(self.row_cs, np.int64),
             type_names=[t.name for t in self.types], type_fields=[list(t.field_names) for t in self.types],
             type_sources=[t.source for t in self.types], cs_names=self.cs_names,
-            cs_buffer_bytes=self.cs_buffer_bytes, cs_shared_bytes=self.cs_shared_bytes, group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
+            cs_buffer_bytes=self.cs_buffer_bytes, cs_shared_bytes=self.cs_shared_bytes,
+            group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
             cs_groups=[(c[0], c[1]) for c in self.compute_sets], warnings=self.warnings, vertex_types=self.types)
 
 
