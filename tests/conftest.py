@@ -14,10 +14,12 @@ _BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_
 @pytest.fixture(autouse=True)
 def hermetic_environment(monkeypatch, tmp_path_factory):
     """Run every test as if the caller's environment set nothing: no engine options, no
-    debug modes, no executable cache (POPSIM_CACHE_DIR switches it on). Compiled codelets
+    debug modes, no executable cache (POPSIM_CACHE_DIR switches it on), except the
+    race check (POPSIM_CHECK_RACES), on for every test. Compiled codelets
     still go to one cache for the whole session, so they compile once."""
     for name in _BEHAVIOUR:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("POPSIM_CHECK_RACES", "true")  # the suite's graphs must be free of races
     codelets = os.environ.get("POPSIM_CACHE_DIR")
     monkeypatch.delenv("POPSIM_CACHE_DIR", raising=False)
     if codelets:  # keep using the caller's codelet cache: it lives under <dir>/codelets

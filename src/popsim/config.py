@@ -24,6 +24,7 @@ ENVIRONMENT = {
     "POPSIM_CODELET_MODE": "compiled (default) or interpreted: how Python vertices run",
     "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
     "POPSIM_LOG_DEST": "stdout, stderr or a file name (see popsim/log.py)",
+    "POPSIM_CHECK_RACES": "true or false: the read-after-write race check (option popsim.checkRaces)",
 }
 
 
@@ -88,6 +89,19 @@ def codelet_mode() -> str:
     if mode and mode not in ("compiled", "interpreted"):
         raise InvalidOptionError(f"POPSIM_CODELET_MODE must be 'compiled' or 'interpreted', found {mode!r}")
     return mode
+
+
+def check_races() -> str:
+    """POPSIM_CHECK_RACES as "true" or "false" ("" when unset): whether lowering reports
+    a vertex reading what another vertex of its compute set writes."""
+    text = os.environ.get("POPSIM_CHECK_RACES", "").strip().lower()
+    if not text:
+        return ""
+    if text in ("1", "true", "yes", "on"):
+        return "true"
+    if text in ("0", "false", "no", "off"):
+        return "false"
+    raise InvalidOptionError(f"POPSIM_CHECK_RACES must be true or false (or 1 / 0), found {text!r}")
 
 
 def log_settings() -> Tuple[str, str]:

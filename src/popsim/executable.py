@@ -49,7 +49,7 @@ FORMAT_VERSION = 1
 _MAGIC = "popsim-executable"
 
 # The options that shape what is compiled (the rest only affect how it runs or reports).
-COMPILE_OPTIONS = ("debug.allowOutOfMemory", "popsim.codeletMode")
+COMPILE_OPTIONS = ("debug.allowOutOfMemory", "popsim.codeletMode", "popsim.checkRaces")
 
 
 class Executable:
@@ -133,6 +133,7 @@ def compile_graph(graph, programs: Union[Program, Sequence[Program]], options=No
     interpreted = (config.codelet_mode() or opts["popsim.codeletMode"]) == "interpreted"
     compile_options = {k: opts[k] for k in COMPILE_OPTIONS}
     compile_options["popsim.codeletMode"] = "interpreted" if interpreted else "compiled"
+    compile_options["popsim.checkRaces"] = config.check_races() or opts["popsim.checkRaces"]
     timings: Dict[str, float] = {}
     info = CompilationInfo(phases=timings)
     cache = _cache_dir(opts)
@@ -160,7 +161,7 @@ def compile_graph(graph, programs: Union[Program, Sequence[Program]], options=No
     logger.debug("compiling: %d variables, %d compute sets, %d vertices, %d programs", len(state.table),
                  len(state.compute_sets), sum(len(cs.vertices) for cs in state.compute_sets), len(progs))
     with phase("lower graph", timings):
-        lowered = lower_graph(state, progs, interpreted, timings)
+        lowered = lower_graph(state, progs, interpreted, timings, compile_options["popsim.checkRaces"] == "true")
     exe = Executable(lowered, compile_options, info)
     if lowered.tiles_out_of_memory.size and not opts.flag("debug.allowOutOfMemory"):
         written = write_auto_report_for(exe, opts, None)
@@ -232,6 +233,7 @@ def _encode(exe: Executable):
         "library_names": [Path(lib).name for lib in libraries],
         "state_bytes": v.state_bytes, "type_names": v.type_names, "type_fields": v.type_fields,
         "type_sources": v.type_sources, "cs_names": v.cs_names, "cs_buffer_bytes": v.cs_buffer_bytes,
+        "cs_shared_bytes": v.cs_shared_bytes,
         "cs_groups": v.cs_groups, "warnings": v.warnings,
     }
     return header, arrays
@@ -265,7 +267,8 @@ def _decode(h: dict, a: Dict[str, np.ndarray]) -> Executable:
         compute_sets=a["compute_sets"], codelets=[(libraries[k], sym) for k, sym in h["codelets"]],
         state_bytes=h["state_bytes"], row_type=a["row_type"], row_index=a["row_index"], row_cs=a["row_cs"],
         type_names=h["type_names"], type_fields=h["type_fields"], type_sources=h["type_sources"],
-        cs_names=h["cs_names"], cs_buffer_bytes=h["cs_buffer_bytes"], group_tiles=a["group_tiles"],
+        cs_names=h["cs_names"], cs_buffer_bytes=h["cs_buffer_bytes"],
+        cs_shared_bytes=h.get("cs_shared_bytes", [0] * len(h["cs_names"])), group_tiles=a["group_tiles"],
         cs_groups=[tuple(g) for g in h["cs_groups"]], warnings=h["warnings"], vertex_types=None)
     layout = MemoryLayout(h["arena_bytes"], a["var_offsets"], None, a["region_var"], a["region_tile"],
                           a["region_bytes"], {c: a[f"memory.{c}"] for c in h["memory_categories"]})

@@ -93,6 +93,8 @@ OPTIONS: Dict[str, OptionSpec] = {
                                 choices=("compiled", "interpreted")),
     "popsim.traceLength": _spec("10000", "steps recorded in the execution trace (from the last reset)",
                                 check=_non_negative_int),
+    "popsim.checkRaces": _flag("false", "a vertex reading what another vertex of its compute set writes is an "
+                                        "error (POPSIM_CHECK_RACES overrides; the test suite turns it on)"),
 }
 
 

@@ -80,6 +80,12 @@ class Target(SnakeCaseNames):
     min_ipu_sync_delay: int = 16
     relative_sync_delay: RelativeSyncDelayType = RelativeSyncDelayType.AUTO
     global_sync_cycles: int = 40
+    # IPU-Links (multi-IPU targets), PopLibs' IPUModel test model: each link carries
+    # 128 Gibit/s per direction at 0.85 efficiency; an IPU reaches its card partner over
+    # 4 links; a hop costs 15 ns (as in global_sync_cycles). docs/cost_model.md.
+    ipu_link_bytes_per_second: float = 128 * 2**30 / 8 * 0.85
+    ipu_links_per_ipu: int = 4
+    ipu_link_latency_seconds: float = 15e-9
     amp_fp16_macs_per_cycle: int = 64
     amp_fp32_macs_per_cycle: int = 16
     arch: str = "ipu2"
@@ -147,6 +153,18 @@ class Target(SnakeCaseNames):
         """Cycles an internal sync takes for the tile furthest from the sync controller."""
         spread = 0 if self.relative_sync_delay is RelativeSyncDelayType.NO_DELAY else self.tiles_per_ipu // 128
         return self.min_ipu_sync_delay + spread
+
+    @property
+    def ipu_link_bytes_per_cycle(self) -> float:
+        """Bytes one IPU can send (and receive) per tile-clock cycle over its IPU-Links."""
+        return self.ipu_links_per_ipu * self.ipu_link_bytes_per_second / self.tile_clock_frequency
+
+    @property
+    def ipu_link_latency_cycles(self) -> int:
+        """Cycles from a send on one IPU to its arrival on another, over the worst-case
+        number of hops (1 + IPUs/4, as for the global sync)."""
+        hops = 1 + self.num_ipus // 4
+        return math.ceil(self.ipu_link_latency_seconds * self.tile_clock_frequency * hops)
 
     @property
     def has_cost_model(self) -> bool:

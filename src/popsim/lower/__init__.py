@@ -76,9 +76,12 @@ class Lowered:
         return len(self.program_names)
 
 
-def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Dict[str, float]] = None) -> Lowered:
+def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Dict[str, float]] = None,
+                check_races: bool = False) -> Lowered:
     """Lower ``programs`` for the graph ``state``; tiles over their memory are listed in
-    ``tiles_out_of_memory`` (the caller decides whether that is an error)."""
+    ``tiles_out_of_memory`` (the caller decides whether that is an error). With
+    ``check_races``, a vertex reading what another writes in one compute set is an error
+    (conflicts.py)."""
     timings = {} if timings is None else timings
     target = state.target
     variables = state.table.variables
@@ -92,7 +95,7 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
     host_reads = {h: HostHandle(h, tables.add(planner.host_segments(t, to_device=False)), t.dtype, t.shape)
                   for h, t in state.host_reads.items()}
     progress = Progress(sum(len(cs.vertices) for cs in state.compute_sets), "Compiling")
-    compute_sets = ComputeSetLowerer(state, layout, planner, tables, cost, interpreted, progress)
+    compute_sets = ComputeSetLowerer(state, layout, planner, tables, cost, interpreted, progress, check_races)
     try:
         with phase("lower programs and compute sets", timings):
             lowered_programs = ProgramLowerer(state, planner, tables, cost, compute_sets).lower(programs)

@@ -4,7 +4,8 @@ Each edge field becomes a pointer the codelet reads or writes during the compute
 phase. A field connected to one contiguous run of elements on the vertex's own tile
 points straight into tile memory; any other connection (elements on other tiles, or a
 scattered view) gets an exchange buffer on the vertex's tile, filled before the compute
-phase (inputs) and copied back after it (outputs), as Poplar's exchange does. Vertices
+phase (inputs) and copied back after it (outputs), as Poplar's exchange does; fields
+that only read the same elements on one tile share one buffer (exchange.py). Vertices
 are grouped by tile, kept in creation order, and dealt round-robin to the workers.
 
 Graphs have up to millions of edges, so the per-edge Python work only records each
@@ -18,12 +19,14 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import GraphConnectionError, GraphCycleError, InvalidTileMappingError
+from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..runs import Runs, runs_of
 from ..tensor import Tensor
 from ..views import contiguous_inner
 from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, StepCost
-from .layout import ARENA_ALIGNMENT, MemoryLayout
+from .conflicts import check_conflicts
+from .exchange import Traffic, merge_overlapping_runs
+from .layout import ARENA_ALIGNMENT, TILE_REGION_ALIGNMENT, MemoryLayout
 from .transfers import CopyTables, TransferPlanner, merge_segments
 
 FIELD_ARENA, FIELD_SPANS = 0, 1
@@ -51,6 +54,7 @@ class VertexTables:
     type_sources: List[str] = field(default_factory=list)
     cs_names: List[str] = field(default_factory=list)          # compute set row -> name
     cs_buffer_bytes: List[int] = field(default_factory=list)   # compute set row -> exchange buffer bytes
+    cs_shared_bytes: List[int] = field(default_factory=list)   # compute set row -> buffer bytes saved by sharing
     group_tiles: np.ndarray = None                            # group row -> tile
     cs_groups: List[Tuple[int, int]] = field(default_factory=list)  # compute set row -> (first, count)
     warnings: List[str] = field(default_factory=list)
@@ -105,43 +109,10 @@ class _Edges:
         return len(self.gid) - 1
 
 
-class _Traffic:
-    """Bytes one exchange phase of a compute set moves, per tile."""
-
-    def __init__(self, num_tiles: int):
-        self.onchip = np.zeros(num_tiles)       # on-tile rearrangement bytes
-        self.onchip_runs = np.zeros(num_tiles, np.int64)
-        self.sent = np.zeros(num_tiles)
-        self.received = np.zeros(num_tiles)
-
-    def cost(self, cost: CostModel) -> StepCost:
-        return cost.copy(self.onchip, self.onchip_runs, self.sent, self.received)
-
-
-def _bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray, index) -> np.ndarray:
-    """For each interval of the mapping ``index``: the bytes of the runs [starts,
-    starts + lengths) (global ids, elements of ``itemsize`` bytes) that fall in it.
-
-    Integrates the runs' coverage instead of splitting them at every tile boundary,
-    which matters when many runs each cross many tiles."""
-    pos = np.concatenate([starts, starts + lengths])
-    weight = np.concatenate([itemsize, -itemsize])
-    order = np.argsort(pos, kind="stable")
-    pos, weight = pos[order], weight[order]
-    count, moment = np.cumsum(weight), np.cumsum(weight * pos)
-
-    def integral(x):  # bytes of all runs below x
-        k = np.searchsorted(pos, x, side="right") - 1
-        ok = k >= 0
-        out = np.zeros(x.shape, np.int64)
-        out[ok] = x[ok] * count[k[ok]] - moment[k[ok]]
-        return out
-    return integral(index.ends) - integral(index.begins)
-
-
 class ComputeSetLowerer:
     def __init__(self, state, layout: MemoryLayout, planner: TransferPlanner, tables: CopyTables,
-                 cost: CostModel, interpreted: bool, progress=None):
+                 cost: CostModel, interpreted: bool, progress=None, check_races: bool = False):
+        self.check_races = check_races
         self.progress = progress
         self.state = state
         self.layout = layout
@@ -167,6 +138,7 @@ class ComputeSetLowerer:
         self.types: List[object] = []
         self.cs_names: List[str] = []
         self.cs_buffer_bytes: List[int] = []
+        self.cs_shared_bytes: List[int] = []
         self.warnings: List[str] = []
         self._code_on_tile: set = set()
         self._lowered: Dict[int, Tuple[int, StepCost]] = {}
@@ -295,7 +267,9 @@ class ComputeSetLowerer:
 
         A field whose elements all sit on its vertex's tile but not in one run is
         rearranged on the tile; one with any element elsewhere is exchanged whole
-        (elements already on the tile travel as self-sends)."""
+        (elements already on the tile travel as self-sends). Fields that only read share
+        their buffer with the other readers of the same elements on their tile
+        (exchange.py)."""
         count = len(edges.gid)
         ntiles = self.target.num_tiles
         gid = np.asarray(edges.gid, np.int64)
@@ -304,6 +278,7 @@ class ComputeSetLowerer:
         itemsize = np.asarray(edges.itemsize, np.int64)
         reads = np.asarray(edges.reads, bool)
         writes = np.asarray(edges.writes, bool)
+        read_only = reads & ~writes
         simple = gid >= 0
         direct = simple & (n == 0)
         filled = simple & (n > 0)
@@ -319,84 +294,120 @@ class ComputeSetLowerer:
         offsets = np.zeros(count, np.int64)
         used = direct & (n > 0)
         offsets[used] = self.planner.arena_offsets(gid[used])
-
-        # Everything else gets an exchange buffer on its vertex's tile.
         moved = ~direct
-        for e, nbytes in zip(np.flatnonzero(moved).tolist(), (n[moved] * itemsize[moved]).tolist()):
-            offsets[e] = self.layout.allocate(nbytes, int(tile[e]), "exchange_buffers")
-        phases = (_Traffic(ntiles), _Traffic(ntiles))
+        phases = (Traffic(ntiles), Traffic(ntiles))
         segments: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
+        separate_bytes = 0  # what the shared buffers would take unshared
 
-        # Contiguous runs of one variable, off their vertex's tile: one segment each.
-        run = np.flatnonzero(moved & simple)
-        nbytes = n[run] * itemsize[run]
-        arena = self.planner.arena_offsets(gid[run])
-        for phase, active, seg, (src, dst) in ((0, reads[run], segments[0], (arena, offsets[run])),
-                                              (1, writes[run], segments[1], (offsets[run], arena))):
-            if not active.any():
-                continue
-            seg.append(merge_segments(src[active], dst[active], nbytes[active]))
-            sel = run[active]
-            mine = np.bincount(tile[sel], weights=n[sel] * itemsize[sel], minlength=ntiles)
-            theirs = np.bincount(index.tiles, weights=_bytes_per_interval(gid[sel], n[sel], itemsize[sel], index),
-                                 minlength=ntiles) if not self.cpu else mine
-            traffic = phases[phase]
-            if self.cpu:
-                traffic.onchip += mine
-                traffic.onchip_runs += np.bincount(tile[sel], minlength=ntiles)
-            elif phase == 0:
-                traffic.received += mine
-                traffic.sent += theirs
-            else:
-                traffic.sent += mine
-                traffic.received += theirs
+        # Contiguous runs of one variable, off their vertex's tile. Runs only read share
+        # one buffer per tile and union of overlapping runs; runs written get one each.
+        shared = np.flatnonzero(moved & simple & read_only)
+        region, r_tile, r_gid, r_n, r_member = merge_overlapping_runs(tile[shared], gid[shared], n[shared])
+        r_item = itemsize[shared][r_member]
+        r_offset = self.layout.allocate_many(r_n * r_item, r_tile, "exchange_buffers")
+        offsets[shared] = r_offset[region] + (gid[shared] - r_gid[region]) * itemsize[shared]
+        separate_bytes += _padded(n[shared] * itemsize[shared]) - _padded(r_n * r_item)
+        self._exchange_runs(phases[0], segments[0], r_tile, r_gid, r_n, r_item, r_offset, incoming=True)
+        own = np.flatnonzero(moved & simple & ~read_only)
+        own_offset = self.layout.allocate_many(n[own] * itemsize[own], tile[own], "exchange_buffers")
+        offsets[own] = own_offset
+        for phase, active in ((0, reads[own]), (1, writes[own])):
+            sel = own[active]
+            self._exchange_runs(phases[phase], segments[phase], tile[sel], gid[sel], n[sel], itemsize[sel],
+                                own_offset[active], incoming=phase == 0)
 
-        # Views that are not one run: piece by piece.
-        pieces, owner, piece_tile = self._pieces(edges, np.flatnonzero(moved & ~simple))
+        # Views that are not one run: piece by piece; identical views only read share a buffer.
+        views = np.flatnonzero(moved & ~simple)
+        runs, leader = self._view_runs(edges, views, tile, itemsize, read_only)
+        leads = leader == views
+        lead_offset = self.layout.allocate_many(n[views[leads]] * itemsize[views[leads]], tile[views[leads]],
+                                                "exchange_buffers")
+        offsets[views[leads]] = lead_offset
+        offsets[views[~leads]] = offsets[leader[~leads]]
+        separate_bytes += _padded(n[views[~leads]] * itemsize[views[~leads]])
+        pieces, owner, piece_tile = self._pieces([r for r, lead in zip(runs, leads.tolist()) if lead],
+                                                 views[leads])
         pbytes = pieces.length * itemsize[owner]
         parena = self.planner.arena_offsets(pieces.gid)
         plocal = offsets[owner] + pieces.pos * itemsize[owner]
-        off_tile = np.zeros(count, bool)
-        off_tile[owner[piece_tile != tile[owner]]] = True
+        remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
+        remote[owner[piece_tile != tile[owner]]] = True
+        off_tile = remote[owner]
+        cross = piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu
         for phase, active, seg, (src, dst) in ((0, reads[owner], segments[0], (parena, plocal)),
                                               (1, writes[owner], segments[1], (plocal, parena))):
             if not active.any():
                 continue
             seg.append(merge_segments(src[active], dst[active], pbytes[active]))
             traffic = phases[phase]
-            exchanged = active & off_tile[owner]
-            local = active & ~off_tile[owner]
+            local = active & ~off_tile
             traffic.onchip += np.bincount(tile[owner][local], weights=pbytes[local], minlength=ntiles)
             traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
-            mine = np.bincount(tile[owner][exchanged], weights=pbytes[exchanged], minlength=ntiles)
-            theirs = np.bincount(piece_tile[exchanged], weights=pbytes[exchanged], minlength=ntiles)
-            traffic.received += mine if phase == 0 else theirs
-            traffic.sent += theirs if phase == 0 else mine
+            for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
+                                         (active & cross, traffic.global_sent, traffic.global_received)):
+                mine = np.bincount(tile[owner][mask], weights=pbytes[mask], minlength=ntiles)
+                theirs = np.bincount(piece_tile[mask], weights=pbytes[mask], minlength=ntiles)
+                received += mine if phase == 0 else theirs
+                sent += theirs if phase == 0 else mine
+        self.cs_shared_bytes.append(int(separate_bytes))
 
         written = simple & writes & (n > 0)
         pw = writes[owner]
-        _check_write_conflicts(cs, edges, np.concatenate([gid[written], pieces.gid[pw]]),
-                               np.concatenate([n[written], pieces.length[pw]]),
-                               np.concatenate([np.flatnonzero(written), owner[pw]]))
+        write_intervals = (np.concatenate([gid[written], pieces.gid[pw]]),
+                           np.concatenate([n[written], pieces.length[pw]]),
+                           np.concatenate([np.flatnonzero(written), owner[pw]]))
+        read_intervals = None
+        if self.check_races:
+            read = simple & read_only & (n > 0)
+            pr = read_only[owner]
+            read_intervals = (np.concatenate([gid[read], pieces.gid[pr]]),
+                              np.concatenate([n[read], pieces.length[pr]]),
+                              np.concatenate([np.flatnonzero(read), owner[pr]]))
+        check_conflicts(cs, edges.owner, write_intervals, read_intervals)
         gathers = np.concatenate(segments[0]) if segments[0] else np.empty((0, 3), np.int64)
         scatters = np.concatenate(segments[1]) if segments[1] else np.empty((0, 3), np.int64)
         return offsets, gathers, scatters, phases[0], phases[1]
 
-    def _pieces(self, edges: _Edges, views: np.ndarray):
-        """Runs of the given (non-contiguous) edges split at tile boundaries: the
+    def _exchange_runs(self, traffic: Traffic, segments: List[np.ndarray], tile: np.ndarray, gid: np.ndarray,
+                       n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool) -> None:
+        """Copy segments between runs of variables and their buffers on ``tile``, and
+        the traffic: into the buffers when ``incoming`` (gather), else out (scatter)."""
+        if not gid.size:
+            return
+        nbytes = n * itemsize
+        arena = self.planner.arena_offsets(gid)
+        src, dst = (arena, buffer) if incoming else (buffer, arena)
+        segments.append(merge_segments(src, dst, nbytes))
+        if self.cpu:
+            traffic.onchip += np.bincount(tile, weights=nbytes, minlength=traffic.onchip.size)
+            traffic.onchip_runs += np.bincount(tile, minlength=traffic.onchip.size)
+            return
+        traffic.add_runs(self.layout.index, self.target.tiles_per_ipu, self.target.num_ipus > 1, tile, gid, n,
+                         itemsize, incoming)
+
+    def _view_runs(self, edges: _Edges, views: np.ndarray, tile: np.ndarray, itemsize: np.ndarray,
+                   read_only: np.ndarray) -> Tuple[List[Runs], np.ndarray]:
+        """The runs of each view edge, and the edge whose buffer each uses: itself, or
+        the first read-only edge on its tile with the same elements in the same order."""
+        runs = [runs_of(edges.tensor[e]) for e in views.tolist()]
+        leader = views.copy()
+        first: Dict[tuple, int] = {}
+        for k, (e, r) in enumerate(zip(views.tolist(), runs)):
+            if read_only[e]:
+                key = (int(tile[e]), int(itemsize[e]), r.gid.tobytes(), r.length.tobytes())
+                leader[k] = first.setdefault(key, e)
+        return runs, leader
+
+    def _pieces(self, runs: List[Runs], views: np.ndarray):
+        """The ``runs`` of the given (non-contiguous) edges split at tile boundaries: the
         pieces (``pos`` relative to their edge), the edge of each, its tile."""
-        starts, lengths, owners, positions = [], [], [], []
-        for e in views.tolist():
-            r = runs_of(edges.tensor[e])
-            starts.append(r.gid)
-            lengths.append(r.length)
-            owners.append(np.full(r.size, e, np.int64))
-            positions.append(r.pos)
-        if not starts:
+        if not runs:
             empty = np.empty(0, np.int64)
             return Runs(empty, empty, empty), empty, empty
-        start, length = np.concatenate(starts), np.concatenate(lengths)
-        owner, pos = np.concatenate(owners), np.concatenate(positions)
+        start = np.concatenate([r.gid for r in runs])
+        length = np.concatenate([r.length for r in runs])
+        pos = np.concatenate([r.pos for r in runs])
+        owner = np.repeat(views, [r.size for r in runs])
         if self.cpu:
             return Runs(pos, start, length), owner, np.zeros(start.size, np.int64)
         # Give every run its own stretch of a common position axis so that splitting keeps track of it.
@@ -417,29 +428,12 @@ class ComputeSetLowerer:
             row_index=np.asarray(self.row_index, np.int64), row_cs=np.asarray(self.row_cs, np.int64),
             type_names=[t.name for t in self.types], type_fields=[list(t.field_names) for t in self.types],
             type_sources=[t.source for t in self.types], cs_names=self.cs_names,
-            cs_buffer_bytes=self.cs_buffer_bytes, group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
+            cs_buffer_bytes=self.cs_buffer_bytes, cs_shared_bytes=self.cs_shared_bytes,
+            group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
             cs_groups=[(c[0], c[1]) for c in self.compute_sets], warnings=self.warnings, vertex_types=self.types)
 
 
-def _check_write_conflicts(cs, edges: _Edges, starts: np.ndarray, lengths: np.ndarray, edge: np.ndarray) -> None:
-    """GraphCycleError when two writes of one compute set touch the same element."""
-    if starts.size < 2:
-        return
-    order = np.argsort(starts, kind="stable")
-    s, e, o = starts[order], starts[order] + lengths[order], edge[order]
-    reach = np.maximum.accumulate(e)
-    clash = np.flatnonzero(s[1:] < reach[:-1])
-    if clash.size == 0:
-        return
-    j = int(clash[0]) + 1
-    i = int(np.flatnonzero(e[:j] > s[j])[0])  # an earlier write covering s[j]
-    (va, fa), (vb, fb) = edges.owner[min(o[i], o[j])], edges.owner[max(o[i], o[j])]  # in vertex order
-    var = cs._state.table.variable_of(int(s[j]))
-    lo, hi = int(max(s[i], s[j])) - var.base, int(min(e[i], e[j])) - var.base
-    if va is vb and fa == fb:
-        who, twice = f"field '{fa}' of {va.describe()} writes", " more than once"
-    else:
-        who, twice = f"field '{fa}' of {va.describe()} and field '{fb}' of {vb.describe()} both write", ""
-    raise GraphCycleError(
-        f"in compute set '{cs.name}', {who} elements [{lo}:{hi}) of {var.kind} '{var.name}'{twice}: each element "
-        "may be written once per compute set; split the work differently or use separate compute sets")
+
+def _padded(nbytes: np.ndarray) -> int:
+    """Bytes the buffers take in the per-tile memory accounting (each padded like a region)."""
+    return int(((nbytes + TILE_REGION_ALIGNMENT - 1) // TILE_REGION_ALIGNMENT * TILE_REGION_ALIGNMENT).sum())

@@ -6,26 +6,32 @@ the *tile average* of the cycles tiles spend in each activity during it. For eve
 step the activities add up to the duration: a tile that finishes early waits at
 the sync, and that wait is counted as sync, as Poplar's IPUModel does.
 
-Constants (docs/cost_model.md explains each; targets carry the bandwidths):
+Constants (docs/cost_model.md explains each; targets carry the bandwidths, including
+the IPU-Link figures: ``ipu_link_bytes_per_cycle`` and ``ipu_link_latency_cycles``):
 
-=============================  ======  ===================================================
-constant                       value   meaning
-=============================  ======  ===================================================
-COPY_RUN_OVERHEAD_CYCLES        4      per contiguous run an on-tile copy moves
-EXCHANGE_OVERHEAD_CYCLES        10     per tile taking part in an exchange phase
-HOST_STREAM_OVERHEAD_CYCLES     100    per host stream transfer (host sync handshake)
-LOOP_ITERATION_CYCLES           4      per Repeat iteration (counted branch)
-CALL_CYCLES                     6      per Call (call and return)
-BRANCH_EXTRA_CYCLES             10     If / Switch / RepeatWhile decision, plus a sync and
-                                       the exchange of the predicate to every tile
-DEFAULT_VERTEX_CYCLES           100    a C++ vertex with no perf estimate and no estimator
-                                       (the report warns)
-VERTEX_CODE_BYTES               512    code of one vertex type on each tile that runs it
-EXCHANGE_CODE_BYTES             32     code of one exchange phase on each tile taking part
-CONTROL_CODE_BYTES              8      per instruction of the control program, on every tile
-WORKER_STACK_BYTES              64     stack of each worker context, on every tile
-SUPERVISOR_STACK_BYTES          128    stack of the supervisor, on every tile
-=============================  ======  ===================================================
+================================  ======  =====================================================
+constant                          value   meaning
+================================  ======  =====================================================
+COPY_RUN_OVERHEAD_CYCLES          4       per contiguous run an on-tile copy moves
+EXCHANGE_OVERHEAD_CYCLES          10      per tile taking part in an exchange phase
+target.ipu_link_bytes_per_cycle   43.9    ipu2 (ipu1 36.5, ipu21 31.6): bytes one IPU sends
+                                          (or receives) per cycle over its IPU-Links: 4 links x
+                                          128 Gibit/s x 0.85 efficiency / tile clock
+target.ipu_link_latency_cycles    20      ipu2 (ipu1 24, ipu21 28): ceil(15 ns x clock x hops),
+                                          hops = 1 + IPUs/4
+HOST_STREAM_OVERHEAD_CYCLES       100     per host stream transfer (host sync handshake)
+LOOP_ITERATION_CYCLES             4       per Repeat iteration (counted branch)
+CALL_CYCLES                       6       per Call (call and return)
+BRANCH_EXTRA_CYCLES               10      If / Switch / RepeatWhile decision, plus a sync and
+                                          the exchange of the predicate to every tile
+DEFAULT_VERTEX_CYCLES             100     a C++ vertex with no perf estimate and no estimator
+                                          (the report warns)
+VERTEX_CODE_BYTES                 512     code of one vertex type on each tile that runs it
+EXCHANGE_CODE_BYTES               32      code of one exchange phase on each tile taking part
+CONTROL_CODE_BYTES                8       per instruction of the control program, on every tile
+WORKER_STACK_BYTES                64      stack of each worker context, on every tile
+SUPERVISOR_STACK_BYTES            128     stack of the supervisor, on every tile
+================================  ======  =====================================================
 """
 from __future__ import annotations
 
@@ -95,9 +101,12 @@ class CostModel:
         return float(busy.max()) if busy.size else 0.0
 
     def copy(self, onchip_bytes: np.ndarray, onchip_runs: np.ndarray, sent: np.ndarray,
-             received: np.ndarray) -> StepCost:
+             received: np.ndarray, global_sent: Optional[np.ndarray] = None,
+             global_received: Optional[np.ndarray] = None) -> StepCost:
         """A Copy: an on-tile phase (memcpy on each tile), then an exchange phase for
-        data that changes tile, each followed by a sync. Arrays are per tile."""
+        data that changes tile, each followed by a sync, then (multi-IPU targets) a
+        global exchange phase for data that changes IPU, followed by a global sync.
+        Arrays are per tile; ``global_*`` count only bytes that cross IPU-Links."""
         if not self.enabled:
             return StepCost()
         t = self.target
@@ -108,12 +117,33 @@ class CostModel:
         exchange = np.where(traffic > 0, np.ceil(traffic / t.exchange_bytes_per_cycle) + EXCHANGE_OVERHEAD_CYCLES,
                             0.0)
         c_phase, x_phase = self._phase(compute), self._phase(exchange)
+        global_tiles, g_phase, global_bytes = self._global_exchange(global_sent, global_received)
         syncs = (c_phase > 0) + (x_phase > 0)
         duration = c_phase + x_phase + syncs * self.sync_cycles
+        if g_phase > 0:
+            duration += g_phase + t.global_sync_cycles
         avg_c, avg_x = compute.sum() / self.num_tiles, exchange.sum() / self.num_tiles
+        avg_g = global_tiles.sum() / self.num_tiles
         return StepCost(_vector(cycles=duration, compute_including_idle=avg_c, compute_excluding_idle=avg_c,
-                                ipu_exchange=avg_x, sync=duration - avg_c - avg_x),
-                        tile_compute=compute, tile_exchange=exchange, exchange_bytes=int(sent.sum()))
+                                ipu_exchange=avg_x, global_exchange=avg_g, sync=duration - avg_c - avg_x - avg_g),
+                        tile_compute=compute, tile_exchange=exchange + global_tiles,
+                        exchange_bytes=int(sent.sum()) + global_bytes)
+
+    def _global_exchange(self, sent: Optional[np.ndarray], received: Optional[np.ndarray]):
+        """The IPU-Link phase: (cycles of each tile, phase cycles, bytes). It lasts until
+        the busiest IPU has pushed its traffic through its links, or the busiest tile
+        through its exchange port, plus the link latency; every tile sending or
+        receiving across IPUs takes part for the whole phase."""
+        zero = np.zeros(self.num_tiles)
+        if sent is None or received is None or not (sent.any() or received.any()):
+            return zero, 0.0, 0
+        t = self.target
+        per_tile = np.maximum(sent, received)
+        per_ipu = np.maximum(sent.reshape(t.num_ipus, -1).sum(axis=1), received.reshape(t.num_ipus, -1).sum(axis=1))
+        link = math.ceil(float(per_ipu.max()) / t.ipu_link_bytes_per_cycle)
+        port = math.ceil(float(per_tile.max()) / t.exchange_bytes_per_cycle)
+        phase = float(max(link, port) + t.ipu_link_latency_cycles)
+        return np.where(per_tile > 0, phase, 0.0), phase, int(sent.sum())
 
     def host_transfer(self, nbytes: int) -> StepCost:
         """A stream copy (or PrintTensor): every tile waits for the host link."""

@@ -49,6 +49,15 @@ class MemoryLayout:
         self.account(tile, category, nbytes)
         return offset
 
+    def allocate_many(self, nbytes: np.ndarray, tiles: np.ndarray, category: str) -> np.ndarray:
+        """``allocate`` for many buffers at once (in order); returns their offsets."""
+        nbytes = np.maximum(np.asarray(nbytes, np.int64), 0)
+        sizes = _round_up(nbytes, ARENA_ALIGNMENT)
+        offsets = self.arena_bytes + np.cumsum(sizes) - sizes
+        self.arena_bytes += int(sizes.sum())
+        self.account_many(np.asarray(tiles, np.int64), category, nbytes)
+        return offsets
+
     def account(self, tile: int, category: str, nbytes: int) -> None:
         """Count ``nbytes`` (padded like tensor regions) on ``tile`` under ``category``."""
         self.by_category[category][tile] += (nbytes + TILE_REGION_ALIGNMENT - 1) // TILE_REGION_ALIGNMENT * \

@@ -3,7 +3,8 @@
 A copy table is a list of (source offset, destination offset, bytes) segments the core
 runs with memcpy. Tensor-to-tensor copies address the arena on both sides; host
 transfers (streams, host reads and writes, PrintTensor) address a contiguous host
-buffer holding the view's elements in row-major order on the other side.
+buffer holding the view's elements in row-major order on the other side. Data that
+changes IPU on a multi-IPU target crosses IPU-Links and is costed as global exchange.
 """
 from __future__ import annotations
 
@@ -80,12 +81,17 @@ class TransferPlanner:
         nbytes = s_cut.length * size
         segs = merge_segments(self.arena_offsets(s_cut.gid), self.arena_offsets(d_cut.gid), nbytes)
         on_tile = src_tile == dst_tile
+        tiles_per_ipu = self.cost.target.tiles_per_ipu
+        cross = src_tile // tiles_per_ipu != dst_tile // tiles_per_ipu  # over IPU-Links
+        between = ~on_tile & ~cross
         n = self.num_tiles
         cost = self.cost.copy(
             onchip_bytes=np.bincount(src_tile[on_tile], weights=nbytes[on_tile], minlength=n),
             onchip_runs=np.bincount(src_tile[on_tile], minlength=n),
-            sent=np.bincount(src_tile[~on_tile], weights=nbytes[~on_tile], minlength=n),
-            received=np.bincount(dst_tile[~on_tile], weights=nbytes[~on_tile], minlength=n))
+            sent=np.bincount(src_tile[between], weights=nbytes[between], minlength=n),
+            received=np.bincount(dst_tile[between], weights=nbytes[between], minlength=n),
+            global_sent=np.bincount(src_tile[cross], weights=nbytes[cross], minlength=n),
+            global_received=np.bincount(dst_tile[cross], weights=nbytes[cross], minlength=n))
         return segs, cost
 
     def host_segments(self, tensor, to_device: bool) -> np.ndarray:

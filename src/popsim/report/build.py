@@ -80,4 +80,4 @@ def _memory(lw) -> MemoryInfo:
         by_category={k: v.tolist() for k, v in layout.by_category.items()},
         largest=[{"tile": int(t), "tensors": [[n, b] for n, b in layout.largest_on_tile(int(t), lw.variable_names)]}
                  for t in worst if totals[t] > 0],
-        always_live=always, liveness=liveness)
+        always_live=always, liveness=liveness, exchange_buffers_shared=int(sum(lw.vertices.cs_shared_bytes)))

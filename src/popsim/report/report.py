@@ -55,6 +55,9 @@ class MemoryInfo:
     largest: List[Dict[str, object]] = field(default_factory=list)
     always_live: int = 0
     liveness: List[int] = field(default_factory=list)  # per step: total bytes live during it
+    # Exchange-buffer bytes saved because vertices on one tile reading the same elements
+    # share one receive buffer (what separate buffers would add, over all compute sets).
+    exchange_buffers_shared: int = 0
 
     @property
     def tiles(self) -> np.ndarray:

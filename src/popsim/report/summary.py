@@ -83,6 +83,8 @@ def _memory(r: Report) -> List[str]:
     out = ["Memory Usage:", _line("Total for all tiles", _share(m.total, capacity))]
     for name in m.by_category:
         out.append(_line(_label(name), _bytes(m.category_total(name)), 4))
+        if name == "exchange_buffers" and m.exchange_buffers_shared:
+            out.append(_line("Saved by sharing received data", _bytes(m.exchange_buffers_shared), 6))
     limit = 0 if cpu else m.bytes_per_tile
     out += ["  By Tile:",
             _line("Maximum", f"{_share(m.max_bytes, limit)} on tile {m.max_tile}", 4),

@@ -1,0 +1,126 @@
+"""The exchange of a compute set: shared receive buffers and the traffic they cause.
+
+A tile receives a remote region once per compute set. Fields of vertices on one tile
+that only read the same elements share one exchange buffer, filled by one gather: the
+same or overlapping contiguous runs of a variable share the buffer of their union, and
+identical scattered views share one buffer. Fields that write keep a buffer each (two
+writers of one element are a GraphCycleError anyway).
+
+Traffic is counted per tile and phase (inputs before the compute phase, outputs after
+it), split into exchange inside an IPU and exchange over IPU-Links between the IPUs of
+a multi-IPU target. Everything here is vectorised over all the runs of a compute set.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+
+from ..runs import MappingIndex, Runs, split_at_gids
+from .cost_model import CostModel, StepCost
+
+
+class Traffic:
+    """Bytes one exchange phase of a compute set moves, per tile."""
+
+    def __init__(self, num_tiles: int):
+        self.onchip = np.zeros(num_tiles)       # on-tile rearrangement bytes
+        self.onchip_runs = np.zeros(num_tiles, np.int64)
+        self.sent = np.zeros(num_tiles)
+        self.received = np.zeros(num_tiles)
+        self.global_sent = np.zeros(num_tiles)  # over IPU-Links
+        self.global_received = np.zeros(num_tiles)
+
+    def cost(self, cost: CostModel) -> StepCost:
+        return cost.copy(self.onchip, self.onchip_runs, self.sent, self.received, self.global_sent,
+                         self.global_received)
+
+    def add_runs(self, index: MappingIndex, tiles_per_ipu: int, multi_ipu: bool, tile: np.ndarray,
+                 gid: np.ndarray, length: np.ndarray, itemsize: np.ndarray, incoming: bool) -> None:
+        """Runs [gid, gid + length) exchanged with ``tile`` (one per run): brought to it
+        when ``incoming``, else taken from it back to where the elements live."""
+        if multi_ipu:
+            owner, gid, length, ipu = split_runs_by_ipu(index, tiles_per_ipu, gid, length)
+            tile, itemsize = tile[owner], itemsize[owner]
+            remote = ipu != tile // tiles_per_ipu
+            if remote.any():
+                self._add(index, tile[remote], gid[remote], length[remote], itemsize[remote], incoming,
+                          self.global_sent, self.global_received)
+                local = ~remote
+                tile, gid, length, itemsize = tile[local], gid[local], length[local], itemsize[local]
+        self._add(index, tile, gid, length, itemsize, incoming, self.sent, self.received)
+
+    @staticmethod
+    def _add(index, tile, gid, length, itemsize, incoming, sent, received) -> None:
+        if not gid.size:
+            return
+        n = sent.size
+        mine = np.bincount(tile, weights=length * itemsize, minlength=n)
+        theirs = np.bincount(index.tiles, weights=bytes_per_interval(gid, length, itemsize, index), minlength=n)
+        if incoming:
+            received += mine
+            sent += theirs
+        else:
+            sent += mine
+            received += theirs
+
+
+def bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray,
+                       index: MappingIndex) -> np.ndarray:
+    """For each interval of the mapping ``index``: the bytes of the runs [starts,
+    starts + lengths) (global ids, elements of ``itemsize`` bytes) that fall in it.
+
+    Integrates the runs' coverage instead of splitting them at every tile boundary,
+    which matters when many runs each cross many tiles."""
+    pos = np.concatenate([starts, starts + lengths])
+    weight = np.concatenate([itemsize, -itemsize])
+    order = np.argsort(pos, kind="stable")
+    pos, weight = pos[order], weight[order]
+    count, moment = np.cumsum(weight), np.cumsum(weight * pos)
+
+    def integral(x):  # bytes of all runs below x
+        k = np.searchsorted(pos, x, side="right") - 1
+        ok = k >= 0
+        out = np.zeros(x.shape, np.int64)
+        out[ok] = x[ok] * count[k[ok]] - moment[k[ok]]
+        return out
+    return integral(index.ends) - integral(index.begins)
+
+
+def split_runs_by_ipu(index: MappingIndex, tiles_per_ipu: int, gid: np.ndarray,
+                      length: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Runs cut where their elements change IPU: (run each piece comes from, piece gid,
+    piece length, IPU holding the piece)."""
+    ipu = index.tiles // tiles_per_ipu
+    cuts = index.begins[np.flatnonzero(ipu[1:] != ipu[:-1]) + 1]
+    base = np.zeros(gid.size, np.int64)
+    if gid.size > 1:
+        np.cumsum(length[:-1], out=base[1:])
+    pieces = split_at_gids(Runs(base, gid, length), cuts, cuts_sorted=True)
+    owner = np.searchsorted(base, pieces.pos, side="right") - 1
+    where = np.maximum(np.searchsorted(index.begins, pieces.gid, side="right") - 1, 0)
+    return owner, pieces.gid, pieces.length, ipu[where] if ipu.size else np.zeros(owner.size, np.int64)
+
+
+def merge_overlapping_runs(tile: np.ndarray, start: np.ndarray,
+                           length: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group runs [start, start + length) of one tile that overlap (directly or through
+    others) into regions, the union of their runs. Returns the region of each run and,
+    per region: its tile, first element, length and one run in it. Runs that only touch
+    stay apart (they may belong to different variables)."""
+    if not start.size:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty, empty, empty
+    order = np.lexsort((start, tile))
+    t, s = tile[order], start[order]
+    e = s + length[order]
+    # Lift each tile's runs above the previous tile's so one running maximum serves all tiles.
+    group = np.cumsum(np.concatenate(([0], t[1:] != t[:-1])))
+    lift = group * (int(e.max()) + 1)
+    reach = np.maximum.accumulate(e + lift)
+    first = np.concatenate(([True], s[1:] + lift[1:] >= reach[:-1]))
+    heads = np.flatnonzero(first)
+    region = np.empty(start.size, np.int64)
+    region[order] = np.cumsum(first) - 1
+    ends = np.maximum.reduceat(e, heads)
+    return region, t[heads], s[heads], ends - s[heads], order[heads]
