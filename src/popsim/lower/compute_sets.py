@@ -307,7 +307,11 @@ class ComputeSetLowerer:
         r_offset = self.layout.allocate_many(r_n * r_item, r_tile, "exchange_buffers")
         offsets[shared] = r_offset[region] + (gid[shared] - r_gid[region]) * itemsize[shared]
         separate_bytes += _padded(n[shared] * itemsize[shared]) - _padded(r_n * r_item)
-        self._exchange_runs(phases[0], segments[0], r_tile, r_gid, r_n, r_item, r_offset, incoming=True)
+        # One gather fills each shared region, but the traffic is each reading field's:
+        # Poplar's exchange delivers a region to every edge that reads it (its IPUModel
+        # and hardware profiles of tutorial 6 show one receive per vertex).
+        self._exchange_runs(phases[0], segments[0], r_tile, r_gid, r_n, r_item, r_offset, incoming=True,
+                            traffic_runs=(tile[shared], gid[shared], n[shared], itemsize[shared]))
         own = np.flatnonzero(moved & simple & ~read_only)
         own_offset = self.layout.allocate_many(n[own] * itemsize[own], tile[own], "exchange_buffers")
         offsets[own] = own_offset
@@ -328,6 +332,10 @@ class ComputeSetLowerer:
         pieces, owner, piece_tile = self._pieces([r for r, lead in zip(runs, leads.tolist()) if lead],
                                                  views[leads])
         pbytes = pieces.length * itemsize[owner]
+        # Traffic is counted per reading field (see the contiguous case): a shared view's
+        # pieces weigh as many times as the fields that read them.
+        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
+        tbytes = pbytes * readers[np.searchsorted(views, owner)]
         parena = self.planner.arena_offsets(pieces.gid)
         plocal = offsets[owner] + pieces.pos * itemsize[owner]
         remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
@@ -341,12 +349,12 @@ class ComputeSetLowerer:
             seg.append(merge_segments(src[active], dst[active], pbytes[active]))
             traffic = phases[phase]
             local = active & ~off_tile
-            traffic.onchip += np.bincount(tile[owner][local], weights=pbytes[local], minlength=ntiles)
+            traffic.onchip += np.bincount(tile[owner][local], weights=tbytes[local], minlength=ntiles)
             traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
             for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
                                          (active & cross, traffic.global_sent, traffic.global_received)):
-                mine = np.bincount(tile[owner][mask], weights=pbytes[mask], minlength=ntiles)
-                theirs = np.bincount(piece_tile[mask], weights=pbytes[mask], minlength=ntiles)
+                mine = np.bincount(tile[owner][mask], weights=tbytes[mask], minlength=ntiles)
+                theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
                 received += mine if phase == 0 else theirs
                 sent += theirs if phase == 0 else mine
         self.cs_shared_bytes.append(int(separate_bytes))
@@ -369,15 +377,20 @@ class ComputeSetLowerer:
         return offsets, gathers, scatters, phases[0], phases[1]
 
     def _exchange_runs(self, traffic: Traffic, segments: List[np.ndarray], tile: np.ndarray, gid: np.ndarray,
-                       n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool) -> None:
+                       n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool,
+                       traffic_runs=None) -> None:
         """Copy segments between runs of variables and their buffers on ``tile``, and
-        the traffic: into the buffers when ``incoming`` (gather), else out (scatter)."""
+        the traffic: into the buffers when ``incoming`` (gather), else out (scatter).
+        ``traffic_runs`` (tile, gid, n, itemsize), when given, are the runs the traffic
+        is counted for instead (the fields reading a shared buffer)."""
         if not gid.size:
             return
-        nbytes = n * itemsize
         arena = self.planner.arena_offsets(gid)
         src, dst = (arena, buffer) if incoming else (buffer, arena)
-        segments.append(merge_segments(src, dst, nbytes))
+        segments.append(merge_segments(src, dst, n * itemsize))
+        if traffic_runs is not None:
+            tile, gid, n, itemsize = traffic_runs
+        nbytes = n * itemsize
         if self.cpu:
             traffic.onchip += np.bincount(tile, weights=nbytes, minlength=traffic.onchip.size)
             traffic.onchip_runs += np.bincount(tile, minlength=traffic.onchip.size)
