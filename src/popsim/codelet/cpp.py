@@ -37,9 +37,11 @@ from . import compiler
 from ..types import as_type
 from .fields import Direction, FieldKind, FieldSpec
 from .vertex_type import VertexType
-from .cpp_parse import (DIR_CODES, DTYPE_ORDER, FIELD_HELP, KIND_CODES, LIST_LAYOUTS, VECTOR_LAYOUTS, VERTEX_BASES,
-                        Parser, Source, SourceError, Unresolved, VertexClass, classify, expand, named,
-                        ns_scopes, parse_type, render_tokens, vertex_classes)
+from .cpp_parse import VERTEX_BASES, Parser, Source, SourceError
+from .cpp_tokens import render_tokens
+from .cpp_types import (DIR_CODES, DTYPE_ORDER, FIELD_HELP, KIND_CODES, LIST_LAYOUTS, VECTOR_LAYOUTS, Unresolved,
+                        classify, parse_type)
+from .cpp_vertices import VertexClass, expand, named, ns_scopes, vertex_classes
 
 _DEFINES = ["-D__POPC__", "-D__POPSIM__=1"]
 
