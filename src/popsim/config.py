@@ -16,7 +16,11 @@ ENVIRONMENT = {
     "POPSIM_CODELET_MODE": "compiled (default) or interpreted: how Python vertices run",
     "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
     "POPSIM_LOG_DEST": "stdout, stderr or a file name (see popsim/log.py)",
+    "POPSIM_CHECKED_CODELETS": "1: compile C++ codelets with bounds-checked field access (an out-of-range index "
+                               "raises popsim.IndexError instead of corrupting memory); default 0 (faster)",
 }
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 
 
 def engine_options_override() -> Dict[str, str]:
@@ -67,6 +71,17 @@ def codelet_mode() -> str:
     if mode and mode not in ("compiled", "interpreted"):
         raise InvalidOptionError(f"POPSIM_CODELET_MODE must be 'compiled' or 'interpreted', found {mode!r}")
     return mode
+
+
+def checked_codelets() -> bool:
+    """POPSIM_CHECKED_CODELETS: whether C++ codelet files are compiled in checked mode
+    (read when a file is added with graph.add_codelets)."""
+    text = os.environ.get("POPSIM_CHECKED_CODELETS", "").strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InvalidOptionError(f"POPSIM_CHECKED_CODELETS must be 1 (checked C++ codelets) or 0, found {text!r}")
 
 
 def log_settings() -> Tuple[str, str]:
