@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import config
 from ..errors import CodeletCompileError, CodeletSyntaxError
 from . import compiler
 from ..types import as_type
@@ -122,6 +123,8 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
         ctor_flag = "true" if vx.run_constructor else "false"
         line = f"#line {cline} {_cstr(cfile)}"  # glue errors point at the class
         describe = " ".join(f"popsim::glue::describe({g}::f{n}, out + {5 * n});" for n in range(len(specs)))
+        members = "".join(f", {g}::f{n}" for n in range(len(specs)))
+        locate = f"[](const {g}::V &v, const void *p) {{ (void)v; (void)p; return popsim::glue::field_at(v, p{members}); }}"
         out += ["}", line,
                 f"POPSIM_EXPORT std::uint64_t {sym}_size(void) {{ return sizeof({g}::V); }}", line,
                 f"POPSIM_EXPORT void {sym}_describe(std::int32_t *out) {{ (void)out; {describe} }}", line,
@@ -131,7 +134,7 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
                 f"{g}::V &v = *static_cast<{g}::V *>(obj); (void)v; (void)fields; {binds} }}", line,
                 f"POPSIM_EXPORT int {sym}_compute(void *obj, std::uint32_t worker, popsim_exec *ctx) {{ "
                 f"return popsim::glue::compute_entry<{g}::V>(obj, worker, ctx, {_cstr(vx.name)}, "
-                f"[]({g}::V &v, unsigned w) {{ return {call}; }}); }}", ""]
+                f"[]({g}::V &v, unsigned w) {{ return {call}; }}, {locate}); }}", ""]
     return "\n".join(out)
 
 
@@ -307,12 +310,14 @@ def _type_from_json(d: dict) -> VertexType:
                       state_size=d["state_size"], source=d["source"], language="c++", extra=d["extra"])
 
 
-def vertex_types_from_file(path, compile_flags: str = "") -> List[VertexType]:
+def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool] = None) -> List[VertexType]:
     """Compile a Poplar C++ codelet file and return one VertexType per vertex class (per
     explicit instantiation of a vertex class template), in the file's order.
 
     :param path: the .cpp file; its directory is on the include path.
     :param compile_flags: extra compiler flags, as popc would take them ("-DN=4 -O3").
+    :param checked: compile with bounds-checked field access (poplar/Vertex.hpp); None:
+        as POPSIM_CHECKED_CODELETS says. The checked build is a separate cached library.
     :raises CodeletCompileError: the compiler rejected the file (message: file, line,
         source line, then the compiler's output).
     :raises CodeletSyntaxError: a vertex field popsim cannot bind (names class, member, line).
@@ -322,6 +327,8 @@ def vertex_types_from_file(path, compile_flags: str = "") -> List[VertexType]:
         raise CodeletCompileError(f"codelet file {path} not found")
     real = path.resolve()
     flags = shlex.split(compile_flags or "")
+    if config.checked_codelets() if checked is None else checked:
+        flags.append("-DPOPSIM_CHECKED_CODELETS=1")
     key = compiler.cache_key("c++", "codelet file", str(real), str(path), " ".join(flags)).hexdigest()[:32]
     cached = _cached(real, key)
     if cached is not None:
