@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import config
 from ..errors import CodeletCompileError, CodeletSyntaxError
-from . import compiler
+from . import compiler, diagnostics
 from ..types import as_type
 from .fields import Direction, FieldKind, FieldSpec
 from .vertex_type import VertexType
@@ -140,49 +140,30 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
 
 # ---- errors ------------------------------------------------------------------------
 
-_DIAG = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:\d+:)? (?P<rest>.*)$")
-
-
 def _explain(output: str, real: Path, shown: Path, symbols: Optional[Dict[str, str]] = None) -> str:
-    """The compiler's first error, placed in the user's file where possible, with the
-    source line, then the full compiler output."""
-    output = re.sub(r"^the codelet did not compile:\s*", "", output.strip())
-    lines = output.splitlines()
+    """The compiler's first error (diagnostics.first_error), placed in the user's file
+    where possible, with the source line, then the full compiler output."""
     include = str(compiler.INCLUDE_DIR)
 
-    def user_loc(m):
-        f = m.group("file").strip()
+    def user_file(f: str) -> bool:
         return (os.path.isfile(f) and not os.path.realpath(f).startswith(include + os.sep)
                 and not f.startswith(("/usr/include", "/usr/lib", "/usr/local/include")))
 
-    head = None
-    for n, text in enumerate(lines):
-        m = _DIAG.match(text)
-        if not m or not re.match(r"(fatal )?error: ", m.group("rest")):
-            continue
-        msg = re.sub(r"^(fatal )?error: ", "", m.group("rest"))
-        loc = m if user_loc(m) else None
-        if loc is None:  # an error inside a header: the user's line is in its "required from" context
-            context = [_DIAG.match(x) for x in lines[:n][::-1]]
-            loc = next((c for c in context if c and user_loc(c)), None)
-        head = msg
-        if loc is not None:
-            f, ln = loc.group("file").strip(), int(loc.group("line"))
-            head = f"{shown if os.path.realpath(f) == str(real) else f}:{ln}: {msg}"
-            try:
-                head += "\n    " + Path(f).read_text(errors="replace").splitlines()[ln - 1].strip()
-            except (OSError, IndexError):
-                pass
-        break
-    if head is None:
-        undefined = re.search(r"undefined reference to [`'](.+?)'", output)
-        head = "see the compiler output"
-        if undefined:
-            head = f"undefined reference to '{undefined.group(1)}' (declared but never defined?)"
-            caller = re.search(r"in function [`'](popsim_vt\d+_\w+?)_(?:size|init|bind|compute)'", output)
-            if caller and symbols and caller.group(1) in symbols:
-                head += f", used by vertex type '{symbols[caller.group(1)]}'"
-    return f"the codelet file {shown} did not compile: {head}\n\ncompiler output:\n{output}"
+    title = f"the codelet file {shown} did not compile"
+    diag = diagnostics.first_error(output)
+    if diag is None:
+        head = diagnostics.link_error(output) or "see the compiler output"
+        caller = re.search(r"in function [`'](popsim_vt\d+_\w+?)_(?:size|init|bind|compute)'", output)
+        if head.startswith("undefined reference") and caller and symbols and caller.group(1) in symbols:
+            head += f", used by vertex type '{symbols[caller.group(1)]}'"
+        return diagnostics.compile_error_message(title, head, output)
+    # An error inside a header: the user's line is in its "required from" context.
+    loc = diag if user_file(diag.file) else diagnostics.context_location(output, diag, user_file)
+    if loc is None:
+        return diagnostics.compile_error_message(title, diag.message, output)
+    where = shown if os.path.realpath(loc.file) == str(real) else loc.file
+    return diagnostics.compile_error_message(title, f"{where}:{loc.line}: {diag.message}", output,
+                                             diagnostics.source_line(loc.file, loc.line))
 
 
 def _run_compiler(real: Path, shown: Path, flags: List[str], mode: str) -> str:
@@ -358,8 +339,7 @@ def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool
                                        "c++", name=real.stem, flags=[*_DEFINES, "-fvisibility=hidden", *link, *flags],
                                        include_dirs=[real.parent])
     except CodeletCompileError as e:
-        text = str(e)
-        output = text.split("compiler output:\n", 1)[1] if "compiler output:\n" in text else text
+        output = getattr(e, "compiler_output", str(e))
         raise CodeletCompileError(_explain(output, real, path, {vx.symbol: vx.name for vx in vertices})) from None
     try:
         handle = ctypes.CDLL(str(lib))
