@@ -1,7 +1,6 @@
 """popsim's <poplar/Vertex.hpp> (src/popsim/codelet/include/poplar/Vertex.hpp): vector
 edges that act as pointers to their vectors, and checked mode (bounds-checked field
 access, POPSIM_CHECKED_CODELETS), run through the ABI and in an engine."""
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,10 +8,9 @@ import pytest
 
 import popsim
 from popsim.codelet import cpp
+from popsim.codelet.abi import run_compiled
 from popsim.program import Execute
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_harness import run_compiled  # noqa: E402
 
 pytestmark = pytest.mark.compiler
 

@@ -1,10 +1,14 @@
 """Typed IR -> C: one function per vertex type plus the four ABI functions of
-include/popsim_codelet.h. The vertex's state object is simply its popsim_field array:
+include/popsim_codelet.h (called as abi.py specifies). The vertex's state object is simply its popsim_field array:
 init does nothing and bind copies the array.
 
 Index errors (checked builds) are recorded in a local ``E`` (the first in Python's
 evaluation order wins, whatever order C evaluates operands in) and tested after each
 statement that can record one; compute then returns -1 with ctx filled in.
+
+Every loop iteration starts by reading the run's interrupt flag (popsim_exec.interrupt,
+set by Ctrl-C): a vertex stuck in a loop returns -1 with POPSIM_INTERRUPTED, so the run
+stops with KeyboardInterrupt. One load and a branch the CPU predicts.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ _OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _UNSIGNED = {T.I32: "uint32_t", T.I64: "uint64_t"}
 CHECK = "if (E.seq != POPSIM_PY_NO_ERROR) goto popsim_fail;"
+POLL = "if (*stop) goto popsim_interrupted;"
 
 
 def ctype(ty) -> str:
@@ -77,6 +82,7 @@ class CEmitter:
         self.lines: List[str] = []
         self.extra: List[str] = []      # print temporaries
         self.uses_fail = False
+        self.has_loops = False
 
     def sfx(self, field: int) -> str:
         return STORAGE[self.fn.fields[field].dtype].suffix
@@ -195,6 +201,7 @@ class CEmitter:
             emit("}", depth)
         elif isinstance(s, While):
             emit("for (;;) {", depth)
+            self.poll(depth + 1)
             if s.tick:
                 emit(f"cyc += {s.tick}u;", depth + 1)
             if not (isinstance(s.test, Const) and s.test.value):
@@ -224,6 +231,11 @@ class CEmitter:
             emit("/* breakpoint(): stops only in interpreted mode */", depth)
         else:  # pragma: no cover
             raise TypeError(f"cannot emit {type(s).__name__}")
+
+    def poll(self, depth: int):
+        """At the top of a loop body: stop if the run was interrupted."""
+        self.has_loops = True
+        self.emit(POLL, depth)
 
     def test_into_cnd(self, s, test, depth):
         if has_sites(test):
@@ -278,6 +290,7 @@ class CEmitter:
                  depth + 1)
             value = f"(({rt.ctype})((uint64_t)a_{k} + {k} * (uint64_t)d_{k}))"
         emit(f"for (uint64_t {k} = 0; {k} < n_{k}; {k}++) {{", depth + 1)
+        self.poll(depth + 2)
         emit(f"{self.expr(s.var)} = {convert(value, rt, s.var.ty)};", depth + 2)
         self.block(s.body, depth + 2)
         emit("}", depth + 1)
@@ -291,6 +304,7 @@ class CEmitter:
         emit(f"popsim_span w_{k} = {self.expr(s.view)};", depth + 1)
         self.check(s, depth + 1)
         emit(f"for (uint64_t {k} = 0; {k} < w_{k}.size; {k}++) {{", depth + 1)
+        self.poll(depth + 2)
         if vt.kind is VK.ROWS:
             emit(f"{self.expr(s.var)} = ((const popsim_span *)w_{k}.data)[{k}];", depth + 2)
         else:
@@ -371,10 +385,17 @@ class CEmitter:
             init = "{0, 0}" if isinstance(ty, ViewT) else "0"
             head.append(f"  {ctype(ty)} {name} = {init};")
         head.extend("  " + x for x in self.extra)
+        if self.has_loops:
+            head.append("  const volatile int32_t *stop = ctx->interrupt ? ctx->interrupt : &popsim_py_not_interrupted;")
         if fn.worker_name is not None:
             head.append(f"  {local_name(fn.worker_name)} = "
                         f"{convert('((int32_t)worker)', T.I32, fn.locals[fn.worker_name])};")
         tail = ["  ctx->cycles += cyc;", "  return 1;"]
+        if self.has_loops:
+            tail += ["popsim_interrupted:",
+                     "  ctx->cycles += cyc;",
+                     "  ctx->error = POPSIM_INTERRUPTED;",
+                     "  return -1;"]
         if self.uses_fail:
             tail += ["popsim_fail:",
                      "  ctx->cycles += cyc;",

@@ -1,6 +1,7 @@
 // Support for the glue popsim generates around a Poplar C++ codelet file
 // (popsim/codelet/cpp.py): the ABI entry points of popsim_codelet.h for each vertex
-// class, built from these templates. Not for codelets to include.
+// class, built from these templates. Not for codelets to include. How the entry points
+// are called is specified by popsim/codelet/abi.py.
 #ifndef POPSIM_CODELET_GLUE_HPP
 #define POPSIM_CODELET_GLUE_HPP
 
