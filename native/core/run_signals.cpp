@@ -16,18 +16,19 @@ namespace popsim {
 namespace {
 
 volatile int32_t g_interrupt = 0;              // read by vertex code, set by on_sigint
-std::atomic<uint64_t> g_sigints{0};            // lock-free, so the handler may touch it
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "the SIGINT handler needs a lock-free counter");
+std::atomic<uint64_t> g_sigints{0};            // SIGINTs that arrived during runs
+std::atomic<int> g_active{0};                  // runs in progress
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
+              "the signal handlers need lock-free atomics");
 
 constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 constexpr int kNumFatal = sizeof(kFatal) / sizeof(kFatal[0]);
 
-std::mutex g_mutex;        // guards the fields below (never taken in a handler)
-int g_active = 0;          // runs in progress
+// What the handlers replaced; written (under g_mutex) before a handler is installed.
+std::mutex g_mutex;
 struct sigaction g_prev_int;
-bool g_int_installed = false;
 struct sigaction g_prev_fatal[kNumFatal];
-bool g_fatal_installed[kNumFatal] = {};
+bool g_fatal_installed = false;
 
 thread_local RunningVertex t_running
 #if defined(__GNUC__)
@@ -40,17 +41,27 @@ bool is_handler(const struct sigaction &a, void (*fn)(int, siginfo_t *, void *))
   return (a.sa_flags & SA_SIGINFO) && a.sa_sigaction == fn;
 }
 
-void on_sigint(int sig, siginfo_t *info, void *context) {
-  g_interrupt = 1;
-  g_sigints.fetch_add(1, std::memory_order_relaxed);
-  // Forward to the handler we replaced: Python's only sets its own flag (async-signal-safe),
-  // and raises KeyboardInterrupt once the interpreter runs again.
-  const struct sigaction &prev = g_prev_int;
+// Call the disposition a handler replaced, as if it had received the signal itself.
+// Returns false for the default action (the caller restores and re-delivers it).
+bool forward(const struct sigaction &prev, int sig, siginfo_t *info, void *context) {
   if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler) {
-    prev.sa_handler(sig);
+    if (prev.sa_sigaction == nullptr) return false;
+    prev.sa_sigaction(sig, info, context);
+    return true;
   }
+  if (prev.sa_handler == SIG_DFL) return false;
+  if (prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) prev.sa_handler(sig);
+  return true;
+}
+
+void on_sigint(int sig, siginfo_t *info, void *context) {
+  if (g_active.load(std::memory_order_relaxed) > 0) {
+    g_interrupt = 1;
+    g_sigints.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Python's handler only sets its own flag (async-signal-safe) and raises
+  // KeyboardInterrupt once the interpreter runs again.
+  forward(g_prev_int, sig, info, context);
 }
 
 // Appends to a fixed buffer: nothing here may allocate or lock.
@@ -103,54 +114,47 @@ void report_running_vertex(int sig) {
   (void)ignored;
 }
 
-void on_fatal(int sig, siginfo_t *info, void *) {
+void on_fatal(int sig, siginfo_t *info, void *context) {
   const int saved_errno = errno;
   report_running_vertex(sig);
-  for (int k = 0; k < kNumFatal; ++k)
-    if (kFatal[k] == sig) sigaction(sig, &g_prev_fatal[k], nullptr);
-  // A fault re-occurs when the instruction runs again under the previous disposition, with
-  // its own siginfo; a signal that was sent (abort, kill) has to be sent again.
-  if (sig == SIGABRT || info == nullptr || info->si_code <= 0) raise(sig);
+  for (int k = 0; k < kNumFatal; ++k) {
+    if (kFatal[k] != sig || forward(g_prev_fatal[k], sig, info, context)) continue;
+    // The default action: restore it and deliver the signal again. A fault recurs when the
+    // instruction runs again, with its own siginfo; a sent signal (abort, kill) is resent.
+    sigaction(sig, &g_prev_fatal[k], nullptr);
+    if (sig == SIGABRT || info == nullptr || info->si_code <= 0) raise(sig);
+  }
   errno = saved_errno;
 }
 
-void install() {
-  struct sigaction current;
-  if (sigaction(SIGINT, nullptr, &current) == 0 && current.sa_handler != SIG_IGN && current.sa_handler != SIG_DFL &&
-      !is_handler(current, on_sigint)) {
-    // Only where someone (Python) handles SIGINT: ignored stays ignored, default stays fatal.
-    struct sigaction mine;
-    memset(&mine, 0, sizeof mine);
-    mine.sa_sigaction = on_sigint;
-    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | (current.sa_flags & SA_RESTART);
-    sigemptyset(&mine.sa_mask);
-    g_prev_int = current;
-    g_int_installed = sigaction(SIGINT, &mine, nullptr) == 0;
-  }
-  for (int k = 0; k < kNumFatal; ++k) {
-    if (sigaction(kFatal[k], nullptr, &current) != 0 || current.sa_handler == SIG_IGN ||
-        is_handler(current, on_fatal))
-      continue;
-    struct sigaction mine;
-    memset(&mine, 0, sizeof mine);
-    mine.sa_sigaction = on_fatal;
-    mine.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&mine.sa_mask);
-    g_prev_fatal[k] = current;
-    g_fatal_installed[k] = sigaction(kFatal[k], &mine, nullptr) == 0;
-  }
+struct sigaction handler_action(void (*fn)(int, siginfo_t *, void *), int extra_flags) {
+  struct sigaction a;
+  memset(&a, 0, sizeof a);
+  a.sa_sigaction = fn;
+  a.sa_flags = SA_SIGINFO | SA_ONSTACK | extra_flags;
+  sigemptyset(&a.sa_mask);
+  return a;
 }
 
-// Put back what install() replaced, unless someone has installed their own since.
-void uninstall() {
+// Called at the start of every run, under g_mutex. The fatal-signal reporters are
+// installed once (they pass signals on untouched while no vertex runs). The SIGINT
+// handler is checked each run, since Python code may have replaced it since: it is
+// (re)installed over a handler someone installed, never over "ignore" or "default".
+void install() {
   struct sigaction current;
-  if (g_int_installed && sigaction(SIGINT, nullptr, &current) == 0 && is_handler(current, on_sigint))
-    sigaction(SIGINT, &g_prev_int, nullptr);
-  g_int_installed = false;
+  if (sigaction(SIGINT, nullptr, &current) == 0 && !is_handler(current, on_sigint) &&
+      (current.sa_flags & SA_SIGINFO ? current.sa_sigaction != nullptr
+                                     : current.sa_handler != SIG_IGN && current.sa_handler != SIG_DFL)) {
+    g_prev_int = current;
+    const struct sigaction mine = handler_action(on_sigint, current.sa_flags & SA_RESTART);
+    sigaction(SIGINT, &mine, nullptr);
+  }
+  if (g_fatal_installed) return;
+  g_fatal_installed = true;
   for (int k = 0; k < kNumFatal; ++k) {
-    if (g_fatal_installed[k] && sigaction(kFatal[k], nullptr, &current) == 0 && is_handler(current, on_fatal))
-      sigaction(kFatal[k], &g_prev_fatal[k], nullptr);
-    g_fatal_installed[k] = false;
+    if (sigaction(kFatal[k], nullptr, &g_prev_fatal[k]) != 0 || is_handler(g_prev_fatal[k], on_fatal)) continue;
+    const struct sigaction mine = handler_action(on_fatal, 0);
+    sigaction(kFatal[k], &mine, nullptr);
   }
 }
 
@@ -161,17 +165,16 @@ const volatile int32_t *interrupt_flag() { return &g_interrupt; }
 RunningVertex &running_vertex() { return t_running; }
 
 RunSignals::RunSignals() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (g_active++ == 0) install();
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    install();
+  }
+  if (g_active.fetch_add(1, std::memory_order_acq_rel) == 0) g_interrupt = 0;  // a fresh start
   sigints_at_start_ = g_sigints.load(std::memory_order_relaxed);
 }
 
 RunSignals::~RunSignals() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (--g_active == 0) {
-    uninstall();
-    g_interrupt = 0;  // the next run starts afresh
-  }
+  if (g_active.fetch_sub(1, std::memory_order_acq_rel) == 1) g_interrupt = 0;
 }
 
 bool RunSignals::interrupted() const {
