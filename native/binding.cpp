@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/machine.hpp"
+#include "core/run_signals.hpp"
 
 namespace py = pybind11;
 using namespace popsim;
@@ -87,9 +88,12 @@ class PyMachine {
     host.ctx = this;
     host.call = &PyMachine::host_call;
     Status status;
+    bool interrupted;
     {
       py::gil_scoped_release release;
+      RunSignals signals;  // Ctrl-C reaches compiled vertices; a crashing vertex is named
       status = machine_.run(program, host);
+      interrupted = signals.interrupted();
     }
     host_callback_ = py::none();
     vertex_callback_ = py::none();
@@ -97,6 +101,14 @@ class PyMachine {
       py::error_already_set error = std::move(*pending_);
       pending_.reset();
       throw error;
+    }
+    if (interrupted) {
+      // SIGINT also reached Python's handler: run it now (KeyboardInterrupt by default).
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (status == Status::VertexFailed && machine_.error().error_kind == POPSIM_INTERRUPTED) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);  // cut short, though the handler did not raise
+        throw py::error_already_set();
+      }
     }
     return static_cast<int>(status);
   }
@@ -177,6 +189,10 @@ class PyMachine {
       v.codelet_paths.push_back(pair.first);
       v.codelet_symbols.push_back(pair.second);
     }
+    if (d.contains("codelet_names"))
+      for (const auto &n : d["codelet_names"].cast<py::list>()) v.codelet_names.push_back(n.cast<std::string>());
+    if (d.contains("compute_set_names"))
+      for (const auto &n : d["compute_set_names"].cast<py::list>()) v.compute_set_names.push_back(n.cast<std::string>());
     v.state_bytes = d["state_bytes"].cast<int64_t>();
     v.num_workers = d["num_workers"].cast<int64_t>();
     v.num_tiles = d["num_tiles"].cast<int64_t>();

@@ -11,6 +11,15 @@ _BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_
               "POPSIM_LOG_DEST")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def checked_codelets():
+    """The suite compiles C++ codelets in checked mode (bounds-checked field access): an
+    out-of-range index in a test's codelet is an IndexError, not corrupted memory."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POPSIM_CHECKED_CODELETS", "1")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def hermetic_environment(monkeypatch, tmp_path_factory):
     """Run every test as if the caller's environment set nothing: no engine options, no

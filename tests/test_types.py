@@ -39,3 +39,15 @@ def test_graph_takes_numpy_dtypes():
     g = popsim.Graph(popsim.IPUModel().create_device())
     assert g.add_variable(np.float32, [2]).dtype is popsim.FLOAT
     assert g.add_variable(float, [2]).dtype is popsim.FLOAT
+
+
+def test_cpp_spelling_is_poplars_and_is_accepted_back():
+    spelled = {t.name: t.cpp for t in (popsim.BOOL, popsim.CHAR, popsim.SIGNED_CHAR, popsim.UNSIGNED_CHAR,
+                                       popsim.SHORT, popsim.UNSIGNED_SHORT, popsim.INT, popsim.UNSIGNED_INT,
+                                       popsim.LONGLONG, popsim.UNSIGNED_LONGLONG, popsim.HALF, popsim.FLOAT)}
+    assert spelled == {"BOOL": "bool", "CHAR": "char", "SIGNED_CHAR": "signed char", "UNSIGNED_CHAR": "unsigned char",
+                       "SHORT": "short", "UNSIGNED_SHORT": "unsigned short", "INT": "int",
+                       "UNSIGNED_INT": "unsigned int", "LONGLONG": "long long",
+                       "UNSIGNED_LONGLONG": "unsigned long long", "HALF": "half", "FLOAT": "float"}
+    assert as_type("unsigned int") is popsim.UNSIGNED_INT
+    assert as_type("unsigned  long long") is popsim.UNSIGNED_LONGLONG

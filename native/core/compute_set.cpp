@@ -6,6 +6,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "core/run_signals.hpp"
+
 namespace popsim {
 
 namespace {
@@ -20,7 +22,8 @@ uint8_t *alloc_state(int64_t bytes) {
 }  // namespace
 
 ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
-    : t_(tables), state_(alloc_state(tables.state_bytes), std::free), pool_(num_threads) {
+    : t_(tables), state_(alloc_state(tables.state_bytes), std::free), interrupt_(interrupt_flag()),
+      pool_(num_threads) {
   if (t_.num_workers < 1 || t_.num_workers > 64) throw std::invalid_argument("num_workers must be 1..64");
   for (size_t i = 0; i < t_.codelet_paths.size(); ++i)
     codelets_.push_back(libraries_.load(t_.codelet_paths[i], t_.codelet_symbols[i]));
@@ -71,12 +74,49 @@ void ComputeEngine::bind_all(uint8_t *arena) {
   }
 }
 
-void ComputeEngine::run_group(int64_t group, const HostInterface *host, GroupResult &out) {
+const char *ComputeEngine::vertex_type_name(int64_t vertex) const {
+  if (vertex < 0 || vertex >= static_cast<int64_t>(t_.vertices.size())) return "?";
+  const size_t codelet = static_cast<size_t>(t_.vertices[static_cast<size_t>(vertex)].codelet);
+  return codelet < t_.codelet_names.size() ? t_.codelet_names[codelet].c_str() : t_.codelet_symbols[codelet].c_str();
+}
+
+int64_t ComputeEngine::vertex_tile(int64_t vertex) const {
+  if (vertex < 0 || vertex >= static_cast<int64_t>(t_.vertices.size())) return -1;
+  return t_.vertices[static_cast<size_t>(vertex)].tile;
+}
+
+const char *ComputeEngine::compute_set_name(int64_t compute_set) const {
+  if (compute_set < 0 || compute_set >= static_cast<int64_t>(t_.compute_set_names.size())) return "?";
+  return t_.compute_set_names[static_cast<size_t>(compute_set)].c_str();
+}
+
+namespace {
+// Marks the thread as running vertex code of `engine` for the fatal-signal report, until
+// the group returns.
+struct RunningScope {
+  RunningVertex &running;
+  RunningScope(const ComputeEngine *engine, int64_t compute_set) : running(running_vertex()) {
+    running.engine = engine;
+    running.compute_set = compute_set;
+  }
+  ~RunningScope() { running.engine = nullptr; }
+};
+}  // namespace
+
+void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out) {
   const GroupRow &g = t_.groups[static_cast<size_t>(group)];
   const int64_t workers = t_.num_workers;
   double busy[64] = {0};  // per worker; targets have at most 64 worker contexts
   out = GroupResult{};
+  RunningScope running(this, compute_set);
   for (int64_t v = g.first_vertex; v < g.first_vertex + g.num_vertices; ++v) {
+    running.running.vertex = v;
+    if (*interrupt_) {  // Ctrl-C: stop between vertices too (C++ codelets do not poll)
+      out.failed_vertex = v;
+      out.result = -1;
+      out.ctx.error = POPSIM_INTERRUPTED;
+      return;
+    }
     const VertexRow &row = t_.vertices[static_cast<size_t>(v)];
     const Codelet &c = codelets_[row.codelet];
     void *obj = state_.get() + row.state_offset;
@@ -84,7 +124,7 @@ void ComputeEngine::run_group(int64_t group, const HostInterface *host, GroupRes
     const int64_t first = multi ? 0 : row.worker, last = multi ? workers : row.worker + 1;
     double spent = 0;
     for (int64_t w = first; w < last; ++w) {
-      popsim_exec ctx{0, static_cast<uint32_t>(workers), 0, -1, 0, 0, 0};
+      popsim_exec ctx{0, static_cast<uint32_t>(workers), 0, -1, 0, 0, 0, interrupt_};
       int result;
       if (c.host) {
         HostVertexCall call{ctx, 1};
@@ -123,9 +163,12 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
                           ErrorRecord &error) {
   const ComputeSetRow &cs = t_.compute_sets[static_cast<size_t>(compute_set)];
   if (has_host_[static_cast<size_t>(compute_set)]) {
-    for (int64_t i = 0; i < cs.num_groups; ++i) run_group(cs.first_group + i, &host, results_[cs.first_group + i]);
+    for (int64_t i = 0; i < cs.num_groups; ++i)
+      run_group(compute_set, cs.first_group + i, &host, results_[cs.first_group + i]);
   } else {
-    pool_.parallel_for(cs.num_groups, [&](int64_t i) { run_group(cs.first_group + i, nullptr, results_[cs.first_group + i]); });
+    pool_.parallel_for(cs.num_groups, [&](int64_t i) {
+      run_group(compute_set, cs.first_group + i, nullptr, results_[cs.first_group + i]);
+    });
   }
   cycles = ComputeSetCycles{};
   for (int64_t i = 0; i < cs.num_groups; ++i) {  // in tile order: the same sums for any thread count

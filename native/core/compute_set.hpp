@@ -35,6 +35,11 @@ class ComputeEngine {
   void reset_counters();
   unsigned num_threads() const { return pool_.size(); }
 
+  // For the fatal-signal report (run_signals.cpp): plain reads, no allocation.
+  const char *vertex_type_name(int64_t vertex) const;
+  int64_t vertex_tile(int64_t vertex) const;
+  const char *compute_set_name(int64_t compute_set) const;
+
  private:
   struct GroupResult {
     double including_idle = 0, excluding_idle = 0;
@@ -42,7 +47,7 @@ class ComputeEngine {
     int32_t result = 1;
     popsim_exec ctx{};
   };
-  void run_group(int64_t group, const HostInterface *host, GroupResult &out);
+  void run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out);
 
   const VertexTables &t_;
   CodeletLibraries libraries_;
@@ -52,6 +57,7 @@ class ComputeEngine {
   std::vector<popsim_span> spans_;
   std::vector<double> vertex_cycles_, group_cycles_;
   std::vector<GroupResult> results_;
+  const volatile int32_t *interrupt_;  // run_signals.hpp: set by Ctrl-C during a run
   ThreadPool pool_;
 };
 

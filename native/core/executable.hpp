@@ -79,6 +79,10 @@ struct VertexTables {
   std::vector<ComputeSetRow> compute_sets;
   std::vector<std::string> codelet_paths;    // empty path: a host-run (interpreted) codelet
   std::vector<std::string> codelet_symbols;
+  // For reports the core writes itself (a vertex crashing): the vertex type name of each
+  // codelet and the name of each compute set; may be empty.
+  std::vector<std::string> codelet_names;
+  std::vector<std::string> compute_set_names;
   int64_t state_bytes = 0;   // vertex state objects, at VertexRow::state_offset
   int64_t num_workers = 6;
   int64_t num_tiles = 1;     // for tile averages

@@ -6,6 +6,7 @@ supersteps while modelling the cycles and memory an IPU would spend.
 """
 from . import program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
+from .codelet.templates import VertexTemplate, template_vertex, vertex_template
 from .device import Device
 from .engine import Engine
 from .executable import Executable, compile_graph
@@ -31,6 +32,7 @@ __all__ = [
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",
     "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
     "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",
-    "Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList",
+    "Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList", "VertexTemplate",
+    "vertex_template", "template_vertex",
     *_error_names,
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .errors import InvalidOptionError
 
@@ -25,7 +25,11 @@ ENVIRONMENT = {
     "POPSIM_LOG_LEVEL": "OFF, ERR, WARN, INFO, DEBUG or TRACE",
     "POPSIM_LOG_DEST": "stdout, stderr or a file name (see popsim/log.py)",
     "POPSIM_CHECK_RACES": "true or false: the read-after-write race check (option popsim.checkRaces)",
+    "POPSIM_CHECKED_CODELETS": "1: compile C++ codelets with bounds-checked field access (an out-of-range index "
+                               "raises popsim.IndexError instead of corrupting memory); default 0 (faster)",
 }
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
 
 
 #: The variables holding engine options, in increasing precedence: Poplar's (what Poplar
@@ -91,17 +95,29 @@ def codelet_mode() -> str:
     return mode
 
 
+def _switch(name: str, meaning: str) -> Optional[bool]:
+    """An on/off variable: True, False, or None when unset."""
+    text = os.environ.get(name, "").strip().lower()
+    if not text:
+        return None
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InvalidOptionError(f"{name} must be true or false (or 1 / 0) for {meaning}, found {text!r}")
+
+
 def check_races() -> str:
     """POPSIM_CHECK_RACES as "true" or "false" ("" when unset): whether lowering reports
     a vertex reading what another vertex of its compute set writes."""
-    text = os.environ.get("POPSIM_CHECK_RACES", "").strip().lower()
-    if not text:
-        return ""
-    if text in ("1", "true", "yes", "on"):
-        return "true"
-    if text in ("0", "false", "no", "off"):
-        return "false"
-    raise InvalidOptionError(f"POPSIM_CHECK_RACES must be true or false (or 1 / 0), found {text!r}")
+    on = _switch("POPSIM_CHECK_RACES", "the read-after-write race check")
+    return "" if on is None else ("true" if on else "false")
+
+
+def checked_codelets() -> bool:
+    """POPSIM_CHECKED_CODELETS: whether C++ codelet files are compiled in checked mode
+    (read when a file is added with graph.add_codelets)."""
+    return bool(_switch("POPSIM_CHECKED_CODELETS", "checked C++ codelets"))
 
 
 def log_settings() -> Tuple[str, str]:

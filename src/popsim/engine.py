@@ -354,7 +354,17 @@ def _machine_description(lw: Lowered) -> dict:
         step_costs=p.step_costs, num_loop_slots=p.num_loop_slots,
         vertices=v.vertices, fields=v.fields, spans=v.spans, groups=v.groups, compute_sets=v.compute_sets,
         codelets=v.codelets, state_bytes=v.state_bytes, num_workers=lw.target.num_worker_contexts,
-        num_tiles=lw.target.num_tiles)
+        num_tiles=lw.target.num_tiles, codelet_names=_codelet_names(v), compute_set_names=list(v.cs_names))
+
+
+def _codelet_names(v) -> List[str]:
+    """The vertex type name of each codelet row (for the core's crash report)."""
+    names = ["?"] * len(v.codelets)
+    if len(v.vertices):
+        codelets, first_rows = np.unique(v.vertices[:, 0], return_index=True)
+        for c, row in zip(codelets.tolist(), first_rows.tolist()):
+            names[c] = v.type_names[int(v.row_type[row])]
+    return names
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

@@ -12,14 +12,18 @@ __all__ = [
 class Type:
     """A device element type (``popsim.FLOAT``, ``popsim.INT``...).
 
-    ``name`` is Poplar's spelling, ``size`` the bytes one element takes in tile memory and
-    ``numpy`` the host dtype used for reads, writes and streams.
+    ``name`` is Poplar's constant name, ``cpp`` its C++ spelling as Poplar's
+    ``Type::toString()`` writes it and vertex template names use it
+    (``popops::ScaledAdd<float,true>``, ``Copy<unsigned int>``), ``size`` the bytes one
+    element takes in tile memory and ``numpy`` the host dtype used for reads, writes and
+    streams.
     """
 
-    __slots__ = ("name", "size", "numpy", "code")
+    __slots__ = ("name", "cpp", "size", "numpy", "code")
 
-    def __init__(self, name: str, numpy_dtype, code: int):
+    def __init__(self, name: str, cpp: str, numpy_dtype, code: int):
         self.name = name
+        self.cpp = cpp
         self.numpy = np.dtype(numpy_dtype)
         self.size = self.numpy.itemsize
         self.code = code  # the core's scalar type code (native/core/executable.hpp)
@@ -42,35 +46,39 @@ class Type:
         return (as_type, (self.name,))
 
 
-BOOL = Type("BOOL", np.bool_, 0)
-SIGNED_CHAR = Type("SIGNED_CHAR", np.int8, 1)
-CHAR = Type("CHAR", np.int8, 1)
-UNSIGNED_CHAR = Type("UNSIGNED_CHAR", np.uint8, 2)
-SHORT = Type("SHORT", np.int16, 3)
-UNSIGNED_SHORT = Type("UNSIGNED_SHORT", np.uint16, 4)
-INT = Type("INT", np.int32, 5)
-UNSIGNED_INT = Type("UNSIGNED_INT", np.uint32, 6)
-LONGLONG = Type("LONGLONG", np.int64, 7)
-UNSIGNED_LONGLONG = Type("UNSIGNED_LONGLONG", np.uint64, 8)
-HALF = Type("HALF", np.float16, 9)
-FLOAT = Type("FLOAT", np.float32, 10)
+BOOL = Type("BOOL", "bool", np.bool_, 0)
+SIGNED_CHAR = Type("SIGNED_CHAR", "signed char", np.int8, 1)
+CHAR = Type("CHAR", "char", np.int8, 1)
+UNSIGNED_CHAR = Type("UNSIGNED_CHAR", "unsigned char", np.uint8, 2)
+SHORT = Type("SHORT", "short", np.int16, 3)
+UNSIGNED_SHORT = Type("UNSIGNED_SHORT", "unsigned short", np.uint16, 4)
+INT = Type("INT", "int", np.int32, 5)
+UNSIGNED_INT = Type("UNSIGNED_INT", "unsigned int", np.uint32, 6)
+LONGLONG = Type("LONGLONG", "long long", np.int64, 7)
+UNSIGNED_LONGLONG = Type("UNSIGNED_LONGLONG", "unsigned long long", np.uint64, 8)
+HALF = Type("HALF", "half", np.float16, 9)
+FLOAT = Type("FLOAT", "float", np.float32, 10)
 
 ALL_TYPES = (BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, SHORT, UNSIGNED_SHORT, INT, UNSIGNED_INT,
              LONGLONG, UNSIGNED_LONGLONG, HALF, FLOAT)
 _BY_NAME = {t.name: t for t in ALL_TYPES}
+_BY_CPP = {t.cpp: t for t in ALL_TYPES}
 # CHAR and SIGNED_CHAR share int8; numpy int8 means CHAR.
 _BY_DTYPE = {t.numpy: t for t in reversed(ALL_TYPES)}
 _BY_PYTHON = {float: FLOAT, int: INT, bool: BOOL}
 
 
 def as_type(t) -> Type:
-    """Accept a popsim Type, a Type name ("FLOAT", "float"), a numpy dtype, or float/int/bool."""
+    """Accept a popsim Type, a Type name ("FLOAT", "float"), its C++ spelling ("unsigned
+    int"), a numpy dtype, or float/int/bool."""
     if isinstance(t, Type):
         return t
     if t in _BY_PYTHON:
         return _BY_PYTHON[t]
     if isinstance(t, str) and t.upper() in _BY_NAME:
         return _BY_NAME[t.upper()]
+    if isinstance(t, str) and " ".join(t.split()) in _BY_CPP:
+        return _BY_CPP[" ".join(t.split())]
     try:
         dt = np.dtype(t)
     except TypeError:

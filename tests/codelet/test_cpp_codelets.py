@@ -1,8 +1,7 @@
 """Poplar C++ codelet files (popsim.codelet.cpp): the dialect, field classification,
 templates, the half type, and errors. Every codelet is a real file under data/ (or
 tutorials/codelets/) compiled by the host compiler and run through the codelet ABI
-with numpy arrays (abi_harness.run_compiled); results are checked against numpy."""
-import sys
+with numpy arrays (popsim.codelet.abi.run_compiled); results are checked against numpy."""
 from pathlib import Path
 
 import numpy as np
@@ -10,11 +9,10 @@ import pytest
 
 import popsim
 from popsim.codelet import compiler, cpp
+from popsim.codelet.abi import run_compiled
 from popsim.codelet.fields import Direction, FieldKind
 from popsim.errors import CodeletCompileError, CodeletSyntaxError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_harness import run_compiled  # noqa: E402
 
 pytestmark = pytest.mark.compiler
 

@@ -23,14 +23,13 @@ from hypothesis.extra import numpy as hnp
 import popsim
 from popsim import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from popsim.codelet import compiler, pyruntime
+from popsim.codelet.abi import run_compiled
 from popsim.codelet.fields import Direction, FieldKind
 from popsim.codelet.interpret import run_all_workers, run_interpreted
 from popsim.codelet.op_costs import CYCLES
 from popsim.codelet.python_vertex import fields_of, is_vertex_class, translation_of, vertex_types_from_classes
 from popsim.codelet.typed_ir import T
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from abi_harness import run_compiled  # noqa: E402
 
 F32, I32 = np.float32, np.int32
 SCALE = 3                # module-level constants are captured at translation time

@@ -20,6 +20,7 @@ from typing import Dict, Iterable, Mapping, Sequence
 
 from .. import config
 from ..errors import CodeletCompileError
+from . import diagnostics
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
 
@@ -126,7 +127,10 @@ def _build(sources: Dict[str, str], language: str, flags, includes, target: Path
                str(main), "-o", str(out), *flags]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
-            raise CodeletCompileError(_explain(result.stderr, sources, tmp))
+            output = result.stderr.replace(tmp + os.sep, "")
+            error = CodeletCompileError(_explain(output, sources))
+            error.compiler_output = output  # for front ends that place the error in their user's file
+            raise error
         # Atomic: a concurrent compile of the same key just replaces an identical file.
         fd, staged = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
         os.close(fd)
@@ -134,20 +138,14 @@ def _build(sources: Dict[str, str], language: str, flags, includes, target: Path
         os.replace(staged, target)
 
 
-_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)? (?:fatal )?error: (?P<msg>.*)$", re.M)
-
-
-def _explain(stderr: str, sources: Mapping[str, str], tmp: str) -> str:
+def _explain(output: str, sources: Mapping[str, str]) -> str:
     """The compiler's first error with the offending source line, then its full output."""
-    text = stderr.replace(tmp + os.sep, "")
-    m = _DIAG.search(text)
-    if not m:
-        return f"the codelet did not compile:\n{text.strip()}"
-    fname, line = Path(m.group("file")).name, int(m.group("line"))
-    head = f"the codelet did not compile: {fname}:{line}: {m.group('msg')}"
-    src = sources.get(fname)
-    if src is not None:
-        lines = src.splitlines()
-        if 0 < line <= len(lines):
-            head += f"\n    {lines[line - 1].strip()}"
-    return f"{head}\n\ncompiler output:\n{text.strip()}"
+    diag = diagnostics.first_error(output)
+    if diag is None:
+        return diagnostics.compile_error_message("the codelet did not compile",
+                                                 diagnostics.link_error(output) or "see the compiler output", output)
+    fname = Path(diag.file).name
+    lines = sources.get(fname, "").splitlines()
+    code = lines[diag.line - 1].strip() if 0 < diag.line <= len(lines) else ""
+    return diagnostics.compile_error_message("the codelet did not compile", f"{fname}:{diag.line}: {diag.message}",
+                                             output, code)

@@ -32,14 +32,17 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .. import config
 from ..errors import CodeletCompileError, CodeletSyntaxError
-from . import compiler
+from . import compiler, diagnostics
 from ..types import as_type
 from .fields import Direction, FieldKind, FieldSpec
 from .vertex_type import VertexType
-from .cpp_parse import (DIR_CODES, DTYPE_ORDER, FIELD_HELP, KIND_CODES, LIST_LAYOUTS, VECTOR_LAYOUTS, VERTEX_BASES,
-                        Parser, Source, SourceError, Unresolved, VertexClass, classify, expand, named,
-                        ns_scopes, parse_type, render_tokens, vertex_classes)
+from .cpp_parse import VERTEX_BASES, Parser, Source, SourceError
+from .cpp_tokens import render_tokens
+from .cpp_types import (DIR_CODES, DTYPE_ORDER, FIELD_HELP, KIND_CODES, LIST_LAYOUTS, VECTOR_LAYOUTS, Unresolved,
+                        classify, parse_type)
+from .cpp_vertices import VertexClass, expand, named, ns_scopes, vertex_classes
 
 _DEFINES = ["-D__POPC__", "-D__POPSIM__=1"]
 
@@ -120,6 +123,8 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
         ctor_flag = "true" if vx.run_constructor else "false"
         line = f"#line {cline} {_cstr(cfile)}"  # glue errors point at the class
         describe = " ".join(f"popsim::glue::describe({g}::f{n}, out + {5 * n});" for n in range(len(specs)))
+        members = "".join(f", {g}::f{n}" for n in range(len(specs)))
+        locate = f"[](const {g}::V &v, const void *p) {{ (void)v; (void)p; return popsim::glue::field_at(v, p{members}); }}"
         out += ["}", line,
                 f"POPSIM_EXPORT std::uint64_t {sym}_size(void) {{ return sizeof({g}::V); }}", line,
                 f"POPSIM_EXPORT void {sym}_describe(std::int32_t *out) {{ (void)out; {describe} }}", line,
@@ -129,55 +134,36 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
                 f"{g}::V &v = *static_cast<{g}::V *>(obj); (void)v; (void)fields; {binds} }}", line,
                 f"POPSIM_EXPORT int {sym}_compute(void *obj, std::uint32_t worker, popsim_exec *ctx) {{ "
                 f"return popsim::glue::compute_entry<{g}::V>(obj, worker, ctx, {_cstr(vx.name)}, "
-                f"[]({g}::V &v, unsigned w) {{ return {call}; }}); }}", ""]
+                f"[]({g}::V &v, unsigned w) {{ return {call}; }}, {locate}); }}", ""]
     return "\n".join(out)
 
 
 # ---- errors ------------------------------------------------------------------------
 
-_DIAG = re.compile(r"^(?P<file>[^:\n]+?):(?P<line>\d+):(?:\d+:)? (?P<rest>.*)$")
-
-
 def _explain(output: str, real: Path, shown: Path, symbols: Optional[Dict[str, str]] = None) -> str:
-    """The compiler's first error, placed in the user's file where possible, with the
-    source line, then the full compiler output."""
-    output = re.sub(r"^the codelet did not compile:\s*", "", output.strip())
-    lines = output.splitlines()
+    """The compiler's first error (diagnostics.first_error), placed in the user's file
+    where possible, with the source line, then the full compiler output."""
     include = str(compiler.INCLUDE_DIR)
 
-    def user_loc(m):
-        f = m.group("file").strip()
+    def user_file(f: str) -> bool:
         return (os.path.isfile(f) and not os.path.realpath(f).startswith(include + os.sep)
                 and not f.startswith(("/usr/include", "/usr/lib", "/usr/local/include")))
 
-    head = None
-    for n, text in enumerate(lines):
-        m = _DIAG.match(text)
-        if not m or not re.match(r"(fatal )?error: ", m.group("rest")):
-            continue
-        msg = re.sub(r"^(fatal )?error: ", "", m.group("rest"))
-        loc = m if user_loc(m) else None
-        if loc is None:  # an error inside a header: the user's line is in its "required from" context
-            context = [_DIAG.match(x) for x in lines[:n][::-1]]
-            loc = next((c for c in context if c and user_loc(c)), None)
-        head = msg
-        if loc is not None:
-            f, ln = loc.group("file").strip(), int(loc.group("line"))
-            head = f"{shown if os.path.realpath(f) == str(real) else f}:{ln}: {msg}"
-            try:
-                head += "\n    " + Path(f).read_text(errors="replace").splitlines()[ln - 1].strip()
-            except (OSError, IndexError):
-                pass
-        break
-    if head is None:
-        undefined = re.search(r"undefined reference to [`'](.+?)'", output)
-        head = "see the compiler output"
-        if undefined:
-            head = f"undefined reference to '{undefined.group(1)}' (declared but never defined?)"
-            caller = re.search(r"in function [`'](popsim_vt\d+_\w+?)_(?:size|init|bind|compute)'", output)
-            if caller and symbols and caller.group(1) in symbols:
-                head += f", used by vertex type '{symbols[caller.group(1)]}'"
-    return f"the codelet file {shown} did not compile: {head}\n\ncompiler output:\n{output}"
+    title = f"the codelet file {shown} did not compile"
+    diag = diagnostics.first_error(output)
+    if diag is None:
+        head = diagnostics.link_error(output) or "see the compiler output"
+        caller = re.search(r"in function [`'](popsim_vt\d+_\w+?)_(?:size|init|bind|compute)'", output)
+        if head.startswith("undefined reference") and caller and symbols and caller.group(1) in symbols:
+            head += f", used by vertex type '{symbols[caller.group(1)]}'"
+        return diagnostics.compile_error_message(title, head, output)
+    # An error inside a header: the user's line is in its "required from" context.
+    loc = diag if user_file(diag.file) else diagnostics.context_location(output, diag, user_file)
+    if loc is None:
+        return diagnostics.compile_error_message(title, diag.message, output)
+    where = shown if os.path.realpath(loc.file) == str(real) else loc.file
+    return diagnostics.compile_error_message(title, f"{where}:{loc.line}: {diag.message}", output,
+                                             diagnostics.source_line(loc.file, loc.line))
 
 
 def _run_compiler(real: Path, shown: Path, flags: List[str], mode: str) -> str:
@@ -305,12 +291,14 @@ def _type_from_json(d: dict) -> VertexType:
                       state_size=d["state_size"], source=d["source"], language="c++", extra=d["extra"])
 
 
-def vertex_types_from_file(path, compile_flags: str = "") -> List[VertexType]:
+def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool] = None) -> List[VertexType]:
     """Compile a Poplar C++ codelet file and return one VertexType per vertex class (per
     explicit instantiation of a vertex class template), in the file's order.
 
     :param path: the .cpp file; its directory is on the include path.
     :param compile_flags: extra compiler flags, as popc would take them ("-DN=4 -O3").
+    :param checked: compile with bounds-checked field access (poplar/Vertex.hpp); None:
+        as POPSIM_CHECKED_CODELETS says. The checked build is a separate cached library.
     :raises CodeletCompileError: the compiler rejected the file (message: file, line,
         source line, then the compiler's output).
     :raises CodeletSyntaxError: a vertex field popsim cannot bind (names class, member, line).
@@ -320,6 +308,8 @@ def vertex_types_from_file(path, compile_flags: str = "") -> List[VertexType]:
         raise CodeletCompileError(f"codelet file {path} not found")
     real = path.resolve()
     flags = shlex.split(compile_flags or "")
+    if config.checked_codelets() if checked is None else checked:
+        flags.append("-DPOPSIM_CHECKED_CODELETS=1")
     key = compiler.cache_key("c++", "codelet file", str(real), str(path), " ".join(flags)).hexdigest()[:32]
     cached = _cached(real, key)
     if cached is not None:
@@ -349,8 +339,7 @@ def vertex_types_from_file(path, compile_flags: str = "") -> List[VertexType]:
                                        "c++", name=real.stem, flags=[*_DEFINES, "-fvisibility=hidden", *link, *flags],
                                        include_dirs=[real.parent])
     except CodeletCompileError as e:
-        text = str(e)
-        output = text.split("compiler output:\n", 1)[1] if "compiler output:\n" in text else text
+        output = getattr(e, "compiler_output", str(e))
         raise CodeletCompileError(_explain(output, real, path, {vx.symbol: vx.name for vx in vertices})) from None
     try:
         handle = ctypes.CDLL(str(lib))

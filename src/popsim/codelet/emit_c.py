@@ -1,10 +1,16 @@
 """Typed IR -> C: one function per vertex type plus the four ABI functions of
-include/popsim_codelet.h. The vertex's state object is simply its popsim_field array:
+include/popsim_codelet.h (called as abi.py specifies). The vertex's state object is simply its popsim_field array:
 init does nothing and bind copies the array.
 
 Index errors (checked builds) are recorded in a local ``E`` (the first in Python's
 evaluation order wins, whatever order C evaluates operands in) and tested after each
 statement that can record one; compute then returns -1 with ctx filled in.
+
+Loops poll the run's interrupt flag (popsim_exec.interrupt, set by Ctrl-C), so a vertex
+stuck in a loop returns -1 with POPSIM_INTERRUPTED and the run stops with
+KeyboardInterrupt: a while loop on every iteration; a for loop, whose trip count is known
+when it starts, once per chunk of POLL_EVERY iterations (an outer loop over chunks
+around the plain loop), which keeps hot counted loops as fast as without the poll.
 """
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ _OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _UNSIGNED = {T.I32: "uint32_t", T.I64: "uint64_t"}
 CHECK = "if (E.seq != POPSIM_PY_NO_ERROR) goto popsim_fail;"
+POLL = "if (*stop) goto popsim_interrupted;"
+POLL_EVERY = 1 << 14  # for-loop iterations between polls
 
 
 def ctype(ty) -> str:
@@ -77,6 +85,8 @@ class CEmitter:
         self.lines: List[str] = []
         self.extra: List[str] = []      # print temporaries
         self.uses_fail = False
+        self.has_loops = False
+        self.exits: List[List[str]] = []  # per enclosing loop: [] for C's break, or [label, used]
 
     def sfx(self, field: int) -> str:
         return STORAGE[self.fn.fields[field].dtype].suffix
@@ -195,19 +205,27 @@ class CEmitter:
             emit("}", depth)
         elif isinstance(s, While):
             emit("for (;;) {", depth)
+            self.poll(depth + 1)
             if s.tick:
                 emit(f"cyc += {s.tick}u;", depth + 1)
             if not (isinstance(s.test, Const) and s.test.value):
                 self.test_into_cnd(s, s.test, depth + 1)
                 emit(f"if (!({'cnd' if has_sites(s.test) else self.expr(s.test)})) break;", depth + 1)
+            self.exits.append([])
             self.block(s.body, depth + 1)
+            self.exits.pop()
             emit("}", depth)
         elif isinstance(s, ForRange):
             self.for_range(s, depth)
         elif isinstance(s, ForEach):
             self.for_each(s, depth)
         elif isinstance(s, Break):
-            emit("break;", depth)
+            exit_ = self.exits[-1]
+            if exit_:  # the plain loop of a chunked for loop: leave the chunk loop too
+                exit_[1] = "used"
+                emit(f"goto {exit_[0]};", depth)
+            else:
+                emit("break;", depth)
         elif isinstance(s, Continue):
             emit("continue;", depth)
         elif isinstance(s, Return):
@@ -224,6 +242,29 @@ class CEmitter:
             emit("/* breakpoint(): stops only in interpreted mode */", depth)
         else:  # pragma: no cover
             raise TypeError(f"cannot emit {type(s).__name__}")
+
+    def poll(self, depth: int):
+        """At the top of a loop body: stop if the run was interrupted."""
+        self.has_loops = True
+        self.emit(POLL, depth)
+
+    def counted_loop(self, k: str, count: str, depth: int, body) -> None:
+        """``for (k = 0; k < count; k++) body``, polling the interrupt flag once per chunk
+        of POLL_EVERY iterations. ``body(depth)`` emits the loop body; its break leaves
+        both loops (through the label x_k), its continue goes to the next k."""
+        emit = self.emit
+        emit(f"for (uint64_t {k} = 0; {k} < {count};) {{", depth)
+        self.poll(depth + 1)
+        emit(f"const uint64_t e_{k} = {count} - {k} > {POLL_EVERY}u ? {k} + {POLL_EVERY}u : {count};", depth + 1)
+        emit(f"for (; {k} < e_{k}; {k}++) {{", depth + 1)
+        exit_ = [f"x_{k}", ""]
+        self.exits.append(exit_)
+        body(depth + 2)
+        self.exits.pop()
+        emit("}", depth + 1)
+        emit("}", depth)
+        if exit_[1]:
+            emit(f"x_{k}:;", depth)
 
     def test_into_cnd(self, s, test, depth):
         if has_sites(test):
@@ -277,10 +318,10 @@ class CEmitter:
             emit(f"uint64_t n_{k} = popsim_py_count_u64((uint64_t)a_{k}, (uint64_t)b_{k}, (uint64_t)d_{k});",
                  depth + 1)
             value = f"(({rt.ctype})((uint64_t)a_{k} + {k} * (uint64_t)d_{k}))"
-        emit(f"for (uint64_t {k} = 0; {k} < n_{k}; {k}++) {{", depth + 1)
-        emit(f"{self.expr(s.var)} = {convert(value, rt, s.var.ty)};", depth + 2)
-        self.block(s.body, depth + 2)
-        emit("}", depth + 1)
+        def body(d):
+            emit(f"{self.expr(s.var)} = {convert(value, rt, s.var.ty)};", d)
+            self.block(s.body, d)
+        self.counted_loop(k, f"n_{k}", depth + 1, body)
         emit("}", depth)
 
     def for_each(self, s: ForEach, depth: int):
@@ -290,18 +331,18 @@ class CEmitter:
         emit("{", depth)
         emit(f"popsim_span w_{k} = {self.expr(s.view)};", depth + 1)
         self.check(s, depth + 1)
-        emit(f"for (uint64_t {k} = 0; {k} < w_{k}.size; {k}++) {{", depth + 1)
-        if vt.kind is VK.ROWS:
-            emit(f"{self.expr(s.var)} = ((const popsim_span *)w_{k}.data)[{k}];", depth + 2)
-        else:
-            kind = "lds" if vt.kind is VK.SCALARS else "ld"
-            elem_ty = STORAGE[self.fn.fields[vt.field].dtype].value
-            load = f"popsim_py_{kind}_{self.sfx(vt.field)}(w_{k}, (int64_t){k}, &E, 0, 0, 0)"
-            emit(f"{self.expr(s.var)} = {convert(load, elem_ty, s.var.ty)};", depth + 2)
-        if s.index is not None:
-            emit(f"{self.expr(s.index)} = {convert(f'((int32_t){k})', T.I32, s.index.ty)};", depth + 2)
-        self.block(s.body, depth + 2)
-        emit("}", depth + 1)
+        def body(d):
+            if vt.kind is VK.ROWS:
+                emit(f"{self.expr(s.var)} = ((const popsim_span *)w_{k}.data)[{k}];", d)
+            else:
+                kind = "lds" if vt.kind is VK.SCALARS else "ld"
+                elem_ty = STORAGE[self.fn.fields[vt.field].dtype].value
+                load = f"popsim_py_{kind}_{self.sfx(vt.field)}(w_{k}, (int64_t){k}, &E, 0, 0, 0)"
+                emit(f"{self.expr(s.var)} = {convert(load, elem_ty, s.var.ty)};", d)
+            if s.index is not None:
+                emit(f"{self.expr(s.index)} = {convert(f'((int32_t){k})', T.I32, s.index.ty)};", d)
+            self.block(s.body, d)
+        self.counted_loop(k, f"w_{k}.size", depth + 1, body)
         emit("}", depth)
 
     def print_stmt(self, s: Print, depth: int):
@@ -371,10 +412,17 @@ class CEmitter:
             init = "{0, 0}" if isinstance(ty, ViewT) else "0"
             head.append(f"  {ctype(ty)} {name} = {init};")
         head.extend("  " + x for x in self.extra)
+        if self.has_loops:
+            head.append("  const volatile int32_t *stop = ctx->interrupt ? ctx->interrupt : &popsim_py_not_interrupted;")
         if fn.worker_name is not None:
             head.append(f"  {local_name(fn.worker_name)} = "
                         f"{convert('((int32_t)worker)', T.I32, fn.locals[fn.worker_name])};")
         tail = ["  ctx->cycles += cyc;", "  return 1;"]
+        if self.has_loops:
+            tail += ["popsim_interrupted:",
+                     "  ctx->cycles += cyc;",
+                     "  ctx->error = POPSIM_INTERRUPTED;",
+                     "  return -1;"]
         if self.uses_fail:
             tail += ["popsim_fail:",
                      "  ctx->cycles += cyc;",

@@ -7,7 +7,7 @@ under their own names. Every value is a numpy scalar of its static C type, and e
 operation that numpy would do differently from the C code calls a helper from
 pyruntime.py, so results and cycle counts are identical to compiled mode.
 
-Field values follow tests/codelet/abi_harness.py: a 1-element array for a scalar edge
+Field values follow popsim/codelet/abi.py: a 1-element array for a scalar edge
 or state scalar, a 1-D array for a vector, a list of 1-D arrays for a vector of edges or
 a VectorList. Arrays are used in place.
 """
@@ -444,7 +444,7 @@ def index_error_message(name: str, field: str, index: int, size: int, line: int,
 
 def run_interpreted(vertex_type, values, worker: int = 0, num_workers: int = 6) -> Tuple[bool, int]:
     """Run one call of the vertex's compute as Python (debug mode) on ``values`` (one
-    per field, as in abi_harness; used in place). Runs worker ``worker`` only (the engine
+    per field, as in abi.py; used in place). Runs worker ``worker`` only (the engine
     calls a MultiVertex once per worker). Returns (ok, cycles): ok False when compute
     returned False. An index out of range raises popsim.IndexError."""
     p = _program(vertex_type)
@@ -467,7 +467,7 @@ def run_interpreted(vertex_type, values, worker: int = 0, num_workers: int = 6) 
 
 
 def run_all_workers(vertex_type, values, num_workers: int = 6, worker: int = 0) -> Tuple[bool, int]:
-    """Like abi_harness.run_compiled: a MultiVertex runs on every worker in turn (cycles
+    """Like abi.run_compiled: a MultiVertex runs on every worker in turn (cycles
     summed), a Vertex once as ``worker``. Stops at the first failing call."""
     workers = range(num_workers) if vertex_type.multi else [worker]
     total, ok = 0, True

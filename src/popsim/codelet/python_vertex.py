@@ -33,6 +33,28 @@ __all__ = ["Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "Vecto
            "is_vertex_class", "vertex_types_from_classes", "fields_of"]
 
 
+def _defining_scope(cls) -> Dict[str, object]:
+    """The names a class's string annotations use that live in the function (or class
+    body) the class statement ran in: under ``from __future__ import annotations`` a class
+    made by a factory annotates fields with the factory's parameters (``Input[Vector[dtype]]``),
+    which the module's globals do not hold. Taken when the class is created, as Python
+    itself would resolve them then."""
+    annotations = cls.__dict__.get("__annotations__", {})
+    wanted = set()
+    for ann in annotations.values():
+        if isinstance(ann, str):
+            wanted.update(re.findall(r"[A-Za-z_]\w*", ann))
+    if not wanted:
+        return {}
+    frame = sys._getframe(2)  # 0: here, 1: __init_subclass__, 2: where the class statement ran
+    while frame is not None and frame.f_code.co_name == "__init_subclass__":
+        frame = frame.f_back  # a subclass's own __init_subclass__ calling super()
+    if frame is None or frame.f_locals is frame.f_globals:
+        return {}
+    local = frame.f_locals
+    return {name: local[name] for name in wanted if name in local}
+
+
 class Vertex:
     """Base class of single-worker Python vertices: define ``compute(self)``.
 
@@ -42,6 +64,12 @@ class Vertex:
 
     #: The registered vertex type name; defaults to the class name.
     vertex_name: str = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        scope = _defining_scope(cls)
+        if scope:
+            cls._popsim_scope = scope
 
     def compute(self):  # pragma: no cover - always overridden
         raise NotImplementedError("a Vertex subclass must define compute(self)")
@@ -174,15 +202,20 @@ def fields_of(cls) -> Tuple[Tuple[FieldSpec, ...], Tuple[str, ...]]:
         own = klass.__dict__.get("__annotations__", {})
         module = sys.modules.get(klass.__module__)
         namespace = dict(vars(module)) if module is not None else {}
+        # As Python resolves names in a class body: the class's own names, then the
+        # enclosing function's, then the module's.
+        scope = {**klass.__dict__.get("_popsim_scope", {}), **vars(klass)}
         for attr, ann in own.items():
             if attr == "vertex_name":
                 continue
             if isinstance(ann, str):
                 try:
-                    ann = eval(ann, namespace, dict(vars(klass)))  # noqa: S307 - the user's own annotation
+                    ann = eval(ann, namespace, scope)  # noqa: S307 - the user's own annotation
                 except Exception as e:
                     raise CodeletSyntaxError(f"{cls.__qualname__}.{attr}: cannot evaluate the annotation "
-                                             f"{ann!r} ({e}); import the names it uses at module level") from None
+                                             f"{ann!r} ({e}); the names it uses must be defined at module level, or "
+                                             "in the function that defines the class before the class statement") \
+                        from None
             if attr in klass.__dict__ and not callable(klass.__dict__[attr]):
                 raise CodeletSyntaxError(
                     f"{cls.__qualname__}.{attr}: fields cannot have a default value; set state fields with "
@@ -211,6 +244,7 @@ def vertex_name(cls) -> str:
 
 # -- classes -> vertex types ----------------------------------------------------------------------
 _translations: Dict[type, object] = {}
+_compiled: Dict[type, VertexType] = {}  # a class's vertex type once compiled, shared by every graph
 _lock = threading.Lock()
 
 
@@ -247,6 +281,10 @@ def vertex_types_from_classes(classes) -> List[VertexType]:
         seen[t.name] = c
     if not translations:
         return []
+    with _lock:
+        known = [_compiled.get(c) for c in unique]
+    if all(vt is not None for vt in known):  # every class already compiled (in any graph): reuse
+        return known
     library = compile_translations(translations)
     out = []
     for c, t in zip(unique, translations):
@@ -255,6 +293,8 @@ def vertex_types_from_classes(classes) -> List[VertexType]:
             state_size=16 * len(t.fields), source=f"{t.function.filename}:{t.function.line}",
             counts_cycles=True, python_class=c, language="python",
             extra={"c_source": t.c_code, "checked": True, "attrs": t.attrs}))
+    with _lock:
+        _compiled.update(zip(unique, out))
     return out
 
 

@@ -1,14 +1,14 @@
-"""Type checking of expressions in a vertex's ``compute``: Python AST -> typed IR.
+"""Typing rules for expressions in a vertex's ``compute``: Python AST -> typed IR.
 
 Every expression gets a static C type (typed_ir.T) or a view type; conversions C would
 do implicitly become explicit Cast nodes, so both back ends convert at the same points.
-The statement side (locals, blocks, definite assignment) is typecheck.py.
+Calls are typecheck_calls.py's, statements typecheck_stmt.py's.
 """
 from __future__ import annotations
 
 import ast
 import builtins
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -16,14 +16,9 @@ from .. import types as _types
 from ..errors import closest, did_you_mean
 from . import pyruntime
 from .fields import Direction, FieldKind
-from .typecheck_calls import CallChecker
+from .typecheck_state import Rules
 from .typed_ir import (STORAGE, VK, BoolOp, Binary, Cast, Compare, Const, Expr, FieldRef, IfExp, Intrinsic, Let,
                        Load, Local, Loc, Not, RowAt, ScalarField, Site, T, Unary, ViewT, arith_type)
-
-
-class Unknown(Exception):
-    """A local whose type inference has not reached yet (first passes only)."""
-
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
@@ -63,59 +58,17 @@ def make_const(value, ty: T, loc) -> Const:
 loc_of = Loc.of
 
 
-class ExprChecker(CallChecker):
-    """Builds typed expressions; the subclass supplies locals and statement context."""
+class Expressions(Rules):
+    """Builds typed expressions."""
 
-    def __init__(self, src, func, cls, fields, attrs, multi, vertex_name: str, self_name: str):
-        self.src = src
-        self.vertex_name = vertex_name
-        self.self_name = self_name
-        self.local_names = set()
-        self.func = func            # the Python function object (for globals / closure)
-        self.cls = cls
-        self.fields = fields
-        self.attrs = attrs
-        self.multi = multi
-        self.final = False
-        self.sites: List[Site] = []
-        self.seq = 0
-        self.temps = {}
-        self.proven = []            # (loop variable, view key) pairs known to be in range
-        self.field_by_attr = {a: i for i, a in enumerate(attrs)}
-        for i, f in enumerate(fields):
-            self.field_by_attr.setdefault(f.name, i)
-
-    # -- hooks implemented by the statement checker -------------------------------------------
-    def local_type(self, name: str, node):  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def is_local(self, name: str) -> bool:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    # -- errors and helpers --------------------------------------------------------------------
-    def err(self, node, msg: str, fix: Optional[str] = None):
-        return self.src.error(node, msg, fix)
-
-    def new_temp(self, ty, loc) -> Local:
-        name = f"t{len(self.temps)}"
-        self.temps[name] = ty
-        return Local(ty, loc, name, True)
-
-    def new_site(self, field: int, node) -> Site:
-        self.seq += 1
-        if not self.final:
-            return Site(0, field, node.lineno, self.seq)
-        s = Site(len(self.sites), field, node.lineno, self.seq)
-        self.sites.append(s)
-        return s
-
+    # -- expressions -------------------------------------------------------------------------
     def conv(self, e: Expr, ty: T, node=None, what: str = "") -> Expr:
         """``e`` converted to ``ty`` as C's implicit conversions do."""
         if e.ty == ty:
             return e
         if isinstance(e.ty, ViewT) or isinstance(ty, ViewT):
-            raise self.err(node, f"{self.describe(e)} cannot be used as a number{what}",
-                           "index a vector field (self.a[i]) to get one element")
+            raise self.c.err(node, f"{self.c.describe(e)} cannot be used as a number{what}",
+                             "index a vector field (self.a[i]) to get one element")
         if isinstance(e, Const):
             value = pyruntime.convert(pyruntime.const(e.value, e.ty), e.ty, ty)
             return Const(ty, e.loc, value.item())
@@ -128,33 +81,25 @@ class ExprChecker(CallChecker):
     def numeric(self, node) -> Expr:
         e = self.expr(node)
         if isinstance(e.ty, ViewT):
-            raise self.err(node, f"{self.describe(e)} is not a number",
-                           "index it (self.a[i]) or loop over it (for x in self.a)")
+            raise self.c.err(node, f"{self.c.describe(e)} is not a number",
+                             "index it (self.a[i]) or loop over it (for x in self.a)")
         return e
 
     def integer(self, node, what: str) -> Expr:
         e = self.numeric(node)
         if e.ty is T.F32:
-            raise self.err(node, f"{what} must be an integer, found a float", "convert it with int(...)")
+            raise self.c.err(node, f"{what} must be an integer, found a float", "convert it with int(...)")
         return self.conv(e, T.I32) if e.ty is T.BOOL else e
 
     def truth(self, e: Expr, node) -> Expr:
         if isinstance(e.ty, ViewT):
-            raise self.err(node, f"{self.describe(e)} cannot be used as a condition", "test len(...) > 0 instead")
+            raise self.c.err(node, f"{self.c.describe(e)} cannot be used as a condition", "test len(...) > 0 instead")
         if e.ty is T.BOOL:
             return e
         if isinstance(e, Const):
             return Const(T.BOOL, e.loc, bool(e.value))
         return Compare(T.BOOL, e.loc, "ne", e, Const(e.ty, e.loc, 0.0 if e.ty is T.F32 else 0))
 
-    def describe(self, e: Expr) -> str:
-        if isinstance(e.ty, ViewT):
-            name = self.fields[e.ty.field].name
-            return {VK.VECTOR: f"vector field '{name}'", VK.ROWS: f"list field '{name}'",
-                    VK.ROW: f"a row of field '{name}'", VK.SCALARS: f"list field '{name}'"}[e.ty.kind]
-        return f"a {e.ty.describe()} value"
-
-    # -- expressions -------------------------------------------------------------------------
     def expr(self, node) -> Expr:
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
@@ -164,90 +109,91 @@ class ExprChecker(CallChecker):
     def e_Constant(self, node):
         v = node.value
         if isinstance(v, str):
-            raise self.err(node, "strings can only be printed in vertex code", "use print('text', value)")
+            raise self.c.err(node, "strings can only be printed in vertex code", "use print('text', value)")
         if v is None or v is Ellipsis or isinstance(v, (bytes, complex)):
-            raise self.err(node, f"{v!r} cannot be used as a value in vertex code")
+            raise self.c.err(node, f"{v!r} cannot be used as a value in vertex code")
         ty = constant_type(v)
         if ty is None:
-            raise self.err(node, f"the integer {v} does not fit in 64 bits")
+            raise self.c.err(node, f"the integer {v} does not fit in 64 bits")
         return make_const(v, ty, loc_of(node))
 
     def e_Name(self, node):
-        if self.is_local(node.id):
-            return Local(self.local_type(node.id, node), loc_of(node), node.id)
-        if node.id == self.self_name:
-            raise self.err(node, f"'{node.id}' can only be used to reach fields ({node.id}.field)")
+        if self.c.is_local(node.id):
+            return Local(self.c.local_type(node.id, node), loc_of(node), node.id)
+        if node.id == self.c.self_name:
+            raise self.c.err(node, f"'{node.id}' can only be used to reach fields ({node.id}.field)")
         return self.global_value(node, self.resolve(node))
 
     def e_Attribute(self, node):
-        if isinstance(node.value, ast.Name) and node.value.id == self.self_name \
-                and not self.is_local(node.value.id):
+        if isinstance(node.value, ast.Name) and node.value.id == self.c.self_name \
+                and not self.c.is_local(node.value.id):
             return self.field_value(node)
         if self.refers_to_data(node.value):
-            raise self.err(node, f"'{ast.unparse(node.value)}' has no attribute '{node.attr}' in vertex code",
-                           "use len(...) for sizes and indexing for elements")
+            raise self.c.err(node, f"'{ast.unparse(node.value)}' has no attribute '{node.attr}' in vertex code",
+                             "use len(...) for sizes and indexing for elements")
         return self.global_value(node, self.resolve(node))
 
     def global_value(self, node, value):
         ty = constant_type(value)
         if ty is None:
             kind = type(value).__name__
-            raise self.err(node, f"'{ast.unparse(node)}' is a {kind}: only numbers (int, float, bool) from outside "
-                           "compute can be used in vertex code",
-                           "pass data through a field, or call it" if callable(value) else None)
+            raise self.c.err(node, f"'{ast.unparse(node)}' is a {kind}: only numbers (int, float, bool) from outside "
+                             "compute can be used in vertex code",
+                             "pass data through a field, or call it" if callable(value) else None)
         return make_const(value, ty, loc_of(node))
 
     def resolve(self, node):
         """The object a global name or dotted name refers to."""
         if isinstance(node, ast.Name):
             name = node.id
-            code = self.func.__code__
-            if name in code.co_freevars and self.func.__closure__:
+            code = self.c.func.__code__
+            if name in code.co_freevars and self.c.func.__closure__:
                 try:
-                    return self.func.__closure__[code.co_freevars.index(name)].cell_contents
+                    return self.c.func.__closure__[code.co_freevars.index(name)].cell_contents
                 except ValueError:
                     pass
-            if name in self.func.__globals__:
-                return self.func.__globals__[name]
+            if name in self.c.func.__globals__:
+                return self.c.func.__globals__[name]
             if hasattr(builtins, name):
                 return getattr(builtins, name)
-            best = closest(name, list(self.local_names) + [g for g in self.func.__globals__ if not g.startswith("__")])
+            globals_ = [g for g in self.c.func.__globals__ if not g.startswith("__")]
+            best = closest(name, list(self.c.local_names) + globals_)
             hint = f": did you mean '{best}'?" if best else ""
-            raise self.err(node, f"name '{name}' is not defined{hint}",
-                           "assign a local before reading it, or define the constant at module level")
+            raise self.c.err(node, f"name '{name}' is not defined{hint}",
+                             "assign a local before reading it, or define the constant at module level")
         if isinstance(node, ast.Attribute):
             base = self.resolve(node.value)
             try:
                 return getattr(base, node.attr)
             except AttributeError:
-                raise self.err(node, f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'") from None
+                raise self.c.err(node, f"'{ast.unparse(node.value)}' has no attribute '{node.attr}'") from None
         raise self.unsupported(node)
 
     def field_index(self, node: ast.Attribute) -> int:
-        i = self.field_by_attr.get(node.attr)
+        i = self.c.field_by_attr.get(node.attr)
         if i is None:
-            raise self.err(node, f"{self.vertex_name} has no field '{node.attr}': "
-                           f"{did_you_mean(node.attr, self.attrs)}",
-                           "declare it as a class annotation, e.g. x: Input[Vector[float]]")
+            raise self.c.err(node, f"{self.c.vertex_name} has no field '{node.attr}': "
+                             f"{did_you_mean(node.attr, self.c.attrs)}",
+                             "declare it as a class annotation, e.g. x: Input[Vector[float]]")
         return i
 
     def field_value(self, node: ast.Attribute) -> Expr:
         """self.x in an expression: a scalar field's value or a vector / list field."""
-        if node.attr not in self.field_by_attr:
-            cval = getattr(self.cls, node.attr, None)
+        if node.attr not in self.c.field_by_attr:
+            cval = getattr(self.c.cls, node.attr, None)
             if node.attr == "num_workers":
-                raise self.err(node, "num_workers is a method", "call it: self.num_workers()")
+                raise self.c.err(node, "num_workers is a method", "call it: self.num_workers()")
             if cval is not None and constant_type(cval) is not None and not callable(cval):
                 return make_const(cval, constant_type(cval), loc_of(node))
         i = self.field_index(node)
-        spec = self.fields[i]
+        spec = self.c.fields[i]
         if spec.kind in (FieldKind.SCALAR_EDGE, FieldKind.STATE):
             self.check_readable(i, node)
             return ScalarField(STORAGE[spec.dtype].value, loc_of(node), i)
         return FieldRef(self.view_type(i), loc_of(node), i)
 
     def view_type(self, i: int) -> ViewT:
-        spec = self.fields[i]
+        spec = self.c.fields[i]
         if spec.kind in (FieldKind.VECTOR_EDGE, FieldKind.STATE_VECTOR, FieldKind.SCALAR_EDGE, FieldKind.STATE):
             return ViewT(i, VK.VECTOR)
         if spec.kind is FieldKind.EDGE_VECTOR and spec.element_kind is FieldKind.SCALAR_EDGE:
@@ -255,32 +201,33 @@ class ExprChecker(CallChecker):
         return ViewT(i, VK.ROWS)
 
     def check_readable(self, field: int, node):
-        spec = self.fields[field]
+        spec = self.c.fields[field]
         if spec.direction is Direction.OUTPUT:
-            raise self.err(node, f"field '{spec.name}' is an Output: reading it gives undefined values",
-                           "keep the value in a local, or declare the field InOut[...] to read and write it")
+            raise self.c.err(node, f"field '{spec.name}' is an Output: reading it gives undefined values",
+                             "keep the value in a local, or declare the field InOut[...] to read and write it")
 
     def subject(self, node) -> Expr:
         """The view a subscript indexes (a scalar field counts as a 1-element vector)."""
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id == self.self_name and not self.is_local(node.value.id):
+                and node.value.id == self.c.self_name and not self.c.is_local(node.value.id):
             i = self.field_index(node)
             return FieldRef(self.view_type(i), loc_of(node), i)
         e = self.expr(node)
         if not isinstance(e.ty, ViewT):
-            raise self.err(node, f"{self.describe(e)} cannot be indexed", "only fields and their rows can be indexed")
+            raise self.c.err(node, f"{self.c.describe(e)} cannot be indexed",
+                             "only fields and their rows can be indexed")
         return e
 
     def index_of(self, node) -> Expr:
         sl = node.slice
         if isinstance(sl, ast.Slice):
-            raise self.err(sl, "slicing is not supported in vertex code", "index single elements in a loop")
+            raise self.c.err(sl, "slicing is not supported in vertex code", "index single elements in a loop")
         if isinstance(sl, ast.Tuple):
-            raise self.err(sl, "multi-dimensional indexing a[i, j] is not supported", "write a[i][j]")
+            raise self.c.err(sl, "multi-dimensional indexing a[i, j] is not supported", "write a[i][j]")
         idx = self.integer(sl, "an index")
         if isinstance(idx, Const) and idx.value < 0:
-            raise self.err(sl, "negative indices do not wrap around in vertex code",
-                           "write the position explicitly, e.g. self.a[len(self.a) - 1]")
+            raise self.c.err(sl, "negative indices do not wrap around in vertex code",
+                             "write the position explicitly, e.g. self.a[len(self.a) - 1]")
         return idx
 
     def e_Subscript(self, node):
@@ -304,23 +251,23 @@ class ExprChecker(CallChecker):
         """A site for a bounds-checked access, or None when ``idx`` is provably in range:
         the unmodified variable of an enclosing ``for i in range(len(view))``."""
         key = self.view_key(view)
-        if key is not None and isinstance(idx, Local) and not idx.temp and (idx.name, key) in self.proven:
+        if key is not None and isinstance(idx, Local) and not idx.temp and (idx.name, key) in self.c.proven:
             return None
-        return self.new_site(view.ty.field, node)
+        return self.c.new_site(view.ty.field, node)
 
     def element(self, view: Expr, idx: Expr, node) -> Expr:
         vt = view.ty
         if vt.kind is VK.ROWS:
             return RowAt(ViewT(vt.field, VK.ROW), loc_of(node), view, idx, self.checked_site(view, idx, node))
         self.check_readable(vt.field, node)
-        return Load(STORAGE[self.fields[vt.field].dtype].value, loc_of(node), view, idx,
+        return Load(STORAGE[self.c.fields[vt.field].dtype].value, loc_of(node), view, idx,
                     self.checked_site(view, idx, node))
 
     def e_BinOp(self, node):
         op = _BINOPS.get(type(node.op))
         if op is None:
-            raise self.err(node, "the matrix product operator @ is not supported in vertex code",
-                           "write the loops")
+            raise self.c.err(node, "the matrix product operator @ is not supported in vertex code",
+                             "write the loops")
         left, right = self.numeric(node.left), self.numeric(node.right)
         return self.binary(op, left, right, node)
 
@@ -330,14 +277,14 @@ class ExprChecker(CallChecker):
             return Binary(T.F32, loc, op, self.conv(left, T.F32), self.conv(right, T.F32))
         if op in ("and", "or", "xor"):
             if T.F32 in (left.ty, right.ty):
-                raise self.err(node, f"the bitwise operator {_SYMBOL[op]} needs integers or bools, found a float",
-                               "convert with int(...), or use 'and' / 'or' for conditions")
+                raise self.c.err(node, f"the bitwise operator {_SYMBOL[op]} needs integers or bools, found a float",
+                                 "convert with int(...), or use 'and' / 'or' for conditions")
             if left.ty is T.BOOL and right.ty is T.BOOL:
                 return Binary(T.BOOL, loc, op, left, right)
         if op in ("lshift", "rshift"):
             if T.F32 in (left.ty, right.ty):
-                raise self.err(node, f"the shift operator {_SYMBOL[op]} needs integers, found a float",
-                               "convert with int(...)")
+                raise self.c.err(node, f"the shift operator {_SYMBOL[op]} needs integers, found a float",
+                                 "convert with int(...)")
             ty = T.I32 if left.ty is T.BOOL else left.ty
             return Binary(ty, loc, op, self.conv(left, ty), self.conv(right, T.I64))
         ty = arith_type(left.ty, right.ty)
@@ -359,7 +306,7 @@ class ExprChecker(CallChecker):
             return e
         if isinstance(node.op, ast.Invert):
             if ty is T.F32:
-                raise self.err(node, "~ needs an integer, found a float", "convert with int(...)")
+                raise self.c.err(node, "~ needs an integer, found a float", "convert with int(...)")
             return Unary(ty, loc_of(node), "invert", e)
         return Unary(ty, loc_of(node), "neg", e)
 
@@ -376,12 +323,12 @@ class ExprChecker(CallChecker):
         n = len(node.ops)
         for k, (op, right_node) in enumerate(zip(node.ops, node.comparators)):
             if isinstance(op, (ast.In, ast.NotIn)):
-                raise self.err(node, "'in' is not supported in vertex code", "loop over the field and compare")
+                raise self.c.err(node, "'in' is not supported in vertex code", "loop over the field and compare")
             if isinstance(op, (ast.Is, ast.IsNot)):
-                raise self.err(node, "'is' is not supported in vertex code", "compare values with == or !=")
+                raise self.c.err(node, "'is' is not supported in vertex code", "compare values with == or !=")
             right = self.numeric(right_node)
             if k < n - 1 and not isinstance(right, (Const, Local)):
-                temp = self.new_temp(right.ty, loc_of(right_node))
+                temp = self.c.new_temp(right.ty, loc_of(right_node))
                 cmp = self.compare(_CMPOPS[type(op)], left, Let(right.ty, right.loc, temp, right), node)
                 right = temp
             else:
@@ -420,13 +367,15 @@ class ExprChecker(CallChecker):
         ty = T.BOOL if (body.ty is T.BOOL and orelse.ty is T.BOOL) else arith_type(body.ty, orelse.ty)
         return IfExp(ty, loc_of(node), test, self.conv(body, ty), self.conv(orelse, ty))
 
+    def e_Call(self, node):
+        return self.calls.call(node)
+
     def refers_to_data(self, node) -> bool:
         """Whether ``node`` names vertex data (a local, a field, a row) rather than a module."""
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
-        return isinstance(node, ast.Name) and (self.is_local(node.id) or node.id == self.self_name)
+        return isinstance(node, ast.Name) and (self.c.is_local(node.id) or node.id == self.c.self_name)
 
-    # -- everything else ---------------------------------------------------------------------------
     def unsupported(self, node):
         name = type(node).__name__
         msg, fix = UNSUPPORTED.get(name, (None, None))
@@ -436,7 +385,7 @@ class ExprChecker(CallChecker):
             except Exception:
                 text = name
             msg = f"'{text[:40]}' ({name}) is not supported in vertex codelets"
-        return self.err(node, msg, fix)
+        return self.c.err(node, msg, fix)
 
     def element_type(self, t) -> T:
         """A local's annotation (float, int, bool, popsim.UNSIGNED_INT...) as a type."""

@@ -18,6 +18,10 @@
  *   plain state scalar (unsigned n;)      data -> the value, size = 1
  *   plain state vector (Vector<unsigned>) data -> the values, size = count
  * Pointers stay valid for the engine's lifetime; data of HALF fields is IEEE fp16.
+ *
+ * popsim/codelet/abi.py (run_compiled) is the executable spec of this ABI: it binds and
+ * runs one vertex exactly as the engine does (native/core/compute_set.cpp), and the
+ * codelet tests drive every front end through it.
  */
 #ifndef POPSIM_CODELET_H
 #define POPSIM_CODELET_H
@@ -39,6 +43,7 @@ enum popsim_error_kind {
   POPSIM_OK = 0,
   POPSIM_INDEX_ERROR = 1, /* error_field, error_index, error_size say where */
   POPSIM_EXCEPTION = 2,   /* a C++ codelet threw (its message went to stderr) */
+  POPSIM_INTERRUPTED = 3, /* stopped early: *interrupt became non-zero (Ctrl-C) */
 };
 
 typedef struct popsim_exec {
@@ -49,6 +54,10 @@ typedef struct popsim_exec {
   int32_t error_line;    /* source line of the failing access, 0 if unknown */
   int64_t error_index;   /* the offending index */
   int64_t error_size;    /* the size it had to be below */
+  /* Non-zero once the run is interrupted (Ctrl-C): long-running code (loop back-edges
+   * of compiled Python vertices) polls it and returns -1 with error =
+   * POPSIM_INTERRUPTED. May be NULL (never interrupted). */
+  const volatile int32_t *interrupt;
 } popsim_exec;
 
 #ifdef __cplusplus

@@ -61,6 +61,9 @@ typedef struct popsim_py_err {
   } while (0)
 #endif
 
+/* What loops poll when the caller gave no interrupt flag (popsim_exec.interrupt NULL). */
+static const volatile int32_t popsim_py_not_interrupted POPSIM_PY_UNUSED = 0;
+
 static POPSIM_PY_COLD POPSIM_PY_UNUSED void popsim_py_fail(popsim_py_err *E, int64_t i, uint64_t n, int field,
                                                            int line, int seq) {
   if (seq < E->seq) {

@@ -10,7 +10,12 @@
 //  - SupervisorVertex is an ordinary single-worker vertex (no assembly supervisor).
 //  - Layout and alignment template arguments are accepted and ignored: a field always
 //    holds a full pointer and a 64-bit element count.
-//  - Indexing is not bounds-checked, as on the IPU.
+//  - Indexing is not bounds-checked, as on the IPU, unless the codelet is compiled in
+//    checked mode (POPSIM_CHECKED_CODELETS=1, see popsim/config.py): then an index out of
+//    range stops the vertex before the access and the engine raises popsim.IndexError
+//    naming the vertex type, field, index and size. Accesses through raw pointers
+//    (data(), &x[0], iterators) are never checked.
+//  - Vector edges also act as pointers to their vector (x->size(), (*x)[i]), as Poplar's do.
 //  - Input vectors hand out non-const element references (shipped codelets rely on it).
 //  - __IPU__ is not defined; __POPC__ and __POPSIM__ are (popsim plays popc's role).
 #ifndef POPSIM_POPLAR_VERTEX_HPP
@@ -18,6 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 #include <poplar/HalfFloat.hpp>
@@ -38,10 +45,36 @@
 #define IS_EXTERNAL_CODELET(...) static constexpr bool isExternalCodelet = false
 #endif
 
+#ifndef POPSIM_CHECKED_CODELETS
+#define POPSIM_CHECKED_CODELETS 0
+#endif
+
 namespace popsim {
 namespace detail {
 
 struct access;
+
+// Checked mode: an index out of range throws this (the glue turns it into the engine's
+// index error) or, built without exceptions, reports it and aborts.
+struct IndexFault {
+  const void *field;  // the field object (or sub-edge) that was indexed
+  std::uint64_t index, size;
+};
+
+[[noreturn]] inline void index_fault(const void *field, std::uint64_t index, std::uint64_t size) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+  throw IndexFault{field, index, size};
+#else
+  std::fprintf(stderr, "popsim: checked codelet: index %lld is out of range for a field of size %llu\n",
+               static_cast<long long>(index), static_cast<unsigned long long>(size));
+  std::abort();
+#endif
+}
+
+template <class Size> inline void check_index(const void *field, std::size_t i, Size size) {
+  if (POPSIM_CHECKED_CODELETS && static_cast<std::uint64_t>(i) >= static_cast<std::uint64_t>(size))
+    index_fault(field, i, size);
+}
 
 // The one field layout: a pointer and an element count, as popsim_span.
 template <class P> class Span {
@@ -144,10 +177,20 @@ public:
   using const_iterator = E *;
   unsigned size() const { return unsigned(this->size_); }
   bool empty() const { return this->size_ == 0; }
-  E &operator[](std::size_t i) const { return this->ptr_[i]; }
+  E &operator[](std::size_t i) const {
+    check_index(this, i, this->size_);
+    return this->ptr_[i];
+  }
   E *data() const { return this->ptr_; }
   E *begin() const { return this->ptr_; }
   E *end() const { return this->ptr_ + this->size_; }
+};
+
+// An edge to a vector is also a pointer to it, as in Poplar: x->size(), (*x)[i].
+template <class E> class VectorEdge : public SpanOf<E> {
+public:
+  const VectorEdge *operator->() const { return this; }
+  const VectorEdge &operator*() const { return *this; }
 };
 
 }  // namespace detail
@@ -160,20 +203,20 @@ namespace poplar {
 // Element access through an Input vector is not const-qualified: shipped Poplar codelets
 // pass `&in[0]` of an Input vector to functions taking `T *`. Do not write through it.
 template <typename T, VectorLayout L, unsigned A, bool I>
-class Input<Vector<T, L, A, I>> : public popsim::detail::SpanOf<T> {};
+class Input<Vector<T, L, A, I>> : public popsim::detail::VectorEdge<T> {};
 template <typename T, VectorLayout L, unsigned A, bool I>
-class Output<Vector<T, L, A, I>> : public popsim::detail::SpanOf<T> {};
+class Output<Vector<T, L, A, I>> : public popsim::detail::VectorEdge<T> {};
 template <typename T, VectorLayout L, unsigned A, bool I>
-class InOut<Vector<T, L, A, I>> : public popsim::detail::SpanOf<T> {};
+class InOut<Vector<T, L, A, I>> : public popsim::detail::VectorEdge<T> {};
 
 // ---- VectorList edges: a list of sub-vectors, each indexable ----------------------
 
 template <typename T, VectorListLayout L, unsigned A, bool I>
-class Input<VectorList<T, L, A, I>> : public popsim::detail::SpanOf<const Input<Vector<T>>> {};
+class Input<VectorList<T, L, A, I>> : public popsim::detail::VectorEdge<const Input<Vector<T>>> {};
 template <typename T, VectorListLayout L, unsigned A, bool I>
-class Output<VectorList<T, L, A, I>> : public popsim::detail::SpanOf<const Output<Vector<T>>> {};
+class Output<VectorList<T, L, A, I>> : public popsim::detail::VectorEdge<const Output<Vector<T>>> {};
 template <typename T, VectorListLayout L, unsigned A, bool I>
-class InOut<VectorList<T, L, A, I>> : public popsim::detail::SpanOf<const InOut<Vector<T>>> {};
+class InOut<VectorList<T, L, A, I>> : public popsim::detail::VectorEdge<const InOut<Vector<T>>> {};
 
 // ---- Vector: plain state (Vector<unsigned>) or a vector of edges -------------------
 
@@ -183,8 +226,14 @@ class Vector : public popsim::detail::SpanOf<T> {
                 "a Vector of edges is bound to the engine's array of popsim_span");
 
 public:
-  const T &operator[](std::size_t i) const { return this->ptr_[i]; }
-  T &operator[](std::size_t i) { return this->ptr_[i]; }
+  const T &operator[](std::size_t i) const {
+    popsim::detail::check_index(this, i, this->size_);
+    return this->ptr_[i];
+  }
+  T &operator[](std::size_t i) {
+    popsim::detail::check_index(this, i, this->size_);
+    return this->ptr_[i];
+  }
 };
 
 }  // namespace poplar

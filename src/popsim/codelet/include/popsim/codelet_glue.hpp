@@ -1,6 +1,7 @@
 // Support for the glue popsim generates around a Poplar C++ codelet file
 // (popsim/codelet/cpp.py): the ABI entry points of popsim_codelet.h for each vertex
-// class, built from these templates. Not for codelets to include.
+// class, built from these templates. Not for codelets to include. How the entry points
+// are called is specified by popsim/codelet/abi.py.
 #ifndef POPSIM_CODELET_GLUE_HPP
 #define POPSIM_CODELET_GLUE_HPP
 
@@ -37,6 +38,17 @@ struct access {
   template <class P> static void set(Span<P> &field, const popsim_span &span) {
     field.ptr_ = static_cast<P *>(span.data);
     field.size_ = span.size;
+  }
+  // Whether `p` is one of the sub-edges a vector of edges / VectorList points at.
+  template <class P> static bool holds_sub_edge(const Span<P> &field, const void *p) {
+    if constexpr (is_field<typename std::remove_const<P>::type>::value) {
+      const auto first = reinterpret_cast<std::uintptr_t>(field.ptr_), at = reinterpret_cast<std::uintptr_t>(p);
+      return at >= first && at < first + field.size_ * sizeof(P);
+    } else {
+      (void)field;
+      (void)p;
+      return false;
+    }
   }
 };
 
@@ -220,12 +232,36 @@ template <class V, class PM> int call_member(V &v, unsigned worker, PM pm) {
   }
 }
 
-// A codelet must not throw through the C ABI: an exception counts as the vertex failing.
-template <class V, class Call>
-int compute_entry(void *obj, std::uint32_t worker, popsim_exec *ctx, const char *name, Call call) {
+// Which field (declaration order) the object at `p` is, or belongs to as a sub-edge;
+// -1 if none. `members` are the vertex's pointers to members, in declaration order.
+template <class M> bool holds(const M &member, const void *p) {
+  if (static_cast<const void *>(&member) == p)
+    return true;
+  if constexpr (is_span_field<typename std::remove_cv<M>::type>::value)
+    return detail::access::holds_sub_edge(member, p);
+  return false;
+}
+template <class V, class... PM> int field_at(const V &v, const void *p, PM... members) {
+  int index = 0, found = -1;
+  ((found < 0 && holds(v.*members, p) ? (found = index) : 0, ++index), ...);
+  return found;
+}
+
+// A codelet must not throw through the C ABI: an exception counts as the vertex failing;
+// an index out of range in a checked build (poplar/Vertex.hpp) is the engine's index
+// error, located by `locate(v, field object) -> field index`.
+template <class V, class Call, class Locate>
+int compute_entry(void *obj, std::uint32_t worker, popsim_exec *ctx, const char *name, Call call, Locate locate) {
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
   try {
     return call(*static_cast<V *>(obj), unsigned(worker));
+  } catch (const detail::IndexFault &fault) {
+    ctx->error = POPSIM_INDEX_ERROR;
+    ctx->error_field = locate(*static_cast<const V *>(obj), fault.field);
+    ctx->error_line = 0;
+    ctx->error_index = static_cast<std::int64_t>(fault.index);
+    ctx->error_size = static_cast<std::int64_t>(fault.size);
+    return -1;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "popsim: vertex %s threw an exception: %s\n", name, e.what());
   } catch (...) {
@@ -236,6 +272,7 @@ int compute_entry(void *obj, std::uint32_t worker, popsim_exec *ctx, const char 
 #else
   (void)name;
   (void)ctx;
+  (void)locate;
   return call(*static_cast<V *>(obj), unsigned(worker));
 #endif
 }

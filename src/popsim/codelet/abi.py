@@ -1,5 +1,12 @@
-"""Run one vertex of a compiled codelet library through the ABI (popsim_codelet.h),
-without an engine: for testing the codelet front ends against numpy.
+"""The codelet ABI (include/popsim_codelet.h) driven from Python: the executable spec of
+how the engine binds and runs a vertex, and the way tests run one vertex of a compiled
+codelet library without an engine, against numpy.
+
+The sequence is the engine's (native/core/compute_set.cpp): PREFIX_size bytes of zeroed
+state, PREFIX_init on it, PREFIX_bind with one popsim_field per field in declaration
+order, then PREFIX_compute(obj, worker, ctx) with a fresh popsim_exec; 1 means success,
+0 that the vertex returned false, -1 an error described in ctx (error kind, field,
+index, size, line).
 
 Field values, by kind (the same convention as popsim.codelet.interpret):
   scalar edge / state    a 1-element numpy array of the field's dtype
@@ -7,21 +14,33 @@ Field values, by kind (the same convention as popsim.codelet.interpret):
   vector of edges, VectorList  a list of 1-D numpy arrays
 Arrays are used in place: outputs land in them.
 """
+from __future__ import annotations
+
 import ctypes
+from typing import Tuple
 
 import numpy as np
 
-from popsim.codelet.fields import FieldKind
+from .fields import FieldKind
+
+__all__ = ["Span", "Exec", "run_compiled", "OK", "INDEX_ERROR", "EXCEPTION", "INTERRUPTED"]
+
+#: popsim_error_kind
+OK, INDEX_ERROR, EXCEPTION, INTERRUPTED = 0, 1, 2, 3
 
 
 class Span(ctypes.Structure):
+    """popsim_span (popsim_field): a pointer and an element count."""
+
     _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_uint64)]
 
 
 class Exec(ctypes.Structure):
+    """popsim_exec: what one compute call is told and reports back."""
+
     _fields_ = [("cycles", ctypes.c_uint64), ("num_workers", ctypes.c_uint32), ("error", ctypes.c_int32),
                 ("error_field", ctypes.c_int32), ("error_line", ctypes.c_int32), ("error_index", ctypes.c_int64),
-                ("error_size", ctypes.c_int64)]
+                ("error_size", ctypes.c_int64), ("interrupt", ctypes.POINTER(ctypes.c_int32))]
 
 
 def _functions(vertex_type):
@@ -38,14 +57,19 @@ def _functions(vertex_type):
 
 
 def _span(arr: np.ndarray) -> Span:
-    assert isinstance(arr, np.ndarray) and arr.flags.c_contiguous and arr.ndim == 1, "fields take 1-D C arrays"
+    if not (isinstance(arr, np.ndarray) and arr.flags.c_contiguous and arr.ndim == 1):
+        raise TypeError(f"fields take 1-D C-contiguous numpy arrays, found {type(arr).__name__}")
     return Span(arr.ctypes.data, arr.size)
 
 
-def run_compiled(vertex_type, values, worker=0, num_workers=6):
+def run_compiled(vertex_type, values, worker: int = 0, num_workers: int = 6,
+                 interrupted: bool = False) -> Tuple[int, Exec]:
     """Bind ``values`` (one per field, declaration order) and run compute once (a
-    MultiVertex: once per worker). Returns (return code of the last call, Exec)."""
-    assert len(values) == len(vertex_type.fields), "one value per field"
+    MultiVertex: once per worker). ``interrupted`` runs it with the interrupt flag
+    already set (as after Ctrl-C). Returns (return code of the last call, Exec)."""
+    if len(values) != len(vertex_type.fields):
+        raise ValueError(f"vertex type '{vertex_type.name}' has {len(vertex_type.fields)} fields, {len(values)} "
+                         "values given")
     size, init, bind, compute = _functions(vertex_type)
     obj = ctypes.create_string_buffer(max(1, size()))  # zeroed, like the engine's state memory
     init(obj)
@@ -59,7 +83,8 @@ def run_compiled(vertex_type, values, worker=0, num_workers=6):
         else:
             fields[i] = _span(value)
     bind(obj, fields)
-    ctx = Exec(0, num_workers, 0, -1, 0, 0, 0)
+    flag = ctypes.c_int32(1 if interrupted else 0)
+    ctx = Exec(0, num_workers, 0, -1, 0, 0, 0, ctypes.pointer(flag))
     workers = range(num_workers) if vertex_type.multi else [worker]
     ret = 1
     for w in workers:

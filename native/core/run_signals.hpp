@@ -1,0 +1,53 @@
+// Signals while the core runs a program.
+//
+// Ctrl-C: the GIL is released while the core runs, so Python's SIGINT handler cannot run
+// until the run returns. While a run is in progress (a RunSignals scope is open), a SIGINT
+// handler sets the interrupt flag (compiled vertex code polls it on loop back-edges
+// through popsim_exec::interrupt; the compute engine checks it between vertices); it
+// always forwards the signal to the handler it replaced (Python's), so KeyboardInterrupt
+// is raised as soon as Python runs again. The binding asks interrupted() after the run.
+//
+// Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) in vertex code end the process,
+// as on Poplar's IPUModel, but first say which vertex was running: its type, tile and
+// compute set, written with write(2) from what the compute engine recorded for the
+// crashing thread (RunningVertex). The signal then goes to the disposition the handler
+// replaced (faulthandler, if enabled, still prints its traceback; the default action ends
+// the process). Outside vertex code the handler only passes signals on.
+//
+// The handlers are installed by the first run and stay (sigaction costs a system call,
+// and runs can be microseconds); each run re-checks only the SIGINT handler, once.
+#pragma once
+#include <cstdint>
+
+namespace popsim {
+
+class ComputeEngine;
+
+// The flag vertex code polls: non-zero once SIGINT arrived during a run.
+const volatile int32_t *interrupt_flag();
+
+// One run's signal handling; scopes nest and may overlap across threads.
+class RunSignals {
+ public:
+  RunSignals();
+  ~RunSignals();
+  RunSignals(const RunSignals &) = delete;
+  RunSignals &operator=(const RunSignals &) = delete;
+
+  // Whether SIGINT arrived while this scope was open (or the flag is still set).
+  bool interrupted() const;
+
+ private:
+  uint64_t sigints_at_start_;
+};
+
+// What the current thread is running, for the fatal-signal report. The compute engine
+// sets it around each vertex; engine == nullptr means no vertex.
+struct RunningVertex {
+  const ComputeEngine *engine = nullptr;
+  int64_t compute_set = -1;
+  int64_t vertex = -1;
+};
+RunningVertex &running_vertex();
+
+}  // namespace popsim
