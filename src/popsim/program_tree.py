@@ -128,7 +128,7 @@ def reachable(roots: Iterable[Program]) -> Iterator[Tuple[Program, object]]:
 def program_label(p: Program) -> str:
     """How messages name a program: its kind, and its description when that says more."""
     kind, text = type(p).__name__, p.describe()
-    return kind if text == kind else f"{kind} '{text}'"
+    return text if text.startswith(kind) else f"{kind} '{text}'"
 
 
 def _owner_state(obj):

@@ -87,7 +87,8 @@ class ProgramLowerer:
         self._callees: Dict[Tuple[str, int], set] = {}
         self._streams: Dict[Tuple[str, int], set] = {}
         self._context: Tuple[str, int] = ("program", 0)
-        self._context_name = ""
+        self._context_name = ""  # for step names in reports
+        self._where = ""  # for messages
 
     # -- emission ----------------------------------------------------------------------------
     def _emit(self, op: int, step: int = -1, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
@@ -106,6 +107,7 @@ class ProgramLowerer:
         entries = []
         for i, prog in enumerate(programs):
             self._context, self._context_name = ("program", i), f"program {i}"
+            self._where = self._context_name
             entries.append(self._here())
             drive(prog, self._lower)
             self._emit(OP_HALT)
@@ -143,6 +145,7 @@ class ProgramLowerer:
             if f.index not in self._function_addr:
                 self._function_addr[f.index] = self._here()
                 self._context, self._context_name = ("function", f.index), f"function {f.name}"
+                self._where = f"function '{f.name}'"
                 drive(f.program, self._lower)
                 self._emit(OP_RETURN)
             self.instrs[at][2] = self._function_addr[f.index]
@@ -188,7 +191,7 @@ class ProgramLowerer:
         method = getattr(self, "_lower_" + type(p).__name__, None)
         if method is None:
             raise ControlProgramError(f"cannot lower a {type(p).__name__} program")
-        check_belongs_to(self.state, p, self._context_name)
+        check_belongs_to(self.state, p, self._where)
         return method(p)
 
     def _lower_Sequence(self, p: P.Sequence):
