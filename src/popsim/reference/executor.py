@@ -4,7 +4,7 @@
 the same host interface (load, run, write_tensor / read_tensor, connect_stream /
 connect_stream_to_callback), on memory held in numpy arrays, without the native core.
 It is the living specification of the engine's semantics, and the oracle the
-randomised tests compare the engine with (tests/reference/test_against_engine.py):
+randomised tests compare the engine with (tests/reference/test_engine_matches_reference.py):
 
 - control flow: Sequence in order; Repeat(n) n times; RepeatWhileTrue/False run the
   condition, test the scalar predicate (non-zero is true), run the body, again; If on
@@ -23,10 +23,9 @@ randomised tests compare the engine with (tests/reference/test_against_engine.py
   (Output and InOut edges written back). A vertex reading what another vertex of the
   same compute set writes is a race the engine does not define; here it reads the
   value from before the superstep. An Output a vertex does not write is undefined on
-  the engine; here it keeps its old value. Vertex state fields persist across runs
-  until load.
-- load() resets memory: zeros, constants, then set_initial_value data in call order,
-  and vertex state values.
+  the engine; here it keeps its old value. State fields hold their
+  set_initial_value values (vertex code cannot change them).
+- load() resets memory: zeros, constants, then set_initial_value data in call order.
 
 Only Python vertices can run here. Programs are walked with program_tree.drive, so any
 nesting depth works.
@@ -113,7 +112,6 @@ class ReferenceExecutor:
         self._num_workers = state.target.num_worker_contexts
         self._endpoints: Dict[str, _Endpoint] = {}
         self._memory = ReferenceMemory(state.table)
-        self._vertex_state: Dict[int, List[Optional[np.ndarray]]] = {}
         self._running = -1
         self.load()
 
@@ -123,11 +121,6 @@ class ReferenceExecutor:
         self._memory.reset()
         for tensor, values in self._state.initial_values:
             self._memory.write(tensor, values)
-        self._vertex_state = {}
-        for cs in self._state.compute_sets:
-            for v in cs.vertices:
-                self._vertex_state[id(v)] = [np.array(c).reshape(-1) if isinstance(c, np.ndarray) else None
-                                             for c in v.conn]
 
     def run(self, program_index: int = 0) -> None:
         """Run program ``program_index`` to completion."""
@@ -284,14 +277,13 @@ class ReferenceExecutor:
 
     def _field_values(self, v) -> list:
         """Each field as the interpreted runner takes it: a flat array per edge (a list
-        of them for list fields), the vertex's own state array for state fields."""
-        state = self._vertex_state[id(v)]
+        of them for list fields), a copy of its values for a state field."""
         values = []
-        for k, conn in enumerate(v.conn):
+        for conn in v.conn:
             if isinstance(conn, Tensor):
                 values.append(self._memory.read(conn).reshape(-1))
             elif isinstance(conn, list):
                 values.append([self._memory.read(t).reshape(-1) for t in conn])
             else:
-                values.append(state[k])
+                values.append(np.array(conn).reshape(-1))
         return values
