@@ -85,3 +85,11 @@ def test_no_addresses_leak_into_the_fingerprint():
     f = function_from("def f():\n    return SENTINEL\n", SENTINEL=plain)
     g = function_from("def f():\n    return SENTINEL\n", SENTINEL=object())
     assert code_fingerprint(f) == code_fingerprint(g)
+
+
+def test_closures_of_installed_functions_are_followed():
+    from popsim.lower.cost_model import CostModel  # any popsim module stands for installed code
+    make = function_from("def make(k):\n    return lambda info, target: k\n", "make", module="popsim.fake")
+    assert code_fingerprint(make(1)) != code_fingerprint(make(2))
+    assert code_fingerprint(make(1)) == code_fingerprint(make(1))
+    assert code_fingerprint(CostModel.loop_iteration) == code_fingerprint(CostModel.loop_iteration)

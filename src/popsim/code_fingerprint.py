@@ -15,7 +15,8 @@ callable *reaches*, not only its own bytecode:
 
 Installed code (the standard library and anything under site-packages, plus numpy and
 popsim, whose own code the cache key covers separately) is named by module, name and
-package version rather than read: it changes only with its version. Everything else is
+package version rather than read: it changes only with its version (an installed
+function's closure and defaults are still followed: a factory's products differ). Everything else is
 the user's code and is read. The walk uses a queue and numbers each object on first
 sight, so cycles (a recursive helper) and deep call chains need no recursion.
 """
@@ -140,8 +141,12 @@ class _Walk:
 
     def _function(self, f: types.FunctionType) -> str:
         module = f.__module__ or ""
-        if _is_installed(module):
-            return repr(("installed function", module, f.__qualname__, _version(module)))
+        closure = [self.ref(c.cell_contents) if _filled(c) else "<empty cell>" for c in (f.__closure__ or ())]
+        defaults = [self.ref(d) for d in (f.__defaults__ or ())]
+        kwdefaults = sorted((k, self.ref(v)) for k, v in (f.__kwdefaults__ or {}).items())
+        if _is_installed(module):  # its code comes with its version; what it was made with may differ
+            return repr(("installed function", module, f.__qualname__, _version(module), defaults, kwdefaults,
+                         closure))
         code = f.__code__
         g = f.__globals__
         names = _code_names(code)
@@ -154,9 +159,6 @@ class _Walk:
             if isinstance(value, types.ModuleType) and not _is_installed(value.__name__):
                 # ``module.helper``: the attributes of a user module the code names
                 reached.extend((f"{name}.{a}", self.ref(getattr(value, a))) for a in names if hasattr(value, a))
-        closure = [self.ref(c.cell_contents) if _filled(c) else "<empty cell>" for c in (f.__closure__ or ())]
-        defaults = [self.ref(d) for d in (f.__defaults__ or ())]
-        kwdefaults = sorted((k, self.ref(v)) for k, v in (f.__kwdefaults__ or {}).items())
         return repr(("function", module, f.__qualname__, _code_text(code), defaults, kwdefaults, closure, reached))
 
     def _class(self, c: type) -> str:

@@ -204,3 +204,17 @@ def test_a_vertex_returning_false_stops_the_run(device):
     g.set_tile_mapping(g.add_vertex(cs, "Refuse", {"x": x}), 2)
     with pytest.raises(ApplicationRuntimeError, match="vertex 'Refuse'.*returned false"):
         ReferenceExecutor(g, Execute(cs)).run()
+
+
+def test_empty_transfers_do_not_call_the_host(device):
+    g = popsim.Graph(device)
+    x = variable(g, INT, [0], "x")
+    g.add_host_to_device_fifo("in", INT, 0)
+    prog = Copy(g.get_stream("in"), x)
+    calls = []
+    for runner in (ReferenceExecutor(g, prog), popsim.Engine(g, prog)):
+        if isinstance(runner, popsim.Engine):
+            runner.load(device)
+        runner.connect_stream_to_callback("in", calls.append)
+        runner.run()
+    assert calls == []
