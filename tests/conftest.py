@@ -80,3 +80,14 @@ def run_and_read(graph, device, programs, reads, writes=None, options=None, prog
 def run_and_read_fixture():
     """The run_and_read helper, as a fixture."""
     return run_and_read
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked slow (long randomised runs) are skipped unless selected with
+    ``-m slow`` (or any -m expression naming slow), so the suite stays quick."""
+    if "slow" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="slow: select with -m slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

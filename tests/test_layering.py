@@ -19,11 +19,12 @@ LAYERS = {
 MODULE_LAYER = {
     "version": "base", "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
-    "poplar_names": "base", "arguments": "base",
+    "poplar_names": "base", "arguments": "base", "code_fingerprint": "base",
     "target": "target", "device": "target", "ipu_model": "target",
     "variables": "model", "tensor": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model", "vertices": "model", "digest": "model",
-    "codelet": "codelet", "lower": "lower", "report": "runtime", "engine": "runtime", "executable": "runtime",
+    "program": "model", "program_tree": "model", "vertices": "model", "digest": "model",
+    "codelet": "codelet", "lower": "lower", "reference": "lower",  # reference: the pure-Python executor
+    "report": "runtime", "engine": "runtime", "executable": "runtime",
     "__init__": "api",
 }
 

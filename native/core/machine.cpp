@@ -14,7 +14,7 @@ namespace popsim {
 namespace {
 // Calls into the host every this many instructions so a long run can be interrupted.
 constexpr uint64_t kPollInterval = 1u << 18;
-constexpr size_t kMaxCallDepth = 4096;
+constexpr size_t kMaxCallDepth = size_t{1} << 16;  // CALL_DEPTH_MAX in lower/programs.py
 
 // memcpy with fast paths for the element-sized moves of scattered views.
 inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {

@@ -3,17 +3,29 @@
 Two graphs with the same variables, mappings, initial values, codelets, vertices,
 connections, estimates, streams, handles and programs get the same digest, whatever
 Python objects they are made of. Tensor views are described by the elements they
-cover; compiled codelets by their library (whose name holds its content hash).
+cover; compiled codelets by their library (whose name holds its content hash) and
+their fields; perf estimators by everything their code reaches (code_fingerprint.py);
+the target by every field that defines it; programs through the one description of
+each program kind (program.py's PARTS, walked by program_tree.py), the functions they
+Call included; popsim itself by the content of its own sources and native core.
+Anything else that changes what lowering produces must be added here.
 """
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
 import hashlib
+import importlib.util
+from pathlib import Path
 from typing import Iterable, List
 
 import numpy as np
 
-from . import program as P
+from .code_fingerprint import code_fingerprint
+from .program import PartKind
+from .program_tree import check_belongs_to, iter_programs, operands, parts_of
+from .streams import DataStream
 from .tensor import Tensor
 
 
@@ -43,32 +55,45 @@ def tensor_key(t: Tensor) -> int:
                                           digest_size=8).digest(), "little", signed=True)
 
 
-def graph_digest(state, programs: List[P.Program], *extra: str) -> str:
-    """Hex digest of everything lowering reads from ``state`` and ``programs``, plus ``extra``."""
+def graph_digest(state, programs, *extra: str) -> str:
+    """Hex digest of everything lowering reads from ``state`` and ``programs``, plus
+    ``extra``. Raises ControlProgramError when a program uses another graph's objects."""
     d = _Digest()
-    d.text("target", dataclasses.astuple(state.target)[:-1], state.replication_factor, *extra)
+    d.text("popsim build", build_fingerprint())
+    target = state.target
+    d.text("target", [(f.name, getattr(target, f.name)) for f in dataclasses.fields(target) if f.compare],
+           state.replication_factor, *extra)
     _variables(d, state)
     for tensor, values in state.initial_values:
         d.text("initial", tensor_key(tensor))
         d.array(values)
     for s in sorted(state.streams.values(), key=lambda s: s.index):
-        d.text("stream", s.handle, s.dtype.name, s.num_elements, s.direction.value)
+        d.text("stream", s.index, s.handle, s.dtype.name, s.num_elements, s.direction.value)
     for kind, handles in (("write", state.host_writes), ("read", state.host_reads)):
         for handle, t in handles.items():
             d.text(kind, handle, tensor_key(t))
     for name, fn in sorted(state.estimators.items()):
-        code = getattr(fn, "__code__", None)
-        closure = tuple(c.cell_contents for c in (getattr(fn, "__closure__", None) or ()))
-        d.text("estimator", name, getattr(fn, "__qualname__", repr(fn)),
-               code.co_code if code else b"", repr(code.co_consts) if code else "", repr(closure))
+        d.text("estimator", name, code_fingerprint(fn))
     for cs in state.compute_sets:
         _compute_set(d, cs)
-    d.text("functions", len(state.functions))
-    for f in state.functions:
-        d.text("function", f.index, f.name, _program(f.program))
-    for p in programs:
-        d.text("program", _program(p))
+    _programs(d, state, programs)
     return d.h.hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=None)
+def build_fingerprint() -> str:
+    """A digest of popsim's own Python sources and native core: an executable lowered by
+    another build of popsim (even one with the same version number) is not reused."""
+    root = Path(__file__).resolve().parent
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".h", ".hpp", ".so", ".pyd"))
+    core = importlib.util.find_spec("popsim._core")  # found, not imported: this layer stays off the core
+    if core is not None and core.origin and Path(core.origin).resolve().parent != root:
+        files.append(Path(core.origin))  # an editable install keeps the built core elsewhere
+    h = hashlib.sha256()
+    for path in files:
+        h.update((str(path.relative_to(root)) if root in path.parents else path.name).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:32]
 
 
 def _variables(d: _Digest, state) -> None:
@@ -82,6 +107,12 @@ def _variables(d: _Digest, state) -> None:
                     d.array(a)
 
 
+def _vertex_type(t) -> tuple:
+    fields = [(f.name, f.dtype.name, f.kind.name, f.direction.name, getattr(f.element_kind, "name", None))
+              for f in t.fields]
+    return (t.name, str(t.library), t.symbol, t.language, t.multi, t.counts_cycles, t.state_size, fields)
+
+
 def _compute_set(d: _Digest, cs) -> None:
     d.text("cs", cs.name, len(cs.vertices))
     vertices = cs.vertices
@@ -89,7 +120,7 @@ def _compute_set(d: _Digest, cs) -> None:
         return
     type_ids: dict = {}  # id(VertexType) -> (code, type): vertex types are not hashable
     codes = [type_ids.setdefault(id(v.type), (len(type_ids), v.type))[0] for v in vertices]
-    d.text("types", [(t.name, str(t.library), t.symbol, t.language) for _, t in type_ids.values()])
+    d.text("types", [_vertex_type(t) for _, t in type_ids.values()])
     d.ints(codes)
     d.ints(-1 if v.tile is None else v.tile for v in vertices)
     d.ints(-1 if v.perf_estimate is None else v.perf_estimate for v in vertices)
@@ -112,36 +143,45 @@ def _compute_set(d: _Digest, cs) -> None:
     d.ints(keys)
 
 
-def _program(p) -> tuple:
-    """A program tree as nested tuples of names, numbers and tensor keys."""
-    kind = type(p).__name__
-    if isinstance(p, P.Sequence):
-        return (kind, p.debug_name, tuple(_program(c) for c in p.programs))
-    if isinstance(p, P.Execute):
-        return (kind, p.debug_name, p.compute_set.index)
-    if isinstance(p, P.Copy):
-        def end(x):
-            return ("stream", x.handle) if isinstance(x, P.DataStream) else tensor_key(x)
-        return (kind, p.debug_name, end(p.src), end(p.dst))
-    if isinstance(p, P.Repeat):
-        return (kind, p.debug_name, p.count, _program(p.body))
-    if isinstance(p, P._RepeatWhile):
-        return (kind, p.debug_name, tensor_key(p.predicate), _program(p.condition), _program(p.body))
-    if isinstance(p, P.If):
-        return (kind, p.debug_name, tensor_key(p.predicate), _program(p.then_body), _program(p.else_body))
-    if isinstance(p, P.Switch):
-        return (kind, p.debug_name, tensor_key(p.control), tuple((k, _program(c)) for k, c in p.cases.items()),
-                _program(p.default))
-    if isinstance(p, P.Call):
-        return (kind, p.debug_name, p.function.index)
-    if isinstance(p, P.PrintTensor):
-        return (kind, p.debug_name, p.title, tensor_key(p.tensor))
-    if isinstance(p, (P.WriteUndef,)):
-        return (kind, p.debug_name, tensor_key(p.tensor))
-    if isinstance(p, P.Sync):
-        return (kind, p.debug_name, p.sync_type.value)
-    if isinstance(p, P.Abort):
-        return (kind, p.debug_name, p.message)
-    if isinstance(p, P.AbortOnCondition):
-        return (kind, p.debug_name, tensor_key(p.predicate), p.message)
-    return (kind, repr(p))
+def _programs(d: _Digest, state, programs) -> None:
+    """The programs, then every function they Call (each once, in the order first
+    called), node by node in pre-order; each node's row names its kind and holds its
+    parts, with the number of its children, so the rows determine the trees."""
+    seen = set()
+    trees = [(p, f"program {i}", ("program", i)) for i, p in enumerate(programs)]
+    k = 0
+    while k < len(trees):
+        root, where, header = trees[k]
+        k += 1
+        d.text(*header)
+        for p in iter_programs([root]):
+            check_belongs_to(state, p, where)
+            d.text(*_row(p))
+            for part, obj in operands(p):
+                if part.kind is PartKind.FUNCTION and id(obj) not in seen:
+                    seen.add(id(obj))
+                    trees.append((obj.program, f"function '{obj.name}'", ("function", obj.index, obj.name)))
+
+
+def _row(p) -> tuple:
+    row = [type(p).__module__, type(p).__qualname__]
+    for part in parts_of(type(p)):
+        value = getattr(p, part.name)
+        kind = part.kind
+        if kind is PartKind.PROGRAM:
+            row.append("child")
+        elif kind is PartKind.PROGRAMS:
+            row.append(len(value))
+        elif kind is PartKind.CASES:
+            row.append(tuple(value))
+        elif kind is PartKind.TENSOR:
+            row.append(tensor_key(value))
+        elif kind is PartKind.ENDPOINT:
+            row.append(("stream", value.index, value.handle) if isinstance(value, DataStream) else tensor_key(value))
+        elif kind in (PartKind.COMPUTE_SET, PartKind.FUNCTION):
+            row.append(value.index)
+        elif kind is PartKind.VALUE:
+            row.append((type(value).__qualname__, value.value) if isinstance(value, enum.Enum) else value)
+        else:  # a new PartKind: say how it is digested here
+            raise TypeError(f"digest: part kind {kind} of {type(p).__name__}.{part.name} is not digested")
+    return tuple(row)

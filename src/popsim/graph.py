@@ -11,7 +11,7 @@ import numpy as np
 from .arguments import as_int, as_size, plain
 from .codelet.registry import CodeletRegistry
 from .device import Device
-from .errors import (DuplicateHandleError, HandleError, InvalidTileMappingError, PopsimError,
+from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
 from .poplar_names import SnakeCaseNames
@@ -250,13 +250,17 @@ class Graph(VertexBuilding, SnakeCaseNames):
         """Map every element of a tensor view to one tile, or by ``mapping[tile] = [(begin,
         end), ...]`` intervals of the view's flat elements; or place a vertex on a tile."""
         if type(target) is VertexRef and type(tile_or_mapping) is int and self._tiles is None \
-                and 0 <= tile_or_mapping < self._target.num_tiles:
+                and 0 <= tile_or_mapping < self._target.num_tiles and target._state is self._state:
             target.tile = tile_or_mapping  # placing a vertex: a hot path of graph building
             return
         if not isinstance(target, Tensor):
             set_vertex_tile = getattr(target, "_set_tile", None)
             if set_vertex_tile is None:
                 raise TypeError(f"set_tile_mapping: expected a Tensor or a vertex, found {type(target).__name__}")
+            if getattr(target, "_state", self._state) is not self._state:
+                raise GraphConnectionError(f"set_tile_mapping of {target.describe()}: the vertex belongs to another "
+                                           "graph than the one placing it; call set_tile_mapping on the graph (or a "
+                                           "virtual graph of it) whose add_vertex made the vertex")
             set_vertex_tile(self._physical_tile(tile_or_mapping, f"set_tile_mapping of {target}"))
             return
         self._check_tensor(target, "set_tile_mapping")

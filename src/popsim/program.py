@@ -2,11 +2,18 @@
 
 Arguments are checked when a program is built, so a mistake is reported at the line
 that made it. The engine lowers the tree to a flat instruction list once.
+
+Every program kind lists its ``PARTS``: each attribute with what it is (a child
+program, a tensor, a stream, a compute set, a function, or plain data). That one
+description drives everything that walks programs generically (program_tree.py):
+the graph-membership check, the executable-cache digest, and the traversal order of
+lowering and of the reference executor. A new program kind declares its PARTS and
+gets lowering and reference semantics; nothing else needs to know about it.
 """
 from __future__ import annotations
 
 import enum
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -16,6 +23,7 @@ from .streams import DataStream
 from .tensor import Tensor
 
 __all__ = [
+    "Part", "PartKind", "REPEAT_COUNT_MAX",
     "Program", "Sequence", "Execute", "Copy", "Repeat", "RepeatWhileTrue", "RepeatWhileFalse", "If",
     "Switch", "Call", "PrintTensor", "WriteUndef", "Sync", "SyncType", "Abort", "AbortOnCondition",
 ]
@@ -27,19 +35,54 @@ class SyncType(enum.Enum):
     GLOBAL = "GLOBAL"      # all replicas
 
 
+class PartKind(enum.Enum):
+    """What one attribute of a program is."""
+
+    PROGRAM = "program"          # one child program
+    PROGRAMS = "programs"        # child programs, run in order
+    CASES = "cases"              # {value: program}: the values are data, the programs children
+    TENSOR = "tensor"
+    ENDPOINT = "endpoint"        # a Tensor or a DataStream (Copy's ends)
+    COMPUTE_SET = "compute set"
+    FUNCTION = "function"
+    VALUE = "value"              # plain data that changes behaviour: counts, messages, titles, names
+
+
+class Part(NamedTuple):
+    """One attribute of a program kind: its name and what it is."""
+
+    name: str
+    kind: PartKind
+
+
+_PROGRAM, _PROGRAMS, _CASES = PartKind.PROGRAM, PartKind.PROGRAMS, PartKind.CASES
+_TENSOR, _ENDPOINT, _VALUE = PartKind.TENSOR, PartKind.ENDPOINT, PartKind.VALUE
+
+#: The largest Repeat count: the core counts iterations in a signed 64-bit integer.
+REPEAT_COUNT_MAX = 2 ** 63 - 1
+
+
 class Program:
-    """Base class of every control program."""
+    """Base class of every control program.
+
+    Subclasses list their own attributes in ``PARTS`` (see PartKind); program_tree.py
+    walks programs through that description only."""
 
     __slots__ = ("debug_name",)
+    PARTS: Tuple[Part, ...] = (Part("debug_name", _VALUE),)
 
     def __init__(self, debug_name: str = ""):
         self.debug_name = debug_name or ""
 
     def children(self) -> Tuple["Program", ...]:
-        return ()
+        """The child programs, in the order PARTS lists them."""
+        from .program_tree import children
+        return tuple(children(self))
 
     def is_empty(self) -> bool:
-        return False
+        """True when running it does nothing (only empty Sequences, however nested)."""
+        from .program_tree import iter_programs
+        return all(type(p) is Sequence for p in iter_programs([self]))
 
     def describe(self) -> str:
         """A short label for reports and messages."""
@@ -68,6 +111,7 @@ class Sequence(Program):
     """Run programs one after another: ``Sequence(p1, p2)`` or ``Sequence([p1, p2])``."""
 
     __slots__ = ("programs",)
+    PARTS = (Part("programs", _PROGRAMS),)
 
     def __init__(self, *programs, debug_name: str = ""):
         super().__init__(debug_name)
@@ -79,12 +123,6 @@ class Sequence(Program):
         """Append a program."""
         self.programs.append(_program(program, "Sequence.add argument"))
 
-    def children(self):
-        return tuple(self.programs)
-
-    def is_empty(self) -> bool:
-        return all(p.is_empty() for p in self.programs)
-
     def __len__(self) -> int:
         return len(self.programs)
 
@@ -93,6 +131,7 @@ class Execute(Program):
     """Run every vertex of a compute set once, in parallel: one BSP superstep."""
 
     __slots__ = ("compute_set",)
+    PARTS = (Part("compute_set", PartKind.COMPUTE_SET),)
 
     def __init__(self, compute_set: ComputeSet, debug_name: str = ""):
         super().__init__(debug_name)
@@ -112,6 +151,7 @@ class Copy(Program):
     host-to-device stream into a tensor, or from a tensor into a device-to-host stream."""
 
     __slots__ = ("src", "dst")
+    PARTS = (Part("src", _ENDPOINT), Part("dst", _ENDPOINT))
 
     def __init__(self, src: Endpoint, dst: Endpoint, dont_outline: bool = False, debug_name: str = ""):
         super().__init__(debug_name)
@@ -189,6 +229,7 @@ class Repeat(Program):
     """Run ``body`` ``count`` times."""
 
     __slots__ = ("count", "body")
+    PARTS = (Part("count", _VALUE), Part("body", _PROGRAM))
 
     def __init__(self, count: int, body: Program, debug_name: str = ""):
         super().__init__(debug_name)
@@ -196,15 +237,17 @@ class Repeat(Program):
             raise ControlProgramError(f"Repeat count must be an integer, found {type(count).__name__} {count!r}")
         if count < 0:
             raise ControlProgramError(f"Repeat count must be >= 0, found {count}")
+        if count > REPEAT_COUNT_MAX:
+            raise ControlProgramError(f"Repeat count {int(count)} is too large: the core counts iterations in a "
+                                      f"signed 64-bit integer, so the limit is 2**63-1 ({REPEAT_COUNT_MAX}); nest "
+                                      "two Repeats for more iterations")
         self.count = int(count)
         self.body = _program(body, "Repeat body")
-
-    def children(self):
-        return (self.body,)
 
 
 class _RepeatWhile(Program):
     __slots__ = ("condition", "predicate", "body")
+    PARTS = (Part("condition", _PROGRAM), Part("predicate", _TENSOR), Part("body", _PROGRAM))
     _loop_while = True
 
     def __init__(self, condition: Program, predicate: Tensor, body: Program, debug_name: str = ""):
@@ -213,9 +256,6 @@ class _RepeatWhile(Program):
         self.condition = _program(condition, f"{name} condition")
         self.predicate = _scalar_predicate(predicate, f"{name} predicate")
         self.body = _program(body, f"{name} body")
-
-    def children(self):
-        return (self.condition, self.body)
 
 
 class RepeatWhileTrue(_RepeatWhile):
@@ -233,6 +273,7 @@ class If(Program):
     """Run ``then_body`` when the scalar ``predicate`` is non-zero, else ``else_body``."""
 
     __slots__ = ("predicate", "then_body", "else_body")
+    PARTS = (Part("predicate", _TENSOR), Part("then_body", _PROGRAM), Part("else_body", _PROGRAM))
 
     def __init__(self, predicate: Tensor, then_body: Program, else_body: Optional[Program] = None,
                  debug_name: str = ""):
@@ -241,14 +282,12 @@ class If(Program):
         self.then_body = _program(then_body, "If then-body")
         self.else_body = _program(else_body, "If else-body") if else_body is not None else Sequence()
 
-    def children(self):
-        return (self.then_body, self.else_body)
-
 
 class Switch(Program):
     """Run the case whose value equals the integral scalar ``control``, else ``default``."""
 
     __slots__ = ("control", "cases", "default")
+    PARTS = (Part("control", _TENSOR), Part("cases", _CASES), Part("default", _PROGRAM))
 
     def __init__(self, control: Tensor,
                  cases: Union[Mapping[int, Program], Iterable[Tuple[int, Program]], None] = None,
@@ -262,21 +301,26 @@ class Switch(Program):
         self.default = _program(default, "Switch default") if default is not None else Sequence()
 
     def add(self, value: int, program: Program) -> None:
-        """Add the case ``value``."""
+        """Add the case ``value`` (any value the control's type can hold)."""
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise ControlProgramError(f"Switch case values must be integers, found {type(value).__name__} {value!r}")
-        if int(value) in self.cases:
-            raise ControlProgramError(f"Switch has two cases for the value {int(value)}")
-        self.cases[int(value)] = _program(program, f"Switch case {value}")
-
-    def children(self):
-        return tuple(self.cases.values()) + (self.default,)
+        value = int(value)
+        dtype = self.control.dtype
+        lo, hi = (0, 1) if dtype.numpy.kind == "b" else (int(np.iinfo(dtype.numpy).min), int(np.iinfo(dtype.numpy).max))
+        if not lo <= value <= hi:
+            raise ControlProgramError(f"Switch case value {value} can never match: the control '{self.control.name}' "
+                                      f"is {dtype.name}, which holds {lo}..{hi}; use a value in that range (or a "
+                                      "wider control type)")
+        if value in self.cases:
+            raise ControlProgramError(f"Switch has two cases for the value {value}")
+        self.cases[value] = _program(program, f"Switch case {value}")
 
 
 class Call(Program):
     """Run a function made with ``graph.add_function``."""
 
     __slots__ = ("function",)
+    PARTS = (Part("function", PartKind.FUNCTION),)
 
     def __init__(self, function: Function, debug_name: str = ""):
         super().__init__(debug_name)
@@ -294,6 +338,7 @@ class PrintTensor(Program):
     ``PrintTensor(t)``."""
 
     __slots__ = ("title", "tensor")
+    PARTS = (Part("title", _VALUE), Part("tensor", _TENSOR))
 
     def __init__(self, title_or_tensor, tensor: Optional[Tensor] = None, debug_name: str = ""):
         super().__init__(debug_name)
@@ -316,6 +361,7 @@ class WriteUndef(Program):
     """Declare a tensor's contents undefined from here on (a liveness hint; no data moves)."""
 
     __slots__ = ("tensor",)
+    PARTS = (Part("tensor", _TENSOR),)
 
     def __init__(self, tensor: Tensor, debug_name: str = ""):
         super().__init__(debug_name)
@@ -328,6 +374,7 @@ class Sync(Program):
     """An explicit barrier across tiles (INTERNAL) or IPUs (EXTERNAL, GLOBAL)."""
 
     __slots__ = ("sync_type",)
+    PARTS = (Part("sync_type", _VALUE),)
 
     def __init__(self, sync_type: SyncType = SyncType.INTERNAL, debug_name: str = ""):
         super().__init__(debug_name)
@@ -340,6 +387,7 @@ class Abort(Program):
     """Stop the run with ApplicationRuntimeError carrying ``message``."""
 
     __slots__ = ("message",)
+    PARTS = (Part("message", _VALUE),)
 
     def __init__(self, message: str = "", debug_name: str = ""):
         super().__init__(debug_name)
@@ -350,6 +398,7 @@ class AbortOnCondition(Program):
     """Abort when the scalar ``predicate`` is non-zero."""
 
     __slots__ = ("predicate", "message")
+    PARTS = (Part("predicate", _TENSOR), Part("message", _VALUE))
 
     def __init__(self, predicate: Tensor, message: str = "", debug_name: str = ""):
         super().__init__(debug_name)

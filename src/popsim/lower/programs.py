@@ -4,6 +4,11 @@ Each program the engine runs gets an entry point and ends with HALT; each Functi
 is lowered once, as a subroutine ending in RETURN, however many Calls it has. Every
 instruction that costs cycles belongs to a *step*: one per place in the program
 tree, named for reports, with its cost vector from the cost model.
+
+The tree is walked with program_tree.drive, without recursion: a ``_lower_<Kind>``
+method emits what comes before each child, yields the child, and patches jump
+targets once the child's code exists. Every program's operands are checked to belong
+to the graph being lowered (program_tree.check_belongs_to).
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import numpy as np
 
 from .. import program as P
 from ..errors import ControlProgramError
+from ..program_tree import check_belongs_to, drive
 from .cost_model import NUM_CATEGORIES, CostModel, StepCost
 from .transfers import CopyTables, TransferPlanner
 
@@ -21,6 +27,7 @@ from .transfers import CopyTables, TransferPlanner
 OP_HALT, OP_ACCOUNT, OP_COPY, OP_STREAM_TO_DEVICE, OP_STREAM_FROM_DEVICE, OP_HOST_CALL = range(6)
 OP_JUMP, OP_LOOP_BEGIN, OP_LOOP_END, OP_BRANCH_IF_FALSE, OP_BRANCH_IF_TRUE, OP_SWITCH = range(6, 12)
 OP_CALL, OP_RETURN, OP_ABORT, OP_ABORT_IF, OP_EXECUTE = range(12, 17)
+CALL_DEPTH_MAX = 1 << 16  # the core's call stack: kMaxCallDepth in native/core/machine.cpp
 
 
 @dataclass
@@ -68,9 +75,9 @@ class ProgramLowerer:
         self.cost = cost
         self.instrs: List[List[int]] = []
         self.steps: List[Step] = []
-        self.cases: List[Tuple[int, int]] = []
-        self.switch_begin: List[int] = [0]
-        self.switch_default: List[int] = []
+        # Per switch table, in table order: its (case value, target) rows and its default
+        # target; filled in when the Switch's cases are lowered, which may add inner tables.
+        self.switch_tables: List[Tuple[List[Tuple[int, int]], int]] = []
         self.loop_slots = 0
         self.callbacks: List[HostCallback] = []
         self.messages: List[str] = []
@@ -80,7 +87,8 @@ class ProgramLowerer:
         self._callees: Dict[Tuple[str, int], set] = {}
         self._streams: Dict[Tuple[str, int], set] = {}
         self._context: Tuple[str, int] = ("program", 0)
-        self._context_name = ""
+        self._context_name = ""  # for step names in reports
+        self._where = ""  # for messages
 
     # -- emission ----------------------------------------------------------------------------
     def _emit(self, op: int, step: int = -1, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
@@ -99,18 +107,21 @@ class ProgramLowerer:
         entries = []
         for i, prog in enumerate(programs):
             self._context, self._context_name = ("program", i), f"program {i}"
+            self._where = self._context_name
             entries.append(self._here())
-            self._lower(prog)
+            drive(prog, self._lower)
             self._emit(OP_HALT)
         self._lower_functions()
-        self._check_recursion()
+        self._check_call_graph()
         costs = np.array([s.cost.vector for s in self.steps]).reshape(len(self.steps), NUM_CATEGORIES)
+        cases = [row for rows, _ in self.switch_tables for row in rows]
+        begins = np.cumsum([0] + [len(rows) for rows, _ in self.switch_tables])
         return LoweredPrograms(
             instrs=np.asarray(self.instrs, np.int64).reshape(-1, 6),
             entries=np.asarray(entries, np.int64),
-            cases=np.asarray(self.cases, np.int64).reshape(-1, 2),
-            switch_begin=np.asarray(self.switch_begin, np.int64),
-            switch_default=np.asarray(self.switch_default, np.int64),
+            cases=np.asarray(cases, np.int64).reshape(-1, 2),
+            switch_begin=np.asarray(begins, np.int64),
+            switch_default=np.asarray([default for _, default in self.switch_tables], np.int64),
             num_loop_slots=self.loop_slots, steps=self.steps, step_costs=costs,
             callbacks=self.callbacks, messages=self.messages,
             program_streams=[sorted(self._reachable_streams(("program", i))) for i in range(len(programs))])
@@ -134,38 +145,59 @@ class ProgramLowerer:
             if f.index not in self._function_addr:
                 self._function_addr[f.index] = self._here()
                 self._context, self._context_name = ("function", f.index), f"function {f.name}"
-                self._lower(f.program)
+                self._where = f"function '{f.name}'"
+                drive(f.program, self._lower)
                 self._emit(OP_RETURN)
             self.instrs[at][2] = self._function_addr[f.index]
 
-    def _check_recursion(self) -> None:
-        def visit(f: int, path: List[int]) -> None:
-            for callee in self._callees.get(("function", f), ()):
-                if callee in path:
-                    names = [self.state.functions[i].name for i in path[path.index(callee):] + [callee]]
+    def _check_call_graph(self) -> None:
+        """Functions must not call themselves, directly or not, and Calls may nest only as
+        deep as the core's call stack (CALL_DEPTH_MAX). Depth-first, with a stack."""
+        depth: Dict[int, int] = {}  # function -> deepest chain of Calls below it, itself included
+        on_path: Dict[int, int] = {}  # function -> its position on the current path
+        for root in [key for key in self._callees if key[0] == "program"]:
+            path: List[int] = []
+            stack = [iter(sorted(self._callees.get(root, ())))]
+            while stack:
+                callee = next(stack[-1], None)
+                if callee is None:
+                    stack.pop()
+                    if path:
+                        done = path.pop()
+                        del on_path[done]
+                        below = [depth[c] for c in self._callees.get(("function", done), ())]
+                        depth[done] = 1 + max(below, default=0)
+                    continue
+                if callee in on_path:
+                    cycle = path[on_path[callee]:] + [callee]
+                    names = [self.state.functions[i].name for i in cycle]
                     raise ControlProgramError(f"function '{names[0]}' calls itself ({' -> '.join(names)}); "
                                               "programs cannot recurse: restructure it as a loop (Repeat or "
                                               "RepeatWhileTrue)")
-                visit(callee, path + [callee])
-        for kind, f in list(self._callees):
-            if kind == "function":
-                visit(f, [f])
+                if callee in depth:
+                    continue
+                on_path[callee] = len(path)
+                path.append(callee)
+                stack.append(iter(sorted(self._callees.get(("function", callee), ()))))
+            deepest = max((depth[c] for c in self._callees.get(root, ())), default=0)
+            if deepest > CALL_DEPTH_MAX:
+                raise ControlProgramError(f"program {root[1]} nests Calls {deepest} deep (function calls function "
+                                          f"...); the core's call stack holds {CALL_DEPTH_MAX}: call fewer functions "
+                                          "in a chain (inline some of them)")
 
     # -- the program tree -------------------------------------------------------------------------
-    def _lower(self, p) -> None:
+    def _lower(self, p):
+        """Lower ``p``: returns None, or an iterator of the children still to lower."""
         method = getattr(self, "_lower_" + type(p).__name__, None)
         if method is None:
             raise ControlProgramError(f"cannot lower a {type(p).__name__} program")
-        method(p)
+        check_belongs_to(self.state, p, self._where)
+        return method(p)
 
-    def _lower_Sequence(self, p: P.Sequence) -> None:
-        for child in p.programs:
-            self._lower(child)
+    def _lower_Sequence(self, p: P.Sequence):
+        return iter(p.programs)
 
     def _lower_Execute(self, p: P.Execute) -> None:
-        if p.compute_set._state is not self.state:
-            raise ControlProgramError(f"Execute of compute set '{p.compute_set.name}', which belongs to a different "
-                                      "graph")
         row, cost = self.compute_sets.lower(p.compute_set)
         step = self._step(f"Execute {p.describe()}", "Execute", cost)
         self.steps[step].compute_set = row
@@ -188,12 +220,12 @@ class ProgramLowerer:
         self._streams.setdefault(self._context, set()).add(stream.index)
         self._emit(OP_STREAM_TO_DEVICE if to_device else OP_STREAM_FROM_DEVICE, step, stream.index, table)
 
-    def _lower_Repeat(self, p: P.Repeat) -> None:
+    def _lower_Repeat(self, p: P.Repeat):
         slot = self.loop_slots
         self.loop_slots += 1
         begin = self._emit(OP_LOOP_BEGIN, -1, slot, p.count)
         body = self._here()
-        self._lower(p.body)
+        yield p.body
         step = self._step(f"Repeat x{p.count}", "Repeat", self.cost.loop_iteration())
         self._emit(OP_LOOP_END, step, slot, body)
         self.instrs[begin][4] = self._here()  # exit target when count is 0
@@ -206,49 +238,48 @@ class ProgramLowerer:
     def _branch_step(self, what: str, tensor) -> int:
         return self._step(f"{what} on {tensor.name}", "Branch", self.cost.branch(tensor.dtype.size))
 
-    def _lower_RepeatWhileTrue(self, p: P._RepeatWhile) -> None:
+    def _lower_RepeatWhileTrue(self, p: P._RepeatWhile):
         top = self._here()
-        self._lower(p.condition)
+        yield p.condition
         offset, code = self._predicate(p.predicate)
         exit_op = OP_BRANCH_IF_FALSE if p._loop_while else OP_BRANCH_IF_TRUE
         test = self._emit(exit_op, self._branch_step(type(p).__name__, p.predicate), 0, offset, code)
-        self._lower(p.body)
+        yield p.body
         self._emit(OP_JUMP, -1, top)
         self.instrs[test][2] = self._here()
 
     _lower_RepeatWhileFalse = _lower_RepeatWhileTrue
 
-    def _lower_If(self, p: P.If) -> None:
+    def _lower_If(self, p: P.If):
         offset, code = self._predicate(p.predicate)
         test = self._emit(OP_BRANCH_IF_FALSE, self._branch_step("If", p.predicate), 0, offset, code)
-        self._lower(p.then_body)
+        yield p.then_body
         skip = self._emit(OP_JUMP, -1, 0)
         self.instrs[test][2] = self._here()
-        self._lower(p.else_body)
+        yield p.else_body
         self.instrs[skip][2] = self._here()
 
-    def _lower_Switch(self, p: P.Switch) -> None:
+    def _lower_Switch(self, p: P.Switch):
         offset, code = self._predicate(p.control)
-        table = len(self.switch_default)
-        self.switch_default.append(0)
+        # This Switch's table number is taken now; cases may hold Switches of their own,
+        # whose tables come after it. Its rows are recorded under its own number.
+        table = len(self.switch_tables)
+        self.switch_tables.append(([], -1))
         self._emit(OP_SWITCH, self._branch_step("Switch", p.control), table, offset, code)
         jumps = []
-        case_rows = []
+        rows = []
         for value, body in p.cases.items():
-            case_rows.append((value, self._here()))
-            self._lower(body)
+            rows.append((_case_word(value), self._here()))
+            yield body
             jumps.append(self._emit(OP_JUMP, -1, 0))
-        self.switch_default[table] = self._here()
-        self._lower(p.default)
+        default = self._here()
+        yield p.default
         for j in jumps:
             self.instrs[j][2] = self._here()
-        self.cases.extend(case_rows)
-        self.switch_begin.append(len(self.cases))
+        self.switch_tables[table] = (rows, default)
 
     def _lower_Call(self, p: P.Call) -> None:
         f = p.function
-        if f._state is not self.state:
-            raise ControlProgramError(f"Call of function '{f.name}', which belongs to a different graph")
         self._callees.setdefault(self._context, set()).add(f.index)
         at = self._emit(OP_CALL, self._step(p.describe(), "Call", self.cost.call()), 0)
         self._calls.append((at, f))
@@ -277,3 +308,11 @@ class ProgramLowerer:
         self.messages.append(p.message)
         step = self._branch_step("AbortOnCondition", p.predicate)
         self._emit(OP_ABORT_IF, step, len(self.messages) - 1, offset, code)
+
+
+def _case_word(value: int) -> int:
+    """A Switch case value as the core stores it: the core reads the control as a
+    64-bit integer (native/core/scalars.hpp: UNSIGNED_LONGLONG as its int64 bits), so
+    values from 2**63 up (only an UNSIGNED_LONGLONG control holds them; Switch.add checks
+    the range) are stored as the same bits."""
+    return value - (1 << 64) if value >= (1 << 63) else value

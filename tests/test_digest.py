@@ -1,0 +1,276 @@
+"""The executable-cache digest (digest.py) covers everything that changes behaviour."""
+import copy
+import dataclasses
+import enum
+import importlib.util
+import sys
+import textwrap
+
+import pytest
+
+import popsim
+from popsim import INT
+from popsim import digest as D
+from popsim.program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PartKind, PrintTensor, Repeat,
+                            RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef)
+from popsim.program_tree import parts_of
+
+
+@pytest.fixture
+def world(device):
+    g = popsim.Graph(device)
+    w = dict(graph=g)
+    for name in ("x", "y", "flag", "flag2"):
+        w[name] = g.add_variable(INT, [4] if name in "xy" else [], name)
+        g.set_tile_mapping(w[name], 0)
+    w["cs"], w["cs2"] = g.add_compute_set("cs"), g.add_compute_set("cs2")
+    w["f"], w["f2"] = g.add_function(Sync(), "f"), g.add_function(Abort(), "f2")
+    w["in"], w["in2"] = g.add_host_to_device_fifo("in", INT, 4), g.add_host_to_device_fifo("in2", INT, 4)
+    w["out"] = g.add_device_to_host_fifo("out", INT, 4)
+    return w
+
+
+def examples(w):
+    a, b = Copy(w["x"], w["y"]), Copy(w["y"], w["x"])
+    return [
+        Sequence(a, b), Execute(w["cs"]), Copy(w["x"], w["y"]), Copy(w["in"], w["x"]), Copy(w["x"], w["out"]),
+        Repeat(3, a), RepeatWhileTrue(a, w["flag"], b), RepeatWhileFalse(a, w["flag"], b), If(w["flag"], a, b),
+        Switch(w["flag"], {1: a, 2: b}, Sequence()), Call(w["f"]), PrintTensor("t", w["x"]), WriteUndef(w["x"]),
+        Sync(), Abort("stop"), AbortOnCondition(w["flag"], "why"),
+    ]
+
+
+def changed(value, kind, w):
+    """Another value for a part of this kind (the digest must tell them apart)."""
+    if kind is PartKind.PROGRAM:
+        return Abort("a different program")
+    if kind is PartKind.PROGRAMS:
+        return list(value) + [Sync()]
+    if kind is PartKind.CASES:
+        return {**value, 7: Sync()}
+    if kind is PartKind.TENSOR:
+        return w["flag2"] if value is w["flag"] else w["x"][::-1]
+    if kind is PartKind.ENDPOINT:
+        return w["in2"] if value is w["in"] else w["y"][::-1] if value is not w["out"] else w["x"]
+    if kind is PartKind.COMPUTE_SET:
+        return w["cs2"]
+    if kind is PartKind.FUNCTION:
+        return w["f2"]
+    assert kind is PartKind.VALUE
+    if isinstance(value, enum.Enum):
+        return next(v for v in type(value) if v is not value)
+    if isinstance(value, int):
+        return value + 1
+    return value + "!"
+
+
+def digest(w, programs):
+    return D.graph_digest(w["graph"]._state, programs)
+
+
+def test_changing_any_part_of_any_program_kind_changes_the_digest(world):
+    for p in examples(world):
+        before = digest(world, [p])
+        assert digest(world, [copy.copy(p)]) == before
+        for part in parts_of(type(p)):
+            q = copy.copy(p)
+            setattr(q, part.name, changed(getattr(p, part.name), part.kind, world))
+            assert digest(world, [q]) != before, f"{type(p).__name__}.{part.name} is not in the digest"
+
+
+def test_switch_case_values_and_moved_children_change_the_digest(world):
+    a, b = Sync(debug_name="a"), Sync(debug_name="b")
+    variants = [Switch(world["flag"], {1: a, 2: b}), Switch(world["flag"], {1: b, 2: a}),
+                Switch(world["flag"], {1: a, 3: b}), Switch(world["flag"], {1: a}, b),
+                Sequence(Sequence(a), b), Sequence(Sequence(a, b))]
+    assert len({digest(world, [v]) for v in variants}) == len(variants)
+
+
+def test_called_functions_bodies_are_digested(world):
+    before = digest(world, [Call(world["f"])])
+    world["f"].program = Sync(SyncType.EXTERNAL)
+    assert digest(world, [Call(world["f"])]) != before
+    before = digest(world, [Sync()])
+    world["f"].program = Abort("never called")  # an uncalled function changes nothing lowering makes
+    assert digest(world, [Sync()]) == before
+
+
+def test_digest_of_deep_nesting_and_long_call_chains(world):
+    g = world["graph"]
+    p = Sync()
+    for _ in range(10000):
+        p = Sequence(p)
+    assert len(digest(world, [p])) == 32
+    f = g.add_function(Sync(), "last")
+    for i in range(5000):
+        f = g.add_function(Sequence(Call(f)), f"chain{i}")
+    first = digest(world, [Call(f)])
+    f2 = g.add_function(Sequence(Call(f)), "one_more")
+    assert digest(world, [Call(f2)]) != first
+
+
+def test_identical_graphs_get_identical_digests(device):
+    def build():
+        g = popsim.Graph(device)
+        x = g.add_variable(INT, [4], "x")
+        g.set_tile_mapping(x, 1)
+        f = g.add_function(Copy(x[:2], x[2:]), "f")
+        return D.graph_digest(g._state, [Repeat(2, Sequence(Call(f), PrintTensor(x)))])
+    assert build() == build()
+
+
+def test_every_target_field_is_in_the_digest(device):
+    base = device.target
+    reference = D.graph_digest(popsim.Graph(base)._state, [Sync()])
+    for f in dataclasses.fields(base):
+        if not f.compare:
+            continue
+        value = getattr(base, f.name)
+        if isinstance(value, enum.Enum):
+            other = next(v for v in type(value) if v is not value)
+        elif isinstance(value, str):
+            other = "ipu21" if value != "ipu21" else "ipu1"
+        else:
+            other = value * 2 if value else 1
+        target = base.with_changes(**{f.name: other})
+        assert D.graph_digest(popsim.Graph(target)._state, [Sync()]) != reference, f.name
+
+
+def test_popsim_build_is_in_the_digest(world, monkeypatch):
+    before = digest(world, [Sync()])
+    monkeypatch.setattr(D, "build_fingerprint", lambda: "another build")
+    assert digest(world, [Sync()]) != before
+
+
+# -- perf estimators: everything they reach ------------------------------------------------------
+def load_module(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def modules(tmp_path):
+    made = []
+
+    def load(source, name=None):
+        """A fresh module made from ``source`` (named ``name``: the same name again stands
+        for the same file in a later process)."""
+        name = name or f"user_estimators_{len(made)}"
+        made.append(name)
+        return load_module(tmp_path, name, source)
+    yield load
+    for name in made:
+        sys.modules.pop(name, None)
+
+
+class SomeVertex(popsim.Vertex):
+    x: popsim.Input[popsim.Vector[float]]
+
+    def compute(self):
+        return True
+
+
+def estimator_digest(device, estimator):
+    g = popsim.Graph(device)
+    g.add_codelets(SomeVertex)  # estimators are registered for known vertex types only
+    g.register_perf_estimator("SomeVertex", estimator)
+    return D.graph_digest(g._state, [Sync()])
+
+
+ESTIMATOR = '''
+    SCALE = {scale}
+
+    def helper(n):
+        return {body}
+
+    def estimate(info, target):
+        return helper(info.field_size("x")) * SCALE
+'''
+
+
+def test_estimators_differing_only_in_a_helpers_body_get_different_digests(device, modules):
+    before = estimator_digest(device, modules(ESTIMATOR.format(scale=1, body="n * 2"), "estimators").estimate)
+    same = estimator_digest(device, modules(ESTIMATOR.format(scale=1, body="n * 2"), "estimators").estimate)
+    edited = estimator_digest(device, modules(ESTIMATOR.format(scale=1, body="n * 3"), "estimators").estimate)
+    assert before == same
+    assert before != edited
+
+
+def test_estimators_differing_in_global_data_get_different_digests(device, modules):
+    one = modules(ESTIMATOR.format(scale=1, body="n"))
+    two = modules(ESTIMATOR.format(scale=2, body="n"))
+    assert estimator_digest(device, one.estimate) != estimator_digest(device, two.estimate)
+
+
+def test_estimator_closures_defaults_and_partials(device, modules):
+    from functools import partial
+    m = modules('''
+        def make(k):
+            def estimate(info, target):
+                return k
+            return estimate
+
+        def with_default(info, target, k=3):
+            return k
+
+        def scaled(k, info, target):
+            return k
+    ''')
+    digests = {estimator_digest(device, e) for e in (m.make(1), m.make(2), m.with_default,
+                                                     partial(m.scaled, 1), partial(m.scaled, 2))}
+    assert len(digests) == 5
+    assert estimator_digest(device, m.make(1)) == estimator_digest(device, m.make(1))
+
+
+def test_estimator_reaching_a_helper_module_and_a_class(device, modules, tmp_path):
+    digests = []
+    for body in ("return n + 1", "return n + 2"):
+        helpers = modules(f'''
+            def cost(n):
+                {body}
+
+            class Model:
+                def cycles(self, n):
+                    return cost(n)
+        ''')
+        user = modules(f'''
+            import {helpers.__name__} as helpers
+
+            def estimate(info, target):
+                return helpers.cost(1) + helpers.Model().cycles(2)
+
+            def recursive(n):
+                return 0 if n == 0 else recursive(n - 1)
+        ''')
+        digests.append(estimator_digest(device, user.estimate))
+        estimator_digest(device, user.recursive)  # a helper that calls itself is fine
+    assert digests[0] != digests[1]
+
+
+@pytest.mark.compiler
+def test_cached_executable_is_not_reused_after_a_helper_changes(device, modules, tmp_path):
+    class Touch(popsim.Vertex):
+        x: popsim.InOut[popsim.Vector[int]]
+
+        def compute(self):
+            self.x[0] = 1
+    estimates = []
+    for body in ("n * 10", "n * 20"):  # the user edits the helper and runs the script again
+        m = modules(ESTIMATOR.format(scale=1, body=body), "my_estimators")
+        g = popsim.Graph(device)
+        x = g.add_variable(INT, [4], "x")
+        g.set_tile_mapping(x, 0)
+        g.add_codelets(Touch)
+        cs = g.add_compute_set("cs")
+        v = g.add_vertex(cs, "Touch", {"x": x})
+        g.set_tile_mapping(v, 0)
+        g.register_perf_estimator("Touch", m.estimate)
+        engine = popsim.Engine(g, Execute(cs), {"popsim.cacheDir": str(tmp_path)})
+        assert not engine.executable.compilation.from_cache
+        estimates.append(int(engine.executable.lowered.vertices.vertices[0, 6]))
+    assert estimates == [40, 80]
