@@ -20,7 +20,7 @@ MODULE_LAYER = {
     "version": "base", "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
     "target": "target", "device": "target",
-    "variables": "model", "tensor": "model", "runs": "model", "streams": "model", "graph": "model",
+    "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
     "program": "model", "vertices": "model", "digest": "model",
     "codelet": "codelet", "lower": "lower", "report": "runtime", "engine": "runtime", "executable": "runtime",
     "__init__": "api",

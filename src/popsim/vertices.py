@@ -23,13 +23,15 @@ __all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexInfo", "VertexBuilding"
 class ComputeSet:
     """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
 
-    __slots__ = ("name", "index", "vertices", "_state")
+    __slots__ = ("name", "index", "vertices", "_state", "_default_tile")
 
     def __init__(self, state, index: int, name: str):
         self._state = state
         self.index = index
         self.name = name
         self.vertices: List[object] = []
+        # CPU targets have one tile and need no vertex placement: vertices start on it
+        self._default_tile: Optional[int] = None if state.target.requires_tile_mapping else 0
 
     def __repr__(self) -> str:
         return f"ComputeSet({self.name!r}, {len(self.vertices)} vertices)"
@@ -85,6 +87,24 @@ def _positions(vt: VertexType) -> Dict[str, int]:
     if positions is None:
         positions = vt.extra["positions"] = {f.name: i for i, f in enumerate(vt.fields)}
     return positions
+
+
+_SINGLE_EDGES = (FieldKind.SCALAR_EDGE, FieldKind.VECTOR_EDGE)
+_WRITING = (Direction.OUTPUT, Direction.INOUT)
+
+
+def _single_edge_plan(vt: VertexType) -> Dict[str, Tuple[int, object, bool, bool]]:
+    """For each scalar or vector edge field of the type: (position, element type, is a vector,
+    is written), cached on the vertex type: what add_vertex's lean path checks."""
+    plan = vt.extra.get("single_edge_plan")
+    if plan is None:
+        plan = vt.extra["single_edge_plan"] = {
+            f.name: (i, f.dtype, f.kind is FieldKind.VECTOR_EDGE, f.direction in _WRITING)
+            for i, f in enumerate(vt.fields) if f.kind in _SINGLE_EDGES}
+    return plan
+
+
+_new = object.__new__
 
 
 class FieldRef:
@@ -159,10 +179,6 @@ class VertexInfo:
         return None if c is None else (c[0] if len(c) == 1 else c)
 
 
-_SINGLE_EDGES = (FieldKind.SCALAR_EDGE, FieldKind.VECTOR_EDGE)
-_WRITING = (Direction.OUTPUT, Direction.INOUT)
-
-
 class VertexBuilding:
     """The vertex half of Graph's API (mixed into Graph)."""
 
@@ -191,34 +207,44 @@ class VertexBuilding:
         first use) in ``compute_set``, with optional ``{field: tensor}`` connections."""
         if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
             raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {compute_set!r}")
-        if isinstance(vertex_type, str):
-            vt = self._codelets.get(vertex_type)
-        else:
-            registered = self._codelets.add(vertex_type)
-            if len(registered) != 1:
-                raise GraphConnectionError(f"add_vertex: {vertex_type!r} is not a single vertex class")
-            vt = registered[0]
-        v = VertexRef(self._state, len(compute_set.vertices), vt, compute_set)
-        compute_set.vertices.append(v)
-        if not self._state.target.requires_tile_mapping:
-            v.tile = 0
+        state = self._state
+        vt = state.codelets.types.get(vertex_type) if type(vertex_type) is str else None
+        if vt is None:
+            if isinstance(vertex_type, str):
+                vt = self._codelets.get(vertex_type)  # raises, naming the unknown type
+            else:
+                registered = self._codelets.add(vertex_type)
+                if len(registered) != 1:
+                    raise GraphConnectionError(f"add_vertex: {vertex_type!r} is not a single vertex class")
+                vt = registered[0]
+        # A VertexRef, built without a call: add_vertex runs once per vertex of a program.
+        vertices = compute_set.vertices
+        v = _new(VertexRef)
+        v._state = state
+        v.index = len(vertices)
+        v.type = vt
+        v.compute_set = compute_set
+        v.tile = compute_set._default_tile
+        v.conn = conn = [None] * len(vt.fields)
+        v.perf_estimate = None
+        vertices.append(v)
         if connections:
-            positions = _positions(vt)
-            fields = vt.fields
-            table = self._state.table
-            conn = v.conn
+            plan = vt.extra.get("single_edge_plan") or _single_edge_plan(vt)
+            table = state.table
             for name, value in connections.items():
-                pos = positions.get(name)
-                spec = fields[pos] if pos is not None else None
-                # The common case, kept lean: one strided view of a variable, of the field's type,
-                # with the element count its kind needs, never a constant it would write.
-                if (spec is not None and type(value) is Tensor and value._var is not None and value._table is table
-                        and value._dtype is spec.dtype and spec.kind in _SINGLE_EDGES
-                        and (len(value._shape) != 0 if spec.kind is FieldKind.VECTOR_EDGE else value.num_elements() == 1)
-                        and not (value._var.is_constant and spec.direction in _WRITING)):
-                    conn[pos] = value
-                else:
-                    self.connect(v[name], value)
+                # The common case, kept lean: a scalar or vector edge connected to one strided view of a
+                # variable, of the field's type, with the element count its kind needs, never a constant
+                # it would write. Anything else goes through connect(), which checks (and explains) it all.
+                entry = plan.get(name)
+                if entry is not None and type(value) is Tensor:
+                    var = value._var
+                    if var is not None and value._table is table and value._dtype is entry[1]:
+                        shape = value._shape
+                        if (shape if entry[2] else shape == () or shape == (1,)) \
+                                and not (entry[3] and var.is_constant):
+                            conn[entry[0]] = value
+                            continue
+                self.connect(v[name], value)
         return v
 
     def connect(self, field: FieldRef, value) -> None:
@@ -292,6 +318,9 @@ class VertexBuilding:
     def set_perf_estimate(self, vertex: VertexRef, cycles: int, flops: int = 0) -> None:
         """The worker cycles one run of ``vertex`` costs in the model (Poplar's
         setPerfEstimate); it overrides estimators and automatic counting."""
+        if type(vertex) is VertexRef and type(cycles) is int and cycles >= 0:
+            vertex.perf_estimate = cycles  # the common call, kept lean
+            return
         if not isinstance(vertex, VertexRef):
             raise TypeError(f"set_perf_estimate: expected a vertex, found {type(vertex).__name__}")
         if int(cycles) < 0:
