@@ -21,7 +21,7 @@ MODULE_LAYER = {
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
     "target": "target", "device": "target",
     "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model", "vertices": "model", "digest": "model",
+    "program": "model", "vertices": "model", "vertex_store": "model", "digest": "model",
     "codelet": "codelet", "lower": "lower", "report": "runtime", "engine": "runtime", "executable": "runtime",
     "__init__": "api",
 }

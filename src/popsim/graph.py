@@ -244,12 +244,19 @@ class Graph(VertexBuilding):
         # (_direct_tiles: its tile count; 0 in virtual graphs, whose tiles need translating).
         if type(tile_or_mapping) is int and 0 <= tile_or_mapping < self._direct_tiles:
             kind = type(target)
-            if kind is VertexRef and target._state is self._state:
-                target.tile = tile_or_mapping
+            if kind is VertexRef and target.compute_set._state is self._state:
+                target.compute_set._tiles[target.index] = tile_or_mapping
                 return
-            if kind is Tensor and target._var is not None and target._table is self._state.table \
-                    and self._map_strided_view(target, tile_or_mapping):
-                return
+            if kind is Tensor and target._var is not None and target._table is self._state.table:
+                shape = target._shape
+                if not shape or (len(shape) == 1 and (target._strides[0] == 1 or shape[0] <= 1)):
+                    # an element or a 1-D run of one variable: the commonest view, kept to one call
+                    target._var.mapping.paint_one(target._offset, target._offset + (shape[0] if shape else 1),
+                                                  tile_or_mapping)
+                    self._state.table.version += 1
+                    return
+                if self._map_strided_view(target, tile_or_mapping):
+                    return
         self._set_tile_mapping_general(target, tile_or_mapping)
 
     def _set_tile_mapping_general(self, target, tile_or_mapping) -> None:
@@ -283,8 +290,7 @@ class Graph(VertexBuilding):
             n *= d
         if n == var.size and (0 not in strides or not view.contains_aliases()):
             var.mapping.paint_all(tile)  # the whole variable: the commonest case, kept cheap
-        elif n == 0 or (views.contiguous_inner(shape, strides)[0] == 0 if len(shape) != 1 else
-                        strides[0] == 1 or n == 1):
+        elif n <= 1 or views.contiguous_inner(shape, strides)[0] == 0:
             var.mapping.paint_one(view._offset, view._offset + n, tile)  # one run: no numpy either
         else:
             return False

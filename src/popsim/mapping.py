@@ -37,10 +37,10 @@ class VariableMapping:
 
     def paint_one(self, begin: int, end: int, tile: int) -> None:
         """Map elements [begin, end) to ``tile``: the common call, kept free of numpy."""
-        if end <= begin:
-            return
-        if begin == 0 and end == self.size:
+        if begin == 0 and end == self.size:  # first: mapping all of an empty variable still maps it
             self.paint_all(tile)
+            return
+        if end <= begin:
             return
         if self.whole_tile is not None:
             self._scalars.append((0, self.size, self.whole_tile))
