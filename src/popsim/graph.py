@@ -253,7 +253,6 @@ class Graph(VertexBuilding):
                     # an element or a 1-D run of one variable: the commonest view, kept to one call
                     target._var.mapping.paint_one(target._offset, target._offset + (shape[0] if shape else 1),
                                                   tile_or_mapping)
-                    self._state.table.version += 1
                     return
                 if self._map_strided_view(target, tile_or_mapping):
                     return
@@ -294,7 +293,6 @@ class Graph(VertexBuilding):
             var.mapping.paint_one(view._offset, view._offset + n, tile)  # one run: no numpy either
         else:
             return False
-        self._state.table.version += 1
         return True
 
     def _split_by_intervals(self, tensor: Tensor, runs, mapping, what: str):
@@ -348,7 +346,6 @@ class Graph(VertexBuilding):
                 var = table.variables[i]
                 start = runs.gid[sel] - var.base
                 var.mapping.paint(start, start + runs.length[sel], tiles[sel])
-        table.version += 1
 
     def get_tile_mapping(self, tensor: Tensor, require_complete: bool = True) -> List[List[Tuple[int, int]]]:
         """``mapping[tile]``: the [begin, end) intervals of the view's flat elements on each

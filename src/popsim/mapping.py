@@ -25,7 +25,9 @@ class VariableMapping:
         self.size = size
         self.whole_tile: Optional[int] = None  # set while the whole variable is on one tile
         self._paints: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._scalars: List[Tuple[int, int, int]] = []  # single-interval paints not yet in _paints
+        # single-interval paints not yet in _paints, flat: begin, end, tile, begin, end, tile...
+        # (ints in one list: nothing per call for the garbage collector to trace)
+        self._scalars: List[int] = []
         self._resolved: Optional[Intervals] = None
 
     def paint_all(self, tile: int) -> None:
@@ -37,15 +39,19 @@ class VariableMapping:
 
     def paint_one(self, begin: int, end: int, tile: int) -> None:
         """Map elements [begin, end) to ``tile``: the common call, kept free of numpy."""
+        if 0 < end - begin < self.size and self.whole_tile is None:  # a part, on a part-mapped variable
+            self._scalars += (begin, end, tile)
+            self._resolved = None
+            return
         if begin == 0 and end == self.size:  # first: mapping all of an empty variable still maps it
             self.paint_all(tile)
             return
         if end <= begin:
             return
         if self.whole_tile is not None:
-            self._scalars.append((0, self.size, self.whole_tile))
+            self._scalars += (0, self.size, self.whole_tile)
             self.whole_tile = None
-        self._scalars.append((begin, end, tile))
+        self._scalars += (begin, end, tile)
         self._resolved = None
 
     def _flush(self) -> None:
