@@ -191,6 +191,9 @@ def test_list_and_state_fields_are_stored_and_counted():
     assert stored[1] is None and stored[0].shape == (3,) and stored[2].shape == (4,)
     assert v.connection(v["n"].position).tolist() == [7]
     assert g.num_edges == 3  # a list field counts one edge per sub-edge
+    w = g.add_vertex(cs, "Fields", {"v_in": x[0], "lists": []})
+    g.connect(w["s_in"], x[1, 1])
+    assert (g.num_edges, g.num_vertices) == (5, 2)
 
 
 def test_a_stored_record_runs_like_the_tensor_it_came_from():

@@ -13,6 +13,7 @@ index) and rebuilds views from records on demand (``conn``, ``connection``).
 from __future__ import annotations
 
 import operator
+from itertools import compress
 from collections.abc import Sequence
 from typing import Dict, List, Optional, Tuple
 
@@ -92,11 +93,19 @@ def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
     vertices = edges = 0
     for cs in compute_sets:
         vertices += len(cs._types)
-        slots = cs._slots
-        for vt, first in zip(cs._types, cs._first):
-            for spec, c in zip(vt.fields, slots[first:first + len(vt.fields)]):
-                if c is not None and spec.kind.is_edge:
-                    edges += len(c) if isinstance(c, list) else 1
+        edge_mask: List[bool] = []  # per slot: is it an edge field's?
+        masks: Dict[int, tuple] = {}  # by id(vertex type)
+        has_lists = False
+        for vt in cs._types:
+            mask = masks.get(id(vt))
+            if mask is None:
+                mask = masks[id(vt)] = tuple(f.kind.is_edge for f in vt.fields)
+                has_lists = has_lists or any(f.kind.is_list for f in vt.fields)
+            edge_mask += mask
+        connected = [c for c in compress(cs._slots, edge_mask) if c is not None]
+        edges += len(connected)
+        if has_lists:
+            edges += sum(len(c) - 1 for c in connected if type(c) is list)
     return vertices, edges
 
 
