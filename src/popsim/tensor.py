@@ -44,10 +44,8 @@ class Tensor:
         raise TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
 
     # -- construction (internal) ------------------------------------------------------------
-    @staticmethod
-    def _strided(table: VariableTable, var: Variable, dtype: Type, shape: Shape, offset: int,
-                 strides: Shape) -> "Tensor":
-        return _strided_view(table, var, dtype, shape, offset, strides)
+    # _strided(table, var, dtype, shape, offset, strides): a strided view; bound to
+    # _strided_view below, the internal constructor other modules use too.
 
     @classmethod
     def _of_variable(cls, table: VariableTable, var: Variable) -> "Tensor":
@@ -582,3 +580,6 @@ def _strided_view(table: VariableTable, var: Variable, dtype: Type, shape: Shape
     t._strides = strides
     t._ids = None
     return t
+
+
+Tensor._strided = staticmethod(_strided_view)
