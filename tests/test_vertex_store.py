@@ -230,3 +230,27 @@ class Sum(popsim.Vertex):
             total += self.ins[i]
         self.out = total
         return True
+
+
+def test_records_and_kept_views_give_the_same_executable_cache_key():
+    from popsim.digest import graph_digest
+
+    def graph(keep_views):
+        g, _ = new_graph()
+        x = g.add_variable(FLOAT, [6, 4], "x")
+        g.set_tile_mapping(x, 0)
+        cs = g.add_compute_set("cs")
+        kept = []
+        for i in range(6):
+            if keep_views:
+                kept.append((x[i], x[i, 1], x[(i + 1) % 6][1:3]))
+                conns = {"v_in": kept[-1][0], "s_out": kept[-1][1], "v_io": kept[-1][2]}
+            else:
+                conns = {"v_in": x[i], "s_out": x[i, 1], "v_io": x[(i + 1) % 6][1:3]}
+            v = g.add_vertex(cs, "Fields", conns)
+            g.set_tile_mapping(v, i % 4)
+        slots = cs._slots
+        assert all(type(s) is (Tensor if keep_views else tuple) for s in slots if s is not None)
+        return graph_digest(g._state, [popsim.Execute(cs)])
+
+    assert graph(True) == graph(False)
