@@ -91,7 +91,7 @@ def _compute_set(d: _Digest, cs) -> None:
     codes = [type_ids.setdefault(id(vt), (len(type_ids), vt))[0] for vt in types]
     d.text("types", [(t.name, str(t.library), t.symbol, t.language) for _, t in type_ids.values()])
     d.ints(codes)
-    d.ints(-1 if tile is None else tile for tile in cs._tiles)
+    d.ints(cs._tiles)  # -1: not placed
     d.ints(-1 if cycles is None else cycles for cycles in cs._perf)
     keys = []
     add = keys.append

@@ -39,6 +39,9 @@ def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
     return (t._var.index, t._offset, t._shape, t._strides)
 
 
+NO_TILE = -1  # in ComputeSet._tiles: a vertex not placed yet
+
+
 class ComputeSet:
     """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
 
@@ -49,9 +52,10 @@ class ComputeSet:
         self.index = index
         self.name = name
         # CPU targets have one tile and need no vertex placement: vertices start on it
-        self._default_tile: Optional[int] = None if state.target.requires_tile_mapping else 0
+        self._default_tile = NO_TILE if state.target.requires_tile_mapping else 0
+        # Lists, not arrays: list.append is what the interpreter does fastest.
         self._types: List[VertexType] = []        # per vertex
-        self._tiles: List[Optional[int]] = []     # per vertex; None until placed
+        self._tiles: List[int] = []               # per vertex; NO_TILE until placed
         self._perf: List[Optional[int]] = []      # per vertex: set_perf_estimate's cycles, or None
         self._first: List[int] = []               # per vertex: its first slot in _slots
         self._slots: List[object] = []            # per field of each vertex: its connection
@@ -75,17 +79,6 @@ class ComputeSet:
 
     def __repr__(self) -> str:
         return f"ComputeSet({self.name!r}, {len(self._types)} vertices)"
-
-
-def new_vertex(cs: ComputeSet, vt: VertexType, empty_slots: tuple) -> int:
-    """Append a vertex of type ``vt`` with unconnected fields; its index."""
-    index = len(cs._types)
-    cs._types.append(vt)
-    cs._tiles.append(cs._default_tile)
-    cs._perf.append(None)
-    cs._first.append(len(cs._slots))
-    cs._slots += empty_slots
-    return index
 
 
 def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
@@ -172,11 +165,12 @@ class VertexRef:
 
     @property
     def tile(self) -> Optional[int]:
-        return self.compute_set._tiles[self.index]
+        tile = self.compute_set._tiles[self.index]
+        return None if tile == NO_TILE else tile
 
     @tile.setter
     def tile(self, tile: Optional[int]) -> None:
-        self.compute_set._tiles[self.index] = tile
+        self.compute_set._tiles[self.index] = NO_TILE if tile is None else tile
 
     @property
     def perf_estimate(self) -> Optional[int]:

@@ -111,7 +111,8 @@ class VertexBuilding:
                     raise GraphConnectionError(f"add_vertex: {vertex_type!r} is not a single vertex class")
                 vt = registered[0]
         empty_slots, plan = vt.extra.get("build_plan") or build_plan(vt)
-        # new_vertex() and VertexRef(), inlined: add_vertex runs once per vertex of a program
+        # The vertex's columns in its compute set (vertex_store.py) and its handle, written out here:
+        # add_vertex runs once per vertex of a program.
         types = compute_set._types
         index = len(types)
         types.append(vt)
