@@ -1,10 +1,11 @@
-"""How compute sets store vertices (vertex_store.py) and add_vertex's lean path.
+"""How compute sets store vertices (vertex_store.py), and the lean paths of add_vertex and
+connect.
 
-add_vertex checks the common connection (a scalar or vector edge to a strided view of its
-element type) on a lean path and stores it as a plain record when nobody else holds the
-view. These tests check that the lean path accepts and refuses exactly what connect()
-does, with the same messages, that what is stored reads back as the same view, and that
-VertexRef handles behave like the vertices they stand for.
+add_vertex and connect check the common connection (a scalar or vector edge to a strided
+view of its element type) on a lean path and store it as a plain record when nobody else
+holds the view. These tests check that the lean paths accept and refuse exactly what the
+general path does, with the same messages, that what is stored reads back as the same
+view, and that VertexRef handles behave like the vertices they stand for.
 """
 import gc
 
@@ -94,35 +95,39 @@ def same_view(a, b):
 
 @pytest.mark.parametrize("field", FIELDS)
 @pytest.mark.parametrize("desc,make", VIEWS, ids=[d for d, _ in VIEWS])
-def test_add_vertex_accepts_and_refuses_what_connect_does(field, desc, make):
+def test_add_vertex_and_connect_accept_and_refuse_what_the_general_path_does(field, desc, make):
     g1, _ = new_graph()
     t1 = build(g1)
     cs1 = g1.add_compute_set("cs")
     lean = outcome(lambda: g1.add_vertex(cs1, "Fields", {field: make(t1)}))
 
-    g2, _ = new_graph()
-    t2 = build(g2)
-    cs2 = g2.add_compute_set("cs")
-    v2 = g2.add_vertex(cs2, "Fields")
-    general = outcome(lambda: (g2.connect(v2[field], make(t2)), v2)[1])
+    def by_connect(method):
+        g, _ = new_graph()
+        t = build(g)
+        cs = g.add_compute_set("cs")
+        v = g.add_vertex(cs, "Fields")
+        return outcome(lambda: (getattr(g, method)(v[field], make(t)), v)[1])
 
-    assert lean[0] == general[0], (lean, general)
-    if lean[0] == "error":
-        assert lean[1:] == general[1:]
-        assert issubclass(lean[1], (GraphConnectionError, UnknownFieldError))
-        return
-    v1 = lean[1]
-    pos = v1[field].position
-    c1, c2 = v1.connection(pos), v2.connection(pos)
-    if isinstance(c2, Tensor):
-        same_view(c1, c2)
-        same_view(c1, make(t1))
-    elif isinstance(c2, list):
-        assert len(c1) == len(c2)
-        for a, b in zip(c1, c2):
-            same_view(a, b)
-    else:
-        np.testing.assert_array_equal(c1, c2)
+    connected = by_connect("connect")
+    general = by_connect("_connect_general")
+    for other in (lean, connected):
+        assert other[0] == general[0], (other, general)
+        if general[0] == "error":
+            assert other[1:] == general[1:]
+            assert issubclass(other[1], (GraphConnectionError, UnknownFieldError))
+            continue
+        v, v2 = other[1], general[1]
+        pos = v[field].position
+        c1, c2 = v.connection(pos), v2.connection(pos)
+        if isinstance(c2, Tensor):
+            same_view(c1, c2)
+            same_view(c1, make(t1))
+        elif isinstance(c2, list):
+            assert len(c1) == len(c2)
+            for a, b in zip(c1, c2):
+                same_view(a, b)
+        else:
+            np.testing.assert_array_equal(c1, c2)
 
 
 def test_a_view_only_the_dict_holds_is_stored_as_a_record_and_reads_back_the_same():

@@ -199,12 +199,17 @@ class VertexRef:
         cs._slots[cs._first[self.index] + position] = value
 
     def __getitem__(self, name: str) -> "FieldRef":
-        vt = self.type
-        pos = positions(vt).get(name)
+        vt = self.compute_set._types[self.index]
+        pos = (vt.extra.get("positions") or positions(vt)).get(name)
         if pos is None:
             raise UnknownFieldError(f"vertex type '{vt.name}' has no field '{name}': "
                                     f"{did_you_mean(name, vt.field_names)}")
-        return FieldRef(self, vt.fields[pos], pos, None)
+        f = _new(FieldRef)  # FieldRef(self, vt.fields[pos], pos, None), without the call
+        f.vertex = self
+        f.spec = vt.fields[pos]
+        f.position = pos
+        f.element = None
+        return f
 
     def _set_tile(self, tile: int) -> None:
         self.tile = tile

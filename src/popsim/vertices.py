@@ -151,6 +151,23 @@ class VertexBuilding:
         """Connect an edge field to a tensor (a list of tensors for vectors of edges and
         VectorLists; one tensor for a sub-edge ``v["ins"][i]``), or give a plain state
         field its value."""
+        if type(field) is FieldRef and type(value) is Tensor and field.element is None:
+            # A scalar or vector edge to a strided view of its type: add_vertex's lean path (and test)
+            vertex = field.vertex
+            cs = vertex.compute_set
+            vt = cs._types[vertex.index]
+            entry = (vt.extra.get("build_plan") or build_plan(vt))[1].get(field.spec.name)
+            var = value._var
+            if entry is not None and var is not None and value._table is self._state.table \
+                    and value._dtype is entry[1]:
+                shape = value._shape
+                if (shape if entry[2] else shape == () or shape == (1,)) and not (entry[3] and var.is_constant):
+                    cs._slots[cs._first[vertex.index] + entry[0]] = (var.index, value._offset, shape, value._strides)
+                    return
+        self._connect_general(field, value)
+
+    def _connect_general(self, field: FieldRef, value) -> None:
+        """Every form of connect and every error (the lean paths must agree with it)."""
         if not isinstance(field, FieldRef):
             raise TypeError(f"connect: expected a vertex field (v['name']), found {type(field).__name__}")
         spec = field.spec
