@@ -21,8 +21,8 @@ MODULE_LAYER = {
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
     "poplar_names": "base", "arguments": "base", "code_fingerprint": "base",
     "target": "target", "device": "target", "ipu_model": "target",
-    "variables": "model", "tensor": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model", "program_tree": "model", "vertices": "model", "digest": "model",
+    "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
+    "program": "model", "program_tree": "model", "vertices": "model", "vertex_store": "model", "digest": "model",
     "codelet": "codelet", "lower": "lower", "reference": "lower",  # reference: the pure-Python executor
     "report": "runtime", "engine": "runtime", "executable": "runtime",
     "__init__": "api",

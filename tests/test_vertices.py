@@ -122,3 +122,27 @@ def test_perf_estimator_registered_after_add_codelets_is_used(small_device):
     e.run()
     by_type = {t.name: t.cycles for t in e.get_report().execution.vertex_types}
     assert by_type["Copy1"] == 43
+
+
+def test_another_graphs_vertex_is_refused_everywhere(small_device):
+    """g1.connect(v2[...], t1) used to wire graph 2's vertex to graph 1's tensor, which
+    graph 2's engine then ran on its own variable of the same index."""
+    class Two(popsim.Vertex):
+        x: popsim.InOut[popsim.Vector[float]]
+        ins: popsim.Input[popsim.VectorList[float]]
+        n: int
+
+        def compute(self):
+            return True
+
+    g1, g2 = popsim.Graph(small_device), popsim.Graph(small_device)
+    for g in (g1, g2):
+        g.add_codelets(Two)
+    t1 = g1.add_variable(FLOAT, [4], "t1")
+    v2 = g2.add_vertex(g2.add_compute_set("cs"), "Two")
+    for call in (lambda: g1.connect(v2["x"], t1), lambda: g1.set_field_size(v2["ins"], 2),
+                 lambda: g1.set_perf_estimate(v2, 10), lambda: g1.set_initial_value(v2["n"], 3),
+                 lambda: g1.connect(v2["n"], 3)):
+        with pytest.raises(popsim.GraphConnectionError, match="the vertex belongs to another graph"):
+            call()
+    assert v2.connection(0) is None and v2.perf_estimate is None

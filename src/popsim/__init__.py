@@ -7,6 +7,7 @@ supersteps while modelling the cycles and memory an IPU would spend.
 from . import program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from .codelet.templates import VertexTemplate, template_vertex, vertex_template
+from .concat import append, concat
 from .device import Device
 from .engine import Engine
 from .executable import Executable, compile_graph
@@ -19,7 +20,7 @@ from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTen
 from .report import Report, open_report
 from .streams import DataStream, ReplicatedStreamMode, StreamCallback
 from .target import RelativeSyncDelayType, Target, TargetType
-from .tensor import Tensor, append, concat
+from .tensor import Tensor
 from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
                     UNSIGNED_LONGLONG, UNSIGNED_SHORT, Type)
 

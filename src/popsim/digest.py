@@ -114,21 +114,25 @@ def _vertex_type(t) -> tuple:
 
 
 def _compute_set(d: _Digest, cs) -> None:
-    d.text("cs", cs.name, len(cs.vertices))
-    vertices = cs.vertices
-    if not vertices:
+    types = cs._types  # read by column (vertex_store.py): no handle or view is made per vertex
+    d.text("cs", cs.name, len(types))
+    if not types:
         return
     type_ids: dict = {}  # id(VertexType) -> (code, type): vertex types are not hashable
-    codes = [type_ids.setdefault(id(v.type), (len(type_ids), v.type))[0] for v in vertices]
+    codes = [type_ids.setdefault(id(vt), (len(type_ids), vt))[0] for vt in types]
     d.text("types", [_vertex_type(t) for _, t in type_ids.values()])
     d.ints(codes)
-    d.ints(-1 if v.tile is None else v.tile for v in vertices)
-    d.ints(-1 if v.perf_estimate is None else v.perf_estimate for v in vertices)
+    d.ints(cs._tiles)  # -1: not placed
+    d.ints(-1 if cycles is None else cycles for cycles in cs._perf)
     keys = []
     add = keys.append
-    for v in vertices:
-        for c in v.conn:
-            if type(c) is Tensor and c._var is not None:  # the common case, inlined: see tensor_key
+    slots = cs._slots
+    for vt, first in zip(types, cs._first):
+        fields = vt.fields
+        for spec, c in zip(fields, slots[first:first + len(fields)]):
+            if type(c) is tuple:  # an edge record (var index, offset, shape, strides): as tensor_key
+                add(hash((c[0], c[1], c[2], c[3], spec.dtype.code)))
+            elif type(c) is Tensor and c._var is not None:  # the common case, inlined: see tensor_key
                 add(hash((c._var.index, c._offset, c._shape, c._strides, c._dtype.code)))
             elif type(c) is Tensor:
                 add(tensor_key(c))

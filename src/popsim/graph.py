@@ -16,6 +16,7 @@ from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, In
 from .linear_mapping import linear_tile_mapping
 from .poplar_names import SnakeCaseNames
 from .runs import MappingIndex, runs_of, split_at_positions
+from . import views
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
 from .tensor import Tensor
@@ -93,6 +94,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         self._state = _GraphState(target, int(replication_factor))
         self._tiles: Optional[np.ndarray] = None  # virtual graphs: physical tile of each local tile
         self._target = target
+        self._direct_tiles = target.num_tiles  # see set_tile_mapping
 
     # -- basics ---------------------------------------------------------------------------
     @property
@@ -164,6 +166,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         sub._state = self._state
         sub._tiles = physical
         sub._target = self._state.target.with_changes(num_ipus=1, tiles_per_ipu=int(physical.size))
+        sub._direct_tiles = 0
         return sub
 
     def get_top_level_graph(self) -> "Graph":
@@ -171,6 +174,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         top._state = self._state
         top._tiles = None
         top._target = self._state.target
+        top._direct_tiles = top._target.num_tiles
         return top
 
     def convert_virtual_tile_to_physical_tile(self, tile: int) -> int:
@@ -249,10 +253,26 @@ class Graph(VertexBuilding, SnakeCaseNames):
     def set_tile_mapping(self, target, tile_or_mapping) -> None:
         """Map every element of a tensor view to one tile, or by ``mapping[tile] = [(begin,
         end), ...]`` intervals of the view's flat elements; or place a vertex on a tile."""
-        if type(target) is VertexRef and type(tile_or_mapping) is int and self._tiles is None \
-                and 0 <= tile_or_mapping < self._target.num_tiles and target._state is self._state:
-            target.tile = tile_or_mapping  # placing a vertex: a hot path of graph building
-            return
+        # Hot paths of graph building: a vertex, or a strided view, to one tile of a top-level graph
+        # (_direct_tiles: its tile count; 0 in virtual graphs, whose tiles need translating).
+        if type(tile_or_mapping) is int and 0 <= tile_or_mapping < self._direct_tiles:
+            kind = type(target)
+            if kind is VertexRef and target.compute_set._state is self._state:
+                target.compute_set._tiles[target.index] = tile_or_mapping
+                return
+            if kind is Tensor and target._var is not None and target._table is self._state.table:
+                shape = target._shape
+                if not shape or (len(shape) == 1 and (target._strides[0] == 1 or shape[0] <= 1)):
+                    # an element or a 1-D run of one variable: the commonest view, kept to one call
+                    target._var.mapping.paint_one(target._offset, target._offset + (shape[0] if shape else 1),
+                                                  tile_or_mapping)
+                    return
+                if self._map_strided_view(target, tile_or_mapping):
+                    return
+        self._set_tile_mapping_general(target, tile_or_mapping)
+
+    def _set_tile_mapping_general(self, target, tile_or_mapping) -> None:
+        """Every form of set_tile_mapping and every error (the hot paths must agree with it)."""
         if not isinstance(target, Tensor):
             set_vertex_tile = getattr(target, "_set_tile", None)
             if set_vertex_tile is None:
@@ -267,23 +287,30 @@ class Graph(VertexBuilding, SnakeCaseNames):
         what = f"set_tile_mapping of tensor '{target.name}'"
         if isinstance(tile_or_mapping, (int, np.integer)) and not isinstance(tile_or_mapping, bool):
             tile = self._physical_tile(tile_or_mapping, what)
-            var = target._var
-            if var is not None:
-                n = target.num_elements()
-                if n == var.size and (0 not in target._strides or not target.contains_aliases()):
-                    var.mapping.paint_all(tile)  # the whole variable: the commonest case, kept cheap
-                    self._state.table.version += 1
-                    return
-                if target.is_contiguous():  # one run of the variable: no numpy either
-                    var.mapping.paint_one(target._offset, target._offset + n, tile)
-                    self._state.table.version += 1
-                    return
+            if target._var is not None and self._map_strided_view(target, tile):
+                return
             runs = runs_of(target)
             tiles = np.full(runs.size, tile, np.int64)
         else:
             runs = runs_of(target)
             runs, tiles = self._split_by_intervals(target, runs, tile_or_mapping, what)
         self._paint(runs, tiles)
+
+    def _map_strided_view(self, view: Tensor, tile: int) -> bool:
+        """Map a strided view that is the whole variable or one run of it to ``tile``; False
+        (nothing done) for other views."""
+        var = view._var
+        shape, strides = view._shape, view._strides
+        n = 1
+        for d in shape:
+            n *= d
+        if n == var.size and (0 not in strides or not view.contains_aliases()):
+            var.mapping.paint_all(tile)  # the whole variable: the commonest case, kept cheap
+        elif n <= 1 or views.contiguous_inner(shape, strides)[0] == 0:
+            var.mapping.paint_one(view._offset, view._offset + n, tile)  # one run: no numpy either
+        else:
+            return False
+        return True
 
     def _split_by_intervals(self, tensor: Tensor, runs, mapping, what: str):
         try:
@@ -340,7 +367,6 @@ class Graph(VertexBuilding, SnakeCaseNames):
                 var = table.variables[i]
                 start = runs.gid[sel] - var.base
                 var.mapping.paint(start, start + runs.length[sel], tiles[sel])
-        table.version += 1
 
     def get_tile_mapping(self, tensor: Tensor, require_complete: bool = True) -> List[List[Tuple[int, int]]]:
         """``mapping[tile]``: the [begin, end) intervals of the view's flat elements on each
@@ -388,6 +414,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
             if set_field is None:
                 raise TypeError(f"set_initial_value: expected a Tensor or a vertex field, found "
                                 f"{type(target).__name__}")
+            self._check_own_vertex(target.vertex, "set_initial_value")
             set_field(values)
             return
         self._check_tensor(target, "set_initial_value")

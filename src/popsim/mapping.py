@@ -7,6 +7,7 @@ variable to one tile, by far the commonest call, is kept as a plain int.
 """
 from __future__ import annotations
 
+from array import array
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -25,27 +26,38 @@ class VariableMapping:
         self.size = size
         self.whole_tile: Optional[int] = None  # set while the whole variable is on one tile
         self._paints: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._scalars: List[Tuple[int, int, int]] = []  # single-interval paints not yet in _paints
+        # single-interval paints not yet in _paints, flat: begin, end, tile, begin, end, tile...
+        # (an array, made on first use: nothing per call for the garbage collector to trace)
+        self._scalars: Optional[array] = None
         self._resolved: Optional[Intervals] = None
 
     def paint_all(self, tile: int) -> None:
         """Map every element to ``tile``: earlier calls no longer matter."""
         self.whole_tile = tile
         self._paints = []
-        self._scalars = []
+        self._scalars = None
         self._resolved = None
 
     def paint_one(self, begin: int, end: int, tile: int) -> None:
         """Map elements [begin, end) to ``tile``: the common call, kept free of numpy."""
-        if end <= begin:
+        if 0 < end - begin < self.size and self.whole_tile is None:  # a part, on a part-mapped variable
+            scalars = self._scalars
+            if scalars is None:
+                scalars = self._scalars = array("q")
+            scalars.extend((begin, end, tile))
+            self._resolved = None
             return
-        if begin == 0 and end == self.size:
+        if begin == 0 and end == self.size:  # first: mapping all of an empty variable still maps it
             self.paint_all(tile)
             return
+        if end <= begin:
+            return
+        if self._scalars is None:
+            self._scalars = array("q")
         if self.whole_tile is not None:
-            self._scalars.append((0, self.size, self.whole_tile))
+            self._scalars.extend((0, self.size, self.whole_tile))
             self.whole_tile = None
-        self._scalars.append((begin, end, tile))
+        self._scalars.extend((begin, end, tile))
         self._resolved = None
 
     def _flush(self) -> None:
@@ -53,7 +65,7 @@ class VariableMapping:
         if self._scalars:
             rows = np.array(self._scalars, np.int64).reshape(-1, 3)
             self._paints.append((rows[:, 0].copy(), rows[:, 1].copy(), rows[:, 2].copy()))
-            self._scalars = []
+            self._scalars = None
 
     def paint(self, begins, ends, tiles) -> None:
         """Map elements [begins[i], ends[i]) to tiles[i] (scalars broadcast)."""

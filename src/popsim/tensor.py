@@ -18,9 +18,11 @@ from .poplar_names import SnakeCaseNames
 from .types import Type, as_type
 from .variables import Variable, VariableTable
 
-__all__ = ["Tensor", "concat", "append"]
+__all__ = ["Tensor"]
 
 Shape = Tuple[int, ...]
+
+_new = object.__new__
 
 
 def _as_index(value, what: str) -> int:
@@ -43,22 +45,12 @@ class Tensor(SnakeCaseNames):
         raise TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
 
     # -- construction (internal) ------------------------------------------------------------
-    @classmethod
-    def _strided(cls, table: VariableTable, var: Variable, dtype: Type, shape: Shape, offset: int,
-                 strides: Shape) -> "Tensor":
-        t = object.__new__(cls)
-        t._table = table
-        t._dtype = dtype
-        t._shape = shape
-        t._var = var
-        t._offset = offset
-        t._strides = strides
-        t._ids = None
-        return t
+    # _strided(table, var, dtype, shape, offset, strides): a strided view; bound to
+    # _strided_view below, the internal constructor other modules use too.
 
     @classmethod
     def _of_variable(cls, table: VariableTable, var: Variable) -> "Tensor":
-        return cls._strided(table, var, var.dtype, var.shape, 0, views.c_strides(var.shape))
+        return _strided_view(table, var, var.dtype, var.shape, 0, views.c_strides(var.shape))
 
     @classmethod
     def _indexed(cls, table: VariableTable, dtype: Type, ids: np.ndarray) -> "Tensor":
@@ -73,7 +65,7 @@ class Tensor(SnakeCaseNames):
         return t
 
     def _like(self, shape: Shape, offset: int, strides: Shape) -> "Tensor":
-        return Tensor._strided(self._table, self._var, self._dtype, shape, offset, strides)
+        return _strided_view(self._table, self._var, self._dtype, shape, offset, strides)
 
     def _with_ids(self, ids: np.ndarray) -> "Tensor":
         return Tensor._indexed(self._table, self._dtype, ids)
@@ -102,9 +94,14 @@ class Tensor(SnakeCaseNames):
         return self._dtype
 
     def num_elements(self) -> int:
-        return views.num_elements(self._shape)
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
 
     def dim(self, i: int) -> int:
+        if type(i) is int and 0 <= i < len(self._shape):
+            return self._shape[i]
         return self._shape[self._check_dim(i, "dim")]
 
     @property
@@ -185,11 +182,64 @@ class Tensor(SnakeCaseNames):
     def __getitem__(self, key) -> "Tensor":
         """numpy basic indexing: integers (dropping a dimension), slices with steps,
         ``...`` and ``None``."""
-        if type(key) is int and self._ids is None and self._shape:  # t[i]: the hot path of graph building
-            n = self._shape[0]
-            if -n <= key < n:
-                return Tensor._strided(self._table, self._var, self._dtype, self._shape[1:],
-                                       self._offset + (key % n) * self._strides[0], self._strides[1:])
+        # Graph building indexes views hundreds of thousands of times: plain ints and slices of a
+        # strided view are answered here; everything else, and every error, by _index_general,
+        # which these fast paths must match exactly (tests/test_tensor_fast_paths.py).
+        if self._ids is None:
+            kind = type(key)
+            if kind is int:
+                shape = self._shape
+                if shape:
+                    n = shape[0]
+                    if -n <= key < n:
+                        t = _new(Tensor)
+                        t._table = self._table
+                        t._dtype = self._dtype
+                        t._shape = shape[1:]
+                        t._var = self._var
+                        t._offset = self._offset + (key + n if key < 0 else key) * self._strides[0]
+                        t._strides = self._strides[1:]
+                        t._ids = None
+                        return t
+            elif kind is tuple or kind is slice:
+                view = self._index_ints_and_slices(key if kind is tuple else (key,))
+                if view is not None:
+                    return view
+        return self._index_general(key)
+
+    def _index_ints_and_slices(self, key: tuple) -> Optional["Tensor"]:
+        """A strided view indexed by plain ints (in range) and slices only, or None when the
+        key holds anything else (the general path then decides)."""
+        shape, strides = self._shape, self._strides
+        if len(key) > len(shape):
+            return None
+        offset = self._offset
+        out_shape: List[int] = []
+        out_strides: List[int] = []
+        d = 0
+        for k in key:
+            kind = type(k)
+            n = shape[d]
+            s = strides[d]
+            if kind is int:
+                if not -n <= k < n:
+                    return None
+                offset += (k + n if k < 0 else k) * s
+            elif kind is slice:
+                start, stop, step = k.indices(n)
+                length = len(range(start, stop, step))
+                out_shape.append(length)
+                out_strides.append(s * step)
+                if length:
+                    offset += start * s
+            else:
+                return None
+            d += 1
+        return _strided_view(self._table, self._var, self._dtype, tuple(out_shape) + shape[d:], offset,
+                             tuple(out_strides) + strides[d:])
+
+    def _index_general(self, key) -> "Tensor":
+        """numpy basic indexing, every key form and every error (see __getitem__)."""
         if not isinstance(key, tuple):
             key = (key,)
         n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -256,6 +306,26 @@ class Tensor(SnakeCaseNames):
     def slice(self, begin, end, dim: int = 0) -> "Tensor":
         """Elements [begin, end) along ``dim``, keeping the rank; or, with lists,
         the box ``[begin[d], end[d])`` in every dimension d."""
+        if type(begin) is int and type(end) is int and type(dim) is int and self._ids is None:
+            shape = self._shape  # the hot path of graph building; _slice_general must agree with it
+            if 0 <= dim < len(shape) and 0 <= begin <= end <= shape[dim]:
+                if end == begin:
+                    offset = self._offset
+                else:
+                    offset = self._offset + begin * self._strides[dim]
+                t = _new(Tensor)
+                t._table = self._table
+                t._dtype = self._dtype
+                t._shape = (end - begin,) + shape[1:] if dim == 0 else shape[:dim] + (end - begin,) + shape[dim + 1:]
+                t._var = self._var
+                t._offset = offset
+                t._strides = self._strides
+                t._ids = None
+                return t
+        return self._slice_general(begin, end, dim)
+
+    def _slice_general(self, begin, end, dim: int = 0) -> "Tensor":
+        """Every form of ``slice`` and every error (see slice)."""
         if isinstance(begin, (list, tuple, np.ndarray)):
             begin, end = list(begin), list(end)
             if len(begin) != self.rank or len(end) != self.rank:
@@ -286,6 +356,14 @@ class Tensor(SnakeCaseNames):
     # -- shape transforms -------------------------------------------------------------------
     def reshape(self, shape) -> "Tensor":
         """The same elements, in row-major order, with a new shape (one entry may be -1)."""
+        if self._ids is None and (type(shape) is list or type(shape) is tuple):
+            view = self._reshape_contiguous(shape)  # the common case, without numpy
+            if view is not None:
+                return view
+        return self._reshape_general(shape)
+
+    def _reshape_general(self, shape) -> "Tensor":
+        """Every form of ``reshape`` and every error; the fast path must agree with it."""
         if isinstance(shape, (int, np.integer)):
             shape = (shape,)
         new_shape = [_as_index(n, "reshape: dimension size") for n in shape]
@@ -308,6 +386,23 @@ class Tensor(SnakeCaseNames):
                 return self._like(new_shape_t, self._offset, strides)
         return self._with_ids(self._id_array().reshape(new_shape_t))
 
+    def _reshape_contiguous(self, shape) -> Optional["Tensor"]:
+        """A row-major contiguous strided view reshaped to ``shape`` (plain non-negative ints,
+        same element count), or None for anything else."""
+        total = 1
+        for n in self._shape:
+            total *= n
+        count = 1
+        for n in shape:
+            if type(n) is not int or n < 0:
+                return None
+            count *= n
+        if count != total or self._strides != views.row_major_strides(self._shape):
+            return None
+        new_shape = tuple(shape)
+        return _strided_view(self._table, self._var, self._dtype, new_shape, self._offset,
+                             views.row_major_strides(new_shape))
+
     def reshape_partial(self, begin_dim: int, end_dim: int, new_dims: Sequence[int]) -> "Tensor":
         """Reshape only dimensions [begin_dim, end_dim)."""
         if not 0 <= begin_dim <= end_dim <= self.rank:
@@ -318,7 +413,7 @@ class Tensor(SnakeCaseNames):
     def flatten(self, begin_dim: Optional[int] = None, end_dim: Optional[int] = None) -> "Tensor":
         """All elements as 1-D, or dimensions [begin_dim, end_dim) merged into one."""
         if begin_dim is None:
-            return self.reshape((self.num_elements(),))
+            return self.reshape([self.num_elements()])
         end_dim = self.rank if end_dim is None else end_dim
         if not 0 <= begin_dim < end_dim <= self.rank:
             raise IndexError(f"flatten: [{begin_dim}, {end_dim}) is not a non-empty dimension range of "
@@ -328,6 +423,21 @@ class Tensor(SnakeCaseNames):
 
     def dim_shuffle(self, permutation: Sequence[int]) -> "Tensor":
         """Result dimension i is source dimension ``permutation[i]``."""
+        shape = self._shape
+        if self._ids is None and (type(permutation) is list or type(permutation) is tuple) \
+                and len(permutation) == len(shape):
+            seen = 0  # a bit per dimension: a permutation of plain ints sets each one once
+            for p in permutation:
+                if type(p) is not int or not 0 <= p < len(shape) or seen >> p & 1:
+                    break
+                seen |= 1 << p
+            else:
+                return _strided_view(self._table, self._var, self._dtype, tuple(map(shape.__getitem__, permutation)),
+                                     self._offset, tuple(map(self._strides.__getitem__, permutation)))
+        return self._dim_shuffle_general(permutation)
+
+    def _dim_shuffle_general(self, permutation: Sequence[int]) -> "Tensor":
+        """Every form of ``dim_shuffle`` and every error; the fast path must agree with it."""
         perm = [_as_index(p, "dim_shuffle: permutation entry") for p in permutation]
         if sorted(perm) != list(range(self.rank)):
             raise IndexError(f"dim_shuffle: {perm} is not a permutation of the {self.rank} dimensions of "
@@ -362,6 +472,10 @@ class Tensor(SnakeCaseNames):
         if self.rank != 2:
             raise TensorCreationError(f"transpose needs a rank-2 tensor, {self._describe()} has rank {self.rank}: "
                                       "use dim_shuffle(permutation) instead")
+        if self._ids is None:
+            shape, strides = self._shape, self._strides
+            return _strided_view(self._table, self._var, self._dtype, (shape[1], shape[0]), self._offset,
+                                 (strides[1], strides[0]))
         return self.dim_shuffle([1, 0])
 
     def expand(self, dims: Sequence[int]) -> "Tensor":
@@ -455,85 +569,18 @@ class Tensor(SnakeCaseNames):
                 and bool(np.array_equal(self._element_ids(), other._element_ids())))
 
 
-def _check_concat(tensors: Sequence[Tensor], dim: int) -> Tuple[List[Tensor], int]:
-    tensors = list(tensors)
-    if not tensors:
-        raise TensorCreationError("concat needs at least one tensor")
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"concat takes Tensors, found {type(t).__name__}")
-    first = tensors[0]
-    dim = first._check_dim(dim, "concat")
-    for t in tensors[1:]:
-        if t._table is not first._table:
-            raise TensorCreationError(f"concat: {t._describe()} belongs to a different graph than "
-                                      f"{first._describe()}")
-        if t._dtype is not first._dtype:
-            raise TensorCreationError(f"concat: {t._describe()} has type {t._dtype.name} but {first._describe()} "
-                                      f"has {first._dtype.name}; reinterpret or copy to one type first")
-        if t.rank != first.rank or any(a != b for d, (a, b) in enumerate(zip(t._shape, first._shape)) if d != dim):
-            raise TensorCreationError(f"concat along dimension {dim}: {t._describe()} does not match "
-                                      f"{first._describe()} in the other dimensions")
-    return tensors, dim
+def _strided_view(table: VariableTable, var: Variable, dtype: Type, shape: Shape, offset: int,
+                  strides: Shape) -> Tensor:
+    """A strided view (object.__new__ and slot stores: Tensor() itself refuses users)."""
+    t = _new(Tensor)
+    t._table = table
+    t._dtype = dtype
+    t._shape = shape
+    t._var = var
+    t._offset = offset
+    t._strides = strides
+    t._ids = None
+    return t
 
 
-def _try_join_strided(a: Tensor, b: Tensor, dim: int) -> Optional[Tensor]:
-    """a and b as one strided view when b continues a along dim."""
-    if a._ids is not None or b._ids is not None or a._var is not b._var:
-        return None
-    if a._shape[dim] == 0:
-        return b
-    if b._shape[dim] == 0:
-        return a
-    sa, sb = a._strides, b._strides
-    if any(x != y for d, (x, y) in enumerate(zip(sa, sb)) if d != dim and a._shape[d] != 1):
-        return None
-    step = sa[dim] if a._shape[dim] > 1 else (sb[dim] if b._shape[dim] > 1 else b._offset - a._offset)
-    if (a._shape[dim] > 1 and sa[dim] != step) or (b._shape[dim] > 1 and sb[dim] != step):
-        return None
-    if step == 0 or b._offset != a._offset + a._shape[dim] * step:
-        return None
-    shape = list(a._shape)
-    shape[dim] += b._shape[dim]
-    strides = list(sa)
-    strides[dim] = step
-    return a._like(tuple(shape), a._offset, tuple(strides))
-
-
-def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
-    """Join tensors along ``dim`` (default 0); all other dimensions must match.
-
-    Both of Poplar's forms: ``concat([a, b, c], dim)`` and ``concat(a, b, dim)``.
-    """
-    if isinstance(tensors, Tensor):  # Poplar's concat(A, B, dim)
-        if not isinstance(second, Tensor):
-            raise TensorCreationError(f"concat(a, b, dim) joins two tensors, but the second argument is "
-                                      f"{type(second).__name__}; to join a list, write concat([a, b, ...], dim)")
-        tensors = [tensors, second]
-    elif second is not None:  # concat(list, dim)
-        if dim is not None:
-            raise TensorCreationError("concat(tensors, dim): dim given twice")
-        if isinstance(second, Tensor):
-            raise TensorCreationError("concat: the first argument is a list of tensors, so the second must be the "
-                                      "dimension; write concat([a, b], dim) or concat(a, b, dim)")
-        dim = second
-    tensors, dim = _check_concat(tensors, 0 if dim is None else dim)
-    joined = tensors[0]
-    for t in tensors[1:]:
-        merged = _try_join_strided(joined, t, dim)
-        if merged is None:
-            break
-        joined = merged
-    else:
-        return joined
-    ids = np.concatenate([t._id_array() for t in tensors], axis=dim)
-    return Tensor._indexed(tensors[0]._table, tensors[0]._dtype, ids)
-
-
-def append(first: Tensor, second: Tensor, dim: int = 0) -> Tensor:
-    """``second`` (rank one less) added as one more slice of ``first`` along ``dim``."""
-    if second.rank + 1 != first.rank:
-        raise TensorCreationError(f"append: {second._describe()} must have rank {first.rank - 1} to be appended "
-                                  f"to {first._describe()}")
-    return concat([first, second.expand([dim])], dim)
-
+Tensor._strided = staticmethod(_strided_view)

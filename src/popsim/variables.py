@@ -53,7 +53,6 @@ class VariableTable:
         self.variables: List[Variable] = []
         self._bases = np.zeros(64, np.int64)  # grown by doubling: index_of stays cheap while building
         self.next_base = 0
-        self.version = 0  # bumped by every change a cached mapping would depend on
 
     def add(self, name: str, dtype: Type, shape: Tuple[int, ...], is_constant: bool = False,
             values: Optional[np.ndarray] = None) -> Variable:

@@ -2,128 +2,40 @@
 connections, plain state values and cycle estimates.
 
 Graph mixes in :class:`VertexBuilding`; connections are checked as they are made
-(field names, kinds, element types), completeness when an Engine is built.
+(field names, kinds, element types), completeness when an Engine is built. How compute
+sets store their vertices is vertex_store.py's business.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from sys import getrefcount
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from .codelet.fields import Direction, FieldKind, FieldSpec
+from .codelet.fields import FieldKind, FieldSpec
 from .codelet.registry import CodeletRegistry
 from .codelet.vertex_type import VertexType
 from .arguments import as_size
-from .errors import GraphConnectionError, UnknownFieldError, UnknownVertexTypeError, did_you_mean
+from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
-from .types import typed_array
+from .vertex_store import (WRITING, ComputeSet, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
+                           edge_record)
 
-__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexInfo", "VertexBuilding"]
-
-
-class ComputeSet:
-    """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
-
-    __slots__ = ("name", "index", "vertices", "_state")
-
-    def __init__(self, state, index: int, name: str):
-        self._state = state
-        self.index = index
-        self.name = name
-        self.vertices: List[object] = []
-
-    def __repr__(self) -> str:
-        return f"ComputeSet({self.name!r}, {len(self.vertices)} vertices)"
+_new = object.__new__
 
 
-def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
-    """Vertices, and connected edges (one per edge field, one per sub-edge of list fields)."""
-    vertices = edges = 0
-    for cs in compute_sets:
-        vertices += len(cs.vertices)
-        for v in cs.vertices:
-            for spec, c in zip(v.type.fields, v.conn):
-                if spec.kind.is_edge and c is not None:
-                    edges += len(c) if isinstance(c, list) else 1
-    return vertices, edges
+def _references_of_a_dict_value() -> int:
+    """sys.getrefcount of a value only a dict holds, seen in a loop over the dict's items
+    like add_vertex's (the interpreter's own references vary between Python versions)."""
+    count = 0
+    for _, value in {"probe": object()}.items():
+        count = getrefcount(value)
+    return count
 
 
-class VertexRef:
-    """A vertex in a compute set: index it by field name to get a FieldRef."""
+_ONLY_IN_THE_DICT = _references_of_a_dict_value()
 
-    __slots__ = ("_state", "index", "type", "compute_set", "tile", "conn", "perf_estimate")
-
-    def __init__(self, state, index: int, vtype: VertexType, compute_set):
-        self._state = state
-        self.index = index
-        self.type = vtype
-        self.compute_set = compute_set
-        self.tile: Optional[int] = None
-        self.conn: List[object] = [None] * len(vtype.fields)  # per field: Tensor, list, or state values
-        self.perf_estimate: Optional[int] = None
-
-    def __getitem__(self, name: str) -> "FieldRef":
-        pos = _positions(self.type).get(name)
-        if pos is None:
-            raise UnknownFieldError(f"vertex type '{self.type.name}' has no field '{name}': "
-                                    f"{did_you_mean(name, self.type.field_names)}")
-        return FieldRef(self, self.type.fields[pos], pos, None)
-
-    def _set_tile(self, tile: int) -> None:
-        self.tile = tile
-
-    def describe(self) -> str:
-        where = f"tile {self.tile}" if self.tile is not None else "no tile"
-        return f"vertex '{self.type.name}' (#{self.index} of compute set '{self.compute_set.name}', {where})"
-
-    def __repr__(self) -> str:
-        return f"<{self.describe()}>"
-
-
-def _positions(vt: VertexType) -> Dict[str, int]:
-    """Field name -> position, cached on the vertex type (add_vertex is a hot path)."""
-    positions = vt.extra.get("positions")
-    if positions is None:
-        positions = vt.extra["positions"] = {f.name: i for i, f in enumerate(vt.fields)}
-    return positions
-
-
-class FieldRef:
-    """A field of a vertex (``v["in"]``), or one sub-edge of a list field (``v["ins"][2]``)."""
-
-    __slots__ = ("vertex", "spec", "position", "element")
-
-    def __init__(self, vertex: VertexRef, spec: FieldSpec, position: int, element: Optional[int]):
-        self.vertex = vertex
-        self.spec = spec
-        self.position = position
-        self.element = element
-
-    def __getitem__(self, i: int) -> "FieldRef":
-        if not self.spec.kind.is_list or self.element is not None:
-            raise GraphConnectionError(f"field '{self.spec.name}' of {self.vertex.describe()} is "
-                                       f"{self.spec.describe()}: only vectors of edges and VectorLists have "
-                                       "sub-edges to index")
-        return FieldRef(self.vertex, self.spec, self.position,
-                        as_size(i, f"sub-edge index of {self.describe()}", GraphConnectionError))
-
-    def describe(self) -> str:
-        sub = f"[{self.element}]" if self.element is not None else ""
-        return f"field '{self.spec.name}{sub}' ({self.spec.describe()}) of {self.vertex.describe()}"
-
-    def _set_initial_value(self, values) -> None:
-        spec = self.spec
-        if spec.kind.is_edge:
-            raise GraphConnectionError(f"set_initial_value: {self.describe()} is an edge: connect it to a tensor "
-                                       "with graph.connect")
-        if spec.kind is FieldKind.STATE:
-            data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
-                               GraphConnectionError)
-        else:
-            flat = np.asarray(values).reshape(-1)
-            data = typed_array(flat, spec.dtype, flat.shape, f"set_initial_value of {self.describe()}",
-                               GraphConnectionError)
-        self.vertex.conn[self.position] = data
+__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexInfo", "VertexBuilding", "count_vertices_and_edges"]
 
 
 class VertexInfo:
@@ -144,7 +56,7 @@ class VertexInfo:
 
     def field_size(self, name: str) -> int:
         """Elements of a vector edge or state vector, sub-edges of a list field, 1 otherwise."""
-        c = self._vertex.conn[self._vertex[name].position]
+        c = self._vertex.connection(self._vertex[name].position)
         if isinstance(c, Tensor):
             return c.num_elements()
         if isinstance(c, (list, np.ndarray)):
@@ -153,16 +65,12 @@ class VertexInfo:
 
     def field_sizes(self, name: str) -> List[int]:
         """Elements of each sub-edge of a list field."""
-        c = self._vertex.conn[self._vertex[name].position]
+        c = self._vertex.connection(self._vertex[name].position)
         return [t.num_elements() if isinstance(t, Tensor) else 0 for t in (c or [])]
 
     def initial_value(self, name: str):
-        c = self._vertex.conn[self._vertex[name].position]
+        c = self._vertex.connection(self._vertex[name].position)
         return None if c is None else (c[0] if len(c) == 1 else c)
-
-
-_SINGLE_EDGES = (FieldKind.SCALAR_EDGE, FieldKind.VECTOR_EDGE)
-_WRITING = (Direction.OUTPUT, Direction.INOUT)
 
 
 class VertexBuilding:
@@ -193,64 +101,107 @@ class VertexBuilding:
         first use) in ``compute_set``, with optional ``{field: tensor}`` connections."""
         if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
             raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {compute_set!r}")
-        if isinstance(vertex_type, str):
-            vt = self._codelets.get(vertex_type)
-        else:
-            registered = self._codelets.add(vertex_type)
-            if len(registered) != 1:
-                raise GraphConnectionError(f"add_vertex: {vertex_type!r} is not a single vertex class")
-            vt = registered[0]
-        v = VertexRef(self._state, len(compute_set.vertices), vt, compute_set)
-        compute_set.vertices.append(v)
-        if not self._state.target.requires_tile_mapping:
-            v.tile = 0
+        state = self._state
+        vt = state.codelets.types.get(vertex_type) if type(vertex_type) is str else None
+        if vt is None:
+            if isinstance(vertex_type, str):
+                vt = self._codelets.get(vertex_type)  # raises, naming the unknown type
+            else:
+                registered = self._codelets.add(vertex_type)
+                if len(registered) != 1:
+                    raise GraphConnectionError(f"add_vertex: {vertex_type!r} is not a single vertex class")
+                vt = registered[0]
+        empty_slots, plan = vt.extra.get("build_plan") or build_plan(vt)
+        # The vertex's columns in its compute set (vertex_store.py) and its handle, written out here:
+        # add_vertex runs once per vertex of a program.
+        types = compute_set._types
+        index = len(types)
+        types.append(vt)
+        compute_set._tiles.append(compute_set._default_tile)
+        compute_set._perf.append(None)
+        slots = compute_set._slots
+        first = len(slots)
+        compute_set._first.append(first)
+        slots += empty_slots
+        v = _new(VertexRef)
+        v.compute_set = compute_set
+        v.index = index
         if connections:
-            positions = _positions(vt)
-            fields = vt.fields
-            table = self._state.table
-            conn = v.conn
+            table = state.table
             for name, value in connections.items():
-                pos = positions.get(name)
-                spec = fields[pos] if pos is not None else None
-                # The common case, kept lean: one strided view of a variable, of the field's type,
-                # with the element count its kind needs, never a constant it would write.
-                if (spec is not None and type(value) is Tensor and value._var is not None and value._table is table
-                        and value._dtype is spec.dtype and spec.kind in _SINGLE_EDGES
-                        and (len(value._shape) != 0 if spec.kind is FieldKind.VECTOR_EDGE else value.num_elements() == 1)
-                        and not (value._var.is_constant and spec.direction in _WRITING)):
-                    conn[pos] = value
-                else:
-                    self.connect(v[name], value)
+                # The common case, kept lean: a scalar or vector edge connected to one strided view of a
+                # variable, of the field's type, with the element count its kind needs, never a constant
+                # it would write. Anything else goes through connect(), which checks (and explains) it all.
+                entry = plan.get(name)
+                if entry is not None and type(value) is Tensor:
+                    var = value._var
+                    if var is not None and value._table is table and value._dtype is entry[1]:
+                        shape = value._shape
+                        if (shape if entry[2] else shape == () or shape == (1,)) \
+                                and not (entry[3] and var.is_constant):
+                            # A view only the dict holds is stored as an edge record and freed, one the
+                            # caller keeps is stored as is: either way nothing per edge is left for the
+                            # garbage collector to trace (see vertex_store.py); both read back the same.
+                            slots[first + entry[0]] = value if getrefcount(value) > _ONLY_IN_THE_DICT else \
+                                (var.index, value._offset, shape, value._strides)  # edge_record(value)
+                            continue
+                self.connect(v[name], value)
         return v
 
     def connect(self, field: FieldRef, value) -> None:
         """Connect an edge field to a tensor (a list of tensors for vectors of edges and
         VectorLists; one tensor for a sub-edge ``v["ins"][i]``), or give a plain state
         field its value."""
+        if type(field) is FieldRef and type(value) is Tensor and field.element is None:
+            # A scalar or vector edge to a strided view of its type: add_vertex's lean path (and test)
+            vertex = field.vertex
+            cs = vertex.compute_set
+            vt = cs._types[vertex.index]
+            entry = (vt.extra.get("build_plan") or build_plan(vt))[1].get(field.spec.name)
+            var = value._var
+            if entry is not None and var is not None and value._table is self._state.table \
+                    and value._dtype is entry[1] and cs._state is self._state:
+                shape = value._shape
+                if (shape if entry[2] else shape == () or shape == (1,)) and not (entry[3] and var.is_constant):
+                    cs._slots[cs._first[vertex.index] + entry[0]] = (var.index, value._offset, shape, value._strides)
+                    return
+        self._connect_general(field, value)
+
+    def _connect_general(self, field: FieldRef, value) -> None:
+        """Every form of connect and every error (the lean paths must agree with it)."""
         if not isinstance(field, FieldRef):
             raise TypeError(f"connect: expected a vertex field (v['name']), found {type(field).__name__}")
+        self._check_own_vertex(field.vertex, "connect")
         spec = field.spec
         if not spec.kind.is_edge:
             field._set_initial_value(value)
             return
-        conn = field.vertex.conn
+        vertex = field.vertex
         if spec.kind.is_list:
             if field.element is None:
                 if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
                     raise GraphConnectionError(f"{field.describe()} takes a list of tensors (one per sub-edge), "
                                                f"found {type(value).__name__}")
-                conn[field.position] = [self._checked(field.vertex, spec, t, field, k) for k, t in enumerate(value)]
+                vertex._connect(field.position, [self._checked(vertex, spec, t, field, k) for k, t in enumerate(value)])
                 return
-            edges = conn[field.position]
+            edges = vertex.connection(field.position)
             if edges is None or not 0 <= field.element < len(edges):
                 size = 0 if edges is None else len(edges)
                 raise GraphConnectionError(f"{field.describe()}: sub-edge {field.element} is out of range for a "
                                            f"field of size {size}; call graph.set_field_size first")
-            edges[field.element] = self._checked(field.vertex, spec, value, field, field.element)
+            edges[field.element] = self._checked(vertex, spec, value, field, field.element)
             return
         if field.element is not None:
             raise GraphConnectionError(f"{field.describe()} has no sub-edges")
-        conn[field.position] = self._checked(field.vertex, spec, value, field, None)
+        t = self._checked(vertex, spec, value, field, None)
+        vertex._connect(field.position, edge_record(t) if t._var is not None else t)
+
+    def _check_own_vertex(self, vertex: VertexRef, what: str) -> None:
+        """GraphConnectionError unless ``vertex`` was added to this graph (or a virtual graph
+        sharing its state): another graph's engine would run it on the wrong variables."""
+        if vertex.compute_set._state is not self._state:
+            raise GraphConnectionError(f"{what} of {vertex.describe()}: the vertex belongs to another graph; call "
+                                       f"{what} on the graph (or a virtual graph of it) whose add_vertex made it")
 
     def _checked(self, vertex: VertexRef, spec: FieldSpec, t, field: Optional[FieldRef],
                  element: Optional[int]) -> Tensor:
@@ -273,7 +224,7 @@ class VertexBuilding:
         elif not t._shape:
             raise GraphConnectionError(f"{where()} is a vector but tensor '{t.name}' is a scalar (rank 0); connect "
                                        "a 1-D view, e.g. t.reshape([1])")
-        if spec.direction in _WRITING and (t._var.is_constant if t._var is not None else t.contains_constant()):
+        if spec.direction in WRITING and (t._var.is_constant if t._var is not None else t.contains_constant()):
             raise GraphConnectionError(f"{where()} is written by the vertex but tensor '{t.name}' is (or contains) "
                                        "a constant")
         return t
@@ -284,20 +235,26 @@ class VertexBuilding:
         if not isinstance(field, FieldRef):
             raise GraphConnectionError(f"set_field_size: expected a vertex field (v['name']), found "
                                        f"{type(field).__name__}")
+        self._check_own_vertex(field.vertex, "set_field_size")
         if not field.spec.kind.is_list or field.element is not None:
             raise GraphConnectionError(f"set_field_size: {field.describe()} is not a vector of edges or VectorList")
         n = as_size(size, f"set_field_size of {field.describe()}: size", GraphConnectionError)
-        field.vertex.conn[field.position] = [None] * n
+        field.vertex._connect(field.position, [None] * n)
 
     def get_field_size(self, field: FieldRef) -> int:
-        c = field.vertex.conn[field.position]
+        c = field.vertex.connection(field.position)
         return 0 if c is None else len(c)
 
     def set_perf_estimate(self, vertex: VertexRef, cycles: int, flops: int = 0) -> None:
         """The worker cycles one run of ``vertex`` costs in the model (Poplar's
         setPerfEstimate); it overrides estimators and automatic counting."""
+        if type(vertex) is VertexRef and type(cycles) is int and cycles >= 0 and type(flops) is int and flops >= 0 \
+                and vertex.compute_set._state is self._state:
+            vertex.compute_set._perf[vertex.index] = cycles  # the common call, kept lean
+            return
         if not isinstance(vertex, VertexRef):
             raise TypeError(f"set_perf_estimate: expected a vertex, found {type(vertex).__name__}")
+        self._check_own_vertex(vertex, "set_perf_estimate")
         if type(cycles) is not int or cycles < 0:  # ints are the hot path (one call per vertex in tutorial 6)
             cycles = as_size(cycles, f"set_perf_estimate of {vertex.describe()}: cycles", GraphConnectionError)
         if type(flops) is not int or flops < 0:

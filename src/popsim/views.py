@@ -25,6 +25,19 @@ def c_strides(shape: Sequence[int]) -> Shape:
     return tuple(reversed(strides))
 
 
+_ROW_MAJOR: dict = {}  # shape -> c_strides(shape), for the shapes a program uses
+
+
+def row_major_strides(shape: Shape) -> Shape:
+    """c_strides of a tuple of ints, remembered (reshape and flatten ask for the same few)."""
+    strides = _ROW_MAJOR.get(shape)
+    if strides is None:
+        if len(_ROW_MAJOR) >= 4096:
+            _ROW_MAJOR.clear()
+        strides = _ROW_MAJOR[shape] = c_strides(shape)
+    return strides
+
+
 def num_elements(shape: Sequence[int]) -> int:
     n = 1
     for d in shape:

@@ -1,0 +1,96 @@
+"""concat and append: tensors joined along a dimension. Views stay strided when the
+pieces continue one another in one variable; otherwise the result is an indexed view."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import TensorCreationError
+from .tensor import Tensor
+
+__all__ = ["concat", "append"]
+
+
+def _check_concat(tensors: Sequence[Tensor], dim: int) -> Tuple[List[Tensor], int]:
+    tensors = list(tensors)
+    if not tensors:
+        raise TensorCreationError("concat needs at least one tensor")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"concat takes Tensors, found {type(t).__name__}")
+    first = tensors[0]
+    dim = first._check_dim(dim, "concat")
+    for t in tensors[1:]:
+        if t._table is not first._table:
+            raise TensorCreationError(f"concat: {t._describe()} belongs to a different graph than "
+                                      f"{first._describe()}")
+        if t._dtype is not first._dtype:
+            raise TensorCreationError(f"concat: {t._describe()} has type {t._dtype.name} but {first._describe()} "
+                                      f"has {first._dtype.name}; reinterpret or copy to one type first")
+        if t.rank != first.rank or any(a != b for d, (a, b) in enumerate(zip(t._shape, first._shape)) if d != dim):
+            raise TensorCreationError(f"concat along dimension {dim}: {t._describe()} does not match "
+                                      f"{first._describe()} in the other dimensions")
+    return tensors, dim
+
+
+def _try_join_strided(a: Tensor, b: Tensor, dim: int) -> Optional[Tensor]:
+    """a and b as one strided view when b continues a along dim."""
+    if a._ids is not None or b._ids is not None or a._var is not b._var:
+        return None
+    if a._shape[dim] == 0:
+        return b
+    if b._shape[dim] == 0:
+        return a
+    sa, sb = a._strides, b._strides
+    if any(x != y for d, (x, y) in enumerate(zip(sa, sb)) if d != dim and a._shape[d] != 1):
+        return None
+    step = sa[dim] if a._shape[dim] > 1 else (sb[dim] if b._shape[dim] > 1 else b._offset - a._offset)
+    if (a._shape[dim] > 1 and sa[dim] != step) or (b._shape[dim] > 1 and sb[dim] != step):
+        return None
+    if step == 0 or b._offset != a._offset + a._shape[dim] * step:
+        return None
+    shape = list(a._shape)
+    shape[dim] += b._shape[dim]
+    strides = list(sa)
+    strides[dim] = step
+    return a._like(tuple(shape), a._offset, tuple(strides))
+
+
+def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
+    """Join tensors along ``dim`` (default 0); all other dimensions must match.
+
+    Both of Poplar's forms: ``concat([a, b, c], dim)`` and ``concat(a, b, dim)``.
+    """
+    if isinstance(tensors, Tensor):  # Poplar's concat(A, B, dim)
+        if not isinstance(second, Tensor):
+            raise TensorCreationError(f"concat(a, b, dim) joins two tensors, but the second argument is "
+                                      f"{type(second).__name__}; to join a list, write concat([a, b, ...], dim)")
+        tensors = [tensors, second]
+    elif second is not None:  # concat(list, dim)
+        if dim is not None:
+            raise TensorCreationError("concat(tensors, dim): dim given twice")
+        if isinstance(second, Tensor):
+            raise TensorCreationError("concat: the first argument is a list of tensors, so the second must be the "
+                                      "dimension; write concat([a, b], dim) or concat(a, b, dim)")
+        dim = second
+    tensors, dim = _check_concat(tensors, 0 if dim is None else dim)
+    joined = tensors[0]
+    for t in tensors[1:]:
+        merged = _try_join_strided(joined, t, dim)
+        if merged is None:
+            break
+        joined = merged
+    else:
+        return joined
+    ids = np.concatenate([t._id_array() for t in tensors], axis=dim)
+    return Tensor._indexed(tensors[0]._table, tensors[0]._dtype, ids)
+
+
+def append(first: Tensor, second: Tensor, dim: int = 0) -> Tensor:
+    """``second`` (rank one less) added as one more slice of ``first`` along ``dim``."""
+    if second.rank + 1 != first.rank:
+        raise TensorCreationError(f"append: {second._describe()} must have rank {first.rank - 1} to be appended "
+                                  f"to {first._describe()}")
+    return concat([first, second.expand([dim])], dim)
+

@@ -1,0 +1,292 @@
+"""Compute sets and how they store their vertices; VertexRef and FieldRef, the handles
+the graph API gives out.
+
+A program may have hundreds of thousands of vertices, so a compute set keeps them by
+column (vertex type, tile, perf estimate, first connection slot) and their connections in
+one flat list of slots, one per field. A connection of a scalar or vector edge to a
+strided view is stored as a plain record ``(variable index, offset, shape, strides)``
+rather than as the Tensor, and a vertex is not an object of its own: building then
+leaves nothing per vertex for Python's garbage collector to trace again and again, which
+otherwise costs more than the building itself. ``VertexRef`` is a handle (compute set,
+index) and rebuilds views from records on demand (``conn``, ``connection``).
+"""
+from __future__ import annotations
+
+import operator
+from itertools import compress
+from collections.abc import Sequence
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .codelet.fields import Direction, FieldKind, FieldSpec
+from .codelet.vertex_type import VertexType
+from .arguments import as_size
+from .errors import GraphConnectionError, UnknownFieldError, did_you_mean
+from .tensor import Tensor
+from .types import typed_array
+
+__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges"]
+
+_new = object.__new__
+
+# A slot holds None (unconnected), an edge record (a tuple, see edge_record), a Tensor,
+# a list of Tensors (list fields, None for sub-edges not yet connected) or a numpy array
+# of plain state values.
+
+
+def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
+    """The record stored for a strided view connected to a field of its element type."""
+    return (t._var.index, t._offset, t._shape, t._strides)
+
+
+NO_TILE = -1  # in ComputeSet._tiles: a vertex not placed yet
+
+
+class ComputeSet:
+    """A set of vertices run in parallel in one BSP superstep (``Execute(cs)``)."""
+
+    __slots__ = ("name", "index", "_state", "_default_tile", "_types", "_tiles", "_perf", "_first", "_slots")
+
+    def __init__(self, state, index: int, name: str):
+        self._state = state
+        self.index = index
+        self.name = name
+        # CPU targets have one tile and need no vertex placement: vertices start on it
+        self._default_tile = NO_TILE if state.target.requires_tile_mapping else 0
+        # Lists, not arrays: list.append is what the interpreter does fastest.
+        self._types: List[VertexType] = []        # per vertex
+        self._tiles: List[int] = []               # per vertex; NO_TILE until placed
+        self._perf: List[Optional[int]] = []      # per vertex: set_perf_estimate's cycles, or None
+        self._first: List[int] = []               # per vertex: its first slot in _slots
+        self._slots: List[object] = []            # per field of each vertex: its connection
+
+    @property
+    def vertices(self) -> "VertexList":
+        """The vertices, in the order they were added (handles made on demand)."""
+        return VertexList(self)
+
+    def num_vertices(self) -> int:
+        return len(self._types)
+
+    def _slot_value(self, slot: int, spec: FieldSpec) -> object:
+        """What slot ``slot`` connects, an edge record turned back into its Tensor."""
+        c = self._slots[slot]
+        if type(c) is tuple:
+            table = self._state.table
+            var_index, offset, shape, strides = c
+            return Tensor._strided(table, table.variables[var_index], spec.dtype, shape, offset, strides)
+        return c
+
+    def __repr__(self) -> str:
+        return f"ComputeSet({self.name!r}, {len(self._types)} vertices)"
+
+
+def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
+    """Vertices, and connected edges (one per edge field, one per sub-edge of list fields)."""
+    vertices = edges = 0
+    for cs in compute_sets:
+        vertices += len(cs._types)
+        edge_mask: List[bool] = []  # per slot: is it an edge field's?
+        masks: Dict[int, tuple] = {}  # by id(vertex type)
+        has_lists = False
+        for vt in cs._types:
+            mask = masks.get(id(vt))
+            if mask is None:
+                mask = masks[id(vt)] = tuple(f.kind.is_edge for f in vt.fields)
+                has_lists = has_lists or any(f.kind.is_list for f in vt.fields)
+            edge_mask += mask
+        connected = [c for c in compress(cs._slots, edge_mask) if c is not None]
+        edges += len(connected)
+        if has_lists:
+            edges += sum(len(c) - 1 for c in connected if type(c) is list)
+    return vertices, edges
+
+
+class VertexList(Sequence):
+    """The vertices of a compute set, in creation order, as VertexRef handles."""
+
+    __slots__ = ("_cs",)
+
+    def __init__(self, cs: ComputeSet):
+        self._cs = cs
+
+    def __len__(self) -> int:
+        return len(self._cs._types)
+
+    def __getitem__(self, i):
+        n = len(self._cs._types)
+        if isinstance(i, slice):
+            return [vertex_ref(self._cs, k) for k in range(*i.indices(n))]
+        k = operator.index(i)
+        if not -n <= k < n:
+            raise IndexError(f"vertex index {k} is out of range for compute set '{self._cs.name}' of {n} vertices")
+        return vertex_ref(self._cs, k + n if k < 0 else k)
+
+    def __iter__(self):
+        cs = self._cs
+        for k in range(len(cs._types)):
+            yield vertex_ref(cs, k)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, tuple, VertexList)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # a live view of the compute set, like a list
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+def vertex_ref(cs: ComputeSet, index: int) -> "VertexRef":
+    v = _new(VertexRef)
+    v.compute_set = cs
+    v.index = index
+    return v
+
+
+class VertexRef:
+    """A vertex in a compute set (a handle: two handles of one vertex are equal); index it
+    by field name to get a FieldRef."""
+
+    __slots__ = ("compute_set", "index")
+
+    def __init__(self, compute_set: ComputeSet, index: int):
+        self.compute_set = compute_set
+        self.index = index
+
+    @property
+    def _state(self):
+        return self.compute_set._state
+
+    @property
+    def type(self) -> VertexType:
+        return self.compute_set._types[self.index]
+
+    @property
+    def tile(self) -> Optional[int]:
+        tile = self.compute_set._tiles[self.index]
+        return None if tile == NO_TILE else tile
+
+    @tile.setter
+    def tile(self, tile: Optional[int]) -> None:
+        self.compute_set._tiles[self.index] = NO_TILE if tile is None else tile
+
+    @property
+    def perf_estimate(self) -> Optional[int]:
+        return self.compute_set._perf[self.index]
+
+    @perf_estimate.setter
+    def perf_estimate(self, cycles: Optional[int]) -> None:
+        self.compute_set._perf[self.index] = cycles
+
+    @property
+    def conn(self) -> List[object]:
+        """Per field (declaration order): its Tensor, list of Tensors or state values, None
+        while unconnected. A new list; change connections through the graph."""
+        cs = self.compute_set
+        first = cs._first[self.index]
+        return [cs._slot_value(first + i, spec) for i, spec in enumerate(cs._types[self.index].fields)]
+
+    def connection(self, position: int) -> object:
+        """What field ``position`` is connected to (as in ``conn``); a list field's list is
+        the stored one."""
+        cs = self.compute_set
+        return cs._slot_value(cs._first[self.index] + position, cs._types[self.index].fields[position])
+
+    def _connect(self, position: int, value: object) -> None:
+        cs = self.compute_set
+        cs._slots[cs._first[self.index] + position] = value
+
+    def __getitem__(self, name: str) -> "FieldRef":
+        vt = self.compute_set._types[self.index]
+        pos = (vt.extra.get("positions") or positions(vt)).get(name)
+        if pos is None:
+            raise UnknownFieldError(f"vertex type '{vt.name}' has no field '{name}': "
+                                    f"{did_you_mean(name, vt.field_names)}")
+        f = _new(FieldRef)  # FieldRef(self, vt.fields[pos], pos, None), without the call
+        f.vertex = self
+        f.spec = vt.fields[pos]
+        f.position = pos
+        f.element = None
+        return f
+
+    def _set_tile(self, tile: int) -> None:
+        self.tile = tile
+
+    def describe(self) -> str:
+        tile = self.tile
+        where = f"tile {tile}" if tile is not None else "no tile"
+        return f"vertex '{self.type.name}' (#{self.index} of compute set '{self.compute_set.name}', {where})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is VertexRef and other.compute_set is self.compute_set and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((id(self.compute_set), self.index))
+
+    def __repr__(self) -> str:
+        return f"<{self.describe()}>"
+
+
+def positions(vt: VertexType) -> Dict[str, int]:
+    """Field name -> position, cached on the vertex type."""
+    found = vt.extra.get("positions")
+    if found is None:
+        found = vt.extra["positions"] = {f.name: i for i, f in enumerate(vt.fields)}
+    return found
+
+
+SINGLE_EDGES = (FieldKind.SCALAR_EDGE, FieldKind.VECTOR_EDGE)
+WRITING = (Direction.OUTPUT, Direction.INOUT)
+
+
+def build_plan(vt: VertexType) -> Tuple[tuple, Dict[str, Tuple[int, object, bool, bool]]]:
+    """What add_vertex needs of a type, cached on it: a tuple of empty slots (one per field)
+    and, for each scalar or vector edge field, (position, element type, is a vector, is
+    written): what its lean path checks a connection against."""
+    plan = vt.extra.get("build_plan")
+    if plan is None:
+        plan = vt.extra["build_plan"] = ((None,) * len(vt.fields), {
+            f.name: (i, f.dtype, f.kind is FieldKind.VECTOR_EDGE, f.direction in WRITING)
+            for i, f in enumerate(vt.fields) if f.kind in SINGLE_EDGES})
+    return plan
+
+
+class FieldRef:
+    """A field of a vertex (``v["in"]``), or one sub-edge of a list field (``v["ins"][2]``)."""
+
+    __slots__ = ("vertex", "spec", "position", "element")
+
+    def __init__(self, vertex: VertexRef, spec: FieldSpec, position: int, element: Optional[int]):
+        self.vertex = vertex
+        self.spec = spec
+        self.position = position
+        self.element = element
+
+    def __getitem__(self, i: int) -> "FieldRef":
+        if not self.spec.kind.is_list or self.element is not None:
+            raise GraphConnectionError(f"field '{self.spec.name}' of {self.vertex.describe()} is "
+                                       f"{self.spec.describe()}: only vectors of edges and VectorLists have "
+                                       "sub-edges to index")
+        return FieldRef(self.vertex, self.spec, self.position,
+                        as_size(i, f"sub-edge index of {self.describe()}", GraphConnectionError))
+
+    def describe(self) -> str:
+        sub = f"[{self.element}]" if self.element is not None else ""
+        return f"field '{self.spec.name}{sub}' ({self.spec.describe()}) of {self.vertex.describe()}"
+
+    def _set_initial_value(self, values) -> None:
+        spec = self.spec
+        if spec.kind.is_edge:
+            raise GraphConnectionError(f"set_initial_value: {self.describe()} is an edge: connect it to a tensor "
+                                       "with graph.connect")
+        if spec.kind is FieldKind.STATE:
+            data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
+                               GraphConnectionError)
+        else:
+            flat = np.asarray(values).reshape(-1)
+            data = typed_array(flat, spec.dtype, flat.shape, f"set_initial_value of {self.describe()}",
+                               GraphConnectionError)
+        self.vertex._connect(self.position, data)

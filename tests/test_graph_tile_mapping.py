@@ -1,0 +1,114 @@
+"""set_tile_mapping's hot paths (a vertex or a strided view to one tile of a top-level
+graph) against the general path and against an independent numpy reference: an array
+holding, per element, the tile of the last call that mapped it."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import popsim
+from popsim import FLOAT
+from popsim.errors import InvalidTileMappingError
+from popsim.mapping import VariableMapping
+
+from test_tensor_properties import Ctx, run_chain, shapes
+
+PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TILES = 8
+
+
+def small_graph():
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = TILES
+    device = model.create_device()
+    return popsim.Graph(device), device
+
+
+def intervals_by_tile(owner):
+    """mapping[tile] = [(begin, end), ...] of the flat elements ``owner`` puts on each tile."""
+    result = [[] for _ in range(TILES)]
+    for i, t in enumerate(owner.tolist()):
+        if t < 0:
+            continue
+        row = result[t]
+        if row and row[-1][1] == i:
+            row[-1] = (row[-1][0], i + 1)
+        else:
+            row.append((i, i + 1))
+    return result
+
+
+@PROPS
+@given(st.data())
+def test_mapping_views_to_tiles_matches_numpy_and_the_general_path(data):
+    graph, _ = small_graph()
+    shape = data.draw(shapes, label="shape")
+    v = graph.add_variable(FLOAT, shape, "v")
+    ids = np.arange(v.num_elements(), dtype=np.int64).reshape(shape)
+    owner = np.full(v.num_elements(), -1, np.int64)
+    calls = []
+    for _ in range(data.draw(st.integers(1, 5), label="calls")):
+        view, view_ids = v, ids
+        if data.draw(st.booleans(), label="a view"):
+            view, view_ids, _ = run_chain(data, v, ids, Ctx(), min_len=1, max_len=3)
+        tile = data.draw(st.integers(0, TILES - 1), label="tile")
+        note(f"set_tile_mapping({view!r} {getattr(view, '_strides', None)}, {tile})")
+        graph.set_tile_mapping(view, tile)
+        owner[view_ids.reshape(-1)] = tile
+        calls.append((view, tile))
+    assert graph.get_tile_mapping(v, require_complete=False) == intervals_by_tile(owner)
+    fast = v._var.mapping.resolved()
+    v._var.mapping = VariableMapping(v._var.size)
+    for view, tile in calls:
+        graph._set_tile_mapping_general(view, tile)
+    general = v._var.mapping.resolved()
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_vertex_placement_fast_path_matches_general_path_and_its_errors():
+    graph, _ = small_graph()
+    graph.add_codelets(Nop)
+    cs = graph.add_compute_set("cs")
+    v = graph.add_vertex(cs, Nop)
+    for tile in (0, TILES - 1, np.int64(3)):
+        graph.set_tile_mapping(v, tile)
+        assert v.tile == int(tile) and type(v.tile) is int
+    for bad in (-1, TILES, True, 2.0, "1"):
+        with pytest.raises(Exception) as fast:
+            graph.set_tile_mapping(v, bad)
+        with pytest.raises(Exception) as general:
+            graph._set_tile_mapping_general(v, bad)
+        assert (fast.type, str(fast.value)) == (general.type, str(general.value))
+        assert fast.type in (TypeError, InvalidTileMappingError)
+    assert v.tile == 3
+
+
+def test_virtual_graph_tiles_are_translated_on_every_path():
+    graph, _ = small_graph()
+    sub = graph.create_virtual_graph(4, 8)
+    graph.add_codelets(Nop)
+    cs = graph.add_compute_set("cs")
+    v = sub.add_vertex(cs, Nop)
+    t = graph.add_variable(FLOAT, [4, 2], "t")
+    sub.set_tile_mapping(v, 1)
+    sub.set_tile_mapping(t[1], 2)
+    sub.set_tile_mapping(t[2:], 3)
+    assert v.tile == 5
+    mapping = graph.get_tile_mapping(t, require_complete=False)
+    assert mapping[6] == [(2, 4)] and mapping[7] == [(4, 8)]
+    with pytest.raises(InvalidTileMappingError, match="tile 4 is out of range: the virtual graph has 4 tiles"):
+        sub.set_tile_mapping(t[0], 4)
+
+
+def test_a_view_of_another_graph_is_refused_on_the_hot_path_too():
+    graph, _ = small_graph()
+    other, _ = small_graph()
+    t = other.add_variable(FLOAT, [4], "elsewhere")
+    with pytest.raises(popsim.errors.TensorCreationError, match="tensor 'elsewhere' belongs to a different graph"):
+        graph.set_tile_mapping(t[1:3], 0)
+
+
+class Nop(popsim.Vertex):
+    def compute(self):
+        return True

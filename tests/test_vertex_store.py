@@ -1,0 +1,261 @@
+"""How compute sets store vertices (vertex_store.py), and the lean paths of add_vertex and
+connect.
+
+add_vertex and connect check the common connection (a scalar or vector edge to a strided
+view of its element type) on a lean path and store it as a plain record when nobody else
+holds the view. These tests check that the lean paths accept and refuse exactly what the
+general path does, with the same messages, that what is stored reads back as the same
+view, and that VertexRef handles behave like the vertices they stand for.
+"""
+import gc
+
+import numpy as np
+import pytest
+
+import popsim
+from popsim import FLOAT, INT, InOut, Input, Output, Vector, VectorList
+from popsim.errors import GraphConnectionError, UnknownFieldError
+from popsim.tensor import Tensor
+from popsim.vertex_store import VertexRef
+
+
+class Fields(popsim.Vertex):
+    """One field of each kind the lean path handles, and some it hands to connect()."""
+
+    s_in: Input[float]
+    v_in: Input[Vector[float]]
+    s_out: Output[float]
+    v_io: InOut[Vector[float]]
+    i_in: Input[Vector[int]]
+    lists: Input[VectorList[float]]
+    n: int
+
+    def compute(self):
+        return True
+
+
+def new_graph():
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = 4
+    device = model.create_device()
+    g = popsim.Graph(device)
+    g.add_codelets(Fields)
+    return g, device
+
+
+def build(g):
+    """The same variables and constant in every graph, so views (and messages) match."""
+    x = g.add_variable(FLOAT, [3, 4], "x")
+    k = g.add_constant(FLOAT, [4], 1.5, "k")
+    ints = g.add_variable(INT, [4], "ints")
+    return {"x": x, "k": k, "ints": ints}
+
+
+# (description, view of the named tensors): strided and indexed views, right and wrong shapes
+VIEWS = [
+    ("x[1]", lambda t: t["x"][1]),
+    ("x[1, 2]", lambda t: t["x"][1, 2]),
+    ("x[1][2:3]", lambda t: t["x"][1][2:3]),
+    ("x[1:2, 2:3]", lambda t: t["x"][1:2, 2:3]),
+    ("x[:, 1]", lambda t: t["x"][:, 1]),
+    ("x.flatten()[5:]", lambda t: t["x"].flatten()[5:]),
+    ("x[0].reshape([1])", lambda t: t["x"][0, 0].reshape([1])),
+    ("x", lambda t: t["x"]),
+    ("x.reinterpret(INT)[0]", lambda t: t["x"].reinterpret(INT)[0]),
+    ("concat(x[0], x[2])", lambda t: popsim.concat([t["x"][0], t["x"][2]])),
+    ("concat(x[0, :1], x[2, :1])[1:]", lambda t: popsim.concat([t["x"][0, :1], t["x"][2, :1]])[1:]),
+    ("k", lambda t: t["k"]),
+    ("k[2]", lambda t: t["k"][2]),
+    ("ints[1:3]", lambda t: t["ints"][1:3]),
+    ("a number", lambda t: 3.0),
+    ("a list", lambda t: [t["x"][0]]),
+]
+FIELDS = ["s_in", "v_in", "s_out", "v_io", "i_in", "lists", "n", "nope"]
+
+
+def outcome(fn):
+    try:
+        v = fn()
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return ("error", type(e), str(e))
+    return ("ok", v)
+
+
+def view_key(t):
+    """What identifies a view, comparable across two graphs built alike."""
+    assert type(t) is Tensor
+    if t._ids is None:
+        return (t._dtype, t._shape, "strided", t._var.index, t._var.name, t._offset, t._strides)
+    return (t._dtype, t._shape, "indexed", t._ids.tolist())
+
+
+def same_view(a, b):
+    assert view_key(a) == view_key(b)
+
+
+@pytest.mark.parametrize("field", FIELDS)
+@pytest.mark.parametrize("desc,make", VIEWS, ids=[d for d, _ in VIEWS])
+def test_add_vertex_and_connect_accept_and_refuse_what_the_general_path_does(field, desc, make):
+    g1, _ = new_graph()
+    t1 = build(g1)
+    cs1 = g1.add_compute_set("cs")
+    lean = outcome(lambda: g1.add_vertex(cs1, "Fields", {field: make(t1)}))
+
+    def by_connect(method):
+        g, _ = new_graph()
+        t = build(g)
+        cs = g.add_compute_set("cs")
+        v = g.add_vertex(cs, "Fields")
+        return outcome(lambda: (getattr(g, method)(v[field], make(t)), v)[1])
+
+    connected = by_connect("connect")
+    general = by_connect("_connect_general")
+    for other in (lean, connected):
+        assert other[0] == general[0], (other, general)
+        if general[0] == "error":
+            assert other[1:] == general[1:]
+            assert issubclass(other[1], (GraphConnectionError, UnknownFieldError))
+            continue
+        v, v2 = other[1], general[1]
+        pos = v[field].position
+        c1, c2 = v.connection(pos), v2.connection(pos)
+        if isinstance(c2, Tensor):
+            same_view(c1, c2)
+            same_view(c1, make(t1))
+        elif isinstance(c2, list):
+            assert len(c1) == len(c2)
+            for a, b in zip(c1, c2):
+                same_view(a, b)
+        else:
+            np.testing.assert_array_equal(c1, c2)
+
+
+def test_a_view_only_the_dict_holds_is_stored_as_a_record_and_reads_back_the_same():
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [5, 4], "x")
+    cs = g.add_compute_set("cs")
+    held = x[3]
+    v = g.add_vertex(cs, "Fields", {"v_in": x[1][1:3], "v_io": held, "s_in": x[2, 1]})
+    slots = cs._slots[cs._first[v.index]:]
+    assert type(slots[1]) is tuple and type(slots[0]) is tuple  # only the dict held them: records
+    assert slots[3] is held                                      # the caller keeps it: stored as is
+    same_view(v.connection(1), x[1][1:3])
+    same_view(v.connection(0), x[2, 1])
+    same_view(v.connection(3), held)
+    conn = v.conn
+    assert len(conn) == len(Fields.__annotations__) and conn[2] is None
+    same_view(conn[1], x[1][1:3])
+
+
+def test_building_leaves_no_view_objects_behind():
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [200, 4], "x")
+    cs = g.add_compute_set("cs")
+    gc.collect()
+    before = sum(1 for o in gc.get_objects() if type(o) is Tensor)
+    for i in range(200):
+        v = g.add_vertex(cs, "Fields", {"v_in": x[i], "s_in": x[i, 0], "s_out": x[i][1:2]})
+        g.set_tile_mapping(v, i % 4)
+    del v
+    gc.collect()
+    assert sum(1 for o in gc.get_objects() if type(o) is Tensor) == before
+    assert g.num_edges == 600 and g.num_vertices == 200
+
+
+def test_vertex_handles_equal_hash_and_read_the_store():
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [4], "x")
+    cs = g.add_compute_set("cs")
+    a = g.add_vertex(cs, "Fields")
+    b = g.add_vertex(cs, Fields, {"v_in": x})
+    assert cs.vertices[0] == a and cs.vertices[-1] == b and a != b and a != "a"
+    assert {a, cs.vertices[0]} == {a} and len({a, b}) == 2
+    assert len(cs.vertices) == 2 and list(cs.vertices) == [a, b] and cs.vertices == [a, b]
+    assert cs.vertices[::-1] == [b, a] and b in cs.vertices
+    with pytest.raises(IndexError, match="vertex index 2 is out of range for compute set 'cs' of 2 vertices"):
+        cs.vertices[2]
+    g.set_tile_mapping(b, 3)
+    g.set_perf_estimate(b, 12)
+    assert (b.tile, b.perf_estimate, cs.vertices[1].tile, a.tile, a.perf_estimate) == (3, 12, 3, None, None)
+    assert b.type.name == "Fields" and b.compute_set is cs and b.index == 1
+    assert "vertex 'Fields' (#1 of compute set 'cs', tile 3)" in repr(b)
+    empty = g.add_compute_set("empty")
+    assert empty.vertices == [] and len(empty.vertices) == 0 and repr(empty) == "ComputeSet('empty', 0 vertices)"
+
+
+def test_list_and_state_fields_are_stored_and_counted():
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [3, 4], "x")
+    cs = g.add_compute_set("cs")
+    v = g.add_vertex(cs, "Fields", {"lists": [x[0], x[1][:2]], "n": 7})
+    g.set_field_size(v["lists"], 3)
+    assert g.get_field_size(v["lists"]) == 3
+    g.connect(v["lists"][2], x[2])
+    g.connect(v["lists"][0], x[0][1:])
+    stored = v.connection(v["lists"].position)
+    assert stored[1] is None and stored[0].shape == (3,) and stored[2].shape == (4,)
+    assert v.connection(v["n"].position).tolist() == [7]
+    assert g.num_edges == 3  # a list field counts one edge per sub-edge
+    w = g.add_vertex(cs, "Fields", {"v_in": x[0], "lists": []})
+    g.connect(w["s_in"], x[1, 1])
+    assert (g.num_edges, g.num_vertices) == (5, 2)
+
+
+def test_a_stored_record_runs_like_the_tensor_it_came_from():
+    g, device = new_graph()
+    x = g.add_variable(FLOAT, [4, 4], "x")
+    y = g.add_variable(FLOAT, [4], "y")
+    g.set_tile_mapping(x, 0)
+    g.set_tile_mapping(y, 1)
+    cs = g.add_compute_set("cs")
+    for i in range(4):
+        # the lean path (records) and connect() (a kept view) side by side
+        v = g.add_vertex(cs, Sum, {"ins": x[i][1:], "out": y[i]} if i % 2 else {})
+        if not i % 2:
+            ins = x[i][1:]
+            g.connect(v["ins"], ins)
+            g.connect(v["out"], y[i])
+        g.set_tile_mapping(v, i % 4)
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    g.set_initial_value(x, data)
+    g.create_host_read("y", y)
+    engine = popsim.Engine(g, popsim.Execute(cs))
+    engine.load(device)
+    engine.run()
+    np.testing.assert_array_equal(engine.read_tensor("y"), data[:, 1:].sum(axis=1))
+
+
+class Sum(popsim.Vertex):
+    ins: Input[Vector[float]]
+    out: Output[float]
+
+    def compute(self):
+        total = 0.0
+        for i in range(len(self.ins)):
+            total += self.ins[i]
+        self.out = total
+        return True
+
+
+def test_records_and_kept_views_give_the_same_executable_cache_key():
+    from popsim.digest import graph_digest
+
+    def graph(keep_views):
+        g, _ = new_graph()
+        x = g.add_variable(FLOAT, [6, 4], "x")
+        g.set_tile_mapping(x, 0)
+        cs = g.add_compute_set("cs")
+        kept = []
+        for i in range(6):
+            if keep_views:
+                kept.append((x[i], x[i, 1], x[(i + 1) % 6][1:3]))
+                conns = {"v_in": kept[-1][0], "s_out": kept[-1][1], "v_io": kept[-1][2]}
+            else:
+                conns = {"v_in": x[i], "s_out": x[i, 1], "v_io": x[(i + 1) % 6][1:3]}
+            v = g.add_vertex(cs, "Fields", conns)
+            g.set_tile_mapping(v, i % 4)
+        slots = cs._slots
+        assert all(type(s) is (Tensor if keep_views else tuple) for s in slots if s is not None)
+        return graph_digest(g._state, [popsim.Execute(cs)])
+
+    assert graph(True) == graph(False)
