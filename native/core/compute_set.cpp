@@ -6,6 +6,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "core/validate.hpp"
+
 namespace popsim {
 
 namespace {
@@ -21,15 +23,14 @@ uint8_t *alloc_state(int64_t bytes) {
 
 ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
     : t_(tables), state_(alloc_state(tables.state_bytes), std::free), pool_(num_threads) {
-  if (t_.num_workers < 1 || t_.num_workers > 64) throw std::invalid_argument("num_workers must be 1..64");
-  for (size_t i = 0; i < t_.codelet_paths.size(); ++i)
-    codelets_.push_back(libraries_.load(t_.codelet_paths[i], t_.codelet_symbols[i]));
+  // The tables were validated with the executable (validate.hpp); what remains to check
+  // needs the codelets themselves: each vertex's state object must fit.
+  for (const CodeletInfo &info : t_.codelets) codelets_.push_back(libraries_.load(info.path, info.symbol));
   for (const VertexRow &v : t_.vertices) {
-    if (v.codelet < 0 || v.codelet >= static_cast<int64_t>(codelets_.size()))
-      throw std::invalid_argument("vertex codelet index out of range");
-    if (v.worker >= t_.num_workers || v.state_offset < 0 || v.state_offset > t_.state_bytes ||
-        v.first_field < 0 || v.first_field + v.num_fields > static_cast<int64_t>(t_.fields.size()))
-      throw std::invalid_argument("vertex row out of range");
+    const Codelet &c = codelets_[static_cast<size_t>(v.codelet)];
+    const uint64_t size = c.host ? 0 : c.size();
+    if (size > static_cast<uint64_t>(t_.state_bytes - v.state_offset))
+      throw MalformedExecutable("a vertex's state object reaches past the vertex state memory");
   }
   for (const ComputeSetRow &cs : t_.compute_sets) {
     uint8_t host = 0;
