@@ -7,8 +7,8 @@ supersteps while modelling the cycles and memory an IPU would spend.
 from . import program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from .device import Device, IPUModel
-from .engine import Engine
-from .executable import Executable, compile_graph
+from .engine import Engine, compile_graph
+from .executable import Executable
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod
