@@ -74,13 +74,19 @@ bool Machine::host_table_fits(int64_t table, int64_t host_bytes, bool to_device)
 }
 
 void Machine::load(int64_t table, const uint8_t *image) {
-  std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
+  // A fresh arena is calloc's lazily zeroed memory: not touching it keeps a huge one
+  // (a graph built with debug.allowOutOfMemory) from costing host memory.
+  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
+  fresh_ = false;
   if (table >= 0) run_table(table, image, arena_);
   compute_->bind_all(arena_);
   loaded_ = true;
 }
 
-void Machine::write(int64_t table, const uint8_t *host) { run_table(table, host, arena_); }
+void Machine::write(int64_t table, const uint8_t *host) {
+  fresh_ = false;
+  run_table(table, host, arena_);
+}
 void Machine::read(int64_t table, uint8_t *host) { run_table(table, arena_, host); }
 
 void Machine::run_table(int64_t table, const uint8_t *src, uint8_t *dst) {

@@ -71,6 +71,7 @@ class Machine {
   uint8_t *arena_ = nullptr;
   int64_t arena_bytes_ = 0;
   bool loaded_ = false;
+  bool fresh_ = true;  // the arena is still all zeros from calloc
   std::vector<StreamEndpoint> streams_;
   std::vector<int64_t> loop_counters_;
   std::vector<int64_t> call_stack_;

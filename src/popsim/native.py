@@ -76,4 +76,6 @@ def build_machine(lw, num_threads: int, trace_length: int) -> "_core.Machine":
         raise PopsimError(f"cannot hand the executable to the core: {e}; it is corrupted or was not made by "
                           "this popsim: compile it again") from None
     except RuntimeError as e:  # a codelet library that cannot be loaded, threads that cannot start
-        raise PopsimError(f"cannot build the engine: {e}") from None
+        hint = (f"; ask for fewer with popsim.numThreads (or POPSIM_NUM_THREADS), now {num_threads}"
+                if "threads" in str(e) else "")
+        raise PopsimError(f"cannot build the engine: {e}{hint}") from None

@@ -12,16 +12,8 @@ import ctypes
 import numpy as np
 
 from popsim.codelet.fields import FieldKind
-
-
-class Span(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_uint64)]
-
-
-class Exec(ctypes.Structure):
-    _fields_ = [("cycles", ctypes.c_uint64), ("num_workers", ctypes.c_uint32), ("error", ctypes.c_int32),
-                ("error_field", ctypes.c_int32), ("error_line", ctypes.c_int32), ("error_index", ctypes.c_int64),
-                ("error_size", ctypes.c_int64)]
+from popsim.contract import ExecContext as Exec  # popsim_exec, laid out as the core exports it
+from popsim.contract import Span
 
 
 def _functions(vertex_type):
@@ -59,7 +51,7 @@ def run_compiled(vertex_type, values, worker=0, num_workers=6):
         else:
             fields[i] = _span(value)
     bind(obj, fields)
-    ctx = Exec(0, num_workers, 0, -1, 0, 0, 0)
+    ctx = Exec(cycles=0, num_workers=num_workers, error=0, error_field=-1)
     workers = range(num_workers) if vertex_type.multi else [worker]
     ret = 1
     for w in workers:

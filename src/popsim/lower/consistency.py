@@ -52,8 +52,9 @@ def _host_extents(lw):
 def _host_table(lw, table: int, nbytes: int, name: str, extents, to_device: bool) -> None:
     src, dst = extents
     _need(0 <= table < src.size, f"{name}: copy table {table} does not exist")
-    host = src[table] if to_device else dst[table]
+    host, arena = (src[table], dst[table]) if to_device else (dst[table], src[table])
     _need(int(host) <= nbytes, f"{name}: its copy table reaches past the host buffer of {nbytes} bytes")
+    _need(int(arena) <= lw.layout.arena_bytes, f"{name}: its copy table reaches past tile memory")
 
 
 def check_lowered(lw) -> None:
