@@ -552,6 +552,7 @@ void bind_contract(py::module_ &m) {
   POPSIM_ERROR_KINDS(POPSIM_EXPORT_KIND)
 #undef POPSIM_EXPORT_KIND
 
+  m.attr("STATE_ALIGNMENT") = STATE_ALIGNMENT;
   m.attr("ROW_COLUMNS") = row_columns();
   m.attr("ROW_WIDTHS") = row_widths();
   m.attr("EXEC_FIELDS") = exec_fields();

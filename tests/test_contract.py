@@ -38,6 +38,11 @@ def test_row_widths_are_the_structs_and_columns_cover_them():
         assert sorted(COLUMNS[table].values()) == list(range(width)), table
 
 
+def test_vertex_state_offsets_are_aligned_as_the_core_requires():
+    from popsim.lower import layout
+    assert layout.ARENA_ALIGNMENT % contract.STATE_ALIGNMENT == 0  # compute_sets.py places states with it
+
+
 def test_cost_categories_come_from_the_core():
     assert cost_model.CATEGORIES is contract.CATEGORIES
     assert contract.CATEGORIES[0] == "cycles" and "sync" in contract.CATEGORIES

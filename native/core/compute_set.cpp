@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "core/validate.hpp"
 
@@ -24,14 +26,21 @@ uint8_t *alloc_state(int64_t bytes) {
 ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
     : t_(tables), state_(alloc_state(tables.state_bytes), std::free), pool_(num_threads) {
   // The tables were validated with the executable (validate.hpp); what remains to check
-  // needs the codelets themselves: each vertex's state object must fit.
+  // needs the codelets themselves: the vertices' state objects (which hold the field
+  // pointers bind() sets) must be aligned, fit, and not overlap.
   for (const CodeletInfo &info : t_.codelets) codelets_.push_back(libraries_.load(info.path, info.symbol));
+  std::vector<std::pair<int64_t, int64_t>> objects;  // (offset, end)
   for (const VertexRow &v : t_.vertices) {
     const Codelet &c = codelets_[static_cast<size_t>(v.codelet)];
-    const uint64_t size = c.host ? 0 : c.size();
-    if (size > static_cast<uint64_t>(t_.state_bytes - v.state_offset))
-      throw MalformedExecutable("a vertex's state object reaches past the vertex state memory");
+    if (c.host) continue;
+    const uint64_t size = c.size();
+    if (size > static_cast<uint64_t>(t_.state_bytes - v.state_offset) || v.state_offset % STATE_ALIGNMENT != 0)
+      throw MalformedExecutable("a vertex's state object is misaligned or reaches past the vertex state memory");
+    objects.emplace_back(v.state_offset, v.state_offset + static_cast<int64_t>(size));
   }
+  std::sort(objects.begin(), objects.end());
+  for (size_t i = 1; i < objects.size(); ++i)
+    if (objects[i].first < objects[i - 1].second) throw MalformedExecutable("two vertices' state objects overlap");
   for (const ComputeSetRow &cs : t_.compute_sets) {
     uint8_t host = 0;
     for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {

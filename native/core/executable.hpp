@@ -105,6 +105,9 @@ enum FieldBase : int64_t { POPSIM_FIELD_BASES(POPSIM_ENUM_FIELD) FIELD_BASE_COUN
 enum VertexFlags : int64_t { POPSIM_VERTEX_FLAGS(POPSIM_ENUM_FLAG) };
 #undef POPSIM_ENUM_FLAG
 
+// Vertex state objects (VertexRow::state_offset) start at multiples of this.
+constexpr int64_t STATE_ALIGNMENT = 16;
+
 struct VertexRow {
   int64_t codelet, tile, worker, state_offset, first_field, num_fields;
   int64_t estimate;  // worker cycles per run; -1: the codelet counts its own

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import numbers
 import typing
-from typing import Any, Callable, Dict, Mapping, Tuple
+from typing import Callable, Dict, Mapping, Tuple
 
 import numpy as np
 
@@ -40,12 +41,9 @@ class CodecError(ValueError):
     """A value that does not match its field's annotation."""
 
 
-def _hints(cls) -> Dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
+@functools.lru_cache(maxsize=None)
 def _saved_fields(cls):
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.metadata.get("saved", True)]
 
 

@@ -17,6 +17,7 @@ SCALAR_TYPE_INFO       ScalarType -> (bytes, numpy kind 'b' 'i' 'u' 'f')
 Status                 how a run ended (Status.OK, Status.VERTEX_FAILED ...)
 FieldBase              where a vertex field points (FieldBase.ARENA, SPANS, NONE)
 VERTEX_MULTI           the vertex-row flag of a MultiVertex
+STATE_ALIGNMENT        vertex state objects start at multiples of this many bytes
 ErrorKind              what a codelet's popsim_exec.error holds (ErrorKind.INDEX_ERROR)
 CATEGORIES, CAT        the cost categories of a step's cost vector, and name -> index
 NUM_CATEGORIES         len(CATEGORIES)
@@ -36,7 +37,7 @@ from typing import Dict, Tuple
 
 from . import _core
 
-__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "ErrorKind",
+__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT", "ErrorKind",
            "CATEGORIES", "CAT", "NUM_CATEGORIES", "ROW_WIDTHS", "COLUMNS", "EXEC_FIELDS", "EXEC_SIZE",
            "SPAN_FIELDS", "SPAN_SIZE", "ExecContext", "Span"]
 
@@ -64,6 +65,7 @@ SCALAR_TYPE_INFO: Dict[ScalarType, Tuple[int, str]] = {
     ScalarType(code): (int(size), kind) for _, code, size, kind in _core.SCALAR_TYPES}
 
 VERTEX_MULTI: int = int(_core.VERTEX_FLAGS["MULTI"])
+STATE_ALIGNMENT: int = int(_core.STATE_ALIGNMENT)  # vertex state offsets are multiples of this
 
 CATEGORIES: Tuple[str, ...] = tuple(_core.CATEGORIES)
 CAT: Dict[str, int] = {name: i for i, name in enumerate(CATEGORIES)}

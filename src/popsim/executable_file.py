@@ -161,10 +161,11 @@ def read_executable(source) -> Tuple[Lowered, Dict[str, str]]:
     object); PopsimError when it is not a well-formed popsim executable."""
     where = getattr(source, "name", None) or source
     try:
-        if hasattr(source, "read") and not hasattr(source, "seek"):
+        if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()):
             source = io.BytesIO(source.read())
+        size = _size_of(source)
         with zipfile.ZipFile(source) as z:
-            members = _members(z, _size_of(source))
+            members = _members(z, size)
             if _HEADER not in members:
                 raise PopsimError("it has no header")
             header = json.loads(z.read(_HEADER))

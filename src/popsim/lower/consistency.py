@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS
+from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, Op
 from .layout import MEMORY_CATEGORIES
 
 __all__ = ["check_lowered"]
@@ -53,7 +53,7 @@ def _host_table(lw, table: int, nbytes: int, name: str, extents, to_device: bool
     src, dst = extents
     _need(0 <= table < src.size, f"{name}: copy table {table} does not exist")
     host, arena = (src[table], dst[table]) if to_device else (dst[table], src[table])
-    _need(int(host) <= nbytes, f"{name}: its copy table reaches past the host buffer of {nbytes} bytes")
+    _need(int(host) == nbytes, f"{name}: its copy table does not cover exactly the host buffer's {nbytes} bytes")
     _need(int(arena) <= lw.layout.arena_bytes, f"{name}: its copy table reaches past tile memory")
 
 
@@ -77,6 +77,8 @@ def check_lowered(lw) -> None:
     _array(p.entries, "programs.entries", _INT, (None,))
     nsteps = len(p.steps)
     _array(p.step_costs, "programs.step_costs", "f", (nsteps, NUM_CATEGORIES))
+    _need(set(lw.graph_counts) == {"num_vertices", "num_edges", "num_variables", "num_compute_sets"},
+          "graph_counts: unexpected keys")
     _need(len(lw.program_names) == p.entries.size and len(p.program_streams) == p.entries.size,
           "program_names / program_streams: one per program expected")
 
@@ -96,6 +98,15 @@ def check_lowered(lw) -> None:
     _array(lw.init_image, "init_image", "u", (None,))
     if lw.init_table >= 0:
         _host_table(lw, lw.init_table, lw.init_image.size, "init_table", extents, True)
+    ops, col = p.instrs[:, COLUMNS["instrs"]["op"]], COLUMNS["instrs"]
+    for op, to_device in ((Op.STREAM_TO_DEVICE, True), (Op.STREAM_FROM_DEVICE, False)):
+        for row in p.instrs[ops == op]:
+            stream, table = int(row[col["a"]]), int(row[col["b"]])
+            _need(0 <= stream < len(lw.streams), "programs.instrs: a stream copy of an unknown stream")
+            _host_table(lw, table, lw.streams[stream].transfer_bytes, f"streams.{stream}", extents, to_device)
+    for s in lw.streams:
+        _need(s.transfer_bytes <= max(lw.layout.arena_bytes, 1 << 20),
+              f"streams.{s.index}: a transfer of {s.transfer_bytes} bytes, larger than tile memory")
 
     # Steps.
     ncs = v.compute_sets.shape[0] if isinstance(v.compute_sets, np.ndarray) else 0
