@@ -92,3 +92,32 @@ def test_tutorials_use_only_the_public_api():
             offenders += [f"{path.name}: {m}" for m in mods
                           if m.startswith("popsim") and m not in ("popsim", "popsim.program")]
     assert not offenders, offenders
+
+
+def _module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = rel.parts[:-1] if rel.parts[-1] == "__init__" and len(rel.parts) > 1 else rel.parts
+    return ".".join(parts)
+
+
+def _imports_of(module: str, graph) -> set:
+    """Every popsim module ``module`` imports, directly or through others."""
+    seen, todo = set(), [module]
+    while todo:
+        for imported in graph.get(todo.pop(), ()):
+            while imported and imported not in graph:  # "report.build" when only "report" is a package
+                imported = imported.rpartition(".")[0]
+            if imported and imported not in seen:
+                seen.add(imported)
+                todo.append(imported)
+    return seen
+
+
+def test_the_compile_step_does_not_import_the_report_layer():
+    """Compiling (popsim.executable and what it imports) never needs reports: its caller,
+    the engine, writes the out-of-memory report."""
+    graph = {_module_name(p): set(popsim_imports(p)) for p in SRC.rglob("*.py")}
+    reached = _imports_of("executable", graph)
+    assert "lower" in reached and "executable_file" in reached  # the walk does follow imports
+    offenders = sorted(m for m in reached if m == "report" or m.startswith("report.") or m == "engine")
+    assert not offenders, f"the compile step imports {offenders}"

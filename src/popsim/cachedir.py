@@ -24,7 +24,8 @@ __all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of"]
 
 _lock = threading.Lock()
 _fallbacks: Dict[str, Path] = {}      # unusable directory -> its private replacement
-_verified: Dict[str, Tuple[int, int, int]] = {}  # path -> (size, mtime_ns, inode) when last verified
+# path -> ((size, mtime_ns, inode), sha256) when last verified: unchanged files are not hashed again
+_verified: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
 _private_root: Optional[Path] = None
 
 
@@ -97,7 +98,7 @@ def store_verified(path: Path, data: bytes = None, source: Path = None) -> None:
             os.unlink(staged)
         raise
     with _lock:
-        _verified[str(path)] = _stamp(path)
+        _verified[str(path)] = (_stamp(path), digest)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -122,8 +123,9 @@ def is_verified(path: Path, what: str, expected: str = "") -> bool:
     except OSError:
         return False
     with _lock:
-        if _verified.get(str(path)) == stamp:
-            return True
+        known = _verified.get(str(path))
+    if known is not None and known[0] == stamp:
+        return known[1].startswith(expected)
     try:
         actual = sha256_of(path)
     except OSError:
@@ -134,7 +136,7 @@ def is_verified(path: Path, what: str, expected: str = "") -> bool:
         stored = ""
     if actual == stored and actual.startswith(expected):
         with _lock:
-            _verified[str(path)] = stamp
+            _verified[str(path)] = (stamp, actual)
         return True
     logger.warning("cached %s %s does not match its digest (truncated or replaced since it was stored); "
                    "rebuilding it", what, path)
