@@ -66,7 +66,8 @@ class UseGuard:
         """Mark the engine closed; False if it was already. Refused while it is in use."""
         with self._lock:
             if self._busy is not None:
-                raise EngineStateError(f"{self._name} cannot be closed while it is {self._busy[1]}: close it after "
-                                       "that call returns")
+                where = " in another thread" if self._busy[0] != threading.get_ident() else ""
+                raise EngineStateError(f"{self._name} is {self._busy[1]}{where}: it cannot be closed before that "
+                                       "call returns")
             was_open, self.closed = not self.closed, True
             return was_open
