@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/layouts.hpp"
 #include "core/machine.hpp"
 
 namespace py = pybind11;
@@ -453,60 +454,11 @@ class PyMachine {
   std::optional<py::error_already_set> pending_;
 };
 
-// -- the contract, exported ---------------------------------------------------------------
-#define POPSIM_COLUMN(ROW, NAME) py::make_tuple(#NAME, offsetof(ROW, NAME) / sizeof(int64_t))
-
-py::dict row_columns() {
-  py::dict d;
-  d["instrs"] = py::make_tuple(POPSIM_COLUMN(Instr, op), POPSIM_COLUMN(Instr, step), POPSIM_COLUMN(Instr, a),
-                               POPSIM_COLUMN(Instr, b), POPSIM_COLUMN(Instr, c), POPSIM_COLUMN(Instr, d));
-  d["segs"] = py::make_tuple(POPSIM_COLUMN(CopySeg, src), POPSIM_COLUMN(CopySeg, dst), POPSIM_COLUMN(CopySeg, len));
-  d["cases"] = py::make_tuple(POPSIM_COLUMN(SwitchCase, value), POPSIM_COLUMN(SwitchCase, target));
-  d["vertices"] = py::make_tuple(
-      POPSIM_COLUMN(VertexRow, codelet), POPSIM_COLUMN(VertexRow, tile), POPSIM_COLUMN(VertexRow, worker),
-      POPSIM_COLUMN(VertexRow, state_offset), POPSIM_COLUMN(VertexRow, first_field),
-      POPSIM_COLUMN(VertexRow, num_fields), POPSIM_COLUMN(VertexRow, estimate), POPSIM_COLUMN(VertexRow, flags));
-  d["fields"] = py::make_tuple(POPSIM_COLUMN(FieldRow, base), POPSIM_COLUMN(FieldRow, offset),
-                               POPSIM_COLUMN(FieldRow, size));
-  d["spans"] = py::make_tuple(POPSIM_COLUMN(SpanRow, offset), POPSIM_COLUMN(SpanRow, size));
-  d["groups"] = py::make_tuple(POPSIM_COLUMN(GroupRow, tile), POPSIM_COLUMN(GroupRow, first_vertex),
-                               POPSIM_COLUMN(GroupRow, num_vertices));
-  d["compute_sets"] = py::make_tuple(POPSIM_COLUMN(ComputeSetRow, first_group),
-                                     POPSIM_COLUMN(ComputeSetRow, num_groups),
-                                     POPSIM_COLUMN(ComputeSetRow, exchange_in),
-                                     POPSIM_COLUMN(ComputeSetRow, exchange_out));
-  return d;
-}
-
-py::dict row_widths() {
-  py::dict d;
-  d["instrs"] = sizeof(Instr) / sizeof(int64_t);
-  d["segs"] = sizeof(CopySeg) / sizeof(int64_t);
-  d["cases"] = sizeof(SwitchCase) / sizeof(int64_t);
-  d["vertices"] = sizeof(VertexRow) / sizeof(int64_t);
-  d["fields"] = sizeof(FieldRow) / sizeof(int64_t);
-  d["spans"] = sizeof(SpanRow) / sizeof(int64_t);
-  d["groups"] = sizeof(GroupRow) / sizeof(int64_t);
-  d["compute_sets"] = sizeof(ComputeSetRow) / sizeof(int64_t);
-  return d;
-}
-
-// The codelet ABI's structs as (field, byte offset, byte size, numpy kind) rows.
-#define POPSIM_C_FIELD(STRUCT, NAME, KIND) \
-  py::make_tuple(#NAME, offsetof(STRUCT, NAME), sizeof(STRUCT::NAME), KIND)
-
-constexpr size_t kExecEnd = offsetof(popsim_exec, error_size) + sizeof(popsim_exec::error_size);
-static_assert(kExecEnd == sizeof(popsim_exec), "popsim_exec changed: list its fields in exec_fields()");
-
-py::tuple exec_fields() {
-  return py::make_tuple(POPSIM_C_FIELD(popsim_exec, cycles, "u"), POPSIM_C_FIELD(popsim_exec, num_workers, "u"),
-                        POPSIM_C_FIELD(popsim_exec, error, "i"), POPSIM_C_FIELD(popsim_exec, error_field, "i"),
-                        POPSIM_C_FIELD(popsim_exec, error_line, "i"), POPSIM_C_FIELD(popsim_exec, error_index, "i"),
-                        POPSIM_C_FIELD(popsim_exec, error_size, "i"));
-}
-
-py::tuple span_fields() {
-  return py::make_tuple(POPSIM_C_FIELD(popsim_span, data, "p"), POPSIM_C_FIELD(popsim_span, size, "u"));
+// -- the contract, exported (native/core/executable.hpp, layouts.hpp) ------------------------------
+py::tuple c_fields(const std::vector<CField> &fields) {
+  py::list out;
+  for (const CField &f : fields) out.append(py::make_tuple(f.name, f.offset, f.size, f.kind));
+  return py::tuple(out);
 }
 
 void bind_contract(py::module_ &m) {
@@ -553,11 +505,18 @@ void bind_contract(py::module_ &m) {
 #undef POPSIM_EXPORT_KIND
 
   m.attr("STATE_ALIGNMENT") = STATE_ALIGNMENT;
-  m.attr("ROW_COLUMNS") = row_columns();
-  m.attr("ROW_WIDTHS") = row_widths();
-  m.attr("EXEC_FIELDS") = exec_fields();
+  py::dict columns, widths;
+  for (const RowLayout &row : row_layouts()) {
+    py::list cols;
+    for (const auto &c : row.columns) cols.append(py::make_tuple(c.first, c.second));
+    columns[row.table] = py::tuple(cols);
+    widths[row.table] = row.width;
+  }
+  m.attr("ROW_COLUMNS") = columns;  // table -> ((column, index), ...)
+  m.attr("ROW_WIDTHS") = widths;    // table -> int64 columns per row
+  m.attr("EXEC_FIELDS") = c_fields(exec_fields());  // (name, offset, size, kind)
   m.attr("EXEC_SIZE") = sizeof(popsim_exec);
-  m.attr("SPAN_FIELDS") = span_fields();
+  m.attr("SPAN_FIELDS") = c_fields(span_fields());
   m.attr("SPAN_SIZE") = sizeof(popsim_span);
 }
 
