@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 from .log import logger
 
@@ -24,6 +24,7 @@ __all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of"]
 
 _lock = threading.Lock()
 _fallbacks: Dict[str, Path] = {}      # unusable directory -> its private replacement
+_usable: Set[str] = set()             # directories found writable in this process
 # path -> ((size, mtime_ns, inode), sha256) when last verified: unchanged files are not hashed again
 _verified: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
 _private_root: Optional[Path] = None
@@ -45,11 +46,14 @@ def usable_dir(path: Path) -> Path:
     with _lock:
         if key in _fallbacks:
             return _fallbacks[key]
+        if key in _usable and path.is_dir():
+            return path
         try:
             path.mkdir(parents=True, exist_ok=True)
             fd, probe = tempfile.mkstemp(dir=path, prefix=".popsim-probe-")
             os.close(fd)
             os.unlink(probe)
+            _usable.add(key)
             return path
         except OSError as e:
             replacement = _private_dir() / f"{len(_fallbacks)}-{path.name or 'cache'}"
