@@ -1,15 +1,26 @@
-// The one file that knows both Python and the core: builds a Machine from the
-// numpy arrays the lowering produces, runs it with the GIL released, and turns
-// host calls (PrintTensor, stream callbacks, Ctrl-C polls) into Python calls.
+// The one file that knows both Python and the core. It exports the contract (opcodes,
+// codes, row layouts: native/core/executable.hpp is their one copy), takes the typed
+// hand-over from the lowering (Description, checked field by field), builds a Machine
+// from it, runs it with the GIL released, and turns host calls (PrintTensor, stream
+// callbacks, interpreted vertices, Ctrl-C polls) into Python calls.
+//
+// The binding holds no Python object that could refer back to an engine: callbacks are
+// passed to run() and dropped when it returns, so the garbage collector sees every
+// cycle through an engine's callbacks (popsim/engine.py holds them).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <cstddef>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/layouts.hpp"
 #include "core/machine.hpp"
 #include "core/run_signals.hpp"
 
@@ -18,85 +29,311 @@ using namespace popsim;
 
 namespace {
 
-using I64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-using F64Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
-using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+// -- checked conversions: a wrong value names the field, what it expected and what it found --
+std::string describe_value(const py::handle &v) {
+  if (py::isinstance<py::array>(v)) {
+    py::array a = py::reinterpret_borrow<py::array>(v);
+    std::string shape;
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(a.shape(i));
+    if (a.ndim() == 1) shape += ",";
+    return std::string(py::str(a.dtype())) + " array of shape (" + shape + ")";
+  }
+  return std::string(py::str(py::type::of(v).attr("__name__")));
+}
 
+[[noreturn]] void wrong(const char *field, const std::string &expected, const py::handle &found) {
+  throw py::type_error(std::string("Description.") + field + ": expected " + expected + ", found " + describe_value(found));
+}
+
+int64_t as_int64(const py::handle &v, const char *field) {
+  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) wrong(field, "an integer", v);
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow) throw py::value_error(std::string("Description.") + field + ": " + std::string(py::str(v)) +
+                                      " does not fit a signed 64-bit integer");
+  return value;
+}
+
+double as_double(const py::handle &v, const char *field) {
+  if (PyBool_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()))) wrong(field, "a number", v);
+  return py::cast<double>(v);
+}
+
+// A C-contiguous numpy array of exactly dtype T and the given trailing dimensions
+// (rows of `width` values: shape (n, width); width 0: a 1-D array).
 template <typename T>
-std::vector<T> rows_of(const I64Array &a, size_t width, const char *what) {
-  if (a.size() % width != 0) throw std::invalid_argument(std::string(what) + ": bad array size");
-  std::vector<T> out(a.size() / width);
-  static_assert(std::is_trivially_copyable<T>::value, "POD rows");
-  if (!out.empty()) std::memcpy(out.data(), a.data(), a.size() * sizeof(int64_t));
+py::array_t<T> as_array(const py::handle &v, const char *field, std::vector<py::ssize_t> inner, const char *dtype) {
+  std::string want = std::string("a C-contiguous ") + dtype + " array of shape (n";
+  for (py::ssize_t d : inner) want += ", " + std::to_string(d);
+  want += inner.empty() ? ",)" : ")";
+  if (!py::isinstance<py::array>(v)) wrong(field, want, v);
+  py::array a = py::reinterpret_borrow<py::array>(v);
+  bool ok = a.dtype().is(py::dtype::of<T>()) && (a.flags() & py::array::c_style) &&
+            a.ndim() == static_cast<py::ssize_t>(inner.size() + 1);
+  for (size_t i = 0; ok && i < inner.size(); ++i) ok = a.shape(static_cast<py::ssize_t>(i + 1)) == inner[i];
+  if (!ok) wrong(field, want, v);
+  return py::reinterpret_borrow<py::array_t<T>>(v);
+}
+
+template <typename Row>
+std::vector<Row> rows_of(const py::handle &v, const char *field) {
+  static_assert(std::is_trivially_copyable<Row>::value && sizeof(Row) % sizeof(int64_t) == 0, "rows of int64");
+  constexpr py::ssize_t width = sizeof(Row) / sizeof(int64_t);
+  auto a = as_array<int64_t>(v, field, {width}, "int64");
+  std::vector<Row> out(static_cast<size_t>(a.shape(0)));
+  if (!out.empty()) std::memcpy(out.data(), a.data(), out.size() * sizeof(Row));
   return out;
 }
 
-std::vector<int64_t> vec_of(const I64Array &a) { return std::vector<int64_t>(a.data(), a.data() + a.size()); }
+template <typename T>
+std::vector<T> values_of(const py::handle &v, const char *field, const char *dtype) {
+  auto a = as_array<T>(v, field, {}, dtype);
+  return std::vector<T>(a.data(), a.data() + a.size());
+}
+
+template <typename T>
+py::array_t<T> to_array(const T *data, std::vector<py::ssize_t> shape) {
+  py::array_t<T> out(shape);
+  if (out.size()) std::memcpy(out.mutable_data(), data, static_cast<size_t>(out.size()) * sizeof(T));
+  return out;
+}
+
+template <typename Row>
+py::array_t<int64_t> rows_array(const std::vector<Row> &rows) {
+  return to_array(reinterpret_cast<const int64_t *>(rows.data()),
+                  {static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(sizeof(Row) / sizeof(int64_t))});
+}
+
+// -- the typed hand-over -----------------------------------------------------------------------
+// What the lowering gives the core, one checked field at a time (popsim/native.py fills
+// it from a Lowered). A Machine takes it over; every field must have been set.
+class Description {
+ public:
+  Executable exe;
+  std::set<std::string> set_fields;
+  bool consumed = false;
+
+  static const std::vector<std::string> &required() {
+    static const std::vector<std::string> names = {
+        "arena_bytes", "instrs", "entries", "segs", "table_begin", "table_overlaps", "cases", "switch_begin",
+        "switch_default", "stream_transfer_bytes", "step_costs", "num_loop_slots", "num_host_calls",
+        "num_messages", "vertices", "fields", "spans", "groups", "compute_sets", "exchange_costs", "codelets",
+        "codelet_names", "compute_set_names", "state_bytes", "num_workers", "num_tiles", "sync_cycles"};
+    return names;
+  }
+
+  void set_codelets(const py::handle &v) {
+    const char *field = "codelets";
+    if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) wrong(field, "a list of (path, symbol, fields)", v);
+    std::vector<CodeletInfo> out;
+    for (py::handle item : v) {
+      py::sequence t = py::reinterpret_borrow<py::sequence>(item);
+      if (!py::isinstance<py::tuple>(item) || py::len(t) != 3 || !py::isinstance<py::str>(t[0]) ||
+          !py::isinstance<py::str>(t[1]))
+        wrong(field, "(path: str, symbol: str, fields: list of (base, itemsize)) items", item);
+      CodeletInfo info{t[0].cast<std::string>(), t[1].cast<std::string>(), {}};
+      for (py::handle f : py::reinterpret_borrow<py::sequence>(t[2])) {
+        py::sequence pair = py::reinterpret_borrow<py::sequence>(f);
+        if (!py::isinstance<py::tuple>(f) || py::len(pair) != 2) wrong(field, "(base, itemsize) field layouts", f);
+        info.fields.push_back(FieldLayout{as_int64(pair[0], field), as_int64(pair[1], field)});
+      }
+      out.push_back(std::move(info));
+    }
+    exe.vertex.codelets = std::move(out);
+  }
+
+  py::list codelets() const {
+    py::list out;
+    for (const CodeletInfo &c : exe.vertex.codelets) {
+      py::list fields;
+      for (const FieldLayout &f : c.fields) fields.append(py::make_tuple(f.base, f.itemsize));
+      out.append(py::make_tuple(c.path, c.symbol, fields));
+    }
+    return out;
+  }
+
+  Executable take() {
+    if (consumed) throw py::value_error("this Description was already used to build a Machine; make a new one");
+    for (const std::string &name : required())
+      if (!set_fields.count(name)) throw py::value_error("Description." + name + " was never set");
+    consumed = true;
+    return std::move(exe);
+  }
+};
+
+// Defines a checked read/write property of Description over `member`.
+#define POPSIM_ROWS(NAME, MEMBER) \
+  d.def_property(NAME, [](const Description &s) { return rows_array(s.MEMBER); }, \
+                 [](Description &s, py::handle v) { s.MEMBER = rows_of<std::decay_t<decltype(s.MEMBER)>::value_type>(v, NAME); s.set_fields.insert(NAME); })
+#define POPSIM_VALUES(NAME, MEMBER, T, DTYPE) \
+  d.def_property(NAME, [](const Description &s) { return to_array<T>(s.MEMBER.data(), {static_cast<py::ssize_t>(s.MEMBER.size())}); }, \
+                 [](Description &s, py::handle v) { s.MEMBER = values_of<T>(v, NAME, DTYPE); s.set_fields.insert(NAME); })
+#define POPSIM_INT(NAME, MEMBER) \
+  d.def_property(NAME, [](const Description &s) { return s.MEMBER; }, \
+                 [](Description &s, py::handle v) { s.MEMBER = as_int64(v, NAME); s.set_fields.insert(NAME); })
+
+// Names for messages the core writes itself (a crashing vertex): a list of str.
+#define POPSIM_STRINGS(NAME, MEMBER) \
+  d.def_property(NAME, [](const Description &s) { return s.MEMBER; }, \
+                 [](Description &s, py::handle v) { s.MEMBER = strings_of(v, NAME); s.set_fields.insert(NAME); })
+
+std::vector<std::string> strings_of(const py::handle &v, const char *field) {
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) wrong(field, "a list of str", v);
+  std::vector<std::string> out;
+  for (py::handle item : v) {
+    if (!py::isinstance<py::str>(item)) wrong(field, "a list of str", item);
+    out.push_back(item.cast<std::string>());
+  }
+  return out;
+}
+
+void bind_description(py::module_ &m) {
+  py::class_<Description> d(m, "Description",
+                            "The executable description a Machine runs, set field by field; each field is checked "
+                            "as it is set (dtype, shape, type) and the whole when the Machine is built.");
+  d.def(py::init<>());
+  POPSIM_INT("arena_bytes", exe.arena_bytes);
+  POPSIM_ROWS("instrs", exe.instrs);
+  POPSIM_VALUES("entries", exe.entries, int64_t, "int64");
+  POPSIM_ROWS("segs", exe.segs);
+  POPSIM_VALUES("table_begin", exe.table_begin, int64_t, "int64");
+  POPSIM_VALUES("table_overlaps", exe.table_overlaps, uint8_t, "uint8");
+  POPSIM_ROWS("cases", exe.cases);
+  POPSIM_VALUES("switch_begin", exe.switch_begin, int64_t, "int64");
+  POPSIM_VALUES("switch_default", exe.switch_default, int64_t, "int64");
+  POPSIM_VALUES("stream_transfer_bytes", exe.stream_transfer_bytes, int64_t, "int64");
+  d.def_property(
+      "step_costs",
+      [](const Description &s) { return to_array(s.exe.step_costs.data(), {s.exe.num_steps, NUM_COST_CATEGORIES}); },
+      [](Description &s, py::handle v) {
+        auto a = as_array<double>(v, "step_costs", {NUM_COST_CATEGORIES}, "float64");
+        s.exe.step_costs.assign(a.data(), a.data() + a.size());
+        s.exe.num_steps = a.shape(0);
+        s.set_fields.insert("step_costs");
+      });
+  POPSIM_INT("num_loop_slots", exe.num_loop_slots);
+  POPSIM_INT("num_host_calls", exe.num_host_calls);
+  POPSIM_INT("num_messages", exe.num_messages);
+  POPSIM_ROWS("vertices", exe.vertex.vertices);
+  POPSIM_ROWS("fields", exe.vertex.fields);
+  POPSIM_ROWS("spans", exe.vertex.spans);
+  POPSIM_ROWS("groups", exe.vertex.groups);
+  POPSIM_ROWS("compute_sets", exe.vertex.compute_sets);
+  d.def_property(
+      "exchange_costs",
+      [](const Description &s) {
+        return to_array(s.exe.vertex.exchange_costs.data(),
+                        {static_cast<py::ssize_t>(s.exe.vertex.exchange_costs.size() / (2 * NUM_COST_CATEGORIES)), 2,
+                         NUM_COST_CATEGORIES});
+      },
+      [](Description &s, py::handle v) {
+        auto a = as_array<double>(v, "exchange_costs", {2, NUM_COST_CATEGORIES}, "float64");
+        s.exe.vertex.exchange_costs.assign(a.data(), a.data() + a.size());
+        s.set_fields.insert("exchange_costs");
+      });
+  d.def_property("codelets", &Description::codelets, [](Description &s, py::handle v) {
+    s.set_codelets(v);
+    s.set_fields.insert("codelets");
+  });
+  POPSIM_STRINGS("codelet_names", exe.vertex.codelet_names);
+  POPSIM_STRINGS("compute_set_names", exe.vertex.compute_set_names);
+  POPSIM_INT("state_bytes", exe.vertex.state_bytes);
+  POPSIM_INT("num_workers", exe.vertex.num_workers);
+  POPSIM_INT("num_tiles", exe.vertex.num_tiles);
+  d.def_property("sync_cycles", [](const Description &s) { return s.exe.vertex.sync_cycles; },
+                 [](Description &s, py::handle v) {
+                   s.exe.vertex.sync_cycles = as_double(v, "sync_cycles");
+                   s.set_fields.insert("sync_cycles");
+                 });
+  d.def_property_readonly_static("FIELDS", [](py::handle) { return Description::required(); });
+}
+#undef POPSIM_ROWS
+#undef POPSIM_VALUES
+#undef POPSIM_INT
+#undef POPSIM_STRINGS
+
+// Raised when a machine is used from another thread while it runs, or re-entered from
+// one of its own callbacks in a way that is not safe (popsim/engine.py guards first).
+struct BusyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class PyMachine {
  public:
-  // `desc` holds the executable description's arrays (see popsim/engine.py: _machine_description).
-  PyMachine(const py::dict &desc, unsigned num_threads, int64_t trace_capacity)
-      : machine_(make_executable(desc), desc["arena_bytes"].cast<int64_t>(), num_threads, trace_capacity) {
-    const size_t n = static_cast<size_t>(machine_.num_streams());
-    stream_callbacks_.resize(n);
-    stream_buffers_.resize(n);
-    stream_dtypes_.resize(n);
+  PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity)
+      : machine_(desc.take(), num_threads, trace_capacity) {
+    buffers_.resize(static_cast<size_t>(machine_.num_streams()));
   }
 
-  void load(int64_t table, const U8Array &image) { machine_.load(table, image.data()); }
+  void load(int64_t table, const py::buffer &image) {
+    enter("load", false);
+    py::buffer_info info = image.request();
+    if (table >= 0) check_table(table, info, true, "load");
+    machine_.load(table, static_cast<const uint8_t *>(info.ptr));
+  }
   bool loaded() const { return machine_.loaded(); }
 
   void write(int64_t table, const py::buffer &host) {
+    enter("write", true);
     py::buffer_info info = host.request();
+    check_table(table, info, true, "write");
     machine_.write(table, static_cast<const uint8_t *>(info.ptr));
   }
   void read(int64_t table, const py::buffer &host) {
+    enter("read", true);
     py::buffer_info info = host.request(true);
+    check_table(table, info, false, "read");
     machine_.read(table, static_cast<uint8_t *>(info.ptr));
   }
 
-  // `array` must be C-contiguous and stay alive while connected: we keep a reference.
-  void connect_buffer(int64_t stream, py::array array) {
-    check_stream(stream);
-    machine_.connect_buffer(stream, static_cast<uint8_t *>(array.mutable_data()), array.nbytes());
-    stream_buffers_[stream] = array;
-    stream_callbacks_[stream] = py::none();
-  }
-  void connect_callback(int64_t stream, py::object callback, py::dtype dtype) {
-    check_stream(stream);
-    machine_.connect_callback(stream);
-    stream_callbacks_[stream] = std::move(callback);
-    stream_dtypes_[stream] = std::move(dtype);
-    stream_buffers_[stream] = py::none();
-  }
+  // The host memory a stream uses: the caller's array (connect_buffer) or a staging
+  // buffer of one transfer (connect_callback). The binding keeps it alive while the
+  // stream uses it, and until the end of a run it was replaced in.
+  void connect_buffer(int64_t stream, const py::array &array) { connect(stream, array, false); }
+  void connect_callback(int64_t stream, const py::array &staging) { connect(stream, staging, true); }
   void disconnect(int64_t stream) {
+    enter("disconnect", true);
     check_stream(stream);
     machine_.disconnect(stream);
-    stream_callbacks_[stream] = py::none();
-    stream_buffers_[stream] = py::none();
+    retire(stream);
   }
-  bool connected(int64_t stream) const { return machine_.connected(stream); }
+  bool connected(int64_t stream) {
+    check_stream(stream);
+    return machine_.connected(stream);
+  }
 
   // Returns the status code; a Python exception raised by a host call is re-raised.
   // host_callback(id) runs PrintTensor & co; vertex_callback(vertex, worker) runs an
-  // interpreted vertex and returns (result, cycles).
-  int run(int64_t program, py::object host_callback, py::object vertex_callback) {
-    host_callback_ = std::move(host_callback);
-    vertex_callback_ = std::move(vertex_callback);
+  // interpreted vertex and returns (result, cycles); stream_callback(stream, staging)
+  // fills or reads a callback stream's staging buffer.
+  int run(int64_t program, py::object host_callback, py::object vertex_callback, py::object stream_callback) {
+    enter("run", false);
+    callbacks_ = {std::move(host_callback), std::move(vertex_callback), std::move(stream_callback)};
+    runner_ = std::this_thread::get_id();
+    running_program_ = program;
+    running_ = true;
+    struct EndOfRun {  // whatever happens, the machine is idle again afterwards
+      PyMachine *self;
+      ~EndOfRun() {
+        self->running_ = false;
+        self->callbacks_ = {};
+        self->retired_.clear();
+      }
+    };
     HostInterface host;
     host.ctx = this;
     host.call = &PyMachine::host_call;
     Status status;
     bool interrupted;
     {
+      EndOfRun end{this};
       py::gil_scoped_release release;
       RunSignals signals;  // Ctrl-C reaches compiled vertices; a crashing vertex is named
       status = machine_.run(program, host);
       interrupted = signals.interrupted();
     }
-    host_callback_ = py::none();
-    vertex_callback_ = py::none();
     if (status == Status::HostError && pending_) {
       py::error_already_set error = std::move(*pending_);
       pending_.reset();
@@ -130,121 +367,80 @@ class PyMachine {
     return d;
   }
 
-  py::array_t<uint64_t> step_counts() const { return copy_out(machine_.step_counts()); }
-  py::array_t<double> step_cycles() const {
-    const Executable &exe = machine_.executable();
-    py::array_t<double> out = copy_out(machine_.step_cycles());
-    return out.reshape({static_cast<py::ssize_t>(exe.num_steps), static_cast<py::ssize_t>(exe.num_categories)});
+  py::array_t<uint64_t> step_counts() { return vector_array(machine_.step_counts()); }
+  py::array_t<double> step_cycles() {
+    enter("step_cycles", true);
+    return to_array(machine_.step_cycles().data(), {machine_.executable().num_steps, NUM_COST_CATEGORIES});
   }
-  py::tuple trace() const {
+  py::tuple trace() {
+    enter("trace", true);
     const auto &t = machine_.trace();
-    py::array_t<double> out({static_cast<py::ssize_t>(t.size()), static_cast<py::ssize_t>(3)});
-    if (!t.empty()) std::memcpy(out.mutable_data(), t.data(), t.size() * sizeof(t[0]));
-    return py::make_tuple(out, machine_.trace_truncated());
+    static_assert(sizeof(t[0]) == 3 * sizeof(double), "trace rows of three doubles");
+    return py::make_tuple(to_array(reinterpret_cast<const double *>(t.data()), {static_cast<py::ssize_t>(t.size()), 3}),
+                          machine_.trace_truncated());
   }
-  py::array_t<double> vertex_cycles() const { return copy_out(machine_.compute().vertex_cycles()); }
-  py::array_t<double> group_cycles() const { return copy_out(machine_.compute().group_cycles()); }
-  void reset_counters() { machine_.reset_counters(); }
+  py::array_t<double> vertex_cycles() { return vector_array(machine_.compute().vertex_cycles()); }
+  py::array_t<double> group_cycles() { return vector_array(machine_.compute().group_cycles()); }
+  void reset_counters() {
+    enter("reset_counters", false);
+    machine_.reset_counters();
+  }
   int64_t arena_bytes() const { return machine_.arena_bytes(); }
   unsigned num_threads() const { return machine_.compute().num_threads(); }
   uint8_t *arena_data() { return machine_.arena(); }
+  bool running() const { return running_; }
 
  private:
   template <typename T>
-  static py::array_t<T> copy_out(const std::vector<T> &v) {
-    py::array_t<T> out(static_cast<py::ssize_t>(v.size()));
-    if (!v.empty()) std::memcpy(out.mutable_data(), v.data(), v.size() * sizeof(T));
-    return out;
+  py::array_t<T> vector_array(const std::vector<T> &v) {
+    enter("counters", true);
+    return to_array(v.data(), {static_cast<py::ssize_t>(v.size())});
   }
 
-  static I64Array array(const py::dict &d, const char *key) { return d[key].cast<I64Array>(); }
-
-  static Executable make_executable(const py::dict &d) {
-    Executable exe;
-    exe.instrs = rows_of<Instr>(array(d, "instrs"), 6, "instrs");
-    exe.entries = vec_of(array(d, "entries"));
-    exe.segs = rows_of<CopySeg>(array(d, "segs"), 3, "segs");
-    exe.table_begin = vec_of(array(d, "table_begin"));
-    const U8Array overlaps = d["table_overlaps"].cast<U8Array>();
-    exe.table_overlaps.assign(overlaps.data(), overlaps.data() + overlaps.size());
-    exe.cases = rows_of<SwitchCase>(array(d, "cases"), 2, "cases");
-    exe.switch_begin = vec_of(array(d, "switch_begin"));
-    exe.switch_default = vec_of(array(d, "switch_default"));
-    exe.stream_transfer_bytes = vec_of(array(d, "stream_transfer_bytes"));
-    const F64Array costs = d["step_costs"].cast<F64Array>();
-    if (costs.ndim() != 2) throw std::invalid_argument("step_costs must be 2-D");
-    exe.num_steps = costs.shape(0);
-    exe.num_categories = costs.shape(1);
-    if (exe.num_categories <= CAT_SYNC) throw std::invalid_argument("step_costs has too few categories");
-    exe.step_costs.assign(costs.data(), costs.data() + costs.size());
-    exe.num_loop_slots = d["num_loop_slots"].cast<int64_t>();
-    VertexTables &v = exe.vertex;
-    v.vertices = rows_of<VertexRow>(array(d, "vertices"), 8, "vertices");
-    v.fields = rows_of<FieldRow>(array(d, "fields"), 3, "fields");
-    v.spans = rows_of<SpanRow>(array(d, "spans"), 2, "spans");
-    v.groups = rows_of<GroupRow>(array(d, "groups"), 3, "groups");
-    v.compute_sets = rows_of<ComputeSetRow>(array(d, "compute_sets"), 4, "compute_sets");
-    for (const auto &c : d["codelets"].cast<py::list>()) {
-      auto pair = c.cast<std::pair<std::string, std::string>>();
-      v.codelet_paths.push_back(pair.first);
-      v.codelet_symbols.push_back(pair.second);
-    }
-    if (d.contains("codelet_names"))
-      for (const auto &n : d["codelet_names"].cast<py::list>()) v.codelet_names.push_back(n.cast<std::string>());
-    if (d.contains("compute_set_names"))
-      for (const auto &n : d["compute_set_names"].cast<py::list>()) v.compute_set_names.push_back(n.cast<std::string>());
-    v.state_bytes = d["state_bytes"].cast<int64_t>();
-    v.num_workers = d["num_workers"].cast<int64_t>();
-    v.num_tiles = d["num_tiles"].cast<int64_t>();
-    validate(exe, d["arena_bytes"].cast<int64_t>());
-    return exe;
-  }
-
-  // The lowering is ours, but a malformed table must never become a wild write.
-  static void validate(const Executable &exe, int64_t arena_bytes) {
-    const int64_t n = static_cast<int64_t>(exe.instrs.size());
-    const int64_t ntables = static_cast<int64_t>(exe.table_begin.size()) - 1;
-    if (ntables < 0 || static_cast<int64_t>(exe.table_overlaps.size()) != ntables)
-      throw std::invalid_argument("copy tables: bad table_begin / table_overlaps");
-    for (int64_t e : exe.entries)
-      if (e < 0 || e >= n) throw std::invalid_argument("entry point out of range");
-    const VertexTables &v = exe.vertex;
-    const int64_t ncs = static_cast<int64_t>(v.compute_sets.size());
-    for (const Instr &in : exe.instrs) {
-      if (in.step >= exe.num_steps) throw std::invalid_argument("instruction step out of range");
-      const bool jumps = in.op == OP_JUMP || in.op == OP_BRANCH_IF_FALSE || in.op == OP_BRANCH_IF_TRUE || in.op == OP_CALL;
-      if (jumps && (in.a < 0 || in.a >= n)) throw std::invalid_argument("jump target out of range");
-      if ((in.op == OP_LOOP_BEGIN || in.op == OP_LOOP_END) && (in.a < 0 || in.a >= exe.num_loop_slots))
-        throw std::invalid_argument("loop slot out of range");
-      if (in.op == OP_COPY && (in.a < 0 || in.a >= ntables)) throw std::invalid_argument("copy table out of range");
-      if ((in.op == OP_STREAM_TO_DEVICE || in.op == OP_STREAM_FROM_DEVICE) &&
-          (in.a < 0 || in.a >= static_cast<int64_t>(exe.stream_transfer_bytes.size()) || in.b < 0 || in.b >= ntables))
-        throw std::invalid_argument("stream or table out of range");
-      if (in.op == OP_SWITCH && (in.a < 0 || in.a + 1 >= static_cast<int64_t>(exe.switch_begin.size())))
-        throw std::invalid_argument("switch table out of range");
-      if (in.op == OP_EXECUTE && (in.a < 0 || in.a >= ncs)) throw std::invalid_argument("compute set out of range");
-    }
-    for (const CopySeg &s : exe.segs)
-      if (s.len < 0 || s.src < 0 || s.dst < 0) throw std::invalid_argument("negative copy segment");
-    for (const ComputeSetRow &cs : v.compute_sets) {
-      if (cs.first_group < 0 || cs.first_group + cs.num_groups > static_cast<int64_t>(v.groups.size()) ||
-          cs.exchange_in >= ntables || cs.exchange_out >= ntables)
-        throw std::invalid_argument("compute set row out of range");
-    }
-    for (const GroupRow &g : v.groups)
-      if (g.first_vertex < 0 || g.first_vertex + g.num_vertices > static_cast<int64_t>(v.vertices.size()))
-        throw std::invalid_argument("tile group out of range");
-    for (const FieldRow &f : v.fields) {
-      if (f.base == FIELD_ARENA && (f.offset < 0 || f.offset > arena_bytes)) throw std::invalid_argument("field offset");
-      if (f.base == FIELD_SPANS && (f.offset < 0 || f.offset + f.size > static_cast<int64_t>(v.spans.size())))
-        throw std::invalid_argument("field spans out of range");
-    }
-    for (const SpanRow &sp : v.spans)
-      if (sp.offset < 0 || sp.offset > arena_bytes) throw std::invalid_argument("span offset out of range");
+  // Refuses use from another thread while running, and, from the running thread (its
+  // own callbacks), what would pull the ground from under the run.
+  void enter(const char *what, bool allowed_in_callback) const {
+    if (!running_) return;
+    if (std::this_thread::get_id() != runner_)
+      throw BusyError(std::string("the machine is running program ") + std::to_string(running_program_) +
+                      " in another thread; " + what + " must wait until run() returns");
+    if (!allowed_in_callback)
+      throw BusyError(std::string(what) + " is not allowed while the machine runs program " +
+                      std::to_string(running_program_) + " (called from one of its callbacks)");
   }
 
   void check_stream(int64_t stream) const {
-    if (stream < 0 || stream >= machine_.num_streams()) throw std::out_of_range("stream index out of range");
+    if (stream < 0 || stream >= machine_.num_streams()) throw py::index_error("stream index out of range");
+  }
+
+  void check_table(int64_t table, const py::buffer_info &info, bool to_device, const char *what) const {
+    const int64_t bytes = static_cast<int64_t>(info.size * info.itemsize);
+    if (!machine_.host_table_fits(table, bytes, to_device))
+      throw py::value_error(std::string(what) + ": copy table " + std::to_string(table) +
+                            " does not exist or does not fit a host buffer of " + std::to_string(bytes) + " bytes");
+  }
+
+  void connect(int64_t stream, const py::array &array, bool callback) {
+    enter("connect", true);
+    check_stream(stream);
+    if (!(array.flags() & py::array::c_style) || !array.writeable())
+      throw py::value_error("a stream buffer must be a writable C-contiguous array");
+    const int64_t transfer = machine_.transfer_bytes(stream), bytes = static_cast<int64_t>(array.nbytes());
+    if (callback ? bytes < transfer : (transfer > 0 && (bytes < transfer || bytes % transfer != 0)))
+      throw py::value_error("stream " + std::to_string(stream) + ": a buffer of " + std::to_string(bytes) +
+                            " bytes does not hold whole transfers of " + std::to_string(transfer) + " bytes");
+    uint8_t *data = static_cast<uint8_t *>(const_cast<void *>(array.data()));
+    retire(stream);
+    if (callback) machine_.connect_callback(stream, data);
+    else machine_.connect_buffer(stream, data, bytes);
+    buffers_[static_cast<size_t>(stream)] = array;
+  }
+
+  // The stream's old buffer may still be in use by the transfer under way.
+  void retire(int64_t stream) {
+    py::object &old = buffers_[static_cast<size_t>(stream)];
+    if (running_ && old) retired_.push_back(old);
+    old = py::object();
   }
 
   static int host_call(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes) {
@@ -254,18 +450,14 @@ class PyMachine {
       if (kind == HOST_POLL) {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       } else if (kind == HOST_CALLBACK) {
-        self->host_callback_(id);
+        self->callbacks_.host(id);
       } else if (kind == HOST_VERTEX) {
         auto *call = reinterpret_cast<HostVertexCall *>(data);
-        py::tuple r = self->vertex_callback_(id, nbytes);
+        py::tuple r = self->callbacks_.vertex(id, nbytes);
         call->result = r[0].cast<int32_t>();
         call->ctx.cycles = r[1].cast<uint64_t>();
       } else {
-        // The staging buffer lives as long as the machine; the view is valid during the call.
-        py::dtype dtype = self->stream_dtypes_[id];
-        const py::ssize_t count = nbytes / dtype.itemsize();
-        py::array view(dtype, {count}, {dtype.itemsize()}, data, py::capsule(data, [](void *) {}));
-        self->stream_callbacks_[id](view);
+        self->callbacks_.stream(id, self->buffers_[static_cast<size_t>(id)]);
       }
     } catch (py::error_already_set &e) {
       self->pending_.emplace(std::move(e));
@@ -278,24 +470,101 @@ class PyMachine {
     return 0;
   }
 
+  struct Callbacks {
+    py::object host, vertex, stream;
+  };
+
   Machine machine_;
-  std::vector<py::object> stream_callbacks_;
-  std::vector<py::object> stream_buffers_;
-  std::vector<py::dtype> stream_dtypes_;
-  py::object host_callback_ = py::none();
-  py::object vertex_callback_ = py::none();
+  std::vector<py::object> buffers_;  // per stream: the array the core reads or writes
+  std::vector<py::object> retired_;  // buffers replaced during the current run
+  Callbacks callbacks_;              // only during run()
+  bool running_ = false;             // guarded by the GIL
+  std::thread::id runner_;
+  int64_t running_program_ = -1;
   std::optional<py::error_already_set> pending_;
 };
+
+// -- the contract, exported (native/core/executable.hpp, layouts.hpp) ------------------------------
+py::tuple c_fields(const std::vector<CField> &fields) {
+  py::list out;
+  for (const CField &f : fields) out.append(py::make_tuple(f.name, f.offset, f.size, f.kind));
+  return py::tuple(out);
+}
+
+void bind_contract(py::module_ &m) {
+  py::enum_<Op> op(m, "Op", "Opcodes of the instruction list (native/core/executable.hpp)");
+#define POPSIM_EXPORT_OP(name, doc) op.value(#name, OP_##name, doc);
+  POPSIM_OPS(POPSIM_EXPORT_OP)
+#undef POPSIM_EXPORT_OP
+  m.attr("NUM_OPS") = static_cast<int64_t>(OP_COUNT);
+
+  py::enum_<ScalarType> st(m, "ScalarType", "Scalar type codes of control-flow predicates");
+  py::list scalar_types;
+#define POPSIM_EXPORT_ST(name, ctype, kind)                                                         \
+  st.value(#name, ST_##name);                                                                       \
+  scalar_types.append(py::make_tuple(#name, static_cast<int64_t>(ST_##name), sizeof(ctype), std::string(1, kind)));
+  POPSIM_SCALAR_TYPES(POPSIM_EXPORT_ST)
+#undef POPSIM_EXPORT_ST
+  m.attr("NUM_SCALAR_TYPES") = static_cast<int64_t>(ST_COUNT);
+  m.attr("SCALAR_TYPES") = py::tuple(scalar_types);  // (name, code, bytes, numpy kind)
+
+  py::enum_<Status> status(m, "Status", "Status codes a run ends with (native/core/status.hpp)");
+#define POPSIM_EXPORT_STATUS(name, doc) status.value(#name, Status::name, doc);
+  POPSIM_STATUSES(POPSIM_EXPORT_STATUS)
+#undef POPSIM_EXPORT_STATUS
+
+  py::list categories;
+#define POPSIM_EXPORT_CAT(name, key) categories.append(key);
+  POPSIM_COST_CATEGORIES(POPSIM_EXPORT_CAT)
+#undef POPSIM_EXPORT_CAT
+  m.attr("CATEGORIES") = py::tuple(categories);
+
+  py::enum_<FieldBase> base(m, "FieldBase", "Where a vertex field points (FieldRow::base)");
+#define POPSIM_EXPORT_FIELD(name) base.value(#name, FIELD_##name);
+  POPSIM_FIELD_BASES(POPSIM_EXPORT_FIELD)
+#undef POPSIM_EXPORT_FIELD
+  py::dict flags;
+#define POPSIM_EXPORT_FLAG(name, bit) flags[#name] = static_cast<int64_t>(VERTEX_##name);
+  POPSIM_VERTEX_FLAGS(POPSIM_EXPORT_FLAG)
+#undef POPSIM_EXPORT_FLAG
+  m.attr("VERTEX_FLAGS") = flags;
+
+  py::enum_<popsim_error_kind> kinds(m, "ErrorKind", "What a codelet's popsim_exec.error may hold");
+#define POPSIM_EXPORT_KIND(name, code, doc) kinds.value(#name, POPSIM_##name, doc);
+  POPSIM_ERROR_KINDS(POPSIM_EXPORT_KIND)
+#undef POPSIM_EXPORT_KIND
+
+  m.attr("STATE_ALIGNMENT") = STATE_ALIGNMENT;
+  m.attr("MAX_CALL_DEPTH") = MAX_CALL_DEPTH;
+  py::dict columns, widths;
+  for (const RowLayout &row : row_layouts()) {
+    py::list cols;
+    for (const auto &c : row.columns) cols.append(py::make_tuple(c.first, c.second));
+    columns[row.table] = py::tuple(cols);
+    widths[row.table] = row.width;
+  }
+  m.attr("ROW_COLUMNS") = columns;  // table -> ((column, index), ...)
+  m.attr("ROW_WIDTHS") = widths;    // table -> int64 columns per row
+  m.attr("EXEC_FIELDS") = c_fields(exec_fields());  // (name, offset, size, kind)
+  m.attr("EXEC_SIZE") = sizeof(popsim_exec);
+  m.attr("SPAN_FIELDS") = c_fields(span_fields());
+  m.attr("SPAN_SIZE") = sizeof(popsim_span);
+}
 
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "popsim native core: tile memory, the BSP instruction VM, compute sets and host streams";
+  py::register_exception<MalformedExecutable>(m, "MalformedExecutableError", PyExc_ValueError);
+  py::register_exception<BusyError>(m, "BusyError", PyExc_RuntimeError);
+  bind_contract(m);
+  bind_description(m);
   py::class_<PyMachine>(m, "Machine")
-      .def(py::init<const py::dict &, unsigned, int64_t>(), py::arg("description"), py::arg("num_threads"),
+      .def(py::init<Description &, unsigned, int64_t>(), py::arg("description"), py::arg("num_threads"),
            py::arg("trace_capacity"))
       .def("load", &PyMachine::load)
       .def_property_readonly("loaded", &PyMachine::loaded)
+      .def_property_readonly("running", &PyMachine::running)
       .def("write", &PyMachine::write)
       .def("read", &PyMachine::read)
       .def("connect_buffer", &PyMachine::connect_buffer)

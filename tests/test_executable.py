@@ -96,13 +96,14 @@ def test_bad_files_give_clear_errors(device, tmp_path):
 
 
 def test_other_format_version_is_refused(device, tmp_path, monkeypatch):
-    import popsim.executable as ex
+    import popsim.executable_file as ex
     g, progs = program(device)
     path = tmp_path / "future.popsimexe"
+    current = ex.FORMAT_VERSION
     monkeypatch.setattr(ex, "FORMAT_VERSION", 99)
     popsim.compile_graph(g, progs).serialize(path)
-    monkeypatch.setattr(ex, "FORMAT_VERSION", 1)
-    with pytest.raises(popsim.PopsimError, match="format version 99.*reads version 1.*compile it again"):
+    monkeypatch.setattr(ex, "FORMAT_VERSION", current)
+    with pytest.raises(popsim.PopsimError, match=f"format version 99.*reads version {current}.*compile it again"):
         popsim.Executable.deserialize(path)
 
 

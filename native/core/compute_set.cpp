@@ -5,6 +5,10 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "core/validate.hpp"
 
 #include "core/run_signals.hpp"
 
@@ -24,16 +28,22 @@ uint8_t *alloc_state(int64_t bytes) {
 ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
     : t_(tables), state_(alloc_state(tables.state_bytes), std::free), interrupt_(interrupt_flag()),
       pool_(num_threads) {
-  if (t_.num_workers < 1 || t_.num_workers > 64) throw std::invalid_argument("num_workers must be 1..64");
-  for (size_t i = 0; i < t_.codelet_paths.size(); ++i)
-    codelets_.push_back(libraries_.load(t_.codelet_paths[i], t_.codelet_symbols[i]));
+  // The tables were validated with the executable (validate.hpp); what remains to check
+  // needs the codelets themselves: the vertices' state objects (which hold the field
+  // pointers bind() sets) must be aligned, fit, and not overlap.
+  for (const CodeletInfo &info : t_.codelets) codelets_.push_back(libraries_.load(info.path, info.symbol));
+  std::vector<std::pair<int64_t, int64_t>> objects;  // (offset, end)
   for (const VertexRow &v : t_.vertices) {
-    if (v.codelet < 0 || v.codelet >= static_cast<int64_t>(codelets_.size()))
-      throw std::invalid_argument("vertex codelet index out of range");
-    if (v.worker >= t_.num_workers || v.state_offset < 0 || v.state_offset > t_.state_bytes ||
-        v.first_field < 0 || v.first_field + v.num_fields > static_cast<int64_t>(t_.fields.size()))
-      throw std::invalid_argument("vertex row out of range");
+    const Codelet &c = codelets_[static_cast<size_t>(v.codelet)];
+    if (c.host) continue;
+    const uint64_t size = c.size();
+    if (size > static_cast<uint64_t>(t_.state_bytes - v.state_offset) || v.state_offset % STATE_ALIGNMENT != 0)
+      throw MalformedExecutable("a vertex's state object is misaligned or reaches past the vertex state memory");
+    objects.emplace_back(v.state_offset, v.state_offset + static_cast<int64_t>(size));
   }
+  std::sort(objects.begin(), objects.end());
+  for (size_t i = 1; i < objects.size(); ++i)
+    if (objects[i].first < objects[i - 1].second) throw MalformedExecutable("two vertices' state objects overlap");
   for (const ComputeSetRow &cs : t_.compute_sets) {
     uint8_t host = 0;
     for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
@@ -77,7 +87,7 @@ void ComputeEngine::bind_all(uint8_t *arena) {
 const char *ComputeEngine::vertex_type_name(int64_t vertex) const {
   if (vertex < 0 || vertex >= static_cast<int64_t>(t_.vertices.size())) return "?";
   const size_t codelet = static_cast<size_t>(t_.vertices[static_cast<size_t>(vertex)].codelet);
-  return codelet < t_.codelet_names.size() ? t_.codelet_names[codelet].c_str() : t_.codelet_symbols[codelet].c_str();
+  return codelet < t_.codelet_names.size() ? t_.codelet_names[codelet].c_str() : t_.codelets[codelet].symbol.c_str();
 }
 
 int64_t ComputeEngine::vertex_tile(int64_t vertex) const {

@@ -1,6 +1,11 @@
 // The executable description the Python lowering produces and the core runs:
 // a flat instruction list with entry points per program, byte-level copy tables,
 // switch tables and per-step cost vectors.
+//
+// This header is the one copy of the Python <-> C++ contract: opcodes, scalar type
+// codes, field bases, vertex flags, cost categories and the row layouts of every table.
+// The binding exports them (popsim._core.Op, ScalarType, ..., ROW_COLUMNS) and
+// popsim/contract.py reads them from there; tests/test_contract.py checks both sides.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,30 +13,72 @@
 
 namespace popsim {
 
-enum Op : int64_t {
-  OP_HALT = 0,
-  OP_ACCOUNT = 1,             // only accounting (Sync, WriteUndef, ...)
-  OP_COPY = 2,                // a = copy table (arena -> arena)
-  OP_STREAM_TO_DEVICE = 3,    // a = stream, b = copy table (transfer -> arena)
-  OP_STREAM_FROM_DEVICE = 4,  // a = stream, b = copy table (arena -> transfer)
-  OP_HOST_CALL = 5,           // a = host callback id (PrintTensor, ...)
-  OP_JUMP = 6,                // a = target
-  OP_LOOP_BEGIN = 7,          // a = slot, b = count, c = exit target
-  OP_LOOP_END = 8,            // a = slot, b = body start
-  OP_BRANCH_IF_FALSE = 9,     // a = target, b = arena offset, c = scalar type
-  OP_BRANCH_IF_TRUE = 10,     // a = target, b = arena offset, c = scalar type
-  OP_SWITCH = 11,             // a = switch table, b = arena offset, c = scalar type
-  OP_CALL = 12,               // a = target
-  OP_RETURN = 13,
-  OP_ABORT = 14,              // a = message id
-  OP_ABORT_IF = 15,           // a = message id, b = arena offset, c = scalar type
-  OP_EXECUTE = 16,            // a = compute set
-};
+// X(name, operands): every opcode, in code order.
+#define POPSIM_OPS(X)                                                                   \
+  X(HALT, "stop: the program is done")                                                  \
+  X(ACCOUNT, "only accounting (Sync, WriteUndef, ...)")                                 \
+  X(COPY, "a = copy table (arena -> arena)")                                            \
+  X(STREAM_TO_DEVICE, "a = stream, b = copy table (transfer -> arena)")                 \
+  X(STREAM_FROM_DEVICE, "a = stream, b = copy table (arena -> transfer)")               \
+  X(HOST_CALL, "a = host callback id (PrintTensor, ...)")                               \
+  X(JUMP, "a = target")                                                                 \
+  X(LOOP_BEGIN, "a = slot, b = count, c = exit target")                                 \
+  X(LOOP_END, "a = slot, b = body start")                                               \
+  X(BRANCH_IF_FALSE, "a = target, b = arena offset, c = scalar type")                   \
+  X(BRANCH_IF_TRUE, "a = target, b = arena offset, c = scalar type")                    \
+  X(SWITCH, "a = switch table, b = arena offset, c = scalar type")                      \
+  X(CALL, "a = target")                                                                 \
+  X(RETURN, "back to the instruction after the last CALL")                              \
+  X(ABORT, "a = message id")                                                            \
+  X(ABORT_IF, "a = message id, b = arena offset, c = scalar type")                      \
+  X(EXECUTE, "a = compute set")
 
-// Element types of scalars the control flow reads (predicates, switch control).
-enum ScalarType : int64_t {
-  ST_BOOL = 0, ST_I8, ST_U8, ST_I16, ST_U16, ST_I32, ST_U32, ST_I64, ST_U64, ST_F16, ST_F32,
-};
+#define POPSIM_ENUM_OP(name, doc) OP_##name,
+enum Op : int64_t { POPSIM_OPS(POPSIM_ENUM_OP) OP_COUNT };
+#undef POPSIM_ENUM_OP
+
+// X(name, storage type, numpy kind): element types of the scalars control flow reads
+// (predicates, switch control), in code order. popsim.types gives each Type its code.
+#define POPSIM_SCALAR_TYPES(X) \
+  X(BOOL, uint8_t, 'b')        \
+  X(I8, int8_t, 'i')           \
+  X(U8, uint8_t, 'u')          \
+  X(I16, int16_t, 'i')         \
+  X(U16, uint16_t, 'u')        \
+  X(I32, int32_t, 'i')         \
+  X(U32, uint32_t, 'u')        \
+  X(I64, int64_t, 'i')         \
+  X(U64, uint64_t, 'u')        \
+  X(F16, uint16_t, 'f')        \
+  X(F32, float, 'f')
+
+#define POPSIM_ENUM_ST(name, type, kind) ST_##name,
+enum ScalarType : int64_t { POPSIM_SCALAR_TYPES(POPSIM_ENUM_ST) ST_COUNT };
+#undef POPSIM_ENUM_ST
+
+// Bytes of a scalar of each type (0 for a code out of range).
+inline int64_t scalar_type_size(int64_t type) {
+#define POPSIM_SIZE_ST(name, ctype, kind) sizeof(ctype),
+  static const int64_t sizes[] = {POPSIM_SCALAR_TYPES(POPSIM_SIZE_ST)};
+#undef POPSIM_SIZE_ST
+  return type >= 0 && type < ST_COUNT ? sizes[type] : 0;
+}
+
+// X(name, report key): the cost categories of a step's cost vector, in index order.
+// CYCLES is the step's duration; the others are tile averages of each activity.
+#define POPSIM_COST_CATEGORIES(X)                    \
+  X(CYCLES, "cycles")                                \
+  X(COMPUTE_INCL, "compute_including_idle")          \
+  X(COMPUTE_EXCL, "compute_excluding_idle")          \
+  X(IPU_EXCHANGE, "ipu_exchange")                    \
+  X(GLOBAL_EXCHANGE, "global_exchange")              \
+  X(HOST_EXCHANGE, "host_exchange")                  \
+  X(SYNC, "sync")                                    \
+  X(CONTROL, "control")
+
+#define POPSIM_ENUM_CAT(name, key) CAT_##name,
+enum CostCategory : int64_t { POPSIM_COST_CATEGORIES(POPSIM_ENUM_CAT) NUM_COST_CATEGORIES };
+#undef POPSIM_ENUM_CAT
 
 struct Instr {
   int64_t op, step, a, b, c, d;
@@ -47,9 +94,22 @@ struct SwitchCase {
 
 // Vertices and compute sets. A vertex's fields are rows of `fields`; each is an arena
 // pointer (FIELD_ARENA: data = arena + offset), a run of `spans` (FIELD_SPANS: data =
-// &spans[offset], for vectors of edges and VectorLists), or nothing (FIELD_NULL).
-enum FieldBase : int64_t { FIELD_ARENA = 0, FIELD_SPANS = 1, FIELD_NULL = 2 };
-enum VertexFlags : int64_t { VERTEX_MULTI = 1 };
+// &spans[offset], for vectors of edges and VectorLists), or nothing (FIELD_NONE).
+#define POPSIM_FIELD_BASES(X) X(ARENA) X(SPANS) X(NONE)
+#define POPSIM_ENUM_FIELD(name) FIELD_##name,
+enum FieldBase : int64_t { POPSIM_FIELD_BASES(POPSIM_ENUM_FIELD) FIELD_BASE_COUNT };
+#undef POPSIM_ENUM_FIELD
+
+#define POPSIM_VERTEX_FLAGS(X) X(MULTI, 1)
+#define POPSIM_ENUM_FLAG(name, bit) VERTEX_##name = bit,
+enum VertexFlags : int64_t { POPSIM_VERTEX_FLAGS(POPSIM_ENUM_FLAG) };
+#undef POPSIM_ENUM_FLAG
+
+// Vertex state objects (VertexRow::state_offset) start at multiples of this.
+constexpr int64_t STATE_ALIGNMENT = 16;
+// How deep Calls may nest at run time (the VM's return stack); the lowering refuses deeper
+// programs when they are built.
+constexpr int64_t MAX_CALL_DEPTH = int64_t{1} << 16;
 
 struct VertexRow {
   int64_t codelet, tile, worker, state_offset, first_field, num_fields;
@@ -57,7 +117,7 @@ struct VertexRow {
   int64_t flags;
 };
 struct FieldRow {
-  int64_t base, offset, size;
+  int64_t base, offset, size;  // size: element count (FIELD_SPANS: sub-edge count)
 };
 struct SpanRow {
   int64_t offset, size;  // arena offset, element count
@@ -71,24 +131,40 @@ struct ComputeSetRow {
   int64_t exchange_in, exchange_out;  // copy tables run before / after compute, or -1
 };
 
+// What a codelet's bind() expects of each of its fields, in declaration order: where
+// the field points (FieldBase) and the bytes of one element, so that a field row can
+// be checked against tile memory before any vertex runs.
+struct FieldLayout {
+  int64_t base, itemsize;
+};
+struct CodeletInfo {
+  std::string path;    // shared library; empty: a host-run (interpreted) codelet
+  std::string symbol;  // ABI symbol prefix
+  std::vector<FieldLayout> fields;
+};
+
 struct VertexTables {
   std::vector<VertexRow> vertices;
   std::vector<FieldRow> fields;
   std::vector<SpanRow> spans;
   std::vector<GroupRow> groups;
   std::vector<ComputeSetRow> compute_sets;
-  std::vector<std::string> codelet_paths;    // empty path: a host-run (interpreted) codelet
-  std::vector<std::string> codelet_symbols;
+  // Per compute set: the cost vectors (NUM_COST_CATEGORIES each) of its exchange-in and
+  // exchange-out phases, from the lowering; the superstep adds them (superstep.hpp).
+  std::vector<double> exchange_costs;  // num compute sets x 2 x NUM_COST_CATEGORIES
+  std::vector<CodeletInfo> codelets;
   // For reports the core writes itself (a vertex crashing): the vertex type name of each
-  // codelet and the name of each compute set; may be empty.
+  // codelet and the name of each compute set.
   std::vector<std::string> codelet_names;
   std::vector<std::string> compute_set_names;
   int64_t state_bytes = 0;   // vertex state objects, at VertexRow::state_offset
   int64_t num_workers = 6;
   int64_t num_tiles = 1;     // for tile averages
+  double sync_cycles = 0;    // the internal sync ending a compute phase
 };
 
 struct Executable {
+  int64_t arena_bytes = 0;                // tile memory: every variable, constant and buffer
   std::vector<Instr> instrs;
   std::vector<int64_t> entries;           // program index -> first instruction
   std::vector<CopySeg> segs;              // all copy tables, concatenated
@@ -98,15 +174,12 @@ struct Executable {
   std::vector<int64_t> switch_begin;      // like table_begin
   std::vector<int64_t> switch_default;    // default target per switch table
   std::vector<int64_t> stream_transfer_bytes;
-  std::vector<double> step_costs;         // num_steps x num_categories
+  std::vector<double> step_costs;         // num_steps x NUM_COST_CATEGORIES
   int64_t num_steps = 0;
-  int64_t num_categories = 0;
   int64_t num_loop_slots = 0;
+  int64_t num_host_calls = 0;             // OP_HOST_CALL ids are below this
+  int64_t num_messages = 0;               // OP_ABORT / OP_ABORT_IF message ids are below this
   VertexTables vertex;
 };
-
-// Cost categories the core fills in itself (indices into a step's cost vector; the
-// Python cost model defines the full list).
-enum CostCategory : int64_t { CAT_CYCLES = 0, CAT_COMPUTE_INCL = 1, CAT_COMPUTE_EXCL = 2, CAT_SYNC = 6 };
 
 }  // namespace popsim

@@ -4,17 +4,18 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <utility>
 
 #include "core/scalars.hpp"
+#include "core/superstep.hpp"
 
 namespace popsim {
 
 namespace {
 // Calls into the host every this many instructions so a long run can be interrupted.
 constexpr uint64_t kPollInterval = 1u << 18;
-constexpr size_t kMaxCallDepth = size_t{1} << 16;  // CALL_DEPTH_MAX in lower/programs.py
 
 // memcpy with fast paths for the element-sized moves of scattered views.
 inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
@@ -26,10 +27,24 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
     default: std::memcpy(dst, src, static_cast<size_t>(len));
   }
 }
+// acc += c over a step's cost vector, two categories per vector add (the compiler will
+// not vectorize the plain loop: it cannot rule out that the two overlap).
+inline void add_costs(double *acc, const double *c) {
+  typedef double Pair __attribute__((vector_size(16)));
+  static_assert(NUM_COST_CATEGORIES % 2 == 0, "cost vectors add two categories at a time");
+  for (int64_t k = 0; k < NUM_COST_CATEGORIES; k += 2) {
+    Pair a, b;
+    std::memcpy(&a, acc + k, sizeof a);
+    std::memcpy(&b, c + k, sizeof b);
+    a += b;
+    std::memcpy(acc + k, &a, sizeof a);
+  }
+}
 }  // namespace
 
-Machine::Machine(Executable exe, int64_t arena_bytes, unsigned num_threads, int64_t trace_capacity)
-    : exe_(std::move(exe)), arena_bytes_(arena_bytes), trace_capacity_(static_cast<size_t>(trace_capacity)) {
+Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity)
+    : exe_(std::move(exe)), extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes),
+      trace_capacity_(static_cast<size_t>(std::max<int64_t>(trace_capacity, 0))) {
   // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
   arena_ = static_cast<uint8_t *>(std::calloc(arena_bytes_ > 0 ? arena_bytes_ : 1, 1));
   if (!arena_) throw std::bad_alloc();
@@ -40,8 +55,10 @@ Machine::Machine(Executable exe, int64_t arena_bytes, unsigned num_threads, int6
   int64_t max_table = 0;
   for (size_t t = 0; t + 1 < exe_.table_begin.size(); ++t) {
     if (!exe_.table_overlaps[t]) continue;
-    int64_t total = 0;
-    for (int64_t i = exe_.table_begin[t]; i < exe_.table_begin[t + 1]; ++i) total += exe_.segs[i].len;
+    int64_t total = 0;  // saturating: validate() bounds each segment, not their sum
+    for (int64_t i = exe_.table_begin[t]; i < exe_.table_begin[t + 1]; ++i)
+      total = exe_.segs[i].len > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max()
+                                                                             : total + exe_.segs[i].len;
     if (total > max_table) max_table = total;
   }
   scratch_.resize(static_cast<size_t>(max_table));
@@ -53,7 +70,7 @@ Machine::~Machine() { std::free(arena_); }
 
 void Machine::reset_counters() {
   step_counts_.assign(static_cast<size_t>(exe_.num_steps), 0);
-  step_cycles_.assign(static_cast<size_t>(exe_.num_steps * exe_.num_categories), 0.0);
+  step_cycles_.assign(static_cast<size_t>(exe_.num_steps * NUM_COST_CATEGORIES), 0.0);
   trace_.clear();
   trace_.reserve(std::min<size_t>(trace_capacity_, 4096));
   trace_truncated_ = false;
@@ -61,14 +78,27 @@ void Machine::reset_counters() {
   if (compute_) compute_->reset_counters();
 }
 
+bool Machine::host_table_fits(int64_t table, int64_t host_bytes, bool to_device) const {
+  if (table < 0 || table >= static_cast<int64_t>(extents_.src.size())) return false;
+  const int64_t host = to_device ? extents_.src[static_cast<size_t>(table)] : extents_.dst[static_cast<size_t>(table)];
+  const int64_t arena = to_device ? extents_.dst[static_cast<size_t>(table)] : extents_.src[static_cast<size_t>(table)];
+  return host <= host_bytes && arena <= arena_bytes_;
+}
+
 void Machine::load(int64_t table, const uint8_t *image) {
-  std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
+  // A fresh arena is calloc's lazily zeroed memory: not touching it keeps a huge one
+  // (a graph built with debug.allowOutOfMemory) from costing host memory.
+  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
+  fresh_ = false;
   if (table >= 0) run_table(table, image, arena_);
   compute_->bind_all(arena_);
   loaded_ = true;
 }
 
-void Machine::write(int64_t table, const uint8_t *host) { run_table(table, host, arena_); }
+void Machine::write(int64_t table, const uint8_t *host) {
+  fresh_ = false;
+  run_table(table, host, arena_);
+}
 void Machine::read(int64_t table, uint8_t *host) { run_table(table, arena_, host); }
 
 void Machine::run_table(int64_t table, const uint8_t *src, uint8_t *dst) {
@@ -92,16 +122,16 @@ void Machine::connect_buffer(int64_t stream, uint8_t *data, int64_t bytes) {
   s.buffer = data;
   s.buffer_bytes = bytes;
   s.position = 0;
-  s.staging.clear();
+  s.staging = nullptr;
 }
 
-void Machine::connect_callback(int64_t stream) {
+void Machine::connect_callback(int64_t stream, uint8_t *staging) {
   StreamEndpoint &s = streams_[stream];
   s.kind = StreamEndpoint::Callback;
   s.buffer = nullptr;
   s.buffer_bytes = 0;
   s.position = 0;
-  s.staging.assign(static_cast<size_t>(s.transfer_bytes), 0);
+  s.staging = staging;
 }
 
 void Machine::disconnect(int64_t stream) { streams_[stream] = StreamEndpoint{StreamEndpoint::None, streams_[stream].transfer_bytes}; }
@@ -122,7 +152,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
   if (program < 0 || program >= static_cast<int64_t>(exe_.entries.size())) return fail(Status::BadProgram, -1, program);
   call_stack_.clear();
   const Instr *instrs = exe_.instrs.data();
-  const int64_t ncat = exe_.num_categories;
+  const int64_t ncat = NUM_COST_CATEGORIES;
   const double *costs = exe_.step_costs.data();
   double *cycles = step_cycles_.data();
   uint64_t *counts = step_counts_.data();
@@ -134,8 +164,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
     if (in.step >= 0) {
       ++counts[in.step];
       const double *c = costs + in.step * ncat;
-      double *acc = cycles + in.step * ncat;
-      for (int64_t k = 0; k < ncat; ++k) acc[k] += c[k];
+      add_costs(cycles + in.step * ncat, c);
       if (trace_.size() < trace_capacity_)
         trace_.push_back(TraceEntry{static_cast<double>(in.step), clock_, c[CAT_CYCLES]});
       else
@@ -162,15 +191,13 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         }
         if (cs.exchange_out >= 0) run_table(cs.exchange_out, arena_, arena_);
         std::fflush(stdout);  // what codelets printed appears before anything the host prints next
-        if (in.step >= 0) {  // the compute phase's share of the step, known only now
-          double *acc = cycles + in.step * ncat;
-          acc[CAT_CYCLES] += cc.compute_phase;
-          acc[CAT_COMPUTE_INCL] += cc.avg_including_idle;
-          acc[CAT_COMPUTE_EXCL] += cc.avg_excluding_idle;
-          acc[CAT_SYNC] += cc.compute_phase - cc.avg_including_idle;  // tiles waiting for the slowest
-          clock_ += cc.compute_phase;
+        if (in.step >= 0) {  // the superstep's cost, known only now that its compute phase has run
+          const double duration = account_superstep(
+              exe_.vertex.exchange_costs.data() + in.a * 2 * NUM_COST_CATEGORIES, exe_.vertex.sync_cycles, cc,
+              cycles + in.step * ncat);
+          clock_ += duration;
           if (!trace_.empty() && trace_.back().step == static_cast<double>(in.step) && !trace_truncated_)
-            trace_.back().cycles += cc.compute_phase;
+            trace_.back().cycles += duration;
         }
         break;
       }
@@ -185,9 +212,11 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         if (s.kind == StreamEndpoint::Buffer) {
           src = s.next_buffer_transfer();
         } else {
-          if (host.call(host.ctx, HOST_STREAM_FETCH, in.a, s.staging.data(), s.transfer_bytes) != 0)
+          // The host keeps the staging buffer alive until the run ends, even if the
+          // callback disconnects the stream.
+          src = s.staging;
+          if (host.call(host.ctx, HOST_STREAM_FETCH, in.a, s.staging, s.transfer_bytes) != 0)
             return fail(Status::HostError, pc, in.a);
-          src = s.staging.data();
         }
         run_table(in.b, src, arena_);
         break;
@@ -199,8 +228,8 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         if (s.kind == StreamEndpoint::Buffer) {
           run_table(in.b, arena_, s.next_buffer_transfer());
         } else {
-          run_table(in.b, arena_, s.staging.data());
-          if (host.call(host.ctx, HOST_STREAM_COMPLETE, in.a, s.staging.data(), s.transfer_bytes) != 0)
+          run_table(in.b, arena_, s.staging);
+          if (host.call(host.ctx, HOST_STREAM_COMPLETE, in.a, s.staging, s.transfer_bytes) != 0)
             return fail(Status::HostError, pc, in.a);
         }
         break;
@@ -233,7 +262,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         break;
       }
       case OP_CALL:
-        if (call_stack_.size() >= kMaxCallDepth) return fail(Status::CallStackOverflow, pc, -1);
+        if (call_stack_.size() >= static_cast<size_t>(MAX_CALL_DEPTH)) return fail(Status::CallStackOverflow, pc, -1);
         call_stack_.push_back(next);
         next = in.a;
         break;

@@ -11,12 +11,15 @@
 #include "core/host.hpp"
 #include "core/status.hpp"
 #include "core/streams.hpp"
+#include "core/validate.hpp"
 
 namespace popsim {
 
 class Machine {
  public:
-  Machine(Executable exe, int64_t arena_bytes, unsigned num_threads, int64_t trace_capacity);
+  // Validates `exe` first (throws MalformedExecutable), then allocates tile memory
+  // (std::bad_alloc) and starts the thread pool (std::runtime_error).
+  Machine(Executable exe, unsigned num_threads, int64_t trace_capacity);
   ~Machine();
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
@@ -25,15 +28,22 @@ class Machine {
   int64_t arena_bytes() const { return arena_bytes_; }
   const Executable &executable() const { return exe_; }
 
+  // Whether copy table `table` exists and, between a host buffer of `host_bytes` and
+  // tile memory, stays inside both (to_device: host -> arena).
+  bool host_table_fits(int64_t table, int64_t host_bytes, bool to_device) const;
   // Zero the arena, then copy `image` in through copy table `table` (or none if -1).
+  // Host buffers must pass host_table_fits first.
   void load(int64_t table, const uint8_t *image);
   bool loaded() const { return loaded_; }
   // Host <-> arena through a copy table whose host side is a contiguous buffer.
   void write(int64_t table, const uint8_t *host);
   void read(int64_t table, uint8_t *host);
 
+  // `bytes` must be a positive multiple of the stream's transfer size; `staging` holds
+  // one transfer. Both stay owned by the caller, who keeps them alive while connected.
   void connect_buffer(int64_t stream, uint8_t *data, int64_t bytes);
-  void connect_callback(int64_t stream);
+  void connect_callback(int64_t stream, uint8_t *staging);
+  int64_t transfer_bytes(int64_t stream) const { return streams_[static_cast<size_t>(stream)].transfer_bytes; }
   void disconnect(int64_t stream);
   bool connected(int64_t stream) const;
   int64_t num_streams() const { return static_cast<int64_t>(streams_.size()); }
@@ -57,9 +67,11 @@ class Machine {
   Status fail(Status status, int64_t pc, int64_t id);
 
   Executable exe_;
+  TableExtents extents_;
   uint8_t *arena_ = nullptr;
   int64_t arena_bytes_ = 0;
   bool loaded_ = false;
+  bool fresh_ = true;  // the arena is still all zeros from calloc
   std::vector<StreamEndpoint> streams_;
   std::vector<int64_t> loop_counters_;
   std::vector<int64_t> call_stack_;

@@ -5,16 +5,21 @@
 
 namespace popsim {
 
-enum class Status : int {
-  Ok = 0,
-  Aborted = 1,            // Abort / AbortOnCondition: error.id = message id
-  StreamNotConnected = 2, // error.id = stream index
-  HostError = 3,          // a host callback failed; the binding holds the exception
-  BadProgram = 4,         // malformed executable (a bug in lowering)
-  CallStackOverflow = 5,  // Call nesting too deep
-  NotLoaded = 6,          // run before load()
-  VertexFailed = 7,       // a vertex returned false: id = compute set, a = vertex
-};
+// X(name, meaning of ErrorRecord::id / a): every status, in code order. The binding
+// exports them as popsim._core.Status.
+#define POPSIM_STATUSES(X)                                                      \
+  X(Ok, "success")                                                              \
+  X(Aborted, "Abort / AbortOnCondition: id = message id")                       \
+  X(StreamNotConnected, "id = stream index")                                    \
+  X(HostError, "a host callback failed; the binding holds the exception")       \
+  X(BadProgram, "malformed executable (a bug in lowering)")                     \
+  X(CallStackOverflow, "Call nesting too deep")                                 \
+  X(NotLoaded, "run before load()")                                             \
+  X(VertexFailed, "a vertex returned false: id = compute set, a = vertex")
+
+#define POPSIM_ENUM_STATUS(name, doc) name,
+enum class Status : int { POPSIM_STATUSES(POPSIM_ENUM_STATUS) };
+#undef POPSIM_ENUM_STATUS
 
 struct ErrorRecord {
   Status status = Status::Ok;

@@ -1,20 +1,35 @@
 #include "core/thread_pool.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 
 namespace popsim {
 
 ThreadPool::ThreadPool(unsigned num_threads) {
-  for (unsigned i = 1; i < std::max(1u, num_threads); ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    for (unsigned i = 1; i < std::max(1u, num_threads); ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error &e) {
+    // The host refused a thread: stop the ones already started (a destructor does not
+    // run for a constructor that throws) and say so, rather than hang or terminate.
+    const size_t started = workers_.size() + 1;
+    stop();
+    throw std::runtime_error("cannot start " + std::to_string(num_threads) + " threads (the host refused thread " +
+                             std::to_string(started + 1) + ": " + e.what() + ")");
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop(); }
+
+void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   start_cv_.notify_all();
   for (auto &t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::run_items() {

@@ -14,6 +14,7 @@ namespace popsim {
 
 class ThreadPool {
  public:
+  // Throws std::runtime_error, with no thread left running, if the host cannot start them.
   explicit ThreadPool(unsigned num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -24,6 +25,7 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t)> &fn);
 
  private:
+  void stop();
   void worker_loop();
   void run_items();
 

@@ -9,8 +9,8 @@ from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, Ve
 from .codelet.templates import VertexTemplate, template_vertex, vertex_template
 from .concat import append, concat
 from .device import Device
-from .engine import Engine
-from .executable import Executable, compile_graph
+from .engine import Engine, compile_graph
+from .executable import Executable
 from .ipu_model import IPUModel
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names

@@ -5,20 +5,29 @@ builds the core; ``Engine(executable, options)`` runs a compiled or deserialized
 ``run`` executes a program with the GIL released; PrintTensor, stream callbacks and
 interpreted vertices call back into Python as they happen. After a failed run the
 engine stays usable.
+
+An engine does one thing at a time (popsim/engine_guard.py): a call from another thread
+while it is busy is refused with an EngineStateError naming it. ``engine.close()`` (or
+``with popsim.Engine(...) as engine:``) frees its native memory at once; the engine
+holds its callbacks where the garbage collector sees them, so an engine that only a
+callback of its own refers to is collected.
 """
 from __future__ import annotations
 
+import itertools
 import sys
 from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core, config
+from . import config
+from .contract import Status
 from .device import Device
+from .engine_guard import UseGuard
 from .errors import (
-    ApplicationRuntimeError,
     EngineStateError,
+    GraphMemoryAllocationError,
     IndexError,
     PopsimError,
     StreamConnectionError,
@@ -26,28 +35,46 @@ from .errors import (
     UnknownHandleError,
     did_you_mean,
 )
-from .executable import Executable, compile_graph
+from .executable import Executable, compile_executable
 from .graph import Graph
 from .lower import HostHandle, Lowered
 from .log import configure as configure_logging
 from .log import logger, phase
+from .native import build_machine
 from .options import EngineOptions
 from .poplar_names import SnakeCaseNames
 from .printing import format_tensor
 from .program import Program
-from .report.build import build_report
-from .report.files import write_auto_report
+from .report.build import ExecutionProfile, build_report
+from .report.files import auto_report_wanted, write_report_files
 from .report.report import Report
+from .run_errors import run_error
 from .streams import StreamCallback, device_readable, transfer_function
 from .target import Target, TargetType
 from .types import typed_array
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "compile_graph"]
 
-# Status codes of native/core/status.hpp.
-(_OK, _ABORTED, _STREAM_NOT_CONNECTED, _HOST_ERROR, _BAD_PROGRAM, _CALL_STACK_OVERFLOW, _NOT_LOADED,
- _VERTEX_FAILED) = range(8)
-_POPSIM_INDEX_ERROR, _POPSIM_EXCEPTION = 1, 2  # popsim_codelet.h
+_engine_numbers = itertools.count(1)
+
+
+def compile_graph(graph, programs: Union[Program, Sequence[Program]], options=None) -> Executable:
+    """Compile ``programs`` for ``graph`` into an Executable (no device needed); uses the
+    executable cache when it is on. When the graph does not fit in tile memory this
+    raises GraphMemoryAllocationError, after writing the report if the autoReport
+    options ask for one."""
+    opts = options if isinstance(options, EngineOptions) else EngineOptions(options)
+    try:
+        return compile_executable(graph, programs, opts)
+    except GraphMemoryAllocationError as e:
+        exe = getattr(e, "executable", None)
+        if exe is None:
+            raise
+        written = write_report_files(build_report(exe, opts.explicit), opts["autoReport.directory"]) \
+            if auto_report_wanted(opts) else []
+        note = (f"Report saved to: {written[0]}" if written else
+                "No report was written: set the options autoReport.all=true and autoReport.directory to get one.")
+        raise GraphMemoryAllocationError(f"{e} {note}") from None
 
 
 class Engine(SnakeCaseNames):
@@ -55,11 +82,25 @@ class Engine(SnakeCaseNames):
     compiled ``Executable``.
 
     >>> engine = Engine(graph, prog); engine.load(device); engine.run(0)
+
+    ``engine.close()`` frees the engine's native memory (tile memory, vertex state,
+    threads); using it afterwards raises EngineStateError. ``with Engine(...) as e:``
+    closes it at the end of the block. An engine does one thing at a time: calling it
+    from another thread while it runs raises EngineStateError; its own stream callbacks
+    and PrintTensor may read and write tensors and connect or disconnect streams, but
+    not run, load or close it.
+
+    Executables are native code: an Engine built from a deserialized Executable runs the
+    codelet libraries in its file. Load only files you trust.
     """
+
+    _machine = None  # so that close() and __del__ work however far __init__ got
 
     def __init__(self, graph_or_executable: Union[Graph, Executable],
                  programs: Union[Program, Sequence[Program], Dict[str, str], None] = None, options=None):
         configure_logging()
+        self._number = next(_engine_numbers)
+        self._guard = UseGuard(f"engine #{self._number}")
         if isinstance(graph_or_executable, Executable):
             if options is None and isinstance(programs, dict):
                 options, programs = programs, None
@@ -83,17 +124,37 @@ class Engine(SnakeCaseNames):
             raise PopsimError("this executable has interpreted vertices but not their Python classes: compile it "
                               "again in this process")
         threads = int(self._options["popsim.numThreads"]) or config.num_threads()
-        timings = self._exe.compilation.phases
-        try:
-            with phase("build core", timings):
-                self._machine = _core.Machine(_machine_description(lw), threads, int(self._options["popsim.traceLength"]))
-        except RuntimeError as e:  # e.g. a codelet library that cannot be loaded
-            raise PopsimError(f"cannot build the engine: {e}") from None
+        with phase("build core", self._exe.compilation.phases):
+            self._machine = build_machine(lw, threads, int(self._options["popsim.traceLength"]))
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
+        self._stream_callbacks: Dict[int, Callable[[np.ndarray], None]] = {}  # held here, where gc sees them
         self._program_runs: List[int] = [0] * lw.num_programs
         self._program_names: List[str] = list(lw.program_names)
         self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
-        self._reports_written = write_auto_report(self, after_run=False)
+        self._reports_written: List[str] = []
+        self._write_auto_report(after_run=False)
+
+    def __repr__(self) -> str:
+        guard, lowered = getattr(self, "_guard", None), getattr(self, "_lowered", None)
+        state = "closed" if guard is not None and guard.closed else \
+            f"{lowered.num_programs} program(s)" if lowered is not None else "not built"
+        return f"<popsim.Engine #{getattr(self, '_number', '?')}: {state}>"
+
+    # -- lifetime -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the engine's native memory (tile memory, vertex state, threads) now.
+        Later calls raise EngineStateError; closing again does nothing."""
+        if self._machine is None or not self._guard.close():
+            return
+        self._machine = None
+        self._vertex_fields.clear()
+        self._stream_callbacks.clear()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- loading and running ---------------------------------------------------------------------
     @property
@@ -118,7 +179,8 @@ class Engine(SnakeCaseNames):
             raise EngineStateError(f"cannot load onto {theirs}: the graph was built for {mine}; build the graph "
                                    "with Graph(device) for the device you load onto")
         lw = self._lowered
-        self._machine.load(lw.init_table, lw.init_image)
+        with self._guard.use("loading", allowed_in_callback=False):
+            self._machine.load(lw.init_table, lw.init_image)
 
     def _check_runnable(self) -> None:
         if not self._machine.loaded:
@@ -140,23 +202,24 @@ class Engine(SnakeCaseNames):
         if not 0 <= program_index < n:
             raise PopsimError(f"run: program index {program_index} is out of range: this engine has {n} "
                               f"program(s), indices 0..{n - 1}")
-        self._check_runnable()
-        for s in self._lowered.programs.program_streams[program_index]:
-            if not self._machine.connected(s):
-                handle = self._lowered.streams[s].handle
-                raise StreamConnectionError(
-                    f"program {program_index} uses stream '{handle}', which is not connected: call "
-                    f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback('{handle}', fn) "
-                    "before running")
-        sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
-        status = self._machine.run(int(program_index), self._host_call, self._vertex_call)
-        if status != _OK:
-            raise self._run_error(status, program_index)
-        self._program_runs[program_index] += 1
-        if debug_name:
-            self._program_names[program_index] = debug_name
-        logger.debug("ran program %d (%s)", program_index, self._program_names[program_index])
-        self._reports_written = write_auto_report(self, after_run=True) or self._reports_written
+        with self._guard.use(f"running program {program_index}", allowed_in_callback=False):
+            self._check_runnable()
+            for s in self._lowered.programs.program_streams[program_index]:
+                if not self._machine.connected(s):
+                    handle = self._lowered.streams[s].handle
+                    raise StreamConnectionError(
+                        f"program {program_index} uses stream '{handle}', which is not connected: call "
+                        f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback('{handle}', "
+                        "fn) before running")
+            sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
+            status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call)
+            if status != Status.OK:
+                raise run_error(status, self._machine.error(), program_index, self._lowered)
+            self._program_runs[program_index] += 1
+            if debug_name:
+                self._program_names[program_index] = debug_name
+            logger.debug("ran program %d (%s)", program_index, self._program_names[program_index])
+            self._write_auto_report(after_run=True)
 
     def _host_call(self, callback: int) -> None:
         cb = self._lowered.programs.callbacks[callback]
@@ -164,6 +227,12 @@ class Engine(SnakeCaseNames):
         self._machine.read(cb.table, values)
         sys.stdout.write(format_tensor(cb.title, values))
         sys.stdout.flush()
+
+    def _stream_call(self, stream: int, staging: np.ndarray) -> None:
+        """A callback stream's transfer: its callback fills or reads ``staging`` (bytes),
+        viewed as the stream's elements. The view keeps the buffer alive."""
+        s = self._lowered.streams[stream]
+        self._stream_callbacks[stream](staging[:s.transfer_bytes].view(s.dtype.numpy))
 
     def _vertex_call(self, row: int, worker: int):
         """Run one interpreted Python vertex on tile memory; returns (result, cycles)."""
@@ -190,41 +259,6 @@ class Engine(SnakeCaseNames):
                 return arena[offset:offset + n * dtype.itemsize].view(dtype)
             out.append([at(o, n) for o, n in view] if isinstance(view, list) else at(*view))
         return out
-
-    def _run_error(self, status: int, program_index: int) -> PopsimError:
-        err = self._machine.error()
-        steps = self._lowered.programs.steps
-        where = f" (at {steps[err['step']].name})" if 0 <= err["step"] < len(steps) else ""
-        if status == _ABORTED:
-            message = self._lowered.programs.messages[err["id"]]
-            return ApplicationRuntimeError(f"program {program_index} aborted{where}: {message or '(no message)'}")
-        if status == _VERTEX_FAILED:
-            return self._vertex_error(err)
-        if status == _STREAM_NOT_CONNECTED:
-            handle = self._lowered.streams[err["id"]].handle
-            return StreamConnectionError(f"stream '{handle}' is not connected: call engine.connect_stream first")
-        if status == _NOT_LOADED:
-            return EngineStateError("the engine is not loaded: call engine.load(device) first")
-        if status == _CALL_STACK_OVERFLOW:
-            return ApplicationRuntimeError(f"program {program_index}: Call nesting too deep{where}")
-        return PopsimError(f"internal error: the core stopped with status {status} at instruction {err['pc']}"
-                           f"{where}; please report this")
-
-    def _vertex_error(self, err) -> PopsimError:
-        from .codelet.interpret import index_error_message
-        vt = self._lowered.vertices
-        row = err["a"]
-        t = vt.row_type[row]
-        if err["error_kind"] == _POPSIM_INDEX_ERROR:
-            f = err["error_field"]
-            fields = vt.type_fields[t]
-            name = fields[f] if 0 <= f < len(fields) else "?"
-            return IndexError(f"{vt.location(row)}: " + index_error_message(
-                vt.type_names[t], name, err["error_index"], err["error_size"], err["error_line"],
-                vt.type_sources[t].rsplit(":", 1)[0]))
-        if err["error_kind"] == _POPSIM_EXCEPTION:
-            return ApplicationRuntimeError(f"{vt.describe(row)} threw a C++ exception (its message is on stderr)")
-        return ApplicationRuntimeError(f"{vt.describe(row)} returned false")
 
     # -- host transfers -------------------------------------------------------------------------
     def _handle(self, registry: Dict[str, HostHandle], other: Dict[str, HostHandle], handle: str,
@@ -258,8 +292,9 @@ class Engine(SnakeCaseNames):
         else:
             arr = typed_array(data, h.dtype, np.shape(data), f"write_tensor '{handle}'", TensorIOError)
         self._check_array(h, arr, "write_tensor")
-        self._check_runnable()
-        self._machine.write(h.table, np.ascontiguousarray(arr))
+        with self._guard.use(f"writing tensor '{handle}'"):
+            self._check_runnable()
+            self._machine.write(h.table, np.ascontiguousarray(arr))
 
     def read_tensor(self, handle: str, out: Optional[np.ndarray] = None) -> np.ndarray:
         """The tensor of a host read handle as a new array (or written into ``out``)."""
@@ -271,8 +306,9 @@ class Engine(SnakeCaseNames):
         self._check_array(h, out, "read_tensor")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise TensorIOError(f"read_tensor '{handle}': out must be a writable C-contiguous array")
-        self._check_runnable()
-        self._machine.read(h.table, out)
+        with self._guard.use(f"reading tensor '{handle}'"):
+            self._check_runnable()
+            self._machine.read(h.table, out)
         return out
 
     # -- streams --------------------------------------------------------------------------------
@@ -305,28 +341,51 @@ class Engine(SnakeCaseNames):
         if n and (data.size == 0 or data.size % n):
             raise StreamConnectionError(f"connect_stream '{handle}': the array has {data.size} elements, which is "
                                         f"not a positive multiple of the {n} elements of one transfer")
-        self._machine.connect_buffer(s.index, device_readable(data.reshape(-1)))
+        with self._guard.use(f"connecting stream '{handle}'"):
+            self._machine.connect_buffer(s.index, device_readable(data.reshape(-1)))
+            self._stream_callbacks.pop(s.index, None)
 
     def connect_stream_to_callback(self, handle: str,
                                    callback: Union[Callable[[np.ndarray], None], StreamCallback]) -> None:
         """Connect a FIFO stream to ``callback(buffer)``, called once per transfer with a
         1-D array to fill (host-to-device) or to read (device-to-host), or to a
-        :class:`~popsim.StreamCallback` (prefetch / fetch / complete). The buffer is only
-        valid during the call."""
+        :class:`~popsim.StreamCallback` (prefetch / fetch / complete). The buffer's
+        contents are only meaningful during the call (the next transfer reuses it). A
+        callback may disconnect its own stream: the transfer under way completes, and
+        the stream's next transfer needs a new connection."""
         s = self._stream(handle)
-        self._machine.connect_callback(s.index, transfer_function(callback, handle, s.to_device), s.dtype.numpy)
+        function = transfer_function(callback, handle, s.to_device)
+        with self._guard.use(f"connecting stream '{handle}'"):
+            self._machine.connect_callback(s.index, np.zeros(max(s.transfer_bytes, 1), np.uint8))
+            self._stream_callbacks[s.index] = function
 
     def disconnect_stream(self, handle: str) -> None:
-        self._machine.disconnect(self._stream(handle).index)
+        """Disconnect a stream; a program that uses it needs a new connection to run."""
+        s = self._stream(handle)
+        with self._guard.use(f"disconnecting stream '{handle}'"):
+            self._machine.disconnect(s.index)
+            self._stream_callbacks.pop(s.index, None)
 
     def list_streams(self) -> List[str]:
         return [s.handle for s in self._lowered.streams]
 
     # -- reports --------------------------------------------------------------------------------
+    def execution_profile(self) -> ExecutionProfile:
+        """What the runs so far counted (the core's counters, copied): what reports read."""
+        with self._guard.use("reading its execution profile"):
+            return self._profile()
+
+    def _profile(self) -> ExecutionProfile:
+        m = self._machine
+        trace, truncated = m.trace()
+        return ExecutionProfile(step_counts=m.step_counts(), step_cycles=m.step_cycles(),
+                                group_cycles=m.group_cycles(), vertex_cycles=m.vertex_cycles(), trace=trace,
+                                trace_truncated=truncated, program_runs=list(self._program_runs),
+                                program_names=list(self._program_names))
+
     def get_report(self) -> Report:
         """What the graph holds and what the runs so far cost (see popsim.report)."""
-        return build_report(self._exe, self._options.explicit, self._machine, self._program_runs,
-                            self._program_names)
+        return build_report(self._exe, self._options.explicit, self.execution_profile())
 
     def print_profile_summary(self, file=None, options: Optional[Dict[str, str]] = None) -> None:
         """Print the profile summary: Target, Graph, Memory Usage, Execution. Options:
@@ -335,36 +394,25 @@ class Engine(SnakeCaseNames):
 
     def reset_execution_profile(self) -> None:
         """Forget the cycles counted so far."""
-        self._machine.reset_counters()
-        self._program_runs = [0] * self.num_programs
+        with self._guard.use("resetting its execution profile", allowed_in_callback=False):
+            self._machine.reset_counters()
+            self._program_runs = [0] * self.num_programs
 
     @property
     def report_files(self) -> List[str]:
         """The files autoReport options have written so far."""
-        return list(self._reports_written or [])
+        return list(self._reports_written)
 
-
-def _machine_description(lw: Lowered) -> dict:
-    p, v = lw.programs, lw.vertices
-    return dict(
-        arena_bytes=lw.layout.arena_bytes, instrs=p.instrs, entries=p.entries, segs=lw.segs,
-        table_begin=lw.table_begin, table_overlaps=lw.table_overlaps, cases=p.cases,
-        switch_begin=p.switch_begin, switch_default=p.switch_default,
-        stream_transfer_bytes=np.asarray([s.transfer_bytes for s in lw.streams], np.int64),
-        step_costs=p.step_costs, num_loop_slots=p.num_loop_slots,
-        vertices=v.vertices, fields=v.fields, spans=v.spans, groups=v.groups, compute_sets=v.compute_sets,
-        codelets=v.codelets, state_bytes=v.state_bytes, num_workers=lw.target.num_worker_contexts,
-        num_tiles=lw.target.num_tiles, codelet_names=_codelet_names(v), compute_set_names=list(v.cs_names))
-
-
-def _codelet_names(v) -> List[str]:
-    """The vertex type name of each codelet row (for the core's crash report)."""
-    names = ["?"] * len(v.codelets)
-    if len(v.vertices):
-        codelets, first_rows = np.unique(v.vertices[:, 0], return_index=True)
-        for c, row in zip(codelets.tolist(), first_rows.tolist()):
-            names[c] = v.type_names[int(v.row_type[row])]
-    return names
+    def _write_auto_report(self, after_run: bool) -> None:
+        """autoReport: the report files when the engine is built and after each of the
+        first executionProfileProgramRunCount runs."""
+        options = self._options
+        if not auto_report_wanted(options):
+            return
+        if after_run and sum(self._program_runs) > int(options["autoReport.executionProfileProgramRunCount"]):
+            return
+        report = build_report(self._exe, options.explicit, self._profile())
+        self._reports_written = write_report_files(report, options["autoReport.directory"]) or self._reports_written
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .contract import ScalarType
+
 __all__ = [
     "Type", "as_type", "BOOL", "CHAR", "UNSIGNED_CHAR", "SIGNED_CHAR", "SHORT", "UNSIGNED_SHORT",
     "INT", "UNSIGNED_INT", "LONGLONG", "UNSIGNED_LONGLONG", "HALF", "FLOAT",
@@ -21,12 +23,12 @@ class Type:
 
     __slots__ = ("name", "cpp", "size", "numpy", "code")
 
-    def __init__(self, name: str, cpp: str, numpy_dtype, code: int):
+    def __init__(self, name: str, cpp: str, numpy_dtype, code: ScalarType):
         self.name = name
         self.cpp = cpp
         self.numpy = np.dtype(numpy_dtype)
         self.size = self.numpy.itemsize
-        self.code = code  # the core's scalar type code (native/core/executable.hpp)
+        self.code = int(code)  # the core's scalar type code (popsim/contract.py)
 
     @property
     def is_floating_point(self) -> bool:
@@ -46,18 +48,18 @@ class Type:
         return (as_type, (self.name,))
 
 
-BOOL = Type("BOOL", "bool", np.bool_, 0)
-SIGNED_CHAR = Type("SIGNED_CHAR", "signed char", np.int8, 1)
-CHAR = Type("CHAR", "char", np.int8, 1)
-UNSIGNED_CHAR = Type("UNSIGNED_CHAR", "unsigned char", np.uint8, 2)
-SHORT = Type("SHORT", "short", np.int16, 3)
-UNSIGNED_SHORT = Type("UNSIGNED_SHORT", "unsigned short", np.uint16, 4)
-INT = Type("INT", "int", np.int32, 5)
-UNSIGNED_INT = Type("UNSIGNED_INT", "unsigned int", np.uint32, 6)
-LONGLONG = Type("LONGLONG", "long long", np.int64, 7)
-UNSIGNED_LONGLONG = Type("UNSIGNED_LONGLONG", "unsigned long long", np.uint64, 8)
-HALF = Type("HALF", "half", np.float16, 9)
-FLOAT = Type("FLOAT", "float", np.float32, 10)
+BOOL = Type("BOOL", "bool", np.bool_, ScalarType.BOOL)
+SIGNED_CHAR = Type("SIGNED_CHAR", "signed char", np.int8, ScalarType.I8)
+CHAR = Type("CHAR", "char", np.int8, ScalarType.I8)
+UNSIGNED_CHAR = Type("UNSIGNED_CHAR", "unsigned char", np.uint8, ScalarType.U8)
+SHORT = Type("SHORT", "short", np.int16, ScalarType.I16)
+UNSIGNED_SHORT = Type("UNSIGNED_SHORT", "unsigned short", np.uint16, ScalarType.U16)
+INT = Type("INT", "int", np.int32, ScalarType.I32)
+UNSIGNED_INT = Type("UNSIGNED_INT", "unsigned int", np.uint32, ScalarType.U32)
+LONGLONG = Type("LONGLONG", "long long", np.int64, ScalarType.I64)
+UNSIGNED_LONGLONG = Type("UNSIGNED_LONGLONG", "unsigned long long", np.uint64, ScalarType.U64)
+HALF = Type("HALF", "half", np.float16, ScalarType.F16)
+FLOAT = Type("FLOAT", "float", np.float32, ScalarType.F32)
 
 ALL_TYPES = (BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, SHORT, UNSIGNED_SHORT, INT, UNSIGNED_INT,
              LONGLONG, UNSIGNED_LONGLONG, HALF, FLOAT)

@@ -22,25 +22,14 @@ from typing import Tuple
 import numpy as np
 
 from .fields import FieldKind
+from ..contract import ExecContext as Exec  # popsim_exec, laid out as the core exports it
+from ..contract import ErrorKind, Span
 
 __all__ = ["Span", "Exec", "run_compiled", "OK", "INDEX_ERROR", "EXCEPTION", "INTERRUPTED"]
 
-#: popsim_error_kind
-OK, INDEX_ERROR, EXCEPTION, INTERRUPTED = 0, 1, 2, 3
-
-
-class Span(ctypes.Structure):
-    """popsim_span (popsim_field): a pointer and an element count."""
-
-    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_uint64)]
-
-
-class Exec(ctypes.Structure):
-    """popsim_exec: what one compute call is told and reports back."""
-
-    _fields_ = [("cycles", ctypes.c_uint64), ("num_workers", ctypes.c_uint32), ("error", ctypes.c_int32),
-                ("error_field", ctypes.c_int32), ("error_line", ctypes.c_int32), ("error_index", ctypes.c_int64),
-                ("error_size", ctypes.c_int64), ("interrupt", ctypes.POINTER(ctypes.c_int32))]
+#: popsim_error_kind, as the core exports it
+OK, INDEX_ERROR, EXCEPTION, INTERRUPTED = (int(ErrorKind.OK), int(ErrorKind.INDEX_ERROR), int(ErrorKind.EXCEPTION),
+                                           int(ErrorKind.INTERRUPTED))
 
 
 def _functions(vertex_type):
@@ -84,7 +73,8 @@ def run_compiled(vertex_type, values, worker: int = 0, num_workers: int = 6,
             fields[i] = _span(value)
     bind(obj, fields)
     flag = ctypes.c_int32(1 if interrupted else 0)
-    ctx = Exec(0, num_workers, 0, -1, 0, 0, 0, ctypes.pointer(flag))
+    ctx = Exec(cycles=0, num_workers=num_workers, error=0, error_field=-1,
+               interrupt=ctypes.cast(ctypes.pointer(flag), ctypes.c_void_p))
     workers = range(num_workers) if vertex_type.multi else [worker]
     ret = 1
     for w in workers:

@@ -3,7 +3,8 @@
 A library is keyed by a hash of its sources, the language, the compiler's identity,
 the flags, popsim's version and the headers popsim ships; a second request for the same
 key is a cache hit that compiles nothing. The cache lives in POPSIM_CACHE_DIR (default
-``~/.cache/popsim``), under ``codelets/``.
+``~/.cache/popsim``), under ``codelets/``. Each library is stored with its sha256 and
+checked before use (popsim/cachedir.py): a truncated or replaced library is rebuilt.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Mapping, Sequence
 
 from .. import config
+from ..cachedir import is_verified, store_verified, usable_dir
 from ..errors import CodeletCompileError
 from . import diagnostics
 
@@ -68,7 +70,9 @@ def _headers_digest() -> str:
 
 
 def cache_dir() -> Path:
-    return config.cache_dir() / "codelets"
+    """Where compiled libraries live (a private temporary directory when the
+    configured one cannot be used)."""
+    return usable_dir(config.cache_dir() / "codelets")
 
 
 def cache_key(language: str, *parts: str) -> hashlib._Hash:
@@ -105,7 +109,7 @@ def compile_library(sources: Mapping[str, str], language: str, name: str = "code
     safe = re.sub(r"[^A-Za-z0-9_]+", "_", name)[:40] or "codelets"
     target = cache_dir() / f"{safe}-{key}.so"
     with _lock:
-        if target.exists():
+        if is_verified(target, "codelet library"):
             stats["cache_hits"] += 1
             return target
         _build(dict(sources), language, flags, includes, target)
@@ -114,7 +118,6 @@ def compile_library(sources: Mapping[str, str], language: str, name: str = "code
 
 
 def _build(sources: Dict[str, str], language: str, flags, includes, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
     compiler = compiler_command(language)
     with tempfile.TemporaryDirectory(prefix="popsim-build-") as tmp:
         names = list(sources)
@@ -132,10 +135,7 @@ def _build(sources: Dict[str, str], language: str, flags, includes, target: Path
             error.compiler_output = output  # for front ends that place the error in their user's file
             raise error
         # Atomic: a concurrent compile of the same key just replaces an identical file.
-        fd, staged = tempfile.mkstemp(dir=target.parent, suffix=".so.tmp")
-        os.close(fd)
-        shutil.copyfile(out, staged)
-        os.replace(staged, target)
+        store_verified(target, source=out)
 
 
 def _explain(output: str, sources: Mapping[str, str]) -> str:

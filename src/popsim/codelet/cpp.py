@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .. import config
+from ..cachedir import is_verified
 from ..errors import CodeletCompileError, CodeletSyntaxError
 from . import compiler, diagnostics
 from ..types import as_type
@@ -256,7 +257,8 @@ def _cached(real: Path, key: str) -> Optional[List[VertexType]]:
         except (OSError, ValueError, KeyError, TypeError):
             return None
     deps, types = hit
-    if _dependencies([d[0] for d in deps]) != deps or not all(Path(t.library).exists() for t in types):
+    if _dependencies([d[0] for d in deps]) != deps or \
+            not all(is_verified(Path(t.library), "codelet library") for t in types):
         return None
     _memo[key] = hit
     return types

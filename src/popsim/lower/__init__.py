@@ -12,6 +12,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..log import phase
+from ..target import Target
+from ..types import Type
 from ..vertices import count_vertices_and_edges
 from ..progress import Progress
 from .compute_sets import ComputeSetLowerer, VertexTables
@@ -30,7 +32,7 @@ class HostHandle:
 
     handle: str
     table: int
-    dtype: object
+    dtype: Type
     shape: Tuple[int, ...]
 
 
@@ -39,7 +41,7 @@ class StreamRecord:
     """A FIFO stream as the engine sees it."""
 
     handle: str
-    dtype: object
+    dtype: Type
     num_elements: int
     to_device: bool
     index: int
@@ -52,9 +54,10 @@ class StreamRecord:
 @dataclass
 class Lowered:
     """Everything the engine needs to build a core and explain what it ran: plain data,
-    with no reference back to the graph, so that it can be saved and loaded."""
+    with no reference back to the graph, so that it can be saved and loaded. Saving is
+    driven by the fields' annotations (popsim/codec.py): a new field is one edit."""
 
-    target: object
+    target: Target
     layout: MemoryLayout
     programs: LoweredPrograms
     vertices: VertexTables

@@ -19,6 +19,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..codec import NOT_SAVED
+from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, VERTEX_MULTI, FieldBase
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..runs import Runs, runs_of
 from ..tensor import Tensor
@@ -29,8 +31,8 @@ from .exchange import Traffic, merge_overlapping_runs
 from .layout import ARENA_ALIGNMENT, TILE_REGION_ALIGNMENT, MemoryLayout
 from .transfers import CopyTables, TransferPlanner, merge_segments
 
-FIELD_ARENA, FIELD_SPANS = 0, 1
-VERTEX_MULTI = 1
+FIELD_ARENA, FIELD_SPANS = int(FieldBase.ARENA), int(FieldBase.SPANS)  # plain ints: appended per edge
+_TILE, _FIRST_FIELD, _NUM_FIELDS = (COLUMNS["vertices"][c] for c in ("tile", "first_field", "num_fields"))
 
 
 @dataclass
@@ -44,6 +46,13 @@ class VertexTables:
     compute_sets: np.ndarray
     codelets: List[Tuple[str, str]]
     state_bytes: int
+    # Per codelet (as ``codelets``): what its bind() expects of each field, (FieldBase,
+    # bytes per element), so that the core can check every field row against tile memory.
+    codelet_fields: List[List[Tuple[int, int]]] = field(default_factory=list)
+    # Per compute set row: the cost vectors of its exchange-in and exchange-out phases
+    # (rows, 2, NUM_CATEGORIES); the core adds them to the superstep's compute phase.
+    exchange_costs: np.ndarray = None
+    sync_cycles: int = 0  # the internal sync that ends a compute phase
     # Who each vertex row is, for messages and reports: its type (index into type_names /
     # type_fields), its index in its compute set, and the compute set row.
     row_type: np.ndarray = None
@@ -60,19 +69,19 @@ class VertexTables:
     warnings: List[str] = field(default_factory=list)
     # The VertexType objects by type index: only in the process that lowered the graph
     # (interpreted vertices need their Python class); None once serialized.
-    vertex_types: Optional[List[object]] = None
+    vertex_types: Optional[List[object]] = field(default=None, metadata=NOT_SAVED)
 
     def describe(self, row: int) -> str:
         return (f"vertex '{self.type_names[self.row_type[row]]}' (#{int(self.row_index[row])}) on tile "
-                f"{int(self.vertices[row, 1])} in compute set '{self.cs_names[self.row_cs[row]]}'")
+                f"{int(self.vertices[row, _TILE])} in compute set '{self.cs_names[self.row_cs[row]]}'")
 
     def location(self, row: int) -> str:
         return (f"in compute set '{self.cs_names[self.row_cs[row]]}', vertex #{int(self.row_index[row])} on tile "
-                f"{int(self.vertices[row, 1])}")
+                f"{int(self.vertices[row, _TILE])}")
 
     def field_views(self, row: int) -> List[object]:
         """Vertex ``row``'s fields as arena (offset, count), or lists of them for list fields."""
-        first, count = int(self.vertices[row, 4]), int(self.vertices[row, 5])
+        first, count = int(self.vertices[row, _FIRST_FIELD]), int(self.vertices[row, _NUM_FIELDS])
         out = []
         for base, offset, size in self.fields[first:first + count].tolist():
             if base == FIELD_SPANS:
@@ -128,6 +137,8 @@ class ComputeSetLowerer:
         self.groups: List[Tuple[int, int, int]] = []
         self.compute_sets: List[Tuple[int, int, int, int]] = []
         self.codelets: List[Tuple[str, str]] = []
+        self.codelet_fields: List[List[Tuple[int, int]]] = []
+        self.exchange_costs: List[np.ndarray] = []
         self._codelet_index: Dict[Tuple[str, str], int] = {}
         self.state_bytes = 0
         self.init_entries: List[Tuple[int, np.ndarray]] = []  # (arena offset, bytes) written at load
@@ -187,7 +198,9 @@ class ComputeSetLowerer:
         table_in = self.tables.add(gathers) if gathers.size else -1
         table_out = self.tables.add(scatters) if scatters.size else -1
         self.compute_sets.append((first_group, len(self.groups) - first_group, table_in, table_out))
-        static = self.cost.compute_set(traffic_in.cost(self.cost), traffic_out.cost(self.cost))
+        exchange_in, exchange_out = traffic_in.cost(self.cost), traffic_out.cost(self.cost)
+        self.exchange_costs.append(np.stack([exchange_in.vector, exchange_out.vector]))
+        static = self.cost.compute_set(exchange_in, exchange_out)
         self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
         if self.progress is not None:
             self.progress.advance(len(cs.vertices), f"compute set {cs.name}")
@@ -198,6 +211,8 @@ class ComputeSetLowerer:
         if key not in self._codelet_index:
             self._codelet_index[key] = len(self.codelets)
             self.codelets.append(key)
+            self.codelet_fields.append([(FIELD_SPANS if f.kind.is_list else FIELD_ARENA, f.dtype.size)
+                                        for f in vt.fields])
         return self._codelet_index[key]
 
     def _estimate(self, v) -> int:
@@ -432,12 +447,14 @@ class ComputeSetLowerer:
         return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
 
     def tables_out(self) -> VertexTables:
-        def arr(rows, width):
-            return np.asarray(rows, np.int64).reshape(-1, width)
+        def arr(rows, table):
+            return np.asarray(rows, np.int64).reshape(-1, ROW_WIDTHS[table])
         return VertexTables(
-            vertices=arr(self.vertices, 8), fields=arr(self.fields, 3), spans=arr(self.spans, 2),
-            groups=arr(self.groups, 3), compute_sets=arr(self.compute_sets, 4), codelets=self.codelets,
-            state_bytes=self.state_bytes, row_type=np.asarray(self.row_type, np.int64),
+            vertices=arr(self.vertices, "vertices"), fields=arr(self.fields, "fields"), spans=arr(self.spans, "spans"),
+            groups=arr(self.groups, "groups"), compute_sets=arr(self.compute_sets, "compute_sets"),
+            codelets=self.codelets, codelet_fields=self.codelet_fields,
+            exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, NUM_CATEGORIES),
+            sync_cycles=self.cost.sync_cycles, state_bytes=self.state_bytes, row_type=np.asarray(self.row_type, np.int64),
             row_index=np.asarray(self.row_index, np.int64), row_cs=np.asarray(self.row_cs, np.int64),
             type_names=[t.name for t in self.types], type_fields=[list(t.field_names) for t in self.types],
             type_sources=[t.source for t in self.types], cs_names=self.cs_names,

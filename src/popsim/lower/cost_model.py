@@ -1,7 +1,9 @@
 """The cycle model: what each lowered step costs on the target.
 
 Every figure the engine reports comes from here (and, for compute sets, from vertex
-estimates). A step's cost is a vector over CATEGORIES: its duration in cycles, and
+estimates; a superstep's parts are added up in native/core/superstep.hpp, the one
+place that composes them). A step's cost is a vector over CATEGORIES (the core's
+cost categories, popsim/contract.py): its duration in cycles, and
 the *tile average* of the cycles tiles spend in each activity during it. For every
 step the activities add up to the duration: a tile that finishes early waits at
 the sync, and that wait is counted as sync, as Poplar's IPUModel does.
@@ -41,12 +43,10 @@ from typing import Optional
 
 import numpy as np
 
+from ..contract import CAT, CATEGORIES, NUM_CATEGORIES
 from ..target import Target
 
-CATEGORIES = ("cycles", "compute_including_idle", "compute_excluding_idle", "ipu_exchange",
-              "global_exchange", "host_exchange", "sync", "control")
-CAT = {name: i for i, name in enumerate(CATEGORIES)}
-NUM_CATEGORIES = len(CATEGORIES)
+__all__ = ["CATEGORIES", "CAT", "NUM_CATEGORIES", "StepCost", "CostModel"]
 
 COPY_RUN_OVERHEAD_CYCLES = 4
 EXCHANGE_OVERHEAD_CYCLES = 10
@@ -160,13 +160,15 @@ class CostModel:
         return StepCost(_vector(cycles=cycles, sync=cycles))
 
     def compute_set(self, exchange_in: StepCost, exchange_out: StepCost) -> StepCost:
-        """The static part of an Execute: the exchange (and on-tile rearrangement) that
-        brings inputs to the vertices' tiles, the sync ending the compute phase, and the
-        exchange that takes outputs back. The compute phase itself is counted by the
-        core as it runs (estimates can depend on data)."""
+        """What the report shows of an Execute besides its cycles: the per-tile exchange
+        of its exchange-in phase (inputs brought to the vertices' tiles) and exchange-out
+        phase (outputs taken back), and the bytes they move. The step's cycles are not
+        here: the core composes the whole superstep (exchange-in + compute + sync +
+        exchange-out) each time it runs, in native/core/superstep.hpp, from these two
+        phases' cost vectors and ``sync_cycles``."""
         if not self.enabled:
             return StepCost()
-        v = exchange_in.vector + exchange_out.vector + self.sync(external=False).vector
+        v = np.zeros(NUM_CATEGORIES)  # composed by the core (superstep.hpp)
         tile_exchange = None
         if exchange_in.tile_exchange is not None and exchange_out.tile_exchange is not None:
             tile_exchange = exchange_in.tile_exchange + exchange_out.tile_exchange

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..codec import NOT_SAVED
 from ..errors import InvalidTileMappingError
 from ..runs import MappingIndex
 from ..target import Target
@@ -30,7 +31,7 @@ def _round_up(x: np.ndarray, align: int) -> np.ndarray:
 class MemoryLayout:
     arena_bytes: int
     var_offsets: np.ndarray  # byte offset of each variable in the arena
-    index: Optional[MappingIndex]  # tile of every mapped global element id (lowering only)
+    index: Optional[MappingIndex] = field(metadata=NOT_SAVED)  # tile of every mapped element id (lowering only)
     # One row per (variable, tile) region: which variable, which tile, bytes (padded).
     region_var: np.ndarray
     region_tile: np.ndarray

@@ -19,15 +19,19 @@ import numpy as np
 
 from .. import program as P
 from ..errors import ControlProgramError
+from ..contract import MAX_CALL_DEPTH, NUM_CATEGORIES, ROW_WIDTHS, Op
 from ..program_tree import check_belongs_to, drive
-from .cost_model import NUM_CATEGORIES, CostModel, StepCost
+from ..types import Type
+from .cost_model import CostModel, StepCost
 from .transfers import CopyTables, TransferPlanner
 
-# Opcodes: keep in step with native/core/executable.hpp.
-OP_HALT, OP_ACCOUNT, OP_COPY, OP_STREAM_TO_DEVICE, OP_STREAM_FROM_DEVICE, OP_HOST_CALL = range(6)
-OP_JUMP, OP_LOOP_BEGIN, OP_LOOP_END, OP_BRANCH_IF_FALSE, OP_BRANCH_IF_TRUE, OP_SWITCH = range(6, 12)
-OP_CALL, OP_RETURN, OP_ABORT, OP_ABORT_IF, OP_EXECUTE = range(12, 17)
-CALL_DEPTH_MAX = 1 << 16  # the core's call stack: kMaxCallDepth in native/core/machine.cpp
+# Opcodes: the core's own (popsim/contract.py).
+OP_HALT, OP_ACCOUNT, OP_COPY, OP_STREAM_TO_DEVICE = Op.HALT, Op.ACCOUNT, Op.COPY, Op.STREAM_TO_DEVICE
+OP_STREAM_FROM_DEVICE, OP_HOST_CALL, OP_JUMP, OP_LOOP_BEGIN = Op.STREAM_FROM_DEVICE, Op.HOST_CALL, Op.JUMP, Op.LOOP_BEGIN
+OP_LOOP_END, OP_BRANCH_IF_FALSE, OP_BRANCH_IF_TRUE = Op.LOOP_END, Op.BRANCH_IF_FALSE, Op.BRANCH_IF_TRUE
+OP_SWITCH, OP_CALL, OP_RETURN, OP_ABORT, OP_ABORT_IF, OP_EXECUTE = (Op.SWITCH, Op.CALL, Op.RETURN, Op.ABORT,
+                                                                   Op.ABORT_IF, Op.EXECUTE)
+CALL_DEPTH_MAX = MAX_CALL_DEPTH  # the core's call stack (popsim/contract.py)
 
 
 @dataclass
@@ -47,7 +51,7 @@ class HostCallback:
 
     title: str
     table: int
-    dtype: object
+    dtype: Type
     shape: Tuple[int, ...]
 
 
@@ -117,9 +121,9 @@ class ProgramLowerer:
         cases = [row for rows, _ in self.switch_tables for row in rows]
         begins = np.cumsum([0] + [len(rows) for rows, _ in self.switch_tables])
         return LoweredPrograms(
-            instrs=np.asarray(self.instrs, np.int64).reshape(-1, 6),
+            instrs=np.asarray(self.instrs, np.int64).reshape(-1, ROW_WIDTHS["instrs"]),
             entries=np.asarray(entries, np.int64),
-            cases=np.asarray(cases, np.int64).reshape(-1, 2),
+            cases=np.asarray(cases, np.int64).reshape(-1, ROW_WIDTHS["cases"]),
             switch_begin=np.asarray(begins, np.int64),
             switch_default=np.asarray([default for _, default in self.switch_tables], np.int64),
             num_loop_slots=self.loop_slots, steps=self.steps, step_costs=costs,

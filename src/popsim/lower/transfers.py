@@ -12,6 +12,7 @@ from typing import List, Tuple
 
 import numpy as np
 
+from ..contract import ROW_WIDTHS
 from ..runs import Runs, runs_of, split_at_positions
 from .cost_model import CostModel, StepCost
 from .layout import MemoryLayout
@@ -26,13 +27,13 @@ class CopyTables:
         self._overlaps: List[int] = []
 
     def add(self, segs: np.ndarray, overlaps: bool = False) -> int:
-        self._segs.append(np.asarray(segs, np.int64).reshape(-1, 3))
+        self._segs.append(np.asarray(segs, np.int64).reshape(-1, ROW_WIDTHS["segs"]))
         self._begin.append(self._begin[-1] + self._segs[-1].shape[0])
         self._overlaps.append(int(overlaps))
         return len(self._overlaps) - 1
 
     def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        segs = np.concatenate(self._segs) if self._segs else np.empty((0, 3), np.int64)
+        segs = np.concatenate(self._segs) if self._segs else np.empty((0, ROW_WIDTHS["segs"]), np.int64)
         return segs, np.asarray(self._begin, np.int64), np.asarray(self._overlaps, np.uint8)
 
 

@@ -1,6 +1,11 @@
-"""Building a Report from an executable and, when it has run, the core's counters."""
+"""Building a Report from an executable and, when it has run, what its runs counted.
+
+The report never looks inside an engine: the engine hands it an ExecutionProfile (the
+core's counters, copied out) and the report reads only that and the executable.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -10,18 +15,35 @@ from ..version import __version__
 from .report import (ComputeSetCycles, ExecutionInfo, GraphInfo, MemoryInfo, Report, StepInfo, TargetInfo,
                      VertexTypeCycles)
 
+__all__ = ["ExecutionProfile", "build_report"]
 
-def build_report(exe, options: Dict[str, str], machine=None, program_runs: Optional[List[int]] = None,
-                 program_names: Optional[List[str]] = None) -> Report:
+
+@dataclass
+class ExecutionProfile:
+    """What an engine's runs have counted so far (``Engine.execution_profile()``)."""
+
+    step_counts: np.ndarray       # per step: how many times it ran
+    step_cycles: np.ndarray       # per step x CATEGORIES: cycles, summed over its runs
+    group_cycles: np.ndarray      # per tile group of a compute set: compute cycles, summed
+    vertex_cycles: np.ndarray     # per vertex row: cycles, summed
+    trace: np.ndarray             # (step, start cycle, cycles) rows of the first steps run
+    trace_truncated: bool
+    program_runs: List[int]       # per program: completed runs
+    program_names: List[str]
+
+
+def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfile] = None) -> Report:
+    """The report of executable ``exe`` (with ``options``, the ones set explicitly) after
+    the runs ``profile`` counted (None: nothing has run)."""
     lw = exe.lowered
     target = lw.target
     vt = lw.vertices
     steps_meta = lw.programs.steps
     nsteps = len(steps_meta)
-    if machine is not None:
-        counts, cycles = machine.step_counts(), machine.step_cycles()
-        group_cycles, vertex_cycles = machine.group_cycles(), machine.vertex_cycles()
-        trace, truncated = machine.trace()
+    if profile is not None:
+        counts, cycles = profile.step_counts, profile.step_cycles
+        group_cycles, vertex_cycles = profile.group_cycles, profile.vertex_cycles
+        trace, truncated = profile.trace, profile.trace_truncated
     else:
         counts, cycles = np.zeros(nsteps, np.uint64), np.zeros((nsteps, len(CATEGORIES)))
         group_cycles, vertex_cycles = np.zeros(len(vt.groups)), np.zeros(len(vt.vertices))
@@ -50,8 +72,8 @@ def build_report(exe, options: Dict[str, str], machine=None, program_runs: Optio
         compute_sets.append(ComputeSetCycles(name=name, vertices=int(np.sum(vt.row_cs == row)),
                                              runs=int(sum(counts[i] for i in mine)),
                                              cycles=float(sum(cycles[i, 0] for i in mine))))
-    names = program_names or lw.program_names
-    runs = program_runs or [0] * lw.num_programs
+    names = profile.program_names if profile is not None else lw.program_names
+    runs = profile.program_runs if profile is not None else [0] * lw.num_programs
     return Report(
         target=TargetInfo(type=target.target_type.value, arch=target.arch, num_ipus=target.num_ipus,
                           tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,

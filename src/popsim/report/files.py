@@ -3,7 +3,8 @@
 ``autoReport.all``, or ``autoReport.outputGraphProfile`` / ``outputExecutionProfile``,
 write ``profile.json`` (and ``report.html``) into ``autoReport.directory``: once when the
 engine is built, and after each of the first ``autoReport.executionProfileProgramRunCount``
-runs (so that the files hold what those runs cost).
+runs (so that the files hold what those runs cost). The engine decides when; this module
+only writes.
 """
 from __future__ import annotations
 
@@ -11,15 +12,20 @@ import os
 from typing import List
 
 from ..errors import InvalidOptionError
-from .build import build_report
+
+__all__ = ["auto_report_wanted", "write_report_files"]
 
 
-def _wanted(options) -> bool:
+def auto_report_wanted(options) -> bool:
+    """Whether the engine ``options`` ask for report files."""
     return any(options[k] == "true" for k in ("autoReport.all", "autoReport.outputGraphProfile",
                                               "autoReport.outputExecutionProfile"))
 
 
-def _write(report, directory: str) -> List[str]:
+def write_report_files(report, directory: str) -> List[str]:
+    """Write ``report`` as ``profile.json`` (and ``report.html``) into ``directory``;
+    returns the paths written. A directory that cannot be written is an
+    InvalidOptionError naming the option (autoReport.directory is where it comes from)."""
     try:
         return _write_files(report, directory)
     except OSError as e:
@@ -41,21 +47,3 @@ def _write_files(report, directory: str) -> List[str]:
     write_html(report, html_path)
     written.append(html_path)
     return written
-
-
-def write_auto_report_for(exe, options, machine=None) -> List[str]:
-    """Write the report of an executable that has not run (e.g. out of memory)."""
-    if not _wanted(options):
-        return []
-    return _write(build_report(exe, options.explicit), options["autoReport.directory"])
-
-
-def write_auto_report(engine, after_run: bool) -> List[str]:
-    options = engine.options
-    if not _wanted(options):
-        return []
-    if after_run and sum(engine._program_runs) > int(options["autoReport.executionProfileProgramRunCount"]):
-        return []
-    report = build_report(engine.executable, options.explicit, engine._machine, engine._program_runs,
-                          engine._program_names)
-    return _write(report, options["autoReport.directory"])

@@ -14,6 +14,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ..compilation import CompilationInfo
+
 SCHEMA_VERSION = 2
 
 
@@ -143,17 +145,6 @@ class ExecutionInfo:
         for s in self.steps:
             out[s.kind] = out.get(s.kind, 0.0) + s.cycles
         return out
-
-
-@dataclass
-class CompilationInfo:
-    """How the executable was made: lowered now or taken from the executable cache
-    (and why not), and how long each phase took (seconds)."""
-
-    from_cache: bool = False
-    cache_reason: str = ""
-    cache_key: str = ""
-    phases: Dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

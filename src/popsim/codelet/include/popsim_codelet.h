@@ -39,13 +39,19 @@ typedef struct popsim_span {
 
 typedef popsim_span popsim_field;
 
-enum popsim_error_kind {
-  POPSIM_OK = 0,
-  POPSIM_INDEX_ERROR = 1, /* error_field, error_index, error_size say where */
-  POPSIM_EXCEPTION = 2,   /* a C++ codelet threw (its message went to stderr) */
-  POPSIM_INTERRUPTED = 3, /* stopped early: *interrupt became non-zero (Ctrl-C) */
-};
+/* X(name, value, meaning): what ctx->error may hold (the engine exports the list). */
+#define POPSIM_ERROR_KINDS(X)                                                    \
+  X(OK, 0, "no error")                                                           \
+  X(INDEX_ERROR, 1, "an index out of range: error_field, error_index, error_size") \
+  X(EXCEPTION, 2, "a C++ codelet threw (its message went to stderr)")             \
+  X(INTERRUPTED, 3, "stopped early: *interrupt became non-zero (Ctrl-C)")
 
+#define POPSIM_ENUM_ERROR_KIND(name, value, doc) POPSIM_##name = value,
+enum popsim_error_kind { POPSIM_ERROR_KINDS(POPSIM_ENUM_ERROR_KIND) };
+#undef POPSIM_ENUM_ERROR_KIND
+
+/* The execution context of one compute call. Its layout is part of the contract: the
+ * engine exports it (popsim._core.EXEC_FIELDS) and tests/test_contract.py checks it. */
 typedef struct popsim_exec {
   uint64_t cycles;       /* automatic cycle counting adds worker cycles here */
   uint32_t num_workers;  /* worker contexts per tile on the target */

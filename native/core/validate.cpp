@@ -1,0 +1,220 @@
+#include "core/validate.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace popsim {
+
+namespace {
+
+[[noreturn]] void bad(const std::string &what) { throw MalformedExecutable(what); }
+
+std::string at(const char *table, size_t row) { return std::string(table) + " row " + std::to_string(row); }
+
+bool in_range(int64_t v, int64_t size) { return v >= 0 && v < size; }
+
+// offset + count * itemsize <= limit, without overflow.
+bool fits(int64_t offset, int64_t count, int64_t itemsize, int64_t limit) {
+  if (offset < 0 || count < 0 || itemsize < 0 || offset > limit) return false;
+  return itemsize == 0 || count <= (limit - offset) / itemsize;
+}
+
+// A run of rows [begin[i], begin[i + 1]) per item: begin starts at 0, never decreases
+// and ends at the number of rows.
+void check_ranges(const std::vector<int64_t> &begin, size_t rows, const char *what) {
+  if (begin.empty() || begin.front() != 0 || begin.back() != static_cast<int64_t>(rows))
+    bad(std::string(what) + ": the row ranges do not cover the rows");
+  for (size_t i = 1; i < begin.size(); ++i)
+    if (begin[i] < begin[i - 1]) bad(std::string(what) + ": row ranges out of order");
+}
+
+TableExtents copy_table_extents(const Executable &exe) {
+  check_ranges(exe.table_begin, exe.segs.size(), "copy tables");
+  const size_t ntables = exe.table_begin.size() - 1;
+  if (exe.table_overlaps.size() != ntables) bad("copy tables: one overlap flag per table expected");
+  TableExtents ext;
+  ext.src.assign(ntables, 0);
+  ext.dst.assign(ntables, 0);
+  for (size_t t = 0; t < ntables; ++t) {
+    for (int64_t i = exe.table_begin[t]; i < exe.table_begin[t + 1]; ++i) {
+      const CopySeg &s = exe.segs[static_cast<size_t>(i)];
+      const int64_t big = std::numeric_limits<int64_t>::max();
+      if (s.len < 0 || s.src < 0 || s.dst < 0 || s.len > big - s.src || s.len > big - s.dst)
+        bad(at("copy segment", static_cast<size_t>(i)) + ": negative or overflowing offset or length");
+      ext.src[t] = std::max(ext.src[t], s.src + s.len);
+      ext.dst[t] = std::max(ext.dst[t], s.dst + s.len);
+    }
+  }
+  return ext;
+}
+
+class Checker {
+ public:
+  Checker(const Executable &exe, const TableExtents &ext) : exe_(exe), ext_(ext) {}
+
+  // A table copying from `src_limit` bytes into `dst_limit` bytes.
+  void table(int64_t t, int64_t src_limit, int64_t dst_limit, const std::string &where) const {
+    if (!in_range(t, static_cast<int64_t>(ext_.src.size()))) bad(where + ": copy table " + std::to_string(t) + " does not exist");
+    if (ext_.src[static_cast<size_t>(t)] > src_limit || ext_.dst[static_cast<size_t>(t)] > dst_limit)
+      bad(where + ": copy table " + std::to_string(t) + " reaches past the memory it copies between");
+  }
+
+  void target(int64_t pc, const std::string &where) const {
+    if (!in_range(pc, static_cast<int64_t>(exe_.instrs.size()))) bad(where + ": jump target out of range");
+  }
+
+  void scalar(int64_t offset, int64_t type, const std::string &where) const {
+    const int64_t size = scalar_type_size(type);
+    if (size == 0) bad(where + ": unknown scalar type " + std::to_string(type));
+    if (!fits(offset, 1, size, exe_.arena_bytes)) bad(where + ": the scalar it reads lies outside tile memory");
+  }
+
+  void instructions() const {
+    const int64_t n = static_cast<int64_t>(exe_.instrs.size());
+    const int64_t arena = exe_.arena_bytes;
+    const int64_t nstreams = static_cast<int64_t>(exe_.stream_transfer_bytes.size());
+    const int64_t nswitch = static_cast<int64_t>(exe_.switch_default.size());
+    const int64_t ncs = static_cast<int64_t>(exe_.vertex.compute_sets.size());
+    for (int64_t pc = 0; pc < n; ++pc) {
+      const Instr &in = exe_.instrs[static_cast<size_t>(pc)];
+      const std::string where = at("instruction", static_cast<size_t>(pc));
+      if (!in_range(in.op, OP_COUNT)) bad(where + ": unknown opcode " + std::to_string(in.op));
+      if (in.step < -1 || in.step >= exe_.num_steps) bad(where + ": step out of range");
+      const bool falls_through = in.op != OP_HALT && in.op != OP_JUMP && in.op != OP_RETURN && in.op != OP_ABORT &&
+                                 in.op != OP_SWITCH;
+      if (falls_through && pc + 1 >= n) bad(where + ": the last instruction falls off the end of the program");
+      switch (in.op) {
+        case OP_JUMP: case OP_CALL: target(in.a, where); break;
+        case OP_BRANCH_IF_FALSE: case OP_BRANCH_IF_TRUE: target(in.a, where); scalar(in.b, in.c, where); break;
+        case OP_LOOP_BEGIN:
+          if (!in_range(in.a, exe_.num_loop_slots)) bad(where + ": loop slot out of range");
+          target(in.c, where);
+          break;
+        case OP_LOOP_END:
+          if (!in_range(in.a, exe_.num_loop_slots)) bad(where + ": loop slot out of range");
+          target(in.b, where);
+          break;
+        case OP_SWITCH:
+          if (!in_range(in.a, nswitch)) bad(where + ": switch table out of range");
+          scalar(in.b, in.c, where);
+          break;
+        case OP_ABORT: case OP_ABORT_IF:
+          if (!in_range(in.a, exe_.num_messages)) bad(where + ": abort message out of range");
+          if (in.op == OP_ABORT_IF) scalar(in.b, in.c, where);
+          break;
+        case OP_HOST_CALL:
+          if (!in_range(in.a, exe_.num_host_calls)) bad(where + ": host callback out of range");
+          break;
+        case OP_COPY: table(in.a, arena, arena, where); break;
+        case OP_STREAM_TO_DEVICE: case OP_STREAM_FROM_DEVICE: {
+          if (!in_range(in.a, nstreams)) bad(where + ": stream out of range");
+          const int64_t transfer = exe_.stream_transfer_bytes[static_cast<size_t>(in.a)];
+          if (in.op == OP_STREAM_TO_DEVICE) table(in.b, transfer, arena, where);
+          else table(in.b, arena, transfer, where);
+          break;
+        }
+        case OP_EXECUTE:
+          if (!in_range(in.a, ncs)) bad(where + ": compute set out of range");
+          break;
+        default: break;
+      }
+    }
+    for (size_t i = 0; i < exe_.entries.size(); ++i)
+      if (!in_range(exe_.entries[i], n)) bad(at("entry point", i) + ": out of range");
+  }
+
+  void switches() const {
+    check_ranges(exe_.switch_begin, exe_.cases.size(), "switch tables");
+    if (exe_.switch_begin.size() != exe_.switch_default.size() + 1) bad("switch tables: one default per table expected");
+    for (size_t i = 0; i < exe_.switch_default.size(); ++i) target(exe_.switch_default[i], at("switch default", i));
+    for (size_t i = 0; i < exe_.cases.size(); ++i) target(exe_.cases[i].target, at("switch case", i));
+  }
+
+  void vertices() const {
+    const VertexTables &v = exe_.vertex;
+    const int64_t arena = exe_.arena_bytes;
+    if (v.num_workers < 1 || v.num_workers > 64) bad("num_workers must be 1..64");
+    if (v.num_tiles < 1) bad("num_tiles must be at least 1");
+    if (v.state_bytes < 0 || v.state_bytes > (int64_t{1} << 40)) bad("state_bytes out of range");
+    if (v.exchange_costs.size() != v.compute_sets.size() * 2 * NUM_COST_CATEGORIES)
+      bad("compute sets: two exchange cost vectors per compute set expected");
+    for (size_t c = 0; c < v.codelets.size(); ++c)
+      for (const FieldLayout &f : v.codelets[c].fields)
+        if ((f.base != FIELD_ARENA && f.base != FIELD_SPANS) || f.itemsize < 1)
+          bad(at("codelet", c) + ": bad field layout");
+    for (size_t i = 0; i < v.vertices.size(); ++i) {
+      const VertexRow &row = v.vertices[i];
+      const std::string where = at("vertex", i);
+      if (!in_range(row.codelet, static_cast<int64_t>(v.codelets.size()))) bad(where + ": codelet out of range");
+      if ((row.flags & ~static_cast<int64_t>(VERTEX_MULTI)) != 0) bad(where + ": unknown flags");
+      if (!(row.flags & VERTEX_MULTI) && !in_range(row.worker, v.num_workers)) bad(where + ": worker out of range");
+      if (row.state_offset < 0 || row.state_offset > v.state_bytes) bad(where + ": state offset out of range");
+      const std::vector<FieldLayout> &layout = v.codelets[static_cast<size_t>(row.codelet)].fields;
+      if (row.num_fields != static_cast<int64_t>(layout.size()))
+        bad(where + ": " + std::to_string(row.num_fields) + " fields, its codelet binds " + std::to_string(layout.size()));
+      if (!fits(row.first_field, row.num_fields, 1, static_cast<int64_t>(v.fields.size())))
+        bad(where + ": field rows out of range");
+      for (int64_t f = 0; f < row.num_fields; ++f) field(v.fields[static_cast<size_t>(row.first_field + f)],
+                                                          layout[static_cast<size_t>(f)], arena, where);
+    }
+    int64_t next = 0;
+    for (size_t i = 0; i < v.groups.size(); ++i) {
+      const GroupRow &g = v.groups[i];
+      if (g.first_vertex < next || !fits(g.first_vertex, g.num_vertices, 1, static_cast<int64_t>(v.vertices.size())))
+        bad(at("tile group", i) + ": vertex rows out of range or shared with another group");
+      next = g.first_vertex + g.num_vertices;
+    }
+    next = 0;
+    const int64_t ntables = static_cast<int64_t>(ext_.src.size());
+    for (size_t i = 0; i < v.compute_sets.size(); ++i) {
+      const ComputeSetRow &cs = v.compute_sets[i];
+      const std::string where = at("compute set", i);
+      if (cs.first_group < next || !fits(cs.first_group, cs.num_groups, 1, static_cast<int64_t>(v.groups.size())))
+        bad(where + ": tile groups out of range or shared with another compute set");
+      next = cs.first_group + cs.num_groups;
+      for (int64_t t : {cs.exchange_in, cs.exchange_out}) {
+        if (t < -1 || t >= ntables) bad(where + ": exchange table out of range");
+        if (t >= 0) table(t, arena, arena, where);
+      }
+    }
+  }
+
+ private:
+  void field(const FieldRow &row, const FieldLayout &layout, int64_t arena, const std::string &where) const {
+    if (row.base != layout.base) bad(where + ": a field row does not match its codelet's field");
+    if (row.base == FIELD_ARENA) {
+      if (!fits(row.offset, row.size, layout.itemsize, arena)) bad(where + ": a field reaches past tile memory");
+      return;
+    }
+    const int64_t nspans = static_cast<int64_t>(exe_.vertex.spans.size());
+    if (!fits(row.offset, row.size, 1, nspans)) bad(where + ": a list field's spans are out of range");
+    for (int64_t s = row.offset; s < row.offset + row.size; ++s) {
+      const SpanRow &span = exe_.vertex.spans[static_cast<size_t>(s)];
+      if (!fits(span.offset, span.size, layout.itemsize, arena)) bad(where + ": a sub-edge reaches past tile memory");
+    }
+  }
+
+  const Executable &exe_;
+  const TableExtents &ext_;
+};
+
+}  // namespace
+
+TableExtents validate(const Executable &exe) {
+  if (exe.arena_bytes < 0) bad("arena_bytes is negative");
+  if (exe.num_steps < 0 || exe.step_costs.size() != static_cast<size_t>(exe.num_steps) * NUM_COST_CATEGORIES)
+    bad("step costs: one cost vector per step expected");
+  if (exe.num_loop_slots < 0 || exe.num_loop_slots > static_cast<int64_t>(exe.instrs.size()))
+    bad("num_loop_slots out of range");
+  if (exe.num_host_calls < 0 || exe.num_messages < 0) bad("negative host callback or message count");
+  for (size_t s = 0; s < exe.stream_transfer_bytes.size(); ++s)
+    if (exe.stream_transfer_bytes[s] < 0) bad(at("stream", s) + ": negative transfer size");
+  TableExtents ext = copy_table_extents(exe);
+  Checker check(exe, ext);
+  check.switches();
+  check.instructions();
+  check.vertices();
+  return ext;
+}
+
+}  // namespace popsim

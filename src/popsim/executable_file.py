@@ -1,0 +1,198 @@
+"""The executable file format: a zip of numpy arrays, a JSON header and the codelet
+libraries the executable runs, written and read by popsim.Executable.
+
+The header and the arrays are what popsim/codec.py makes of the Lowered dataclasses
+(driven by their fields). Members are stored uncompressed and each carries the zip
+format's CRC-32. Reading checks everything before trusting it: member sizes against
+the file's size (no decompression bombs), every .npy header against its data, every
+header value against its field's annotation, and the whole against itself
+(lower/consistency.py); the core checks its tables again when an engine is built.
+Every failure is a PopsimError.
+
+Executables are native code: the libraries inside run when an engine loads them.
+Load only files you trust, as with pickle.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from .cachedir import is_verified, store_verified
+from .codec import CodecError, decode, encode
+from .errors import PopsimError
+from .lower import Lowered
+from .lower.compute_sets import VertexTables
+from .lower.consistency import check_lowered
+from .version import __version__
+
+__all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
+
+FORMAT_VERSION = 2
+MAGIC = "popsim-executable"
+_HEADER = "header.json"
+_LIBRARY = "library/"
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,200}")
+_NPY_KINDS = "biuf"
+
+
+# -- writing ------------------------------------------------------------------------------------
+def _library_hooks(libraries: List[str]):
+    """Codec hooks that store VertexTables.codelets as (library index, symbol) pairs."""
+    def enc(codelets, path, arrays):
+        for lib, _ in codelets:
+            if lib not in libraries:
+                libraries.append(lib)
+        return [[libraries.index(lib), symbol] for lib, symbol in codelets]
+    return {(VertexTables, "codelets"): (enc, None)}
+
+
+def write_executable(target, lowered: Lowered, options: Dict[str, str]) -> None:
+    """Write ``lowered`` to ``target``: a file path or a binary file object."""
+    libraries: List[str] = []
+    body, arrays = encode(lowered, _library_hooks(libraries))
+    header = {"magic": MAGIC, "format": FORMAT_VERSION, "popsim": __version__, "options": dict(options),
+              "libraries": [Path(lib).name for lib in libraries], "lowered": body}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+        for name, a in arrays.items():
+            with z.open(name + ".npy", "w") as f:
+                np.lib.format.write_array(f, a, allow_pickle=False)
+        for k, lib in enumerate(libraries):
+            z.write(lib, f"{_LIBRARY}{k}")
+        z.writestr(_HEADER, json.dumps(header))
+    data = buffer.getvalue()
+    if hasattr(target, "write"):
+        target.write(data)
+        return
+    path = Path(target)
+    if path.is_dir():
+        raise PopsimError(f"cannot serialize to {path}: it is a directory; give a file path such as "
+                          f"{path / 'program.popsimexe'}")
+    fd, staged = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
+                                  suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(staged, path)
+    except BaseException:
+        if os.path.exists(staged):
+            os.unlink(staged)
+        raise
+
+
+# -- reading ------------------------------------------------------------------------------------
+def _size_of(source) -> int:
+    if hasattr(source, "seek"):
+        here = source.tell()
+        end = source.seek(0, io.SEEK_END)
+        source.seek(here)
+        return end - here
+    return os.path.getsize(source)
+
+
+def _members(z: zipfile.ZipFile, file_size: int) -> Dict[str, zipfile.ZipInfo]:
+    """The members, refused unless stored whole and uncompressed (what write_executable
+    makes): their declared sizes then cannot exceed the file's, so nothing expands."""
+    infos = z.infolist()
+    total = 0
+    for info in infos:
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size:
+            raise PopsimError(f"member {info.filename!r} is compressed; popsim writes executables uncompressed")
+        total += info.file_size
+    if total > file_size:
+        raise PopsimError(f"its members claim {total:,} bytes, more than the file's {file_size:,}")
+    return {info.filename: info for info in infos}
+
+
+def _npy(data: bytes, name: str) -> np.ndarray:
+    """An array from .npy bytes, its header checked against its data before anything
+    is allocated."""
+    f = io.BytesIO(data)
+    try:
+        major, _ = np.lib.format.read_magic(f)
+        reader = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = reader(f)
+    except (ValueError, SyntaxError, TypeError, EOFError) as e:
+        raise PopsimError(f"array {name!r} has a bad header ({e})") from None
+    if dtype.hasobject or dtype.kind not in _NPY_KINDS or fortran:
+        raise PopsimError(f"array {name!r} holds {dtype} data; popsim executables hold plain numbers")
+    count = 1
+    for d in shape:
+        count *= d
+    offset = f.tell()
+    if count * dtype.itemsize != len(data) - offset:
+        raise PopsimError(f"array {name!r} declares shape {shape} ({count * dtype.itemsize:,} bytes) but holds "
+                          f"{len(data) - offset:,} bytes")
+    return np.frombuffer(data, dtype, count, offset).reshape(shape).copy()
+
+
+def _extract_libraries(z, members, names: List[str]) -> List[str]:
+    """Each embedded library as a verified file in the codelet cache (named by its
+    content digest, so an existing copy is reused only if its content matches)."""
+    from .codelet.compiler import cache_dir
+    store = cache_dir()
+    paths = []
+    for k, name in enumerate(names):
+        if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name) or name.startswith("."):
+            raise PopsimError(f"library name {name!r} is not a plain file name")
+        member = f"{_LIBRARY}{k}"
+        if member not in members:
+            raise PopsimError(f"library {k} ({name}) is missing")
+        data = z.read(member)
+        digest = hashlib.sha256(data).hexdigest()
+        target = store / f"exe-{digest[:32]}-{name}"
+        if not is_verified(target, "executable library", digest):
+            store_verified(target, data)
+        paths.append(str(target))
+    return paths
+
+
+def read_executable(source) -> Tuple[Lowered, Dict[str, str]]:
+    """(lowered, options) of the executable in ``source`` (a path or a binary file
+    object); PopsimError when it is not a well-formed popsim executable."""
+    where = getattr(source, "name", None) or source
+    try:
+        if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()):
+            source = io.BytesIO(source.read())
+        size = _size_of(source)
+        with zipfile.ZipFile(source) as z:
+            members = _members(z, size)
+            if _HEADER not in members:
+                raise PopsimError("it has no header")
+            header = json.loads(z.read(_HEADER))
+            if not isinstance(header, dict) or header.get("magic") != MAGIC:
+                raise PopsimError("it is not a popsim executable")
+            if header.get("format") != FORMAT_VERSION:
+                raise PopsimError(f"it has format version {header.get('format')}, this popsim (version "
+                                  f"{__version__}) reads version {FORMAT_VERSION}: compile it again")
+            arrays = {n[:-4]: _npy(z.read(n), n) for n in members if n.endswith(".npy")}
+            libraries = _extract_libraries(z, members, header.get("libraries"))
+        options = header.get("options")
+        if not isinstance(options, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in options.items()):
+            raise PopsimError("its options are not a dict of strings")
+
+        def codelets(value, path, _arrays):
+            if not isinstance(value, list) or not all(
+                    isinstance(c, list) and len(c) == 2 and isinstance(c[0], int) and 0 <= c[0] < len(libraries)
+                    and isinstance(c[1], str) for c in value):
+                raise CodecError(f"{path}: expected [library index, symbol] pairs, found {str(value)[:60]}")
+            return [(libraries[k], symbol) for k, symbol in value]
+        lowered = decode(Lowered, header.get("lowered"), arrays, {(VertexTables, "codelets"): (None, codelets)})
+        check_lowered(lowered)
+        return lowered, options
+    except PopsimError as e:
+        raise PopsimError(f"cannot read executable {where}: {e}") from None
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, KeyError, TypeError, IndexError,
+            AttributeError, EOFError, RecursionError, MemoryError, NotImplementedError, OverflowError) as e:
+        raise PopsimError(f"cannot read executable {where}: {type(e).__name__}: {e}; it is not a popsim "
+                          "executable or it is corrupted (compile it again)") from None

@@ -1,0 +1,148 @@
+"""Checking a Lowered that did not come from the lowering (a deserialized executable).
+
+The core checks what it runs (native/core/validate.cpp, when the engine is built);
+this checks the rest, what the Python side indexes with: host handles, stream records,
+PrintTensor callbacks, step and vertex metadata for messages and reports, the memory
+layout. Every inconsistency is a ValueError naming the field, so that a malformed file
+fails when it is loaded instead of with an IndexError in the middle of a run.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, Op
+from .layout import MEMORY_CATEGORIES
+
+__all__ = ["check_lowered"]
+
+_INT = "iu"
+
+
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(what)
+
+
+def _array(a, name: str, kinds: str, shape) -> np.ndarray:
+    """``a`` is a numpy array of one of ``kinds`` with ``shape`` (None: any length)."""
+    _need(isinstance(a, np.ndarray) and a.dtype.kind in kinds and a.ndim == len(shape) and
+          all(want is None or have == want for have, want in zip(a.shape, shape)),
+          f"{name}: expected a {'/'.join(kinds)} array of shape {shape}, found "
+          f"{getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+    return a
+
+
+def _indices(a: np.ndarray, limit: int, name: str, low: int = 0) -> None:
+    _need(a.size == 0 or (int(a.min()) >= low and int(a.max()) < limit), f"{name}: values out of range")
+
+
+def _host_extents(lw):
+    """Per copy table: the bytes its host-side (source) and arena-side reach."""
+    segs, begin = lw.segs, lw.table_begin
+    ntables = begin.size - 1
+    src, dst = np.zeros(ntables, np.int64), np.zeros(ntables, np.int64)
+    table = np.repeat(np.arange(ntables), np.diff(begin))
+    np.maximum.at(src, table, segs[:, 0] + segs[:, 2])
+    np.maximum.at(dst, table, segs[:, 1] + segs[:, 2])
+    return src, dst
+
+
+def _host_table(lw, table: int, nbytes: int, name: str, extents, to_device: bool) -> None:
+    src, dst = extents
+    _need(0 <= table < src.size, f"{name}: copy table {table} does not exist")
+    host, arena = (src[table], dst[table]) if to_device else (dst[table], src[table])
+    _need(int(host) == nbytes, f"{name}: its copy table does not cover exactly the host buffer's {nbytes} bytes")
+    _need(int(arena) <= lw.layout.arena_bytes, f"{name}: its copy table reaches past tile memory")
+
+
+def check_lowered(lw) -> None:
+    """Raise ValueError, naming the field, if ``lw`` is not self-consistent."""
+    t = lw.target
+    _need(1 <= t.num_ipus and 1 <= t.tiles_per_ipu and t.num_tiles <= 1 << 24, "target: bad tile counts")
+    _need(1 <= t.num_worker_contexts <= 64, "target.num_worker_contexts must be 1..64")
+    _need(t.bytes_per_tile >= 0 and math.isfinite(t.tile_clock_frequency), "target: bad memory or clock")
+    tiles = t.num_tiles
+    p, v, m = lw.programs, lw.vertices, lw.layout
+
+    # Tables the core runs (the core checks their contents; here, their shapes).
+    _array(lw.segs, "segs", _INT, (None, ROW_WIDTHS["segs"]))
+    _array(lw.table_begin, "table_begin", _INT, (None,))
+    _need(lw.table_begin.size >= 1 and lw.table_begin[0] == 0 and lw.table_begin[-1] == lw.segs.shape[0] and
+          bool(np.all(np.diff(lw.table_begin) >= 0)), "table_begin: bad table ranges")
+    _need(bool(np.all(lw.segs >= 0)), "segs: negative offsets or lengths")
+    extents = _host_extents(lw)
+    _array(p.instrs, "programs.instrs", _INT, (None, ROW_WIDTHS["instrs"]))
+    _array(p.entries, "programs.entries", _INT, (None,))
+    nsteps = len(p.steps)
+    _array(p.step_costs, "programs.step_costs", "f", (nsteps, NUM_CATEGORIES))
+    _need(set(lw.graph_counts) == {"num_vertices", "num_edges", "num_variables", "num_compute_sets"},
+          "graph_counts: unexpected keys")
+    _need(len(lw.program_names) == p.entries.size and len(p.program_streams) == p.entries.size,
+          "program_names / program_streams: one per program expected")
+
+    # Streams, host handles, PrintTensor callbacks, the initial image.
+    for i, s in enumerate(lw.streams):
+        _need(s.index == i and s.num_elements >= 0, f"streams.{i}: bad index or size")
+    for i, used in enumerate(p.program_streams):
+        _need(all(0 <= s < len(lw.streams) for s in used), f"programs.program_streams.{i}: unknown stream")
+    for kind, handles in (("host_writes", lw.host_writes), ("host_reads", lw.host_reads)):
+        for name, h in handles.items():
+            _need(h.handle == name and all(d >= 0 for d in h.shape), f"{kind}.{name}: bad handle")
+            _host_table(lw, h.table, math.prod(h.shape) * h.dtype.size, f"{kind}.{name}", extents,
+                        kind == "host_writes")
+    for i, cb in enumerate(p.callbacks):
+        _need(all(d >= 0 for d in cb.shape), f"programs.callbacks.{i}: bad shape")
+        _host_table(lw, cb.table, math.prod(cb.shape) * cb.dtype.size, f"programs.callbacks.{i}", extents, False)
+    _array(lw.init_image, "init_image", "u", (None,))
+    if lw.init_table >= 0:
+        _host_table(lw, lw.init_table, lw.init_image.size, "init_table", extents, True)
+    ops, col = p.instrs[:, COLUMNS["instrs"]["op"]], COLUMNS["instrs"]
+    for op, to_device in ((Op.STREAM_TO_DEVICE, True), (Op.STREAM_FROM_DEVICE, False)):
+        for row in p.instrs[ops == op]:
+            stream, table = int(row[col["a"]]), int(row[col["b"]])
+            _need(0 <= stream < len(lw.streams), "programs.instrs: a stream copy of an unknown stream")
+            _host_table(lw, table, lw.streams[stream].transfer_bytes, f"streams.{stream}", extents, to_device)
+    for s in lw.streams:
+        _need(s.transfer_bytes <= max(lw.layout.arena_bytes, 1 << 20),
+              f"streams.{s.index}: a transfer of {s.transfer_bytes} bytes, larger than tile memory")
+
+    # Steps.
+    ncs = v.compute_sets.shape[0] if isinstance(v.compute_sets, np.ndarray) else 0
+    for i, step in enumerate(p.steps):
+        c = step.cost
+        _need(-1 <= step.compute_set < ncs, f"programs.steps.{i}.compute_set out of range")
+        _array(c.vector, f"programs.steps.{i}.cost.vector", "f", (NUM_CATEGORIES,))
+        for name in ("tile_compute", "tile_exchange"):
+            if getattr(c, name) is not None:
+                _array(getattr(c, name), f"programs.steps.{i}.cost.{name}", "f" + _INT, (tiles,))
+
+    # Vertices: what messages and reports index with.
+    nverts = _array(v.vertices, "vertices.vertices", _INT, (None, ROW_WIDTHS["vertices"])).shape[0]
+    ngroups = _array(v.groups, "vertices.groups", _INT, (None, ROW_WIDTHS["groups"])).shape[0]
+    _array(v.compute_sets, "vertices.compute_sets", _INT, (None, ROW_WIDTHS["compute_sets"]))
+    _need(len(v.codelet_fields) == len(v.codelets), "vertices.codelet_fields: one per codelet expected")
+    ntypes = len(v.type_names)
+    _need(len(v.type_fields) == ntypes and len(v.type_sources) == ntypes, "vertices.type_*: one per type expected")
+    for name, limit in (("row_type", ntypes), ("row_cs", ncs), ("row_index", 1 << 62)):
+        _indices(_array(getattr(v, name), f"vertices.{name}", _INT, (nverts,)), limit, f"vertices.{name}")
+    _indices(v.vertices[:, COLUMNS["vertices"]["tile"]], tiles, "vertices.vertices (tile column)")
+    _indices(_array(v.group_tiles, "vertices.group_tiles", _INT, (ngroups,)), tiles, "vertices.group_tiles")
+    _need(len(v.cs_names) == ncs and len(v.cs_buffer_bytes) == ncs and len(v.cs_groups) == ncs,
+          "vertices.cs_*: one per compute set expected")
+    for i, (first, count) in enumerate(v.cs_groups):
+        _need(0 <= first and 0 <= count and first + count <= ngroups, f"vertices.cs_groups.{i} out of range")
+    _array(v.exchange_costs, "vertices.exchange_costs", "f", (ncs, 2, NUM_CATEGORIES))
+
+    # Memory layout.
+    nvars = len(lw.variable_names)
+    _array(m.var_offsets, "layout.var_offsets", _INT, (nvars,))
+    nregions = _array(m.region_var, "layout.region_var", _INT, (None,)).size
+    _indices(m.region_var, nvars, "layout.region_var")
+    _indices(_array(m.region_tile, "layout.region_tile", _INT, (nregions,)), tiles, "layout.region_tile")
+    _array(m.region_bytes, "layout.region_bytes", _INT, (nregions,))
+    _need(set(m.by_category) == set(MEMORY_CATEGORIES), "layout.by_category: unexpected memory categories")
+    for name, values in m.by_category.items():
+        _array(values, f"layout.by_category.{name}", _INT, (tiles,))
+    _indices(_array(lw.tiles_out_of_memory, "tiles_out_of_memory", _INT, (None,)), tiles, "tiles_out_of_memory")

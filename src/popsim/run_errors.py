@@ -1,0 +1,45 @@
+"""What went wrong in a run, in words: the core's error record made a PopsimError."""
+from __future__ import annotations
+
+from .contract import ErrorKind, Status
+from .errors import ApplicationRuntimeError, EngineStateError, IndexError, PopsimError, StreamConnectionError
+
+__all__ = ["run_error"]
+
+
+def run_error(status: int, err: dict, program_index: int, lowered) -> PopsimError:
+    """The error for a run of ``program_index`` that ended with ``status`` and the core's
+    error record ``err`` (Machine.error())."""
+    steps = lowered.programs.steps
+    where = f" (at {steps[err['step']].name})" if 0 <= err["step"] < len(steps) else ""
+    if status == Status.ABORTED:
+        message = lowered.programs.messages[err["id"]]
+        return ApplicationRuntimeError(f"program {program_index} aborted{where}: {message or '(no message)'}")
+    if status == Status.VERTEX_FAILED:
+        return _vertex_error(err, lowered.vertices)
+    if status == Status.STREAM_NOT_CONNECTED:
+        handle = lowered.streams[err["id"]].handle
+        return StreamConnectionError(f"stream '{handle}' is not connected: call engine.connect_stream first (or "
+                                     "connect it again if a callback disconnected it during the run)")
+    if status == Status.NOT_LOADED:
+        return EngineStateError("the engine is not loaded: call engine.load(device) first")
+    if status == Status.CALL_STACK_OVERFLOW:
+        return ApplicationRuntimeError(f"program {program_index}: Call nesting too deep{where}")
+    return PopsimError(f"internal error: the core stopped with status {status} at instruction {err['pc']}"
+                       f"{where}; please report this")
+
+
+def _vertex_error(err: dict, vt) -> PopsimError:
+    from .codelet.interpret import index_error_message
+    row = err["a"]
+    t = vt.row_type[row]
+    if err["error_kind"] == ErrorKind.INDEX_ERROR:
+        f = err["error_field"]
+        fields = vt.type_fields[t]
+        name = fields[f] if 0 <= f < len(fields) else "?"
+        return IndexError(f"{vt.location(row)}: " + index_error_message(
+            vt.type_names[t], name, err["error_index"], err["error_size"], err["error_line"],
+            vt.type_sources[t].rsplit(":", 1)[0]))
+    if err["error_kind"] == ErrorKind.EXCEPTION:
+        return ApplicationRuntimeError(f"{vt.describe(row)} threw a C++ exception (its message is on stderr)")
+    return ApplicationRuntimeError(f"{vt.describe(row)} returned false")

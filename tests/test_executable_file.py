@@ -1,0 +1,203 @@
+"""The executable file (popsim/executable_file.py): what is saved comes back, field for
+field; file objects work as Poplar's streams do; and no malformed file gets past a
+PopsimError (a fuzzing run tampers with a real one in thousands of ways)."""
+import dataclasses
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import popsim
+from popsim.lower import Lowered
+from popsim.lower.compute_sets import VertexTables
+from popsim.lower.layout import MemoryLayout
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from executable_sample import build, drive  # noqa: E402
+
+pytestmark = pytest.mark.compiler
+NOT_SAVED = {(VertexTables, "vertex_types"), (MemoryLayout, "index")}
+
+
+def _compare(a, b, path: str, seen: set) -> None:
+    """Every saved field of ``a`` equals ``b``'s, walked generically over dataclasses.fields."""
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), path
+        for f in dataclasses.fields(a):
+            seen.add((type(a), f.name))
+            if (type(a), f.name) in NOT_SAVED:
+                assert not f.metadata.get("saved", True), f"{path}.{f.name} should be marked NOT_SAVED"
+                continue
+            if (type(a), f.name) == (VertexTables, "codelets"):  # libraries are re-extracted elsewhere
+                assert [s for _, s in getattr(a, f.name)] == [s for _, s in getattr(b, f.name)]
+                assert [Path(p).read_bytes() for p, _ in getattr(a, f.name)] == \
+                    [Path(p).read_bytes() for p, _ in getattr(b, f.name)]
+                continue
+            _compare(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}", seen)
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype, path
+        np.testing.assert_array_equal(a, b, err_msg=path)
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            _compare(a[k], b[k], f"{path}.{k}", seen)
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _compare(x, y, f"{path}.{i}", seen)
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def _all_fields(cls, out: set) -> set:
+    import typing
+    for f in dataclasses.fields(cls):
+        out.add((cls, f.name))
+        for t in [typing.get_type_hints(cls)[f.name], *typing.get_args(typing.get_type_hints(cls)[f.name])]:
+            for inner in [t, *typing.get_args(t)]:
+                if dataclasses.is_dataclass(inner) and (inner, None) not in out:
+                    out.add((inner, None))
+                    _all_fields(inner, out)
+    return out
+
+
+def test_every_field_of_lowered_round_trips(device, tmp_path):
+    g, progs = build(device)
+    exe = popsim.compile_graph(g, progs)
+    exe.serialize(tmp_path / "p.popsimexe")
+    back = popsim.Executable.deserialize(tmp_path / "p.popsimexe")
+    seen: set = set()
+    _compare(exe.lowered, back.lowered, "lowered", seen)
+    every = {k for k in _all_fields(Lowered, set()) if k[1] is not None}
+    assert every <= seen, f"fields never compared: {every - seen}"
+    assert back.options == exe.options
+    assert drive(popsim.Engine(back), device)["y"].tolist() == drive(popsim.Engine(exe), device)["y"].tolist()
+
+
+def test_serialize_to_and_from_file_objects(device, tmp_path):
+    g, progs = build(device)
+    exe = popsim.compile_graph(g, progs)
+    buffer = io.BytesIO()
+    exe.serialize(buffer)                        # Poplar: exe.serialize(std::ostream&)
+    buffer.seek(0)
+    from_buffer = popsim.Executable.deserialize(buffer)
+    with open(tmp_path / "f.popsimexe", "wb") as f:
+        exe.serialize(f)
+    with open(tmp_path / "f.popsimexe", "rb") as f:
+        from_file = popsim.Executable.deserialize(f)
+    expected = drive(popsim.Engine(exe), device)
+    for loaded in (from_buffer, from_file):
+        got = drive(popsim.Engine(loaded), device)
+        np.testing.assert_array_equal(got["x"], expected["x"])
+        assert got["cycles"] == expected["cycles"]
+    with pytest.raises(popsim.PopsimError, match="needs a file path or a binary file object, found int"):
+        exe.serialize(3)
+
+
+def test_serialize_to_a_directory_is_refused_and_leaves_nothing(device, tmp_path):
+    g, progs = build(device)
+    exe = popsim.compile_graph(g, progs)
+    target = tmp_path / "dir"
+    target.mkdir()
+    before = set(tmp_path.iterdir())
+    with pytest.raises(popsim.PopsimError, match="is a directory; give a file path"):
+        exe.serialize(target)
+    assert set(tmp_path.iterdir()) == before and list(target.iterdir()) == []
+    with pytest.raises(popsim.PopsimError, match="cannot write the executable"):
+        exe.serialize(tmp_path / "missing" / "x.popsimexe")
+    assert set(tmp_path.iterdir()) == before
+
+
+def _saved(device) -> bytes:
+    g, progs = build(device)
+    buffer = io.BytesIO()
+    popsim.compile_graph(g, progs).serialize(buffer)
+    return buffer.getvalue()
+
+
+def _rezip(data: bytes, change) -> io.BytesIO:
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, blob, kind in change(members):
+            z.writestr(zipfile.ZipInfo(name), blob, compress_type=kind)
+    out.seek(0)
+    return out
+
+
+def test_no_member_may_expand(device):
+    """A compressed member could expand far beyond the file (a 4 MB file to 4 GiB):
+    popsim writes them stored, and refuses anything else before reading it."""
+    data = _saved(device)
+
+    def bomb(members):
+        for name, blob in members.items():
+            yield name, blob, zipfile.ZIP_STORED
+        yield "zeros.npy", b"\0" * (8 << 20), zipfile.ZIP_DEFLATED
+    with pytest.raises(popsim.PopsimError, match="member 'zeros.npy' is compressed"):
+        popsim.Executable.deserialize(_rezip(data, bomb))
+
+
+def test_an_array_header_claiming_more_than_it_holds_is_refused(device):
+    data = _saved(device)
+
+    def huge(members):
+        for name, blob in members.items():
+            if name == "segs.npy":
+                head = b"{'descr': '<i8', 'fortran_order': False, 'shape': (4000000000000, 3), }"
+                head += b" " * (63 - (len(head) + 10) % 64) + b"\n"
+                blob = b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + blob[-48:]
+            yield name, blob, zipfile.ZIP_STORED
+    with pytest.raises(popsim.PopsimError, match=r"array 'segs.npy' declares shape \(4000000000000, 3\)"):
+        popsim.Executable.deserialize(_rezip(data, huge))
+
+
+def test_header_values_are_checked_against_their_fields(device):
+    data = _saved(device)
+
+    def edit(path, value):
+        def change(members):
+            for name, blob in members.items():
+                if name == "header.json":
+                    header = json.loads(blob)
+                    node = header
+                    for key in path[:-1]:
+                        node = node[key]
+                    node[path[-1]] = value
+                    blob = json.dumps(header).encode()
+                yield name, blob, zipfile.ZIP_STORED
+        return _rezip(data, change)
+    cases = [
+        (("lowered", "layout", "arena_bytes"), "big", "layout.arena_bytes: expected an integer"),
+        (("lowered", "streams", 0, "dtype"), "QUAD", "streams.0.dtype: expected an element type name"),
+        (("lowered", "host_reads", "y", "table"), 10 ** 6, "host_reads.y: copy table 1000000 does not exist"),
+        (("lowered", "programs", "callbacks", 0, "shape"), [10 ** 12], "callbacks.0: its copy table does not cover"),
+        (("libraries", 0), "../../evil.so", "library name '../../evil.so' is not a plain file name"),
+        (("lowered", "graph_counts"), {}, "graph_counts: unexpected keys"),
+        (("options",), {"a": 1}, "its options are not a dict of strings"),
+    ]
+    for path, value, message in cases:
+        with pytest.raises(popsim.PopsimError, match=message):
+            popsim.Executable.deserialize(edit(path, value))
+
+
+def test_fuzzed_executables_load_or_fail_cleanly(device, tmp_path):
+    """Hundreds of tampered copies of a real executable (offsets, lengths, indices,
+    dtypes, shapes, header values, zip structure), each loaded, built, run and read: every
+    one is refused with a PopsimError or runs; none crashes the process."""
+    path = tmp_path / "sample.popsimexe"
+    path.write_bytes(_saved(device))
+    script = Path(__file__).resolve().parent / "executable_fuzz.py"
+    result = subprocess.run([sys.executable, str(script), str(path), "7", "600"], capture_output=True, text=True,
+                            timeout=600, cwd=tmp_path)
+    last = result.stdout.strip().splitlines()[-3:]
+    assert result.returncode == 0 and result.stdout.rstrip().splitlines()[-1].startswith("DONE"), \
+        f"the fuzzing run died (exit {result.returncode}) after:\n" + "\n".join(last) + "\n" + result.stderr[-2000:]
+    outcomes = json.loads(result.stdout.rstrip().splitlines()[-1][len("DONE "):])
+    assert outcomes.get("refused", 0) > 100 and outcomes.get("ran", 0) > 50, outcomes

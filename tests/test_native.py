@@ -1,0 +1,118 @@
+"""The hand-over to the native core (popsim/native.py): every way building a machine can
+fail is a PopsimError that says what to do, never a raw pybind or MemoryError."""
+import copy
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import popsim
+from popsim import FLOAT
+from popsim.contract import COLUMNS, Op
+from popsim.program import Copy, Sequence
+
+
+def small_graph(device):
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [4], "a")
+    b = g.add_variable(FLOAT, [4], "b")
+    g.set_tile_mapping(a, 0)
+    g.set_tile_mapping(b, 1)
+    g.create_host_read("b", b)
+    g.create_host_write("a", a)
+    return g, Copy(a, b)
+
+
+@pytest.mark.parametrize("key, value", [("popsim.traceLength", "99999999999999999999"),
+                                        ("popsim.numThreads", "99999999999")])
+def test_out_of_range_options_are_option_errors(device, key, value):
+    g, prog = small_graph(device)
+    with pytest.raises(popsim.InvalidOptionError) as info:
+        popsim.Engine(g, prog, {key: value})
+    message = str(info.value)
+    assert value in message and "Invoked with" not in message and "arena_bytes" not in message
+
+
+def test_an_arena_the_host_cannot_allocate_is_an_engine_error(device):
+    """debug.allowOutOfMemory lets a graph far larger than the host through: allocating
+    it fails with a PopsimError naming the bytes, not a MemoryError."""
+    g = popsim.Graph(device)
+    huge = g.add_variable(FLOAT, [2 ** 44], "huge")  # 64 TiB on one tile
+    g.set_tile_mapping(huge, 0)
+    with pytest.raises(popsim.EngineStateError, match=r"cannot allocate the engine's memory: 70,368,744,177,664 "
+                                                      r"bytes of tile memory.*make the tensors smaller"):
+        popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": "true"})
+
+
+def test_a_big_out_of_memory_engine_costs_no_host_memory_until_used(device):
+    """A 32 GiB tile (the issue's case) builds and loads without touching its pages."""
+    g = popsim.Graph(device)
+    big = g.add_variable(FLOAT, [8 * 2 ** 30], "big")
+    g.set_tile_mapping(big, 0)
+    try:
+        engine = popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": "true"})
+    except popsim.EngineStateError as e:  # a host that refuses even lazily zeroed memory
+        assert "34,359,738,368 bytes" in str(e)
+        return
+    engine.load(device)
+    assert engine.get_report().memory.tiles_out_of_memory == [0]
+    with pytest.raises(popsim.EngineStateError, match="can be inspected"):
+        engine.run()
+    engine.close()
+
+
+def test_a_malformed_table_is_refused_before_anything_runs(device):
+    g, prog = small_graph(device)
+    exe = popsim.compile_graph(g, prog)
+    bad = copy.deepcopy(exe)
+    lw = bad.lowered
+    instrs, col = lw.programs.instrs, COLUMNS["instrs"]
+    copy_table = int(instrs[instrs[:, col["op"]] == Op.COPY][0, col["a"]])
+    lw.segs[lw.table_begin[copy_table], COLUMNS["segs"]["len"]] = 1 << 40  # a copy far past tile memory
+    with pytest.raises(popsim.PopsimError, match="executable is malformed: .*reaches past the memory it copies"):
+        popsim.Engine(bad)
+    bad = copy.deepcopy(exe)
+    bad.lowered.programs.instrs = bad.lowered.programs.instrs.astype(np.float64)
+    with pytest.raises(popsim.PopsimError, match="Description.instrs: expected a C-contiguous int64 array"):
+        popsim.Engine(bad)
+    engine = popsim.Engine(exe)  # the original still works
+    engine.load(device)
+    engine.write_tensor("a", np.arange(4, dtype=np.float32))
+    engine.run()
+    np.testing.assert_array_equal(engine.read_tensor("b"), np.arange(4))
+
+
+def test_a_host_buffer_too_small_for_its_table_is_refused(device):
+    g, prog = small_graph(device)
+    engine = popsim.Engine(g, prog)
+    engine.load(device)
+    with pytest.raises(ValueError, match="does not fit a host buffer of 8 bytes"):
+        engine._machine.write(engine.executable.lowered.host_writes["a"].table, np.zeros(2, np.float32))
+
+
+def test_threads_that_cannot_start_are_an_error_not_a_hang(tmp_path):
+    """With the address space capped, thread creation fails part way: Engine() raises
+    (before the fix it hung, immune to Ctrl-C)."""
+    script = textwrap.dedent("""
+        import re, resource
+        import popsim
+        from popsim.program import Sequence
+        device = popsim.IPUModel("ipu2").create_device()
+        g = popsim.Graph(device)
+        exe = popsim.compile_graph(g, Sequence())
+        vm = int(re.search(r"VmSize:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (64 << 20), resource.RLIM_INFINITY))
+        try:
+            popsim.Engine(exe, {"popsim.numThreads": "256"})
+            print("BUILT")
+        except popsim.PopsimError as e:
+            print("ERROR", e)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    if "BUILT" in out:
+        pytest.skip("this host started 256 threads within the address-space cap")
+    assert "cannot start 256 threads" in out and "popsim.numThreads" in out, out
