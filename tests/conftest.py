@@ -5,6 +5,12 @@ import numpy as np
 import pytest
 
 import popsim
+from popsim import FLOAT
+
+# The helper modules beside the tests get pytest's assertion messages too.
+pytest.register_assert_rewrite("graph_helpers")
+
+from graph_helpers import mapped  # noqa: E402 (after the registration above)
 
 # Variables that change what popsim does; tests that want one set it themselves.
 _BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL",
@@ -63,6 +69,21 @@ def small_device():
 @pytest.fixture
 def cpu_device():
     return popsim.Device.create_cpu_device()
+
+
+@pytest.fixture
+def no_env_options(monkeypatch):
+    """No engine options from the environment (POPSIM_ENGINE_OPTIONS unset)."""
+    monkeypatch.delenv("POPSIM_ENGINE_OPTIONS", raising=False)
+
+
+@pytest.fixture
+def views_graph(small_device):
+    """(graph, t, m): a 4-tile graph with a FLOAT vector ``t`` [4] and matrix ``m`` [4, 4] on tile 0."""
+    g = popsim.Graph(small_device)
+    t = mapped(g, FLOAT, (4,), "t")
+    m = mapped(g, FLOAT, (4, 4), "m")
+    return g, t, m
 
 
 def run_and_read(graph, device, programs, reads, writes=None, options=None, program_index=0):

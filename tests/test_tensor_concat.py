@@ -6,6 +6,8 @@ import popsim
 from popsim import FLOAT, INT
 from popsim.program import Copy
 
+from graph_helpers import mapped
+
 
 def constant(graph, values, name):
     values = np.asarray(values, np.float32)
@@ -68,3 +70,39 @@ def test_misuse_says_which_form_to_write(small_device):
         popsim.concat([a, a], 0, dim=0)
     with pytest.raises(popsim.TensorCreationError, match="type INT but"):
         popsim.concat(a, g.add_variable(INT, [2], "i"))
+
+
+def test_concat_type_mismatch(views_graph):
+    g, t, _ = views_graph
+    i = mapped(g, INT, (4,), "ints")
+    with pytest.raises(popsim.TensorCreationError) as info:
+        popsim.concat([t, i])
+    msg = str(info.value)
+    assert "'ints'" in msg and "'t'" in msg and "INT" in msg and "FLOAT" in msg
+
+
+def test_concat_shape_mismatch(views_graph):
+    g, t, m = views_graph
+    w = mapped(g, FLOAT, (4, 3), "w")
+    with pytest.raises(popsim.TensorCreationError) as info:
+        popsim.concat([m, w], 0)
+    msg = str(info.value)
+    assert "'w'" in msg and "[4, 3]" in msg and "'m'" in msg and "[4, 4]" in msg
+    popsim.concat([m, w], 1)  # fine along the differing dimension
+    with pytest.raises(popsim.TensorCreationError, match=r"'t' of shape \[4\].*'m' of shape \[4, 4\]"):
+        popsim.concat([m, t])
+    with pytest.raises(popsim.TensorCreationError, match="at least one tensor"):
+        popsim.concat([])
+
+
+def test_concat_across_graphs(small_device):
+    a = mapped(popsim.Graph(small_device), FLOAT, (2,), "a")
+    b = mapped(popsim.Graph(small_device), FLOAT, (2,), "b")
+    with pytest.raises(popsim.TensorCreationError, match="different graph"):
+        popsim.concat([a, b])
+
+
+def test_append_rank_mismatch(views_graph):
+    _, t, m = views_graph
+    with pytest.raises(popsim.TensorCreationError, match=r"append:.*'m'.*rank 0"):
+        popsim.append(t, m)
