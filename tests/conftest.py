@@ -1,14 +1,16 @@
-"""Shared fixtures: devices and a helper that builds, runs and reads back a program."""
+"""Shared fixtures: devices, small graphs and tensors, and a helper that builds, runs and
+reads back a program. Plain helpers shared by several test files live in modules beside
+this one (graph_helpers.py, tensor_helpers.py, view_chains.py, executable_sample.py)."""
 import os
 
 import numpy as np
 import pytest
 
 import popsim
-from popsim import FLOAT
+from popsim import FLOAT, INT
 
 # The helper modules beside the tests get pytest's assertion messages too.
-pytest.register_assert_rewrite("graph_helpers")
+pytest.register_assert_rewrite("graph_helpers", "tensor_helpers", "view_chains")
 
 from graph_helpers import mapped  # noqa: E402 (after the registration above)
 
@@ -84,6 +86,24 @@ def views_graph(small_device):
     t = mapped(g, FLOAT, (4,), "t")
     m = mapped(g, FLOAT, (4, 4), "m")
     return g, t, m
+
+
+@pytest.fixture
+def graph(device):
+    """A graph of the ipu2 device (a test file may define its own ``graph``)."""
+    return popsim.Graph(device)
+
+
+@pytest.fixture
+def v34(graph):
+    """A (3, 4) FLOAT variable, the first of its graph (ids 0..11), with its numpy twin."""
+    return graph.add_variable(FLOAT, (3, 4), "v34"), np.arange(12).reshape(3, 4)
+
+
+@pytest.fixture
+def v234(graph):
+    """A (2, 3, 4) INT variable, the first of its graph (ids 0..23), with its numpy twin."""
+    return graph.add_variable(INT, (2, 3, 4), "v234"), np.arange(24).reshape(2, 3, 4)
 
 
 def run_and_read(graph, device, programs, reads, writes=None, options=None, program_index=0):

@@ -17,8 +17,7 @@ from popsim.mapping import VariableMapping
 from popsim.program import Sequence
 
 from graph_helpers import mapped
-
-from test_tensor_properties import Ctx, run_chain, shapes
+from view_chains import Ctx, run_chain, shapes
 
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TILES = 8
