@@ -1,6 +1,7 @@
 """Shared fixtures: devices, small graphs and tensors, and a helper that builds, runs and
 reads back a program. Plain helpers shared by several test files live in modules beside
-this one (graph_helpers.py, tensor_helpers.py, view_chains.py, executable_sample.py)."""
+this one (graph_helpers.py, tensor_helpers.py, view_chains.py, executable_sample.py,
+codelet/sample_vertices.py, codelet/vertex_harness.py)."""
 import os
 
 import numpy as np
@@ -10,7 +11,7 @@ import popsim
 from popsim import FLOAT, INT
 
 # The helper modules beside the tests get pytest's assertion messages too.
-pytest.register_assert_rewrite("graph_helpers", "tensor_helpers", "view_chains")
+pytest.register_assert_rewrite("graph_helpers", "tensor_helpers", "view_chains", "vertex_harness")
 
 from graph_helpers import mapped  # noqa: E402 (after the registration above)
 
