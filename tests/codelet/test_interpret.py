@@ -59,7 +59,7 @@ def test_breakpoint_stops_on_the_users_line_in_interpreted_mode(monkeypatch):
 
 @pytest.mark.compiler
 @pytest.mark.parametrize("mode", ["compiled", "interpreted"])
-def test_engine_runs_python_vertices(monkeypatch, mode):
+def test_engine_runs_python_vertices(monkeypatch, mode, run_and_read):
     monkeypatch.setenv("POPSIM_CODELET_MODE", mode)
     device = popsim.IPUModel().create_device()
     graph = popsim.Graph(device.target)
@@ -73,21 +73,8 @@ def test_engine_runs_python_vertices(monkeypatch, mode):
         v = graph.add_vertex(cs, "Sum", {"in": x.slice(4 * i, 4 * i + 4), "out": s[i]})
         graph.set_tile_mapping(v, i)
     data = np.arange(8, dtype=F32) * F32(0.5)
-    got, = run_engine(graph, device, popsim.program.Execute(cs), {x: data}, [s])
+    got, = run_and_read(graph, device, popsim.program.Execute(cs), [s], {x: data})
     assert got.tolist() == [3.0, 11.0]
-
-
-def run_engine(graph, device, program, writes, reads):
-    for i, t in enumerate(reads):
-        graph.create_host_read(f"r{i}", t)
-    for i, tensor in enumerate(writes):
-        graph.create_host_write(f"w{i}", tensor)
-    engine = popsim.Engine(graph, program)
-    engine.load(device)
-    for i, value in enumerate(writes.values()):
-        engine.write_tensor(f"w{i}", value)
-    engine.run(0)
-    return [engine.read_tensor(f"r{i}") for i in range(len(reads))]
 
 
 
