@@ -1,10 +1,19 @@
-"""Shared fixtures: devices and a helper that builds, runs and reads back a program."""
+"""Shared fixtures: devices, small graphs and tensors, and a helper that builds, runs and
+reads back a program. Plain helpers shared by several test files live in modules beside
+this one (graph_helpers.py, tensor_helpers.py, view_chains.py, executable_sample.py,
+codelet/sample_vertices.py, codelet/vertex_harness.py)."""
 import os
 
 import numpy as np
 import pytest
 
 import popsim
+from popsim import FLOAT, INT
+
+# The helper modules beside the tests get pytest's assertion messages too.
+pytest.register_assert_rewrite("graph_helpers", "tensor_helpers", "view_chains", "vertex_harness")
+
+from graph_helpers import mapped  # noqa: E402 (after the registration above)
 
 # Variables that change what popsim does; tests that want one set it themselves.
 _BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL",
@@ -63,6 +72,39 @@ def small_device():
 @pytest.fixture
 def cpu_device():
     return popsim.Device.create_cpu_device()
+
+
+@pytest.fixture
+def no_env_options(monkeypatch):
+    """No engine options from the environment (POPSIM_ENGINE_OPTIONS unset)."""
+    monkeypatch.delenv("POPSIM_ENGINE_OPTIONS", raising=False)
+
+
+@pytest.fixture
+def views_graph(small_device):
+    """(graph, t, m): a 4-tile graph with a FLOAT vector ``t`` [4] and matrix ``m`` [4, 4] on tile 0."""
+    g = popsim.Graph(small_device)
+    t = mapped(g, FLOAT, (4,), "t")
+    m = mapped(g, FLOAT, (4, 4), "m")
+    return g, t, m
+
+
+@pytest.fixture
+def graph(device):
+    """A graph of the ipu2 device (a test file may define its own ``graph``)."""
+    return popsim.Graph(device)
+
+
+@pytest.fixture
+def v34(graph):
+    """A (3, 4) FLOAT variable, the first of its graph (ids 0..11), with its numpy twin."""
+    return graph.add_variable(FLOAT, (3, 4), "v34"), np.arange(12).reshape(3, 4)
+
+
+@pytest.fixture
+def v234(graph):
+    """A (2, 3, 4) INT variable, the first of its graph (ids 0..23), with its numpy twin."""
+    return graph.add_variable(INT, (2, 3, 4), "v234"), np.arange(24).reshape(2, 3, 4)
 
 
 def run_and_read(graph, device, programs, reads, writes=None, options=None, program_index=0):

@@ -1,5 +1,8 @@
-"""Engine: loading, host reads and writes, FIFO streams, callbacks, threads, interrupts."""
+"""Engine: loading, host reads and writes, FIFO streams, callbacks, threads, interrupts;
+program indices, loading onto another device, and aborts (the engine stays usable after
+a failed run)."""
 import _thread
+import re
 import threading
 import time
 
@@ -8,13 +11,9 @@ import pytest
 
 import popsim
 from popsim import FLOAT, HALF, INT
-from popsim.program import Copy, PrintTensor, Repeat, RepeatWhileTrue, Sequence
+from popsim.program import Abort, AbortOnCondition, Call, Copy, PrintTensor, Repeat, RepeatWhileTrue, Sequence
 
-
-def mapped(graph, dtype, shape, name, tile=0):
-    t = graph.add_variable(dtype, shape, name)
-    graph.set_tile_mapping(t, tile)
-    return t
+from graph_helpers import mapped, mapped_const, small_model
 
 
 def test_never_written_variables_read_as_zeros(device):
@@ -273,3 +272,149 @@ def test_graph_on_ipu_target_loads_on_matching_model():
     e.load(popsim.IPUModel("ipu2").create_device())
     with pytest.raises(popsim.EngineStateError, match="ipu1"):
         e.load(popsim.IPUModel("ipu1").create_device())
+
+
+def test_program_index_out_of_range(small_device):
+    g = popsim.Graph(small_device)
+    e = popsim.Engine(g, [Sequence(), Sequence(), Sequence()])
+    e.load(small_device)
+    for bad in (3, -1, 99):
+        with pytest.raises(popsim.PopsimError) as info:
+            e.run(bad)
+        msg = str(info.value)
+        assert f"program index {bad}" in msg
+        assert "0..2" in msg
+    with pytest.raises(TypeError, match="integer"):
+        e.run("0")
+    e.run(2)
+
+
+def test_engine_needs_programs(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.PopsimError, match="at least one program"):
+        popsim.Engine(g, [])
+    with pytest.raises(TypeError, match="program 1.*not a Program"):
+        popsim.Engine(g, [Sequence(), "oops"])
+
+
+def test_abort_on_condition_then_fix_predicate_and_rerun(small_device):
+    g = popsim.Graph(small_device)
+    p = mapped(g, INT, (), "p", tile=1)
+    g.set_initial_value(p, 1)
+    x = mapped(g, FLOAT, (4,), "x", tile=2)
+    y = mapped(g, FLOAT, (4,), "y", tile=3)
+    c1 = mapped_const(g, FLOAT, (4,), [1.0, 1.5, 2.0, 2.5], "c1")
+    c2 = mapped_const(g, FLOAT, (4,), [9.0, 8.0, 7.0, 6.0], "c2")
+    g.create_host_write("p-write", p)
+    g.create_host_read("x-read", x)
+    g.create_host_read("y-read", y)
+    prog = Sequence(Copy(c1, x), AbortOnCondition(p, "p was set"), Copy(c2, y))
+    e = popsim.Engine(g, prog)
+    e.load(small_device)
+    with pytest.raises(popsim.ApplicationRuntimeError, match="p was set"):
+        e.run(0)
+    # What ran before the abort happened; what comes after did not.
+    np.testing.assert_array_equal(e.read_tensor("x-read"), [1.0, 1.5, 2.0, 2.5])
+    np.testing.assert_array_equal(e.read_tensor("y-read"), np.zeros(4))
+    with pytest.raises(popsim.ApplicationRuntimeError, match="p was set"):
+        e.run(0)  # same state, same failure
+    e.write_tensor("p-write", np.array(0, np.int32))
+    e.run(0)
+    np.testing.assert_array_equal(e.read_tensor("y-read"), [9.0, 8.0, 7.0, 6.0])
+    e.write_tensor("p-write", np.array(5, np.int32))
+    with pytest.raises(popsim.ApplicationRuntimeError, match="p was set"):
+        e.run(0)
+
+
+def test_abort_inside_loops_and_calls_then_full_rerun(small_device):
+    """An abort half-way through a Repeat inside a function does not leave loop or call
+    state behind: the next run does every iteration."""
+    g = popsim.Graph(small_device)
+    x = mapped(g, INT, (3,), "x")
+    p = mapped(g, INT, (), "p", tile=1)
+    ins = g.add_host_to_device_fifo("ins", INT, 3)
+    flags = g.add_host_to_device_fifo("flags", INT, 1)
+    outs = g.add_device_to_host_fifo("outs", INT, 3)
+    body = Sequence(Copy(ins, x), Copy(flags, p), AbortOnCondition(p, "flag raised"), Copy(x, outs))
+    f = g.add_function(Repeat(4, body), "four")
+    e = popsim.Engine(g, Sequence(Call(f)))
+    e.load(small_device)
+    seen = []
+    e.connect_stream_to_callback("outs", lambda buf: seen.append(buf.copy()))
+    e.connect_stream("ins", np.arange(12, dtype=np.int32))
+    e.connect_stream("flags", np.array([0, 0, 1, 0], np.int32))
+    with pytest.raises(popsim.ApplicationRuntimeError, match="flag raised"):
+        e.run(0)
+    assert len(seen) == 2
+    seen.clear()
+    e.connect_stream("ins", np.arange(12, dtype=np.int32))
+    e.connect_stream("flags", np.zeros(4, np.int32))
+    e.run(0)
+    assert len(seen) == 4
+    np.testing.assert_array_equal(np.concatenate(seen), np.arange(12))
+
+
+def test_abort_message(small_device):
+    g = popsim.Graph(small_device)
+    e = popsim.Engine(g, [Abort("msg: something went wrong"), Sequence(), Abort()])
+    e.load(small_device)
+    with pytest.raises(popsim.ApplicationRuntimeError) as info:
+        e.run(0)
+    assert "msg: something went wrong" in str(info.value)
+    assert "program 0" in str(info.value)
+    e.run(1)  # still usable
+    with pytest.raises(popsim.ApplicationRuntimeError, match="program 2 aborted"):
+        e.run(2)
+
+
+def test_run_and_host_io_before_load(small_device):
+    g = popsim.Graph(small_device)
+    v = mapped(g, FLOAT, (2,), "v")
+    g.create_host_write("w", v)
+    g.create_host_read("r", v)
+    e = popsim.Engine(g, Sequence())
+    with pytest.raises(popsim.EngineStateError, match=re.escape("not loaded: call engine.load(device)")):
+        e.run(0)
+    with pytest.raises(popsim.EngineStateError, match="not loaded"):
+        e.write_tensor("w", np.zeros(2, np.float32))
+    with pytest.raises(popsim.EngineStateError, match="not loaded"):
+        e.read_tensor("r")
+    e.load(small_device)
+    e.run(0)
+
+
+@pytest.mark.parametrize("other", ["more_tiles", "other_arch", "cpu"])
+def test_load_onto_a_device_of_another_target(small_device, other):
+    g = popsim.Graph(small_device)
+    mapped(g, FLOAT, (2,), "v")
+    e = popsim.Engine(g, Sequence())
+    device = {
+        "more_tiles": lambda: popsim.IPUModel("ipu2").create_device(),
+        "other_arch": lambda: small_model(4, "ipu21").create_device(),
+        "cpu": popsim.Device.create_cpu_device,
+    }[other]()
+    with pytest.raises(popsim.EngineStateError) as info:
+        e.load(device)
+    msg = str(info.value)
+    assert f"cannot load onto {device.target}" in msg
+    assert f"built for {small_device.target}" in msg
+    assert "Graph(device)" in msg
+    e.load(small_device)
+    e.run(0)
+
+
+def test_load_onto_a_device_with_less_tile_memory(no_env_options):
+    built_for = small_model(4).create_device()
+    g = popsim.Graph(built_for)
+    mapped(g, FLOAT, (100_000,), "v")   # 400,000 bytes on tile 0: fits 638,976, not 262,144
+    e = popsim.Engine(g, Sequence())
+    smaller = small_model(4, memory_bytes_per_tile=262_144).create_device()
+    with pytest.raises(popsim.EngineStateError, match="cannot load onto"):
+        e.load(smaller)
+
+
+def test_load_needs_a_device(small_device):
+    g = popsim.Graph(small_device)
+    e = popsim.Engine(g, Sequence())
+    with pytest.raises(TypeError, match="load needs a Device, found Target"):
+        e.load(small_device.target)

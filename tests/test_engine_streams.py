@@ -1,11 +1,17 @@
 """Engine streams: Poplar's StreamCallback protocol (prefetch / fetch / complete) in both
-directions, plain callback functions, and host arrays the device only reads."""
+directions, plain callback functions, and host arrays the device only reads; streams
+left unconnected and arrays that do not fit a stream are refused with a message naming
+the stream, and a callback that raises leaves the engine usable."""
+import re
+
 import numpy as np
 import pytest
 
 import popsim
 from popsim import FLOAT, INT
-from popsim.program import Copy, Repeat, Sequence
+from popsim.program import Call, Copy, Repeat, Sequence
+
+from graph_helpers import mapped
 
 Result = popsim.StreamCallback.Result
 
@@ -192,3 +198,178 @@ def test_a_device_to_host_stream_still_needs_a_writable_array(small_device):
     with pytest.raises(popsim.StreamConnectionError, match="writes into the array, which is read-only; pass a "
                                                            "writable array"):
         e.connect_stream("out", out)
+
+
+def _stream_engine(device):
+    g = popsim.Graph(device)
+    x = mapped(g, INT, (10,), "x")
+    ins = g.add_host_to_device_fifo("v4-input-stream", INT, 10)
+    out = g.add_device_to_host_fifo("v4-output-stream", INT, 10)
+    g.create_host_read("x-read", x)
+    e = popsim.Engine(g, [Sequence(Copy(ins, x), Copy(x, out)), Sequence()])
+    e.load(device)
+    return e
+
+
+def test_unconnected_stream_then_connect_and_run(small_device):
+    e = _stream_engine(small_device)
+    e.run(1)  # a program that uses no stream runs without connections
+    with pytest.raises(popsim.StreamConnectionError) as info:
+        e.run(0)
+    msg = str(info.value)
+    assert "'v4-input-stream'" in msg
+    assert "connect_stream" in msg
+    e.connect_stream("v4-input-stream", np.arange(10, dtype=np.int32))
+    with pytest.raises(popsim.StreamConnectionError, match="'v4-output-stream'.*connect_stream"):
+        e.run(0)
+    host_out = np.zeros(10, np.int32)
+    e.connect_stream("v4-output-stream", host_out)
+    e.run(0)
+    np.testing.assert_array_equal(host_out, np.arange(10))
+    np.testing.assert_array_equal(e.read_tensor("x-read"), np.arange(10))
+
+
+def test_disconnected_stream_inside_a_called_function(small_device):
+    g = popsim.Graph(small_device)
+    x = mapped(g, INT, (4,), "x")
+    s = g.add_host_to_device_fifo("deep", INT, 4)
+    f = g.add_function(Sequence(Copy(s, x)), "loader")
+    e = popsim.Engine(g, Sequence(Call(f)))
+    e.load(small_device)
+    e.connect_stream("deep", np.ones(4, np.int32))
+    e.run(0)
+    e.disconnect_stream("deep")
+    with pytest.raises(popsim.StreamConnectionError, match="'deep'.*connect_stream"):
+        e.run(0)
+
+
+def test_connect_stream_wrong_dtype(small_device):
+    e = _stream_engine(small_device)
+    with pytest.raises(popsim.StreamConnectionError) as info:
+        e.connect_stream("v4-input-stream", np.arange(10, dtype=np.float32))
+    msg = str(info.value)
+    assert "'v4-input-stream'" in msg
+    assert "INT" in msg and "int32" in msg and "float32" in msg
+    assert "astype" in msg
+
+
+def test_connect_stream_size_not_a_multiple(small_device):
+    e = _stream_engine(small_device)
+    for n in (15, 7, 0):
+        with pytest.raises(popsim.StreamConnectionError) as info:
+            e.connect_stream("v4-input-stream", np.zeros(n, np.int32))
+        msg = str(info.value)
+        assert "'v4-input-stream'" in msg
+        assert f"{n} elements" in msg and "10 elements" in msg
+        assert "multiple" in msg
+
+
+def test_connect_stream_non_contiguous(small_device):
+    e = _stream_engine(small_device)
+    with pytest.raises(popsim.StreamConnectionError) as info:
+        e.connect_stream("v4-input-stream", np.arange(40, dtype=np.int32)[::2])
+    msg = str(info.value)
+    assert "'v4-input-stream'" in msg and "contiguous" in msg and "ascontiguousarray" in msg
+    with pytest.raises(popsim.StreamConnectionError, match="'v4-output-stream'.*contiguous"):
+        e.connect_stream("v4-output-stream", np.zeros(20, np.int32)[::-2])
+
+
+def test_connect_device_to_host_stream_needs_writable_array(small_device):
+    e = _stream_engine(small_device)
+    ro = np.zeros(10, np.int32)
+    ro.flags.writeable = False
+    with pytest.raises(popsim.StreamConnectionError, match="'v4-output-stream'.*read-only"):
+        e.connect_stream("v4-output-stream", ro)
+    with pytest.raises(popsim.StreamConnectionError, match="'v4-output-stream'.*numpy array"):
+        e.connect_stream("v4-output-stream", [0] * 10)
+
+
+def test_failed_connect_leaves_the_stream_unconnected_and_usable(small_device):
+    e = _stream_engine(small_device)
+    with pytest.raises(popsim.StreamConnectionError):
+        e.connect_stream("v4-input-stream", np.arange(10, dtype=np.int64))
+    with pytest.raises(popsim.StreamConnectionError, match="not connected"):
+        e.run(0)
+    e.connect_stream("v4-input-stream", np.arange(10, dtype=np.int32) * 3)
+    e.connect_stream("v4-output-stream", np.zeros(10, np.int32))
+    e.run(0)
+    np.testing.assert_array_equal(e.read_tensor("x-read"), np.arange(10) * 3)
+
+
+def test_connect_unknown_stream_suggests_closest(small_device):
+    e = _stream_engine(small_device)
+    with pytest.raises(popsim.UnknownHandleError) as info:
+        e.connect_stream("v4-input-strem", np.arange(10, dtype=np.int32))
+    assert isinstance(info.value, KeyError)
+    msg = str(info.value)
+    assert "'v4-input-strem'" in msg
+    assert "did you mean 'v4-input-stream'" in msg
+    with pytest.raises(KeyError, match="did you mean 'v4-output-stream'"):
+        e.connect_stream_to_callback("v4-output-strem", lambda buf: None)
+    with pytest.raises(popsim.UnknownHandleError, match="'nothing-like-it'"):
+        e.disconnect_stream("nothing-like-it")
+
+
+def test_connect_stream_to_non_callable(small_device):
+    e = _stream_engine(small_device)
+    with pytest.raises(popsim.StreamConnectionError, match="'v4-input-stream'.*callable"):
+        e.connect_stream_to_callback("v4-input-stream", 42)
+
+
+class _CallbackFailure(Exception):
+    pass
+
+
+def test_host_to_device_callback_exception_propagates_then_reconnect(small_device):
+    g = popsim.Graph(small_device)
+    x = mapped(g, INT, (4,), "x")
+    ins = g.add_host_to_device_fifo("ins", INT, 4)
+    g.create_host_read("x-read", x)
+    e = popsim.Engine(g, Repeat(3, Copy(ins, x)))
+    e.load(small_device)
+    calls = []
+    failure = _CallbackFailure("the host ran out of data")
+
+    def flaky(buf):
+        calls.append(1)
+        if len(calls) == 2:
+            raise failure
+        buf[:] = len(calls)
+
+    e.connect_stream_to_callback("ins", flaky)
+    with pytest.raises(_CallbackFailure) as info:
+        e.run(0)
+    assert info.value is failure
+    assert len(calls) == 2
+    np.testing.assert_array_equal(e.read_tensor("x-read"), [1, 1, 1, 1])
+
+    count = []
+
+    def good(buf):
+        count.append(1)
+        buf[:] = np.arange(4) + 10 * len(count)
+
+    e.connect_stream_to_callback("ins", good)
+    e.run(0)
+    assert len(count) == 3
+    np.testing.assert_array_equal(e.read_tensor("x-read"), [30, 31, 32, 33])
+
+
+def test_device_to_host_callback_exception_propagates_then_reconnect(small_device):
+    g = popsim.Graph(small_device)
+    x = mapped(g, INT, (2,), "x")
+    g.set_initial_value(x, [4, 2])
+    outs = g.add_device_to_host_fifo("outs", INT, 2)
+    e = popsim.Engine(g, Repeat(2, Copy(x, outs)))
+    e.load(small_device)
+
+    def broken(buf):
+        raise ValueError(f"cannot take {buf.tolist()}")
+
+    e.connect_stream_to_callback("outs", broken)
+    with pytest.raises(ValueError, match=re.escape("cannot take [4, 2]")):
+        e.run(0)
+    host = np.zeros(4, np.int32)
+    e.connect_stream("outs", host)
+    e.run(0)
+    np.testing.assert_array_equal(host, [4, 2, 4, 2])

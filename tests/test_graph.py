@@ -1,9 +1,13 @@
 """Graph: variables, constants, tile mappings, virtual graphs, clone, handles."""
+import re
+
 import numpy as np
 import pytest
 
 import popsim
 from popsim import FLOAT, HALF, INT
+
+from graph_helpers import mapped, mapped_const
 
 
 def element_tiles(graph, t):
@@ -232,3 +236,91 @@ def test_tile_arguments_are_whole_numbers(device):
         g.create_virtual_graph(0.5, 4)
     with pytest.raises(popsim.InvalidTileMappingError, match="grain_size must be an integer >= 1, found 0"):
         g.linear_mapping(v, grain_size=0)
+
+
+def test_duplicate_stream_handle(small_device):
+    g = popsim.Graph(small_device)
+    g.add_host_to_device_fifo("dup", INT, 1)
+    with pytest.raises(popsim.StreamConnectionError, match="'dup' already exists.*unique"):
+        g.add_host_to_device_fifo("dup", INT, 1)
+    with pytest.raises(popsim.StreamConnectionError, match="'dup' already exists"):
+        g.add_device_to_host_fifo("dup", FLOAT, 4)
+
+
+def test_duplicate_host_handle(small_device):
+    g = popsim.Graph(small_device)
+    a = mapped(g, FLOAT, (2,), "a")
+    b = mapped(g, FLOAT, (2,), "b")
+    g.create_host_write("h", a)
+    with pytest.raises(popsim.DuplicateHandleError, match="'h' is already used for tensor 'a'.*unique"):
+        g.create_host_write("h", b)
+
+
+def test_host_write_to_constant(small_device):
+    g = popsim.Graph(small_device)
+    c = mapped_const(g, FLOAT, (2,), 1.0, "k")
+    with pytest.raises(popsim.TensorCreationError, match="'kw'.*'k'.*constant"):
+        g.create_host_write("kw", c)
+
+
+def test_add_constant_wrong_number_of_values(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TensorCreationError) as info:
+        g.add_constant(FLOAT, (4,), [1.0, 2.0, 3.0], "c1")
+    msg = str(info.value)
+    assert "3 values" in msg and "[4]" in msg and "4 elements" in msg
+    g.add_constant(FLOAT, (4,), 2.0, "scalar_fills")  # a scalar is fine
+
+
+def test_add_constant_wrong_number_of_values_names_the_constant(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TensorCreationError, match="'c1'"):
+        g.add_constant(FLOAT, (4,), [1.0, 2.0, 3.0], "c1")
+
+
+def test_add_constant_values_that_do_not_fit(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TensorCreationError, match="do not fit INT"):
+        g.add_constant(INT, (2,), [2 ** 40, 1], "huge")
+    with pytest.raises(popsim.TensorCreationError, match="do not fit INT"):
+        g.add_constant(INT, (1,), [1e20], "huger")
+
+
+def test_add_constant_non_numeric_values(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TensorCreationError, match="add_constant.*values must be numbers"):
+        g.add_constant(FLOAT, (2,), [1.0, None], "c")
+
+
+def test_set_initial_value_errors(small_device):
+    g = popsim.Graph(small_device)
+    c = mapped_const(g, FLOAT, (4,), 1.0, "cst")
+    v = mapped(g, FLOAT, (4,), "v")
+    with pytest.raises(popsim.TensorCreationError) as info:
+        g.set_initial_value(c, [1, 2, 3, 4])
+    msg = str(info.value)
+    assert "'cst'" in msg and "constant" in msg and "add_constant" in msg
+    with pytest.raises(popsim.TensorCreationError, match=r"'v'.*3 values.*\[4\]"):
+        g.set_initial_value(v, [1, 2, 3])
+    with pytest.raises(popsim.TensorCreationError, match="'v'.*more than once"):
+        g.set_initial_value(v[0:1].broadcast(2, 0), [1, 2])
+
+
+@pytest.mark.parametrize("factor", [0, -2, 1.5])
+def test_bad_replication_factor(small_device, factor):
+    with pytest.raises(popsim.PopsimError) as info:
+        popsim.Graph(small_device, replication_factor=factor)
+    msg = str(info.value)
+    assert "replication_factor must be a positive integer" in msg
+    assert f"found {factor!r}" in msg
+
+
+def test_graph_needs_a_target():
+    with pytest.raises(TypeError, match="Graph needs a Target or a Device, found str"):
+        popsim.Graph("ipu2")
+
+
+def test_negative_shape(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TensorCreationError, match=re.escape("shape [-1, 2] has a negative size")):
+        g.add_variable(FLOAT, (-1, 2), "neg")

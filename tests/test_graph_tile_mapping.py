@@ -1,17 +1,23 @@
-"""set_tile_mapping's hot paths (a vertex or a strided view to one tile of a top-level
-graph) against the general path and against an independent numpy reference: an array
-holding, per element, the tile of the last call that mapped it."""
+"""Tile mapping: set_tile_mapping's hot paths (a vertex or a strided view to one tile of
+a top-level graph) against the general path and against an independent numpy reference
+(an array holding, per element, the tile of the last call that mapped it); tiles out of
+range, intervals outside the tensor, and elements left unmapped at Engine construction,
+each named in the error."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import popsim
-from popsim import FLOAT
+from popsim import FLOAT, INT
 from popsim.errors import InvalidTileMappingError
 from popsim.mapping import VariableMapping
+from popsim.program import Sequence
 
-from test_tensor_properties import Ctx, run_chain, shapes
+from graph_helpers import mapped
+from view_chains import Ctx, run_chain, shapes
 
 PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TILES = 8
@@ -112,3 +118,130 @@ def test_a_view_of_another_graph_is_refused_on_the_hot_path_too():
 class Nop(popsim.Vertex):
     def compute(self):
         return True
+
+
+def test_partly_unmapped_variable_names_tensor_and_first_gap(small_device):
+    g = popsim.Graph(small_device)
+    v = g.add_variable(FLOAT, (4,), "v")
+    g.set_tile_mapping(v[0:2], 1)
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        popsim.Engine(g, Sequence())
+    msg = str(info.value)
+    assert "variable 'v'" in msg
+    assert "[2, 4)" in msg
+    assert "unmapped" in msg
+    assert "set_tile_mapping" in msg  # how to fix it
+
+
+def test_unmapped_gap_in_the_middle_is_the_first_gap(small_device):
+    g = popsim.Graph(small_device)
+    v = g.add_variable(FLOAT, (2, 4), "mid")
+    g.set_tile_mapping(v[0], 0)
+    g.set_tile_mapping(v[1, 2:], 3)
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("[4, 6)")) as info:
+        popsim.Engine(g, Sequence())
+    assert "'mid'" in str(info.value)
+
+
+def test_fully_unmapped_variable(small_device):
+    g = popsim.Graph(small_device)
+    mapped(g, FLOAT, (3,), "fine")
+    g.add_variable(INT, (5,), "lonely")
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        popsim.Engine(g, Sequence())
+    msg = str(info.value)
+    assert "'lonely'" in msg and "[0, 5)" in msg
+    assert "'fine'" not in msg
+
+
+def test_unmapped_constant(small_device):
+    g = popsim.Graph(small_device)
+    g.add_constant(INT, (3,), [1, 2, 3], "c1")
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        popsim.Engine(g, Sequence())
+    msg = str(info.value)
+    assert "constant 'c1'" in msg and "[0, 3)" in msg
+
+
+def test_partly_mapped_constant(small_device):
+    g = popsim.Graph(small_device)
+    c = g.add_constant(INT, (3,), [1, 2, 3], "c2")
+    g.set_tile_mapping(c[1:], 2)
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("[0, 1)")) as info:
+        popsim.Engine(g, Sequence())
+    assert "'c2'" in str(info.value)
+
+
+@pytest.mark.parametrize("tile", [4, 100, -1, np.int64(7)])
+def test_tile_out_of_range_single_tile(small_device, tile):
+    g = popsim.Graph(small_device)
+    v = g.add_variable(FLOAT, (4,), "v")
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        g.set_tile_mapping(v, tile)
+    msg = str(info.value)
+    assert f"tile {int(tile)}" in msg
+    assert "'v'" in msg
+    assert "4 tiles (0..3)" in msg
+
+
+def test_tile_out_of_range_on_a_slice(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, (4,), "sl")
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("tile 1472 is out of range")) as info:
+        g.set_tile_mapping(v[1], 1472)
+    assert "(0..1471)" in str(info.value)
+    assert "'sl'" in str(info.value)
+
+
+def test_tile_out_of_range_interval_list(small_device):
+    g = popsim.Graph(small_device)
+    v = g.add_variable(FLOAT, (4,), "v")
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        g.set_tile_mapping(v, [[], [], [], [], [(0, 4)]])
+    msg = str(info.value)
+    assert "'v'" in msg
+    assert "5 tiles" in msg and "has 4" in msg
+
+
+def test_tile_out_of_range_interval_list_names_tile_and_range(small_device):
+    g = popsim.Graph(small_device)
+    v = g.add_variable(FLOAT, (4,), "v")
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        g.set_tile_mapping(v, [[], [], [], [], [(0, 4)]])
+    msg = str(info.value)
+    assert "tile 4" in msg
+    assert "0..3" in msg
+
+
+def test_interval_outside_the_tensor(small_device):
+    g = popsim.Graph(small_device)
+    v = g.add_variable(FLOAT, (4,), "v")
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        g.set_tile_mapping(v, [[(0, 9)]])
+    msg = str(info.value)
+    assert "'v'" in msg and "[0, 9)" in msg and "4 elements" in msg
+
+
+def test_tile_out_of_range_in_virtual_graph(small_device):
+    g = popsim.Graph(small_device)
+    sub = g.create_virtual_graph(1, 3)
+    v = sub.add_variable(FLOAT, (4,), "vv")
+    # Tile 2 exists on the device but not in the 2-tile virtual graph.
+    with pytest.raises(popsim.InvalidTileMappingError) as info:
+        sub.set_tile_mapping(v, 2)
+    msg = str(info.value)
+    assert "tile 2" in msg and "'vv'" in msg
+    assert "virtual graph has 2 tiles (0..1)" in msg
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("tile -1")):
+        sub.set_tile_mapping(v[0], -1)
+    with pytest.raises(popsim.InvalidTileMappingError, match="'vv'") as info:
+        sub.set_tile_mapping(v, [[], [], [(0, 4)]])
+    assert "has 2" in str(info.value)
+    sub.set_tile_mapping(v, 1)  # a valid local tile still works
+
+
+def test_virtual_graph_out_of_range(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("[2, 9)")) as info:
+        g.create_virtual_graph(2, 9)
+    assert "4 tiles" in str(info.value)

@@ -160,3 +160,18 @@ def test_model_copies_and_lists_its_fields():
     twin.tiles_per_ipu = 16
     assert (model.tiles_per_ipu, twin.tiles_per_ipu) == (8, 16)
     assert {"tiles_per_ipu", "tilesPerIPU", "num_worker_contexts"} <= set(dir(model))
+
+
+def test_unknown_ipu_version():
+    with pytest.raises(popsim.PopsimError) as info:
+        popsim.IPUModel("ipu9")
+    msg = str(info.value)
+    assert "'ipu9'" in msg and "ipu1, ipu2, ipu21" in msg
+    with pytest.raises(popsim.PopsimError, match="'ipu9'"):
+        popsim.Target.create_ipu_target(version="ipu9")
+
+
+def test_bad_model_fields():
+    model = popsim.IPUModel("ipu2")
+    with pytest.raises(popsim.PopsimError, match="tiles_per_ipu must be an integer >= 1, found 0"):
+        model.tiles_per_ipu = 0  # checked when set (tests/test_ipu_model.py has the rest)

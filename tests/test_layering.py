@@ -6,15 +6,28 @@ import re
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "popsim"
 
+# The layer map: this file is its one copy; docs/architecture.md shows it as a table made
+# from it (layer_map_table; test_the_architecture_doc_shows_the_layer_map keeps the two
+# the same: after changing the map, run ``python tests/test_layering.py`` to rewrite it).
 # Lower number = lower layer. A module may import from its own layer or below.
 LAYERS = {
-    "base": 0,      # types, errors, config, options, printing, view algebra, mapping bookkeeping
-    "target": 1,    # targets and devices
-    "codelet": 2,   # codelet front ends: know types and fields, never graphs or engines
-    "model": 3,     # graph building: tensors, graphs, vertices, programs, streams
-    "lower": 4,     # graph + programs -> executable description
-    "runtime": 5,   # engine and reports
-    "api": 6,       # the package's public face
+    "base": 0,
+    "target": 1,
+    "codelet": 2,
+    "model": 3,
+    "lower": 4,
+    "runtime": 5,
+    "api": 6,
+}
+LAYER_ROLES = {
+    "base": "types, errors, config, options, printing, view algebra, mapping bookkeeping, the native contract, "
+            "serialization, caches",
+    "target": "targets and devices",
+    "codelet": "codelet front ends: know types and fields, never graphs or engines",
+    "model": "graph building: tensors, graphs, vertices, programs, streams",
+    "lower": "graph + programs -> executable description; the reference executor",
+    "runtime": "engine, executables, the hand-over to the native core, reports",
+    "api": "the package's public face",
 }
 MODULE_LAYER = {
     "version": "base", "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
@@ -33,6 +46,29 @@ MODULE_LAYER = {
 # Modules that may import the native core: the contract (its codes and layouts) and the
 # runtime (machines).
 NATIVE_IMPORTERS = {"contract"}
+
+ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
+MAP_BEGIN = "<!-- layer map: generated from tests/test_layering.py (MODULE_LAYER); do not edit -->"
+MAP_END = "<!-- end of the layer map -->"
+
+
+def layer_map_table() -> str:
+    """The layer map as the markdown table docs/architecture.md shows, highest layer first
+    (a package is shown with a trailing slash: ``codelet/``)."""
+    rows = ["| layer | role | modules of `popsim` |", "|---|---|---|"]
+    for layer, level in sorted(LAYERS.items(), key=lambda kv: -kv[1]):
+        names = [f"`{m}/`" if (SRC / m).is_dir() else f"`{m}`" for m, owner in MODULE_LAYER.items()
+                 if owner == layer]
+        rows.append(f"| {level} {layer} | {LAYER_ROLES[layer]} | {', '.join(names)} |")
+    return "\n".join(rows) + "\n"
+
+
+def write_layer_map(doc: pathlib.Path = ARCHITECTURE_DOC) -> None:
+    """Rewrite the generated table between the markers of ``doc``."""
+    text = doc.read_text()
+    head, _, rest = text.partition(MAP_BEGIN + "\n")
+    _, _, tail = rest.partition(MAP_END)
+    doc.write_text(head + MAP_BEGIN + "\n" + layer_map_table() + MAP_END + tail)
 
 
 def layer_of(module: str) -> int:
@@ -124,3 +160,20 @@ def test_the_compile_step_does_not_import_the_report_layer():
     assert "lower" in reached and "executable_file" in reached  # the walk does follow imports
     offenders = sorted(m for m in reached if m == "report" or m.startswith("report.") or m == "engine")
     assert not offenders, f"the compile step imports {offenders}"
+
+
+def test_the_architecture_doc_shows_the_layer_map():
+    """docs/architecture.md lists every module of MODULE_LAYER with its layer, as generated."""
+    text = ARCHITECTURE_DOC.read_text()
+    assert MAP_BEGIN in text and MAP_END in text, f"{ARCHITECTURE_DOC} lost the markers of its layer map"
+    shown = text.split(MAP_BEGIN + "\n", 1)[1].split(MAP_END, 1)[0]
+    assert shown == layer_map_table(), ("docs/architecture.md's layer map differs from MODULE_LAYER: run "
+                                        "`python tests/test_layering.py` to regenerate it")
+    for module, layer in MODULE_LAYER.items():  # the generated table names each module once, in its layer's row
+        row = next(line for line in shown.splitlines() if line.startswith(f"| {LAYERS[layer]} {layer} |"))
+        assert f"`{module}`" in row or f"`{module}/`" in row, module
+
+
+if __name__ == "__main__":
+    write_layer_map()
+    print(f"wrote the layer map into {ARCHITECTURE_DOC}")

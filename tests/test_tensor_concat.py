@@ -1,10 +1,15 @@
 """popsim.concat in both of Poplar's forms: concat([a, b, ...], dim) and concat(a, b, dim)."""
+import builtins
+
 import numpy as np
 import pytest
 
 import popsim
 from popsim import FLOAT, INT
 from popsim.program import Copy
+
+from graph_helpers import mapped
+from tensor_helpers import check
 
 
 def constant(graph, values, name):
@@ -68,3 +73,123 @@ def test_misuse_says_which_form_to_write(small_device):
         popsim.concat([a, a], 0, dim=0)
     with pytest.raises(popsim.TensorCreationError, match="type INT but"):
         popsim.concat(a, g.add_variable(INT, [2], "i"))
+
+
+def test_concat_type_mismatch(views_graph):
+    g, t, _ = views_graph
+    i = mapped(g, INT, (4,), "ints")
+    with pytest.raises(popsim.TensorCreationError) as info:
+        popsim.concat([t, i])
+    msg = str(info.value)
+    assert "'ints'" in msg and "'t'" in msg and "INT" in msg and "FLOAT" in msg
+
+
+def test_concat_shape_mismatch(views_graph):
+    g, t, m = views_graph
+    w = mapped(g, FLOAT, (4, 3), "w")
+    with pytest.raises(popsim.TensorCreationError) as info:
+        popsim.concat([m, w], 0)
+    msg = str(info.value)
+    assert "'w'" in msg and "[4, 3]" in msg and "'m'" in msg and "[4, 4]" in msg
+    popsim.concat([m, w], 1)  # fine along the differing dimension
+    with pytest.raises(popsim.TensorCreationError, match=r"'t' of shape \[4\].*'m' of shape \[4, 4\]"):
+        popsim.concat([m, t])
+    with pytest.raises(popsim.TensorCreationError, match="at least one tensor"):
+        popsim.concat([])
+
+
+def test_concat_across_graphs(small_device):
+    a = mapped(popsim.Graph(small_device), FLOAT, (2,), "a")
+    b = mapped(popsim.Graph(small_device), FLOAT, (2,), "b")
+    with pytest.raises(popsim.TensorCreationError, match="different graph"):
+        popsim.concat([a, b])
+
+
+def test_append_rank_mismatch(views_graph):
+    _, t, m = views_graph
+    with pytest.raises(popsim.TensorCreationError, match=r"append:.*'m'.*rank 0"):
+        popsim.append(t, m)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_concat_pieces_of_one_variable(v234, dim):
+    t, a = v234
+    n = a.shape[dim]
+    cut = n // 2
+    lo, hi = t.slice(0, cut, dim), t.slice(cut, n, dim)
+    check(popsim.concat([lo, hi], dim), a)
+    check(popsim.concat([hi, lo], dim), np.concatenate([np.take(a, range(cut, n), dim),
+                                                        np.take(a, range(cut), dim)], dim))
+    check(popsim.concat([t, t.reverse(dim), t], dim), np.concatenate([a, np.flip(a, dim), a], dim))
+
+
+def test_concat_default_dim_and_single_tensor(v34):
+    t, a = v34
+    check(popsim.concat([t[1:], t[:1]]), np.concatenate([a[1:], a[:1]]))
+    check(popsim.concat([t[:, ::2]], 1), a[:, ::2])
+    check(popsim.concat((t[0], t[2])), np.concatenate([a[0], a[2]]))
+
+
+def test_concat_of_two_variables(graph):
+    a_t = graph.add_variable(FLOAT, (2, 3), "a")
+    b_t = graph.add_variable(FLOAT, (4, 3), "b")
+    a = np.arange(6).reshape(2, 3)
+    b = np.arange(6, 18).reshape(4, 3)  # the second variable's ids start after the first's
+    check(b_t, b)
+    check(popsim.concat([a_t, b_t]), np.concatenate([a, b]))
+    check(popsim.concat([b_t[::-1], a_t], 0), np.concatenate([b[::-1], a]))
+    check(popsim.concat([a_t.transpose(), b_t.transpose()], 1), np.concatenate([a.T, b.T], 1))
+    check(popsim.concat([a_t[:, 1:], b_t[1:3, :2], a_t[:, :2]], 0),
+          np.concatenate([a[:, 1:], b[1:3, :2], a[:, :2]]))
+
+
+def test_concat_of_adjacent_variables_is_not_merged_into_one_run(graph):
+    a_t = graph.add_variable(FLOAT, (3,), "a")
+    b_t = graph.add_variable(FLOAT, (3,), "b")
+    c = popsim.concat([a_t, b_t])
+    check(c, np.arange(6))
+    firsts, lengths = c._runs()
+    np.testing.assert_array_equal(firsts, [0, 3])
+    np.testing.assert_array_equal(lengths, [3, 3])
+    assert not c.is_contiguous()
+    assert c[:3].is_contiguous() and c[3:].is_contiguous()
+
+
+def test_concat_errors(graph):
+    a = graph.add_variable(FLOAT, (2, 3), "a")
+    b = graph.add_variable(FLOAT, (2, 4), "b")
+    i = graph.add_variable(INT, (2, 3), "i")
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.concat([a, b], 0)
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.concat([a, i], 0)
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.concat([a, a[0]], 0)
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.concat([])
+    with pytest.raises(builtins.IndexError):
+        popsim.concat([a, a], 2)
+    other = popsim.Graph(popsim.IPUModel().create_device()).add_variable(FLOAT, (2, 3), "o")
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.concat([a, other])
+    # a reinterpreted view concatenates with views of its new type
+    check(popsim.concat([i, a.reinterpret(INT)]), np.concatenate([np.arange(14, 20).reshape(2, 3),
+                                                                  np.arange(6).reshape(2, 3)]))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_append(v34, dim):
+    t, a = v34
+    row = t[2] if dim == 0 else t[:, 1]
+    arow = a[2] if dim == 0 else a[:, 1]
+    check(popsim.append(t, row, dim), np.concatenate([a, np.expand_dims(arow, dim)], dim))
+    check(popsim.append(t[:0] if dim == 0 else t[:, :0], row, dim), np.expand_dims(arow, dim))
+
+
+def test_append_default_dim_and_errors(v34):
+    t, a = v34
+    check(popsim.append(t, t[0]), np.concatenate([a, a[:1]]))
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.append(t, t)
+    with pytest.raises(popsim.TensorCreationError):
+        popsim.append(t, t[0], 1)  # t[0] has 4 elements, a column needs 3

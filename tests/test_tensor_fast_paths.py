@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from popsim import FLOAT
 from popsim.tensor import Tensor
 
-from test_tensor_properties import Ctx, draw_basic_key, new_graph, run_chain, shapes
+from view_chains import Ctx, draw_basic_key, new_graph, run_chain, shapes
 
 PROPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 
 import popsim
+from popsim import FLOAT
 from popsim.types import as_type
+
+from graph_helpers import mapped
 
 
 @pytest.mark.parametrize("t,size,dtype", [
@@ -51,3 +54,18 @@ def test_cpp_spelling_is_poplars_and_is_accepted_back():
                        "UNSIGNED_LONGLONG": "unsigned long long", "HALF": "half", "FLOAT": "float"}
     assert as_type("unsigned int") is popsim.UNSIGNED_INT
     assert as_type("unsigned  long long") is popsim.UNSIGNED_LONGLONG
+
+
+def test_bogus_element_type(small_device):
+    with pytest.raises(TypeError) as info:
+        popsim.types.as_type("bogus")
+    msg = str(info.value)
+    assert "'bogus' is not an element type" in msg
+    assert "FLOAT" in msg and "np.float32" in msg
+    g = popsim.Graph(small_device)
+    with pytest.raises(TypeError, match="'bogus' is not an element type"):
+        g.add_variable("bogus", (2,), "v")
+    with pytest.raises(TypeError, match="is not an element type"):
+        g.add_variable(np.complex64, (2,), "v")
+    with pytest.raises(TypeError, match="is not an element type"):
+        mapped(g, FLOAT, (4,), "f").reinterpret("nope")

@@ -1,10 +1,17 @@
-"""Memory layout and per-tile accounting."""
+"""Memory layout and per-tile accounting; tiles out of memory."""
+import io
+import re
+
 import numpy as np
 import pytest
 
 import popsim
 from popsim import FLOAT, INT
+from popsim.lower import cost_model as _cm
 from popsim.lower.layout import TILE_REGION_ALIGNMENT
+from popsim.program import Sequence
+
+from graph_helpers import mapped
 
 
 def test_tutorial1_memory_per_tile(device):
@@ -64,3 +71,84 @@ def test_arena_offsets_are_aligned_and_disjoint(device):
     nbytes = np.array([v.nbytes for v in g._state.table.variables])
     assert (offsets[1:] >= offsets[:-1] + nbytes[:-1]).all()
     assert layout.arena_bytes >= offsets[-1] + nbytes[-1]
+
+
+# Every tile also holds the control program (one instruction for an empty program) and the stacks.
+FIXED_TILE_BYTES = _cm.CONTROL_CODE_BYTES + 6 * _cm.WORKER_STACK_BYTES + _cm.SUPERVISOR_STACK_BYTES
+
+
+def _oom_graph(device):
+    g = popsim.Graph(device)
+    big = mapped(g, FLOAT, (200_000,), "big", tile=3)      # 800,000 bytes > 638,976
+    mapped(g, FLOAT, (100,), "small_one", tile=3)
+    mapped(g, FLOAT, (180_000,), "big2", tile=1)           # 720,000 bytes
+    mapped(g, FLOAT, (1000,), "fits", tile=0)
+    g.create_host_read("big-read", big)
+    return g
+
+
+def test_out_of_memory_names_worst_tile_and_its_tensors(device, no_env_options):
+    g = _oom_graph(device)
+    with pytest.raises(popsim.GraphMemoryAllocationError) as info:
+        popsim.Engine(g, Sequence())
+    msg = str(info.value)
+    assert "2 tile(s)" in msg
+    assert "tile 3" in msg
+    assert f"{800_400 + FIXED_TILE_BYTES:,} bytes" in msg       # 'big', 'small_one', code and stacks
+    assert "638,976" in msg
+    assert "'big' (800,000 bytes)" in msg and "'small_one'" in msg
+    assert msg.index("'big'") < msg.index("'small_one'")  # largest first
+    assert f"tile 1 ({720_000 + FIXED_TILE_BYTES:,} bytes)" in msg
+    assert "'fits'" not in msg
+    assert "debug.allowOutOfMemory" in msg  # how to get past it
+
+
+def test_out_of_memory_single_tile(device, no_env_options):
+    g = popsim.Graph(device)
+    mapped(g, FLOAT, (200_000,), "big", tile=3)
+    with pytest.raises(popsim.GraphMemoryAllocationError) as info:
+        popsim.Engine(g, Sequence())
+    msg = str(info.value)
+    assert "1 tile(s)" in msg and "tile 3" in msg and "'big'" in msg and "638,976" in msg
+
+
+def test_linear_mapping_of_the_same_data_fits(device, no_env_options):
+    g = popsim.Graph(device)
+    g.add_variable(FLOAT, (200_000,), "big", mapping=popsim.VariableMappingMethod.LINEAR)
+    popsim.Engine(g, Sequence())
+
+
+def test_allow_out_of_memory_builds_reports_but_does_not_run(device, no_env_options):
+    g = _oom_graph(device)
+    e = popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": "true"})
+    report = e.get_report()
+    assert report.memory.max_tile == 3
+    assert report.memory.max_bytes == 800_400 + FIXED_TILE_BYTES
+    assert report.memory.tiles_out_of_memory == [1, 3]
+    out = io.StringIO()
+    e.print_profile_summary(out)
+    assert "out of memory" in out.getvalue()
+    e.load(device)
+    with pytest.raises(popsim.EngineStateError) as info:
+        e.run(0)
+    msg = str(info.value)
+    assert "debug.allowOutOfMemory" in msg
+    assert "2 tile(s)" in msg and "out of memory" in msg
+    assert "get_report" in msg  # what can still be done
+    with pytest.raises(popsim.EngineStateError, match="debug.allowOutOfMemory"):
+        e.read_tensor("big-read")
+
+
+def test_allow_out_of_memory_run_error_names_the_worst_tile(device, no_env_options):
+    g = _oom_graph(device)   # tile 3 needs 800,400 bytes, tile 1 720,000
+    e = popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": "true"})
+    e.load(device)
+    with pytest.raises(popsim.EngineStateError, match=re.escape("worst: tile 3")):
+        e.run(0)
+
+
+def test_allow_out_of_memory_from_environment(device, monkeypatch):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemory": "true"}')
+    g = _oom_graph(device)
+    e = popsim.Engine(g, Sequence(), {"debug.allowOutOfMemory": "false"})  # the environment wins
+    assert e.get_report().memory.tiles_out_of_memory == [1, 3]

@@ -1,5 +1,6 @@
 """Lowering of control programs (lower/programs.py): nesting of any kind and depth."""
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -191,3 +192,27 @@ def test_switch_accepts_numpy_integer_case_values(device):
     engine.load(device)
     engine.run()
     assert int(engine.read_tensor("out")) == 9
+
+
+def test_function_calling_itself(small_device):
+    g = popsim.Graph(small_device)
+    body = Sequence()
+    f = g.add_function(body, "selfish")
+    body.add(Call(f))
+    with pytest.raises(popsim.ControlProgramError) as info:
+        popsim.Engine(g, Sequence(Call(f)))
+    msg = str(info.value)
+    assert "'selfish' calls itself" in msg
+    assert "recurse" in msg
+    assert "Repeat" in msg  # how to fix it
+
+
+def test_mutually_recursive_functions(small_device):
+    g = popsim.Graph(small_device)
+    a, b = Sequence(), Sequence()
+    fa = g.add_function(a, "ping")
+    fb = g.add_function(b, "pong")
+    a.add(Call(fb))
+    b.add(Call(fa))
+    with pytest.raises(popsim.ControlProgramError, match=re.escape("(ping -> pong -> ping)")):
+        popsim.Engine(g, Call(fa))

@@ -5,7 +5,8 @@ popsim ships (include/: <poplar/Vertex.hpp>, <poplar/HalfFloat.hpp>, <print.h>..
 ``__POPC__`` and ``__POPSIM__`` defined and ``__IPU__`` not. popsim reads the file (after
 the preprocessor, so macros and ``#ifdef`` blocks count as the compiler sees them) to
 find the vertex classes and their fields, then compiles a glue translation unit that
-``#include``s the file and defines the ABI of popsim_codelet.h for each vertex type.
+``#include``s the file and defines the ABI of popsim_codelet.h for each vertex type (its
+executable spec is popsim/codelet/abi.py, which the C++ codelet tests run vertices through).
 
 What counts as a vertex type: a class or struct deriving directly from ``Vertex``,
 ``MultiVertex`` or ``SupervisorVertex`` (also ``SupervisorVertexIf<...>``), with or without

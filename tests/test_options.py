@@ -1,0 +1,99 @@
+"""Engine options (popsim/options.py): unknown keys get a did-you-mean, bad values say
+what is expected, and options from POPSIM_ENGINE_OPTIONS are checked the same way, the
+variable named in the message."""
+import pytest
+
+import popsim
+from popsim import FLOAT
+from popsim.program import Sequence
+
+from graph_helpers import mapped
+
+
+@pytest.fixture
+def tiny_graph(small_device):
+    g = popsim.Graph(small_device)
+    mapped(g, FLOAT, (2,), "w")
+    return g
+
+
+def test_unknown_option_suggests_closest(tiny_graph, no_env_options):
+    with pytest.raises(popsim.InvalidOptionError) as info:
+        popsim.Engine(tiny_graph, Sequence(), {"debug.allowOutOfMemroy": "true"})
+    msg = str(info.value)
+    assert "'debug.allowOutOfMemroy'" in msg
+    assert "did you mean 'debug.allowOutOfMemory'" in msg
+
+
+def test_unknown_option_without_close_match_lists_known(tiny_graph, no_env_options):
+    with pytest.raises(popsim.InvalidOptionError, match=r"'xyz'.*known: 'autoReport\.all'"):
+        popsim.Engine(tiny_graph, Sequence(), {"xyz": "1"})
+
+
+@pytest.mark.parametrize("key,value,choices", [
+    ("debug.allowOutOfMemory", "yes", "true, false"),
+    ("target.deterministicWorkers", "sometimes", "true, false, portable"),
+    ("popsim.codeletMode", "jit", "compiled, interpreted"),
+])
+def test_bad_value_for_enumerated_option(tiny_graph, no_env_options, key, value, choices):
+    with pytest.raises(popsim.InvalidOptionError) as info:
+        popsim.Engine(tiny_graph, Sequence(), {key: value})
+    msg = str(info.value)
+    assert f"'{key}'" in msg
+    assert choices in msg
+    assert repr(value) in msg
+
+
+def test_option_value_of_wrong_python_type(tiny_graph, no_env_options):
+    with pytest.raises(popsim.InvalidOptionError, match=r"'debug.allowOutOfMemory'.*strings.*list"):
+        popsim.Engine(tiny_graph, Sequence(), {"debug.allowOutOfMemory": [1]})
+
+
+def test_bad_value_for_numeric_option_says_what_is_expected(tiny_graph, no_env_options):
+    with pytest.raises(popsim.InvalidOptionError) as info:
+        popsim.Engine(tiny_graph, Sequence(), {"opt.maxCompilationThreads": "-1"})
+    msg = str(info.value)
+    assert "'opt.maxCompilationThreads'" in msg and "'-1'" in msg
+    assert "integer" in msg
+
+
+def test_options_not_a_mapping(tiny_graph, no_env_options):
+    with pytest.raises((popsim.InvalidOptionError, TypeError), match="dict|mapping"):
+        popsim.Engine(tiny_graph, Sequence(), ["debug.allowOutOfMemory"])
+
+
+def test_unknown_option_from_environment(tiny_graph, monkeypatch):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemroy": "true"}')
+    with pytest.raises(popsim.InvalidOptionError) as info:
+        popsim.Engine(tiny_graph, Sequence())
+    msg = str(info.value)
+    assert "'debug.allowOutOfMemroy'" in msg
+    assert "did you mean 'debug.allowOutOfMemory'" in msg
+
+
+def test_unknown_option_from_environment_names_the_variable(tiny_graph, monkeypatch):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemroy": "true"}')
+    with pytest.raises(popsim.InvalidOptionError, match="POPSIM_ENGINE_OPTIONS"):
+        popsim.Engine(tiny_graph, Sequence())
+
+
+def test_bad_option_value_from_environment(tiny_graph, monkeypatch):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemory": "maybe"}')
+    with pytest.raises(popsim.InvalidOptionError, match=r"'debug.allowOutOfMemory'.*true, false.*'maybe'"):
+        popsim.Engine(tiny_graph, Sequence(), {"debug.allowOutOfMemory": "false"})
+
+
+@pytest.mark.parametrize("text", ["{bad json", '{"a": 1,}', "true"])
+def test_invalid_json_in_environment(tiny_graph, monkeypatch, text):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", text)
+    with pytest.raises(popsim.InvalidOptionError) as info:
+        popsim.Engine(tiny_graph, Sequence())
+    msg = str(info.value)
+    assert "POPSIM_ENGINE_OPTIONS" in msg
+    assert "JSON" in msg
+
+
+def test_json_array_in_environment(tiny_graph, monkeypatch):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", "[1, 2]")
+    with pytest.raises(popsim.InvalidOptionError, match="POPSIM_ENGINE_OPTIONS must be a JSON object.*list"):
+        popsim.Engine(tiny_graph, Sequence())
