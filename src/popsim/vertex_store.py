@@ -26,7 +26,7 @@ from .errors import GraphConnectionError, UnknownFieldError, did_you_mean
 from .tensor import Tensor
 from .types import typed_array
 
-__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges"]
+__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds"]
 
 _new = object.__new__
 
@@ -41,6 +41,25 @@ def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
 
 
 NO_TILE = -1  # in ComputeSet._tiles: a vertex not placed yet
+
+# What a slot holds, as slot_kinds reports it.
+SLOT_NONE, SLOT_RECORD, SLOT_TENSOR, SLOT_LIST, SLOT_VALUES = range(5)
+
+
+class _SlotKinds(dict):
+    """Slot kind by the type of what a slot holds; plain state values may be of any type."""
+
+    def __missing__(self, kind) -> int:
+        return SLOT_VALUES
+
+
+_SLOT_KIND = _SlotKinds({type(None): SLOT_NONE, tuple: SLOT_RECORD, Tensor: SLOT_TENSOR, list: SLOT_LIST})
+
+
+def slot_kinds(slots: List[object]) -> np.ndarray:
+    """The kind of every slot (SLOT_*), as int8: read in one C-level pass (lowering reads
+    the slots of hundreds of thousands of fields)."""
+    return np.fromiter(map(_SLOT_KIND.__getitem__, map(type, slots)), np.int8, len(slots))
 
 
 class ComputeSet:
