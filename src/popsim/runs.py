@@ -25,6 +25,15 @@ class Runs(NamedTuple):
         return int(self.pos.size)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (np.unique without its first-call import of numpy.ma,
+    tens of milliseconds on the first Engine of a process)."""
+    values = np.sort(np.asarray(values).reshape(-1))
+    if values.size > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
 def runs_of(tensor) -> Runs:
     gid, length = tensor._runs()
     pos = np.zeros(gid.size, np.int64)
@@ -47,7 +56,7 @@ def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray, cuts_sorted: bool = Fal
     if r.size == 0 or cuts.size == 0:
         return r
     if not cuts_sorted:
-        cuts = np.unique(cuts)
+        cuts = distinct(cuts)
     lo = np.searchsorted(cuts, coord, side="right")
     hi = np.searchsorted(cuts, coord + r.length, side="left")
     extra = hi - lo  # cut points strictly inside each run
@@ -95,7 +104,7 @@ class MappingIndex:
     def boundaries(self) -> np.ndarray:
         """Every interval boundary, sorted and unique (computed once)."""
         if self._cuts is None:
-            self._cuts = np.unique(np.concatenate([self.begins, self.ends]))
+            self._cuts = distinct(np.concatenate([self.begins, self.ends]))
         return self._cuts
 
     def tile_at(self, gids: np.ndarray) -> np.ndarray:

@@ -13,7 +13,6 @@ index) and rebuilds views from records on demand (``conn``, ``connection``).
 from __future__ import annotations
 
 import operator
-from itertools import compress
 from collections.abc import Sequence
 from typing import Dict, List, Optional, Tuple
 
@@ -106,19 +105,11 @@ def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
     vertices = edges = 0
     for cs in compute_sets:
         vertices += len(cs._types)
-        edge_mask: List[bool] = []  # per slot: is it an edge field's?
-        masks: Dict[int, tuple] = {}  # by id(vertex type)
-        has_lists = False
-        for vt in cs._types:
-            mask = masks.get(id(vt))
-            if mask is None:
-                mask = masks[id(vt)] = tuple(f.kind.is_edge for f in vt.fields)
-                has_lists = has_lists or any(f.kind.is_list for f in vt.fields)
-            edge_mask += mask
-        connected = [c for c in compress(cs._slots, edge_mask) if c is not None]
-        edges += len(connected)
-        if has_lists:
-            edges += sum(len(c) - 1 for c in connected if type(c) is list)
+        # Only edge fields hold records, Tensors and lists; state fields hold values or None.
+        kinds = slot_kinds(cs._slots)
+        edges += int(np.count_nonzero((kinds == SLOT_RECORD) | (kinds == SLOT_TENSOR)))
+        slots = cs._slots
+        edges += sum(len(slots[k]) for k in np.flatnonzero(kinds == SLOT_LIST).tolist())
     return vertices, edges
 
 

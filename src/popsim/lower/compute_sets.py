@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..errors import GraphConnectionError, InvalidTileMappingError
+from ..runs import distinct
 from ..vertex_store import NO_TILE, SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, SLOT_VALUES, vertex_ref
 from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, StepCost
 from .edge_buffers import EdgePlacer
@@ -211,7 +212,7 @@ class ComputeSetLowerer:
         if not tile.size:
             return
         width = int(type_index.max()) + 1
-        pairs = np.unique(tile * width + type_index)
+        pairs = distinct(tile * width + type_index)
         new = [p for p in zip((pairs // width).tolist(), (pairs % width).tolist()) if p not in self._code_on_tile]
         if new:
             self._code_on_tile.update(new)

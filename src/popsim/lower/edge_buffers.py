@@ -64,11 +64,11 @@ class EdgePlacer:
         if self.cpu:
             direct |= filled
         elif filled.any():
+            # One run on the vertex's tile: inside one interval of the mapping (intervals are
+            # disjoint, so ending by the end of the one holding the first element suffices).
             first = np.searchsorted(index.begins, gid, side="right") - 1
-            last = np.searchsorted(index.begins, gid + n - 1, side="right") - 1
             safe = np.maximum(first, 0)
-            direct |= filled & (first >= 0) & (first == last) & (gid + n <= index.ends[safe]) & \
-                (index.tiles[safe] == tile)
+            direct |= filled & (first >= 0) & (gid + n <= index.ends[safe]) & (index.tiles[safe] == tile)
         offsets = np.zeros(count, np.int64)
         used = direct & (n > 0)
         offsets[used] = self.planner.arena_offsets(gid[used])

@@ -151,8 +151,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     if s_edge.size:
         geometry, geo = _geometries(shapes, strides)
         start = table.bases()[var_index] + offset
-        g_n, g_simple, pat_start, pat_count, pat_pos, pat_gid, pat_len, g_pattern, g_first = \
-            _geometry_runs(geometry, patterns)
+        g_n, g_simple, pat_start, pat_count, pat_pos, pat_gid, pat_len, g_pattern = _geometry_runs(geometry, patterns)
         edges.n[s_edge] = g_n[geo]
         simple = g_simple[geo]
         edges.gid[s_edge[simple]] = start[simple]
@@ -160,7 +159,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
         if views.any():
             v_edge, v_geo, v_start = s_edge[views], geo[views], start[views]
             edges.view_pattern[v_edge] = g_pattern[v_geo]
-            edges.view_first[v_edge] = v_start + g_first[v_geo]
+            edges.view_first[v_edge] = v_start  # a strided view's first element is at its offset
             cnt = pat_count[v_geo]
             owner = np.repeat(np.arange(v_edge.size), cnt)
             k = np.repeat(pat_start[v_geo] - (np.cumsum(cnt) - cnt), cnt) + np.arange(owner.size)
@@ -194,13 +193,12 @@ def _geometries(shapes: list, strides: list) -> Tuple[list, np.ndarray]:
 def _geometry_runs(geometry: list, patterns: _Patterns):
     """Per geometry: elements, whether one run, and for the others the runs relative to
     the view's first element (concatenated: start, count, then pos, gid, length of
-    each run), the pattern id and where its first run begins."""
+    each run) and the pattern id."""
     m = len(geometry)
     n = np.zeros(m, np.int64)
     simple = np.zeros(m, bool)
     pat_count = np.zeros(m, np.int64)
     pattern = np.full(m, -1, np.int64)
-    first = np.zeros(m, np.int64)
     parts: List[Tuple[np.ndarray, np.ndarray]] = []
     for g, (shape, strides) in enumerate(geometry):
         count = 1
@@ -211,7 +209,7 @@ def _geometry_runs(geometry: list, patterns: _Patterns):
             simple[g] = True
             continue
         gid, length = strided_runs(0, shape, strides)
-        pattern[g], first[g] = patterns.key(gid, length)
+        pattern[g] = patterns.key(gid, length)[0]
         pat_count[g] = gid.size
         parts.append((gid, length))
     pat_start = np.cumsum(pat_count) - pat_count
@@ -224,4 +222,4 @@ def _geometry_runs(geometry: list, patterns: _Patterns):
                 np.cumsum(l[:-1], out=pos[s + 1:s + l.size])
     else:
         gid = length = pos = _EMPTY
-    return n, simple, pat_start, pat_count, pos, gid, length, pattern, first
+    return n, simple, pat_start, pat_count, pos, gid, length, pattern

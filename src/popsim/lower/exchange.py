@@ -16,7 +16,7 @@ from typing import Tuple
 
 import numpy as np
 
-from ..runs import MappingIndex, Runs, split_at_gids
+from ..runs import MappingIndex, Runs, distinct, split_at_gids
 from .cost_model import CostModel, StepCost
 
 
@@ -71,20 +71,22 @@ def bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.nda
     starts + lengths) (global ids, elements of ``itemsize`` bytes) that fall in it.
 
     Integrates the runs' coverage instead of splitting them at every tile boundary,
-    which matters when many runs each cross many tiles."""
-    pos = np.concatenate([starts, starts + lengths])
-    weight = np.concatenate([itemsize, -itemsize])
-    order = np.argsort(pos, kind="stable")
-    pos, weight = pos[order], weight[order]
-    count, moment = np.cumsum(weight), np.cumsum(weight * pos)
+    which matters when many runs each cross many tiles: below x, the runs cover
+    sum(x - start) over the starts below x less sum(x - end) over the ends below x."""
+    out = np.zeros(index.begins.size, np.int64)
+    for size in distinct(itemsize).tolist():
+        mine = itemsize == size
+        s = np.sort(starts[mine])
+        e = np.sort(starts[mine] + lengths[mine])
+        s_sum = np.concatenate(([0], np.cumsum(s)))
+        e_sum = np.concatenate(([0], np.cumsum(e)))
 
-    def integral(x):  # bytes of all runs below x
-        k = np.searchsorted(pos, x, side="right") - 1
-        ok = k >= 0
-        out = np.zeros(x.shape, np.int64)
-        out[ok] = x[ok] * count[k[ok]] - moment[k[ok]]
-        return out
-    return integral(index.ends) - integral(index.begins)
+        def integral(x):  # elements of the runs below each x
+            below_s = np.searchsorted(s, x, side="right")
+            below_e = np.searchsorted(e, x, side="right")
+            return x * (below_s - below_e) - s_sum[below_s] + e_sum[below_e]
+        out += size * (integral(index.ends) - integral(index.begins))
+    return out
 
 
 def split_runs_by_ipu(index: MappingIndex, tiles_per_ipu: int, gid: np.ndarray,
