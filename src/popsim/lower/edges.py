@@ -17,14 +17,16 @@ conflicts are reported in.
 """
 from __future__ import annotations
 
+from itertools import chain, compress
 from operator import itemgetter
 from typing import Dict, List, Tuple
 
 import numpy as np
 
+from ..runs import distinct
 from ..tensor import Tensor
 from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, vertex_ref
-from ..views import contiguous_inner, strided_runs
+from ..views import strided_runs
 
 _EMPTY = np.empty(0, np.int64)
 
@@ -97,17 +99,27 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     count = int(per_row.sum()) if rows else 0
     edge_row = np.repeat(np.arange(rows, dtype=np.int64), per_row)
 
-    # Strided views of one variable: records read column-wise, then Tensors and sub-edges.
+    # Strided views of one variable: records read column-wise (in storage order, then put in
+    # edge order), then Tensors and sub-edges one by one.
     rec_rows = np.flatnonzero(is_record)
-    records = list(map(slots.__getitem__, row_slot[rec_rows].tolist()))
-    s_edge = [row_start[rec_rows]]
-    var_index = np.fromiter(map(itemgetter(0), records), np.int64, len(records))
-    offset = np.fromiter(map(itemgetter(1), records), np.int64, len(records))
-    shapes = list(map(itemgetter(2), records))
-    strides = list(map(itemgetter(3), records))
+    rec_slots = row_slot[rec_rows]
+    picked = np.zeros(len(slots), np.uint8)
+    picked[rec_slots] = 1
+    records = list(compress(slots, picked.tobytes()))
+    edge_of_slot = np.zeros(len(slots), np.int64)
+    edge_of_slot[rec_slots] = row_start[rec_rows]
+    m = len(records)
+    var_index = [np.fromiter(map(itemgetter(0), records), np.int64, m)]
+    offset = [np.fromiter(map(itemgetter(1), records), np.int64, m)]
+    rank = [np.fromiter(map(len, map(itemgetter(2), records)), np.int64, m)]
+    dims = [np.fromiter(chain.from_iterable(map(itemgetter(2), records)), np.int64)]
+    steps = [np.fromiter(chain.from_iterable(map(itemgetter(3), records)), np.int64)]
+    del records
     x_edge: List[int] = []   # strided views from Tensors and sub-edges
     x_var: List[int] = []
     x_off: List[int] = []
+    x_shape: List[tuple] = []
+    x_strides: List[tuple] = []
     general: List[Tuple[int, Tensor]] = []  # views not of one variable
     others = np.flatnonzero(row_kind == SLOT_TENSOR).tolist()
     items = [(int(row_start[r]), slots[s]) for r, s in zip(others, row_slot[others].tolist())]
@@ -119,19 +131,22 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
             x_edge.append(e)
             x_var.append(t[0])
             x_off.append(t[1])
-            shapes.append(t[2])
-            strides.append(t[3])
+            x_shape.append(t[2])
+            x_strides.append(t[3])
         elif t._var is not None:
             x_edge.append(e)
             x_var.append(t._var.index)
             x_off.append(t._offset)
-            shapes.append(t._shape)
-            strides.append(t._strides)
+            x_shape.append(t._shape)
+            x_strides.append(t._strides)
         else:
             general.append((e, t))
-    s_edge = np.concatenate([s_edge[0], np.asarray(x_edge, np.int64)])
-    var_index = np.concatenate([var_index, np.asarray(x_var, np.int64)])
-    offset = np.concatenate([offset, np.asarray(x_off, np.int64)])
+    s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], np.asarray(x_edge, np.int64)])
+    var_index = np.concatenate(var_index + [np.asarray(x_var, np.int64)])
+    offset = np.concatenate(offset + [np.asarray(x_off, np.int64)])
+    rank = np.concatenate(rank + [np.fromiter(map(len, x_shape), np.int64, len(x_shape))])
+    dims = np.concatenate(dims + [np.fromiter(chain.from_iterable(x_shape), np.int64)])
+    steps = np.concatenate(steps + [np.fromiter(chain.from_iterable(x_strides), np.int64)])
 
     edges = EdgeTable()
     edges._cs = cs
@@ -149,11 +164,10 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     run_parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     if s_edge.size:
-        geometry, geo = _geometries(shapes, strides)
+        n, simple, geo, geometry = _geometries(rank, dims, steps)
         start = table.bases()[var_index] + offset
-        g_n, g_simple, pat_start, pat_count, pat_pos, pat_gid, pat_len, g_pattern = _geometry_runs(geometry, patterns)
-        edges.n[s_edge] = g_n[geo]
-        simple = g_simple[geo]
+        pat_start, pat_count, pat_pos, pat_gid, pat_len, g_pattern = _geometry_runs(geometry, patterns)
+        edges.n[s_edge] = n
         edges.gid[s_edge[simple]] = start[simple]
         views = ~simple
         if views.any():
@@ -182,32 +196,57 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     return edges, row_start, per_row
 
 
-def _geometries(shapes: list, strides: list) -> Tuple[list, np.ndarray]:
-    """The distinct (shape, strides) pairs, and the index of each view's."""
-    ids = dict.fromkeys(zip(shapes, strides))
-    for i, key in enumerate(ids):
-        ids[key] = i
-    return list(ids), np.fromiter(map(ids.__getitem__, zip(shapes, strides)), np.int64, len(shapes))
+def _geometries(rank: np.ndarray, dims: np.ndarray, steps: np.ndarray):
+    """For strided views given by their ranks and their shapes' and strides' entries one
+    after the other: the elements of each, whether it is one run (views.contiguous_inner,
+    vectorised), and for the others the index of their geometry (shape, strides) in the
+    list of distinct ones returned."""
+    m = rank.size
+    if dims.size != steps.size or dims.size != int(rank.sum()):
+        raise AssertionError("edge records with shapes and strides of different ranks")
+    n = np.ones(m, np.int64)
+    simple = np.ones(m, bool)
+    geo = np.full(m, -1, np.int64)
+    geometry: List[Tuple[tuple, tuple]] = []
+    first = np.cumsum(rank) - rank
+    for r in distinct(rank).tolist():
+        if r == 0:
+            continue  # a scalar: one element, one run
+        sel = np.flatnonzero(rank == r)
+        at = first[sel][:, None] + np.arange(r)
+        shape, strides = dims[at], steps[at]
+        n[sel] = shape.prod(axis=1)
+        # One run when, from the innermost dimension out, each has one element or steps over
+        # exactly the block of elements inside it.
+        one_run = np.ones(sel.size, bool)
+        block = np.ones(sel.size, np.int64)
+        for j in range(r - 1, -1, -1):
+            one_run &= (shape[:, j] == 1) | (strides[:, j] == block)
+            block = block * shape[:, j]
+        simple[sel] = one_run
+        if one_run.all():
+            continue
+        keys = np.concatenate([shape[~one_run], strides[~one_run]], axis=1)
+        order = np.lexsort(keys.T[::-1])
+        keys = keys[order]
+        new = np.ones(keys.shape[0], bool)
+        new[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+        ids = np.empty(keys.shape[0], np.int64)
+        ids[order] = np.cumsum(new) - 1 + len(geometry)
+        geo[sel[~one_run]] = ids
+        geometry += [(tuple(k[:r]), tuple(k[r:])) for k in keys[new].tolist()]
+    return n, simple, geo, geometry
 
 
 def _geometry_runs(geometry: list, patterns: _Patterns):
-    """Per geometry: elements, whether one run, and for the others the runs relative to
-    the view's first element (concatenated: start, count, then pos, gid, length of
-    each run) and the pattern id."""
+    """Per geometry (views that are not one run): their runs relative to the view's first
+    element (concatenated: start, count, then pos, gid, length of each run) and the
+    pattern id."""
     m = len(geometry)
-    n = np.zeros(m, np.int64)
-    simple = np.zeros(m, bool)
     pat_count = np.zeros(m, np.int64)
     pattern = np.full(m, -1, np.int64)
     parts: List[Tuple[np.ndarray, np.ndarray]] = []
     for g, (shape, strides) in enumerate(geometry):
-        count = 1
-        for d in shape:
-            count *= d
-        n[g] = count
-        if contiguous_inner(shape, strides)[0] == 0:
-            simple[g] = True
-            continue
         gid, length = strided_runs(0, shape, strides)
         pattern[g] = patterns.key(gid, length)[0]
         pat_count[g] = gid.size
@@ -217,9 +256,9 @@ def _geometry_runs(geometry: list, patterns: _Patterns):
         gid = np.concatenate([p[0] for p in parts])
         length = np.concatenate([p[1] for p in parts])
         pos = np.zeros(gid.size, np.int64)
-        for (g, l), s in zip(parts, pat_start[~simple].tolist()):
+        for (g, l), s in zip(parts, pat_start.tolist()):
             if l.size > 1:
                 np.cumsum(l[:-1], out=pos[s + 1:s + l.size])
     else:
         gid = length = pos = _EMPTY
-    return n, simple, pat_start, pat_count, pos, gid, length, pattern
+    return pat_start, pat_count, pos, gid, length, pattern

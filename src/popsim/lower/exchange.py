@@ -56,13 +56,30 @@ class Traffic:
             return
         n = sent.size
         mine = np.bincount(tile, weights=length * itemsize, minlength=n)
-        theirs = np.bincount(index.tiles, weights=bytes_per_interval(gid, length, itemsize, index), minlength=n)
+        theirs = bytes_by_tile(gid, length, itemsize, index, n)
         if incoming:
             received += mine
             sent += theirs
         else:
             sent += mine
             received += theirs
+
+
+def bytes_by_tile(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray, index: MappingIndex,
+                  num_tiles: int) -> np.ndarray:
+    """Bytes of the runs [starts, starts + lengths) per tile holding them. A run inside
+    one interval of the mapping (the common case) is counted on its tile directly; the
+    others are integrated over the intervals (bytes_per_interval)."""
+    k = np.searchsorted(index.begins, starts, side="right") - 1
+    safe = np.maximum(k, 0)
+    inside = (k >= 0) & (starts + lengths <= index.ends[safe]) if index.begins.size else np.zeros(starts.size, bool)
+    out = np.zeros(num_tiles)
+    out += np.bincount(index.tiles[safe[inside]], weights=lengths[inside] * itemsize[inside], minlength=num_tiles)
+    across = ~inside
+    if across.any():
+        out += np.bincount(index.tiles, minlength=num_tiles,
+                           weights=bytes_per_interval(starts[across], lengths[across], itemsize[across], index))
+    return out
 
 
 def bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray,
@@ -81,12 +98,28 @@ def bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.nda
         s_sum = np.concatenate(([0], np.cumsum(s)))
         e_sum = np.concatenate(([0], np.cumsum(e)))
 
-        def integral(x):  # elements of the runs below each x
-            below_s = np.searchsorted(s, x, side="right")
-            below_e = np.searchsorted(e, x, side="right")
+        def integral(x):  # elements of the runs below each x (ascending: the intervals are disjoint)
+            below_s = _count_at_most(s, x)
+            below_e = _count_at_most(e, x)
             return x * (below_s - below_e) - s_sum[below_s] + e_sum[below_e]
-        out += size * (integral(index.ends) - integral(index.begins))
+        at_end = integral(index.ends)
+        # Intervals usually follow one another: where one begins as the previous ends, reuse that.
+        at_begin = np.empty_like(at_end)
+        follows = np.zeros(at_end.size, bool)
+        follows[1:] = index.begins[1:] == index.ends[:-1]
+        at_begin[follows] = at_end[:-1][follows[1:]]
+        at_begin[~follows] = integral(index.begins[~follows])
+        out += size * (at_end - at_begin)
     return out
+
+
+def _count_at_most(values: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """For each of the ascending ``x``: how many of the ascending ``values`` are <= it.
+    Searches with whichever of the two is shorter."""
+    if x.size <= values.size:
+        return np.searchsorted(values, x, side="right")
+    first = np.searchsorted(x, values, side="left")  # each value counts from the first x >= it on
+    return np.cumsum(np.bincount(first, minlength=x.size + 1)[:x.size])
 
 
 def split_runs_by_ipu(index: MappingIndex, tiles_per_ipu: int, gid: np.ndarray,
