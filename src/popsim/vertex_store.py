@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Dict, List, Optional, Tuple
+from itertools import chain
+from operator import itemgetter
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -25,7 +27,8 @@ from .errors import GraphConnectionError, UnknownFieldError, did_you_mean
 from .tensor import Tensor
 from .types import typed_array
 
-__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds"]
+__all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds",
+           "record_columns"]
 
 _new = object.__new__
 
@@ -37,6 +40,31 @@ _new = object.__new__
 def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
     """The record stored for a strided view connected to a field of its element type."""
     return (t._var.index, t._offset, t._shape, t._strides)
+
+
+class RecordColumns(NamedTuple):
+    """Edge records by column: variable index, offset and rank of each, and the entries
+    of all their shapes (``dims``) and strides, record after record (rank entries each)."""
+
+    var: np.ndarray
+    offset: np.ndarray
+    rank: np.ndarray
+    dims: np.ndarray
+    strides: np.ndarray
+
+
+def record_columns(records: List[tuple]) -> RecordColumns:
+    """``records`` (see edge_record) as columns, in a few C-level passes: no object is
+    made per record."""
+    m = len(records)
+    columns = RecordColumns(np.fromiter(map(itemgetter(0), records), np.int64, m),
+                            np.fromiter(map(itemgetter(1), records), np.int64, m),
+                            np.fromiter(map(len, map(itemgetter(2), records)), np.int64, m),
+                            np.fromiter(chain.from_iterable(map(itemgetter(2), records)), np.int64),
+                            np.fromiter(chain.from_iterable(map(itemgetter(3), records)), np.int64))
+    if columns.dims.size != columns.strides.size:
+        raise AssertionError("edge records whose shapes and strides differ in rank")
+    return columns
 
 
 NO_TILE = -1  # in ComputeSet._tiles: a vertex not placed yet

@@ -116,3 +116,21 @@ def test_estimators_run_in_lowering_order_and_not_past_an_error(g):
     with pytest.raises(popsim.GraphConnectionError, match=r"vertex 'Pair' \(#2 of compute set 'bad', tile 4\)"):
         lower_graph(g._state, [Execute(bad)])
     assert seen == [0]  # the vertices before the unconnected one, as a vertex-by-vertex lowering would
+
+
+def test_graph_counts_take_lowered_compute_sets_from_their_lowering(g):
+    x = g.add_variable(FLOAT, [8], "x")
+    g.set_tile_mapping(x, 0)
+    run = g.add_compute_set("run")
+    for k in range(3):
+        v = g.add_vertex(run, "Scaled", {"xs": [x[k], x[k + 1]], "out": x[4 + k]})
+        g.set_initial_value(v["k"], 1.0)
+        g.set_tile_mapping(v, k)
+    idle = g.add_compute_set("idle")  # not run: its unconnected fields are no error, and are not counted
+    v = g.add_vertex(idle, "Scaled", {"out": x[7]})
+    g.set_field_size(v["xs"], 4)
+    g.connect(v["xs"][2], x[0])
+    g.add_vertex(idle, "Pair")
+    lw = lower_graph(g._state, [Execute(run)])
+    assert lw.graph_counts == {"num_vertices": 5, "num_edges": 9 + 5, "num_variables": 1, "num_compute_sets": 2}
+    assert (g.num_vertices, g.num_edges) == (5, 14)

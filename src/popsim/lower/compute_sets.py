@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..runs import distinct
-from ..vertex_store import NO_TILE, SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, SLOT_VALUES, vertex_ref
+from ..vertex_store import (NO_TILE, SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, SLOT_VALUES, count_vertices_and_edges,
+                            vertex_ref)
 from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, StepCost
 from .edge_buffers import EdgePlacer
 from .edges import read_edges
@@ -123,6 +124,7 @@ class ComputeSetLowerer:
         self.warnings: List[str] = []
         self._code_on_tile: set = set()  # (tile, type index) pairs whose code is counted
         self._lowered: Dict[int, Tuple[int, StepCost]] = {}
+        self._counts: Dict[int, Tuple[int, int]] = {}  # compute set index -> (vertices, edges)
 
     # -- per compute set -----------------------------------------------------------------------
     def lower(self, cs) -> Tuple[int, StepCost]:
@@ -177,6 +179,7 @@ class ComputeSetLowerer:
         self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out))
         static = self.cost.compute_set(placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost))
         self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
+        self._counts[cs.index] = (nv, edges.count)
         if self.progress is not None:
             self.progress.advance(nv, f"compute set {cs.name}")
         return self._lowered[cs.index]
@@ -318,6 +321,15 @@ class ComputeSetLowerer:
         if warning not in self.warnings:
             self.warnings.append(warning)
         return DEFAULT_VERTEX_CYCLES
+
+    def count_vertices_and_edges(self, compute_sets) -> Tuple[int, int]:
+        """vertex_store.count_vertices_and_edges, with the counts of the compute sets
+        lowered already taken from their lowering (every edge of those is connected)."""
+        vertices, edges = count_vertices_and_edges([cs for cs in compute_sets if cs.index not in self._counts])
+        for v, e in self._counts.values():
+            vertices += v
+            edges += e
+        return vertices, edges
 
     def tables_out(self) -> VertexTables:
         def joined(parts, width):

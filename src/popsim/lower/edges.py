@@ -17,15 +17,14 @@ conflicts are reported in.
 """
 from __future__ import annotations
 
-from itertools import chain, compress
-from operator import itemgetter
+from itertools import compress
 from typing import Dict, List, Tuple
 
 import numpy as np
 
 from ..runs import distinct
 from ..tensor import Tensor
-from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, vertex_ref
+from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, record_columns, vertex_ref
 from ..views import strided_runs
 
 _EMPTY = np.empty(0, np.int64)
@@ -108,18 +107,10 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     records = list(compress(slots, picked.tobytes()))
     edge_of_slot = np.zeros(len(slots), np.int64)
     edge_of_slot[rec_slots] = row_start[rec_rows]
-    m = len(records)
-    var_index = [np.fromiter(map(itemgetter(0), records), np.int64, m)]
-    offset = [np.fromiter(map(itemgetter(1), records), np.int64, m)]
-    rank = [np.fromiter(map(len, map(itemgetter(2), records)), np.int64, m)]
-    dims = [np.fromiter(chain.from_iterable(map(itemgetter(2), records)), np.int64)]
-    steps = [np.fromiter(chain.from_iterable(map(itemgetter(3), records)), np.int64)]
+    columns = [record_columns(records)]
     del records
-    x_edge: List[int] = []   # strided views from Tensors and sub-edges
-    x_var: List[int] = []
-    x_off: List[int] = []
-    x_shape: List[tuple] = []
-    x_strides: List[tuple] = []
+    x_edge: List[int] = []   # strided views from Tensors and sub-edges, as records
+    x_records: List[tuple] = []
     general: List[Tuple[int, Tensor]] = []  # views not of one variable
     others = np.flatnonzero(row_kind == SLOT_TENSOR).tolist()
     items = [(int(row_start[r]), slots[s]) for r, s in zip(others, row_slot[others].tolist())]
@@ -129,24 +120,15 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     for e, t in items:
         if type(t) is tuple:  # a record (list fields hold Tensors, but a record reads the same)
             x_edge.append(e)
-            x_var.append(t[0])
-            x_off.append(t[1])
-            x_shape.append(t[2])
-            x_strides.append(t[3])
+            x_records.append(t)
         elif t._var is not None:
             x_edge.append(e)
-            x_var.append(t._var.index)
-            x_off.append(t._offset)
-            x_shape.append(t._shape)
-            x_strides.append(t._strides)
+            x_records.append(edge_record(t))
         else:
             general.append((e, t))
+    columns.append(record_columns(x_records))
     s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], np.asarray(x_edge, np.int64)])
-    var_index = np.concatenate(var_index + [np.asarray(x_var, np.int64)])
-    offset = np.concatenate(offset + [np.asarray(x_off, np.int64)])
-    rank = np.concatenate(rank + [np.fromiter(map(len, x_shape), np.int64, len(x_shape))])
-    dims = np.concatenate(dims + [np.fromiter(chain.from_iterable(x_shape), np.int64)])
-    steps = np.concatenate(steps + [np.fromiter(chain.from_iterable(x_strides), np.int64)])
+    var_index, offset, rank, dims, steps = (np.concatenate(c) for c in zip(*columns))
 
     edges = EdgeTable()
     edges._cs = cs
@@ -198,12 +180,10 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
 
 def _geometries(rank: np.ndarray, dims: np.ndarray, steps: np.ndarray):
     """For strided views given by their ranks and their shapes' and strides' entries one
-    after the other: the elements of each, whether it is one run (views.contiguous_inner,
+    after the other (vertex_store.record_columns): the elements of each, whether it is one run (views.contiguous_inner,
     vectorised), and for the others the index of their geometry (shape, strides) in the
     list of distinct ones returned."""
     m = rank.size
-    if dims.size != steps.size or dims.size != int(rank.sum()):
-        raise AssertionError("edge records with shapes and strides of different ranks")
     n = np.ones(m, np.int64)
     simple = np.ones(m, bool)
     geo = np.full(m, -1, np.int64)
