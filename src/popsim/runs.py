@@ -34,6 +34,18 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def search(sorted_values: np.ndarray, queries: np.ndarray, side: str = "left") -> np.ndarray:
+    """np.searchsorted, for many queries in no particular order: searched in sorted
+    order, which keeps the search in cache (twice as fast for tutorial 6's edges even
+    with the sort)."""
+    if queries.size < 4096:
+        return np.searchsorted(sorted_values, queries, side=side)
+    order = np.argsort(queries, kind="stable")
+    out = np.empty(queries.size, np.int64)
+    out[order] = np.searchsorted(sorted_values, queries[order], side=side)
+    return out
+
+
 def runs_of(tensor) -> Runs:
     gid, length = tensor._runs()
     pos = np.zeros(gid.size, np.int64)
@@ -79,8 +91,10 @@ class MappingIndex:
     __slots__ = ("begins", "ends", "tiles", "_cuts")
 
     def __init__(self, begins: np.ndarray, ends: np.ndarray, tiles: np.ndarray):
-        order = np.argsort(begins, kind="stable")
-        self.begins, self.ends, self.tiles = begins[order], ends[order], tiles[order]
+        if begins.size > 1 and not (begins[1:] >= begins[:-1]).all():  # usually in order already
+            order = np.argsort(begins, kind="stable")
+            begins, ends, tiles = begins[order], ends[order], tiles[order]
+        self.begins, self.ends, self.tiles = begins, ends, tiles
         self._cuts = None
 
     @classmethod

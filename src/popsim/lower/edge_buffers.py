@@ -17,7 +17,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from ..runs import Runs
+from ..runs import Runs, search
 from .conflicts import check_conflicts
 from .edges import EdgeOwners, EdgeTable
 from .exchange import Traffic, merge_overlapping_runs
@@ -66,7 +66,7 @@ class EdgePlacer:
         elif filled.any():
             # One run on the vertex's tile: inside one interval of the mapping (intervals are
             # disjoint, so ending by the end of the one holding the first element suffices).
-            first = np.searchsorted(index.begins, gid, side="right") - 1
+            first = search(index.begins, gid, side="right") - 1
             safe = np.maximum(first, 0)
             direct |= filled & (first >= 0) & (gid + n <= index.ends[safe]) & (index.tiles[safe] == tile)
         offsets = np.zeros(count, np.int64)

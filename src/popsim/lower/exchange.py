@@ -16,7 +16,7 @@ from typing import Tuple
 
 import numpy as np
 
-from ..runs import MappingIndex, Runs, distinct, split_at_gids
+from ..runs import MappingIndex, Runs, distinct, search, split_at_gids
 from .cost_model import CostModel, StepCost
 
 
@@ -70,7 +70,7 @@ def bytes_by_tile(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray,
     """Bytes of the runs [starts, starts + lengths) per tile holding them. A run inside
     one interval of the mapping (the common case) is counted on its tile directly; the
     others are integrated over the intervals (bytes_per_interval)."""
-    k = np.searchsorted(index.begins, starts, side="right") - 1
+    k = search(index.begins, starts, side="right") - 1
     safe = np.maximum(k, 0)
     inside = (k >= 0) & (starts + lengths <= index.ends[safe]) if index.begins.size else np.zeros(starts.size, bool)
     out = np.zeros(num_tiles)
