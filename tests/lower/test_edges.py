@@ -53,6 +53,8 @@ VIEWS = {  # name -> view of m (a [6, 5] float variable)
     "reversed row": lambda m: m[4][::-1],
     "inner block": lambda m: m.slice(1, 4, 0).slice(2, 4, 1).flatten(),
     "empty": lambda m: m.flatten().slice(3, 3),
+    "empty with steps": lambda m: m.flatten()[::2].slice(4, 4),
+    "empty column": lambda m: m.transpose()[1].slice(2, 2),
     "one element": lambda m: m.flatten().slice(7, 8),
     "concat": lambda m: popsim.concat([m[0].slice(0, 2), m[5].slice(3, 5)]),
     "id view": lambda m: Tensor._indexed(m._table, m._dtype, m.transpose()[1]._id_array()),

@@ -37,8 +37,8 @@ class EdgeTable:
 
     Edges that are not one run (``gid`` -1) have their runs in ``run_edge``, ``run_pos``
     (position in the view), ``run_gid``, ``run_len``, sorted by edge then position, and a
-    ``view_key`` (pattern id, first element) equal for two edges exactly when their
-    runs are equal."""
+    key, (``view_pattern``, ``view_first``): the id of their pattern of runs and their
+    first element, equal for two edges exactly when their runs are equal."""
 
     __slots__ = ("vertex", "position", "tile", "itemsize", "reads", "writes", "n", "gid", "run_edge", "run_pos",
                  "run_gid", "run_len", "view_pattern", "view_first", "_cs")
@@ -155,7 +155,8 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
         if views.any():
             v_edge, v_geo, v_start = s_edge[views], geo[views], start[views]
             edges.view_pattern[v_edge] = g_pattern[v_geo]
-            edges.view_first[v_edge] = v_start  # a strided view's first element is at its offset
+            # A strided view's first element is at its offset (empty views have none: 0, as _Patterns says).
+            edges.view_first[v_edge] = np.where(n[views] > 0, v_start, 0)
             cnt = pat_count[v_geo]
             owner = np.repeat(np.arange(v_edge.size), cnt)
             k = np.repeat(pat_start[v_geo] - (np.cumsum(cnt) - cnt), cnt) + np.arange(owner.size)
