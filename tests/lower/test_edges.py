@@ -190,3 +190,62 @@ def test_edges_of_many_vertices_are_numbered_in_lowering_order():
     assert edges.vertex.tolist() == [k for k in order for _ in range(2)]
     assert edges.gid.tolist() == [g for k in order for g in (k, 20 + k)]
     assert edges.tile.tolist() == [tiles[k] for k in order for _ in range(2)]
+
+
+def random_view(rng, m):
+    """A random view of ``m`` (a [4, 6, 5] float variable): slices with steps (negative
+    too), transposes, reshapes, elements, concatenations."""
+    t = m
+    for _ in range(int(rng.integers(1, 4))):
+        k = int(rng.integers(6))
+        rank = len(t.shape)
+        if k == 0 and rank == 2:
+            t = t.transpose()
+        elif k == 1 and rank > 0 and t.shape[0] > 0:
+            t = t[int(rng.integers(t.shape[0]))]
+        elif k == 2 and rank > 0:
+            n = t.shape[0]
+            a, b = sorted(rng.integers(0, n + 1, 2).tolist())
+            step = int(rng.choice([1, 2, 3, -1, -2]))
+            t = t[a:b:step] if step > 0 else t[b:a:step] if b > a else t[a:b]
+        elif k == 3:
+            t = t.flatten()
+        elif k == 4 and rank > 1:
+            t = t.dim_shuffle([int(d) for d in rng.permutation(rank)])
+        elif k == 5:
+            t = popsim.concat([t.flatten(), m[1][2]])
+    return t.flatten() if len(t.shape) != 1 else t
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_views_match_their_runs_and_share_exactly_when_equal(seed):
+    rng = np.random.default_rng(seed)
+    views = {f"v{k}": (lambda m, s=int(rng.integers(1 << 30)): random_view(np.random.default_rng(s), m))
+             for k in range(12)}
+    g = graph()
+    m = g.add_variable(FLOAT, [4, 6, 5], "m")
+    for k in range(4):
+        g.set_tile_mapping(m[k], int(rng.integers(8)))
+    out = g.add_variable(FLOAT, [2 * len(views)], "out")
+    g.set_tile_mapping(out, 2)
+    cs = g.add_compute_set("cs")
+    for k, view in enumerate(list(views.values()) * 2):
+        v = g.add_vertex(cs, "Read", {"a": view(m), "out": out[k]})
+        g.set_tile_mapping(v, int(rng.integers(3)))
+    edges, *_ = edges_of(cs)
+    keys = {}
+    for e in range(edges.count):
+        v, _ = edges.owner(e)
+        t = v.connection(int(edges.position[e]))
+        want = runs_of(t)
+        assert edges.n[e] == t.num_elements()
+        if edges.gid[e] >= 0:
+            assert t._var is not None and want.size <= 1 and (want.size == 0 or want.gid[0] == edges.gid[e])
+            continue
+        mine = edges.run_edge == e
+        assert np.array_equal(edges.run_gid[mine], want.gid) and np.array_equal(edges.run_len[mine], want.length)
+        assert np.array_equal(edges.run_pos[mine], want.pos)
+        keys.setdefault((int(edges.view_pattern[e]), int(edges.view_first[e])), set()).add(
+            (want.gid.tobytes(), want.length.tobytes()))
+    assert all(len(runs) == 1 for runs in keys.values())  # one key, one sequence of runs
+    assert len({next(iter(r)) for r in keys.values()}) == len(keys)  # and one sequence, one key
