@@ -104,7 +104,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     rec_slots = row_slot[rec_rows]
     picked = np.zeros(len(slots), np.uint8)
     picked[rec_slots] = 1
-    records = list(compress(slots, picked.tobytes()))
+    records = slots if rec_slots.size == len(slots) else list(compress(slots, picked.tobytes()))
     edge_of_slot = np.zeros(len(slots), np.int64)
     edge_of_slot[rec_slots] = row_start[rec_rows]
     columns = [record_columns(records)]
