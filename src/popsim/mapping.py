@@ -112,13 +112,15 @@ class VariableMapping:
         """The first [begin, end) range of elements no call has mapped, if any."""
         if self.whole_tile is not None or self.size == 0:
             return None
-        begins, ends, _ = self.resolved()
-        cursor = 0
-        for b, e in zip(begins.tolist(), ends.tolist()):
-            if b > cursor:
-                return cursor, b
-            cursor = e
-        return (cursor, self.size) if cursor < self.size else None
+        begins, ends, _ = self.resolved()  # sorted and disjoint
+        if begins.size == 0:
+            return 0, self.size
+        if begins[0] > 0:
+            return 0, int(begins[0])
+        gaps = np.flatnonzero(begins[1:] > ends[:-1])
+        if gaps.size:
+            return int(ends[gaps[0]]), int(begins[gaps[0] + 1])
+        return (int(ends[-1]), self.size) if ends[-1] < self.size else None
 
 
 def _resolve(paints) -> Intervals:
@@ -136,7 +138,8 @@ def _resolve(paints) -> Intervals:
 
 def _paint_in_order(begins, ends, tiles) -> Intervals:
     """Overlapping calls: split at every boundary and let the later call win."""
-    cuts = np.unique(np.concatenate([begins, ends]))
+    cuts = np.sort(np.concatenate([begins, ends]))
+    cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))]
     owner = np.full(cuts.size - 1, -1, np.int64)
     lo = np.searchsorted(cuts, begins)
     hi = np.searchsorted(cuts, ends)

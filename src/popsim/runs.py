@@ -25,6 +25,27 @@ class Runs(NamedTuple):
         return int(self.pos.size)
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (np.unique without its first-call import of numpy.ma,
+    tens of milliseconds on the first Engine of a process)."""
+    values = np.sort(np.asarray(values).reshape(-1))
+    if values.size > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
+
+
+def search(sorted_values: np.ndarray, queries: np.ndarray, side: str = "left") -> np.ndarray:
+    """np.searchsorted, for many queries in no particular order: searched in sorted
+    order, which keeps the search in cache (twice as fast for tutorial 6's edges even
+    with the sort)."""
+    if queries.size < 4096:
+        return np.searchsorted(sorted_values, queries, side=side)
+    order = np.argsort(queries, kind="stable")
+    out = np.empty(queries.size, np.int64)
+    out[order] = np.searchsorted(sorted_values, queries[order], side=side)
+    return out
+
+
 def runs_of(tensor) -> Runs:
     gid, length = tensor._runs()
     pos = np.zeros(gid.size, np.int64)
@@ -47,7 +68,7 @@ def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray, cuts_sorted: bool = Fal
     if r.size == 0 or cuts.size == 0:
         return r
     if not cuts_sorted:
-        cuts = np.unique(cuts)
+        cuts = distinct(cuts)
     lo = np.searchsorted(cuts, coord, side="right")
     hi = np.searchsorted(cuts, coord + r.length, side="left")
     extra = hi - lo  # cut points strictly inside each run
@@ -70,8 +91,10 @@ class MappingIndex:
     __slots__ = ("begins", "ends", "tiles", "_cuts")
 
     def __init__(self, begins: np.ndarray, ends: np.ndarray, tiles: np.ndarray):
-        order = np.argsort(begins, kind="stable")
-        self.begins, self.ends, self.tiles = begins[order], ends[order], tiles[order]
+        if begins.size > 1 and not (begins[1:] >= begins[:-1]).all():  # usually in order already
+            order = np.argsort(begins, kind="stable")
+            begins, ends, tiles = begins[order], ends[order], tiles[order]
+        self.begins, self.ends, self.tiles = begins, ends, tiles
         self._cuts = None
 
     @classmethod
@@ -95,7 +118,7 @@ class MappingIndex:
     def boundaries(self) -> np.ndarray:
         """Every interval boundary, sorted and unique (computed once)."""
         if self._cuts is None:
-            self._cuts = np.unique(np.concatenate([self.begins, self.ends]))
+            self._cuts = distinct(np.concatenate([self.begins, self.ends]))
         return self._cuts
 
     def tile_at(self, gids: np.ndarray) -> np.ndarray:

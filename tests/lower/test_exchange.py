@@ -273,3 +273,25 @@ def test_a_view_partly_on_its_tile_is_exchanged_whole(small_device):
     step = exchange_step(engine)
     assert step.tile_exchange[:2] == [math.ceil(8 / 4) + cm.EXCHANGE_OVERHEAD_CYCLES,    # tile 0 sends 8
                                       math.ceil(16 / 4) + cm.EXCHANGE_OVERHEAD_CYCLES]   # tile 1 receives 16
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bytes_per_interval_and_by_tile_match_counting_each_element(seed):
+    from popsim.lower.exchange import bytes_by_tile, bytes_per_interval
+    from popsim.runs import MappingIndex
+    rng = np.random.default_rng(seed)
+    cuts = np.unique(rng.integers(0, 200, 12))
+    mapped = rng.random(cuts.size - 1) < 0.8  # some gaps: elements no interval holds
+    index = MappingIndex(cuts[:-1][mapped], cuts[1:][mapped], rng.integers(0, 4, cuts.size - 1)[mapped])
+    count = int(rng.integers(0, 30))
+    starts = rng.integers(0, 200, count)
+    lengths = rng.integers(0, 40, count)
+    itemsize = rng.choice([2, 4, 8], count)
+    want = np.zeros(index.begins.size, np.int64)
+    for s, n, w in zip(starts, lengths, itemsize):
+        for x in range(s, s + n):
+            k = np.flatnonzero((index.begins <= x) & (x < index.ends))
+            want[k] += w
+    assert np.array_equal(bytes_per_interval(starts, lengths, itemsize, index), want)
+    by_tile = np.bincount(index.tiles, weights=want, minlength=4)
+    assert np.array_equal(bytes_by_tile(starts, lengths, itemsize, index, 4), by_tile)

@@ -14,7 +14,6 @@ import numpy as np
 from ..log import phase
 from ..target import Target
 from ..types import Type
-from ..vertices import count_vertices_and_edges
 from ..progress import Progress
 from .compute_sets import ComputeSetLowerer, VertexTables
 from .cost_model import (CATEGORIES, CONTROL_CODE_BYTES, EXCHANGE_CODE_BYTES, SUPERVISOR_STACK_BYTES,
@@ -112,7 +111,7 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
     layout.index = None  # only lowering needs the per-element tile lookup
     streams = [StreamRecord(s.handle, s.dtype, s.num_elements, s.is_host_to_device, s.index)
                for s in sorted(state.streams.values(), key=lambda s: s.index)]
-    num_vertices, num_edges = count_vertices_and_edges(state.compute_sets)
+    num_vertices, num_edges = compute_sets.count_vertices_and_edges(state.compute_sets)
     counts = {"num_vertices": num_vertices, "num_edges": num_edges, "num_variables": len(variables),
               "num_compute_sets": len(state.compute_sets)}
     return Lowered(target=target, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),

@@ -8,9 +8,10 @@ phase (inputs) and copied back after it (outputs), as Poplar's exchange does; fi
 that only read the same elements on one tile share one buffer (exchange.py). Vertices
 are grouped by tile, kept in creation order, and dealt round-robin to the workers.
 
-Graphs have up to millions of edges, so the per-edge Python work only records each
-edge; tiles, buffers, copy segments and traffic are then resolved for all the edges of
-a compute set at once with numpy.
+Graphs have up to millions of edges, so nothing here goes through Python one vertex or
+one edge at a time: the vertex store is read by column (vertex_rows.py, edges.py), and
+buffers, copy segments and traffic are resolved for all the edges of a compute set at
+once (edge_buffers.py).
 """
 from __future__ import annotations
 
@@ -22,17 +23,19 @@ import numpy as np
 from ..codec import NOT_SAVED
 from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, VERTEX_MULTI, FieldBase
 from ..errors import GraphConnectionError, InvalidTileMappingError
-from ..runs import Runs, runs_of
-from ..tensor import Tensor
-from ..views import contiguous_inner
+from ..runs import distinct
+from ..vertex_store import (NO_TILE, SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, SLOT_VALUES, count_vertices_and_edges,
+                            vertex_ref)
 from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, StepCost
-from .conflicts import check_conflicts
-from .exchange import Traffic, merge_overlapping_runs
-from .layout import ARENA_ALIGNMENT, TILE_REGION_ALIGNMENT, MemoryLayout
-from .transfers import CopyTables, TransferPlanner, merge_segments
+from .edge_buffers import EdgePlacer
+from .edges import read_edges
+from .layout import ARENA_ALIGNMENT, MemoryLayout
+from .transfers import CopyTables, TransferPlanner
+from .vertex_rows import FieldRows, TypeColumns
 
 FIELD_ARENA, FIELD_SPANS = int(FieldBase.ARENA), int(FieldBase.SPANS)  # plain ints: appended per edge
 _TILE, _FIRST_FIELD, _NUM_FIELDS = (COLUMNS["vertices"][c] for c in ("tile", "first_field", "num_fields"))
+_FIELD, _SPAN = COLUMNS["fields"], COLUMNS["spans"]
 
 
 @dataclass
@@ -91,34 +94,13 @@ class VertexTables:
         return out
 
 
-class _Edges:
-    """The edges of one compute set, recorded one by one, resolved together."""
-
-    def __init__(self):
-        self.gid: List[int] = []        # first element when one contiguous run of one variable, else -1
-        self.tensor: List[object] = []  # the view, for edges that are not one contiguous run
-        self.n: List[int] = []
-        self.itemsize: List[int] = []
-        self.tile: List[int] = []
-        self.reads: List[bool] = []
-        self.writes: List[bool] = []
-        self.owner: List[Tuple[object, str]] = []  # (VertexRef, field name) for messages
-
-    def add(self, t: Tensor, tile: int, direction, vertex, name: str) -> int:
-        var = t._var
-        contiguous = var is not None and contiguous_inner(t._shape, t._strides)[0] == 0
-        self.gid.append(var.base + t._offset if contiguous else -1)
-        self.tensor.append(None if contiguous else t)
-        self.n.append(t.num_elements())
-        self.itemsize.append(t._dtype.size)
-        self.tile.append(tile)
-        self.reads.append(direction.reads)
-        self.writes.append(direction.writes)
-        self.owner.append((vertex, name))
-        return len(self.gid) - 1
+_EMPTY = np.empty(0, np.int64)
 
 
 class ComputeSetLowerer:
+    """Lowers compute sets (each once) into the rows of VertexTables, the exchange copy
+    tables and the static cost of each; everything is built column by column."""
+
     def __init__(self, state, layout: MemoryLayout, planner: TransferPlanner, tables: CopyTables,
                  cost: CostModel, interpreted: bool, progress=None, check_races: bool = False):
         self.check_races = check_races
@@ -130,11 +112,15 @@ class ComputeSetLowerer:
         self.cost = cost
         self.interpreted = interpreted
         self.target = state.target
-        self.cpu = not self.target.requires_tile_mapping
-        self.vertices: List[List[int]] = []
-        self.fields: List[List[int]] = []
-        self.spans: List[List[int]] = []
-        self.groups: List[Tuple[int, int, int]] = []
+        self.placer = EdgePlacer(layout, planner, self.target, check_races)
+        # Rows, one array per lowered compute set: joined by tables_out.
+        self._vertices: List[np.ndarray] = []
+        self._fields: List[np.ndarray] = []
+        self._spans: List[np.ndarray] = []
+        self._groups: List[np.ndarray] = []
+        self._row_type: List[np.ndarray] = []
+        self._row_index: List[np.ndarray] = []
+        self.num_vertices = self.num_fields = self.num_spans = self.num_groups = 0
         self.compute_sets: List[Tuple[int, int, int, int]] = []
         self.codelets: List[Tuple[str, str]] = []
         self.codelet_fields: List[List[Tuple[int, int]]] = []
@@ -142,69 +128,186 @@ class ComputeSetLowerer:
         self._codelet_index: Dict[Tuple[str, str], int] = {}
         self.state_bytes = 0
         self.init_entries: List[Tuple[int, np.ndarray]] = []  # (arena offset, bytes) written at load
-        self.row_type: List[int] = []
-        self.row_index: List[int] = []
-        self.row_cs: List[int] = []
         self._type_index: Dict[str, int] = {}
         self.types: List[object] = []
         self.cs_names: List[str] = []
         self.cs_buffer_bytes: List[int] = []
         self.cs_shared_bytes: List[int] = []
         self.warnings: List[str] = []
-        self._code_on_tile: set = set()
+        self._code_on_tile: set = set()  # (tile, type index) pairs whose code is counted
         self._lowered: Dict[int, Tuple[int, StepCost]] = {}
+        self._counts: Dict[int, Tuple[int, int]] = {}  # compute set index -> (vertices, edges)
 
     # -- per compute set -----------------------------------------------------------------------
     def lower(self, cs) -> Tuple[int, StepCost]:
         """Row of ``cs`` for OP_EXECUTE and the static part of its cost (lowered once)."""
         if cs.index in self._lowered:
             return self._lowered[cs.index]
-        for v in cs.vertices:
-            if v.tile is None:
-                raise InvalidTileMappingError(f"{v.describe()} has no tile: place it with graph.set_tile_mapping(v, "
-                                              "tile)")
-        order = sorted(cs.vertices, key=lambda v: (v.tile, v.index))
-        edges = _Edges()
-        pending_fields: List[Tuple[int, int]] = []  # (field row, edge)
-        pending_spans: List[Tuple[int, int]] = []   # (span row, edge)
-        state_tiles: List[int] = []
-        state_sizes: List[int] = []
-        first_group = len(self.groups)
-        workers = self.target.num_worker_contexts
-        k = 0
-        while k < len(order):
-            tile = order[k].tile
-            start_row = len(self.vertices)
-            dealt = 0
-            while k < len(order) and order[k].tile == tile:
-                v = order[k]
-                worker = -1
-                if not v.type.multi:
-                    worker = dealt % workers
-                    dealt += 1
-                self._vertex(v, worker, edges, pending_fields, pending_spans, state_tiles, state_sizes)
-                k += 1
-            self.groups.append((tile, start_row, len(self.vertices) - start_row))
-        self.layout.account_many(np.asarray(state_tiles, np.int64), "vertex_state", np.asarray(state_sizes, np.int64))
+        nv = len(cs._types)
+        tiles = np.array(cs._tiles, np.int64) if nv else _EMPTY
+        unplaced = np.flatnonzero(tiles == NO_TILE)
+        if unplaced.size:
+            v = vertex_ref(cs, int(unplaced[0]))
+            raise InvalidTileMappingError(f"{v.describe()} has no tile: place it with graph.set_tile_mapping(v, "
+                                          "tile)")
+        order = np.argsort(tiles, kind="stable")  # by tile, then creation order
+        types = TypeColumns(cs._types)
+        rows = FieldRows(cs, types, order)
+        bad = rows.first_unconnected(cs._slots)
+        if bad is not None:
+            self._estimates(cs, order[:rows.rank_of_row(bad)])  # the vertices lowered before it, as they were
+            raise self._unconnected(cs, rows, bad)
+        estimates = self._estimates(cs, order)
+        type_index, codelet = self._register(types, order)
+        tile = tiles[order]
+        vtype = types.of[order]
+        state_size = types.state_size[vtype]
+        padded = (np.maximum(state_size, 1) + ARENA_ALIGNMENT - 1) // ARENA_ALIGNMENT * ARENA_ALIGNMENT
+        state_offset = self.state_bytes + np.cumsum(padded) - padded
+        self.state_bytes += int(padded.sum())
+        self.layout.account_many(tile, "vertex_state", state_size)
+        self._count_code(tile, type_index[vtype])
+
+        row_tile = tiles[rows.vertex]
+        values_offset, values_size = self._state_values(cs, rows, row_tile)
+        edges, edge_start, edge_count = read_edges(
+            cs, rows.slot, rows.kind, rows.vertex, rows.position, row_tile, types.itemsize[rows.spec],
+            types.reads[rows.spec], types.writes[rows.spec])
+        is_list = rows.kind == SLOT_LIST
+        self.layout.account_many(row_tile[is_list], "edge_descriptors", 16 * edge_count[is_list])
 
         buffers_before = int(self.layout.by_category["exchange_buffers"].sum())
-        offsets, gathers, scatters, traffic_in, traffic_out = self._resolve(edges, cs)
+        placed = self.placer.place(edges, cs)
         self.cs_buffer_bytes.append(int(self.layout.by_category["exchange_buffers"].sum()) - buffers_before)
+        self.cs_shared_bytes.append(placed.shared_bytes)
         self.cs_names.append(cs.name)
-        for row, e in pending_fields:
-            self.fields[row][1] = int(offsets[e])
-        for row, e in pending_spans:
-            self.spans[row][0] = int(offsets[e])
-        table_in = self.tables.add(gathers) if gathers.size else -1
-        table_out = self.tables.add(scatters) if scatters.size else -1
-        self.compute_sets.append((first_group, len(self.groups) - first_group, table_in, table_out))
-        exchange_in, exchange_out = traffic_in.cost(self.cost), traffic_out.cost(self.cost)
+
+        self._fields.append(self._field_rows(rows, edges, placed.offsets, edge_start, edge_count, is_list,
+                                             values_offset, values_size))
+        first_group = self.num_groups
+        self._add_vertex_rows(tile, vtype, types, codelet, state_offset, estimates, order, type_index)
+        table_in = self.tables.add(placed.gathers) if placed.gathers.size else -1
+        table_out = self.tables.add(placed.scatters) if placed.scatters.size else -1
+        self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out))
+        exchange_in, exchange_out = placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost)
         self.exchange_costs.append(np.stack([exchange_in.vector, exchange_out.vector]))
         static = self.cost.compute_set(exchange_in, exchange_out)
         self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
+        self._counts[cs.index] = (nv, edges.count)
         if self.progress is not None:
-            self.progress.advance(len(cs.vertices), f"compute set {cs.name}")
+            self.progress.advance(nv, f"compute set {cs.name}")
         return self._lowered[cs.index]
+
+    def _unconnected(self, cs, rows: FieldRows, row: int) -> GraphConnectionError:
+        v = vertex_ref(cs, int(rows.vertex[row]))
+        spec = v.type.fields[int(rows.position[row])]
+        conn = cs._slots[int(rows.slot[row])]
+        missing = "" if conn is None else f" (sub-edges {[i for i, c in enumerate(conn) if c is None]})"
+        fix = "graph.connect(v[name], tensor)" if spec.kind.is_edge else "graph.set_initial_value(v[name], value)"
+        return GraphConnectionError(f"field '{spec.name}' ({spec.describe()}) of {v.describe()} is not "
+                                    f"connected{missing}: call {fix}")
+
+    def _register(self, types: TypeColumns, order: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Type index (by name) and codelet row of each local type, registered in the
+        order the vertices first use them."""
+        count = len(types.types)
+        type_index = np.zeros(count, np.int64)
+        codelet = np.zeros(count, np.int64)
+        first_use = np.unique(types.of[order], return_index=True)[1] if order.size else _EMPTY
+        for t in np.argsort(first_use, kind="stable").tolist():
+            vt = types.types[t]
+            codelet[t] = self._codelet(vt)
+            index = self._type_index.get(vt.name)
+            if index is None:
+                index = self._type_index[vt.name] = len(self.types)
+                self.types.append(vt)
+            type_index[t] = index
+        return type_index, codelet
+
+    def _count_code(self, tile: np.ndarray, type_index: np.ndarray) -> None:
+        """Vertex code once per (tile, vertex type) over all compute sets."""
+        if not tile.size:
+            return
+        width = int(type_index.max()) + 1
+        pairs = distinct(tile * width + type_index)
+        new = [p for p in zip((pairs // width).tolist(), (pairs % width).tolist()) if p not in self._code_on_tile]
+        if new:
+            self._code_on_tile.update(new)
+            self.layout.account_many(np.array([t for t, _ in new], np.int64), "vertex_code",
+                                     np.full(len(new), VERTEX_CODE_BYTES, np.int64))
+
+    def _state_values(self, cs, rows: FieldRows, row_tile: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Arena space and initial contents of plain state fields; their offsets and
+        element counts by row."""
+        value_rows = np.flatnonzero(rows.kind == SLOT_VALUES)
+        offset = np.zeros(rows.count, np.int64)
+        size = np.zeros(rows.count, np.int64)
+        if not value_rows.size:
+            return offset, size
+        slots = cs._slots
+        data = [np.ascontiguousarray(slots[s]).view(np.uint8).reshape(-1) for s in rows.slot[value_rows].tolist()]
+        size[value_rows] = [int(np.asarray(slots[s]).size) for s in rows.slot[value_rows].tolist()]
+        offset[value_rows] = self.layout.allocate_many(np.array([d.size for d in data], np.int64),
+                                                       row_tile[value_rows], "vertex_state")
+        self.init_entries += zip(offset[value_rows].tolist(), data)
+        return offset, size
+
+    def _field_rows(self, rows: FieldRows, edges, offsets: np.ndarray, edge_start: np.ndarray,
+                    edge_count: np.ndarray, is_list: np.ndarray, values_offset: np.ndarray,
+                    values_size: np.ndarray) -> np.ndarray:
+        """The (base, offset, size) row of every field, and the span rows of list fields."""
+        base, offset, size = (_FIELD[c] for c in ("base", "offset", "size"))
+        out = np.zeros((rows.count, ROW_WIDTHS["fields"]), np.int64)
+        out[:, offset] = values_offset
+        out[:, size] = values_size
+        single = (rows.kind == SLOT_RECORD) | (rows.kind == SLOT_TENSOR)
+        e = edge_start[single]
+        out[single, offset] = offsets[e]
+        out[single, size] = edges.n[e]
+        counts = edge_count[is_list]
+        out[is_list, base] = FIELD_SPANS
+        out[is_list, offset] = self.num_spans + np.cumsum(counts) - counts
+        out[is_list, size] = counts
+        spanned = np.repeat(edge_start[is_list], counts) + np.arange(int(counts.sum())) - \
+            np.repeat(np.cumsum(counts) - counts, counts)
+        spans = np.empty((spanned.size, ROW_WIDTHS["spans"]), np.int64)
+        spans[:, _SPAN["offset"]] = offsets[spanned]
+        spans[:, _SPAN["size"]] = edges.n[spanned]
+        self._spans.append(spans)
+        self.num_spans += int(spanned.size)
+        out[~is_list, base] = FIELD_ARENA
+        return out
+
+    def _add_vertex_rows(self, tile: np.ndarray, vtype: np.ndarray, types: TypeColumns, codelet: np.ndarray,
+                         state_offset: np.ndarray, estimates: np.ndarray, order: np.ndarray,
+                         type_index: np.ndarray) -> None:
+        """Vertex rows (in lowering order), their tile groups, and who each row is. Each
+        tile's vertices are dealt round-robin to the workers; MultiVertexes run on all."""
+        nv = tile.size
+        heads = np.flatnonzero(np.concatenate(([True], tile[1:] != tile[:-1]))) if nv else _EMPTY
+        sizes = np.diff(np.append(heads, nv))
+        single = ~types.multi[vtype]
+        dealt = np.cumsum(single) - single
+        dealt -= np.repeat(dealt[heads], sizes)
+        worker = np.where(single, dealt % self.target.num_worker_contexts, -1)
+        per_vertex = types.num_fields[vtype]
+        rows = np.empty((nv, ROW_WIDTHS["vertices"]), np.int64)
+        column = COLUMNS["vertices"]
+        rows[:, column["codelet"]] = codelet[vtype]
+        rows[:, column["tile"]] = tile
+        rows[:, column["worker"]] = worker
+        rows[:, column["state_offset"]] = state_offset
+        rows[:, column["first_field"]] = self.num_fields + np.cumsum(per_vertex) - per_vertex
+        rows[:, column["num_fields"]] = per_vertex
+        rows[:, column["estimate"]] = estimates
+        rows[:, column["flags"]] = np.where(single, 0, VERTEX_MULTI)
+        self._vertices.append(rows)
+        self._groups.append(np.stack([tile[heads], self.num_vertices + heads, sizes], axis=1))
+        self._row_type.append(type_index[vtype])
+        self._row_index.append(order)
+        self.num_vertices += nv
+        self.num_fields += int(per_vertex.sum())
+        self.num_groups += int(heads.size)
 
     def _codelet(self, vt) -> int:
         key = ("", vt.symbol) if (self.interpreted and vt.language == "python") else (str(vt.library), vt.symbol)
@@ -215,255 +318,57 @@ class ComputeSetLowerer:
                                         for f in vt.fields])
         return self._codelet_index[key]
 
-    def _estimate(self, v) -> int:
-        if v.perf_estimate is not None:
-            return v.perf_estimate
-        estimator = self.state.estimators.get(v.type.name)
+    def _estimates(self, cs, order: np.ndarray) -> np.ndarray:
+        """Cycles of each vertex in ``order``: its perf estimate, else its type's
+        estimator's, else -1 for types that count their own, else the default."""
+        perf = cs._perf
+        if None not in perf:
+            return np.array(perf, np.int64)[order] if perf else _EMPTY
+        ranks = order.tolist()
+        return np.array([self._estimate(cs, k) if perf[k] is None else perf[k] for k in ranks], np.int64)
+
+    def _estimate(self, cs, k: int) -> int:
+        vt = cs._types[k]
+        estimator = self.state.estimators.get(vt.name)
         if estimator is not None:
             from ..vertices import VertexInfo
-            result = estimator(VertexInfo(v), self.target)
+            result = estimator(VertexInfo(vertex_ref(cs, k)), self.target)
             cycles = result[0] if isinstance(result, tuple) else result
             return int(cycles)
-        if v.type.counts_cycles:
+        if vt.counts_cycles:
             return -1
-        warning = (f"vertex type '{v.type.name}' has no perf estimate and no estimator: each run counts "
+        warning = (f"vertex type '{vt.name}' has no perf estimate and no estimator: each run counts "
                    f"{DEFAULT_VERTEX_CYCLES} cycles (set_perf_estimate or register_perf_estimator)")
         if warning not in self.warnings:
             self.warnings.append(warning)
         return DEFAULT_VERTEX_CYCLES
 
-    def _vertex(self, v, worker, edges: _Edges, pending_fields, pending_spans, state_tiles, state_sizes) -> None:
-        vt = v.type
-        tile = v.tile
-        state_offset = self.state_bytes
-        self.state_bytes += -(-max(vt.state_size, 1) // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        state_tiles.append(tile)
-        state_sizes.append(vt.state_size)
-        if (tile, vt.name) not in self._code_on_tile:
-            self._code_on_tile.add((tile, vt.name))
-            self.layout.account(tile, "vertex_code", VERTEX_CODE_BYTES)
-        first_field = len(self.fields)
-        for spec, conn in zip(vt.fields, v.conn):
-            if type(conn) is Tensor:
-                pending_fields.append((len(self.fields), edges.add(conn, tile, spec.direction, v, spec.name)))
-                self.fields.append([FIELD_ARENA, 0, conn.num_elements()])
-                continue
-            if conn is None or (type(conn) is list and any(c is None for c in conn)):
-                missing = "" if conn is None else f" (sub-edges {[i for i, c in enumerate(conn) if c is None]})"
-                fix = "graph.connect(v[name], tensor)" if spec.kind.is_edge else \
-                    "graph.set_initial_value(v[name], value)"
-                raise GraphConnectionError(f"field '{spec.name}' ({spec.describe()}) of {v.describe()} is not "
-                                           f"connected{missing}: call {fix}")
-            if type(conn) is list:
-                self.fields.append([FIELD_SPANS, len(self.spans), len(conn)])
-                for t in conn:
-                    pending_spans.append((len(self.spans), edges.add(t, tile, spec.direction, v, spec.name)))
-                    self.spans.append([0, t.num_elements()])
-                self.layout.account(tile, "edge_descriptors", 16 * len(conn))
-            else:  # plain state values
-                values = np.ascontiguousarray(conn).view(np.uint8).reshape(-1)
-                offset = self.layout.allocate(values.size, tile, "vertex_state")
-                self.init_entries.append((offset, values))
-                self.fields.append([FIELD_ARENA, offset, int(np.asarray(conn).size)])
-        flags = VERTEX_MULTI if vt.multi else 0
-        self.vertices.append([self._codelet(vt), tile, worker, state_offset, first_field, len(vt.fields),
-                              self._estimate(v), flags])
-        t = self._type_index.get(vt.name)
-        if t is None:
-            t = self._type_index[vt.name] = len(self.types)
-            self.types.append(vt)
-        self.row_type.append(t)
-        self.row_index.append(v.index)
-        self.row_cs.append(len(self.compute_sets))  # this compute set's row, appended when it is done
-
-    # -- all edges of a compute set at once ----------------------------------------------------
-    def _resolve(self, edges: _Edges, cs):
-        """Arena offset of every edge, the gather and scatter tables, and the traffic.
-
-        A field whose elements all sit on its vertex's tile but not in one run is
-        rearranged on the tile; one with any element elsewhere is exchanged whole
-        (elements already on the tile travel as self-sends). Fields that only read share
-        their buffer with the other readers of the same elements on their tile
-        (exchange.py)."""
-        count = len(edges.gid)
-        ntiles = self.target.num_tiles
-        gid = np.asarray(edges.gid, np.int64)
-        n = np.asarray(edges.n, np.int64)
-        tile = np.asarray(edges.tile, np.int64)
-        itemsize = np.asarray(edges.itemsize, np.int64)
-        reads = np.asarray(edges.reads, bool)
-        writes = np.asarray(edges.writes, bool)
-        read_only = reads & ~writes
-        simple = gid >= 0
-        direct = simple & (n == 0)
-        filled = simple & (n > 0)
-        index = self.layout.index
-        if self.cpu:
-            direct |= filled
-        elif filled.any():
-            first = np.searchsorted(index.begins, gid, side="right") - 1
-            last = np.searchsorted(index.begins, gid + n - 1, side="right") - 1
-            safe = np.maximum(first, 0)
-            direct |= filled & (first >= 0) & (first == last) & (gid + n <= index.ends[safe]) & \
-                (index.tiles[safe] == tile)
-        offsets = np.zeros(count, np.int64)
-        used = direct & (n > 0)
-        offsets[used] = self.planner.arena_offsets(gid[used])
-        moved = ~direct
-        phases = (Traffic(ntiles), Traffic(ntiles))
-        segments: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
-        separate_bytes = 0  # what the shared buffers would take unshared
-
-        # Contiguous runs of one variable, off their vertex's tile. Runs only read share
-        # one buffer per tile and union of overlapping runs; runs written get one each.
-        shared = np.flatnonzero(moved & simple & read_only)
-        region, r_tile, r_gid, r_n, r_member = merge_overlapping_runs(tile[shared], gid[shared], n[shared])
-        r_item = itemsize[shared][r_member]
-        r_offset = self.layout.allocate_many(r_n * r_item, r_tile, "exchange_buffers")
-        offsets[shared] = r_offset[region] + (gid[shared] - r_gid[region]) * itemsize[shared]
-        separate_bytes += _padded(n[shared] * itemsize[shared]) - _padded(r_n * r_item)
-        # One gather fills each shared region, but the traffic is each reading field's:
-        # Poplar's exchange delivers a region to every edge that reads it (its IPUModel
-        # and hardware profiles of tutorial 6 show one receive per vertex).
-        self._exchange_runs(phases[0], segments[0], r_tile, r_gid, r_n, r_item, r_offset, incoming=True,
-                            traffic_runs=(tile[shared], gid[shared], n[shared], itemsize[shared]))
-        own = np.flatnonzero(moved & simple & ~read_only)
-        own_offset = self.layout.allocate_many(n[own] * itemsize[own], tile[own], "exchange_buffers")
-        offsets[own] = own_offset
-        for phase, active in ((0, reads[own]), (1, writes[own])):
-            sel = own[active]
-            self._exchange_runs(phases[phase], segments[phase], tile[sel], gid[sel], n[sel], itemsize[sel],
-                                own_offset[active], incoming=phase == 0)
-
-        # Views that are not one run: piece by piece; identical views only read share a buffer.
-        views = np.flatnonzero(moved & ~simple)
-        runs, leader = self._view_runs(edges, views, tile, itemsize, read_only)
-        leads = leader == views
-        lead_offset = self.layout.allocate_many(n[views[leads]] * itemsize[views[leads]], tile[views[leads]],
-                                                "exchange_buffers")
-        offsets[views[leads]] = lead_offset
-        offsets[views[~leads]] = offsets[leader[~leads]]
-        separate_bytes += _padded(n[views[~leads]] * itemsize[views[~leads]])
-        pieces, owner, piece_tile = self._pieces([r for r, lead in zip(runs, leads.tolist()) if lead],
-                                                 views[leads])
-        pbytes = pieces.length * itemsize[owner]
-        # Traffic is counted per reading field (see the contiguous case): a shared view's
-        # pieces weigh as many times as the fields that read them.
-        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
-        tbytes = pbytes * readers[np.searchsorted(views, owner)]
-        parena = self.planner.arena_offsets(pieces.gid)
-        plocal = offsets[owner] + pieces.pos * itemsize[owner]
-        remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
-        remote[owner[piece_tile != tile[owner]]] = True
-        off_tile = remote[owner]
-        cross = piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu
-        for phase, active, seg, (src, dst) in ((0, reads[owner], segments[0], (parena, plocal)),
-                                              (1, writes[owner], segments[1], (plocal, parena))):
-            if not active.any():
-                continue
-            seg.append(merge_segments(src[active], dst[active], pbytes[active]))
-            traffic = phases[phase]
-            local = active & ~off_tile
-            traffic.onchip += np.bincount(tile[owner][local], weights=tbytes[local], minlength=ntiles)
-            traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
-            for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
-                                         (active & cross, traffic.global_sent, traffic.global_received)):
-                mine = np.bincount(tile[owner][mask], weights=tbytes[mask], minlength=ntiles)
-                theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
-                received += mine if phase == 0 else theirs
-                sent += theirs if phase == 0 else mine
-        self.cs_shared_bytes.append(int(separate_bytes))
-
-        written = simple & writes & (n > 0)
-        pw = writes[owner]
-        write_intervals = (np.concatenate([gid[written], pieces.gid[pw]]),
-                           np.concatenate([n[written], pieces.length[pw]]),
-                           np.concatenate([np.flatnonzero(written), owner[pw]]))
-        read_intervals = None
-        if self.check_races:
-            read = simple & read_only & (n > 0)
-            pr = read_only[owner]
-            read_intervals = (np.concatenate([gid[read], pieces.gid[pr]]),
-                              np.concatenate([n[read], pieces.length[pr]]),
-                              np.concatenate([np.flatnonzero(read), owner[pr]]))
-        check_conflicts(cs, edges.owner, write_intervals, read_intervals)
-        gathers = np.concatenate(segments[0]) if segments[0] else np.empty((0, 3), np.int64)
-        scatters = np.concatenate(segments[1]) if segments[1] else np.empty((0, 3), np.int64)
-        return offsets, gathers, scatters, phases[0], phases[1]
-
-    def _exchange_runs(self, traffic: Traffic, segments: List[np.ndarray], tile: np.ndarray, gid: np.ndarray,
-                       n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool,
-                       traffic_runs=None) -> None:
-        """Copy segments between runs of variables and their buffers on ``tile``, and
-        the traffic: into the buffers when ``incoming`` (gather), else out (scatter).
-        ``traffic_runs`` (tile, gid, n, itemsize), when given, are the runs the traffic
-        is counted for instead (the fields reading a shared buffer)."""
-        if not gid.size:
-            return
-        arena = self.planner.arena_offsets(gid)
-        src, dst = (arena, buffer) if incoming else (buffer, arena)
-        segments.append(merge_segments(src, dst, n * itemsize))
-        if traffic_runs is not None:
-            tile, gid, n, itemsize = traffic_runs
-        nbytes = n * itemsize
-        if self.cpu:
-            traffic.onchip += np.bincount(tile, weights=nbytes, minlength=traffic.onchip.size)
-            traffic.onchip_runs += np.bincount(tile, minlength=traffic.onchip.size)
-            return
-        traffic.add_runs(self.layout.index, self.target.tiles_per_ipu, self.target.num_ipus > 1, tile, gid, n,
-                         itemsize, incoming)
-
-    def _view_runs(self, edges: _Edges, views: np.ndarray, tile: np.ndarray, itemsize: np.ndarray,
-                   read_only: np.ndarray) -> Tuple[List[Runs], np.ndarray]:
-        """The runs of each view edge, and the edge whose buffer each uses: itself, or
-        the first read-only edge on its tile with the same elements in the same order."""
-        runs = [runs_of(edges.tensor[e]) for e in views.tolist()]
-        leader = views.copy()
-        first: Dict[tuple, int] = {}
-        for k, (e, r) in enumerate(zip(views.tolist(), runs)):
-            if read_only[e]:
-                key = (int(tile[e]), int(itemsize[e]), r.gid.tobytes(), r.length.tobytes())
-                leader[k] = first.setdefault(key, e)
-        return runs, leader
-
-    def _pieces(self, runs: List[Runs], views: np.ndarray):
-        """The ``runs`` of the given (non-contiguous) edges split at tile boundaries: the
-        pieces (``pos`` relative to their edge), the edge of each, its tile."""
-        if not runs:
-            empty = np.empty(0, np.int64)
-            return Runs(empty, empty, empty), empty, empty
-        start = np.concatenate([r.gid for r in runs])
-        length = np.concatenate([r.length for r in runs])
-        pos = np.concatenate([r.pos for r in runs])
-        owner = np.repeat(views, [r.size for r in runs])
-        if self.cpu:
-            return Runs(pos, start, length), owner, np.zeros(start.size, np.int64)
-        # Give every run its own stretch of a common position axis so that splitting keeps track of it.
-        base = np.zeros(start.size, np.int64)
-        if start.size > 1:
-            np.cumsum(length[:-1], out=base[1:])
-        pieces, tiles = self.layout.index.split(Runs(base, start, length))
-        parent = np.searchsorted(base, pieces.pos, side="right") - 1
-        return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
+    def count_vertices_and_edges(self, compute_sets) -> Tuple[int, int]:
+        """vertex_store.count_vertices_and_edges, with the counts of the compute sets
+        lowered already taken from their lowering (every edge of those is connected)."""
+        vertices, edges = count_vertices_and_edges([cs for cs in compute_sets if cs.index not in self._counts])
+        for v, e in self._counts.values():
+            vertices += v
+            edges += e
+        return vertices, edges
 
     def tables_out(self) -> VertexTables:
-        def arr(rows, table):
-            return np.asarray(rows, np.int64).reshape(-1, ROW_WIDTHS[table])
+        def joined(parts, table):
+            width = ROW_WIDTHS[table]
+            return np.concatenate(parts).reshape(-1, width) if parts else np.empty((0, width), np.int64)
+        groups = joined(self._groups, "groups")
         return VertexTables(
-            vertices=arr(self.vertices, "vertices"), fields=arr(self.fields, "fields"), spans=arr(self.spans, "spans"),
-            groups=arr(self.groups, "groups"), compute_sets=arr(self.compute_sets, "compute_sets"),
+            vertices=joined(self._vertices, "vertices"), fields=joined(self._fields, "fields"),
+            spans=joined(self._spans, "spans"), groups=groups,
+            compute_sets=np.asarray(self.compute_sets, np.int64).reshape(-1, ROW_WIDTHS["compute_sets"]),
             codelets=self.codelets, codelet_fields=self.codelet_fields,
             exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, NUM_CATEGORIES),
-            sync_cycles=self.cost.sync_cycles, state_bytes=self.state_bytes, row_type=np.asarray(self.row_type, np.int64),
-            row_index=np.asarray(self.row_index, np.int64), row_cs=np.asarray(self.row_cs, np.int64),
+            sync_cycles=self.cost.sync_cycles, state_bytes=self.state_bytes,
+            row_type=np.concatenate(self._row_type) if self._row_type else _EMPTY,
+            row_index=np.concatenate(self._row_index) if self._row_index else _EMPTY,
+            row_cs=np.repeat(np.arange(len(self._vertices), dtype=np.int64), [p.shape[0] for p in self._vertices]),
             type_names=[t.name for t in self.types], type_fields=[list(t.field_names) for t in self.types],
             type_sources=[t.source for t in self.types], cs_names=self.cs_names,
             cs_buffer_bytes=self.cs_buffer_bytes, cs_shared_bytes=self.cs_shared_bytes,
-            group_tiles=np.asarray([g[0] for g in self.groups], np.int64),
-            cs_groups=[(c[0], c[1]) for c in self.compute_sets], warnings=self.warnings, vertex_types=self.types)
-
-
-
-def _padded(nbytes: np.ndarray) -> int:
-    """Bytes the buffers take in the per-tile memory accounting (each padded like a region)."""
-    return int(((nbytes + TILE_REGION_ALIGNMENT - 1) // TILE_REGION_ALIGNMENT * TILE_REGION_ALIGNMENT).sum())
+            group_tiles=groups[:, 0].copy(), cs_groups=[(c[0], c[1]) for c in self.compute_sets],
+            warnings=self.warnings, vertex_types=self.types)

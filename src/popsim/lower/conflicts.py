@@ -17,7 +17,8 @@ on its own tile aliases the variable, an exchanged one is a copy); the fix is on
 field.
 
 Intervals are [start, start + length) of global element ids, with the edge each comes
-from; edges index ``owners``, the (vertex, field name) pairs recorded in vertex order.
+from; ``owners[edge]`` is the (vertex, field name) pair of an edge, edges numbered in
+vertex order.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from ..errors import GraphCycleError
 Intervals = Tuple[np.ndarray, np.ndarray, np.ndarray]  # starts, lengths, edges
 
 
-def check_conflicts(cs, owners: List[Tuple[object, str]], writes: Intervals,
+def check_conflicts(cs, owners, writes: Intervals,
                     reads: Optional[Intervals] = None) -> None:
     """GraphCycleError when two writes touch one element or, when ``reads`` is given,
     when a read touches an element a write of another edge touches."""
@@ -56,7 +57,7 @@ def _check_writes(cs, owners, s: np.ndarray, e: np.ndarray, o: np.ndarray) -> No
     i = int(np.flatnonzero(e[:j] > s[j])[0])  # an earlier write covering s[j]
     (va, fa), (vb, fb) = owners[min(o[i], o[j])], owners[max(o[i], o[j])]  # in vertex order
     what = _elements(cs, max(s[i], s[j]), min(e[i], e[j]))
-    if va is vb and fa == fb:
+    if va == vb and fa == fb:
         who, twice = f"field '{fa}' of {va.describe()} writes", " more than once"
     else:
         who, twice = f"field '{fa}' of {va.describe()} and field '{fb}' of {vb.describe()} both write", ""
@@ -78,7 +79,7 @@ def _check_reads(cs, owners, s: np.ndarray, e: np.ndarray, o: np.ndarray, r_star
     w = int(first[k])
     (vr, fr), (vw, fw) = owners[int(r_edge[k])], owners[int(o[w])]
     what = _elements(cs, max(r_start[k], s[w]), min(r_end[k], e[w]))
-    if vr is vw:
+    if vr == vw:
         raise GraphCycleError(
             f"in compute set '{cs.name}', field '{fr}' of {vr.describe()} reads {what}, which its field '{fw}' "
             "writes: an input must not change while its vertex runs (whether the read sees the old or the new "

@@ -16,7 +16,7 @@ from typing import Tuple
 
 import numpy as np
 
-from ..runs import MappingIndex, Runs, split_at_gids
+from ..runs import MappingIndex, Runs, distinct, search, split_at_gids
 from .cost_model import CostModel, StepCost
 
 
@@ -56,7 +56,7 @@ class Traffic:
             return
         n = sent.size
         mine = np.bincount(tile, weights=length * itemsize, minlength=n)
-        theirs = np.bincount(index.tiles, weights=bytes_per_interval(gid, length, itemsize, index), minlength=n)
+        theirs = bytes_by_tile(gid, length, itemsize, index, n)
         if incoming:
             received += mine
             sent += theirs
@@ -65,26 +65,61 @@ class Traffic:
             received += theirs
 
 
+def bytes_by_tile(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray, index: MappingIndex,
+                  num_tiles: int) -> np.ndarray:
+    """Bytes of the runs [starts, starts + lengths) per tile holding them. A run inside
+    one interval of the mapping (the common case) is counted on its tile directly; the
+    others are integrated over the intervals (bytes_per_interval)."""
+    k = search(index.begins, starts, side="right") - 1
+    safe = np.maximum(k, 0)
+    inside = (k >= 0) & (starts + lengths <= index.ends[safe]) if index.begins.size else np.zeros(starts.size, bool)
+    out = np.zeros(num_tiles)
+    out += np.bincount(index.tiles[safe[inside]], weights=lengths[inside] * itemsize[inside], minlength=num_tiles)
+    across = ~inside
+    if across.any():
+        out += np.bincount(index.tiles, minlength=num_tiles,
+                           weights=bytes_per_interval(starts[across], lengths[across], itemsize[across], index))
+    return out
+
+
 def bytes_per_interval(starts: np.ndarray, lengths: np.ndarray, itemsize: np.ndarray,
                        index: MappingIndex) -> np.ndarray:
     """For each interval of the mapping ``index``: the bytes of the runs [starts,
     starts + lengths) (global ids, elements of ``itemsize`` bytes) that fall in it.
 
     Integrates the runs' coverage instead of splitting them at every tile boundary,
-    which matters when many runs each cross many tiles."""
-    pos = np.concatenate([starts, starts + lengths])
-    weight = np.concatenate([itemsize, -itemsize])
-    order = np.argsort(pos, kind="stable")
-    pos, weight = pos[order], weight[order]
-    count, moment = np.cumsum(weight), np.cumsum(weight * pos)
+    which matters when many runs each cross many tiles: below x, the runs cover
+    sum(x - start) over the starts below x less sum(x - end) over the ends below x."""
+    out = np.zeros(index.begins.size, np.int64)
+    for size in distinct(itemsize).tolist():
+        mine = itemsize == size
+        s = np.sort(starts[mine])
+        e = np.sort(starts[mine] + lengths[mine])
+        s_sum = np.concatenate(([0], np.cumsum(s)))
+        e_sum = np.concatenate(([0], np.cumsum(e)))
 
-    def integral(x):  # bytes of all runs below x
-        k = np.searchsorted(pos, x, side="right") - 1
-        ok = k >= 0
-        out = np.zeros(x.shape, np.int64)
-        out[ok] = x[ok] * count[k[ok]] - moment[k[ok]]
-        return out
-    return integral(index.ends) - integral(index.begins)
+        def integral(x):  # elements of the runs below each x (ascending: the intervals are disjoint)
+            below_s = _count_at_most(s, x)
+            below_e = _count_at_most(e, x)
+            return x * (below_s - below_e) - s_sum[below_s] + e_sum[below_e]
+        at_end = integral(index.ends)
+        # Intervals usually follow one another: where one begins as the previous ends, reuse that.
+        at_begin = np.empty_like(at_end)
+        follows = np.zeros(at_end.size, bool)
+        follows[1:] = index.begins[1:] == index.ends[:-1]
+        at_begin[follows] = at_end[:-1][follows[1:]]
+        at_begin[~follows] = integral(index.begins[~follows])
+        out += size * (at_end - at_begin)
+    return out
+
+
+def _count_at_most(values: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """For each of the ascending ``x``: how many of the ascending ``values`` are <= it.
+    Searches with whichever of the two is shorter."""
+    if x.size <= values.size:
+        return np.searchsorted(values, x, side="right")
+    first = np.searchsorted(x, values, side="left")  # each value counts from the first x >= it on
+    return np.cumsum(np.bincount(first, minlength=x.size + 1)[:x.size])
 
 
 def split_runs_by_ipu(index: MappingIndex, tiles_per_ipu: int, gid: np.ndarray,

@@ -1,0 +1,217 @@
+"""Where each edge of a compute set points, and the exchange that fills its buffer.
+
+A field connected to one contiguous run of elements on its vertex's tile points
+straight into tile memory. Any other field gets an exchange buffer on the vertex's
+tile, filled before the compute phase (inputs) and copied back after it (outputs), as
+Poplar's exchange does: a field whose elements all sit on its tile but not in one run
+is rearranged on the tile; one with any element elsewhere is exchanged whole (elements
+already on the tile travel as self-sends). Fields that only read share their buffer
+with the other readers of the same elements on their tile (exchange.py).
+
+Everything here works on all the edges of a compute set at once (edges.py's table).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import numpy as np
+
+from ..runs import Runs, search
+from .conflicts import check_conflicts
+from .edges import EdgeOwners, EdgeTable
+from .exchange import Traffic, merge_overlapping_runs
+from .layout import TILE_REGION_ALIGNMENT, MemoryLayout
+from .transfers import TransferPlanner, merge_segments
+
+
+@dataclass
+class PlacedEdges:
+    """Arena offset of every edge's data, the gather (before the compute phase) and
+    scatter (after it) copy segments, the traffic of both phases, and the buffer
+    bytes sharing saved."""
+
+    offsets: np.ndarray
+    gathers: np.ndarray
+    scatters: np.ndarray
+    traffic_in: Traffic
+    traffic_out: Traffic
+    shared_bytes: int
+
+
+class EdgePlacer:
+    """Places the edges of compute sets for one engine's layout."""
+
+    def __init__(self, layout: MemoryLayout, planner: TransferPlanner, target, check_races: bool):
+        self.layout = layout
+        self.planner = planner
+        self.target = target
+        self.cpu = not target.requires_tile_mapping
+        self.check_races = check_races
+
+    def place(self, edges: EdgeTable, cs) -> PlacedEdges:
+        """Buffers, copy segments and traffic of ``edges`` (raises GraphCycleError for
+        conflicting writes, and for races when the race check is on)."""
+        count = edges.count
+        ntiles = self.target.num_tiles
+        gid, n, tile, itemsize = edges.gid, edges.n, edges.tile, edges.itemsize
+        reads, writes = edges.reads, edges.writes
+        read_only = reads & ~writes
+        simple = gid >= 0
+        direct = simple & (n == 0)
+        filled = simple & (n > 0)
+        index = self.layout.index
+        if self.cpu:
+            direct |= filled
+        elif filled.any():
+            # One run on the vertex's tile: inside one interval of the mapping (intervals are
+            # disjoint, so ending by the end of the one holding the first element suffices).
+            first = search(index.begins, gid, side="right") - 1
+            safe = np.maximum(first, 0)
+            direct |= filled & (first >= 0) & (gid + n <= index.ends[safe]) & (index.tiles[safe] == tile)
+        offsets = np.zeros(count, np.int64)
+        used = direct & (n > 0)
+        offsets[used] = self.planner.arena_offsets(gid[used])
+        moved = ~direct
+        phases = (Traffic(ntiles), Traffic(ntiles))
+        segments: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
+        separate_bytes = 0  # what the shared buffers would take unshared
+
+        # Contiguous runs of one variable, off their vertex's tile. Runs only read share
+        # one buffer per tile and union of overlapping runs; runs written get one each.
+        shared = np.flatnonzero(moved & simple & read_only)
+        region, r_tile, r_gid, r_n, r_member = merge_overlapping_runs(tile[shared], gid[shared], n[shared])
+        r_item = itemsize[shared][r_member]
+        r_offset = self.layout.allocate_many(r_n * r_item, r_tile, "exchange_buffers")
+        offsets[shared] = r_offset[region] + (gid[shared] - r_gid[region]) * itemsize[shared]
+        separate_bytes += _padded(n[shared] * itemsize[shared]) - _padded(r_n * r_item)
+        # One gather fills each shared region, but the traffic is each reading field's:
+        # Poplar's exchange delivers a region to every edge that reads it (its IPUModel
+        # and hardware profiles of tutorial 6 show one receive per vertex).
+        self._exchange_runs(phases[0], segments[0], r_tile, r_gid, r_n, r_item, r_offset, incoming=True,
+                            traffic_runs=(tile[shared], gid[shared], n[shared], itemsize[shared]))
+        own = np.flatnonzero(moved & simple & ~read_only)
+        own_offset = self.layout.allocate_many(n[own] * itemsize[own], tile[own], "exchange_buffers")
+        offsets[own] = own_offset
+        for phase, active in ((0, reads[own]), (1, writes[own])):
+            sel = own[active]
+            self._exchange_runs(phases[phase], segments[phase], tile[sel], gid[sel], n[sel], itemsize[sel],
+                                own_offset[active], incoming=phase == 0)
+
+        # Views that are not one run: piece by piece; identical views only read share a buffer.
+        views = np.flatnonzero(moved & ~simple)
+        leader = _leaders(edges, views, read_only)
+        leads = leader == views
+        lead_offset = self.layout.allocate_many(n[views[leads]] * itemsize[views[leads]], tile[views[leads]],
+                                                "exchange_buffers")
+        offsets[views[leads]] = lead_offset
+        offsets[views[~leads]] = offsets[leader[~leads]]
+        separate_bytes += _padded(n[views[~leads]] * itemsize[views[~leads]])
+        is_lead = np.zeros(count, bool)
+        is_lead[views[leads]] = True
+        pieces, owner, piece_tile = self._pieces(edges, is_lead)
+        pbytes = pieces.length * itemsize[owner]
+        # Traffic is counted per reading field (see the contiguous case): a shared view's
+        # pieces weigh as many times as the fields that read them.
+        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
+        tbytes = pbytes * readers[np.searchsorted(views, owner)]
+        parena = self.planner.arena_offsets(pieces.gid)
+        plocal = offsets[owner] + pieces.pos * itemsize[owner]
+        remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
+        remote[owner[piece_tile != tile[owner]]] = True
+        off_tile = remote[owner]
+        cross = piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu
+        for phase, active, seg, (src, dst) in ((0, reads[owner], segments[0], (parena, plocal)),
+                                              (1, writes[owner], segments[1], (plocal, parena))):
+            if not active.any():
+                continue
+            seg.append(merge_segments(src[active], dst[active], pbytes[active]))
+            traffic = phases[phase]
+            local = active & ~off_tile
+            traffic.onchip += np.bincount(tile[owner][local], weights=tbytes[local], minlength=ntiles)
+            traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
+            for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
+                                         (active & cross, traffic.global_sent, traffic.global_received)):
+                mine = np.bincount(tile[owner][mask], weights=tbytes[mask], minlength=ntiles)
+                theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
+                received += mine if phase == 0 else theirs
+                sent += theirs if phase == 0 else mine
+
+        written = simple & writes & (n > 0)
+        pw = writes[owner]
+        write_intervals = (np.concatenate([gid[written], pieces.gid[pw]]),
+                           np.concatenate([n[written], pieces.length[pw]]),
+                           np.concatenate([np.flatnonzero(written), owner[pw]]))
+        read_intervals = None
+        if self.check_races:
+            read = simple & read_only & (n > 0)
+            pr = read_only[owner]
+            read_intervals = (np.concatenate([gid[read], pieces.gid[pr]]),
+                              np.concatenate([n[read], pieces.length[pr]]),
+                              np.concatenate([np.flatnonzero(read), owner[pr]]))
+        check_conflicts(cs, EdgeOwners(edges), write_intervals, read_intervals)
+        gathers = np.concatenate(segments[0]) if segments[0] else np.empty((0, 3), np.int64)
+        scatters = np.concatenate(segments[1]) if segments[1] else np.empty((0, 3), np.int64)
+        return PlacedEdges(offsets, gathers, scatters, phases[0], phases[1], int(separate_bytes))
+
+    def _exchange_runs(self, traffic: Traffic, segments: List[np.ndarray], tile: np.ndarray, gid: np.ndarray,
+                       n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool,
+                       traffic_runs=None) -> None:
+        """Copy segments between runs of variables and their buffers on ``tile``, and
+        the traffic: into the buffers when ``incoming`` (gather), else out (scatter).
+        ``traffic_runs`` (tile, gid, n, itemsize), when given, are the runs the traffic
+        is counted for instead (the fields reading a shared buffer)."""
+        if not gid.size:
+            return
+        arena = self.planner.arena_offsets(gid)
+        src, dst = (arena, buffer) if incoming else (buffer, arena)
+        segments.append(merge_segments(src, dst, n * itemsize))
+        if traffic_runs is not None:
+            tile, gid, n, itemsize = traffic_runs
+        nbytes = n * itemsize
+        if self.cpu:
+            traffic.onchip += np.bincount(tile, weights=nbytes, minlength=traffic.onchip.size)
+            traffic.onchip_runs += np.bincount(tile, minlength=traffic.onchip.size)
+            return
+        traffic.add_runs(self.layout.index, self.target.tiles_per_ipu, self.target.num_ipus > 1, tile, gid, n,
+                         itemsize, incoming)
+
+    def _pieces(self, edges: EdgeTable, is_lead: np.ndarray) -> Tuple[Runs, np.ndarray, np.ndarray]:
+        """The runs of the edges marked ``is_lead`` (views, not one run) split at tile
+        boundaries: the pieces (``pos`` relative to their edge), the edge of each, its tile."""
+        keep = is_lead[edges.run_edge]
+        start, length, pos, owner = edges.run_gid[keep], edges.run_len[keep], edges.run_pos[keep], \
+            edges.run_edge[keep]
+        if self.cpu or not start.size:
+            return Runs(pos, start, length), owner, np.zeros(start.size, np.int64)
+        # Give every run its own stretch of a common position axis so that splitting keeps track of it.
+        base = np.zeros(start.size, np.int64)
+        if start.size > 1:
+            np.cumsum(length[:-1], out=base[1:])
+        pieces, tiles = self.layout.index.split(Runs(base, start, length))
+        parent = np.searchsorted(base, pieces.pos, side="right") - 1
+        return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
+
+
+def _leaders(edges: EdgeTable, views: np.ndarray, read_only: np.ndarray) -> np.ndarray:
+    """For each view edge, the edge whose buffer it uses: itself, or the first read-only
+    edge on its tile of the same element size with the same elements in the same order."""
+    leader = views.copy()
+    ro = views[read_only[views]]
+    if ro.size > 1:
+        keys = (ro, edges.view_first[ro], edges.view_pattern[ro], edges.itemsize[ro], edges.tile[ro])
+        order = np.lexsort(keys)  # by tile, size, pattern, first element, then edge: the first edge leads
+        k = [key[order] for key in keys[1:]]
+        new = np.ones(ro.size, bool)
+        new[1:] = (k[0][1:] != k[0][:-1]) | (k[1][1:] != k[1][:-1]) | (k[2][1:] != k[2][:-1]) | \
+            (k[3][1:] != k[3][:-1])
+        heads = ro[order][new]
+        lead = np.empty(ro.size, np.int64)
+        lead[order] = heads[np.cumsum(new) - 1]
+        leader[read_only[views]] = lead
+    return leader
+
+
+def _padded(nbytes: np.ndarray) -> int:
+    """Bytes the buffers take in the per-tile memory accounting (each padded like a region)."""
+    return int(((nbytes + TILE_REGION_ALIGNMENT - 1) // TILE_REGION_ALIGNMENT * TILE_REGION_ALIGNMENT).sum())

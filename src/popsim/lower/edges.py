@@ -1,0 +1,245 @@
+"""The edges of one compute set as numpy columns, read straight from its vertex store.
+
+A compute set keeps each connection in a flat slot list (vertex_store.py): an edge
+record (variable, offset, shape, strides) for most, a Tensor or a list of Tensors for
+the rest. Lowering needs, per edge, its first element and length when it is one
+contiguous run of a variable, its runs otherwise, and which vertex field it belongs
+to. Records are read column by column (a few passes of C-level iteration over the
+slots, no object made per edge) and grouped by geometry, the pair (shape, strides):
+the geometry decides the element count, whether the view is one run, and the pattern
+of its runs otherwise, so that is worked out once per geometry, not once per edge.
+Only Tensors a caller kept alive, views not of one variable and list fields cost
+Python per edge.
+
+Edges are numbered in lowering order (vertices by tile then index, fields in
+declaration order, sub-edges in order): the order buffers are allocated in and
+conflicts are reported in.
+"""
+from __future__ import annotations
+
+from itertools import compress
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ..runs import distinct
+from ..tensor import Tensor
+from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, record_columns, vertex_ref
+from ..views import strided_runs
+
+_EMPTY = np.empty(0, np.int64)
+
+
+class EdgeTable:
+    """Per edge (in lowering order): ``vertex`` (index in its compute set), ``position``
+    (field), ``tile``, ``itemsize``, ``reads``, ``writes``, ``n`` (elements), ``gid`` (first
+    global element id when the edge is one contiguous run of one variable, else -1).
+
+    Edges that are not one run (``gid`` -1) have their runs in ``run_edge``, ``run_pos``
+    (position in the view), ``run_gid``, ``run_len``, sorted by edge then position, and a
+    key, (``view_pattern``, ``view_first``): the id of their pattern of runs and their
+    first element, equal for two edges exactly when their runs are equal."""
+
+    __slots__ = ("vertex", "position", "tile", "itemsize", "reads", "writes", "n", "gid", "run_edge", "run_pos",
+                 "run_gid", "run_len", "view_pattern", "view_first", "_cs")
+
+    @property
+    def count(self) -> int:
+        return int(self.n.size)
+
+    def owner(self, edge: int) -> Tuple[object, str]:
+        """(VertexRef, field name) of an edge, for messages."""
+        v = vertex_ref(self._cs, int(self.vertex[edge]))
+        return v, v.type.fields[int(self.position[edge])].name
+
+
+class EdgeOwners:
+    """``owners[edge]``: (VertexRef, field name), made only when a message needs one."""
+
+    __slots__ = ("_edges",)
+
+    def __init__(self, edges: EdgeTable):
+        self._edges = edges
+
+    def __getitem__(self, edge) -> Tuple[object, str]:
+        return self._edges.owner(int(edge))
+
+
+class _Patterns:
+    """Ids of run patterns (runs relative to their first element): two views have the
+    same runs exactly when they have the same pattern id and first element."""
+
+    def __init__(self):
+        self._ids: Dict[Tuple[bytes, bytes], int] = {}
+
+    def key(self, gid: np.ndarray, length: np.ndarray) -> Tuple[int, int]:
+        """(pattern id, first element) of runs starting at ``gid``."""
+        first = int(gid[0]) if gid.size else 0
+        k = ((gid - first).tobytes(), length.tobytes())
+        return self._ids.setdefault(k, len(self._ids)), first
+
+
+def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.ndarray, row_pos: np.ndarray,
+               row_tile: np.ndarray, row_itemsize: np.ndarray, row_reads: np.ndarray,
+               row_writes: np.ndarray) -> Tuple[EdgeTable, np.ndarray, np.ndarray]:
+    """The edges of the field rows given (in lowering order, every one connected): one
+    per record or Tensor row, one per sub-edge of list rows. Returns the table, the
+    first edge of each row and the edges of each row (0 for rows that are not edges)."""
+    slots = cs._slots
+    table = cs._state.table
+    rows = row_slot.size
+    is_record = row_kind == SLOT_RECORD
+    is_list = row_kind == SLOT_LIST
+    per_row = (is_record | (row_kind == SLOT_TENSOR)).astype(np.int64)
+    list_rows = np.flatnonzero(is_list)
+    lists = [slots[s] for s in row_slot[list_rows].tolist()]
+    per_row[list_rows] = [len(c) for c in lists]
+    row_start = np.cumsum(per_row) - per_row
+    count = int(per_row.sum()) if rows else 0
+    edge_row = np.repeat(np.arange(rows, dtype=np.int64), per_row)
+
+    # Strided views of one variable: records read column-wise (in storage order, then put in
+    # edge order), then Tensors and sub-edges one by one.
+    rec_rows = np.flatnonzero(is_record)
+    rec_slots = row_slot[rec_rows]
+    picked = np.zeros(len(slots), np.uint8)
+    picked[rec_slots] = 1
+    records = slots if rec_slots.size == len(slots) else list(compress(slots, picked.tobytes()))
+    edge_of_slot = np.zeros(len(slots), np.int64)
+    edge_of_slot[rec_slots] = row_start[rec_rows]
+    columns = [record_columns(records)]
+    del records
+    x_edge: List[int] = []   # strided views from Tensors and sub-edges, as records
+    x_records: List[tuple] = []
+    general: List[Tuple[int, Tensor]] = []  # views not of one variable
+    others = np.flatnonzero(row_kind == SLOT_TENSOR).tolist()
+    items = [(int(row_start[r]), slots[s]) for r, s in zip(others, row_slot[others].tolist())]
+    for r, c in zip(list_rows.tolist(), lists):
+        start = int(row_start[r])
+        items += [(start + j, t) for j, t in enumerate(c)]
+    for e, t in items:
+        if type(t) is tuple:  # a record (list fields hold Tensors, but a record reads the same)
+            x_edge.append(e)
+            x_records.append(t)
+        elif t._var is not None:
+            x_edge.append(e)
+            x_records.append(edge_record(t))
+        else:
+            general.append((e, t))
+    columns.append(record_columns(x_records))
+    s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], np.asarray(x_edge, np.int64)])
+    var_index, offset, rank, dims, steps = (np.concatenate(c) for c in zip(*columns))
+
+    edges = EdgeTable()
+    edges._cs = cs
+    edges.vertex = row_vertex[edge_row]
+    edges.position = row_pos[edge_row]
+    edges.tile = row_tile[edge_row]
+    edges.itemsize = row_itemsize[edge_row]
+    edges.reads = row_reads[edge_row]
+    edges.writes = row_writes[edge_row]
+    edges.n = np.zeros(count, np.int64)
+    edges.gid = np.full(count, -1, np.int64)
+    edges.view_pattern = np.full(count, -1, np.int64)
+    edges.view_first = np.zeros(count, np.int64)
+    patterns = _Patterns()
+    run_parts: List[Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    if s_edge.size:
+        n, simple, geo, geometry = _geometries(rank, dims, steps)
+        start = table.bases()[var_index] + offset
+        pat_start, pat_count, pat_pos, pat_gid, pat_len, g_pattern = _geometry_runs(geometry, patterns)
+        edges.n[s_edge] = n
+        edges.gid[s_edge[simple]] = start[simple]
+        views = ~simple
+        if views.any():
+            v_edge, v_geo, v_start = s_edge[views], geo[views], start[views]
+            edges.view_pattern[v_edge] = g_pattern[v_geo]
+            # A strided view's first element is at its offset (empty views have none: 0, as _Patterns says).
+            edges.view_first[v_edge] = np.where(n[views] > 0, v_start, 0)
+            cnt = pat_count[v_geo]
+            owner = np.repeat(np.arange(v_edge.size), cnt)
+            k = np.repeat(pat_start[v_geo] - (np.cumsum(cnt) - cnt), cnt) + np.arange(owner.size)
+            run_parts.append((v_edge[owner], pat_pos[k], v_start[owner] + pat_gid[k], pat_len[k]))
+    for e, t in general:
+        gid, length = t._runs()
+        pos = np.zeros(gid.size, np.int64)
+        if gid.size > 1:
+            np.cumsum(length[:-1], out=pos[1:])
+        edges.n[e] = t.num_elements()
+        edges.view_pattern[e], edges.view_first[e] = patterns.key(gid, length)
+        run_parts.append((np.full(gid.size, e, np.int64), pos, gid, length))
+    if run_parts:
+        run_edge, run_pos, run_gid, run_len = (np.concatenate(p) for p in zip(*run_parts))
+        order = np.argsort(run_edge, kind="stable")
+        edges.run_edge, edges.run_pos, edges.run_gid, edges.run_len = \
+            run_edge[order], run_pos[order], run_gid[order], run_len[order]
+    else:
+        edges.run_edge = edges.run_pos = edges.run_gid = edges.run_len = _EMPTY
+    return edges, row_start, per_row
+
+
+def _geometries(rank: np.ndarray, dims: np.ndarray, steps: np.ndarray):
+    """For strided views given by their ranks and their shapes' and strides' entries one
+    after the other (vertex_store.record_columns): the elements of each, whether it is one run (views.contiguous_inner,
+    vectorised), and for the others the index of their geometry (shape, strides) in the
+    list of distinct ones returned."""
+    m = rank.size
+    n = np.ones(m, np.int64)
+    simple = np.ones(m, bool)
+    geo = np.full(m, -1, np.int64)
+    geometry: List[Tuple[tuple, tuple]] = []
+    first = np.cumsum(rank) - rank
+    for r in distinct(rank).tolist():
+        if r == 0:
+            continue  # a scalar: one element, one run
+        sel = np.flatnonzero(rank == r)
+        at = first[sel][:, None] + np.arange(r)
+        shape, strides = dims[at], steps[at]
+        n[sel] = shape.prod(axis=1)
+        # One run when, from the innermost dimension out, each has one element or steps over
+        # exactly the block of elements inside it.
+        one_run = np.ones(sel.size, bool)
+        block = np.ones(sel.size, np.int64)
+        for j in range(r - 1, -1, -1):
+            one_run &= (shape[:, j] == 1) | (strides[:, j] == block)
+            block = block * shape[:, j]
+        simple[sel] = one_run
+        if one_run.all():
+            continue
+        keys = np.concatenate([shape[~one_run], strides[~one_run]], axis=1)
+        order = np.lexsort(keys.T[::-1])
+        keys = keys[order]
+        new = np.ones(keys.shape[0], bool)
+        new[1:] = (keys[1:] != keys[:-1]).any(axis=1)
+        ids = np.empty(keys.shape[0], np.int64)
+        ids[order] = np.cumsum(new) - 1 + len(geometry)
+        geo[sel[~one_run]] = ids
+        geometry += [(tuple(k[:r]), tuple(k[r:])) for k in keys[new].tolist()]
+    return n, simple, geo, geometry
+
+
+def _geometry_runs(geometry: list, patterns: _Patterns):
+    """Per geometry (views that are not one run): their runs relative to the view's first
+    element (concatenated: start, count, then pos, gid, length of each run) and the
+    pattern id."""
+    m = len(geometry)
+    pat_count = np.zeros(m, np.int64)
+    pattern = np.full(m, -1, np.int64)
+    parts: List[Tuple[np.ndarray, np.ndarray]] = []
+    for g, (shape, strides) in enumerate(geometry):
+        gid, length = strided_runs(0, shape, strides)
+        pattern[g] = patterns.key(gid, length)[0]
+        pat_count[g] = gid.size
+        parts.append((gid, length))
+    pat_start = np.cumsum(pat_count) - pat_count
+    if parts:
+        gid = np.concatenate([p[0] for p in parts])
+        length = np.concatenate([p[1] for p in parts])
+        pos = np.zeros(gid.size, np.int64)
+        for (g, l), s in zip(parts, pat_start.tolist()):
+            if l.size > 1:
+                np.cumsum(l[:-1], out=pos[s + 1:s + l.size])
+    else:
+        gid = length = pos = _EMPTY
+    return pat_start, pat_count, pos, gid, length, pattern
