@@ -24,8 +24,8 @@ namespace {
 
 class PyMachine {
  public:
-  PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity)
-      : machine_(desc.take(), num_threads, trace_capacity) {
+  PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
+      : machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
     buffers_.resize(static_cast<size_t>(machine_.num_streams()));
   }
 
@@ -148,7 +148,19 @@ class PyMachine {
     machine_.reset_counters();
   }
   int64_t arena_bytes() const { return machine_.arena_bytes(); }
-  unsigned num_threads() const { return machine_.compute().num_threads(); }
+  unsigned num_threads() const { return machine_.num_threads(); }
+  // How copy table `table` runs (for tests): {"pieces": run in parallel in this many
+  // pieces between host and tile memory (1: on one thread), "pieces_in_arena": the same
+  // from tile memory to tile memory, "streams": with non-temporal stores}.
+  py::dict copy_plan(int64_t table) const {
+    if (table < 0 || table >= static_cast<int64_t>(machine_.executable().table_overlaps.size()))
+      throw py::index_error("copy table index out of range");
+    py::dict d;
+    d["pieces"] = machine_.copies().pieces(table, false);
+    d["pieces_in_arena"] = machine_.copies().pieces(table, true);
+    d["streams"] = machine_.copies().streams(table);
+    return d;
+  }
   uint8_t *arena_data() { return machine_.arena(); }
   bool running() const { return running_; }
 
@@ -250,8 +262,8 @@ class PyMachine {
 
 void bind_machine(py::module_ &m) {
   py::class_<PyMachine>(m, "Machine")
-      .def(py::init<Description &, unsigned, int64_t>(), py::arg("description"), py::arg("num_threads"),
-           py::arg("trace_capacity"))
+      .def(py::init<Description &, unsigned, int64_t, int64_t>(), py::arg("description"), py::arg("num_threads"),
+           py::arg("trace_capacity"), py::arg("streaming_bytes") = 0)
       .def("load", &PyMachine::load)
       .def_property_readonly("loaded", &PyMachine::loaded)
       .def_property_readonly("running", &PyMachine::running)
@@ -271,6 +283,7 @@ void bind_machine(py::module_ &m) {
       .def("reset_counters", &PyMachine::reset_counters)
       .def_property_readonly("arena_bytes", &PyMachine::arena_bytes)
       .def_property_readonly("num_threads", &PyMachine::num_threads)
+      .def("copy_plan", &PyMachine::copy_plan)
       // The whole tile memory as a writable uint8 array (for interpreted vertices).
       .def("arena", [](py::object self) {
         auto &m = self.cast<PyMachine &>();

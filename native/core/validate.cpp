@@ -135,7 +135,10 @@ class Checker {
     const int64_t arena = exe_.arena_bytes;
     if (v.num_workers < 1 || v.num_workers > 64) bad("num_workers must be 1..64");
     if (v.num_tiles < 1) bad("num_tiles must be at least 1");
-    if (v.state_bytes < 0 || v.state_bytes > (int64_t{1} << 40)) bad("state_bytes out of range");
+    // The compute engine packs state offsets (in STATE_ALIGNMENT units) and codelet
+    // indices into its per-vertex run rows (compute_set.hpp).
+    if (v.state_bytes < 0 || v.state_bytes > (int64_t{1} << 36)) bad("state_bytes out of range");
+    if (v.codelets.size() >= (size_t{1} << 25)) bad("more than 2^25 codelets");
     if (v.exchange_costs.size() != v.compute_sets.size() * 2 * NUM_COST_CATEGORIES)
       bad("compute sets: two exchange cost vectors per compute set expected");
     for (size_t c = 0; c < v.codelets.size(); ++c)
