@@ -40,7 +40,7 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
       throw MalformedExecutable("a vertex's state object is misaligned or reaches past the vertex state memory");
     objects.emplace_back(v.state_offset, v.state_offset + static_cast<int64_t>(size));
   }
-  std::sort(objects.begin(), objects.end());
+  if (!std::is_sorted(objects.begin(), objects.end())) std::sort(objects.begin(), objects.end());  // laid out in order
   for (size_t i = 1; i < objects.size(); ++i)
     if (objects[i].first < objects[i - 1].second) throw MalformedExecutable("two vertices' state objects overlap");
   for (const ComputeSetRow &cs : t_.compute_sets) {
