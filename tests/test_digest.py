@@ -334,3 +334,25 @@ def test_every_part_of_a_compute_set_is_in_the_digest(device):
     digests = [compute_set_digest(device, **v) for v in variants]
     assert base not in digests and len(set(digests)) == len(variants)
     assert compute_set_digest(device, kinds=("A", "A", "A"), keep_views=True) == digests[1]
+
+
+def test_big_initial_values_are_digested_whole(device):
+    """Values of 8 MiB and more are hashed chunk by chunk on two threads: a change in
+    any chunk (the last one too, shorter than the others) changes the digest."""
+    import numpy as np
+    n = (9 << 20) // 4 + 3  # two whole chunks, and a short one
+    base = np.arange(n, dtype=np.int32)
+
+    def digest_of(values):
+        g = popsim.Graph(device)
+        x = g.add_variable(INT, [n], "x", mapping=popsim.VariableMappingMethod.LINEAR)
+        g.set_initial_value(x, values)
+        return D.graph_digest(g._state, [Sync()])
+    before = digest_of(base)
+    assert digest_of(base.copy()) == before
+    seen = {before}
+    for k in (0, (4 << 20) // 4 + 1, n - 1):
+        changed = base.copy()
+        changed[k] += 1
+        seen.add(digest_of(changed))
+    assert len(seen) == 4

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import importlib.util
 import operator
+import threading
 from itertools import repeat
 from pathlib import Path
 from typing import Iterable, List
@@ -42,11 +43,38 @@ class _Digest:
     def array(self, a: np.ndarray) -> None:
         a = np.ascontiguousarray(a)
         self.h.update(f"{a.dtype.str}{a.shape}".encode())
-        if a.size:  # the array's own memory: no copy of a 40 MB initial value
-            self.h.update(memoryview(a.reshape(-1)).cast("B"))
+        if not a.size:
+            return
+        data = memoryview(a.reshape(-1)).cast("B")  # the array's own memory: no copy of a 40 MB value
+        if len(data) < 2 * _CHUNK:
+            self.h.update(data)
+        else:
+            self.h.update(b"chunks")
+            for chunk_digest in _chunk_digests(data):
+                self.h.update(chunk_digest)
 
     def ints(self, values: Iterable[int]) -> None:
         self.array(np.fromiter(values, np.int64))
+
+
+_CHUNK = 4 << 20  # arrays of two chunks or more are hashed chunk by chunk, on two threads
+
+
+def _chunk_digests(data: memoryview) -> List[bytes]:
+    """The sha256 of each _CHUNK bytes of ``data``, in order. hashlib lets other threads
+    run while it hashes, so a second thread halves the time a big initial value takes;
+    the digests do not depend on which thread made them."""
+    chunks = [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)]
+    digests: List[bytes] = [b""] * len(chunks)
+
+    def hash_every_other(first: int) -> None:
+        for k in range(first, len(chunks), 2):
+            digests[k] = hashlib.sha256(chunks[k]).digest()
+    helper = threading.Thread(target=hash_every_other, args=(1,), name="popsim-digest")
+    helper.start()
+    hash_every_other(0)
+    helper.join()
+    return digests
 
 
 def tensor_key(t: Tensor) -> int:
