@@ -52,7 +52,7 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
     }
     has_host_.push_back(host);
   }
-  // validate() bounds state offsets (state_bytes <= 2^36) and the codelet count (< 2^25),
+  // validate() bounds state offsets (state_bytes < 2^36) and the codelet count (< 2^25),
   // so each vertex packs into a run row.
   runs_.reserve(t_.vertices.size());
   for (const VertexRow &v : t_.vertices) {

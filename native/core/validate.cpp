@@ -145,7 +145,7 @@ class Checker {
     if (v.num_tiles < 1) bad("num_tiles must be at least 1");
     // The compute engine packs state offsets (in STATE_ALIGNMENT units) and codelet
     // indices into its per-vertex run rows (compute_set.hpp).
-    if (v.state_bytes < 0 || v.state_bytes > (int64_t{1} << 36)) bad("state_bytes out of range");
+    if (v.state_bytes < 0 || v.state_bytes >= (int64_t{1} << 36)) bad("state_bytes out of range");
     if (v.codelets.size() >= (size_t{1} << 25)) bad("more than 2^25 codelets");
     if (v.exchange_costs.size() != v.compute_sets.size() * 2 * NUM_COST_CATEGORIES)
       bad("compute sets: two exchange cost vectors per compute set expected");
