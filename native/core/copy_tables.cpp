@@ -15,17 +15,6 @@ namespace popsim {
 
 namespace {
 
-// memcpy with fast paths for the element-sized moves of scattered views.
-inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
-  switch (len) {
-    case 1: *dst = *src; return;
-    case 2: std::memcpy(dst, src, 2); return;
-    case 4: std::memcpy(dst, src, 4); return;
-    case 8: std::memcpy(dst, src, 8); return;
-    default: std::memcpy(dst, src, static_cast<size_t>(len));
-  }
-}
-
 // memcpy with non-temporal stores: whole 64-byte lines go straight to memory, without
 // first reading them into the cache. The caller ends with store_fence().
 inline void stream_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
@@ -96,6 +85,9 @@ CopyTables::CopyTables(const Executable &exe, ThreadPool &pool, int64_t streamin
   int64_t scratch = 0;
   for (size_t t = 0; t < ntables; ++t) {
     plans_[t] = plan(static_cast<int64_t>(t), streaming_bytes);
+    const CopySeg *segs = exe_.segs.data();
+    tables_.push_back(Table{segs + exe_.table_begin[t], segs + exe_.table_begin[t + 1],
+                            !exe_.table_overlaps[t] && plans_[t].cuts.empty() && !plans_[t].streaming});
     if (!exe_.table_overlaps[t]) continue;
     int64_t total = 0;
     for (int64_t i = exe_.table_begin[t]; i < exe_.table_begin[t + 1]; ++i)
@@ -192,7 +184,7 @@ void CopyTables::scatter_range(const Cut &from, const Cut &to, const uint8_t *tm
 }
 #undef POPSIM_FOR_EACH_PART
 
-void CopyTables::run(int64_t table, const uint8_t *src, uint8_t *dst) {
+void CopyTables::run_planned(int64_t table, const uint8_t *src, uint8_t *dst) {
   const Plan &p = plans_[static_cast<size_t>(table)];
   const bool overlaps = exe_.table_overlaps[static_cast<size_t>(table)] != 0;
   const bool parallel = pieces(table, src == dst) > 1;

@@ -12,12 +12,24 @@
 // destination line before overwriting it).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/executable.hpp"
 #include "core/thread_pool.hpp"
 
 namespace popsim {
+
+// memcpy with fast paths for the element-sized moves of scattered views.
+inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
+  switch (len) {
+    case 1: *dst = *src; return;
+    case 2: std::memcpy(dst, src, 2); return;
+    case 4: std::memcpy(dst, src, 4); return;
+    case 8: std::memcpy(dst, src, 8); return;
+    default: std::memcpy(dst, src, static_cast<size_t>(len));
+  }
+}
 
 class CopyTables {
  public:
@@ -33,8 +45,13 @@ class CopyTables {
   // non-temporal stores (0: the host's last-level cache size).
   CopyTables(const Executable &exe, ThreadPool &pool, int64_t streaming_bytes = 0);
 
-  // Copies table `table` from `src` to `dst` (which may be the same memory).
-  void run(int64_t table, const uint8_t *src, uint8_t *dst);
+  // Copies table `table` from `src` to `dst` (which may be the same memory). Small
+  // tables (most control-flow steps copy a few bytes) run here, inline.
+  void run(int64_t table, const uint8_t *src, uint8_t *dst) {
+    const Table &t = tables_[static_cast<size_t>(table)];
+    if (!t.plain) return run_planned(table, src, dst);
+    for (const CopySeg *s = t.first; s != t.end; ++s) copy_bytes(dst + s->dst, src + s->src, s->len);
+  }
 
   // For tests: how table `table` runs: in how many pieces (1: on the calling thread)
   // between two memories and within one (source and destination in the arena), and
@@ -53,6 +70,13 @@ class CopyTables {
     bool streaming = false;
     bool disjoint_from_source = false;  // no destination byte is a source byte (arena -> arena)
   };
+  // Where a table's segments are, and whether it is plain: not overlapping, on one
+  // thread, without non-temporal stores.
+  struct Table {
+    const CopySeg *first, *end;
+    bool plain;
+  };
+  void run_planned(int64_t table, const uint8_t *src, uint8_t *dst);
   void copy_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *dst, bool streaming) const;
   void gather_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *tmp) const;
   void scatter_range(const Cut &from, const Cut &to, const uint8_t *tmp, uint8_t *dst, bool streaming) const;
@@ -60,6 +84,7 @@ class CopyTables {
 
   const Executable &exe_;
   ThreadPool &pool_;
+  std::vector<Table> tables_;
   std::vector<Plan> plans_;       // per table; empty cuts: run whole, on the calling thread
   std::vector<uint8_t> scratch_;  // for tables whose source and destination overlap
 };
