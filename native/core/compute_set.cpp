@@ -158,8 +158,15 @@ template <bool kHost, bool kCounts>
 void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out) {
   const GroupRow &g = t_.groups[static_cast<size_t>(group)];
   const int64_t workers = t_.num_workers;
-  double busy[64] = {0};  // per worker; targets have at most 64 worker contexts
-  out = GroupResult{};
+  double busy[64];  // per worker; targets have at most 64 worker contexts
+  std::fill_n(busy, workers, 0.0);
+  // Where the group stops early: vertex v failed (result as the ABI's, or -2: the host raised).
+  auto fail = [&out](int64_t v, int32_t result, const popsim_exec &ctx) {
+    out = GroupResult{};
+    out.failed_vertex = v;
+    out.result = result;
+    out.ctx = ctx;
+  };
   RunningScope running(this, compute_set);
   // Locals, not members: the compiler must assume a call may change what members hold.
   RunningVertex &current = running.running;
@@ -176,8 +183,7 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
     if (kHost && c.host) {
       HostVertexCall call{ctx, 1};
       if (host->call(host->ctx, HOST_VERTEX, v, reinterpret_cast<uint8_t *>(&call), w) != 0) {
-        out.failed_vertex = v;
-        out.result = -2;  // the host raised: the binding holds the exception
+        fail(v, -2, popsim_exec{});  // the host raised: the binding holds the exception
         return false;
       }
       ctx = call.ctx;
@@ -189,9 +195,7 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
     busy[w] += cycles;
     if (kCounts && estimate < 0) counted[v] += cycles;
     if (result == 1) return true;
-    out.failed_vertex = v;
-    out.result = result;
-    out.ctx = ctx;
+    fail(v, result, ctx);
     return false;
   };
   const RunRow *end = rows + g.first_vertex + g.num_vertices;
@@ -199,9 +203,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
     const int64_t v = row - rows;
     current.vertex = v;
     if (*interrupt) {  // Ctrl-C: stop between vertices too (C++ codelets do not poll)
-      out.failed_vertex = v;
-      out.result = -1;
-      out.ctx.error = POPSIM_INTERRUPTED;
+      popsim_exec ctx{};
+      ctx.error = POPSIM_INTERRUPTED;
+      fail(v, -1, ctx);
       return;
     }
     const uint32_t code = row->code;
@@ -221,6 +225,8 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
   }
   out.including_idle = most * static_cast<double>(workers);
   out.excluding_idle = total;
+  out.failed_vertex = -1;
+  out.result = 1;
 }
 
 Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles,

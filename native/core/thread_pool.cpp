@@ -1,13 +1,28 @@
 #include "core/thread_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
 namespace popsim {
 
+namespace {
+// How long a worker watches for the next loop before it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+}  // namespace
+
 ThreadPool::ThreadPool(unsigned num_threads) {
+  spin_ = num_threads <= std::max(1u, std::thread::hardware_concurrency());
   try {
     for (unsigned i = 1; i < std::max(1u, num_threads); ++i) workers_.emplace_back([this] { worker_loop(); });
   } catch (const std::system_error &e) {
@@ -53,10 +68,17 @@ void ThreadPool::run_items(Job &job) {
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (unsigned k = 1; spin_ && generation_.load(std::memory_order_acquire) == seen && !stop_.load(); ++k) {
+      cpu_relax();
+      if (k % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+    }
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      ++sleeping_;
       start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      --sleeping_;
       if (stop_) return;
       seen = generation_;
       job = job_;
@@ -75,12 +97,14 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)> &fn)
   job->fn = &fn;
   job->n = n;
   job->divisor = 2 * static_cast<int64_t>(size());
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = job;
     ++generation_;
+    wake = sleeping_ > 0;
   }
-  start_cv_.notify_all();
+  if (wake) start_cv_.notify_all();  // the others are watching generation_
   run_items(*job);
   std::unique_lock<std::mutex> lock(mutex_);
   done_cv_.wait(lock, [&] { return job->done.load(std::memory_order_acquire) == n; });

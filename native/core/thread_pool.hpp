@@ -6,7 +6,11 @@
 // Chunks shrink as the work runs out (guided scheduling: a claim takes a share of what
 // is left), which balances uneven items without a claim per item. The caller returns as
 // soon as every item is done: a worker the host has not scheduled yet (other load on
-// the machine) does not hold it up, and finds nothing left when it wakes.
+// the machine) does not hold it up, and finds nothing left when it wakes. A worker that
+// finished a loop watches for the next one for a moment (kSpin) before it sleeps: a
+// program runs compute sets back to back, and waking a sleeping thread takes longer than
+// a small compute set. (Only while there are no more threads than cores: otherwise a
+// watching worker would take the core from one with work to do.)
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -49,9 +53,11 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable start_cv_, done_cv_;
-  std::shared_ptr<Job> job_;  // the latest job, guarded by mutex_
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  std::shared_ptr<Job> job_;            // the latest job, guarded by mutex_
+  std::atomic<uint64_t> generation_{0};  // written under mutex_; read without it while spinning
+  unsigned sleeping_ = 0;               // workers waiting on start_cv_, guarded by mutex_
+  std::atomic<bool> stop_{false};
+  bool spin_ = false;  // workers watch for the next loop before sleeping
 };
 
 }  // namespace popsim
