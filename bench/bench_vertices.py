@@ -1,10 +1,10 @@
 """Benchmark: running vertices. Every figure is measured in this run.
 
 1. Engine overhead per vertex: a compute set of 1472 tiles x 6 workers x 100 trivial
-   vertices (quick: x 4); run time / vertices. Target <= 30 ns.
-2. Threads: a compute-bound compute set with 2 engine threads vs 1. Target >= 1.7x.
+   vertices (quick: x 4); run time / vertices. Target (issue 7) <= 3 ns.
+2. Threads: a compute-bound compute set with 2 engine threads vs 1. Target >= 1.9x.
 3. Compiled Python vertex vs the same algorithm as a C++ codelet (a dot product over
-   long vectors, on every tile). Target: Python at least 0.7x the C++ speed.
+   long vectors, on every tile). Target: Python at least 0.95x the C++ speed.
 4. Graph building: add_vertex with connections + set_tile_mapping, per vertex (views
    made beforehand). Target <= 1 us.
 5. Codelet cache: add_codelets of an already-compiled C++ file and Python class in a
@@ -105,7 +105,7 @@ def overhead(per_worker: int, repeat: int) -> C.Result:
     seconds = C.best_of(lambda: engine.run(0), repeat=repeat)
     ns = seconds / n * 1e9
     return C.Result(bench="vertices", metric=f"engine overhead, {n:,} trivial vertices", unit="ns/vertex", value=ns,
-                    target="<= 30 ns/vertex", passed=ns <= 30)
+                    target="<= 3 ns/vertex", passed=ns <= 3)
 
 
 def dot_graph(vertex, length: int, repeats: int, per_tile: int, tiles: int, threads: int):
@@ -154,10 +154,10 @@ def threads_and_languages(quick: bool, repeat: int):
     macs = tiles * per_tile * length * repeats
     return [
         C.Result(bench="vertices", metric=f"2 threads vs 1 ({macs / 1e6:.0f} M MACs)", unit="x", value=speedup,
-                 target=">= 1.7x", passed=speedup >= 1.7,
+                 target=">= 1.9x", passed=speedup >= 1.9,
                  notes=[f"1 thread {best['cpp1'] * 1e3:.1f} ms, 2 threads {best['cpp2'] * 1e3:.1f} ms"]),
         C.Result(bench="vertices", metric="compiled Python vertex vs C++ codelet", unit="x", value=py_speed,
-                 target=">= 0.7x", passed=py_speed >= 0.7,
+                 target=">= 0.95x", passed=py_speed >= 0.95,
                  notes=[f"Python {best['py1'] * 1e3:.1f} ms, C++ {best['cpp1'] * 1e3:.1f} ms (1 thread each)"]),
     ]
 

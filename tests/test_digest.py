@@ -274,3 +274,85 @@ def test_cached_executable_is_not_reused_after_a_helper_changes(device, modules,
         assert not engine.executable.compilation.from_cache
         estimates.append(int(engine.executable.lowered.vertices.vertices[0, 6]))
     assert estimates == [40, 80]
+
+
+class DigestA(popsim.Vertex):
+    x: popsim.Input[popsim.Vector[int]]
+    y: popsim.Output[int]
+
+    def compute(self):
+        return True
+
+
+class DigestB(popsim.Vertex):
+    x: popsim.Input[popsim.Vector[int]]
+    rows: popsim.Input[popsim.VectorList[int]]
+    n: int
+
+    def compute(self):
+        return True
+
+
+def compute_set_digest(device, kinds=("A", "A", "B"), tiles=(0, 1, 2), estimate=None, offset=0, n=3,
+                       keep_views=False, sub_edges=2):
+    """Digest of one compute set of vertices A and B; every argument changes a part."""
+    g = popsim.Graph(device)
+    g.add_codelets([DigestA, DigestB])
+    x = g.add_variable(INT, [8], "x")
+    y = g.add_variable(INT, [8], "y")
+    g.set_tile_mapping(x, 0)
+    g.set_tile_mapping(y, 0)
+    cs = g.add_compute_set("cs")
+    kept = []
+    for k, (kind, tile) in enumerate(zip(kinds, tiles)):
+        view = x[offset + k:offset + k + 2]
+        kept.append(view)
+        conns = {"x": view if keep_views else x[offset + k:offset + k + 2]}
+        if kind == "A":
+            v = g.add_vertex(cs, "DigestA", {**conns, "y": y[k]})
+        else:
+            v = g.add_vertex(cs, "DigestB", conns)
+            g.set_field_size(v["rows"], sub_edges)
+            for i in range(sub_edges):
+                g.connect(v["rows"][i], x[i:i + 1])
+            g.set_initial_value(v["n"], n)
+        g.set_tile_mapping(v, tile)
+        if estimate is not None and k == 0:
+            g.set_perf_estimate(v, estimate)
+    return D.graph_digest(g._state, [Execute(cs)])
+
+
+def test_every_part_of_a_compute_set_is_in_the_digest(device):
+    """Vertex types and their order, tiles, estimates, connections, list fields and state
+    values each change the digest; how a connection is stored (a kept view or a record)
+    does not."""
+    base = compute_set_digest(device)
+    assert compute_set_digest(device) == base
+    assert compute_set_digest(device, keep_views=True) == base
+    variants = [dict(kinds=("A", "B", "A")), dict(kinds=("A", "A", "A")), dict(tiles=(0, 1, 3)), dict(estimate=5),
+                dict(offset=1), dict(n=4), dict(sub_edges=1)]
+    digests = [compute_set_digest(device, **v) for v in variants]
+    assert base not in digests and len(set(digests)) == len(variants)
+    assert compute_set_digest(device, kinds=("A", "A", "A"), keep_views=True) == digests[1]
+
+
+def test_big_initial_values_are_digested_whole(device):
+    """Values of 8 MiB and more are hashed chunk by chunk on two threads: a change in
+    any chunk (the last one too, shorter than the others) changes the digest."""
+    import numpy as np
+    n = (9 << 20) // 4 + 3  # two whole chunks, and a short one
+    base = np.arange(n, dtype=np.int32)
+
+    def digest_of(values):
+        g = popsim.Graph(device)
+        x = g.add_variable(INT, [n], "x", mapping=popsim.VariableMappingMethod.LINEAR)
+        g.set_initial_value(x, values)
+        return D.graph_digest(g._state, [Sync()])
+    before = digest_of(base)
+    assert digest_of(base.copy()) == before
+    seen = {before}
+    for k in (0, (4 << 20) // 4 + 1, n - 1):
+        changed = base.copy()
+        changed[k] += 1
+        seen.add(digest_of(changed))
+    assert len(seen) == 4

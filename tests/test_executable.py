@@ -185,3 +185,38 @@ def test_auto_report_files(device, tmp_path):
     assert after_one.execution.programs_executed[0]["runs"] == 1
     e.run(0)  # beyond executionProfileProgramRunCount: the files keep the first run
     assert popsim.open_report(tmp_path / "r").execution.programs_executed[0]["runs"] == 1
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "swap"])
+def test_a_cache_entry_damaged_after_this_process_loaded_it_is_recompiled(device, tmp_path, monkeypatch, caplog,
+                                                                          damage):
+    """The cache reads a verified entry without checking its members' CRC-32s again, and
+    remembers entries it verified by size, time and inode: damage done since is still
+    caught (the entry is hashed again), logged, and the program compiled again."""
+    import logging
+    import os
+    monkeypatch.setenv("POPSIM_CACHE_DIR", str(tmp_path))
+    g, progs = program(device)
+    expected = run(popsim.Engine(g, progs), device)[0]
+    key = popsim.Engine(g, progs).get_report().compilation.cache_key
+    assert popsim.Engine(g, progs).get_report().compilation.from_cache  # verified and remembered
+    entry = tmp_path / "executables" / f"{key}.popsimexe"
+    data = bytearray(entry.read_bytes())
+    if damage == "flip a byte":
+        data[len(data) // 2] ^= 0x01
+        with open(entry, "r+b") as f:  # in place: same inode, same size
+            f.write(data)
+    elif damage == "truncate":
+        with open(entry, "r+b") as f:
+            f.truncate(len(data) - 100)
+    else:  # another program's executable put in its place
+        g3, progs3 = program(device, scale=3.0)
+        other = popsim.Engine(g3, progs3).get_report().compilation.cache_key
+        os.replace(tmp_path / "executables" / f"{other}.popsimexe", entry)
+    caplog.set_level(logging.WARNING, logger="popsim")
+    again = popsim.Engine(g, progs)
+    c = again.get_report().compilation
+    assert not c.from_cache
+    np.testing.assert_array_equal(run(again, device)[0], expected)
+    assert "does not match its digest" in caplog.text
+    assert popsim.Engine(g, progs).get_report().compilation.from_cache  # rebuilt and saved again

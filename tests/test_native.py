@@ -84,6 +84,18 @@ def test_a_malformed_table_is_refused_before_anything_runs(device):
     np.testing.assert_array_equal(engine.read_tensor("b"), np.arange(4))
 
 
+def test_vertex_state_memory_is_bounded_by_what_a_run_row_addresses(device):
+    """The compute engine addresses vertex state objects in 16-byte units with 32 bits
+    (its per-vertex run rows): more than 64 GiB of vertex state is a malformed
+    executable, refused before anything is allocated."""
+    g, prog = small_graph(device)
+    exe = popsim.compile_graph(g, prog)
+    bad = copy.deepcopy(exe)
+    bad.lowered.vertices.state_bytes = 2 ** 36
+    with pytest.raises(popsim.PopsimError, match="executable is malformed: state_bytes out of range"):
+        popsim.Engine(bad)
+
+
 def test_a_host_buffer_too_small_for_its_table_is_refused(device):
     g, prog = small_graph(device)
     engine = popsim.Engine(g, prog)

@@ -25,9 +25,8 @@ uint8_t *alloc_state(int64_t bytes) {
 }
 }  // namespace
 
-ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
-    : t_(tables), state_(alloc_state(tables.state_bytes), std::free), interrupt_(interrupt_flag()),
-      pool_(num_threads) {
+ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
+    : t_(tables), state_(alloc_state(tables.state_bytes), std::free), interrupt_(interrupt_flag()), pool_(pool) {
   // The tables were validated with the executable (validate.hpp); what remains to check
   // needs the codelets themselves: the vertices' state objects (which hold the field
   // pointers bind() sets) must be aligned, fit, and not overlap.
@@ -41,7 +40,7 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
       throw MalformedExecutable("a vertex's state object is misaligned or reaches past the vertex state memory");
     objects.emplace_back(v.state_offset, v.state_offset + static_cast<int64_t>(size));
   }
-  std::sort(objects.begin(), objects.end());
+  if (!std::is_sorted(objects.begin(), objects.end())) std::sort(objects.begin(), objects.end());  // laid out in order
   for (size_t i = 1; i < objects.size(); ++i)
     if (objects[i].first < objects[i - 1].second) throw MalformedExecutable("two vertices' state objects overlap");
   for (const ComputeSetRow &cs : t_.compute_sets) {
@@ -53,13 +52,52 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, unsigned num_threads)
     }
     has_host_.push_back(host);
   }
+  // validate() bounds state offsets (state_bytes < 2^36) and the codelet count (< 2^25),
+  // so each vertex packs into a run row.
+  runs_.reserve(t_.vertices.size());
+  for (const VertexRow &v : t_.vertices) {
+    const uint32_t multi = (v.flags & VERTEX_MULTI) ? kMulti : 0;
+    const uint32_t worker = multi ? 0 : static_cast<uint32_t>(v.worker);
+    runs_.push_back(RunRow{v.estimate >= 0 ? static_cast<double>(v.estimate) : -1.0,
+                           static_cast<uint32_t>(v.state_offset / STATE_ALIGNMENT),
+                           static_cast<uint32_t>(v.codelet) << kCodeletShift | multi | worker});
+  }
+  for (const GroupRow &g : t_.groups) {
+    uint8_t counts = 0;
+    for (int64_t v = g.first_vertex; v < g.first_vertex + g.num_vertices; ++v)
+      counts |= runs_[static_cast<size_t>(v)].estimate < 0;
+    group_counts_.push_back(counts);
+  }
   results_.resize(t_.groups.size());
   reset_counters();
 }
 
 void ComputeEngine::reset_counters() {
-  vertex_cycles_.assign(t_.vertices.size(), 0.0);
+  counted_cycles_.assign(t_.vertices.size(), 0.0);
+  cs_runs_.assign(t_.compute_sets.size(), 0);
   group_cycles_.assign(t_.groups.size(), 0.0);
+}
+
+double ComputeEngine::fixed_cycles(const RunRow &row) const {
+  if (row.estimate < 0) return 0;
+  double spent = 0;  // added worker by worker, as a run adds them
+  for (int64_t w = 0, n = (row.code & kMulti) ? t_.num_workers : 1; w < n; ++w) spent += row.estimate;
+  return spent;
+}
+
+std::vector<double> ComputeEngine::vertex_cycles() const {
+  std::vector<double> out(counted_cycles_);
+  for (size_t i = 0; i < t_.compute_sets.size(); ++i) {
+    if (!cs_runs_[i]) continue;
+    const double runs = static_cast<double>(cs_runs_[i]);
+    const ComputeSetRow &cs = t_.compute_sets[i];
+    for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
+      const GroupRow &gr = t_.groups[static_cast<size_t>(g)];
+      for (int64_t v = gr.first_vertex; v < gr.first_vertex + gr.num_vertices; ++v)
+        out[static_cast<size_t>(v)] += runs * fixed_cycles(runs_[static_cast<size_t>(v)]);
+    }
+  }
+  return out;
 }
 
 void ComputeEngine::bind_all(uint8_t *arena) {
@@ -113,52 +151,72 @@ struct RunningScope {
 };
 }  // namespace
 
+// kHost: the group may hold host-run vertices; kCounts: it may hold vertices that count
+// their own cycles (no estimate). The common case, compiled vertices with estimates,
+// runs the leanest loop: it is what a compute set of small vertices spends its time on.
+template <bool kHost, bool kCounts>
 void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out) {
   const GroupRow &g = t_.groups[static_cast<size_t>(group)];
   const int64_t workers = t_.num_workers;
-  double busy[64] = {0};  // per worker; targets have at most 64 worker contexts
-  out = GroupResult{};
+  double busy[64];  // per worker; targets have at most 64 worker contexts
+  std::fill_n(busy, workers, 0.0);
+  // Where the group stops early: vertex v failed (result as the ABI's, or -2: the host raised).
+  auto fail = [&out](int64_t v, int32_t result, const popsim_exec &ctx) {
+    out = GroupResult{};
+    out.failed_vertex = v;
+    out.result = result;
+    out.ctx = ctx;
+  };
   RunningScope running(this, compute_set);
-  for (int64_t v = g.first_vertex; v < g.first_vertex + g.num_vertices; ++v) {
-    running.running.vertex = v;
-    if (*interrupt_) {  // Ctrl-C: stop between vertices too (C++ codelets do not poll)
-      out.failed_vertex = v;
-      out.result = -1;
-      out.ctx.error = POPSIM_INTERRUPTED;
+  // Locals, not members: the compiler must assume a call may change what members hold.
+  RunningVertex &current = running.running;
+  const volatile int32_t *interrupt = interrupt_;
+  const RunRow *rows = runs_.data();
+  const Codelet *codelets = codelets_.data();
+  double *counted = counted_cycles_.data();
+  uint8_t *state = state_.get();
+  const uint32_t num_workers = static_cast<uint32_t>(workers);
+  // Runs worker w of vertex v and adds its cycles; false (`out` says why) if it failed.
+  auto run_worker = [&](int64_t v, const Codelet &c, void *obj, int64_t w, double estimate) {
+    popsim_exec ctx{0, num_workers, 0, -1, 0, 0, 0, interrupt};  // made in place: a copy stalls store forwarding
+    int result;
+    if (kHost && c.host) {
+      HostVertexCall call{ctx, 1};
+      if (host->call(host->ctx, HOST_VERTEX, v, reinterpret_cast<uint8_t *>(&call), w) != 0) {
+        fail(v, -2, popsim_exec{});  // the host raised: the binding holds the exception
+        return false;
+      }
+      ctx = call.ctx;
+      result = call.result;
+    } else {
+      result = c.compute(obj, static_cast<uint32_t>(w), &ctx);
+    }
+    const double cycles = !kCounts || estimate >= 0 ? estimate : static_cast<double>(ctx.cycles);
+    busy[w] += cycles;
+    if (kCounts && estimate < 0) counted[v] += cycles;
+    if (result == 1) return true;
+    fail(v, result, ctx);
+    return false;
+  };
+  const RunRow *end = rows + g.first_vertex + g.num_vertices;
+  for (const RunRow *row = rows + g.first_vertex; row != end; ++row) {
+    const int64_t v = row - rows;
+    current.vertex = v;
+    if (*interrupt) {  // Ctrl-C: stop between vertices too (C++ codelets do not poll)
+      popsim_exec ctx{};
+      ctx.error = POPSIM_INTERRUPTED;
+      fail(v, -1, ctx);
       return;
     }
-    const VertexRow &row = t_.vertices[static_cast<size_t>(v)];
-    const Codelet &c = codelets_[row.codelet];
-    void *obj = state_.get() + row.state_offset;
-    const bool multi = row.flags & VERTEX_MULTI;
-    const int64_t first = multi ? 0 : row.worker, last = multi ? workers : row.worker + 1;
-    double spent = 0;
-    for (int64_t w = first; w < last; ++w) {
-      popsim_exec ctx{0, static_cast<uint32_t>(workers), 0, -1, 0, 0, 0, interrupt_};
-      int result;
-      if (c.host) {
-        HostVertexCall call{ctx, 1};
-        if (host->call(host->ctx, HOST_VERTEX, v, reinterpret_cast<uint8_t *>(&call), w) != 0) {
-          out.failed_vertex = v;
-          out.result = -2;  // the host raised: the binding holds the exception
-          return;
-        }
-        ctx = call.ctx;
-        result = call.result;
-      } else {
-        result = c.compute(obj, static_cast<uint32_t>(w), &ctx);
-      }
-      const double cycles = row.estimate >= 0 ? static_cast<double>(row.estimate) : static_cast<double>(ctx.cycles);
-      busy[w] += cycles;
-      spent += cycles;
-      if (result != 1) {
-        out.failed_vertex = v;
-        out.result = result;
-        out.ctx = ctx;
-        return;
-      }
+    const uint32_t code = row->code;
+    const Codelet &c = codelets[code >> kCodeletShift];
+    void *obj = state + static_cast<size_t>(row->state_slot) * STATE_ALIGNMENT;
+    if (!(code & kMulti)) {
+      if (!run_worker(v, c, obj, code & (kMulti - 1), row->estimate)) return;
+    } else {
+      for (int64_t w = 0; w < workers; ++w)
+        if (!run_worker(v, c, obj, w, row->estimate)) return;
     }
-    vertex_cycles_[static_cast<size_t>(v)] += spent;
   }
   double most = 0, total = 0;
   for (int64_t w = 0; w < workers; ++w) {
@@ -167,6 +225,8 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
   }
   out.including_idle = most * static_cast<double>(workers);
   out.excluding_idle = total;
+  out.failed_vertex = -1;
+  out.result = 1;
 }
 
 Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles,
@@ -174,15 +234,19 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
   const ComputeSetRow &cs = t_.compute_sets[static_cast<size_t>(compute_set)];
   if (has_host_[static_cast<size_t>(compute_set)]) {
     for (int64_t i = 0; i < cs.num_groups; ++i)
-      run_group(compute_set, cs.first_group + i, &host, results_[cs.first_group + i]);
+      run_group<true, true>(compute_set, cs.first_group + i, &host, results_[cs.first_group + i]);
   } else {
     pool_.parallel_for(cs.num_groups, [&](int64_t i) {
-      run_group(compute_set, cs.first_group + i, nullptr, results_[cs.first_group + i]);
+      const int64_t g = cs.first_group + i;
+      if (group_counts_[static_cast<size_t>(g)]) run_group<false, true>(compute_set, g, nullptr, results_[g]);
+      else run_group<false, false>(compute_set, g, nullptr, results_[g]);
     });
   }
   cycles = ComputeSetCycles{};
+  bool failed = false;
   for (int64_t i = 0; i < cs.num_groups; ++i) {  // in tile order: the same sums for any thread count
     const GroupResult &r = results_[static_cast<size_t>(cs.first_group + i)];
+    failed = failed || r.failed_vertex >= 0;
     if (r.failed_vertex >= 0 && (error.status == Status::Ok || r.failed_vertex < error.a)) {
       error.status = r.result == -2 ? Status::HostError : Status::VertexFailed;
       error.id = compute_set;
@@ -198,6 +262,16 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
     cycles.compute_phase = std::max(cycles.compute_phase, r.including_idle);
     cycles.avg_including_idle += r.including_idle;
     cycles.avg_excluding_idle += r.excluding_idle;
+  }
+  if (!failed) {
+    ++cs_runs_[static_cast<size_t>(compute_set)];
+  } else {  // a partial run: count the fixed cycles of the vertices that ran, one by one
+    for (int64_t i = 0; i < cs.num_groups; ++i) {
+      const GroupRow &g = t_.groups[static_cast<size_t>(cs.first_group + i)];
+      const int64_t stop = results_[static_cast<size_t>(cs.first_group + i)].failed_vertex;
+      for (int64_t v = g.first_vertex; v < (stop >= 0 ? stop : g.first_vertex + g.num_vertices); ++v)
+        counted_cycles_[static_cast<size_t>(v)] += fixed_cycles(runs_[static_cast<size_t>(v)]);
+    }
   }
   const double tiles = static_cast<double>(std::max<int64_t>(1, t_.num_tiles));
   cycles.avg_including_idle /= tiles;

@@ -2,6 +2,11 @@
 // pool, each tile's vertices in order on one thread (so results never depend on the
 // thread count). Vertices are dealt to workers; a tile's compute time is
 // num_workers x its busiest worker.
+//
+// The per-vertex loop is memory-bound for small vertices, so it reads a compact run
+// row per vertex (16 bytes, made once from the VertexRow) and does not touch a
+// per-vertex counter for vertices with a fixed estimate: their cycles are counted by
+// the runs of their compute set, and summed per vertex only when asked for.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,17 +28,17 @@ struct ComputeSetCycles {
 
 class ComputeEngine {
  public:
-  ComputeEngine(const VertexTables &tables, unsigned num_threads);
+  // `tables` must have been validated (validate.hpp); it and `pool` must outlive this.
+  ComputeEngine(const VertexTables &tables, ThreadPool &pool);
 
   // Construct every vertex's state object and bind its fields to tile memory.
   void bind_all(uint8_t *arena);
   Status run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles, ErrorRecord &error);
 
   // Accumulated over runs: cycles per vertex (all its workers) and per tile group.
-  const std::vector<double> &vertex_cycles() const { return vertex_cycles_; }
+  std::vector<double> vertex_cycles() const;
   const std::vector<double> &group_cycles() const { return group_cycles_; }
   void reset_counters();
-  unsigned num_threads() const { return pool_.size(); }
 
   // For the fatal-signal report (run_signals.cpp): plain reads, no allocation.
   const char *vertex_type_name(int64_t vertex) const;
@@ -47,18 +52,33 @@ class ComputeEngine {
     int32_t result = 1;
     popsim_exec ctx{};
   };
+  // What the loop over a group's vertices reads of each vertex.
+  struct RunRow {
+    double estimate;      // worker cycles per run, or -1: the codelet counts its own
+    uint32_t state_slot;  // state object at state_slot * STATE_ALIGNMENT
+    uint32_t code;        // codelet << 7 | multi << 6 | worker
+  };
+  static constexpr uint32_t kMulti = 1u << 6;
+  static constexpr uint32_t kCodeletShift = 7;
+
+  template <bool kHost, bool kCounts>
   void run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out);
+  double fixed_cycles(const RunRow &row) const;  // per run, all its workers; 0 if counted
 
   const VertexTables &t_;
   CodeletLibraries libraries_;
   std::vector<Codelet> codelets_;
-  std::vector<uint8_t> has_host_;  // per compute set
+  std::vector<uint8_t> has_host_;      // per compute set
+  std::vector<uint8_t> group_counts_;  // per group: has a vertex that counts its own cycles
   std::unique_ptr<uint8_t, void (*)(void *)> state_;
   std::vector<popsim_span> spans_;
-  std::vector<double> vertex_cycles_, group_cycles_;
+  std::vector<RunRow> runs_;          // per vertex
+  std::vector<double> counted_cycles_;  // per vertex: what was not counted by compute set runs
+  std::vector<uint64_t> cs_runs_;       // per compute set: runs completed without a failure
+  std::vector<double> group_cycles_;
   std::vector<GroupResult> results_;
   const volatile int32_t *interrupt_;  // run_signals.hpp: set by Ctrl-C during a run
-  ThreadPool pool_;
+  ThreadPool &pool_;
 };
 
 }  // namespace popsim

@@ -17,16 +17,6 @@ namespace {
 // Calls into the host every this many instructions so a long run can be interrupted.
 constexpr uint64_t kPollInterval = 1u << 18;
 
-// memcpy with fast paths for the element-sized moves of scattered views.
-inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
-  switch (len) {
-    case 1: *dst = *src; return;
-    case 2: std::memcpy(dst, src, 2); return;
-    case 4: std::memcpy(dst, src, 4); return;
-    case 8: std::memcpy(dst, src, 8); return;
-    default: std::memcpy(dst, src, static_cast<size_t>(len));
-  }
-}
 // acc += c over a step's cost vector, two categories per vector add (the compiler will
 // not vectorize the plain loop: it cannot rule out that the two overlap).
 inline void add_costs(double *acc, const double *c) {
@@ -42,9 +32,9 @@ inline void add_costs(double *acc, const double *c) {
 }
 }  // namespace
 
-Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity)
+Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
     : exe_(std::move(exe)), extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes),
-      trace_capacity_(static_cast<size_t>(std::max<int64_t>(trace_capacity, 0))) {
+      trace_capacity_(static_cast<size_t>(std::max<int64_t>(trace_capacity, 0))), pool_(num_threads) {
   // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
   arena_ = static_cast<uint8_t *>(std::calloc(arena_bytes_ > 0 ? arena_bytes_ : 1, 1));
   if (!arena_) throw std::bad_alloc();
@@ -52,17 +42,8 @@ Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity)
   for (size_t s = 0; s < streams_.size(); ++s) streams_[s].transfer_bytes = exe_.stream_transfer_bytes[s];
   loop_counters_.assign(static_cast<size_t>(exe_.num_loop_slots), 0);
   call_stack_.reserve(64);
-  int64_t max_table = 0;
-  for (size_t t = 0; t + 1 < exe_.table_begin.size(); ++t) {
-    if (!exe_.table_overlaps[t]) continue;
-    int64_t total = 0;  // saturating: validate() bounds each segment, not their sum
-    for (int64_t i = exe_.table_begin[t]; i < exe_.table_begin[t + 1]; ++i)
-      total = exe_.segs[i].len > std::numeric_limits<int64_t>::max() - total ? std::numeric_limits<int64_t>::max()
-                                                                             : total + exe_.segs[i].len;
-    if (total > max_table) max_table = total;
-  }
-  scratch_.resize(static_cast<size_t>(max_table));
-  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, num_threads);
+  copies_ = std::make_unique<CopyTables>(exe_, pool_, streaming_bytes);
+  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_);
   reset_counters();
 }
 
@@ -100,21 +81,6 @@ void Machine::write(int64_t table, const uint8_t *host) {
   run_table(table, host, arena_);
 }
 void Machine::read(int64_t table, uint8_t *host) { run_table(table, arena_, host); }
-
-void Machine::run_table(int64_t table, const uint8_t *src, uint8_t *dst) {
-  const CopySeg *seg = exe_.segs.data() + exe_.table_begin[table];
-  const CopySeg *end = exe_.segs.data() + exe_.table_begin[table + 1];
-  if (!exe_.table_overlaps[table]) {
-    for (; seg != end; ++seg) copy_bytes(dst + seg->dst, src + seg->src, seg->len);
-    return;
-  }
-  // Source and destination overlap: read everything first, as the hardware's
-  // exchange does, then write.
-  uint8_t *tmp = scratch_.data();
-  for (const CopySeg *s = seg; s != end; ++s) { copy_bytes(tmp, src + s->src, s->len); tmp += s->len; }
-  tmp = scratch_.data();
-  for (const CopySeg *s = seg; s != end; ++s) { copy_bytes(dst + s->dst, tmp, s->len); tmp += s->len; }
-}
 
 void Machine::connect_buffer(int64_t stream, uint8_t *data, int64_t bytes) {
   StreamEndpoint &s = streams_[stream];

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/compute_set.hpp"
+#include "core/copy_tables.hpp"
 #include "core/executable.hpp"
 #include "core/host.hpp"
 #include "core/status.hpp"
@@ -18,8 +19,9 @@ namespace popsim {
 class Machine {
  public:
   // Validates `exe` first (throws MalformedExecutable), then allocates tile memory
-  // (std::bad_alloc) and starts the thread pool (std::runtime_error).
-  Machine(Executable exe, unsigned num_threads, int64_t trace_capacity);
+  // (std::bad_alloc) and starts the thread pool (std::runtime_error). Copy tables of at
+  // least `streaming_bytes` use non-temporal stores (0: from the host's cache size).
+  Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes = 0);
   ~Machine();
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
@@ -61,9 +63,11 @@ class Machine {
   bool trace_truncated() const { return trace_truncated_; }
   void reset_counters();
   const ComputeEngine &compute() const { return *compute_; }
+  const CopyTables &copies() const { return *copies_; }
+  unsigned num_threads() const { return pool_.size(); }
 
  private:
-  void run_table(int64_t table, const uint8_t *src, uint8_t *dst);
+  void run_table(int64_t table, const uint8_t *src, uint8_t *dst) { copies_->run(table, src, dst); }
   Status fail(Status status, int64_t pc, int64_t id);
 
   Executable exe_;
@@ -75,13 +79,14 @@ class Machine {
   std::vector<StreamEndpoint> streams_;
   std::vector<int64_t> loop_counters_;
   std::vector<int64_t> call_stack_;
-  std::vector<uint8_t> scratch_;  // for copies whose source and destination overlap
   std::vector<uint64_t> step_counts_;
   std::vector<double> step_cycles_;
   std::vector<TraceEntry> trace_;
   size_t trace_capacity_ = 0;
   bool trace_truncated_ = false;
   double clock_ = 0;  // cycles since the counters were reset
+  ThreadPool pool_;  // shared by compute sets and big copies (never both at once)
+  std::unique_ptr<CopyTables> copies_;
   std::unique_ptr<ComputeEngine> compute_;
   ErrorRecord error_;
 };

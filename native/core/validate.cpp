@@ -11,6 +11,14 @@ namespace {
 
 std::string at(const char *table, size_t row) { return std::string(table) + " row " + std::to_string(row); }
 
+// Which row a check is about; spelled out (`where + "..."`) only when the check fails,
+// so that checking a large executable allocates nothing per row.
+struct Where {
+  const char *table;
+  size_t row;
+};
+std::string operator+(const Where &where, const char *text) { return at(where.table, where.row) + text; }
+
 bool in_range(int64_t v, int64_t size) { return v >= 0 && v < size; }
 
 // offset + count * itemsize <= limit, without overflow.
@@ -53,17 +61,17 @@ class Checker {
   Checker(const Executable &exe, const TableExtents &ext) : exe_(exe), ext_(ext) {}
 
   // A table copying from `src_limit` bytes into `dst_limit` bytes.
-  void table(int64_t t, int64_t src_limit, int64_t dst_limit, const std::string &where) const {
+  void table(int64_t t, int64_t src_limit, int64_t dst_limit, const Where &where) const {
     if (!in_range(t, static_cast<int64_t>(ext_.src.size()))) bad(where + ": copy table " + std::to_string(t) + " does not exist");
     if (ext_.src[static_cast<size_t>(t)] > src_limit || ext_.dst[static_cast<size_t>(t)] > dst_limit)
       bad(where + ": copy table " + std::to_string(t) + " reaches past the memory it copies between");
   }
 
-  void target(int64_t pc, const std::string &where) const {
+  void target(int64_t pc, const Where &where) const {
     if (!in_range(pc, static_cast<int64_t>(exe_.instrs.size()))) bad(where + ": jump target out of range");
   }
 
-  void scalar(int64_t offset, int64_t type, const std::string &where) const {
+  void scalar(int64_t offset, int64_t type, const Where &where) const {
     const int64_t size = scalar_type_size(type);
     if (size == 0) bad(where + ": unknown scalar type " + std::to_string(type));
     if (!fits(offset, 1, size, exe_.arena_bytes)) bad(where + ": the scalar it reads lies outside tile memory");
@@ -77,7 +85,7 @@ class Checker {
     const int64_t ncs = static_cast<int64_t>(exe_.vertex.compute_sets.size());
     for (int64_t pc = 0; pc < n; ++pc) {
       const Instr &in = exe_.instrs[static_cast<size_t>(pc)];
-      const std::string where = at("instruction", static_cast<size_t>(pc));
+      const Where where{"instruction", static_cast<size_t>(pc)};
       if (!in_range(in.op, OP_COUNT)) bad(where + ": unknown opcode " + std::to_string(in.op));
       if (in.step < -1 || in.step >= exe_.num_steps) bad(where + ": step out of range");
       const bool falls_through = in.op != OP_HALT && in.op != OP_JUMP && in.op != OP_RETURN && in.op != OP_ABORT &&
@@ -126,8 +134,8 @@ class Checker {
   void switches() const {
     check_ranges(exe_.switch_begin, exe_.cases.size(), "switch tables");
     if (exe_.switch_begin.size() != exe_.switch_default.size() + 1) bad("switch tables: one default per table expected");
-    for (size_t i = 0; i < exe_.switch_default.size(); ++i) target(exe_.switch_default[i], at("switch default", i));
-    for (size_t i = 0; i < exe_.cases.size(); ++i) target(exe_.cases[i].target, at("switch case", i));
+    for (size_t i = 0; i < exe_.switch_default.size(); ++i) target(exe_.switch_default[i], Where{"switch default", i});
+    for (size_t i = 0; i < exe_.cases.size(); ++i) target(exe_.cases[i].target, Where{"switch case", i});
   }
 
   void vertices() const {
@@ -135,7 +143,10 @@ class Checker {
     const int64_t arena = exe_.arena_bytes;
     if (v.num_workers < 1 || v.num_workers > 64) bad("num_workers must be 1..64");
     if (v.num_tiles < 1) bad("num_tiles must be at least 1");
-    if (v.state_bytes < 0 || v.state_bytes > (int64_t{1} << 40)) bad("state_bytes out of range");
+    // The compute engine packs state offsets (in STATE_ALIGNMENT units) and codelet
+    // indices into its per-vertex run rows (compute_set.hpp).
+    if (v.state_bytes < 0 || v.state_bytes >= (int64_t{1} << 36)) bad("state_bytes out of range");
+    if (v.codelets.size() >= (size_t{1} << 25)) bad("more than 2^25 codelets");
     if (v.exchange_costs.size() != v.compute_sets.size() * 2 * NUM_COST_CATEGORIES)
       bad("compute sets: two exchange cost vectors per compute set expected");
     for (size_t c = 0; c < v.codelets.size(); ++c)
@@ -144,7 +155,7 @@ class Checker {
           bad(at("codelet", c) + ": bad field layout");
     for (size_t i = 0; i < v.vertices.size(); ++i) {
       const VertexRow &row = v.vertices[i];
-      const std::string where = at("vertex", i);
+      const Where where{"vertex", i};
       if (!in_range(row.codelet, static_cast<int64_t>(v.codelets.size()))) bad(where + ": codelet out of range");
       if ((row.flags & ~static_cast<int64_t>(VERTEX_MULTI)) != 0) bad(where + ": unknown flags");
       if (!(row.flags & VERTEX_MULTI) && !in_range(row.worker, v.num_workers)) bad(where + ": worker out of range");
@@ -168,7 +179,7 @@ class Checker {
     const int64_t ntables = static_cast<int64_t>(ext_.src.size());
     for (size_t i = 0; i < v.compute_sets.size(); ++i) {
       const ComputeSetRow &cs = v.compute_sets[i];
-      const std::string where = at("compute set", i);
+      const Where where{"compute set", i};
       if (cs.first_group < next || !fits(cs.first_group, cs.num_groups, 1, static_cast<int64_t>(v.groups.size())))
         bad(where + ": tile groups out of range or shared with another compute set");
       next = cs.first_group + cs.num_groups;
@@ -180,7 +191,7 @@ class Checker {
   }
 
  private:
-  void field(const FieldRow &row, const FieldLayout &layout, int64_t arena, const std::string &where) const {
+  void field(const FieldRow &row, const FieldLayout &layout, int64_t arena, const Where &where) const {
     if (row.base != layout.base) bad(where + ": a field row does not match its codelet's field");
     if (row.base == FIELD_ARENA) {
       if (!fits(row.offset, row.size, layout.itemsize, arena)) bad(where + ": a field reaches past tile memory");

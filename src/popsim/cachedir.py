@@ -25,7 +25,11 @@ __all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of"]
 _lock = threading.Lock()
 _fallbacks: Dict[str, Path] = {}      # unusable directory -> its private replacement
 _usable: Set[str] = set()             # directories found writable in this process
-# path -> ((size, mtime_ns, inode), sha256) when last verified: unchanged files are not hashed again
+# path -> ((size, mtime_ns, inode), sha256) when last verified: unchanged files are not hashed
+# again (readers then need no checks of their own, e.g. the executable's CRC-32s). A
+# truncated file changes size, a replaced one its inode, an edited one its time; only an
+# edit of the same size within the file system's time resolution (a few ms) of popsim
+# writing the file itself would go unseen.
 _verified: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
 _private_root: Optional[Path] = None
 

@@ -2,7 +2,7 @@
 lowering, the engine and the codelet tools share with it.
 
 The one copy lives in the C++ headers (native/core/executable.hpp, status.hpp and
-src/popsim/codelet/include/popsim_codelet.h); native/binding.cpp exports it as
+src/popsim/codelet/include/popsim_codelet.h); native/binding/module.cpp exports it as
 ``popsim._core`` attributes and this module gives them Python shape. Import from here,
 never write a code or a row width by hand. tests/test_contract.py checks that the two
 sides agree (type codes against numpy, row widths against the struct sizes, the

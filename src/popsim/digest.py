@@ -17,6 +17,9 @@ import enum
 import functools
 import hashlib
 import importlib.util
+import operator
+import threading
+from itertools import repeat
 from pathlib import Path
 from typing import Iterable, List
 
@@ -40,10 +43,38 @@ class _Digest:
     def array(self, a: np.ndarray) -> None:
         a = np.ascontiguousarray(a)
         self.h.update(f"{a.dtype.str}{a.shape}".encode())
-        self.h.update(a.tobytes())
+        if not a.size:
+            return
+        data = memoryview(a.reshape(-1)).cast("B")  # the array's own memory: no copy of a 40 MB value
+        if len(data) < 2 * _CHUNK:
+            self.h.update(data)
+        else:
+            self.h.update(b"chunks")
+            for chunk_digest in _chunk_digests(data):
+                self.h.update(chunk_digest)
 
     def ints(self, values: Iterable[int]) -> None:
         self.array(np.fromiter(values, np.int64))
+
+
+_CHUNK = 4 << 20  # arrays of two chunks or more are hashed chunk by chunk, on two threads
+
+
+def _chunk_digests(data: memoryview) -> List[bytes]:
+    """The sha256 of each _CHUNK bytes of ``data``, in order. hashlib lets other threads
+    run while it hashes, so a second thread halves the time a big initial value takes;
+    the digests do not depend on which thread made them."""
+    chunks = [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)]
+    digests: List[bytes] = [b""] * len(chunks)
+
+    def hash_every_other(first: int) -> None:
+        for k in range(first, len(chunks), 2):
+            digests[k] = hashlib.sha256(chunks[k]).digest()
+    helper = threading.Thread(target=hash_every_other, args=(1,), name="popsim-digest")
+    helper.start()
+    hash_every_other(0)
+    helper.join()
+    return digests
 
 
 def tensor_key(t: Tensor) -> int:
@@ -118,33 +149,54 @@ def _compute_set(d: _Digest, cs) -> None:
     d.text("cs", cs.name, len(types))
     if not types:
         return
-    type_ids: dict = {}  # id(VertexType) -> (code, type): vertex types are not hashable
-    codes = [type_ids.setdefault(id(vt), (len(type_ids), vt))[0] for vt in types]
-    d.text("types", [_vertex_type(t) for _, t in type_ids.values()])
-    d.ints(codes)
-    d.ints(cs._tiles)  # -1: not placed
-    d.ints(-1 if cycles is None else cycles for cycles in cs._perf)
+    # Vertex types are not hashable: number them by identity, in order of first use.
+    if all(map(operator.is_, types, repeat(types[0]))):  # one type (the common case): at C speed
+        used, codes = [types[0]], np.zeros(len(types), np.int64)
+    else:
+        ids = list(map(id, types))
+        by_id = dict(zip(ids, types))
+        code_of = {i: k for k, i in enumerate(by_id)}
+        used, codes = list(by_id.values()), np.array(list(map(code_of.__getitem__, ids)), np.int64)
+    d.text("types", [_vertex_type(t) for t in used])
+    d.array(codes)
+    d.array(np.fromiter(cs._tiles, np.int64, len(types)))  # -1: not placed
+    perf = cs._perf
+    d.array(np.array([-1 if c is None else c for c in perf] if None in perf else perf, np.int64))
+    d.array(_slot_keys(cs._slots, types, cs._first))
+
+
+def _slot_keys(slots: list, types: list, first: list) -> np.ndarray:
+    """One integer per connection slot, naming what it connects: an edge record (var
+    index, offset, shape, strides) and a Tensor of the field's element type over the
+    same elements get the same key (the hash of the record), so the digest does not
+    depend on how a connection is stored."""
+    if set(map(type, slots)) <= {tuple}:  # only records (the common case): hashed in C
+        return np.fromiter(map(hash, slots), np.int64, len(slots))
     keys = []
     add = keys.append
-    slots = cs._slots
-    for vt, first in zip(types, cs._first):
+    for vt, start in zip(types, first):
         fields = vt.fields
-        for spec, c in zip(fields, slots[first:first + len(fields)]):
-            if type(c) is tuple:  # an edge record (var index, offset, shape, strides): as tensor_key
-                add(hash((c[0], c[1], c[2], c[3], spec.dtype.code)))
-            elif type(c) is Tensor and c._var is not None:  # the common case, inlined: see tensor_key
-                add(hash((c._var.index, c._offset, c._shape, c._strides, c._dtype.code)))
+        for spec, c in zip(fields, slots[start:start + len(fields)]):
+            if type(c) is tuple:  # hash() of ints and tuples of ints does not depend on the process
+                add(hash(c))
             elif type(c) is Tensor:
-                add(tensor_key(c))
+                add(_connection_key(c, spec.dtype))
             elif c is None:
                 add(-1)
             elif isinstance(c, list):
                 add(len(c))
-                keys.extend(-1 if t is None else tensor_key(t) for t in c)
+                keys.extend(-1 if t is None else _connection_key(t, t.dtype) for t in c)
             else:  # plain state values
                 add(int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
                                                    digest_size=8).digest(), "little", signed=True))
-    d.ints(keys)
+    return np.array(keys, np.int64)
+
+
+def _connection_key(t: Tensor, field_dtype) -> int:
+    if t._var is not None:  # as the record the vertex store keeps for such a view
+        record = (t._var.index, t._offset, t._shape, t._strides)
+        return hash(record if t._dtype is field_dtype else record + (t._dtype.code,))
+    return tensor_key(t)
 
 
 def _programs(d: _Digest, state, programs) -> None:

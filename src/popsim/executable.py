@@ -139,9 +139,9 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
         if present and is_verified(path, "executable"):
             try:
                 with phase("load cached executable", timings):
-                    exe = Executable.deserialize(path)
-                exe.compilation = CompilationInfo(from_cache=True, cache_reason=f"loaded from {path}",
-                                                  cache_key=info.cache_key, phases=timings)
+                    lowered, options = read_executable(path, verified=True)  # is_verified checked its sha256
+                exe = Executable(lowered, options, CompilationInfo(from_cache=True, cache_reason=f"loaded from {path}",
+                                                                   cache_key=info.cache_key, phases=timings))
                 logger.info("executable %s loaded from the cache", info.cache_key)
                 return exe
             except PopsimError as e:

@@ -14,13 +14,16 @@ Load only files you trust, as with pickle.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import re
+import struct
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -113,14 +116,32 @@ def _members(z: zipfile.ZipFile, file_size: int) -> Dict[str, zipfile.ZipInfo]:
     return {info.filename: info for info in infos}
 
 
-def _npy(data: bytes, name: str) -> np.ndarray:
-    """An array from .npy bytes, its header checked against its data before anything
-    is allocated."""
-    f = io.BytesIO(data)
+# A zip member's local header: signature, version, flags, method, time, date, crc, sizes,
+# name and extra-field lengths; its data follows the name and the extra field.
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+_NPY_HEADER_MAX = 1 << 16  # .npy headers popsim writes are a few hundred bytes
+
+
+def _npy(f, info: zipfile.ZipInfo, file_end: int, check_crc: bool) -> np.ndarray:
+    """The array in member ``info`` (a .npy file) of the zip ``f`` (a seekable binary
+    file), read straight into its own memory. Its header is checked against its data
+    before anything is allocated; ``check_crc``: its CRC-32 too (a verified cache entry
+    needs no second check)."""
+    name = info.filename
+    f.seek(info.header_offset)
+    local = f.read(_LOCAL_HEADER.size)
+    if len(local) != _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
+        raise PopsimError(f"member {name!r} has no local header where the directory says")
+    *_, name_length, extra_length = _LOCAL_HEADER.unpack(local)
+    start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
+    if start + info.file_size > file_end:
+        raise PopsimError(f"member {name!r} reaches past the end of the file")
+    f.seek(start)
+    head = io.BytesIO(f.read(min(info.file_size, _NPY_HEADER_MAX)))
     try:
-        major, _ = np.lib.format.read_magic(f)
+        major, _ = np.lib.format.read_magic(head)
         reader = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = reader(f)
+        shape, fortran, dtype = reader(head)
     except (ValueError, SyntaxError, TypeError, EOFError) as e:
         raise PopsimError(f"array {name!r} has a bad header ({e})") from None
     if dtype.hasobject or dtype.kind not in _NPY_KINDS or fortran:
@@ -128,11 +149,22 @@ def _npy(data: bytes, name: str) -> np.ndarray:
     count = 1
     for d in shape:
         count *= d
-    offset = f.tell()
-    if count * dtype.itemsize != len(data) - offset:
+    offset = head.tell()
+    if count * dtype.itemsize != info.file_size - offset:
         raise PopsimError(f"array {name!r} declares shape {shape} ({count * dtype.itemsize:,} bytes) but holds "
-                          f"{len(data) - offset:,} bytes")
-    return np.frombuffer(data, dtype, count, offset).reshape(shape).copy()
+                          f"{info.file_size - offset:,} bytes")
+    array = np.empty(shape, dtype)  # no bigger than the member, so no bigger than the file
+    data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")
+    f.seek(start + offset)
+    done = 0
+    while done < len(data):
+        n = f.readinto(data[done:])
+        if not n:
+            raise PopsimError(f"array {name!r} is cut short")
+        done += n
+    if check_crc and zlib.crc32(data, zlib.crc32(head.getbuffer()[:offset])) != info.CRC:
+        raise PopsimError(f"member {name!r} does not match its CRC-32 (the file is corrupted)")
+    return array
 
 
 def _extract_libraries(z, members, names: List[str]) -> List[str]:
@@ -156,15 +188,20 @@ def _extract_libraries(z, members, names: List[str]) -> List[str]:
     return paths
 
 
-def read_executable(source) -> Tuple[Lowered, Dict[str, str]]:
+def read_executable(source, verified: bool = False) -> Tuple[Lowered, Dict[str, str]]:
     """(lowered, options) of the executable in ``source`` (a path or a binary file
-    object); PopsimError when it is not a well-formed popsim executable."""
+    object); PopsimError when it is not a well-formed popsim executable. ``verified``:
+    the file's content was just checked against a digest (a cache entry), so its
+    members' CRC-32s are not checked again; everything else is."""
     where = getattr(source, "name", None) or source
     try:
-        if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()):
+        if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()
+                                            and hasattr(source, "readinto")):
             source = io.BytesIO(source.read())
         size = _size_of(source)
-        with zipfile.ZipFile(source) as z:
+        with contextlib.ExitStack() as stack:
+            f = source if hasattr(source, "read") else stack.enter_context(open(source, "rb"))
+            z = stack.enter_context(zipfile.ZipFile(f))
             members = _members(z, size)
             if _HEADER not in members:
                 raise PopsimError("it has no header")
@@ -174,7 +211,9 @@ def read_executable(source) -> Tuple[Lowered, Dict[str, str]]:
             if header.get("format") != FORMAT_VERSION:
                 raise PopsimError(f"it has format version {header.get('format')}, this popsim (version "
                                   f"{__version__}) reads version {FORMAT_VERSION}: compile it again")
-            arrays = {n[:-4]: _npy(z.read(n), n) for n in members if n.endswith(".npy")}
+            file_end = f.seek(0, io.SEEK_END)
+            arrays = {n[:-4]: _npy(f, info, file_end, not verified) for n, info in members.items()
+                      if n.endswith(".npy")}
             libraries = _extract_libraries(z, members, header.get("libraries"))
         options = header.get("options")
         if not isinstance(options, dict) or not all(isinstance(k, str) and isinstance(v, str)

@@ -1,0 +1,294 @@
+// The Machine class: a core Machine built from a Description, run with the GIL released;
+// host calls become Python calls, and use from another thread while it runs is refused.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "binding/binding.hpp"
+#include "binding/convert.hpp"
+#include "core/machine.hpp"
+#include "core/run_signals.hpp"
+
+namespace popsim_binding {
+
+using namespace popsim;
+
+namespace {
+
+class PyMachine {
+ public:
+  PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
+      : machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
+    buffers_.resize(static_cast<size_t>(machine_.num_streams()));
+  }
+
+  void load(int64_t table, const py::buffer &image) {
+    enter("load", false);
+    py::buffer_info info = image.request();
+    if (table >= 0) check_table(table, info, true, "load");
+    machine_.load(table, static_cast<const uint8_t *>(info.ptr));
+  }
+  bool loaded() const { return machine_.loaded(); }
+
+  void write(int64_t table, const py::buffer &host) {
+    enter("write", true);
+    py::buffer_info info = host.request();
+    check_table(table, info, true, "write");
+    machine_.write(table, static_cast<const uint8_t *>(info.ptr));
+  }
+  void read(int64_t table, const py::buffer &host) {
+    enter("read", true);
+    py::buffer_info info = host.request(true);
+    check_table(table, info, false, "read");
+    machine_.read(table, static_cast<uint8_t *>(info.ptr));
+  }
+
+  // The host memory a stream uses: the caller's array (connect_buffer) or a staging
+  // buffer of one transfer (connect_callback). The binding keeps it alive while the
+  // stream uses it, and until the end of a run it was replaced in.
+  void connect_buffer(int64_t stream, const py::array &array) { connect(stream, array, false); }
+  void connect_callback(int64_t stream, const py::array &staging) { connect(stream, staging, true); }
+  void disconnect(int64_t stream) {
+    enter("disconnect", true);
+    check_stream(stream);
+    machine_.disconnect(stream);
+    retire(stream);
+  }
+  bool connected(int64_t stream) {
+    check_stream(stream);
+    return machine_.connected(stream);
+  }
+
+  // Returns the status code; a Python exception raised by a host call is re-raised.
+  // host_callback(id) runs PrintTensor & co; vertex_callback(vertex, worker) runs an
+  // interpreted vertex and returns (result, cycles); stream_callback(stream, staging)
+  // fills or reads a callback stream's staging buffer.
+  int run(int64_t program, py::object host_callback, py::object vertex_callback, py::object stream_callback) {
+    enter("run", false);
+    callbacks_ = {std::move(host_callback), std::move(vertex_callback), std::move(stream_callback)};
+    runner_ = std::this_thread::get_id();
+    running_program_ = program;
+    running_ = true;
+    struct EndOfRun {  // whatever happens, the machine is idle again afterwards
+      PyMachine *self;
+      ~EndOfRun() {
+        self->running_ = false;
+        self->callbacks_ = {};
+        self->retired_.clear();
+      }
+    };
+    HostInterface host;
+    host.ctx = this;
+    host.call = &PyMachine::host_call;
+    Status status;
+    bool interrupted;
+    {
+      EndOfRun end{this};
+      py::gil_scoped_release release;
+      RunSignals signals;  // Ctrl-C reaches compiled vertices; a crashing vertex is named
+      status = machine_.run(program, host);
+      interrupted = signals.interrupted();
+    }
+    if (status == Status::HostError && pending_) {
+      py::error_already_set error = std::move(*pending_);
+      pending_.reset();
+      throw error;
+    }
+    if (interrupted) {
+      // SIGINT also reached Python's handler: run it now (KeyboardInterrupt by default).
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (status == Status::VertexFailed && machine_.error().error_kind == POPSIM_INTERRUPTED) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);  // cut short, though the handler did not raise
+        throw py::error_already_set();
+      }
+    }
+    return static_cast<int>(status);
+  }
+
+  py::dict error() const {
+    const ErrorRecord &e = machine_.error();
+    py::dict d;
+    d["status"] = static_cast<int>(e.status);
+    d["id"] = e.id;
+    d["a"] = e.a;
+    d["pc"] = e.pc;
+    d["step"] = e.step;
+    d["vertex_result"] = e.vertex_result;
+    d["error_kind"] = e.error_kind;
+    d["error_field"] = e.error_field;
+    d["error_line"] = e.error_line;
+    d["error_index"] = e.error_index;
+    d["error_size"] = e.error_size;
+    return d;
+  }
+
+  py::array_t<uint64_t> step_counts() { return vector_array(machine_.step_counts()); }
+  py::array_t<double> step_cycles() {
+    enter("step_cycles", true);
+    return to_array(machine_.step_cycles().data(), {machine_.executable().num_steps, NUM_COST_CATEGORIES});
+  }
+  py::tuple trace() {
+    enter("trace", true);
+    const auto &t = machine_.trace();
+    static_assert(sizeof(t[0]) == 3 * sizeof(double), "trace rows of three doubles");
+    return py::make_tuple(to_array(reinterpret_cast<const double *>(t.data()), {static_cast<py::ssize_t>(t.size()), 3}),
+                          machine_.trace_truncated());
+  }
+  py::array_t<double> vertex_cycles() { return vector_array(machine_.compute().vertex_cycles()); }
+  py::array_t<double> group_cycles() { return vector_array(machine_.compute().group_cycles()); }
+  void reset_counters() {
+    enter("reset_counters", false);
+    machine_.reset_counters();
+  }
+  int64_t arena_bytes() const { return machine_.arena_bytes(); }
+  unsigned num_threads() const { return machine_.num_threads(); }
+  // How copy table `table` runs (for tests): {"pieces": run in parallel in this many
+  // pieces between host and tile memory (1: on one thread), "pieces_in_arena": the same
+  // from tile memory to tile memory, "streams": with non-temporal stores}.
+  py::dict copy_plan(int64_t table) const {
+    if (table < 0 || table >= static_cast<int64_t>(machine_.executable().table_overlaps.size()))
+      throw py::index_error("copy table index out of range");
+    py::dict d;
+    d["pieces"] = machine_.copies().pieces(table, false);
+    d["pieces_in_arena"] = machine_.copies().pieces(table, true);
+    d["streams"] = machine_.copies().streams(table);
+    return d;
+  }
+  uint8_t *arena_data() { return machine_.arena(); }
+  bool running() const { return running_; }
+
+ private:
+  template <typename T>
+  py::array_t<T> vector_array(const std::vector<T> &v) {
+    enter("counters", true);
+    return to_array(v.data(), {static_cast<py::ssize_t>(v.size())});
+  }
+
+  // Refuses use from another thread while running, and, from the running thread (its
+  // own callbacks), what would pull the ground from under the run.
+  void enter(const char *what, bool allowed_in_callback) const {
+    if (!running_) return;
+    if (std::this_thread::get_id() != runner_)
+      throw BusyError(std::string("the machine is running program ") + std::to_string(running_program_) +
+                      " in another thread; " + what + " must wait until run() returns");
+    if (!allowed_in_callback)
+      throw BusyError(std::string(what) + " is not allowed while the machine runs program " +
+                      std::to_string(running_program_) + " (called from one of its callbacks)");
+  }
+
+  void check_stream(int64_t stream) const {
+    if (stream < 0 || stream >= machine_.num_streams()) throw py::index_error("stream index out of range");
+  }
+
+  void check_table(int64_t table, const py::buffer_info &info, bool to_device, const char *what) const {
+    const int64_t bytes = static_cast<int64_t>(info.size * info.itemsize);
+    if (!machine_.host_table_fits(table, bytes, to_device))
+      throw py::value_error(std::string(what) + ": copy table " + std::to_string(table) +
+                            " does not exist or does not fit a host buffer of " + std::to_string(bytes) + " bytes");
+  }
+
+  void connect(int64_t stream, const py::array &array, bool callback) {
+    enter("connect", true);
+    check_stream(stream);
+    if (!(array.flags() & py::array::c_style) || !array.writeable())
+      throw py::value_error("a stream buffer must be a writable C-contiguous array");
+    const int64_t transfer = machine_.transfer_bytes(stream), bytes = static_cast<int64_t>(array.nbytes());
+    if (callback ? bytes < transfer : (transfer > 0 && (bytes < transfer || bytes % transfer != 0)))
+      throw py::value_error("stream " + std::to_string(stream) + ": a buffer of " + std::to_string(bytes) +
+                            " bytes does not hold whole transfers of " + std::to_string(transfer) + " bytes");
+    uint8_t *data = static_cast<uint8_t *>(const_cast<void *>(array.data()));
+    retire(stream);
+    if (callback) machine_.connect_callback(stream, data);
+    else machine_.connect_buffer(stream, data, bytes);
+    buffers_[static_cast<size_t>(stream)] = array;
+  }
+
+  // The stream's old buffer may still be in use by the transfer under way.
+  void retire(int64_t stream) {
+    py::object &old = buffers_[static_cast<size_t>(stream)];
+    if (running_ && old) retired_.push_back(old);
+    old = py::object();
+  }
+
+  static int host_call(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes) {
+    auto *self = static_cast<PyMachine *>(ctx);
+    py::gil_scoped_acquire gil;
+    try {
+      if (kind == HOST_POLL) {
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      } else if (kind == HOST_CALLBACK) {
+        self->callbacks_.host(id);
+      } else if (kind == HOST_VERTEX) {
+        auto *call = reinterpret_cast<HostVertexCall *>(data);
+        py::tuple r = self->callbacks_.vertex(id, nbytes);
+        call->result = r[0].cast<int32_t>();
+        call->ctx.cycles = r[1].cast<uint64_t>();
+      } else {
+        self->callbacks_.stream(id, self->buffers_[static_cast<size_t>(id)]);
+      }
+    } catch (py::error_already_set &e) {
+      self->pending_.emplace(std::move(e));
+      return 1;
+    } catch (const std::exception &e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      self->pending_.emplace(py::error_already_set());
+      return 1;
+    }
+    return 0;
+  }
+
+  struct Callbacks {
+    py::object host, vertex, stream;
+  };
+
+  Machine machine_;
+  std::vector<py::object> buffers_;  // per stream: the array the core reads or writes
+  std::vector<py::object> retired_;  // buffers replaced during the current run
+  Callbacks callbacks_;              // only during run()
+  bool running_ = false;             // guarded by the GIL
+  std::thread::id runner_;
+  int64_t running_program_ = -1;
+  std::optional<py::error_already_set> pending_;
+};
+
+}  // namespace
+
+void bind_machine(py::module_ &m) {
+  py::class_<PyMachine>(m, "Machine")
+      .def(py::init<Description &, unsigned, int64_t, int64_t>(), py::arg("description"), py::arg("num_threads"),
+           py::arg("trace_capacity"), py::arg("streaming_bytes") = 0)
+      .def("load", &PyMachine::load)
+      .def_property_readonly("loaded", &PyMachine::loaded)
+      .def_property_readonly("running", &PyMachine::running)
+      .def("write", &PyMachine::write)
+      .def("read", &PyMachine::read)
+      .def("connect_buffer", &PyMachine::connect_buffer)
+      .def("connect_callback", &PyMachine::connect_callback)
+      .def("disconnect", &PyMachine::disconnect)
+      .def("connected", &PyMachine::connected)
+      .def("run", &PyMachine::run)
+      .def("error", &PyMachine::error)
+      .def("step_counts", &PyMachine::step_counts)
+      .def("step_cycles", &PyMachine::step_cycles)
+      .def("vertex_cycles", &PyMachine::vertex_cycles)
+      .def("trace", &PyMachine::trace)
+      .def("group_cycles", &PyMachine::group_cycles)
+      .def("reset_counters", &PyMachine::reset_counters)
+      .def_property_readonly("arena_bytes", &PyMachine::arena_bytes)
+      .def_property_readonly("num_threads", &PyMachine::num_threads)
+      .def("copy_plan", &PyMachine::copy_plan)
+      // The whole tile memory as a writable uint8 array (for interpreted vertices).
+      .def("arena", [](py::object self) {
+        auto &m = self.cast<PyMachine &>();
+        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_bytes())}, {1}, m.arena_data(), self);
+      });
+}
+
+}  // namespace popsim_binding

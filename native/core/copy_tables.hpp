@@ -1,0 +1,95 @@
+// Running copy tables (Copy programs, exchanges, host reads and writes, stream
+// transfers): byte segments from a source to a destination.
+//
+// A table whose source and destination overlap is read whole before anything is
+// written (through a scratch buffer), as the hardware's exchange does. Big tables
+// (CopyTables::kParallelCost) are split into pieces of about equal work run on the
+// thread pool, when their destination segments are disjoint (and, for a table that is
+// not marked overlapping, do not meet its source): the bytes each piece writes then do
+// not depend on the order the pieces run in, so the result is the same for any thread
+// count. Tables bigger than the last-level cache are written with non-temporal stores
+// (the destination would not stay in the cache anyway, and they save reading each
+// destination line before overwriting it).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/executable.hpp"
+#include "core/thread_pool.hpp"
+
+namespace popsim {
+
+// memcpy with fast paths for the element-sized moves of scattered views.
+inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
+  switch (len) {
+    case 1: *dst = *src; return;
+    case 2: std::memcpy(dst, src, 2); return;
+    case 4: std::memcpy(dst, src, 4); return;
+    case 8: std::memcpy(dst, src, 8); return;
+    default: std::memcpy(dst, src, static_cast<size_t>(len));
+  }
+}
+
+class CopyTables {
+ public:
+  // Work of a segment: its bytes plus this much for its own overhead.
+  static constexpr int64_t kSegmentCost = 32;
+  // Tables of at least this much work run in parallel pieces of at least kPieceCost.
+  static constexpr int64_t kParallelCost = int64_t{1} << 20;
+  static constexpr int64_t kPieceCost = int64_t{256} << 10;
+  static constexpr int64_t kMaxPieces = 64;
+
+  // `exe` must have been validated (segments inside their tables' memory); it must
+  // outlive this object. `streaming_bytes`: tables of at least this many bytes use
+  // non-temporal stores (0: the host's last-level cache size).
+  CopyTables(const Executable &exe, ThreadPool &pool, int64_t streaming_bytes = 0);
+
+  // Copies table `table` from `src` to `dst` (which may be the same memory). Small
+  // tables (most control-flow steps copy a few bytes) run here, inline.
+  void run(int64_t table, const uint8_t *src, uint8_t *dst) {
+    const Table &t = tables_[static_cast<size_t>(table)];
+    if (!t.plain) return run_planned(table, src, dst);
+    for (const CopySeg *s = t.first; s != t.end; ++s) copy_bytes(dst + s->dst, src + s->src, s->len);
+  }
+
+  // For tests: how table `table` runs: in how many pieces (1: on the calling thread)
+  // between two memories and within one (source and destination in the arena), and
+  // whether it uses non-temporal stores.
+  int64_t pieces(int64_t table, bool within_one_memory) const;
+  bool streams(int64_t table) const;
+
+ private:
+  // A position in a table: segment `seg` (absolute index), `offset` bytes into it;
+  // `scratch`: where that byte lies in the scratch buffer of an overlapping table.
+  struct Cut {
+    int64_t seg, offset, scratch;
+  };
+  struct Plan {
+    std::vector<Cut> cuts;  // pieces + 1 positions, from the table's start to its end
+    bool streaming = false;
+    bool disjoint_from_source = false;  // no destination byte is a source byte (arena -> arena)
+  };
+  // Where a table's segments are, and whether it is plain: not overlapping, on one
+  // thread, without non-temporal stores.
+  struct Table {
+    const CopySeg *first, *end;
+    bool plain;
+  };
+  void run_planned(int64_t table, const uint8_t *src, uint8_t *dst);
+  void copy_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *dst, bool streaming) const;
+  void gather_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *tmp) const;
+  void scatter_range(const Cut &from, const Cut &to, const uint8_t *tmp, uint8_t *dst, bool streaming) const;
+  Plan plan(int64_t table, int64_t streaming_bytes) const;
+
+  const Executable &exe_;
+  ThreadPool &pool_;
+  std::vector<Table> tables_;
+  std::vector<Plan> plans_;       // per table; empty cuts: run whole, on the calling thread
+  std::vector<uint8_t> scratch_;  // for tables whose source and destination overlap
+};
+
+// Bytes of the host's last-level data cache (a default when the host does not say).
+int64_t last_level_cache_bytes();
+
+}  // namespace popsim

@@ -1,0 +1,226 @@
+"""Copy tables in the native core (native/core/copy_tables.cpp): big tables run in
+parallel pieces and with non-temporal stores, and still give exactly what running the
+segments one after another gives (or, for a table whose source and destination overlap,
+reading every segment before writing any), for any thread count.
+
+The machines here are built directly from compiled executables so that a test can pick
+the thread count and the size from which a table uses non-temporal stores
+(``streaming_bytes``), and look at how each table runs (``copy_plan``)."""
+import copy
+
+import numpy as np
+import pytest
+
+import popsim
+from popsim import FLOAT, UNSIGNED_CHAR, _core
+from popsim.contract import COLUMNS, Op, Status
+from popsim.native import describe
+from popsim.program import Copy
+
+LINEAR = popsim.VariableMappingMethod.LINEAR
+NEVER = 1 << 62  # streaming_bytes: no table uses non-temporal stores
+
+
+def no_callback(*args):
+    raise AssertionError("this program makes no host calls")
+
+
+def build(lowered, threads, streaming_bytes):
+    m = _core.Machine(describe(lowered), threads, 0, streaming_bytes)
+    m.load(lowered.init_table, lowered.init_image)
+    return m
+
+
+def run(m, program=0):
+    assert m.run(program, no_callback, no_callback, no_callback) == Status.OK
+
+
+def copy_table(lowered, program=0):
+    """The copy table of the one Copy instruction of ``program``."""
+    p, col = lowered.programs, COLUMNS["instrs"]
+    instrs = p.instrs[p.entries[program]:]
+    copies = instrs[instrs[:, col["op"]] == Op.COPY]
+    return int(copies[0, col["a"]])
+
+
+def segments(lowered, table):
+    begin, end = lowered.table_begin[table], lowered.table_begin[table + 1]
+    col = COLUMNS["segs"]
+    return [(int(s[col["src"]]), int(s[col["dst"]]), int(s[col["len"]])) for s in lowered.segs[begin:end]]
+
+
+def run_in_order(arena, segs, overlaps):
+    """The meaning of a copy table within tile memory, one segment at a time."""
+    out = arena.copy()
+    if overlaps:  # everything is read before anything is written
+        data = [arena[s:s + n].copy() for s, _, n in segs]
+        for (_, d, n), chunk in zip(segs, data):
+            out[d:d + n] = chunk
+    else:
+        for s, d, n in segs:
+            out[d:d + n] = out[s:s + n]
+    return out
+
+
+def run_table_and_compare(lowered, table, threads, streaming_bytes):
+    """Runs program 0 on a machine and checks the whole tile memory against
+    run_in_order; returns the machine's copy plan of ``table``."""
+    m = build(lowered, threads, streaming_bytes)
+    before = m.arena().copy()
+    run(m)
+    expected = run_in_order(before, segments(lowered, table), bool(lowered.table_overlaps[table]))
+    np.testing.assert_array_equal(m.arena(), expected)
+    return m.copy_plan(table)
+
+
+def spread_copy(device, n):
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [n], "a", mapping=LINEAR)
+    b = g.add_variable(FLOAT, [n], "b", mapping=LINEAR)
+    g.set_initial_value(a, np.random.default_rng(1).random(n, dtype=np.float32))
+    return popsim.compile_graph(g, Copy(a, b)).lowered
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("streaming_bytes", [1, NEVER])
+def test_a_big_tile_spread_copy_is_exact_for_any_thread_count(device, threads, streaming_bytes):
+    lw = spread_copy(device, 1 << 20)  # 4 MiB over 1472 tiles
+    table = copy_table(lw)
+    plan = run_table_and_compare(lw, table, threads, streaming_bytes)
+    assert plan["streams"] == (streaming_bytes == 1)
+    assert (plan["pieces_in_arena"] > 1) == (threads > 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize("streaming_bytes", [1, NEVER])
+def test_an_overlapping_copy_reads_everything_before_writing(device, threads, streaming_bytes):
+    """Copy(a[:-1], a[1:]) shifts a by one element: every segment's destination is
+    another segment's source."""
+    n = 1 << 20
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [n], "a", mapping=LINEAR)
+    values = np.random.default_rng(2).random(n, dtype=np.float32)
+    g.set_initial_value(a, values)
+    g.create_host_read("a", a)
+    lw = popsim.compile_graph(g, Copy(a[0:n - 1], a[1:n])).lowered
+    table = copy_table(lw)
+    assert lw.table_overlaps[table] == 1
+    plan = run_table_and_compare(lw, table, threads, streaming_bytes)
+    assert (plan["pieces_in_arena"] > 1) == (threads > 1)
+    m = build(lw, threads, streaming_bytes)
+    run(m)
+    out = np.empty(n, np.float32)
+    m.read(lw.host_reads["a"].table, out)
+    np.testing.assert_array_equal(out, np.concatenate([values[:1], values[:-1]]))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_table_of_many_tiny_segments(device, threads):
+    """A transpose moves one 4-byte element per segment (262,144 segments)."""
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [512, 512], "a", mapping=LINEAR)
+    b = g.add_variable(FLOAT, [512, 512], "b", mapping=LINEAR)
+    values = np.random.default_rng(3).random((512, 512), dtype=np.float32)
+    g.set_initial_value(a, values)
+    g.create_host_read("b", b)
+    lw = popsim.compile_graph(g, Copy(a.transpose(), b)).lowered
+    table = copy_table(lw)
+    assert len(segments(lw, table)) > 100_000
+    plan = run_table_and_compare(lw, table, threads, NEVER)
+    assert (plan["pieces_in_arena"] > 1) == (threads > 1)
+    m = build(lw, threads, NEVER)
+    run(m)
+    out = np.empty((512, 512), np.float32)
+    m.read(lw.host_reads["b"].table, out)
+    np.testing.assert_array_equal(out, values.T)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shift", [(0, 0), (3, 1), (1, 6), (7, 7)])
+def test_byte_segments_at_any_alignment_with_non_temporal_stores(device, threads, shift):
+    """Non-temporal stores write whole aligned lines: segments starting and ending at any
+    byte still copy exactly, nothing around them changes."""
+    n = 3_000_017
+    src_off, dst_off = shift
+    g = popsim.Graph(device)
+    a = g.add_variable(UNSIGNED_CHAR, [n], "a", mapping=LINEAR)
+    b = g.add_variable(UNSIGNED_CHAR, [n], "b", mapping=LINEAR)
+    g.set_initial_value(a, np.random.default_rng(4).integers(0, 256, n, dtype=np.uint8))
+    g.set_initial_value(b, np.random.default_rng(5).integers(0, 256, n, dtype=np.uint8))
+    length = n - 11
+    lw = popsim.compile_graph(g, Copy(a[src_off:src_off + length], b[dst_off:dst_off + length])).lowered
+    plan = run_table_and_compare(lw, copy_table(lw), threads, 1)
+    assert plan["streams"]
+
+
+def test_a_stream_transfer_runs_in_pieces_between_host_and_tile_memory(device):
+    n = 1 << 20
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [n], "a", mapping=LINEAR)
+    s = g.add_host_to_device_fifo("in", FLOAT, n)
+    g.create_host_read("a", a)
+    lw = popsim.compile_graph(g, Copy(s, a)).lowered
+    col = COLUMNS["instrs"]
+    (row,) = lw.programs.instrs[lw.programs.instrs[:, col["op"]] == Op.STREAM_TO_DEVICE]
+    table = int(row[col["b"]])
+    host = np.random.default_rng(6).random(n, dtype=np.float32)
+    for streaming_bytes in (1, NEVER):
+        m = build(lw, 2, streaming_bytes)
+        assert m.copy_plan(table)["pieces"] > 1
+        m.connect_buffer(0, host.view(np.uint8))
+        run(m)
+        out = np.empty(n, np.float32)
+        m.read(lw.host_reads["a"].table, out)
+        np.testing.assert_array_equal(out, host)
+
+
+def tampered(lw, table, change):
+    lw = copy.deepcopy(lw)
+    begin, end = lw.table_begin[table], lw.table_begin[table + 1]
+    change(lw, lw.segs[begin:end])
+    return lw
+
+
+def test_a_table_writing_a_byte_twice_runs_in_order(device):
+    """Hand-made: every segment writes where the first one does. Pieces in parallel
+    could let any of them win; run in order, the last one does."""
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [1024, 1024], "a", mapping=LINEAR)
+    b = g.add_variable(FLOAT, [1024, 512], "b", mapping=LINEAR)
+    g.set_initial_value(a, np.random.default_rng(8).random((1024, 1024), dtype=np.float32))
+    lw = popsim.compile_graph(g, Copy(a[:, 0:512], b)).lowered
+    table = copy_table(lw)
+    assert len(segments(lw, table)) >= 1024
+    col = COLUMNS["segs"]
+
+    def same_destination(lw, segs):
+        segs[:, col["len"]] = segs[:, col["len"]].min()
+        segs[:, col["dst"]] = segs[0, col["dst"]]
+    bad = tampered(lw, table, same_destination)
+    for threads in (1, 2):
+        assert (run_table_and_compare(lw, table, threads, NEVER)["pieces_in_arena"] > 1) == (threads > 1)
+        plan = run_table_and_compare(bad, table, threads, NEVER)
+        assert plan["pieces_in_arena"] == 1 and plan["pieces"] == 1
+
+
+def test_a_table_not_marked_overlapping_whose_source_meets_its_destination_runs_in_order(device):
+    """Hand-made: a shifting copy whose overlap flag was cleared. The core cannot give
+    the read-then-write meaning it was not asked for, but it gives the one-by-one
+    meaning, whatever the thread count."""
+    n = 1 << 20
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [n], "a", mapping=LINEAR)
+    g.set_initial_value(a, np.random.default_rng(7).random(n, dtype=np.float32))
+    lw = copy.deepcopy(popsim.compile_graph(g, Copy(a[0:n - 1], a[1:n])).lowered)
+    table = copy_table(lw)
+    lw.table_overlaps[table] = 0
+    for threads in (1, 2):
+        plan = run_table_and_compare(lw, table, threads, NEVER)
+        assert plan["pieces_in_arena"] == 1 and (plan["pieces"] > 1) == (threads > 1)
+
+
+def test_a_copy_plan_of_a_table_that_does_not_exist_is_an_index_error(device):
+    lw = spread_copy(device, 16)
+    m = build(lw, 2, 0)
+    with pytest.raises(IndexError, match="copy table index out of range"):
+        m.copy_plan(len(lw.table_begin) - 1)
