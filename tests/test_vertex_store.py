@@ -16,7 +16,6 @@ import popsim
 from popsim import FLOAT, INT, InOut, Input, Output, Vector, VectorList
 from popsim.errors import GraphConnectionError, UnknownFieldError
 from popsim.tensor import Tensor
-from popsim.vertex_store import VertexRef
 
 
 class Fields(popsim.Vertex):

@@ -20,7 +20,7 @@ from typing import Dict, Optional, Set, Tuple
 
 from .log import logger
 
-__all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of"]
+__all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of", "write_atomic"]
 
 _lock = threading.Lock()
 _fallbacks: Dict[str, Path] = {}      # unusable directory -> its private replacement
@@ -99,7 +99,7 @@ def store_verified(path: Path, data: bytes = None, source: Path = None) -> None:
                 with open(source, "rb") as src:
                     shutil.copyfileobj(src, f)
         digest = sha256_of(Path(staged))
-        _write_atomic(_digest_file(path), digest.encode())
+        write_atomic(_digest_file(path), digest.encode())
         os.replace(staged, path)
     except BaseException:
         if os.path.exists(staged):
@@ -109,7 +109,10 @@ def store_verified(path: Path, data: bytes = None, source: Path = None) -> None:
         _verified[str(path)] = (_stamp(path), digest)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory, so that
+    readers see the old file or the new one, never part of one; nothing is left behind
+    if writing fails."""
     fd, staged = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

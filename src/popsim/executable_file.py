@@ -21,7 +21,6 @@ import json
 import os
 import re
 import struct
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from .cachedir import is_verified, store_verified
+from .cachedir import is_verified, store_verified, write_atomic
 from .codec import CodecError, decode, encode
 from .errors import PopsimError
 from .lower import Lowered
@@ -80,16 +79,7 @@ def write_executable(target, lowered: Lowered, options: Dict[str, str]) -> None:
     if path.is_dir():
         raise PopsimError(f"cannot serialize to {path}: it is a directory; give a file path such as "
                           f"{path / 'program.popsimexe'}")
-    fd, staged = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
-                                  suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(staged, path)
-    except BaseException:
-        if os.path.exists(staged):
-            os.unlink(staged)
-        raise
+    write_atomic(path, data)
 
 
 # -- reading ------------------------------------------------------------------------------------

@@ -12,13 +12,13 @@ from typing import List
 
 import numpy as np
 
-from . import _core
+from . import _core, config
 from .errors import EngineStateError, InvalidOptionError, PopsimError
 
 __all__ = ["describe", "build_machine", "MAX_THREADS"]
 
-#: More threads than this is a mistake (popsim.numThreads / POPSIM_NUM_THREADS).
-MAX_THREADS = 4096
+#: More threads than this is a mistake (popsim.numThreads / POPSIM_NUM_THREADS check it first).
+MAX_THREADS = config.MAX_THREADS
 
 
 def describe(lw) -> "_core.Description":

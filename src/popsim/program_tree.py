@@ -62,11 +62,12 @@ def operands(p: Program) -> Iterator[Tuple[Part, object]]:
             yield part, getattr(p, part.name)
 
 
-def drive(root: Program, handle: Callable[[Program], Optional[Iterator[Program]]]) -> None:
-    """Run ``handle`` over the tree from ``root`` without recursion: ``handle(p)`` returns
-    None (nothing below ``p`` to visit) or an iterator of the child programs to handle
-    next; each is handled completely before the iterator is resumed. A program found
-    inside itself raises ControlProgramError instead of looping forever."""
+def _walk(root: Program, handle: Callable[[Program], Optional[Iterator[Program]]]) -> Iterator[Program]:
+    """Pre-order over the tree from ``root``, without recursion: yields each program,
+    then calls ``handle`` on it for the iterator of its children to visit next (None:
+    nothing below it). A program found inside itself raises ControlProgramError
+    instead of looping forever."""
+    yield root
     below = handle(root)
     if below is None:
         return
@@ -79,29 +80,27 @@ def drive(root: Program, handle: Callable[[Program], Optional[Iterator[Program]]
             continue
         if id(child) in on_path:
             raise _contains_itself(child)
+        yield child
         below = handle(child)
         if below is not None:
             stack.append((child, below))
             on_path.add(id(child))
 
 
+def drive(root: Program, handle: Callable[[Program], Optional[Iterator[Program]]]) -> None:
+    """Run ``handle`` over the tree from ``root`` without recursion: ``handle(p)`` returns
+    None (nothing below ``p`` to visit) or an iterator of the child programs to handle
+    next; each is handled completely before the iterator is resumed. A program found
+    inside itself raises ControlProgramError instead of looping forever."""
+    for _ in _walk(root, handle):
+        pass
+
+
 def iter_programs(roots: Iterable[Program]) -> Iterator[Program]:
     """Every program in the trees of ``roots``, pre-order (not entering Called functions);
     a program shared by several parents is visited under each of them."""
     for root in roots:
-        yield root
-        stack = [(root, iter(children(root)))]
-        on_path = {id(root)}
-        while stack:
-            child = next(stack[-1][1], None)
-            if child is None:
-                on_path.discard(id(stack.pop()[0]))
-                continue
-            if id(child) in on_path:
-                raise _contains_itself(child)
-            yield child
-            stack.append((child, iter(children(child))))
-            on_path.add(id(child))
+        yield from _walk(root, lambda p: iter(children(p)))
 
 
 def _contains_itself(p: Program) -> ControlProgramError:
