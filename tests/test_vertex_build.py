@@ -255,3 +255,21 @@ def test_configure_refuses_classes_without_the_slots_it_reads():
     cs = g.add_compute_set("cs")
     g.add_vertex(cs, "Pair")
     assert _vertex_build.lean_add_vertex(g._state, cs, "Pair", {"x": x[0]}) is not None
+
+
+def test_the_c_path_holds_exactly_the_references_its_columns_hold():
+    import sys
+    g = new_graph()
+    x = g.add_variable(FLOAT, [4, 4], "x")
+    cs = g.add_compute_set("cs")
+    g.add_vertex(cs, "Fields")
+    vt, kept = g.vertex_type("Fields"), x[1]
+    counts = lambda: (sys.getrefcount(kept), sys.getrefcount(vt), sys.getrefcount(cs))  # noqa: E731
+    before = counts()
+    for _ in range(100):
+        v = g.add_vertex(cs, "Fields", {"v_in": kept, "s_in": x[2, 1], "v_io": x[3]})
+    assert counts() == (before[0] + 100, before[1] + 100, before[2] + 1)  # one per slot, per vertex; the handle
+    del v
+    assert counts()[2] == before[2]
+    del cs._types[1:], cs._tiles[1:], cs._perf[1:], cs._first[1:], cs._slots[len(vt.fields):]
+    assert counts() == before

@@ -192,12 +192,21 @@ PyObject *plan_of(PyObject *vt) {
 }
 
 // Truncates the lists to the lengths they had (undoing a partly made vertex after a failed append).
+// The error that made it fail is kept aside meanwhile (no API call runs with an error set).
 void truncate(PyObject *const *lists, const Py_ssize_t *lengths, int n) {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject *error = PyErr_GetRaisedException();
+#else
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
+#endif
   for (int i = 0; i < n; ++i)
     if (PyList_GET_SIZE(lists[i]) > lengths[i]) PyList_SetSlice(lists[i], lengths[i], PY_SSIZE_T_MAX, nullptr);
+#if PY_VERSION_HEX >= 0x030C0000
+  PyErr_SetRaisedException(error);
+#else
   PyErr_Restore(type, value, traceback);
+#endif
 }
 
 PyObject *lean_add_vertex(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
