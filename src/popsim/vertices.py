@@ -3,7 +3,9 @@ connections, plain state values and cycle estimates.
 
 Graph mixes in :class:`VertexBuilding`; connections are checked as they are made
 (field names, kinds, element types), completeness when an Engine is built. How compute
-sets store their vertices is vertex_store.py's business.
+sets store their vertices is vertex_store.py's business. add_vertex's common call runs in
+C (popsim._vertex_build, native/accel/vertex_build.cpp): the same checks and the same
+columns as the Python path here, which it hands everything else to.
 """
 from __future__ import annotations
 
@@ -112,7 +114,8 @@ class VertexBuilding:
         return self._add_vertex_in_python(compute_set, vertex_type, connections)
 
     def _add_vertex_in_python(self, compute_set, vertex_type, connections) -> VertexRef:
-        """Every form of add_vertex and every error; the C path must agree with it."""
+        """Every form of add_vertex and every error. The C path takes only the calls this one
+        completes on its lean branch, with the same result (tests/test_vertex_build.py)."""
         if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
             raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {compute_set!r}")
         state = self._state
