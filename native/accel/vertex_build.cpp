@@ -55,8 +55,8 @@ Layout layout;
 bool configured = false;
 PyObject *str_table, *str_codelets, *str_types, *str_extra, *str_build_plan;
 
-// The slot at ``offset`` of ``o`` (borrowed; nullptr while unset).
-inline PyObject *slot(PyObject *o, Py_ssize_t offset) {
+// The slot at ``offset`` of ``o`` (a borrowed reference; nullptr while unset).
+inline PyObject *&slot(PyObject *o, Py_ssize_t offset) {
   return *reinterpret_cast<PyObject **>(reinterpret_cast<char *>(o) + offset);
 }
 
@@ -279,8 +279,8 @@ PyObject *lean_add_vertex(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     return nullptr;
   }
   Py_INCREF(cs);
-  *reinterpret_cast<PyObject **>(reinterpret_cast<char *>(vertex.get()) + layout.ref_compute_set) = cs;
-  *reinterpret_cast<PyObject **>(reinterpret_cast<char *>(vertex.get()) + layout.ref_index) = index.release();
+  slot(vertex.get(), layout.ref_compute_set) = cs;  // the new object's slots are empty: nothing to release
+  slot(vertex.get(), layout.ref_index) = index.release();
   if (PyList_Append(columns[0], vt) < 0 || PyList_Append(columns[1], default_tile) < 0 ||
       PyList_Append(columns[2], Py_None) < 0 || PyList_Append(columns[3], first.get()) < 0 ||
       PyList_SetSlice(columns[4], lengths[4], lengths[4], empty_slots) < 0) {
