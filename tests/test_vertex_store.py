@@ -3,9 +3,11 @@ connect.
 
 add_vertex and connect check the common connection (a scalar or vector edge to a strided
 view of its element type) on a lean path and store it as a plain record when nobody else
-holds the view. These tests check that the lean paths accept and refuse exactly what the
-general path does, with the same messages, that what is stored reads back as the same
-view, and that VertexRef handles behave like the vertices they stand for.
+holds the view. These tests check that the lean paths (add_vertex's in C and in Python,
+connect's) accept and refuse exactly what the general path does, with the same messages,
+that what is stored reads back as the same view, and that VertexRef handles behave like the
+vertices they stand for. tests/test_vertex_build.py compares the C and Python paths of
+add_vertex on random calls.
 """
 import gc
 
@@ -98,18 +100,25 @@ def test_add_vertex_and_connect_accept_and_refuse_what_the_general_path_does(fie
     g1, _ = new_graph()
     t1 = build(g1)
     cs1 = g1.add_compute_set("cs")
+    g1.add_vertex(cs1, "Fields")  # makes the type's build plan: the next call may run in C
     lean = outcome(lambda: g1.add_vertex(cs1, "Fields", {field: make(t1)}))
+    g3, _ = new_graph()
+    t3 = build(g3)
+    cs3 = g3.add_compute_set("cs")
+    g3.add_vertex(cs3, "Fields")
+    in_python = outcome(lambda: g3._add_vertex_in_python(cs3, "Fields", {field: make(t3)}))
 
     def by_connect(method):
         g, _ = new_graph()
         t = build(g)
         cs = g.add_compute_set("cs")
+        g.add_vertex(cs, "Fields")  # as above: the vertex connected is #1
         v = g.add_vertex(cs, "Fields")
         return outcome(lambda: (getattr(g, method)(v[field], make(t)), v)[1])
 
     connected = by_connect("connect")
     general = by_connect("_connect_general")
-    for other in (lean, connected):
+    for other in (lean, in_python, connected):
         assert other[0] == general[0], (other, general)
         if general[0] == "error":
             assert other[1:] == general[1:]

@@ -16,6 +16,7 @@ import operator
 from collections.abc import Sequence
 from itertools import chain
 from operator import itemgetter
+from sys import intern
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -283,11 +284,12 @@ WRITING = (Direction.OUTPUT, Direction.INOUT)
 def build_plan(vt: VertexType) -> Tuple[tuple, Dict[str, Tuple[int, object, bool, bool]]]:
     """What add_vertex needs of a type, cached on it: a tuple of empty slots (one per field)
     and, for each scalar or vector edge field, (position, element type, is a vector, is
-    written): what its lean path checks a connection against."""
+    written): what its lean paths check a connection against. Field names are interned, like
+    the string constants of the callers' code, so that looking them up compares pointers."""
     plan = vt.extra.get("build_plan")
     if plan is None:
         plan = vt.extra["build_plan"] = ((None,) * len(vt.fields), {
-            f.name: (i, f.dtype, f.kind is FieldKind.VECTOR_EDGE, f.direction in WRITING)
+            intern(f.name): (i, f.dtype, f.kind is FieldKind.VECTOR_EDGE, f.direction in WRITING)
             for i, f in enumerate(vt.fields) if f.kind in SINGLE_EDGES})
     return plan
 

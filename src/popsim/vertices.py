@@ -3,7 +3,9 @@ connections, plain state values and cycle estimates.
 
 Graph mixes in :class:`VertexBuilding`; connections are checked as they are made
 (field names, kinds, element types), completeness when an Engine is built. How compute
-sets store their vertices is vertex_store.py's business.
+sets store their vertices is vertex_store.py's business. add_vertex's common call runs in
+C (popsim._vertex_build, native/accel/vertex_build.cpp): the same checks and the same
+columns as the Python path here, which it hands everything else to.
 """
 from __future__ import annotations
 
@@ -18,8 +20,12 @@ from .codelet.vertex_type import VertexType
 from .arguments import as_size
 from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
+from .variables import Variable
 from .vertex_store import (WRITING, ComputeSet, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
                            edge_record)
+from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
+
+_configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
 
 _new = object.__new__
 
@@ -99,6 +105,17 @@ class VertexBuilding:
     def add_vertex(self, compute_set, vertex_type, connections: Optional[Dict[str, object]] = None) -> VertexRef:
         """A vertex of ``vertex_type`` (a registered name, or a Vertex class, registered on
         first use) in ``compute_set``, with optional ``{field: tensor}`` connections."""
+        # The common call (a type name whose plan is made, every connection a lean one: see
+        # _add_vertex_in_python) runs in C, native/accel/vertex_build.cpp; for any other it
+        # changes nothing and returns None.
+        v = lean_add_vertex(self._state, compute_set, vertex_type, connections)
+        if v is not None:
+            return v
+        return self._add_vertex_in_python(compute_set, vertex_type, connections)
+
+    def _add_vertex_in_python(self, compute_set, vertex_type, connections) -> VertexRef:
+        """Every form of add_vertex and every error. The C path takes only the calls this one
+        completes on its lean branch, with the same result (tests/test_vertex_build.py)."""
         if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
             raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {compute_set!r}")
         state = self._state
