@@ -37,13 +37,15 @@ def write_report_files(report, directory: str) -> List[str]:
 def _write_files(report, directory: str) -> List[str]:
     os.makedirs(directory, exist_ok=True)
     json_path = os.path.join(directory, "profile.json")
-    report.to_json(json_path)
+    text = report.to_json_text()  # serialised once: the page embeds the same text
+    with open(json_path, "w", encoding="utf-8") as f:
+        f.write(text)
     written = [json_path]
     try:
         from .html import write_html
     except ImportError:  # the HTML page is optional; the JSON is the report
         return written
     html_path = os.path.join(directory, "report.html")
-    write_html(report, html_path)
+    write_html(report, html_path, text)
     written.append(html_path)
     return written
