@@ -226,6 +226,23 @@ def json_text(data) -> str:
     return json.dumps(data, separators=(",", ":"))
 
 
+def part_json_text(value) -> str:
+    """The JSON text of one part of a report (a field's value), as profile.json spells it."""
+    return json_text(_plain(value))
+
+
+def report_json_text(report: "Report", known: Dict[str, str]) -> str:
+    """``report.to_json_text()``, with the JSON text of some top-level fields given:
+    ``known[name]`` must be ``part_json_text`` of that field (a writer that makes report
+    after report keeps the text of what does not change). The same text as serialising
+    the whole: compact JSON of an object is its members' texts joined."""
+    members = []
+    for f in dataclasses.fields(report):
+        text = known.get(f.name)
+        members.append(f"{json.dumps(f.name)}:{part_json_text(getattr(report, f.name)) if text is None else text}")
+    return "{" + ",".join(members) + "}"
+
+
 def _plain(value):
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
