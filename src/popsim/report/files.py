@@ -84,9 +84,7 @@ def _write_text(path: str, text: str) -> None:
     which costs more than the rest of writing a report."""
     try:
         os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:  # e.g. a directory we may not change: writing over the file may still work
+    except OSError:  # none yet; or a directory we may not change, where writing over the file may still work
         pass
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
