@@ -46,7 +46,7 @@ from .poplar_names import SnakeCaseNames
 from .printing import format_tensor
 from .program import Program
 from .report.build import ExecutionProfile, build_report
-from .report.files import auto_report_wanted, write_report_files
+from .report.files import AutoReportFiles, auto_report_wanted, write_report_files
 from .report.report import Report
 from .run_errors import run_error
 from .streams import StreamCallback, device_readable, transfer_function
@@ -132,6 +132,7 @@ class Engine(SnakeCaseNames):
         self._program_names: List[str] = list(lw.program_names)
         self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
         self._reports_written: List[str] = []
+        self._auto_report: Optional[AutoReportFiles] = None  # made at the first write
         self._write_auto_report(after_run=False)
 
     def __repr__(self) -> str:
@@ -411,8 +412,9 @@ class Engine(SnakeCaseNames):
             return
         if after_run and sum(self._program_runs) > int(options["autoReport.executionProfileProgramRunCount"]):
             return
-        report = build_report(self._exe, options.explicit, self._profile())
-        self._reports_written = write_report_files(report, options["autoReport.directory"]) or self._reports_written
+        if self._auto_report is None:
+            self._auto_report = AutoReportFiles(self._exe, options.explicit, options["autoReport.directory"])
+        self._reports_written = self._auto_report.write(self._profile()) or self._reports_written
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

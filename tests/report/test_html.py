@@ -239,6 +239,25 @@ def test_large_program_files_stay_small(name, reports, pages):
     assert time.perf_counter() - start < 1.0
 
 
+@pytest.mark.parametrize("name", _names("named", "not_run", "cpu", "large_copies"))
+def test_page_from_the_saved_text_is_the_same_page(name, reports):
+    """autoReport hands the page profile.json's text to embed: the page is the one
+    render_html makes on its own, and strict JSON even when the text is not."""
+    report = reports[name]
+    assert render_html(report, report.to_json_text()) == render_html(report)
+    step, cycles, warnings = report.execution.steps[0], report.execution.steps[0].cycles, list(report.warnings)
+    report.warnings.append("NaN and Infinity in a name")  # the words alone: the page is still the same
+    try:
+        assert render_html(report, report.to_json_text()) == render_html(report)
+        step.cycles = float("nan")  # profile.json writes NaN; the page embeds null
+        text = report.to_json_text()
+        assert "NaN" in text and render_html(report, text) == render_html(report)
+        assert json.loads(_embedded(render_html(report, text)), parse_constant=pytest.fail)["execution"]["steps"][0][
+            "cycles"] is None
+    finally:
+        step.cycles, report.warnings[:] = cycles, warnings
+
+
 def test_page_data_is_the_report(reports):
     assert page_data(reports["cpu"]) == reports["cpu"].to_dict()
 

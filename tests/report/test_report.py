@@ -1,5 +1,6 @@
 """The report object, its JSON round trip, and the text summary."""
 import io
+import json
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ import pytest
 import popsim
 from popsim import FLOAT
 from popsim.program import Copy, PrintTensor, Repeat, Sequence
+from popsim.report.report import MemoryInfo, part_json_text, report_json_text
 
 
 @pytest.fixture
@@ -88,3 +90,52 @@ def test_summary_sections(ran_engine):
 def test_summary_without_steps_by_default(ran_engine, capsys):
     ran_engine.print_profile_summary()
     assert "Copy a -> b" not in capsys.readouterr().out
+
+
+# -- the JSON text: the C encoder in one pass, the same bytes as the pure-Python encoder ----------------
+def _python_encoder_text(data):
+    """json.dump to a file runs the pure-Python encoder: an independent reference."""
+    out = io.StringIO()
+    json.dump(data, out, separators=(",", ":"))
+    return out.getvalue()
+
+
+def test_json_text_is_the_pure_python_encoders(ran_engine, tmp_path):
+    r = ran_engine.get_report()
+    r.execution.steps[0].cycles = float("nan")  # written as NaN, as json.dump writes it
+    r.execution.total_cycles = float("inf")
+    r.execution.steps[1].categories["sync"] = -0.0
+    r.warnings.append("caf\u00e9 \u2013 \"quoted\" </script>")
+    expected = _python_encoder_text(r.to_dict())
+    assert r.to_json_text() == expected
+    r.to_json(tmp_path / "profile.json")
+    assert (tmp_path / "profile.json").read_text(encoding="utf-8") == expected
+    assert "NaN" in expected and "Infinity" in expected and "-0.0" in expected
+
+
+def test_report_json_text_takes_the_known_parts(ran_engine):
+    r = ran_engine.get_report()
+    assert report_json_text(r, {}) == r.to_json_text()
+    assert report_json_text(r, {"memory": part_json_text(r.memory)}) == r.to_json_text()
+    assert json.loads(report_json_text(r, {"memory": "[7]"}))["memory"] == [7]  # used as given, not recomputed
+
+
+# -- per-tile figures -------------------------------------------------------------------------------
+def test_memory_figures_match_numpy(ran_engine):
+    m = ran_engine.get_report().memory
+    per_category = np.array(list(m.by_category.values()), np.int64)
+    tiles = per_category.sum(axis=0)
+    f = m.figures()
+    assert np.array_equal(f.tiles, tiles) and f.total == int(tiles.sum()) == m.total
+    assert f.max_tile == int(np.argmax(tiles)) == m.max_tile and f.max_bytes == int(tiles.max()) == m.max_bytes
+    assert f.out_of_memory == [] == m.tiles_out_of_memory
+    assert f.category_totals == {k: int(np.sum(v)) for k, v in m.by_category.items()}
+    assert f.category_totals["variables"] == m.category_total("variables") == 2 * 64 * 4
+
+
+def test_memory_figures_follow_changes_to_a_report(ran_engine):
+    m = ran_engine.get_report().memory
+    before = m.figures()
+    m.by_category["variables"][1000] += 10 ** 7  # a report the caller changes: nothing is remembered
+    assert m.max_tile == 1000 and m.tiles_out_of_memory == [1000] and m.total == before.total + 10 ** 7
+    assert MemoryInfo(bytes_per_tile=8, by_category={}).figures().tiles.size == 0

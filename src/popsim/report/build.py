@@ -13,9 +13,9 @@ import numpy as np
 from ..lower import CATEGORIES
 from ..version import __version__
 from .report import (ComputeSetCycles, ExecutionInfo, GraphInfo, MemoryInfo, Report, StepInfo, TargetInfo,
-                     VertexTypeCycles)
+                     TileFigures, VertexTypeCycles)
 
-__all__ = ["ExecutionProfile", "build_report"]
+__all__ = ["ExecutionProfile", "StaticParts", "build_report", "static_parts"]
 
 
 @dataclass
@@ -32,9 +32,54 @@ class ExecutionProfile:
     program_names: List[str]
 
 
-def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfile] = None) -> Report:
+@dataclass
+class StaticParts:
+    """What a report of one executable holds whatever has run: built once, for a writer
+    that makes report after report of it (autoReport). The reports built from it share
+    these objects: only a caller that never hands its reports out may pass it."""
+
+    target: TargetInfo
+    graph: GraphInfo
+    memory: MemoryInfo
+    cs_vertices: List[int]      # per compute set: its vertices
+    type_instances: np.ndarray  # per vertex type: its vertices
+
+
+class _StaticMemoryInfo(MemoryInfo):
+    """The MemoryInfo of StaticParts: never changed once built, so its figures (which the
+    summary and the page both need) are computed once. Same fields, same JSON."""
+
+    def figures(self) -> TileFigures:
+        known = self.__dict__.get("_figures")
+        if known is None:
+            known = self.__dict__["_figures"] = super().figures()
+        return known
+
+
+def static_parts(exe, shared: bool = True) -> StaticParts:
+    """The parts of ``exe``'s reports that no run changes (see StaticParts). ``shared``:
+    for a writer that keeps them (their memory figures are then computed once); False
+    for one report that its caller may change."""
+    lw = exe.lowered
+    target, vt = lw.target, lw.vertices
+    return StaticParts(
+        target=TargetInfo(type=target.target_type.value, arch=target.arch, num_ipus=target.num_ipus,
+                          tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,
+                          bytes_per_tile=target.bytes_per_tile, clock=target.tile_clock_frequency,
+                          num_worker_contexts=target.num_worker_contexts),
+        graph=GraphInfo(**lw.graph_counts), memory=_memory(lw, _StaticMemoryInfo if shared else MemoryInfo),
+        cs_vertices=np.bincount(vt.row_cs, minlength=len(vt.cs_names)).tolist() if len(vt.row_cs)
+        else [0] * len(vt.cs_names),
+        type_instances=np.bincount(vt.row_type, minlength=len(vt.type_names)) if len(vt.row_type)
+        else np.zeros(0, int))
+
+
+def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfile] = None,
+                 static: Optional[StaticParts] = None) -> Report:
     """The report of executable ``exe`` (with ``options``, the ones set explicitly) after
-    the runs ``profile`` counted (None: nothing has run)."""
+    the runs ``profile`` counted (None: nothing has run). ``static``: ``static_parts(exe)``
+    kept from an earlier call, to share (see StaticParts); None builds them afresh."""
+    static = static if static is not None else static_parts(exe, shared=False)
     lw = exe.lowered
     target = lw.target
     vt = lw.vertices
@@ -65,22 +110,17 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
     totals = cycles.sum(axis=0) if cycles.size else np.zeros(len(CATEGORIES))
     by_type = np.bincount(vt.row_type, weights=vertex_cycles, minlength=len(vt.type_names)) if len(vt.row_type) \
         else np.zeros(0)
-    instances = np.bincount(vt.row_type, minlength=len(vt.type_names)) if len(vt.row_type) else np.zeros(0, int)
+    instances = static.type_instances
     compute_sets = []
     for row, name in enumerate(vt.cs_names):
         mine = [i for i, s in enumerate(steps_meta) if s.compute_set == row]
-        compute_sets.append(ComputeSetCycles(name=name, vertices=int(np.sum(vt.row_cs == row)),
+        compute_sets.append(ComputeSetCycles(name=name, vertices=static.cs_vertices[row],
                                              runs=int(sum(counts[i] for i in mine)),
                                              cycles=float(sum(cycles[i, 0] for i in mine))))
     names = profile.program_names if profile is not None else lw.program_names
     runs = profile.program_runs if profile is not None else [0] * lw.num_programs
     return Report(
-        target=TargetInfo(type=target.target_type.value, arch=target.arch, num_ipus=target.num_ipus,
-                          tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,
-                          bytes_per_tile=target.bytes_per_tile, clock=target.tile_clock_frequency,
-                          num_worker_contexts=target.num_worker_contexts),
-        graph=GraphInfo(**lw.graph_counts),
-        memory=_memory(lw),
+        target=static.target, graph=static.graph, memory=static.memory,
         execution=ExecutionInfo(
             total_cycles=float(totals[0]),
             programs_executed=[{"index": i, "name": names[i], "runs": r} for i, r in enumerate(runs) if r],
@@ -90,14 +130,14 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
         compilation=exe.compilation, options=dict(options), warnings=list(vt.warnings), popsim_version=__version__)
 
 
-def _memory(lw) -> MemoryInfo:
+def _memory(lw, kind=MemoryInfo) -> MemoryInfo:
     layout = lw.layout
     totals = layout.tile_totals
     worst = np.argsort(-totals, kind="stable")[:5]
     always = int(sum(int(v.sum()) for k, v in layout.by_category.items() if k != "exchange_buffers"))
     buffers = lw.vertices.cs_buffer_bytes
     liveness = [always + (buffers[s.compute_set] if s.compute_set >= 0 else 0) for s in lw.programs.steps]
-    return MemoryInfo(
+    return kind(
         bytes_per_tile=lw.target.bytes_per_tile,
         by_category={k: v.tolist() for k, v in layout.by_category.items()},
         largest=[{"tile": int(t), "tensors": [[n, b] for n, b in layout.largest_on_tile(int(t), lw.variable_names)]}

@@ -18,7 +18,7 @@ import html
 import json
 import math
 import os
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from .report import Report
 
@@ -49,12 +49,20 @@ def page_data(report: Report) -> dict:
     return report.to_dict()
 
 
-def _script_json(data) -> str:
-    """JSON that is safe inside <script>: no '<', '>' or '&' can close or open a tag."""
-    try:
-        text = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(data), separators=(",", ":"))
+def _script_json(report: Report, text: Optional[str] = None) -> str:
+    """The report's data as JSON that is safe inside <script>: strict JSON (NaN and
+    infinities become null) in which no '<', '>' or '&' can close or open a tag.
+
+    ``text``: the report's JSON as profile.json holds it (``Report.to_json_text()``),
+    when the caller has it. Without NaN or Infinity in it, it is strict JSON already and
+    is embedded as it is, rather than serialised again (a string holding those words
+    only sends us the slow way, which gives the same page)."""
+    if text is None or "NaN" in text or "Infinity" in text:
+        data = page_data(report)
+        try:
+            text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            text = json.dumps(_finite(data), separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -77,7 +85,7 @@ def _facts(title: str, rows: Iterable[Tuple[str, str]]) -> str:
 def _overview(r: Report) -> str:
     t, g, m, x, c = r.target, r.graph, r.memory, r.execution, r.compilation
     cpu = t.type == "CPU"
-    tiles = m.tiles
+    fig = m.figures()
     target = [("type", f"{t.type} ({t.arch})"), ("IPUs", f"{t.num_ipus:,}"), ("tiles per IPU", f"{t.tiles_per_ipu:,}"),
               ("total tiles", f"{t.num_tiles:,}"),
               ("memory per tile", "unlimited" if cpu else _bytes(t.bytes_per_tile)),
@@ -85,9 +93,9 @@ def _overview(r: Report) -> str:
               ("clock", f"{t.clock / 1e6:,.1f} MHz"), ("worker contexts", f"{t.num_worker_contexts}")]
     graph = [("vertices", f"{g.num_vertices:,}"), ("edges", f"{g.num_edges:,}"), ("variables", f"{g.num_variables:,}"),
              ("compute sets", f"{g.num_compute_sets:,}")]
-    over = m.tiles_out_of_memory
-    memory = [("total", _bytes(m.total)),
-              ("fullest tile", f"{_bytes(m.max_bytes)} on tile {m.max_tile}" if tiles.size else "none"),
+    over = fig.out_of_memory
+    memory = [("total", _bytes(fig.total)),
+              ("fullest tile", f"{_bytes(fig.max_bytes)} on tile {fig.max_tile}" if fig.tiles.size else "none"),
               ("tiles out of memory", f"{len(over):,}" + (f" (first: {', '.join(map(str, over[:8]))})" if over else "")),
               ("always live", _bytes(m.always_live)),
               ("most live in a step", _bytes(max(m.liveness)) if m.liveness else "no steps")]
@@ -159,8 +167,9 @@ _ON_ERROR = ("window.onerror=function(m,s,l){var b=document.body,p=b.getAttribut
              "if(e){e.hidden=false;e.textContent='JavaScript error: '+b.getAttribute('data-js-errors');}};")
 
 
-def render_html(report: Report) -> str:
-    """The page, as text."""
+def render_html(report: Report, data_text: Optional[str] = None) -> str:
+    """The page, as text. ``data_text``: ``report.to_json_text()``, when the caller has
+    it (autoReport writes it to profile.json too), to embed without serialising again."""
     t = report.target
     try:
         summary = report.summary({"showExecutionSteps": "true"})
@@ -186,17 +195,18 @@ def render_html(report: Report) -> str:
         sections,
         f'\n<section id="summary"><h2>Text summary</h2><pre class="summary">{_e(summary)}</pre></section>',
         "</main>\n",
-        f'<script type="application/json" id="popsim-data">{_script_json(page_data(report))}</script>\n',
+        f'<script type="application/json" id="popsim-data">{_script_json(report, data_text)}</script>\n',
         f"<script>{_asset('html_plots.js')}</script>\n<script>{_asset('html_page.js')}</script>\n",
         "</body></html>\n"])
 
 
-def write_html(report: Report, path) -> None:
+def write_html(report: Report, path, data_text: Optional[str] = None) -> None:
     """Write ``report`` as one self-contained HTML page to ``path``.
 
     :param report: a Report (``engine.get_report()`` or ``popsim.open_report(path)``).
     :param path: the file to write (usually ``report.html`` beside ``profile.json``).
+    :param data_text: ``report.to_json_text()``, when the caller has it.
     """
-    text = render_html(report)
+    text = render_html(report, data_text)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import numpy as np
 
@@ -61,14 +61,25 @@ class MemoryInfo:
     # share one receive buffer (what separate buffers would add, over all compute sets).
     exchange_buffers_shared: int = 0
 
+    def figures(self) -> "TileFigures":
+        """The per-tile totals and what is derived from them, from one conversion of the
+        lists (readers that need several of the properties below ask for this once)."""
+        cats = list(self.by_category.values())
+        per_category = np.asarray(cats, np.int64) if cats else np.zeros((0, 0), np.int64)
+        tiles = per_category.sum(axis=0) if cats else np.zeros(0, np.int64)
+        return TileFigures(
+            tiles=tiles, total=int(tiles.sum()), max_tile=int(np.argmax(tiles)) if tiles.size else 0,
+            max_bytes=int(tiles.max()) if tiles.size else 0,
+            out_of_memory=np.flatnonzero(tiles > self.bytes_per_tile).tolist(),
+            category_totals=dict(zip(self.by_category, per_category.sum(axis=1).tolist())) if cats else {})
+
     @property
     def tiles(self) -> np.ndarray:
-        cats = list(self.by_category.values())
-        return np.sum(np.asarray(cats, np.int64), axis=0) if cats else np.zeros(0, np.int64)
+        return self.figures().tiles
 
     @property
     def total(self) -> int:
-        return int(self.tiles.sum())
+        return self.figures().total
 
     def category_total(self, name: str) -> int:
         return int(np.sum(self.by_category.get(name, [])))
@@ -78,17 +89,26 @@ class MemoryInfo:
 
     @property
     def max_tile(self) -> int:
-        tiles = self.tiles
-        return int(np.argmax(tiles)) if tiles.size else 0
+        return self.figures().max_tile
 
     @property
     def max_bytes(self) -> int:
-        tiles = self.tiles
-        return int(tiles.max()) if tiles.size else 0
+        return self.figures().max_bytes
 
     @property
     def tiles_out_of_memory(self) -> List[int]:
-        return np.flatnonzero(self.tiles > self.bytes_per_tile).tolist()
+        return self.figures().out_of_memory
+
+
+class TileFigures(NamedTuple):
+    """``MemoryInfo.figures()``: bytes per tile and what follows from them."""
+
+    tiles: np.ndarray                 # per tile: its total over the categories
+    total: int                        # over all tiles
+    max_tile: int                     # the fullest tile (the first of equals; 0 with no tiles)
+    max_bytes: int                    # its bytes
+    out_of_memory: List[int]          # tiles holding more than bytes_per_tile
+    category_totals: Dict[str, int]   # per category: over all tiles
 
 
 @dataclass
@@ -163,10 +183,15 @@ class Report:
         """The report as JSON-ready data (lists of numbers are passed on as they are)."""
         return _plain(self)
 
+    def to_json_text(self) -> str:
+        """The report as the compact JSON text ``to_json`` saves."""
+        return json_text(self.to_dict())
+
     def to_json(self, path) -> None:
         """Save as JSON (schema version ``SCHEMA_VERSION``, docs/report_schema.md)."""
+        text = self.to_json_text()
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, separators=(",", ":"))
+            f.write(text)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Report":
@@ -191,6 +216,31 @@ class Report:
     def summary(self, options: Optional[Dict[str, str]] = None) -> str:
         from .summary import format_summary
         return format_summary(self, options or {})
+
+
+def json_text(data) -> str:
+    """``data`` (``Report.to_dict()`` or a part of it) as profile.json spells it: compact.
+
+    ``json.dumps`` runs the C encoder in one pass; ``json.dump`` to a file would run the
+    pure-Python one, several times slower on the per-tile lists, for the same text."""
+    return json.dumps(data, separators=(",", ":"))
+
+
+def part_json_text(value) -> str:
+    """The JSON text of one part of a report (a field's value), as profile.json spells it."""
+    return json_text(_plain(value))
+
+
+def report_json_text(report: "Report", known: Dict[str, str]) -> str:
+    """``report.to_json_text()``, with the JSON text of some top-level fields given:
+    ``known[name]`` must be ``part_json_text`` of that field (a writer that makes report
+    after report keeps the text of what does not change). The same text as serialising
+    the whole: compact JSON of an object is its members' texts joined."""
+    members = []
+    for f in dataclasses.fields(report):
+        text = known.get(f.name)
+        members.append(f"{json.dumps(f.name)}:{part_json_text(getattr(report, f.name)) if text is None else text}")
+    return "{" + ",".join(members) + "}"
 
 
 def _plain(value):

@@ -77,20 +77,21 @@ def _histogram(tiles: np.ndarray, limit: int) -> List[str]:
 
 def _memory(r: Report) -> List[str]:
     m = r.memory
-    tiles = m.tiles
+    fig = m.figures()
+    tiles = fig.tiles
     cpu = r.target.type == "CPU"
     capacity = 0 if cpu else r.target.total_memory
-    out = ["Memory Usage:", _line("Total for all tiles", _share(m.total, capacity))]
+    out = ["Memory Usage:", _line("Total for all tiles", _share(fig.total, capacity))]
     for name in m.by_category:
-        out.append(_line(_label(name), _bytes(m.category_total(name)), 4))
+        out.append(_line(_label(name), _bytes(fig.category_totals[name]), 4))
         if name == "exchange_buffers" and m.exchange_buffers_shared:
             out.append(_line("Saved by sharing received data", _bytes(m.exchange_buffers_shared), 6))
     limit = 0 if cpu else m.bytes_per_tile
     out += ["  By Tile:",
-            _line("Maximum", f"{_share(m.max_bytes, limit)} on tile {m.max_tile}", 4),
+            _line("Maximum", f"{_share(fig.max_bytes, limit)} on tile {fig.max_tile}", 4),
             _line("Average", _bytes(float(tiles.mean()) if tiles.size else 0), 4),
             _line("Tiles holding data", f"{int((tiles > 0).sum()):,} of {tiles.size:,}", 4),
-            _line("Tile(s) out of memory", f"{len(m.tiles_out_of_memory):,}", 4),
+            _line("Tile(s) out of memory", f"{len(fig.out_of_memory):,}", 4),
             "    Histogram (bytes per tile):"]
     out += _histogram(tiles, limit)
     if m.largest:
