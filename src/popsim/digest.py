@@ -1,8 +1,12 @@
 """A content digest of a graph and its programs: the key of the executable cache.
 
-Two graphs with the same variables, mappings, initial values, codelets, vertices,
-connections, estimates, streams, handles and programs get the same digest, whatever
-Python objects they are made of. Tensor views are described by the elements they
+Two graphs with the same variables, mappings, codelets, vertices, connections,
+estimates, streams, handles and programs get the same digest, whatever Python objects
+they are made of. Initial values (set_initial_value data of tensors, constants'
+values) are data, not code: the digest covers which views have them and their types
+and shapes, not the values, so that a program whose weights change from run to run
+reuses its executable (the cache packs the graph's values on a hit:
+lower/initial_image.py). Vertex state values are covered (perf estimators read them). Tensor views are described by the elements they
 cover; compiled codelets by their library (whose name holds its content hash) and
 their fields; perf estimators by everything their code reaches (code_fingerprint.py);
 the target by every field that defines it; programs through the one description of
@@ -18,10 +22,8 @@ import functools
 import hashlib
 import importlib.util
 import operator
-import threading
 from itertools import repeat
 from pathlib import Path
-from typing import Iterable, List
 
 import numpy as np
 
@@ -43,38 +45,8 @@ class _Digest:
     def array(self, a: np.ndarray) -> None:
         a = np.ascontiguousarray(a)
         self.h.update(f"{a.dtype.str}{a.shape}".encode())
-        if not a.size:
-            return
-        data = memoryview(a.reshape(-1)).cast("B")  # the array's own memory: no copy of a 40 MB value
-        if len(data) < 2 * _CHUNK:
-            self.h.update(data)
-        else:
-            self.h.update(b"chunks")
-            for chunk_digest in _chunk_digests(data):
-                self.h.update(chunk_digest)
-
-    def ints(self, values: Iterable[int]) -> None:
-        self.array(np.fromiter(values, np.int64))
-
-
-_CHUNK = 4 << 20  # arrays of two chunks or more are hashed chunk by chunk, on two threads
-
-
-def _chunk_digests(data: memoryview) -> List[bytes]:
-    """The sha256 of each _CHUNK bytes of ``data``, in order. hashlib lets other threads
-    run while it hashes, so a second thread halves the time a big initial value takes;
-    the digests do not depend on which thread made them."""
-    chunks = [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)]
-    digests: List[bytes] = [b""] * len(chunks)
-
-    def hash_every_other(first: int) -> None:
-        for k in range(first, len(chunks), 2):
-            digests[k] = hashlib.sha256(chunks[k]).digest()
-    helper = threading.Thread(target=hash_every_other, args=(1,), name="popsim-digest")
-    helper.start()
-    hash_every_other(0)
-    helper.join()
-    return digests
+        if a.size:
+            self.h.update(memoryview(a.reshape(-1)).cast("B"))  # the array's own memory: no copy
 
 
 def tensor_key(t: Tensor) -> int:
@@ -95,9 +67,8 @@ def graph_digest(state, programs, *extra: str) -> str:
     d.text("target", [(f.name, getattr(target, f.name)) for f in dataclasses.fields(target) if f.compare],
            state.replication_factor, *extra)
     _variables(d, state)
-    for tensor, values in state.initial_values:
-        d.text("initial", tensor_key(tensor))
-        d.array(values)
+    for tensor, values in state.initial_values:  # which views, not the values (data: see above)
+        d.text("initial", tensor_key(tensor), values.dtype.str, values.shape)
     for s in sorted(state.streams.values(), key=lambda s: s.index):
         d.text("stream", s.index, s.handle, s.dtype.name, s.num_elements, s.direction.value)
     for kind, handles in (("write", state.host_writes), ("read", state.host_reads)):
@@ -129,9 +100,7 @@ def build_fingerprint() -> str:
 
 def _variables(d: _Digest, state) -> None:
     for v in state.table.variables:
-        d.text("var", v.name, v.dtype.name, v.shape, v.is_constant, v.mapping.whole_tile)
-        if v.values is not None:
-            d.array(v.values)
+        d.text("var", v.name, v.dtype.name, v.shape, v.is_constant, v.mapping.whole_tile)  # not a constant's values
         if v.mapping.whole_tile is None:
             for paint in v.mapping.paints():
                 for a in paint:

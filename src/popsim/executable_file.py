@@ -38,7 +38,7 @@ from .version import __version__
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: initial values apart from vertex state values, and optional (cache entries)
 MAGIC = "popsim-executable"
 _HEADER = "header.json"
 _LIBRARY = "library/"
@@ -178,11 +178,13 @@ def _extract_libraries(z, members, names: List[str]) -> List[str]:
     return paths
 
 
-def read_executable(source, verified: bool = False) -> Tuple[Lowered, Dict[str, str]]:
+def read_executable(source, verified: bool = False, with_values: bool = True) -> Tuple[Lowered, Dict[str, str]]:
     """(lowered, options) of the executable in ``source`` (a path or a binary file
     object); PopsimError when it is not a well-formed popsim executable. ``verified``:
     the file's content was just checked against a digest (a cache entry), so its
-    members' CRC-32s are not checked again; everything else is."""
+    members' CRC-32s are not checked again; everything else is. ``with_values``: the
+    file must hold its initial values (an executable-cache entry does not: its reader
+    packs them from the graph)."""
     where = getattr(source, "name", None) or source
     try:
         if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()
@@ -217,6 +219,10 @@ def read_executable(source, verified: bool = False) -> Tuple[Lowered, Dict[str, 
                 raise CodecError(f"{path}: expected [library index, symbol] pairs, found {str(value)[:60]}")
             return [(libraries[k], symbol) for k, symbol in value]
         lowered = decode(Lowered, header.get("lowered"), arrays, {(VertexTables, "codelets"): (None, codelets)})
+        if with_values and lowered.init_image is None:
+            raise PopsimError("it was saved without its initial values (an executable-cache entry, which runs "
+                              "only with the graph it was compiled from); save a compiled executable with "
+                              "exe.serialize to run it on its own")
         check_lowered(lowered)
         return lowered, options
     except PopsimError as e:
