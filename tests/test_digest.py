@@ -364,3 +364,58 @@ def test_initial_values_are_data_and_their_views_structure(device):
                 dict(constant_shape=(3, 1))]
     digests = [initial_value_digest(device, **v) for v in variants]
     assert base not in digests and len(set(digests)) == len(variants)
+
+
+# -- content_key: connection slots read in C (native/binding/content_key.cpp) ---------------------
+def test_content_key_tells_records_apart_and_ignores_object_identity():
+    from popsim._core import content_key
+    base = [(0, 5, (3,), (1,)), (1, 0, (), ()), (2, 7, (2, 2), (4, 1)), 9]
+    assert content_key(base) == content_key([tuple(tuple(x) if isinstance(x, tuple) else x for x in r)
+                                             if isinstance(r, tuple) else r for r in base])
+    assert len(content_key(base)) == 16
+    variants = [
+        [(0, 6, (3,), (1,))] + base[1:],                  # one int
+        [(0, 5, (3, 1), (1,))] + base[1:],                # a nested tuple's length
+        [(0, 5, 3, (1,))] + base[1:],                      # an int where a tuple was
+        [(0, 5, (3,), (1,), 0)] + base[1:],               # a record's length
+        [base[1], base[0]] + base[2:],                    # order
+        base[:-1], base + [(0,)], base[:-1] + [(9,)],     # items missing, added, an int vs a 1-tuple
+        [(0, -5, (3,), (1,))] + base[1:], [(0, 2 ** 62, (3,), (1,))] + base[1:],
+    ]
+    keys = {content_key(v) for v in variants}
+    assert content_key(base) not in keys and len(keys) == len(variants)
+    assert content_key([]) != content_key([()]) != content_key([0])
+
+
+def test_content_key_refuses_what_it_cannot_read_exactly():
+    import numpy as np
+    from popsim._core import content_key
+    for bad in ([None], [1.0], [True], [np.int64(3)], [[1, 2]], [2 ** 63], [(1, (2, (3,)))], [(1, None)],
+                [tuple(range(57))], [(0, (1.5,))]):
+        assert content_key(bad) is None, bad
+    with pytest.raises(TypeError):
+        content_key(iter([1]))
+
+
+def test_slots_that_content_key_cannot_read_are_digested_by_content(device):
+    """Slot records with numpy integers (not plain ints) go through hash(): the digest
+    still depends on their values only."""
+    import numpy as np
+
+    def digest_with(offset):
+        g = popsim.Graph(device)
+        g.add_codelets([DigestA])
+        x, y = g.add_variable(INT, [8], "x"), g.add_variable(INT, [8], "y")
+        g.set_tile_mapping(x, 0)
+        g.set_tile_mapping(y, 0)
+        cs = g.add_compute_set("cs")
+        v = g.add_vertex(cs, "DigestA", {"x": x[0:2], "y": y[0]})
+        g.set_tile_mapping(v, 0)
+        cs._slots[0] = (x._var.index, offset, (2,), (1,))
+        return D.graph_digest(g._state, [Execute(cs)])
+    assert digest_with(np.int64(3)) == digest_with(np.int64(3)) == digest_with(3)
+    assert digest_with(np.int64(4)) != digest_with(np.int64(3))
+
+
+def test_integers_beyond_int64_are_digested_by_value():
+    assert D._key([2 ** 70, (1, 2)]) == D._key([2 ** 70, (1, 2)]) != D._key([2 ** 70 + 1, (1, 2)])

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._core import content_key
 from .code_fingerprint import code_fingerprint
 from .program import PartKind
 from .program_tree import check_belongs_to, iter_programs, operands, parts_of
@@ -128,44 +129,63 @@ def _compute_set(d: _Digest, cs) -> None:
         used, codes = list(by_id.values()), np.array(list(map(code_of.__getitem__, ids)), np.int64)
     d.text("types", [_vertex_type(t) for t in used])
     d.array(codes)
-    d.array(np.fromiter(cs._tiles, np.int64, len(types)))  # -1: not placed
+    d.h.update(_key(cs._tiles))  # -1: not placed
     perf = cs._perf
-    d.array(np.array([-1 if c is None else c for c in perf] if None in perf else perf, np.int64))
-    d.array(_slot_keys(cs._slots, types, cs._first))
+    key = content_key(perf)  # None when some vertex has no estimate of its own
+    d.h.update(key if key is not None else _key([-1 if c is None else c for c in perf]))
+    key = content_key(cs._slots)  # only edge records (the common case): read in C
+    d.h.update(key if key is not None else _key(_canonical_slots(cs._slots, types, cs._first)))
 
 
-def _slot_keys(slots: list, types: list, first: list) -> np.ndarray:
-    """One integer per connection slot, naming what it connects: an edge record (var
-    index, offset, shape, strides) and a Tensor of the field's element type over the
-    same elements get the same key (the hash of the record), so the digest does not
-    depend on how a connection is stored."""
-    if set(map(type, slots)) <= {tuple}:  # only records (the common case): hashed in C
-        return np.fromiter(map(hash, slots), np.int64, len(slots))
-    keys = []
-    add = keys.append
+def _key(items: list) -> bytes:
+    """content_key of ``items`` (ints and tuples of ints), also when some are integers of
+    another type (numpy's: the same key as plain ints) or beyond int64 (then through
+    hash(), which does not depend on the process for numbers and tuples of them)."""
+    key = content_key(items)
+    if key is None:
+        key = content_key([_plain(x) for x in items])
+    return key if key is not None else b"hashed" + content_key([hash(x) for x in items])
+
+
+def _plain(x):
+    """``x`` with integers of any type as Python ints (anything else as it is)."""
+    if type(x) is tuple:
+        return tuple(map(_plain, x))
+    try:
+        return operator.index(x)
+    except TypeError:
+        return x
+
+
+def _canonical_slots(slots: list, types: list, first: list) -> list:
+    """The connection slots as content_key reads them: an edge record (var index,
+    offset, shape, strides) is itself, and a Tensor of the field's element type over
+    the same elements is that record, so that the digest does not depend on how a
+    connection is stored; the rest are tagged tuples that no record can equal."""
+    out = []
+    add = out.append
     for vt, start in zip(types, first):
         fields = vt.fields
         for spec, c in zip(fields, slots[start:start + len(fields)]):
-            if type(c) is tuple:  # hash() of ints and tuples of ints does not depend on the process
-                add(hash(c))
+            if type(c) is tuple:
+                add(c)
             elif type(c) is Tensor:
-                add(_connection_key(c, spec.dtype))
+                add(_connection(c, spec.dtype))
             elif c is None:
-                add(-1)
-            elif isinstance(c, list):
-                add(len(c))
-                keys.extend(-1 if t is None else _connection_key(t, t.dtype) for t in c)
+                add((-1,))
+            elif isinstance(c, list):  # sub-edges: one int each (hash() of a tuple of ints is the same in every process)
+                add((-2, tuple(-1 if t is None else hash(_connection(t, t.dtype)) for t in c)))
             else:  # plain state values
-                add(int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
-                                                   digest_size=8).digest(), "little", signed=True))
-    return np.array(keys, np.int64)
+                add((-3, int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
+                                                        digest_size=8).digest(), "little", signed=True)))
+    return out
 
 
-def _connection_key(t: Tensor, field_dtype) -> int:
+def _connection(t: Tensor, field_dtype) -> tuple:
     if t._var is not None:  # as the record the vertex store keeps for such a view
         record = (t._var.index, t._offset, t._shape, t._strides)
-        return hash(record if t._dtype is field_dtype else record + (t._dtype.code,))
-    return tensor_key(t)
+        return record if t._dtype is field_dtype else record + (t._dtype.code,)
+    return (-4, tensor_key(t))
 
 
 def _programs(d: _Digest, state, programs) -> None:

@@ -1,0 +1,129 @@
+// content_key: a 128-bit key of a list of small integer records, for the executable-cache
+// digest (popsim/digest.py). A compute set's connections are hundreds of thousands of
+// tuples such as (variable, offset, (n,), (1,)); reading them here, with no Python object
+// made per item, costs a fraction of hashing them one by one in Python.
+//
+// Items may be ints or tuples whose elements are ints or tuples of ints (all fitting
+// int64); anything else makes the result None, and the caller describes such items
+// another way. The items are read as a stream of 64-bit tokens that determines them
+// (each tuple's header says its length and which of its elements are tuples; a nested
+// tuple's length comes before its elements), fed to two 64-bit lanes. Each lane's step
+// is a bijection of the token for a fixed state and of the state for a fixed token, so
+// changing any one token always changes both lanes; other differences collide with
+// probability about 2^-128. Not a cryptographic hash: the cache is the user's own.
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "binding/binding.hpp"
+
+namespace popsim_binding {
+
+namespace {
+
+constexpr int kMaxTupleLength = 56;  // a header holds the length and one tuple bit per element
+
+inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+struct Lanes {
+  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL, count = 0;
+  void add(uint64_t t) {
+    a = rotl((a ^ t) * 0x9e3779b97f4a7c15ULL, 31);
+    b = rotl((b + t) * 0xc2b2ae3d27d4eb4fULL, 27) ^ 0x165667b19e3779f9ULL;
+    ++count;
+  }
+};
+
+inline uint64_t finish(uint64_t x) {  // splitmix64's finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// The int in `o`, if it is a Python int that fits int64.
+inline bool int_of(PyObject *o, uint64_t &out) {
+  if (!PyLong_CheckExact(o)) return false;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (overflow || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    return false;
+  }
+  out = static_cast<uint64_t>(v);
+  return true;
+}
+
+// Tokens of a tuple of ints (a nested tuple): its length, then its elements.
+inline bool add_int_tuple(Lanes &lanes, PyObject *t) {
+  const Py_ssize_t n = PyTuple_GET_SIZE(t);
+  lanes.add(static_cast<uint64_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    uint64_t v;
+    if (!int_of(PyTuple_GET_ITEM(t, i), v)) return false;
+    lanes.add(v);
+  }
+  return true;
+}
+
+bool add_item(Lanes &lanes, PyObject *item) {
+  uint64_t v;
+  if (int_of(item, v)) {
+    lanes.add(1);
+    lanes.add(v);
+    return true;
+  }
+  if (!PyTuple_CheckExact(item)) return false;
+  const Py_ssize_t n = PyTuple_GET_SIZE(item);
+  if (n > kMaxTupleLength) return false;
+  uint64_t nested = 0;
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (PyTuple_CheckExact(PyTuple_GET_ITEM(item, i))) nested |= uint64_t{1} << i;
+  lanes.add(2 | static_cast<uint64_t>(n) << 2 | nested << 8);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *e = PyTuple_GET_ITEM(item, i);
+    if (nested >> i & 1) {
+      if (!add_int_tuple(lanes, e)) return false;
+    } else if (int_of(e, v)) {
+      lanes.add(v);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+py::object content_key(const py::handle &items) {
+  if (!PyList_CheckExact(items.ptr()) && !PyTuple_CheckExact(items.ptr()))
+    throw py::type_error("content_key: expected a list or tuple");
+  PyObject *seq = items.ptr();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject **data = PySequence_Fast_ITEMS(seq);
+  Lanes lanes;
+  // Items are objects scattered over memory: fetch each one 16 items ahead, and the
+  // elements of each tuple (by then in the cache) 8 items ahead.
+  constexpr Py_ssize_t far = 16, near = 8;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (i + far < n) __builtin_prefetch(data[i + far]);
+    if (i + near < n && PyTuple_CheckExact(data[i + near])) {
+      PyObject *t = data[i + near];
+      for (Py_ssize_t k = 0, m = std::min<Py_ssize_t>(PyTuple_GET_SIZE(t), 4); k < m; ++k)
+        __builtin_prefetch(PyTuple_GET_ITEM(t, k));
+    }
+    if (!add_item(lanes, data[i])) return py::none();
+  }
+  const uint64_t key[2] = {finish(lanes.a ^ lanes.count), finish(lanes.b + rotl(lanes.count, 17))};
+  return py::bytes(reinterpret_cast<const char *>(key), sizeof key);
+}
+
+}  // namespace
+
+void bind_content_key(py::module_ &m) {
+  m.def("content_key", &content_key, py::arg("items"),
+        "A 16-byte key of a list of ints and tuples of ints (and tuples of ints) that determines it but for a "
+        "2^-128 chance; None when an item is anything else (native/binding/content_key.cpp).");
+}
+
+}  // namespace popsim_binding
