@@ -127,6 +127,7 @@ def rewrite_entry(entry, change):
 
 def grow_last_segment(lowered):
     last = lowered.table_begin[lowered.init_table + 1] - 1
+    lowered.segs = lowered.segs.copy()  # arrays read from a file are read-only
     lowered.segs[last, 2] += 4
 
 

@@ -128,3 +128,33 @@ def test_threads_that_cannot_start_are_an_error_not_a_hang(tmp_path):
     if "BUILT" in out:
         pytest.skip("this host started 256 threads within the address-space cap")
     assert "cannot start 256 threads" in out and "popsim.numThreads" in out, out
+
+
+@pytest.mark.compiler
+def test_an_executable_read_from_a_file_lends_its_tables_to_the_core(device, tmp_path):
+    """The arrays of an executable read from a file are read-only, so the core borrows
+    its big tables (copy segments, vertex, field and span rows) instead of copying them,
+    and keeps them alive as long as the engine; a fresh compile's writable arrays are
+    copied."""
+    import gc
+
+    import executable_sample as sample
+    from popsim.native import describe
+    g, progs = sample.build(device)
+    exe = popsim.compile_graph(g, progs)
+    assert describe(exe.lowered).num_lent == 0
+    expected = sample.drive(popsim.Engine(exe), device)
+    exe.serialize(tmp_path / "sample.popsimexe")
+    loaded = popsim.Executable.deserialize(tmp_path / "sample.popsimexe")
+    assert describe(loaded.lowered).num_lent == 4
+    with pytest.raises(ValueError, match="read-only"):
+        loaded.lowered.vertices.fields[0, 1] = 1 << 40
+    engine = popsim.Engine(loaded)
+    del loaded
+    gc.collect()
+    for _ in range(2):
+        got = sample.drive(engine, device)
+        for key in ("x", "y"):
+            np.testing.assert_array_equal(got[key], expected[key])
+        assert got["cycles"] == expected["cycles"]
+        engine.reset_execution_profile()

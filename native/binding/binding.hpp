@@ -29,6 +29,9 @@ class Description {
   popsim::Executable exe;
   std::set<std::string> set_fields;
   bool consumed = false;
+  // The read-only arrays whose memory exe's Rows borrow (convert.hpp, lent_rows_of): the
+  // Machine built from this takes them over and keeps them alive.
+  std::vector<py::object> lent;
 
   static const std::vector<std::string> &required();
   void set_codelets(const py::handle &v);

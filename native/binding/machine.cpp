@@ -25,7 +25,7 @@ namespace {
 class PyMachine {
  public:
   PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
-      : machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
+      : lent_(std::move(desc.lent)), machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
     buffers_.resize(static_cast<size_t>(machine_.num_streams()));
   }
 
@@ -257,6 +257,7 @@ class PyMachine {
     py::object host, vertex, stream;
   };
 
+  std::vector<py::object> lent_;  // arrays whose memory the executable's tables borrow: they outlive machine_
   Machine machine_;
   std::vector<py::object> buffers_;  // per stream: the array the core reads or writes
   std::vector<py::object> retired_;  // buffers replaced during the current run

@@ -154,6 +154,7 @@ def _npy(f, info: zipfile.ZipInfo, file_end: int, check_crc: bool) -> np.ndarray
         done += n
     if check_crc and zlib.crc32(data, zlib.crc32(head.getbuffer()[:offset])) != info.CRC:
         raise PopsimError(f"member {name!r} does not match its CRC-32 (the file is corrupted)")
+    array.flags.writeable = False  # an executable read is immutable: the core borrows its tables, uncopied
     return array
 
 
