@@ -419,3 +419,38 @@ def test_slots_that_content_key_cannot_read_are_digested_by_content(device):
 
 def test_integers_beyond_int64_are_digested_by_value():
     assert D._key([2 ** 70, (1, 2)]) == D._key([2 ** 70, (1, 2)]) != D._key([2 ** 70 + 1, (1, 2)])
+
+
+def test_bytes_key_sees_every_byte_and_the_length():
+    import numpy as np
+    from popsim._core import bytes_key
+    base = np.random.default_rng(0).integers(0, 256, 1000, dtype=np.uint8)
+    key = bytes_key(memoryview(base))
+    assert bytes_key(memoryview(base.copy())) == key and len(key) == 16
+    seen = {key}
+    for i in (0, 7, 8, 31, 32, 500, 991, 999):  # in whole 32-byte blocks and in the tail
+        changed = base.copy()
+        changed[i] ^= 1
+        seen.add(bytes_key(memoryview(changed)))
+    for n in (0, 1, 999, 992):
+        seen.add(bytes_key(memoryview(base[:n].copy())))
+    seen.add(bytes_key(memoryview(np.append(base, np.uint8(0)))))  # a trailing zero byte still counts
+    assert len(seen) == 14
+    with pytest.raises(TypeError, match="contiguous buffer of bytes"):
+        bytes_key(memoryview(np.zeros(4, np.int64)))
+
+
+def test_mappings_are_digested_alike_before_and_after_their_calls_are_flushed(device):
+    """paint_rows reads single-interval set_tile_mapping calls where they wait, and
+    after they were turned into arrays (lowering does that): the digest is the same."""
+    def digest(flush, last_tile=7):
+        g = popsim.Graph(device)
+        x = g.add_variable(INT, [64], "x")
+        for k in range(16):
+            g.set_tile_mapping(x[4 * k:4 * k + 4], k % 5)
+        g.set_tile_mapping(x[8:24], 9)
+        if flush:
+            x._var.mapping.paints()
+        g.set_tile_mapping(x[0:2], last_tile)
+        return D.graph_digest(g._state, [Sync()])
+    assert digest(False) == digest(True) != digest(False, last_tile=6)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._core import content_key
+from ._core import bytes_key, content_key
 from .code_fingerprint import code_fingerprint
 from .program import PartKind
 from .program_tree import check_belongs_to, iter_programs, operands, parts_of
@@ -46,8 +46,8 @@ class _Digest:
     def array(self, a: np.ndarray) -> None:
         a = np.ascontiguousarray(a)
         self.h.update(f"{a.dtype.str}{a.shape}".encode())
-        if a.size:
-            self.h.update(memoryview(a.reshape(-1)).cast("B"))  # the array's own memory: no copy
+        if a.size:  # the array's own memory, no copy, keyed in C (bytes_key: faster than sha256)
+            self.h.update(bytes_key(memoryview(a.reshape(-1)).cast("B")))
 
 
 def tensor_key(t: Tensor) -> int:
@@ -102,10 +102,9 @@ def build_fingerprint() -> str:
 def _variables(d: _Digest, state) -> None:
     for v in state.table.variables:
         d.text("var", v.name, v.dtype.name, v.shape, v.is_constant, v.mapping.whole_tile)  # not a constant's values
-        if v.mapping.whole_tile is None:
-            for paint in v.mapping.paints():
-                for a in paint:
-                    d.array(a)
+        if v.mapping.whole_tile is None:  # every call's rows, in order (later ones win, across calls too)
+            rows = v.mapping.paint_rows()
+            d.array(rows[0] if len(rows) == 1 else np.concatenate(rows) if rows else np.zeros((0, 3), np.int64))
 
 
 def _vertex_type(t) -> tuple:
@@ -121,14 +120,13 @@ def _compute_set(d: _Digest, cs) -> None:
         return
     # Vertex types are not hashable: number them by identity, in order of first use.
     if all(map(operator.is_, types, repeat(types[0]))):  # one type (the common case): at C speed
-        used, codes = [types[0]], np.zeros(len(types), np.int64)
+        d.text("type", _vertex_type(types[0]))
     else:
         ids = list(map(id, types))
         by_id = dict(zip(ids, types))
         code_of = {i: k for k, i in enumerate(by_id)}
-        used, codes = list(by_id.values()), np.array(list(map(code_of.__getitem__, ids)), np.int64)
-    d.text("types", [_vertex_type(t) for t in used])
-    d.array(codes)
+        d.text("types", [_vertex_type(t) for t in by_id.values()])
+        d.h.update(content_key(list(map(code_of.__getitem__, ids))))
     d.h.update(_key(cs._tiles))  # -1: not placed
     perf = cs._perf
     key = content_key(perf)  # None when some vertex has no estimate of its own
