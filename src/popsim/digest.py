@@ -22,7 +22,6 @@ import functools
 import hashlib
 import importlib.util
 import operator
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -118,8 +117,10 @@ def _compute_set(d: _Digest, cs) -> None:
     d.text("cs", cs.name, len(types))
     if not types:
         return
-    # Vertex types are not hashable: number them by identity, in order of first use.
-    if all(map(operator.is_, types, repeat(types[0]))):  # one type (the common case): at C speed
+    # Vertex types are not hashable: number them by identity, in order of first use. One
+    # type (the common case) is found at C speed: list equality tries identity first
+    # (and types equal in every field lower alike).
+    if types == [types[0]] * len(types):
         d.text("type", _vertex_type(types[0]))
     else:
         ids = list(map(id, types))
