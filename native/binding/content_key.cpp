@@ -1,7 +1,8 @@
 // content_key: a 128-bit key of a list of small integer records, and bytes_key: one of a
-// byte buffer, for the executable-cache digest (popsim/digest.py). A compute set's connections are hundreds of thousands of
-// tuples such as (variable, offset, (n,), (1,)); reading them here, with no Python object
-// made per item, costs a fraction of hashing them one by one in Python.
+// byte buffer, for the executable-cache digest (popsim/digest.py). A compute set's
+// connections are hundreds of thousands of tuples such as (variable, offset, (n,), (1,));
+// reading them here, with no Python object made per item, costs a
+// fraction of hashing them one by one in Python.
 //
 // Items may be ints or tuples whose elements are ints or tuples of ints (all fitting
 // int64); anything else makes the result None, and the caller describes such items
@@ -44,15 +45,13 @@ inline uint64_t finish(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
-// The int in `o`, if it is a Python int that fits int64.
+// The int in `o`, if it is a Python int that fits int64 (for an exact int the call sets
+// no error: it only reads the digits).
 inline bool int_of(PyObject *o, uint64_t &out) {
   if (!PyLong_CheckExact(o)) return false;
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-  if (overflow || (v == -1 && PyErr_Occurred())) {
-    PyErr_Clear();
-    return false;
-  }
+  if (overflow) return false;
   out = static_cast<uint64_t>(v);
   return true;
 }
@@ -96,25 +95,31 @@ bool add_item(Lanes &lanes, PyObject *item) {
   return true;
 }
 
+// The lanes of items [begin, end); false if one is not plain.
+bool key_items(PyObject *const *data, Py_ssize_t begin, Py_ssize_t end, Lanes &lanes) {
+  // Items are objects scattered over memory: fetch each one 16 items ahead, and the
+  // elements of each tuple (by then in the cache) 8 items ahead.
+  constexpr Py_ssize_t far = 16, near = 8;
+  for (Py_ssize_t i = begin; i < end; ++i) {
+    if (i + far < end) __builtin_prefetch(data[i + far]);
+    if (i + near < end && PyTuple_CheckExact(data[i + near])) {
+      PyObject *t = data[i + near];
+      for (Py_ssize_t k = 0, m = std::min<Py_ssize_t>(PyTuple_GET_SIZE(t), 4); k < m; ++k)
+        __builtin_prefetch(PyTuple_GET_ITEM(t, k));
+    }
+    if (!add_item(lanes, data[i])) return false;
+  }
+  return true;
+}
+
 py::object content_key(const py::handle &items) {
   if (!PyList_CheckExact(items.ptr()) && !PyTuple_CheckExact(items.ptr()))
     throw py::type_error("content_key: expected a list or tuple");
   PyObject *seq = items.ptr();
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  PyObject **data = PySequence_Fast_ITEMS(seq);
+  PyObject *const *data = PySequence_Fast_ITEMS(seq);
   Lanes lanes;
-  // Items are objects scattered over memory: fetch each one 16 items ahead, and the
-  // elements of each tuple (by then in the cache) 8 items ahead.
-  constexpr Py_ssize_t far = 16, near = 8;
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    if (i + far < n) __builtin_prefetch(data[i + far]);
-    if (i + near < n && PyTuple_CheckExact(data[i + near])) {
-      PyObject *t = data[i + near];
-      for (Py_ssize_t k = 0, m = std::min<Py_ssize_t>(PyTuple_GET_SIZE(t), 4); k < m; ++k)
-        __builtin_prefetch(PyTuple_GET_ITEM(t, k));
-    }
-    if (!add_item(lanes, data[i])) return py::none();
-  }
+  if (!key_items(data, 0, n, lanes)) return py::none();
   const uint64_t key[2] = {finish(lanes.a ^ lanes.count), finish(lanes.b + rotl(lanes.count, 17))};
   return py::bytes(reinterpret_cast<const char *>(key), sizeof key);
 }
