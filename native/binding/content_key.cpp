@@ -6,12 +6,13 @@
 //
 // Items may be ints or tuples whose elements are ints or tuples of ints (all fitting
 // int64); anything else makes the result None, and the caller describes such items
-// another way. The items are read as a stream of 64-bit tokens that determines them
-// (each tuple's header says its length and which of its elements are tuples; a nested
-// tuple's length comes before its elements), fed to two 64-bit lanes. Each lane's step
-// is a bijection of the token for a fixed state and of the state for a fixed token, so
-// changing any one token always changes both lanes; other differences collide with
-// probability about 2^-128. Not a cryptographic hash: the cache is the user's own.
+// another way. Each item is read as 64-bit tokens that determine it (a tuple's header
+// says its length and which of its elements are tuples; a nested tuple's length comes
+// before its elements); the tokens' position-dependent mixes sum to the item's key
+// (ItemKey), and the items' keys go through two 64-bit lanes. Every step is a bijection
+// of what it takes in, so changing any one token always changes the result; other
+// differences collide with a probability of about 2^-64 or less. Not a cryptographic
+// hash: the cache is the user's own.
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
@@ -37,7 +38,7 @@ struct Lanes {
   }
 };
 
-inline uint64_t finish(uint64_t x) {  // splitmix64's finalizer
+inline uint64_t finish(uint64_t x) {  // splitmix64's finalizer: a bijection
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
   x ^= x >> 27;
@@ -45,10 +46,36 @@ inline uint64_t finish(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
-// The int in `o`, if it is a Python int that fits int64 (for an exact int the call sets
-// no error: it only reads the digits).
+// One item's tokens: each mixed with its position on its own (so that the mixes of an
+// item's tokens run side by side, not one after another), and summed. Changing one token
+// changes its term, so the item's key; the lanes then take one step per item.
+struct ItemKey {
+  uint64_t key = 0, position = 0;
+  void add(uint64_t t) {
+    position += 0x9e3779b97f4a7c15ULL;
+    const uint64_t x = (t ^ position) * 0xbf58476d1ce4e5b9ULL;  // bijective: an odd multiplier,
+    key += x ^ (x >> 31);                                       // then an xorshift
+  }
+};
+
+// The int in `o`, if it is a Python int that fits int64. Most are one digit or none,
+// read in place where this Python's headers say how; the rest through the API (for an
+// exact int it sets no error: it only reads the digits).
 inline bool int_of(PyObject *o, uint64_t &out) {
   if (!PyLong_CheckExact(o)) return false;
+#if PY_VERSION_HEX >= 0x030C0000
+  PyLongObject *v = reinterpret_cast<PyLongObject *>(o);
+  if (PyUnstable_Long_IsCompact(v)) {
+    out = static_cast<uint64_t>(static_cast<int64_t>(PyUnstable_Long_CompactValue(v)));
+    return true;
+  }
+#elif PY_VERSION_HEX >= 0x030B0000  // 3.11: Python.h includes longintrepr.h
+  const Py_ssize_t digits = Py_SIZE(o);
+  if (digits >= -1 && digits <= 1) {  // ob_digit[0] is always allocated (and 0 * anything is 0)
+    out = static_cast<uint64_t>(digits * static_cast<int64_t>(reinterpret_cast<PyLongObject *>(o)->ob_digit[0]));
+    return true;
+  }
+#endif
   int overflow = 0;
   const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
   if (overflow) return false;
@@ -57,22 +84,22 @@ inline bool int_of(PyObject *o, uint64_t &out) {
 }
 
 // Tokens of a tuple of ints (a nested tuple): its length, then its elements.
-inline bool add_int_tuple(Lanes &lanes, PyObject *t) {
+inline bool add_int_tuple(ItemKey &key, PyObject *t) {
   const Py_ssize_t n = PyTuple_GET_SIZE(t);
-  lanes.add(static_cast<uint64_t>(n));
+  key.add(static_cast<uint64_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     uint64_t v;
     if (!int_of(PyTuple_GET_ITEM(t, i), v)) return false;
-    lanes.add(v);
+    key.add(v);
   }
   return true;
 }
 
-bool add_item(Lanes &lanes, PyObject *item) {
+bool add_item(ItemKey &key, PyObject *item) {
   uint64_t v;
   if (int_of(item, v)) {
-    lanes.add(1);
-    lanes.add(v);
+    key.add(1);
+    key.add(v);
     return true;
   }
   if (!PyTuple_CheckExact(item)) return false;
@@ -81,13 +108,13 @@ bool add_item(Lanes &lanes, PyObject *item) {
   uint64_t nested = 0;
   for (Py_ssize_t i = 0; i < n; ++i)
     if (PyTuple_CheckExact(PyTuple_GET_ITEM(item, i))) nested |= uint64_t{1} << i;
-  lanes.add(2 | static_cast<uint64_t>(n) << 2 | nested << 8);
+  key.add(2 | static_cast<uint64_t>(n) << 2 | nested << 8);
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject *e = PyTuple_GET_ITEM(item, i);
     if (nested >> i & 1) {
-      if (!add_int_tuple(lanes, e)) return false;
+      if (!add_int_tuple(key, e)) return false;
     } else if (int_of(e, v)) {
-      lanes.add(v);
+      key.add(v);
     } else {
       return false;
     }
@@ -107,7 +134,9 @@ bool key_items(PyObject *const *data, Py_ssize_t begin, Py_ssize_t end, Lanes &l
       for (Py_ssize_t k = 0, m = std::min<Py_ssize_t>(PyTuple_GET_SIZE(t), 4); k < m; ++k)
         __builtin_prefetch(PyTuple_GET_ITEM(t, k));
     }
-    if (!add_item(lanes, data[i])) return false;
+    ItemKey item;
+    if (!add_item(item, data[i])) return false;
+    lanes.add(item.key);
   }
   return true;
 }
