@@ -58,8 +58,8 @@ def npy_bytes(a: np.ndarray) -> bytes:
 
 # The tables the core runs: tampered with more often than report metadata.
 CORE = ("programs.instrs", "programs.entries", "programs.cases", "programs.switch_begin", "programs.switch_default",
-        "segs", "table_begin", "table_overlaps", "init_image", "vertices.vertices", "vertices.fields",
-        "vertices.spans", "vertices.groups", "vertices.compute_sets", "vertices.exchange_costs")
+        "segs", "table_begin", "table_overlaps", "init_image", "init_sizes", "vertex_values", "vertices.vertices",
+        "vertices.fields", "vertices.spans", "vertices.groups", "vertices.compute_sets", "vertices.exchange_costs")
 
 
 def tamper_array(rng, members, arena_bytes):

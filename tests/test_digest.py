@@ -6,6 +6,7 @@ import importlib.util
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import popsim
@@ -336,23 +337,120 @@ def test_every_part_of_a_compute_set_is_in_the_digest(device):
     assert compute_set_digest(device, kinds=("A", "A", "A"), keep_views=True) == digests[1]
 
 
-def test_big_initial_values_are_digested_whole(device):
-    """Values of 8 MiB and more are hashed chunk by chunk on two threads: a change in
-    any chunk (the last one too, shorter than the others) changes the digest."""
-    import numpy as np
-    n = (9 << 20) // 4 + 3  # two whole chunks, and a short one
-    base = np.arange(n, dtype=np.int32)
+def initial_value_digest(device, values=(1, 2, 3, 4), view=slice(0, 4), constant=(5, 6, 7), constant_shape=(3,),
+                         order=("x", "y"), y_view=slice(4, 8)):
+    """Digest of a graph with two set_initial_value calls and a constant; every argument
+    changes a value or a part of the structure."""
+    g = popsim.Graph(device)
+    x = g.add_variable(INT, [8], "x")
+    g.set_tile_mapping(x, 0)
+    c = g.add_constant(INT, list(constant_shape), list(constant)[:int(np.prod(constant_shape))] or 0, "c")
+    g.set_tile_mapping(c, 1)
+    calls = {"x": (x[view], list(values)), "y": (x[y_view], [9] * len(range(8)[y_view]))}
+    for name in order:
+        g.set_initial_value(*calls[name])
+    return D.graph_digest(g._state, [Sync()])
 
-    def digest_of(values):
+
+def test_initial_values_are_data_and_their_views_structure(device):
+    """The values of set_initial_value and add_constant are not in the digest (a cache
+    hit packs the graph's own: test_executable_cache.py); which views have values, in
+    which order, and constants' shapes are."""
+    base = initial_value_digest(device)
+    assert initial_value_digest(device, values=(8, 7, 6, 5)) == base
+    assert initial_value_digest(device, constant=(0, 0, 1)) == base
+    variants = [dict(view=slice(1, 5)), dict(view=slice(0, 8, 2)), dict(view=slice(3, None, -1)),
+                dict(order=("y", "x")), dict(order=("x",)), dict(y_view=slice(0, 4)), dict(constant_shape=(2,)),
+                dict(constant_shape=(3, 1))]
+    digests = [initial_value_digest(device, **v) for v in variants]
+    assert base not in digests and len(set(digests)) == len(variants)
+
+
+# -- content_key: connection slots read in C (native/binding/content_key.cpp) ---------------------
+def test_content_key_tells_records_apart_and_ignores_object_identity():
+    from popsim._core import content_key
+    base = [(0, 5, (3,), (1,)), (1, 0, (), ()), (2, 7, (2, 2), (4, 1)), 9]
+    assert content_key(base) == content_key([tuple(tuple(x) if isinstance(x, tuple) else x for x in r)
+                                             if isinstance(r, tuple) else r for r in base])
+    assert len(content_key(base)) == 16
+    variants = [
+        [(0, 6, (3,), (1,))] + base[1:],                  # one int
+        [(0, 5, (3, 1), (1,))] + base[1:],                # a nested tuple's length
+        [(0, 5, 3, (1,))] + base[1:],                      # an int where a tuple was
+        [(0, 5, (3,), (1,), 0)] + base[1:],               # a record's length
+        [base[1], base[0]] + base[2:],                    # order
+        base[:-1], base + [(0,)], base[:-1] + [(9,)],     # items missing, added, an int vs a 1-tuple
+        [(0, -5, (3,), (1,))] + base[1:], [(0, 2 ** 62, (3,), (1,))] + base[1:],
+    ]
+    keys = {content_key(v) for v in variants}
+    assert content_key(base) not in keys and len(keys) == len(variants)
+    assert content_key([]) != content_key([()]) != content_key([0])
+
+
+def test_content_key_refuses_what_it_cannot_read_exactly():
+    import numpy as np
+    from popsim._core import content_key
+    for bad in ([None], [1.0], [True], [np.int64(3)], [[1, 2]], [2 ** 63], [(1, (2, (3,)))], [(1, None)],
+                [tuple(range(57))], [(0, (1.5,))]):
+        assert content_key(bad) is None, bad
+    with pytest.raises(TypeError):
+        content_key(iter([1]))
+
+
+def test_slots_that_content_key_cannot_read_are_digested_by_content(device):
+    """Slot records with numpy integers (not plain ints) go through hash(): the digest
+    still depends on their values only."""
+    import numpy as np
+
+    def digest_with(offset):
         g = popsim.Graph(device)
-        x = g.add_variable(INT, [n], "x", mapping=popsim.VariableMappingMethod.LINEAR)
-        g.set_initial_value(x, values)
-        return D.graph_digest(g._state, [Sync()])
-    before = digest_of(base)
-    assert digest_of(base.copy()) == before
-    seen = {before}
-    for k in (0, (4 << 20) // 4 + 1, n - 1):
+        g.add_codelets([DigestA])
+        x, y = g.add_variable(INT, [8], "x"), g.add_variable(INT, [8], "y")
+        g.set_tile_mapping(x, 0)
+        g.set_tile_mapping(y, 0)
+        cs = g.add_compute_set("cs")
+        v = g.add_vertex(cs, "DigestA", {"x": x[0:2], "y": y[0]})
+        g.set_tile_mapping(v, 0)
+        cs._slots[0] = (x._var.index, offset, (2,), (1,))
+        return D.graph_digest(g._state, [Execute(cs)])
+    assert digest_with(np.int64(3)) == digest_with(np.int64(3)) == digest_with(3)
+    assert digest_with(np.int64(4)) != digest_with(np.int64(3))
+
+
+def test_integers_beyond_int64_are_digested_by_value():
+    assert D._key([2 ** 70, (1, 2)]) == D._key([2 ** 70, (1, 2)]) != D._key([2 ** 70 + 1, (1, 2)])
+
+
+def test_bytes_key_sees_every_byte_and_the_length():
+    import numpy as np
+    from popsim._core import bytes_key
+    base = np.random.default_rng(0).integers(0, 256, 1000, dtype=np.uint8)
+    key = bytes_key(memoryview(base))
+    assert bytes_key(memoryview(base.copy())) == key and len(key) == 16
+    seen = {key}
+    for i in (0, 7, 8, 31, 32, 500, 991, 999):  # in whole 32-byte blocks and in the tail
         changed = base.copy()
-        changed[k] += 1
-        seen.add(digest_of(changed))
-    assert len(seen) == 4
+        changed[i] ^= 1
+        seen.add(bytes_key(memoryview(changed)))
+    for n in (0, 1, 999, 992):
+        seen.add(bytes_key(memoryview(base[:n].copy())))
+    seen.add(bytes_key(memoryview(np.append(base, np.uint8(0)))))  # a trailing zero byte still counts
+    assert len(seen) == 14
+    with pytest.raises(TypeError, match="contiguous buffer of bytes"):
+        bytes_key(memoryview(np.zeros(4, np.int64)))
+
+
+def test_mappings_are_digested_alike_before_and_after_their_calls_are_flushed(device):
+    """paint_rows reads single-interval set_tile_mapping calls where they wait, and
+    after they were turned into arrays (lowering does that): the digest is the same."""
+    def digest(flush, last_tile=7):
+        g = popsim.Graph(device)
+        x = g.add_variable(INT, [64], "x")
+        for k in range(16):
+            g.set_tile_mapping(x[4 * k:4 * k + 4], k % 5)
+        g.set_tile_mapping(x[8:24], 9)
+        if flush:
+            x._var.mapping.paints()
+        g.set_tile_mapping(x[0:2], last_tile)
+        return D.graph_digest(g._state, [Sync()])
+    assert digest(False) == digest(True) != digest(False, last_tile=6)

@@ -270,3 +270,36 @@ def test_a_truncated_file_is_refused(device, tmp_path):
         path.write_bytes(data[:keep])
         with pytest.raises(popsim.PopsimError, match="cannot read executable"):
             popsim.Executable.deserialize(path)
+
+
+@pytest.mark.parametrize("header", ["version 2.0", "version 3.0", "spaced", "short", "not npy", "huge length"])
+def test_array_headers_numpy_can_read_are_read_others_refused(device, header):
+    """popsim reads the header numpy writes itself (format 1.0) without evaluating it;
+    the other .npy versions go through numpy's parser; a bad header is refused."""
+    data = _saved(device)
+    original = popsim.Executable.deserialize(io.BytesIO(data)).lowered.segs
+
+    def rewrite(members):
+        for name, blob in members.items():
+            if name == "segs.npy":
+                a = np.lib.format.read_array(io.BytesIO(blob))
+                out = io.BytesIO()
+                if header.startswith("version"):
+                    np.lib.format.write_array(out, a, version=(int(header[8]), 0))
+                    blob = out.getvalue()
+                elif header == "spaced":  # a legal header numpy would not write: its own parser reads it
+                    text = f"{{'shape': {a.shape},  'fortran_order': False, 'descr': '<i8'}}".encode()
+                    text += b" " * (63 - (len(text) + 10) % 64) + b"\n"
+                    blob = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + a.tobytes()
+                elif header == "short":
+                    blob = blob[:9]
+                elif header == "not npy":
+                    blob = b"PK" + blob[2:]
+                else:
+                    blob = blob[:8] + b"\xff\xff" + blob[10:]
+            yield name, blob, zipfile.ZIP_STORED
+    if header in ("short", "not npy", "huge length"):
+        with pytest.raises(popsim.PopsimError, match="array 'segs.npy' has a bad header"):
+            popsim.Executable.deserialize(_rezip(data, rewrite))
+    else:
+        np.testing.assert_array_equal(popsim.Executable.deserialize(_rezip(data, rewrite)).lowered.segs, original)

@@ -36,12 +36,12 @@ MODULE_LAYER = {
     "cachedir": "base",
     "target": "target", "device": "target", "ipu_model": "target",
     "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model", "program_tree": "model", "vertices": "model", "vertex_store": "model", "digest": "model",
+    "program": "model", "program_tree": "model", "vertices": "model", "vertex_store": "model",
     "_vertex_build": "model",  # native/accel/vertex_build.cpp: add_vertex's common call in C
     "codelet": "codelet", "lower": "lower", "compilation": "lower",
     "reference": "lower",  # reference: the pure-Python executor
     "report": "runtime", "engine": "runtime", "engine_guard": "runtime", "executable": "runtime",
-    "executable_file": "runtime", "native": "runtime", "run_errors": "runtime",
+    "executable_file": "runtime", "native": "runtime", "run_errors": "runtime", "digest": "runtime",
     "__init__": "api",
 }
 # Modules that may import the native core: the contract (its codes and layouts) and the

@@ -128,3 +128,75 @@ def test_threads_that_cannot_start_are_an_error_not_a_hang(tmp_path):
     if "BUILT" in out:
         pytest.skip("this host started 256 threads within the address-space cap")
     assert "cannot start 256 threads" in out and "popsim.numThreads" in out, out
+
+
+@pytest.mark.compiler
+def test_an_executable_read_from_a_file_lends_its_tables_to_the_core(device, tmp_path):
+    """The arrays of an executable read from a file are read-only, so the core borrows
+    its big tables (copy segments, vertex, field and span rows) instead of copying them,
+    and keeps them alive as long as the engine; a fresh compile's writable arrays are
+    copied."""
+    import gc
+
+    import executable_sample as sample
+    from popsim.native import describe
+    g, progs = sample.build(device)
+    exe = popsim.compile_graph(g, progs)
+    assert describe(exe.lowered).num_lent == 0
+    expected = sample.drive(popsim.Engine(exe), device)
+    exe.serialize(tmp_path / "sample.popsimexe")
+    loaded = popsim.Executable.deserialize(tmp_path / "sample.popsimexe")
+    assert describe(loaded.lowered).num_lent == 4
+    with pytest.raises(ValueError, match="read-only"):
+        loaded.lowered.vertices.fields[0, 1] = 1 << 40
+    engine = popsim.Engine(loaded)
+    del loaded
+    gc.collect()
+    for _ in range(2):
+        got = sample.drive(engine, device)
+        for key in ("x", "y"):
+            np.testing.assert_array_equal(got[key], expected[key])
+        assert got["cycles"] == expected["cycles"]
+        engine.reset_execution_profile()
+
+
+class Add1(popsim.Vertex):
+    x: popsim.InOut[popsim.Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.x)):
+            self.x[i] += 1.0
+
+
+def state_offsets_case(device, change):
+    """An Engine from an executable of three vertices whose state offsets ``change``
+    rewrites (given the offsets as lowered); the tiles' results, or the error."""
+    g = popsim.Graph(device)
+    g.add_codelets(Add1)
+    x = g.add_variable(FLOAT, [3, 2], "x")
+    cs = g.add_compute_set("cs")
+    for r in range(3):
+        g.set_tile_mapping(x[r], 0)
+        g.set_tile_mapping(g.add_vertex(cs, Add1, {"x": x[r]}), 0)
+    g.create_host_read("x", x)
+    exe = popsim.compile_graph(g, popsim.program.Execute(cs))
+    rows, col = exe.lowered.vertices.vertices, COLUMNS["vertices"]["state_offset"]
+    rows[:, col] = change(rows[:, col].copy())
+    engine = popsim.Engine(exe)
+    engine.load(device)
+    engine.run()
+    return engine.read_tensor("x")
+
+
+@pytest.mark.compiler
+def test_vertex_state_objects_are_checked_in_any_order(device):
+    """State objects laid out in another order than the vertices' are accepted (and
+    run); overlapping or misaligned ones are refused, in order or not."""
+    np.testing.assert_array_equal(state_offsets_case(device, lambda o: o), np.ones((3, 2)))
+    np.testing.assert_array_equal(state_offsets_case(device, lambda o: o[::-1]), np.ones((3, 2)))
+    np.testing.assert_array_equal(state_offsets_case(device, lambda o: o[[1, 2, 0]]), np.ones((3, 2)))
+    for change in (lambda o: o[[0, 0, 2]], lambda o: o[[2, 1, 2]], lambda o: o[[1, 0, 1]]):
+        with pytest.raises(popsim.PopsimError, match="two vertices' state objects overlap"):
+            state_offsets_case(device, change)
+    with pytest.raises(popsim.PopsimError, match="state object is misaligned"):
+        state_offsets_case(device, lambda o: o + 8)

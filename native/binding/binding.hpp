@@ -3,7 +3,7 @@
 // hand-over from the lowering (Description, checked field by field: description.cpp),
 // builds a Machine from it and runs it with the GIL released, turning host calls
 // (PrintTensor, stream callbacks, interpreted vertices, Ctrl-C polls) into Python calls
-// (machine.cpp).
+// (machine.cpp); and keys integer records for the executable-cache digest (content_key.cpp).
 //
 // The binding holds no Python object that could refer back to an engine: callbacks are
 // passed to run() and dropped when it returns, so the garbage collector sees every
@@ -29,6 +29,9 @@ class Description {
   popsim::Executable exe;
   std::set<std::string> set_fields;
   bool consumed = false;
+  // The read-only arrays whose memory exe's Rows borrow (convert.hpp, lent_rows_of): the
+  // Machine built from this takes them over and keeps them alive.
+  std::vector<py::object> lent;
 
   static const std::vector<std::string> &required();
   void set_codelets(const py::handle &v);
@@ -45,5 +48,6 @@ struct BusyError : std::runtime_error {
 
 void bind_description(py::module_ &m);  // description.cpp
 void bind_machine(py::module_ &m);      // machine.cpp
+void bind_content_key(py::module_ &m);  // content_key.cpp
 
 }  // namespace popsim_binding

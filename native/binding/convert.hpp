@@ -6,10 +6,13 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "core/rows.hpp"
 
 namespace popsim_binding {
 
@@ -72,6 +75,21 @@ std::vector<Row> rows_of(const py::handle &v, const char *field) {
   return out;
 }
 
+// Rows of a table, borrowed from the array when it is read-only, owns its memory and is
+// aligned for Row (an executable read from a file: popsim/executable_file.py makes its
+// arrays so): nothing can change them then, and `lent` keeps the array alive. Any other
+// array is copied, as rows_of does.
+template <typename Row>
+popsim::Rows<Row> lent_rows_of(const py::handle &v, const char *field, std::vector<py::object> &lent) {
+  static_assert(std::is_trivially_copyable<Row>::value && sizeof(Row) % sizeof(int64_t) == 0, "rows of int64");
+  constexpr py::ssize_t width = sizeof(Row) / sizeof(int64_t);
+  auto a = as_array<int64_t>(v, field, {width}, "int64");
+  const bool lendable = !a.writeable() && a.owndata() && reinterpret_cast<uintptr_t>(a.data()) % alignof(Row) == 0;
+  if (!lendable || a.shape(0) == 0) return popsim::Rows<Row>(rows_of<Row>(v, field));
+  lent.push_back(a);
+  return popsim::Rows<Row>::lend(reinterpret_cast<const Row *>(a.data()), static_cast<size_t>(a.shape(0)));
+}
+
 template <typename T>
 std::vector<T> values_of(const py::handle &v, const char *field, const char *dtype) {
   auto a = as_array<T>(v, field, {}, dtype);
@@ -85,8 +103,10 @@ py::array_t<T> to_array(const T *data, std::vector<py::ssize_t> shape) {
   return out;
 }
 
-template <typename Row>
-py::array_t<int64_t> rows_array(const std::vector<Row> &rows) {
+// A table (std::vector or popsim::Rows of int64 rows) as a new (n, width) int64 array.
+template <typename Table>
+py::array_t<int64_t> rows_array(const Table &rows) {
+  using Row = typename Table::value_type;
   return to_array(reinterpret_cast<const int64_t *>(rows.data()),
                   {static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(sizeof(Row) / sizeof(int64_t))});
 }

@@ -66,6 +66,9 @@ Executable Description::take() {
 #define POPSIM_ROWS(NAME, MEMBER) \
   d.def_property(NAME, [](const Description &s) { return rows_array(s.MEMBER); }, \
                  [](Description &s, py::handle v) { s.MEMBER = rows_of<std::decay_t<decltype(s.MEMBER)>::value_type>(v, NAME); s.set_fields.insert(NAME); })
+#define POPSIM_LENT_ROWS(NAME, MEMBER) \
+  d.def_property(NAME, [](const Description &s) { return rows_array(s.MEMBER); }, \
+                 [](Description &s, py::handle v) { s.MEMBER = lent_rows_of<std::decay_t<decltype(s.MEMBER)>::value_type>(v, NAME, s.lent); s.set_fields.insert(NAME); })
 #define POPSIM_VALUES(NAME, MEMBER, T, DTYPE) \
   d.def_property(NAME, [](const Description &s) { return to_array<T>(s.MEMBER.data(), {static_cast<py::ssize_t>(s.MEMBER.size())}); }, \
                  [](Description &s, py::handle v) { s.MEMBER = values_of<T>(v, NAME, DTYPE); s.set_fields.insert(NAME); })
@@ -86,7 +89,7 @@ void bind_description(py::module_ &m) {
   POPSIM_INT("arena_bytes", exe.arena_bytes);
   POPSIM_ROWS("instrs", exe.instrs);
   POPSIM_VALUES("entries", exe.entries, int64_t, "int64");
-  POPSIM_ROWS("segs", exe.segs);
+  POPSIM_LENT_ROWS("segs", exe.segs);
   POPSIM_VALUES("table_begin", exe.table_begin, int64_t, "int64");
   POPSIM_VALUES("table_overlaps", exe.table_overlaps, uint8_t, "uint8");
   POPSIM_ROWS("cases", exe.cases);
@@ -105,9 +108,9 @@ void bind_description(py::module_ &m) {
   POPSIM_INT("num_loop_slots", exe.num_loop_slots);
   POPSIM_INT("num_host_calls", exe.num_host_calls);
   POPSIM_INT("num_messages", exe.num_messages);
-  POPSIM_ROWS("vertices", exe.vertex.vertices);
-  POPSIM_ROWS("fields", exe.vertex.fields);
-  POPSIM_ROWS("spans", exe.vertex.spans);
+  POPSIM_LENT_ROWS("vertices", exe.vertex.vertices);
+  POPSIM_LENT_ROWS("fields", exe.vertex.fields);
+  POPSIM_LENT_ROWS("spans", exe.vertex.spans);
   POPSIM_ROWS("groups", exe.vertex.groups);
   POPSIM_ROWS("compute_sets", exe.vertex.compute_sets);
   d.def_property(
@@ -137,8 +140,11 @@ void bind_description(py::module_ &m) {
                    s.set_fields.insert("sync_cycles");
                  });
   d.def_property_readonly_static("FIELDS", [](py::handle) { return Description::required(); });
+  d.def_property_readonly("num_lent", [](const Description &s) { return s.lent.size(); },
+                          "How many tables borrow a read-only array's memory instead of copying it");
 }
 #undef POPSIM_ROWS
+#undef POPSIM_LENT_ROWS
 #undef POPSIM_VALUES
 #undef POPSIM_INT
 #undef POPSIM_STRINGS

@@ -25,15 +25,24 @@ namespace {
 class PyMachine {
  public:
   PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
-      : machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
+      : lent_(std::move(desc.lent)), machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
     buffers_.resize(static_cast<size_t>(machine_.num_streams()));
   }
 
-  void load(int64_t table, const py::buffer &image) {
+  // The graph's initial values through `table`, then the vertex state values through
+  // `vertex_table` (-1: none; `vertex_image` is then not read).
+  void load(int64_t table, const py::buffer &image, int64_t vertex_table, const py::object &vertex_image) {
     enter("load", false);
     py::buffer_info info = image.request();
     if (table >= 0) check_table(table, info, true, "load");
-    machine_.load(table, static_cast<const uint8_t *>(info.ptr));
+    py::buffer_info vertex_info;
+    if (vertex_table >= 0) {
+      if (!py::isinstance<py::buffer>(vertex_image)) throw py::type_error("load: vertex_image must be a buffer");
+      vertex_info = vertex_image.cast<py::buffer>().request();
+      check_table(vertex_table, vertex_info, true, "load");
+    }
+    machine_.load(table, static_cast<const uint8_t *>(info.ptr), vertex_table,
+                  static_cast<const uint8_t *>(vertex_info.ptr));
   }
   bool loaded() const { return machine_.loaded(); }
 
@@ -248,6 +257,7 @@ class PyMachine {
     py::object host, vertex, stream;
   };
 
+  std::vector<py::object> lent_;  // arrays whose memory the executable's tables borrow: they outlive machine_
   Machine machine_;
   std::vector<py::object> buffers_;  // per stream: the array the core reads or writes
   std::vector<py::object> retired_;  // buffers replaced during the current run
@@ -264,7 +274,8 @@ void bind_machine(py::module_ &m) {
   py::class_<PyMachine>(m, "Machine")
       .def(py::init<Description &, unsigned, int64_t, int64_t>(), py::arg("description"), py::arg("num_threads"),
            py::arg("trace_capacity"), py::arg("streaming_bytes") = 0)
-      .def("load", &PyMachine::load)
+      .def("load", &PyMachine::load, py::arg("table"), py::arg("image"), py::arg("vertex_table") = -1,
+           py::arg("vertex_image") = py::none())
       .def_property_readonly("loaded", &PyMachine::loaded)
       .def_property_readonly("running", &PyMachine::running)
       .def("write", &PyMachine::write)

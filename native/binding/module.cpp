@@ -1,6 +1,6 @@
 // The module: the contract's exports (opcodes, codes, row and C-struct layouts, from
 // native/core/executable.hpp, status.hpp and layouts.hpp: popsim/contract.py reads them),
-// the exceptions, and the classes of description.cpp and machine.cpp.
+// the exceptions, the classes of description.cpp and machine.cpp, and content_key.cpp's function.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -95,4 +95,5 @@ PYBIND11_MODULE(_core, m) {
   bind_contract(m);
   bind_description(m);
   bind_machine(m);
+  bind_content_key(m);
 }

@@ -16,11 +16,11 @@ namespace popsim {
 
 namespace {
 uint8_t *alloc_state(int64_t bytes) {
-  // 64-byte alignment covers any vertex class; calloc gives the zeroed memory init expects.
+  // 64-byte alignment covers any vertex class. Not zeroed here: bind_all zeroes the
+  // state before it constructs the objects, at every load.
   const size_t n = static_cast<size_t>((bytes + 63) / 64 * 64 + 64);
   void *p = std::aligned_alloc(64, n);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, n);
   return static_cast<uint8_t *>(p);
 }
 }  // namespace
@@ -30,19 +30,12 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
   // The tables were validated with the executable (validate.hpp); what remains to check
   // needs the codelets themselves: the vertices' state objects (which hold the field
   // pointers bind() sets) must be aligned, fit, and not overlap.
-  for (const CodeletInfo &info : t_.codelets) codelets_.push_back(libraries_.load(info.path, info.symbol));
-  std::vector<std::pair<int64_t, int64_t>> objects;  // (offset, end)
-  for (const VertexRow &v : t_.vertices) {
-    const Codelet &c = codelets_[static_cast<size_t>(v.codelet)];
-    if (c.host) continue;
-    const uint64_t size = c.size();
-    if (size > static_cast<uint64_t>(t_.state_bytes - v.state_offset) || v.state_offset % STATE_ALIGNMENT != 0)
-      throw MalformedExecutable("a vertex's state object is misaligned or reaches past the vertex state memory");
-    objects.emplace_back(v.state_offset, v.state_offset + static_cast<int64_t>(size));
+  std::vector<uint64_t> sizes;  // of each codelet's state object; 0 for host codelets (no object)
+  for (const CodeletInfo &info : t_.codelets) {
+    codelets_.push_back(libraries_.load(info.path, info.symbol));
+    sizes.push_back(codelets_.back().host ? 0 : codelets_.back().size());
   }
-  if (!std::is_sorted(objects.begin(), objects.end())) std::sort(objects.begin(), objects.end());  // laid out in order
-  for (size_t i = 1; i < objects.size(); ++i)
-    if (objects[i].first < objects[i - 1].second) throw MalformedExecutable("two vertices' state objects overlap");
+  check_state_objects(sizes);
   for (const ComputeSetRow &cs : t_.compute_sets) {
     uint8_t host = 0;
     for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
@@ -70,6 +63,40 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
   }
   results_.resize(t_.groups.size());
   reset_counters();
+}
+
+void ComputeEngine::check_state_objects(const std::vector<uint64_t> &sizes) const {
+  // The lowering lays the objects out in vertex order, so one pass that checks each
+  // against the end of the one before finds overlaps; objects out of order (possible
+  // only in a file made by hand) are sorted first.
+  std::vector<std::pair<int64_t, int64_t>> unordered;  // (offset, end)
+  int64_t last_offset = 0, last_end = 0;
+  for (const VertexRow &v : t_.vertices) {
+    if (codelets_[static_cast<size_t>(v.codelet)].host) continue;
+    const uint64_t size = sizes[static_cast<size_t>(v.codelet)];
+    if (size > static_cast<uint64_t>(t_.state_bytes - v.state_offset) || v.state_offset % STATE_ALIGNMENT != 0)
+      throw MalformedExecutable("a vertex's state object is misaligned or reaches past the vertex state memory");
+    const int64_t end = v.state_offset + static_cast<int64_t>(size);
+    if (!unordered.empty() || v.state_offset < last_offset) {
+      if (unordered.empty()) unordered = objects_in_order(sizes);
+      continue;
+    }
+    if (v.state_offset < last_end) throw MalformedExecutable("two vertices' state objects overlap");
+    last_offset = v.state_offset;
+    last_end = end;
+  }
+  for (size_t i = 1; i < unordered.size(); ++i)
+    if (unordered[i].first < unordered[i - 1].second) throw MalformedExecutable("two vertices' state objects overlap");
+}
+
+std::vector<std::pair<int64_t, int64_t>> ComputeEngine::objects_in_order(const std::vector<uint64_t> &sizes) const {
+  std::vector<std::pair<int64_t, int64_t>> objects;  // (offset, end)
+  objects.reserve(t_.vertices.size());
+  for (const VertexRow &v : t_.vertices)
+    if (!codelets_[static_cast<size_t>(v.codelet)].host)
+      objects.emplace_back(v.state_offset, v.state_offset + static_cast<int64_t>(sizes[static_cast<size_t>(v.codelet)]));
+  std::sort(objects.begin(), objects.end());
+  return objects;
 }
 
 void ComputeEngine::reset_counters() {

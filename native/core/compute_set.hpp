@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/codelets.hpp"
@@ -63,6 +64,10 @@ class ComputeEngine {
 
   template <bool kHost, bool kCounts>
   void run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out);
+  // Throws MalformedExecutable unless every vertex's state object (of its codelet's
+  // size) is aligned, inside the state memory and overlaps no other.
+  void check_state_objects(const std::vector<uint64_t> &sizes) const;
+  std::vector<std::pair<int64_t, int64_t>> objects_in_order(const std::vector<uint64_t> &sizes) const;
   double fixed_cycles(const RunRow &row) const;  // per run, all its workers; 0 if counted
 
   const VertexTables &t_;

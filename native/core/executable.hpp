@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rows.hpp"
+
 namespace popsim {
 
 // X(name, operands): every opcode, in code order.
@@ -143,10 +145,11 @@ struct CodeletInfo {
   std::vector<FieldLayout> fields;
 };
 
+// The big tables are Rows (rows.hpp): the binding may lend them instead of copying.
 struct VertexTables {
-  std::vector<VertexRow> vertices;
-  std::vector<FieldRow> fields;
-  std::vector<SpanRow> spans;
+  Rows<VertexRow> vertices;
+  Rows<FieldRow> fields;
+  Rows<SpanRow> spans;
   std::vector<GroupRow> groups;
   std::vector<ComputeSetRow> compute_sets;
   // Per compute set: the cost vectors (NUM_COST_CATEGORIES each) of its exchange-in and
@@ -167,7 +170,7 @@ struct Executable {
   int64_t arena_bytes = 0;                // tile memory: every variable, constant and buffer
   std::vector<Instr> instrs;
   std::vector<int64_t> entries;           // program index -> first instruction
-  std::vector<CopySeg> segs;              // all copy tables, concatenated
+  Rows<CopySeg> segs;                     // all copy tables, concatenated
   std::vector<int64_t> table_begin;       // table t = segs[table_begin[t] .. table_begin[t+1])
   std::vector<uint8_t> table_overlaps;    // 1 when a table's source and destination overlap
   std::vector<SwitchCase> cases;          // all switch tables, concatenated

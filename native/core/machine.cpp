@@ -66,12 +66,13 @@ bool Machine::host_table_fits(int64_t table, int64_t host_bytes, bool to_device)
   return host <= host_bytes && arena <= arena_bytes_;
 }
 
-void Machine::load(int64_t table, const uint8_t *image) {
+void Machine::load(int64_t table, const uint8_t *image, int64_t vertex_table, const uint8_t *vertex_image) {
   // A fresh arena is calloc's lazily zeroed memory: not touching it keeps a huge one
   // (a graph built with debug.allowOutOfMemory) from costing host memory.
   if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
   fresh_ = false;
   if (table >= 0) run_table(table, image, arena_);
+  if (vertex_table >= 0) run_table(vertex_table, vertex_image, arena_);
   compute_->bind_all(arena_);
   loaded_ = true;
 }

@@ -33,9 +33,11 @@ class Machine {
   // Whether copy table `table` exists and, between a host buffer of `host_bytes` and
   // tile memory, stays inside both (to_device: host -> arena).
   bool host_table_fits(int64_t table, int64_t host_bytes, bool to_device) const;
-  // Zero the arena, then copy `image` in through copy table `table` (or none if -1).
+  // Zero the arena, then copy `image` in through copy table `table` and `vertex_image`
+  // through `vertex_table` (either none if -1): the graph's initial values and the
+  // vertex state values (popsim/lower/initial_image.py), before the vertices are bound.
   // Host buffers must pass host_table_fits first.
-  void load(int64_t table, const uint8_t *image);
+  void load(int64_t table, const uint8_t *image, int64_t vertex_table = -1, const uint8_t *vertex_image = nullptr);
   bool loaded() const { return loaded_; }
   // Host <-> arena through a copy table whose host side is a contiguous buffer.
   void write(int64_t table, const uint8_t *host);

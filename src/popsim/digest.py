@@ -1,8 +1,12 @@
 """A content digest of a graph and its programs: the key of the executable cache.
 
-Two graphs with the same variables, mappings, initial values, codelets, vertices,
-connections, estimates, streams, handles and programs get the same digest, whatever
-Python objects they are made of. Tensor views are described by the elements they
+Two graphs with the same variables, mappings, codelets, vertices, connections,
+estimates, streams, handles and programs get the same digest, whatever Python objects
+they are made of. Initial values (set_initial_value data of tensors, constants'
+values) are data, not code: the digest covers which views have them and their types
+and shapes, not the values, so that a program whose weights change from run to run
+reuses its executable (the cache packs the graph's values on a hit:
+lower/initial_image.py). Vertex state values are covered (perf estimators read them). Tensor views are described by the elements they
 cover; compiled codelets by their library (whose name holds its content hash) and
 their fields; perf estimators by everything their code reaches (code_fingerprint.py);
 the target by every field that defines it; programs through the one description of
@@ -18,13 +22,11 @@ import functools
 import hashlib
 import importlib.util
 import operator
-import threading
-from itertools import repeat
 from pathlib import Path
-from typing import Iterable, List
 
 import numpy as np
 
+from ._core import bytes_key, content_key
 from .code_fingerprint import code_fingerprint
 from .program import PartKind
 from .program_tree import check_belongs_to, iter_programs, operands, parts_of
@@ -43,38 +45,8 @@ class _Digest:
     def array(self, a: np.ndarray) -> None:
         a = np.ascontiguousarray(a)
         self.h.update(f"{a.dtype.str}{a.shape}".encode())
-        if not a.size:
-            return
-        data = memoryview(a.reshape(-1)).cast("B")  # the array's own memory: no copy of a 40 MB value
-        if len(data) < 2 * _CHUNK:
-            self.h.update(data)
-        else:
-            self.h.update(b"chunks")
-            for chunk_digest in _chunk_digests(data):
-                self.h.update(chunk_digest)
-
-    def ints(self, values: Iterable[int]) -> None:
-        self.array(np.fromiter(values, np.int64))
-
-
-_CHUNK = 4 << 20  # arrays of two chunks or more are hashed chunk by chunk, on two threads
-
-
-def _chunk_digests(data: memoryview) -> List[bytes]:
-    """The sha256 of each _CHUNK bytes of ``data``, in order. hashlib lets other threads
-    run while it hashes, so a second thread halves the time a big initial value takes;
-    the digests do not depend on which thread made them."""
-    chunks = [data[i:i + _CHUNK] for i in range(0, len(data), _CHUNK)]
-    digests: List[bytes] = [b""] * len(chunks)
-
-    def hash_every_other(first: int) -> None:
-        for k in range(first, len(chunks), 2):
-            digests[k] = hashlib.sha256(chunks[k]).digest()
-    helper = threading.Thread(target=hash_every_other, args=(1,), name="popsim-digest")
-    helper.start()
-    hash_every_other(0)
-    helper.join()
-    return digests
+        if a.size:  # the array's own memory, no copy, keyed in C (bytes_key: faster than sha256)
+            self.h.update(bytes_key(memoryview(a.reshape(-1)).cast("B")))
 
 
 def tensor_key(t: Tensor) -> int:
@@ -95,9 +67,8 @@ def graph_digest(state, programs, *extra: str) -> str:
     d.text("target", [(f.name, getattr(target, f.name)) for f in dataclasses.fields(target) if f.compare],
            state.replication_factor, *extra)
     _variables(d, state)
-    for tensor, values in state.initial_values:
-        d.text("initial", tensor_key(tensor))
-        d.array(values)
+    for tensor, values in state.initial_values:  # which views, not the values (data: see above)
+        d.text("initial", tensor_key(tensor), values.dtype.str, values.shape)
     for s in sorted(state.streams.values(), key=lambda s: s.index):
         d.text("stream", s.index, s.handle, s.dtype.name, s.num_elements, s.direction.value)
     for kind, handles in (("write", state.host_writes), ("read", state.host_reads)):
@@ -129,13 +100,10 @@ def build_fingerprint() -> str:
 
 def _variables(d: _Digest, state) -> None:
     for v in state.table.variables:
-        d.text("var", v.name, v.dtype.name, v.shape, v.is_constant, v.mapping.whole_tile)
-        if v.values is not None:
-            d.array(v.values)
-        if v.mapping.whole_tile is None:
-            for paint in v.mapping.paints():
-                for a in paint:
-                    d.array(a)
+        d.text("var", v.name, v.dtype.name, v.shape, v.is_constant, v.mapping.whole_tile)  # not a constant's values
+        if v.mapping.whole_tile is None:  # every call's rows, in order (later ones win, across calls too)
+            rows = v.mapping.paint_rows()
+            d.array(rows[0] if len(rows) == 1 else np.concatenate(rows) if rows else np.zeros((0, 3), np.int64))
 
 
 def _vertex_type(t) -> tuple:
@@ -149,54 +117,74 @@ def _compute_set(d: _Digest, cs) -> None:
     d.text("cs", cs.name, len(types))
     if not types:
         return
-    # Vertex types are not hashable: number them by identity, in order of first use.
-    if all(map(operator.is_, types, repeat(types[0]))):  # one type (the common case): at C speed
-        used, codes = [types[0]], np.zeros(len(types), np.int64)
+    # Vertex types are not hashable: number them by identity, in order of first use. One
+    # type (the common case) is found at C speed: list equality tries identity first
+    # (and types equal in every field lower alike).
+    if types == [types[0]] * len(types):
+        d.text("type", _vertex_type(types[0]))
     else:
         ids = list(map(id, types))
         by_id = dict(zip(ids, types))
         code_of = {i: k for k, i in enumerate(by_id)}
-        used, codes = list(by_id.values()), np.array(list(map(code_of.__getitem__, ids)), np.int64)
-    d.text("types", [_vertex_type(t) for t in used])
-    d.array(codes)
-    d.array(np.fromiter(cs._tiles, np.int64, len(types)))  # -1: not placed
+        d.text("types", [_vertex_type(t) for t in by_id.values()])
+        d.h.update(content_key(list(map(code_of.__getitem__, ids))))
+    d.h.update(_key(cs._tiles))  # -1: not placed
     perf = cs._perf
-    d.array(np.array([-1 if c is None else c for c in perf] if None in perf else perf, np.int64))
-    d.array(_slot_keys(cs._slots, types, cs._first))
+    key = content_key(perf)  # None when some vertex has no estimate of its own
+    d.h.update(key if key is not None else _key([-1 if c is None else c for c in perf]))
+    key = content_key(cs._slots)  # only edge records (the common case): read in C
+    d.h.update(key if key is not None else _key(_canonical_slots(cs._slots, types, cs._first)))
 
 
-def _slot_keys(slots: list, types: list, first: list) -> np.ndarray:
-    """One integer per connection slot, naming what it connects: an edge record (var
-    index, offset, shape, strides) and a Tensor of the field's element type over the
-    same elements get the same key (the hash of the record), so the digest does not
-    depend on how a connection is stored."""
-    if set(map(type, slots)) <= {tuple}:  # only records (the common case): hashed in C
-        return np.fromiter(map(hash, slots), np.int64, len(slots))
-    keys = []
-    add = keys.append
+def _key(items: list) -> bytes:
+    """content_key of ``items`` (ints and tuples of ints), also when some are integers of
+    another type (numpy's: the same key as plain ints) or beyond int64 (then through
+    hash(), which does not depend on the process for numbers and tuples of them)."""
+    key = content_key(items)
+    if key is None:
+        key = content_key([_plain(x) for x in items])
+    return key if key is not None else b"hashed" + content_key([hash(x) for x in items])
+
+
+def _plain(x):
+    """``x`` with integers of any type as Python ints (anything else as it is)."""
+    if type(x) is tuple:
+        return tuple(map(_plain, x))
+    try:
+        return operator.index(x)
+    except TypeError:
+        return x
+
+
+def _canonical_slots(slots: list, types: list, first: list) -> list:
+    """The connection slots as content_key reads them: an edge record (var index,
+    offset, shape, strides) is itself, and a Tensor of the field's element type over
+    the same elements is that record, so that the digest does not depend on how a
+    connection is stored; the rest are tagged tuples that no record can equal."""
+    out = []
+    add = out.append
     for vt, start in zip(types, first):
         fields = vt.fields
         for spec, c in zip(fields, slots[start:start + len(fields)]):
-            if type(c) is tuple:  # hash() of ints and tuples of ints does not depend on the process
-                add(hash(c))
+            if type(c) is tuple:
+                add(c)
             elif type(c) is Tensor:
-                add(_connection_key(c, spec.dtype))
+                add(_connection(c, spec.dtype))
             elif c is None:
-                add(-1)
-            elif isinstance(c, list):
-                add(len(c))
-                keys.extend(-1 if t is None else _connection_key(t, t.dtype) for t in c)
+                add((-1,))
+            elif isinstance(c, list):  # sub-edges: one int each (hash() of a tuple of ints is the same in every process)
+                add((-2, tuple(-1 if t is None else hash(_connection(t, t.dtype)) for t in c)))
             else:  # plain state values
-                add(int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
-                                                   digest_size=8).digest(), "little", signed=True))
-    return np.array(keys, np.int64)
+                add((-3, int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
+                                                        digest_size=8).digest(), "little", signed=True)))
+    return out
 
 
-def _connection_key(t: Tensor, field_dtype) -> int:
+def _connection(t: Tensor, field_dtype) -> tuple:
     if t._var is not None:  # as the record the vertex store keeps for such a view
         record = (t._var.index, t._offset, t._shape, t._strides)
-        return hash(record if t._dtype is field_dtype else record + (t._dtype.code,))
-    return tensor_key(t)
+        return record if t._dtype is field_dtype else record + (t._dtype.code,)
+    return (-4, tensor_key(t))
 
 
 def _programs(d: _Digest, state, programs) -> None:

@@ -181,7 +181,7 @@ class Engine(SnakeCaseNames):
                                    "with Graph(device) for the device you load onto")
         lw = self._lowered
         with self._guard.use("loading", allowed_in_callback=False):
-            self._machine.load(lw.init_table, lw.init_image)
+            self._machine.load(lw.init_table, lw.init_image, lw.vertex_values_table, lw.vertex_values)
 
     def _check_runnable(self) -> None:
         if not self._machine.loaded:

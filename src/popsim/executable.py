@@ -12,8 +12,12 @@ load only files you trust. A malformed file is refused with a PopsimError.
 
 The cache is on when the ``popsim.cacheDir`` option or the POPSIM_CACHE_DIR variable
 names a directory; its key is a content digest of the graph, programs, options and
-target (popsim/digest.py), so building the same program again skips lowering. A cache
-entry that cannot be read is compiled again (and the log says why, at WARN).
+target (popsim/digest.py), so building the same program again skips lowering. Initial
+values (set_initial_value data and constants' values) are data, not code: the key
+covers which views have them and their types and shapes, not the values, and a cache
+entry is stored without them; a hit packs the graph's current values into the initial
+image (lower/initial_image.py). A cache entry that cannot be read, or whose initial
+image does not fit the graph's values, is compiled again (and the log says why, at WARN).
 
 This is the compile step: it never imports the report layer. When the graph does not
 fit, it raises GraphMemoryAllocationError with the executable attached (``.executable``)
@@ -22,6 +26,7 @@ so that its caller can write the out-of-memory report (popsim.engine does).
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Union
 
@@ -32,6 +37,8 @@ from .digest import graph_digest
 from .errors import GraphMemoryAllocationError, PopsimError
 from .executable_file import FORMAT_VERSION, read_executable, write_executable
 from .lower import Lowered, lower_graph
+from .lower.consistency import check_initial_image
+from .lower.initial_image import pack_values
 from .lower.layout import out_of_memory_message
 from .log import configure as configure_logging
 from .log import logger, phase
@@ -139,7 +146,10 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
         if present and is_verified(path, "executable"):
             try:
                 with phase("load cached executable", timings):
-                    lowered, options = read_executable(path, verified=True)  # is_verified checked its sha256
+                    # is_verified checked its sha256; its initial values come from the graph
+                    lowered, options = read_executable(path, verified=True, with_values=False)
+                with phase("pack initial values", timings):
+                    _pack_graph_values(lowered, state)
                 exe = Executable(lowered, options, CompilationInfo(from_cache=True, cache_reason=f"loaded from {path}",
                                                                    cache_key=info.cache_key, phases=timings))
                 logger.info("executable %s loaded from the cache", info.cache_key)
@@ -165,9 +175,19 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
         try:
             with phase("save to cache", timings):
                 data = io.BytesIO()
-                exe.serialize(data)
+                write_executable(data, replace(lowered, init_image=None), compile_options)  # values: data
                 store_verified(path, data.getvalue())
         except (PopsimError, OSError) as e:
             info.cache_reason = f"compiled; could not save to the cache ({e})"
             logger.warning("could not save executable %s to the cache: %s", info.cache_key, e)
     return exe
+
+
+def _pack_graph_values(lowered: Lowered, state) -> None:
+    """Give a cached executable (stored without its initial values) the graph's values,
+    packed in its init table's order; PopsimError when they do not fit its table."""
+    try:
+        lowered.init_image = pack_values(state, lowered.init_sizes)
+        check_initial_image(lowered)
+    except ValueError as e:
+        raise PopsimError(f"its initial image does not fit the graph's initial values ({e})") from None

@@ -38,7 +38,7 @@ from .version import __version__
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: initial values apart from vertex state values, and optional (cache entries)
 MAGIC = "popsim-executable"
 _HEADER = "header.json"
 _LIBRARY = "library/"
@@ -112,6 +112,36 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 _NPY_HEADER_MAX = 1 << 16  # .npy headers popsim writes are a few hundred bytes
 
 
+# The header numpy writes (format 1.0), read without evaluating Python literals.
+_NPY_PLAIN_HEADER = re.compile(r"\{'descr': '([<>|][biuf][0-9]+)', 'fortran_order': (False|True), "
+                               r"'shape': \(((?:[0-9]+, )*[0-9]*,?)\), \} *\n")
+
+
+def _npy_header(f, size: int, name: str):
+    """(shape, fortran order, dtype, header bytes) of the .npy member of ``size`` bytes
+    that ``f`` is at, which is left at the array's data. The plain header numpy writes
+    is matched exactly; any other goes through numpy's own (slower) parser."""
+    head = f.read(min(size, 12))
+    major = head[6] if len(head) > 6 and head[:6] == b"\x93NUMPY" else 0
+    fixed = 10 if major == 1 else 12
+    if len(head) < fixed:
+        raise PopsimError(f"array {name!r} has a bad header (it is not a .npy array)")
+    length = int.from_bytes(head[8:fixed], "little")
+    if length > _NPY_HEADER_MAX or fixed + length > size:
+        raise PopsimError(f"array {name!r} has a bad header (of {length:,} bytes)")
+    head = (head + f.read(max(0, fixed + length - len(head))))[:fixed + length]
+    match = _NPY_PLAIN_HEADER.fullmatch(head[fixed:].decode("latin-1")) if major == 1 else None
+    if match:
+        return tuple(int(d) for d in match[3].replace(",", " ").split()), match[2] == "True", np.dtype(match[1]), head
+    try:
+        stream = io.BytesIO(head)
+        np.lib.format.read_magic(stream)
+        reader = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        return (*reader(stream), head)
+    except (ValueError, SyntaxError, TypeError, EOFError) as e:
+        raise PopsimError(f"array {name!r} has a bad header ({e})") from None
+
+
 def _npy(f, info: zipfile.ZipInfo, file_end: int, check_crc: bool) -> np.ndarray:
     """The array in member ``info`` (a .npy file) of the zip ``f`` (a seekable binary
     file), read straight into its own memory. Its header is checked against its data
@@ -127,33 +157,27 @@ def _npy(f, info: zipfile.ZipInfo, file_end: int, check_crc: bool) -> np.ndarray
     if start + info.file_size > file_end:
         raise PopsimError(f"member {name!r} reaches past the end of the file")
     f.seek(start)
-    head = io.BytesIO(f.read(min(info.file_size, _NPY_HEADER_MAX)))
-    try:
-        major, _ = np.lib.format.read_magic(head)
-        reader = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
-        shape, fortran, dtype = reader(head)
-    except (ValueError, SyntaxError, TypeError, EOFError) as e:
-        raise PopsimError(f"array {name!r} has a bad header ({e})") from None
+    shape, fortran, dtype, head = _npy_header(f, info.file_size, name)
     if dtype.hasobject or dtype.kind not in _NPY_KINDS or fortran:
         raise PopsimError(f"array {name!r} holds {dtype} data; popsim executables hold plain numbers")
     count = 1
     for d in shape:
         count *= d
-    offset = head.tell()
+    offset = len(head)
     if count * dtype.itemsize != info.file_size - offset:
         raise PopsimError(f"array {name!r} declares shape {shape} ({count * dtype.itemsize:,} bytes) but holds "
                           f"{info.file_size - offset:,} bytes")
     array = np.empty(shape, dtype)  # no bigger than the member, so no bigger than the file
     data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")
-    f.seek(start + offset)
     done = 0
     while done < len(data):
         n = f.readinto(data[done:])
         if not n:
             raise PopsimError(f"array {name!r} is cut short")
         done += n
-    if check_crc and zlib.crc32(data, zlib.crc32(head.getbuffer()[:offset])) != info.CRC:
+    if check_crc and zlib.crc32(data, zlib.crc32(head)) != info.CRC:
         raise PopsimError(f"member {name!r} does not match its CRC-32 (the file is corrupted)")
+    array.flags.writeable = False  # an executable read is immutable: the core borrows its tables, uncopied
     return array
 
 
@@ -178,11 +202,13 @@ def _extract_libraries(z, members, names: List[str]) -> List[str]:
     return paths
 
 
-def read_executable(source, verified: bool = False) -> Tuple[Lowered, Dict[str, str]]:
+def read_executable(source, verified: bool = False, with_values: bool = True) -> Tuple[Lowered, Dict[str, str]]:
     """(lowered, options) of the executable in ``source`` (a path or a binary file
     object); PopsimError when it is not a well-formed popsim executable. ``verified``:
     the file's content was just checked against a digest (a cache entry), so its
-    members' CRC-32s are not checked again; everything else is."""
+    members' CRC-32s are not checked again; everything else is. ``with_values``: the
+    file must hold its initial values (an executable-cache entry does not: its reader
+    packs them from the graph)."""
     where = getattr(source, "name", None) or source
     try:
         if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()
@@ -217,6 +243,10 @@ def read_executable(source, verified: bool = False) -> Tuple[Lowered, Dict[str, 
                 raise CodecError(f"{path}: expected [library index, symbol] pairs, found {str(value)[:60]}")
             return [(libraries[k], symbol) for k, symbol in value]
         lowered = decode(Lowered, header.get("lowered"), arrays, {(VertexTables, "codelets"): (None, codelets)})
+        if with_values and lowered.init_image is None:
+            raise PopsimError("it was saved without its initial values (an executable-cache entry, which runs "
+                              "only with the graph it was compiled from); save a compiled executable with "
+                              "exe.serialize to run it on its own")
         check_lowered(lowered)
         return lowered, options
     except PopsimError as e:

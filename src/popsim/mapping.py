@@ -88,6 +88,15 @@ class VariableMapping:
         self._paints.append((b, e, np.array(t)))
         self._resolved = None
 
+    def paint_rows(self) -> List[np.ndarray]:
+        """The calls that built the mapping, in order, as (n, 3) int64 rows (begin, end,
+        tile), whether or not pending single-interval calls were flushed: what the
+        executable-cache digest reads, without converting what is pending."""
+        rows = [np.stack(p, axis=1) for p in self._paints]
+        if self._scalars:
+            rows.append(np.frombuffer(self._scalars, np.int64).reshape(-1, 3))
+        return rows
+
     def paints(self) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The calls that built the mapping, in order (cheaper to fingerprint than to resolve)."""
         self._flush()

@@ -2,7 +2,7 @@
 
 Steps: validate and lay out memory (layout.py), lower programs to instructions and
 copy tables (programs.py, transfers.py), with cycle costs from cost_model.py, and
-collect host handles, streams and the initial memory image.
+collect host handles, streams and the initial memory image (initial_image.py).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ..progress import Progress
 from .compute_sets import ComputeSetLowerer, VertexTables
 from .cost_model import (CATEGORIES, CONTROL_CODE_BYTES, EXCHANGE_CODE_BYTES, SUPERVISOR_STACK_BYTES,
                          WORKER_STACK_BYTES, CostModel)
+from .initial_image import initial_image
 from .layout import MemoryLayout, plan_memory, tiles_over
 from .programs import LoweredPrograms, ProgramLowerer
 from .transfers import CopyTables, TransferPlanner
@@ -66,8 +67,13 @@ class Lowered:
     streams: List[StreamRecord]           # by index
     host_writes: Dict[str, HostHandle]
     host_reads: Dict[str, HostHandle]
-    init_table: int
-    init_image: np.ndarray                # uint8: constants and initial values, packed
+    init_table: int                       # copies init_image into tile memory (-1: nothing to copy)
+    # uint8: constants' values and initial values, packed in table order (initial_image.py);
+    # None in an executable-cache entry: data, not code, they come from the graph on a hit
+    init_image: Optional[np.ndarray]
+    init_sizes: np.ndarray                # int64: bytes of each of those values, in table order
+    vertex_values_table: int              # copies vertex_values into tile memory (-1: nothing to copy)
+    vertex_values: np.ndarray             # uint8: vertex state fields' values, packed
     tiles_out_of_memory: np.ndarray
     program_names: List[str]
     variable_names: List[str]
@@ -105,7 +111,7 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
         progress.close()
     _account_code_and_stack(layout, lowered_programs, target)
     with phase("initial memory image", timings):
-        init_table, init_image = _initial_image(state, planner, tables, compute_sets.init_entries)
+        init = initial_image(state, planner, tables, compute_sets.init_entries)
     over = tiles_over(layout, target)
     segs, begin, overlaps = tables.arrays()
     layout.index = None  # only lowering needs the per-element tile lookup
@@ -116,7 +122,8 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
               "num_compute_sets": len(state.compute_sets)}
     return Lowered(target=target, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),
                    segs=segs, table_begin=begin, table_overlaps=overlaps, streams=streams,
-                   host_writes=host_writes, host_reads=host_reads, init_table=init_table, init_image=init_image,
+                   host_writes=host_writes, host_reads=host_reads, init_table=init.table, init_image=init.image,
+                   init_sizes=init.sizes, vertex_values_table=init.vertex_table, vertex_values=init.vertex_values,
                    tiles_out_of_memory=over, program_names=[p.debug_name or f"program {i}" for i, p in
                                                             enumerate(programs)],
                    variable_names=[v.name for v in variables], graph_counts=counts)
@@ -131,31 +138,3 @@ def _account_code_and_stack(layout: MemoryLayout, programs: LoweredPrograms, tar
             layout.account_many(busy, "exchange_code", np.full(busy.size, EXCHANGE_CODE_BYTES))
     layout.by_category["control_code"] += CONTROL_CODE_BYTES * int(programs.instrs.shape[0])
     layout.by_category["stack"] += target.num_worker_contexts * WORKER_STACK_BYTES + SUPERVISOR_STACK_BYTES
-
-
-def _initial_image(state, planner: TransferPlanner, tables: CopyTables,
-                   extra: List[Tuple[int, np.ndarray]]) -> Tuple[int, np.ndarray]:
-    """Constants' values, set_initial_value data and vertex state values (``extra``:
-    arena offset, bytes) packed in one host buffer, with the table that puts them in
-    place when the engine is loaded (later calls win)."""
-    from ..tensor import Tensor
-    parts: List[np.ndarray] = []
-    segs: List[np.ndarray] = []
-    offset = 0
-    sources = [(Tensor._of_variable(state.table, v), v.values) for v in state.table.variables
-               if v.is_constant and v.size]
-    sources += state.initial_values
-    for tensor, values in sources:
-        data = np.ascontiguousarray(values).view(np.uint8).reshape(-1)
-        s = planner.host_segments(tensor, to_device=True)
-        s[:, 0] += offset
-        segs.append(s)
-        parts.append(data)
-        offset += data.size
-    for arena_offset, data in extra:
-        segs.append(np.array([[offset, arena_offset, data.size]], np.int64))
-        parts.append(data)
-        offset += data.size
-    if not parts:
-        return -1, np.zeros(1, np.uint8)
-    return tables.add(np.concatenate(segs)), np.concatenate(parts)

@@ -15,7 +15,7 @@ import numpy as np
 from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, Op
 from .layout import MEMORY_CATEGORIES
 
-__all__ = ["check_lowered"]
+__all__ = ["check_lowered", "check_initial_image"]
 
 _INT = "iu"
 
@@ -53,8 +53,34 @@ def _host_table(lw, table: int, nbytes: int, name: str, extents, to_device: bool
     src, dst = extents
     _need(0 <= table < src.size, f"{name}: copy table {table} does not exist")
     host, arena = (src[table], dst[table]) if to_device else (dst[table], src[table])
+    _covers(lw, host, arena, nbytes, name)
+
+
+def _covers(lw, host: int, arena: int, nbytes: int, name: str) -> None:
+    """A copy table reaching ``host`` bytes of its host buffer and ``arena`` bytes of
+    tile memory fits a host buffer of ``nbytes``, exactly."""
     _need(int(host) == nbytes, f"{name}: its copy table does not cover exactly the host buffer's {nbytes} bytes")
     _need(int(arena) <= lw.layout.arena_bytes, f"{name}: its copy table reaches past tile memory")
+
+
+def check_initial_image(lw, extents=None) -> None:
+    """Raise ValueError unless ``lw.init_image`` holds the values ``init_sizes`` lists and
+    its copy table covers exactly that buffer: run on the image a cache hit packs from
+    the graph, so that an entry whose table does not fit the graph's values is refused."""
+    image = _array(lw.init_image, "init_image", "u", (None,))
+    _need(int(lw.init_sizes.sum()) == image.size,
+          f"init_image: {image.size:,} bytes, but init_sizes lists {int(lw.init_sizes.sum()):,}")
+    if lw.init_table < 0:
+        _need(image.size == 0, "init_image: values but no copy table for them")
+        return
+    if extents is not None:
+        _host_table(lw, lw.init_table, image.size, "init_table", extents, True)
+        return
+    table = lw.init_table  # this table's reach only: a cache hit checks no other
+    _need(table < lw.table_begin.size - 1, f"init_table: copy table {table} does not exist")
+    segs = lw.segs[lw.table_begin[table]:lw.table_begin[table + 1]]
+    host, arena = (segs[:, :2] + segs[:, 2:3]).max(axis=0) if segs.size else (0, 0)
+    _covers(lw, host, arena, image.size, "init_table")
 
 
 def check_lowered(lw) -> None:
@@ -95,9 +121,13 @@ def check_lowered(lw) -> None:
     for i, cb in enumerate(p.callbacks):
         _need(all(d >= 0 for d in cb.shape), f"programs.callbacks.{i}: bad shape")
         _host_table(lw, cb.table, math.prod(cb.shape) * cb.dtype.size, f"programs.callbacks.{i}", extents, False)
-    _array(lw.init_image, "init_image", "u", (None,))
-    if lw.init_table >= 0:
-        _host_table(lw, lw.init_table, lw.init_image.size, "init_table", extents, True)
+    _indices(_array(lw.init_sizes, "init_sizes", _INT, (None,)), 1 << 62, "init_sizes")
+    if lw.init_image is not None:  # None: a cache entry, whose values the graph supplies (check_initial_image)
+        check_initial_image(lw, extents)
+    _array(lw.vertex_values, "vertex_values", "u", (None,))
+    _need(lw.vertex_values_table >= 0 or lw.vertex_values.size == 0, "vertex_values: no copy table for them")
+    if lw.vertex_values_table >= 0:
+        _host_table(lw, lw.vertex_values_table, lw.vertex_values.size, "vertex_values_table", extents, True)
     ops, col = p.instrs[:, COLUMNS["instrs"]["op"]], COLUMNS["instrs"]
     for op, to_device in ((Op.STREAM_TO_DEVICE, True), (Op.STREAM_FROM_DEVICE, False)):
         for row in p.instrs[ops == op]:
