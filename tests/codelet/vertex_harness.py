@@ -23,7 +23,11 @@ def library():
 
 
 def vt(cls):
-    return library()[cls]
+    """The vertex type of a sample vertex, or of any other class (compiled on first use)."""
+    types = library()
+    if cls not in types:
+        (types[cls],) = vertex_types_from_classes([cls])
+    return types[cls]
 
 
 def arr(values, dtype=F32):

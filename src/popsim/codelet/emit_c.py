@@ -11,20 +11,24 @@ stuck in a loop returns -1 with POPSIM_INTERRUPTED and the run stops with
 KeyboardInterrupt: a while loop on every iteration; a for loop, whose trip count is known
 when it starts, once per chunk of POLL_EVERY iterations (an outer loop over chunks
 around the plain loop), which keeps hot counted loops as fast as without the poll.
+
+A for loop with a fast body (loop_versioning.py) runs it when its guards hold, else its
+checked body; a fast body's hoisted cycles are added once per chunk, after the poll.
 """
 from __future__ import annotations
 
 from typing import List
 
 from .typed_ir import (STORAGE, VK, Assign, Binary, BoolOp, Break, Breakpoint, Cast, Compare, Const, Continue, Expr,
-                       FieldRef, ForEach, ForRange, Function, If, IfExp, Intrinsic, Len, Let, Load, Local, Not,
-                       NumWorkers, Print, Return, RowAt, ScalarField, Store, T, Tick, TickStmt, Unary, ViewT, While,
-                       has_sites)
+                       FieldRef, ForEach, ForRange, Function, Guard, If, IfExp, Intrinsic, Len, Let, Load, Local,
+                       LoopIndex, Not, NumWorkers, Print, Return, RowAt, ScalarField, Store, T, Tick, TickStmt, Unary,
+                       ViewT, While, has_sites, stmt_exprs, walk_exprs, walk_stmts)
 
 _SFX = {T.BOOL: "b", T.I32: "i32", T.U32: "u32", T.I64: "i64", T.U64: "u64", T.F32: "f32"}
 _OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "and": "&", "or": "|", "xor": "^"}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _UNSIGNED = {T.I32: "uint32_t", T.I64: "uint64_t"}
+_MAX = {T.I32: "INT32_MAX", T.U32: "UINT32_MAX", T.I64: "INT64_MAX", T.U64: "UINT64_MAX"}
 CHECK = "if (E.seq != POPSIM_PY_NO_ERROR) goto popsim_fail;"
 POLL = "if (*stop) goto popsim_interrupted;"
 POLL_EVERY = 1 << 14  # for-loop iterations between polls
@@ -87,6 +91,7 @@ class CEmitter:
         self.uses_fail = False
         self.has_loops = False
         self.exits: List[List[str]] = []  # per enclosing loop: [] for C's break, or [label, used]
+        self.labels = 0                   # chunked loops emitted (their exit labels are numbered)
 
     def sfx(self, field: int) -> str:
         return STORAGE[self.fn.fields[field].dtype].suffix
@@ -144,6 +149,8 @@ class CEmitter:
             return f"({self.expr(e.target)} = ({self.expr(e.value)}))"
         if isinstance(e, Tick):
             return f"(cyc += {e.cycles}u, ({self.expr(e.value)}))"
+        if isinstance(e, LoopIndex):
+            return f"(j_{e.counter} + INT64_C({e.offset}))" if e.offset else f"j_{e.counter}"
         raise TypeError(f"cannot emit {type(e).__name__}")  # pragma: no cover
 
     def binary(self, e: Binary) -> str:
@@ -248,23 +255,27 @@ class CEmitter:
         self.has_loops = True
         self.emit(POLL, depth)
 
-    def counted_loop(self, k: str, count: str, depth: int, body) -> None:
+    def counted_loop(self, k: str, count: str, depth: int, body, hoisted: int = 0) -> None:
         """``for (k = 0; k < count; k++) body``, polling the interrupt flag once per chunk
         of POLL_EVERY iterations. ``body(depth)`` emits the loop body; its break leaves
-        both loops (through the label x_k), its continue goes to the next k."""
+        both loops (through a label x_k_N), its continue goes to the next k. ``hoisted``
+        cycles per iteration are counted per chunk."""
         emit = self.emit
         emit(f"for (uint64_t {k} = 0; {k} < {count};) {{", depth)
         self.poll(depth + 1)
         emit(f"const uint64_t e_{k} = {count} - {k} > {POLL_EVERY}u ? {k} + {POLL_EVERY}u : {count};", depth + 1)
+        if hoisted:
+            emit(f"cyc += {hoisted}u * (e_{k} - {k});", depth + 1)
         emit(f"for (; {k} < e_{k}; {k}++) {{", depth + 1)
-        exit_ = [f"x_{k}", ""]
+        self.labels += 1
+        exit_ = [f"x_{k}_{self.labels}", ""]
         self.exits.append(exit_)
         body(depth + 2)
         self.exits.pop()
         emit("}", depth + 1)
         emit("}", depth)
         if exit_[1]:
-            emit(f"x_{k}:;", depth)
+            emit(f"{exit_[0]}:;", depth)
 
     def test_into_cnd(self, s, test, depth):
         if has_sites(test):
@@ -313,16 +324,54 @@ class CEmitter:
         self.check(s, depth + 1)
         if rt.is_signed:
             emit(f"uint64_t n_{k} = popsim_py_count_i64((int64_t)a_{k}, (int64_t)b_{k}, (int64_t)d_{k});", depth + 1)
-            value = f"(({rt.ctype})((uint64_t)(int64_t)a_{k} + {k} * (uint64_t)(int64_t)d_{k}))"
+            wide = f"((uint64_t)(int64_t)a_{k} + {k} * (uint64_t)(int64_t)d_{k})"
         else:
             emit(f"uint64_t n_{k} = popsim_py_count_u64((uint64_t)a_{k}, (uint64_t)b_{k}, (uint64_t)d_{k});",
                  depth + 1)
-            value = f"(({rt.ctype})((uint64_t)a_{k} + {k} * (uint64_t)d_{k}))"
-        def body(d):
-            emit(f"{self.expr(s.var)} = {convert(value, rt, s.var.ty)};", d)
-            self.block(s.body, d)
-        self.counted_loop(k, f"n_{k}", depth + 1, body)
+            wide = f"((uint64_t)a_{k} + {k} * (uint64_t)d_{k})"
+        value = f"(({rt.ctype}){wide})"
+
+        def loop(body, hoisted, d):
+            def emit_body(d2):
+                emit(f"{self.expr(s.var)} = {convert(value, rt, s.var.ty)};", d2)
+                if body is not s.body and _uses_loop_index(body, k):
+                    emit(f"const int64_t j_{k} = (int64_t){wide};", d2)
+                self.block(body, d2)
+            self.counted_loop(k, f"n_{k}", d, emit_body, hoisted)
+
+        if s.fast is None:
+            loop(s.body, 0, depth + 1)
+        elif not s.guards:
+            loop(s.fast, s.hoisted, depth + 1)
+        else:
+            emit(f"if ({self.guard_test(s)}) {{", depth + 1)
+            loop(s.fast, s.hoisted, depth + 2)
+            emit("} else {", depth + 1)
+            loop(s.body, 0, depth + 2)
+            emit("}", depth + 1)
         emit("}", depth)
+
+    def guard_test(self, s: ForRange) -> str:
+        """C that is true when every guard of ``s`` holds for the whole range."""
+        k, rt = s.counter, s.start.ty
+        if rt.is_signed:
+            ends = [f"(int64_t)a_{k}",
+                    f"(int64_t)({rt.ctype})((uint64_t)(int64_t)a_{k} + (n_{k} - 1u) * (uint64_t)(int64_t)d_{k})"]
+            fits = "popsim_py_fits_i"
+        else:
+            ends = [f"(uint64_t)a_{k}", f"(uint64_t)({rt.ctype})((uint64_t)a_{k} + (n_{k} - 1u) * (uint64_t)d_{k})"]
+            fits = "popsim_py_fits_u"
+        lo, hi = f"(d_{k} > 0 ? {ends[0]} : {ends[1]})", f"(d_{k} > 0 ? {ends[1]} : {ends[0]})"
+        tests = [f"{fits}({lo}, {hi}, INT64_C({g.low}), INT64_C({g.high}), {_MAX[rt]}, {self.guard_size(g)})"
+                 for g in s.guards]
+        return " && ".join(tests)
+
+    def guard_size(self, g: Guard) -> str:
+        """The size of a guard's view, read without a check (0 for a row out of range)."""
+        v = g.view
+        if isinstance(v, RowAt):
+            return f"popsim_py_row_size({self.expr(v.view)}, (int64_t)({self.expr(v.index)}))"
+        return f"({self.expr(v)}).size"
 
     def for_each(self, s: ForEach, depth: int):
         k = s.counter
@@ -334,15 +383,15 @@ class CEmitter:
         def body(d):
             if vt.kind is VK.ROWS:
                 emit(f"{self.expr(s.var)} = ((const popsim_span *)w_{k}.data)[{k}];", d)
-            else:
-                kind = "lds" if vt.kind is VK.SCALARS else "ld"
+            else:  # k < w.size: no check
+                kind = "ulds" if vt.kind is VK.SCALARS else "uld"
                 elem_ty = STORAGE[self.fn.fields[vt.field].dtype].value
-                load = f"popsim_py_{kind}_{self.sfx(vt.field)}(w_{k}, (int64_t){k}, &E, 0, 0, 0)"
+                load = f"popsim_py_{kind}_{self.sfx(vt.field)}(w_{k}, (int64_t){k})"
                 emit(f"{self.expr(s.var)} = {convert(load, elem_ty, s.var.ty)};", d)
             if s.index is not None:
                 emit(f"{self.expr(s.index)} = {convert(f'((int32_t){k})', T.I32, s.index.ty)};", d)
-            self.block(s.body, d)
-        self.counted_loop(k, f"w_{k}.size", depth + 1, body)
+            self.block(s.body if s.fast is None else s.fast, d)
+        self.counted_loop(k, f"w_{k}.size", depth + 1, body, s.hoisted if s.fast is not None else 0)
         emit("}", depth)
 
     def print_stmt(self, s: Print, depth: int):
@@ -446,6 +495,12 @@ class CEmitter:
             "}",
         ]
         return "\n".join(head + body + tail + abi) + "\n"
+
+
+def _uses_loop_index(stmts, counter: str) -> bool:
+    """Whether a LoopIndex of loop ``counter`` occurs in ``stmts``."""
+    return any(isinstance(x, LoopIndex) and x.counter == counter
+               for s in walk_stmts(stmts) for e in stmt_exprs(s) for x in walk_exprs(e))
 
 
 def emit_function(fn: Function, prefix: str) -> str:

@@ -1,6 +1,7 @@
 """Python vertex classes -> C: find ``compute``'s source (real file name and line
 numbers), type-check it into the typed IR (typecheck.py), add cycle counting
-(op_costs.py), emit C (emit_c.py), and compile all the classes of one call into one
+(op_costs.py), give counted loops fast versions (loop_versioning.py), emit C
+(emit_c.py), and compile all the classes of one call into one
 cached shared library (compiler.py).
 
 Anything outside the supported subset raises CodeletSyntaxError (also a SyntaxError)
@@ -20,6 +21,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..errors import CodeletSyntaxError
 from . import compiler
 from .emit_c import LIBRARY_HEADER, emit_function
+from .loop_versioning import version_loops
 from .op_costs import add_cycle_counting
 from .typecheck import check_function
 from .typed_ir import Function
@@ -121,6 +123,7 @@ def translate_class(cls, name: str, fields, attrs, multi: bool) -> Translation:
     src = Source(filename, f"{cls.__qualname__}.compute")
     fn = check_function(src, node, func, cls, name, fields, attrs, multi)
     add_cycle_counting(fn)
+    version_loops(fn)
     # "?" never appears raw in generated C (strings escape it), so the placeholder is safe.
     probe = emit_function(fn, "POPSIM?PREFIX")
     symbol = symbol_for(name, probe + repr([(f.name, f.kind.value, f.dtype.name) for f in fields]))

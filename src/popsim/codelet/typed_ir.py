@@ -274,6 +274,15 @@ class Tick(Expr):
     value: Expr = None
 
 
+@dataclass
+class LoopIndex(Expr):
+    """Only in the fast body of a versioned loop (C only, see loop_versioning.py): the
+    variable of the loop with hidden counter ``counter``, plus ``offset``, as an int64.
+    Exact there: the loop's guards proved that no wrap-around happens."""
+    counter: str = ""
+    offset: int = 0
+
+
 # -- statements ------------------------------------------------------------------------------
 @dataclass
 class Stmt:
@@ -312,23 +321,46 @@ class While(Stmt):
 
 
 @dataclass
+class Guard:
+    """A loop version's precondition: ``view[x + offset]`` is in range (and ``x +
+    offset`` does not wrap around in the loop's type) for every value x the loop
+    variable takes and every offset from ``low`` to ``high``."""
+    view: Expr
+    low: int
+    high: int
+
+
+@dataclass
 class ForRange(Stmt):
+    """A for loop over range(start, stop, step).
+
+    ``body`` is the loop as written, with every check: the interpreter always runs it.
+    loop_versioning.py may add ``fast``, the same body without the checks that
+    ``guards`` make redundant (and without the per-iteration count ``hoisted``, which
+    the C loop then adds once per chunk of iterations): the C code runs ``fast`` when
+    every guard holds, ``body`` otherwise."""
     var: Local = None
     start: Expr = None
     stop: Expr = None
     step: Expr = None
     body: List[Stmt] = field(default_factory=list)
     counter: str = ""      # hidden iteration counter's name
+    fast: Optional[List[Stmt]] = None
+    guards: List[Guard] = field(default_factory=list)
+    hoisted: int = 0       # cycles per iteration that ``fast`` leaves out
 
 
 @dataclass
 class ForEach(Stmt):
-    """for var in view (var: an element value or a row); index: enumerate's counter."""
+    """for var in view (var: an element value or a row); index: enumerate's counter.
+    ``fast`` and ``hoisted`` as for ForRange (a ForEach needs no guards)."""
     var: Local = None
     view: Expr = None
     body: List[Stmt] = field(default_factory=list)
     index: Optional[Local] = None
     counter: str = ""
+    fast: Optional[List[Stmt]] = None
+    hoisted: int = 0
 
 
 @dataclass
@@ -418,3 +450,22 @@ def has_sites(s_or_e) -> bool:
     """Whether evaluating it can record an index error."""
     exprs = [s_or_e] if isinstance(s_or_e, Expr) else list(stmt_exprs(s_or_e))
     return any(isinstance(x, (Load, RowAt)) and x.site is not None for e in exprs for x in walk_exprs(e))
+
+
+def child_blocks(s: Stmt) -> List[List[Stmt]]:
+    """The statement lists nested directly in ``s`` (a loop's fast body included)."""
+    if isinstance(s, If):
+        return [s.body, s.orelse]
+    if isinstance(s, While):
+        return [s.body]
+    if isinstance(s, (ForRange, ForEach)):
+        return [s.body] + ([s.fast] if s.fast is not None else [])
+    return []
+
+
+def walk_stmts(stmts: List[Stmt]):
+    """Every statement in ``stmts``, nested ones included, parents first."""
+    for s in stmts:
+        yield s
+        for block in child_blocks(s):
+            yield from walk_stmts(block)

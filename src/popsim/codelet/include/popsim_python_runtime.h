@@ -304,7 +304,8 @@ static inline POPSIM_PY_UNUSED int32_t popsim_py_cmp3_iu(int64_t s, uint64_t u) 
  * + - * / with a deterministic NaN: when an operand is NaN, the first NaN operand
  * (quieted) is the result, whatever the compiler would do with the operands (it may swap
  * the operands of + and *, fold x * -1 into -x or x / 1 into x). On x86 the instruction
- * itself has that rule when its first source is the left operand, so it is issued as is;
+ * itself has that rule when its first source is the left operand, so it is issued as is
+ * (the right operand may come straight from memory, as a compiler would fold a load);
  * elsewhere the result is fixed up. pyruntime.fadd & co apply the same rule. */
 static inline POPSIM_PY_UNUSED float popsim_py_quiet(float a) {
   uint32_t b;
@@ -322,13 +323,13 @@ static POPSIM_PY_COLD POPSIM_PY_UNUSED float popsim_py_nan2(float a, float b, fl
 #define POPSIM_PY_FOP(NAME, OP, INSN)                                               \
   static inline POPSIM_PY_UNUSED float popsim_py_f##NAME(float a, float b) {         \
     float r;                                                                        \
-    __asm__("v" INSN " %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));                      \
+    __asm__("v" INSN " %2, %1, %0" : "=x"(r) : "x"(a), "xm"(b));                     \
     return r;                                                                       \
   }
 #elif defined(__GNUC__) && defined(__SSE2__) && (defined(__x86_64__) || defined(__i386__))
 #define POPSIM_PY_FOP(NAME, OP, INSN)                                               \
   static inline POPSIM_PY_UNUSED float popsim_py_f##NAME(float a, float b) {         \
-    __asm__(INSN " %1, %0" : "+x"(a) : "x"(b));                                      \
+    __asm__(INSN " %1, %0" : "+x"(a) : "xm"(b));                                     \
     return a;                                                                       \
   }
 #else
@@ -411,6 +412,24 @@ static inline POPSIM_PY_UNUSED uint64_t popsim_py_count_i64(int64_t a, int64_t b
 }
 static inline POPSIM_PY_UNUSED uint64_t popsim_py_count_u64(uint64_t a, uint64_t b, uint64_t s) {
   return (s != 0 && a < b) ? (b - a - 1u) / s + 1u : 0u;
+}
+
+/* -- loop versioning (popsim/codelet/loop_versioning.py) ---------------------------------
+ * popsim_py_fits_i / _u: whether x + o is a valid index of a span of `size` elements, and
+ * does not wrap around in a loop type whose largest value is `max`, for every x in
+ * [lo, hi] and every o in [low, high]. |low|, |high| < 2^31, so nothing overflows.
+ * popsim_py_row_size: the size of row i, or 0 when i is out of range (never fails). */
+static inline POPSIM_PY_UNUSED bool popsim_py_fits_i(int64_t lo, int64_t hi, int64_t low, int64_t high, int64_t max,
+                                                     uint64_t size) {
+  return lo >= -low && (high <= 0 || hi <= max - high) && (uint64_t)(hi + high) < size;
+}
+static inline POPSIM_PY_UNUSED bool popsim_py_fits_u(uint64_t lo, uint64_t hi, int64_t low, int64_t high,
+                                                     uint64_t max, uint64_t size) {
+  return (low >= 0 || lo >= (uint64_t)-low) && (high <= 0 || hi <= max - (uint64_t)high) &&
+         hi + (uint64_t)high < size;
+}
+static inline POPSIM_PY_UNUSED uint64_t popsim_py_row_size(popsim_span rows, int64_t i) {
+  return (uint64_t)i < rows.size ? ((const popsim_span *)rows.data)[i].size : 0u;
 }
 
 /* -- print: str() of float32 as numpy writes it (shortest round-trip digits) -------------- */
