@@ -48,20 +48,25 @@ def tut6_program(rows: int, cols: int):
     return device, graph, prog
 
 
-def cache_speedup(rows: int, cols: int) -> C.Result:
-    cache = tempfile.mkdtemp(prefix="popsim-bench-cache-")
-    times = []
-    for _ in range(2):
+def cache_speedup(rows: int, cols: int, repeat: int) -> C.Result:
+    """Best of `repeat` first Engines (each with an empty cache) against best of `repeat`
+    cache hits, each from a freshly built graph (in this process, so the entry's sha256 is
+    already known: a new process also hashes the file once, ~10 ms for tutorial 6)."""
+    def engine_seconds(cache: str, hit: bool) -> float:
         _, graph, prog = tut6_program(rows, cols)
         start = time.perf_counter()
         engine = popsim.Engine(graph, prog, {"popsim.cacheDir": cache})
-        times.append(time.perf_counter() - start)
-    if not engine.get_report().compilation.from_cache:
-        raise RuntimeError("the second Engine did not come from the executable cache")
-    ratio = times[0] / times[1]
+        seconds = time.perf_counter() - start
+        if engine.get_report().compilation.from_cache != hit:
+            raise RuntimeError(f"expected from_cache={hit} for an Engine of tutorial 6")
+        return seconds
+    caches = [tempfile.mkdtemp(prefix="popsim-bench-cache-") for _ in range(repeat)]
+    first = min(engine_seconds(cache, hit=False) for cache in caches)
+    second = min(engine_seconds(cache, hit=True) for cache in caches)
+    ratio = first / second
     return C.Result(bench="report", metric=f"tutorial 6 {rows}x{cols}: 2nd Engine from the cache", unit="x",
                     value=ratio, target=">= 20x faster", passed=ratio >= 20,
-                    notes=[f"first Engine {times[0]:.3f} s, second {times[1]:.3f} s"])
+                    notes=[f"first Engine {first:.3f} s, from the cache {second:.3f} s (best of {repeat} each)"])
 
 
 def report_overhead(rows: int, cols: int, repeat: int) -> C.Result:
@@ -103,7 +108,8 @@ def report_size() -> C.Result:
 def main(argv=None) -> int:
     args = C.parse_args(__doc__.splitlines()[0], argv)
     rows = 2000 if args.quick else 10000
-    results = [cache_speedup(rows, 1000), report_overhead(rows, 1000, args.repeat or (2 if args.quick else 3)),
+    repeat = args.repeat or (2 if args.quick else 3)
+    results = [cache_speedup(rows, 1000, repeat), report_overhead(rows, 1000, repeat),
                report_size()]
     C.report("bench_report: reports and the executable cache", results, args, C.environment())
     return 0
