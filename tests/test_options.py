@@ -67,14 +67,8 @@ def test_unknown_option_from_environment(tiny_graph, monkeypatch):
     with pytest.raises(popsim.InvalidOptionError) as info:
         popsim.Engine(tiny_graph, Sequence())
     msg = str(info.value)
-    assert "'debug.allowOutOfMemroy'" in msg
+    assert "'debug.allowOutOfMemroy'" in msg and "POPSIM_ENGINE_OPTIONS" in msg
     assert "did you mean 'debug.allowOutOfMemory'" in msg
-
-
-def test_unknown_option_from_environment_names_the_variable(tiny_graph, monkeypatch):
-    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemroy": "true"}')
-    with pytest.raises(popsim.InvalidOptionError, match="POPSIM_ENGINE_OPTIONS"):
-        popsim.Engine(tiny_graph, Sequence())
 
 
 def test_bad_option_value_from_environment(tiny_graph, monkeypatch):

@@ -47,28 +47,22 @@ def test_copy_into_constant(small_device):
         Copy(v, c)
 
 
-def test_copy_from_device_to_host_stream_into_tensor(small_device):
+@pytest.mark.parametrize("direction", ["device-to-host", "host-to-device"])
+def test_copy_with_a_stream_the_wrong_way(small_device, direction):
+    """A stream copied against its direction names both ends and the fifo to add instead."""
     g = popsim.Graph(small_device)
     x = mapped(g, INT, (10,), "x")
-    out = g.add_device_to_host_fifo("results", INT, 10)
+    if direction == "device-to-host":
+        stream, fix = g.add_device_to_host_fifo("results", INT, 10), "add_host_to_device_fifo"
+        copy = lambda: Copy(stream, x)  # noqa: E731
+    else:
+        stream, fix = g.add_host_to_device_fifo("inputs", INT, 10), "add_device_to_host_fifo"
+        copy = lambda: Copy(x, stream)  # noqa: E731
     with pytest.raises(popsim.StreamConnectionError) as info:
-        Copy(out, x)
+        copy()
     msg = str(info.value)
-    assert "'results'" in msg and "'x'" in msg
-    assert "device-to-host" in msg
-    assert "add_host_to_device_fifo" in msg
-
-
-def test_copy_tensor_into_host_to_device_stream(small_device):
-    g = popsim.Graph(small_device)
-    x = mapped(g, INT, (10,), "x")
-    inp = g.add_host_to_device_fifo("inputs", INT, 10)
-    with pytest.raises(popsim.StreamConnectionError) as info:
-        Copy(x, inp)
-    msg = str(info.value)
-    assert "'inputs'" in msg and "'x'" in msg
-    assert "host-to-device" in msg
-    assert "add_device_to_host_fifo" in msg
+    assert f"'{stream.handle}'" in msg and "'x'" in msg
+    assert direction in msg and fix in msg
 
 
 def test_copy_stream_type_and_size_mismatch(small_device):
