@@ -397,6 +397,30 @@ def test_content_key_refuses_what_it_cannot_read_exactly():
         content_key(iter([1]))
 
 
+def test_content_key_of_long_lists_read_by_two_threads():
+    """Lists of 65,536 items or more are read in chunks by two threads: the key still
+    depends on every item and its place, and a bad item in any chunk gives None."""
+    from popsim._core import content_key
+    n = 5 * 16384 + 7  # chunks 0..5; the helper thread reads the odd ones
+    base = [(0, i, (3,), (1,)) for i in range(n)]
+    key = content_key(base)
+    assert key == content_key([(0, i, (3,), (1,)) for i in range(n)])  # other objects, same values
+    changed = set()
+    for where in (0, 16384 + 3, 3 * 16384, n - 1):  # even and odd chunks, first and last item
+        for bad_value in ((1, where, (3,), (1,)), (0, where, (4,), (1,))):
+            variant = list(base)
+            variant[where] = bad_value
+            changed.add(content_key(variant))
+        variant = list(base)
+        variant[where] = "not a record"
+        assert content_key(variant) is None, where
+    swapped = list(base)
+    swapped[16384 - 1], swapped[16384] = swapped[16384], swapped[16384 - 1]  # across a chunk border
+    changed.add(content_key(swapped))
+    assert key not in changed and len(changed) == 9
+    assert content_key(base[:-1]) != key and content_key(base + [0]) != key
+
+
 def test_slots_that_content_key_cannot_read_are_digested_by_content(device):
     """Slot records with numpy integers (not plain ints) go through hash(): the digest
     still depends on their values only."""

@@ -9,8 +9,8 @@
 // another way. Each item is read as 64-bit tokens that determine it (a tuple's header
 // says its length and which of its elements are tuples; a nested tuple's length comes
 // before its elements); the tokens' position-dependent mixes sum to the item's key
-// (ItemKey), and the items' keys go through two 64-bit lanes. Every step is a bijection
-// of what it takes in, so changing any one token always changes the result; other
+// (ItemKey), the items' keys go through two 64-bit lanes per chunk of items, and the
+// chunks' lanes through two more. Every step is a bijection of what it takes in, so changing any one token always changes the result; other
 // differences collide with a probability of about 2^-64 or less. Not a cryptographic
 // hash: the cache is the user's own.
 #include <pybind11/pybind11.h>
@@ -18,6 +18,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "binding/binding.hpp"
 
@@ -141,15 +144,50 @@ bool key_items(PyObject *const *data, Py_ssize_t begin, Py_ssize_t end, Lanes &l
   return true;
 }
 
+// Items are keyed in chunks of a fixed size, each chunk's lanes finished into one token
+// of an outer Lanes: chunks are independent, so a long list is read by two threads (a
+// compute set's connections are memory-bound reads of scattered objects), and the key
+// does not depend on how many threads read it. The helper thread only reads: the items
+// are immutable ints and tuples, the list cannot change while the caller holds the GIL
+// (it does throughout), and no reference count is touched.
+constexpr Py_ssize_t kChunk = 16384;
+constexpr Py_ssize_t kThreadedFrom = 4 * kChunk;  // below this a thread costs more than it saves
+
+// Chunk c's two lanes into out[0], out[1]; false if an item in it is not plain.
+bool chunk_lanes(PyObject *const *data, Py_ssize_t n, Py_ssize_t c, uint64_t *out) {
+  Lanes lanes;
+  if (!key_items(data, c * kChunk, std::min(n, (c + 1) * kChunk), lanes)) return false;
+  out[0] = lanes.a;
+  out[1] = lanes.b;
+  return true;
+}
+
 py::object content_key(const py::handle &items) {
   if (!PyList_CheckExact(items.ptr()) && !PyTuple_CheckExact(items.ptr()))
     throw py::type_error("content_key: expected a list or tuple");
   PyObject *seq = items.ptr();
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   PyObject *const *data = PySequence_Fast_ITEMS(seq);
-  Lanes lanes;
-  if (!key_items(data, 0, n, lanes)) return py::none();
-  const uint64_t key[2] = {finish(lanes.a ^ lanes.count), finish(lanes.b + rotl(lanes.count, 17))};
+  const Py_ssize_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<uint64_t> lanes_of(2 * static_cast<size_t>(chunks));
+  bool plain = true, helper_plain = true;
+  // The helper takes the odd chunks, this thread the even ones.
+  std::thread helper;
+  if (n >= kThreadedFrom && std::thread::hardware_concurrency() > 1) {
+    try {
+      helper = std::thread([&] {
+        for (Py_ssize_t c = 1; c < chunks && helper_plain; c += 2) helper_plain = chunk_lanes(data, n, c, &lanes_of[2 * c]);
+      });
+    } catch (const std::system_error &) {  // no thread to be had: read them all here
+    }
+  }
+  const Py_ssize_t step = helper.joinable() ? 2 : 1;
+  for (Py_ssize_t c = 0; c < chunks && plain; c += step) plain = chunk_lanes(data, n, c, &lanes_of[2 * c]);
+  if (helper.joinable()) helper.join();
+  if (!plain || !helper_plain) return py::none();
+  Lanes lanes;  // each chunk's lanes are tokens: a change in one changes its lane, so the key
+  for (uint64_t k : lanes_of) lanes.add(k);
+  const uint64_t key[2] = {finish(lanes.a ^ static_cast<uint64_t>(n)), finish(lanes.b + rotl(n, 17))};
   return py::bytes(reinterpret_cast<const char *>(key), sizeof key);
 }
 
