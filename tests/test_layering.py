@@ -150,6 +150,40 @@ def test_tutorials_use_only_the_public_api():
     assert not offenders, offenders
 
 
+POPLIBS = ROOT / "poplibs"
+# What a PopLibs library may import of popsim: its public face, and the libraries (each
+# other, and their own modules through relative imports).
+POPLIBS_MAY_IMPORT = {"popsim", "popsim.program"}
+POPLIBS_LIBRARIES = {"poputil", "popops", "poprand"}
+
+
+def test_poplibs_use_only_the_public_api():
+    """poplibs/ is built on popsim as a user would build on it: `import popsim`,
+    `popsim.program` and the PopLibs libraries, never popsim's internals."""
+    libraries = sorted(p.name for p in POPLIBS.iterdir() if (p / "__init__.py").is_file())
+    assert set(libraries) == POPLIBS_LIBRARIES, "a library was added or removed: update POPLIBS_LIBRARIES"
+    allowed = POPLIBS_MAY_IMPORT | {f"popsim.{lib}" for lib in POPLIBS_LIBRARIES}
+    offenders = []
+    for path in POPLIBS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            offenders += [f"{path.relative_to(ROOT)}: {m}" for m in mods if m.split(".")[0] in ("popsim", "_core")
+                          and not any(m == a or m.startswith(a + ".") and a != "popsim" for a in allowed)]
+    assert not offenders, f"poplibs/ may import only {sorted(allowed)}: {offenders}"
+
+
+def test_the_package_installs_every_library():
+    """pyproject.toml maps each library of poplibs/ into popsim, for wheels and editable
+    installs alike."""
+    text = (ROOT / "pyproject.toml").read_text()
+    for lib in POPLIBS_LIBRARIES:
+        assert f'"popsim/{lib}" = "poplibs/{lib}"' in text, lib
+
+
 def _module_name(path: pathlib.Path) -> str:
     rel = path.relative_to(SRC).with_suffix("")
     parts = rel.parts[:-1] if rel.parts[-1] == "__init__" and len(rel.parts) > 1 else rel.parts
