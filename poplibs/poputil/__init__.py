@@ -6,8 +6,9 @@ per-tile vertex layout the element-wise ops share, and PoplibsError, the error e
 PopLibs op raises unless a core error fits better.
 """
 from .errors import PoplibsError
+from .split_regions import split_regions, split_regions_between_workers
 from .tile_mapping import (calc_linear_tile_mapping, calc_linear_tile_mapping_and_new_offset, map_tensor_linearly,
                            map_tensor_linearly_with_offset)
 
 __all__ = ["PoplibsError", "calc_linear_tile_mapping", "calc_linear_tile_mapping_and_new_offset",
-           "map_tensor_linearly", "map_tensor_linearly_with_offset"]
+           "map_tensor_linearly", "map_tensor_linearly_with_offset", "split_regions", "split_regions_between_workers"]
