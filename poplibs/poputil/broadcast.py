@@ -35,6 +35,15 @@ def _common_shape(shapes, describe, what: str) -> Tuple[int, ...]:
     return tuple(out)
 
 
+def common_shape(tensors, what: str) -> Tuple[int, ...]:
+    """The shape ``tensors`` broadcast to by NumPy's rules (a PoplibsError from ``what``,
+    naming every tensor and shape, where they do not)."""
+    for t in tensors:
+        _check(t, what)
+    names = ", ".join(f"tensor '{t.name}' of shape {tuple(t.shape)}" for t in tensors)
+    return _common_shape([t.shape for t in tensors], lambda: names, what)
+
+
 def _broadcast_view(t, shape: Tuple[int, ...]):
     t = _with_rank(t, len(shape))
     for d, n in enumerate(shape):
@@ -82,10 +91,7 @@ def broadcast_to_match(a, b, c=None):
             raise TypeError(f"{what}: a third argument goes with tensors, not with a shape")
         return _broadcast_view(a, shape)
     tensors = [a, b] if c is None else [a, b, c]
-    for t in tensors[1:]:
-        _check(t, what)
-    names = ", ".join(f"tensor '{t.name}' of shape {tuple(t.shape)}" for t in tensors)
-    shape = _common_shape([t.shape for t in tensors], lambda: names, what)
+    shape = common_shape(tensors, what)
     return tuple(_broadcast_view(t, shape) for t in tensors)
 
 
