@@ -324,3 +324,15 @@ def test_negative_shape(small_device):
     g = popsim.Graph(small_device)
     with pytest.raises(popsim.TensorCreationError, match=re.escape("shape [-1, 2] has a negative size")):
         g.add_variable(FLOAT, (-1, 2), "neg")
+
+
+def test_owns_tells_a_graphs_tensors_from_others(device):
+    g = popsim.Graph(device)
+    v = g.add_variable(FLOAT, [4], "v")
+    c = g.add_constant(FLOAT, [2], [1.0, 2.0], "c")
+    sub = g.create_virtual_graph(0, 10)
+    assert g.owns(v) and g.owns(v[1:3].reshape((2, 1))) and g.owns(c) and sub.owns(v)
+    assert g.owns(popsim.concat([v, c]))
+    other = popsim.Graph(device)
+    assert not other.owns(v) and not g.owns(other.add_variable(FLOAT, [1], "w"))
+    assert not g.owns("v") and not g.owns(None)

@@ -243,6 +243,12 @@ class Graph(VertexBuilding, SnakeCaseNames):
             var.mapping.paint(pieces.pos[mapped], pieces.pos[mapped] + pieces.length[mapped], tiles[mapped])
         return out
 
+    def owns(self, tensor) -> bool:
+        """True when ``tensor`` is a view of this graph's variables and constants (a graph
+        and its virtual graphs share them); libraries built on popsim check their inputs
+        with it before they map or connect them."""
+        return isinstance(tensor, Tensor) and tensor._table is self._state.table
+
     def _check_tensor(self, tensor, what: str) -> None:
         if not isinstance(tensor, Tensor):
             raise TypeError(f"{what}: expected a Tensor, found {type(tensor).__name__}")

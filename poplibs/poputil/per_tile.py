@@ -1,0 +1,111 @@
+"""Work laid out tile by tile: the layer PopLibs' element-wise ops (popops) and random
+number generators (poprand) share.
+
+An op that reads and writes tensors of one shape works where the data lives: its output
+is mapped like an input (``create_output``); on each tile it takes the regions of flat
+elements the tile holds (``tile_regions``), deals them out between the tile's workers
+(``split_regions_between_workers``) and adds one vertex per group of regions, placed on
+that tile (``add_vertices_per_tile``, ``add_per_tile_compute_set``). Every tensor the
+vertices touch has the layout tensor's shape, so the same flat regions index all of them
+(``region_views``, ``regions_view``).
+"""
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import popsim
+
+from .broadcast import common_shape
+from .checks import check_count, check_graph, check_tensor
+from .errors import PoplibsError
+from .split_regions import split_regions_between_workers
+
+Interval = Tuple[int, int]
+#: make_vertex(tile, regions) -> (vertex type: a name or Vertex class, {field: connection})
+MakeVertex = Callable[[int, List[Interval]], Tuple[object, Dict[str, object]]]
+GROUPINGS = ("workers", "tile", "auto")
+
+
+def create_output(graph, inputs: Sequence, dtype=None, name: str = ""):
+    """A new variable of the inputs' broadcast shape, of ``dtype`` (default: the first
+    input's type), mapped element by element like the first input of that full shape
+    that another op may write in parallel (no repeated elements, no constants); a
+    linear mapping when there is none (PopLibs' createOutputForElementWiseOp)."""
+    what = "create_output"
+    inputs = list(inputs)
+    if not inputs:
+        raise PoplibsError(f"{what}: needs at least one input tensor to take the shape from")
+    for t in inputs:
+        check_tensor(graph, t, what, "input")
+    shape = common_shape(inputs, what)
+    out_type = inputs[0].dtype if dtype is None else dtype
+    for t in inputs:
+        if tuple(t.shape) == shape and not t.contains_aliases() and not t.contains_constant():
+            return graph.clone(t, name or f"{t.name}_out", out_type)
+    out = graph.add_variable(out_type, shape, name or f"{inputs[0].name}_out")
+    graph.set_tile_mapping(out, graph.linear_mapping(out))
+    return out
+
+
+def tile_regions(graph, t) -> List[Tuple[int, List[Interval]]]:
+    """``[(tile, regions)]`` for each tile of ``graph`` that holds elements of ``t``, in
+    tile order: the (begin, end) intervals of ``t``'s flat elements on that tile, in
+    element order. Every element must be mapped (InvalidTileMappingError otherwise)."""
+    check_tensor(graph, t, "tile_regions")
+    return [(tile, intervals) for tile, intervals in enumerate(graph.get_tile_mapping(t)) if intervals]
+
+
+def region_views(t, regions: Sequence[Interval]) -> List:
+    """One 1-D view of ``t``'s flat elements per region (for VectorList fields)."""
+    flat = t.flatten()
+    return [flat.slice(begin, end) for begin, end in regions]
+
+
+def regions_view(t, regions: Sequence[Interval]):
+    """``t``'s flat elements in ``regions``, one after another, as one 1-D view (for Vector
+    fields)."""
+    views = region_views(t, regions)
+    if not views:
+        raise PoplibsError(f"regions_view of tensor '{t.name}': no regions given; a vertex needs at least one")
+    return views[0] if len(views) == 1 else popsim.concat(views)
+
+
+def group_regions(target, regions: List[Interval], grouping: str, grain_size: int,
+                  min_elements_per_worker: int) -> List[List[Interval]]:
+    """The vertices' shares of one tile's regions: ``"workers"``: split between the
+    target's workers; ``"tile"``: one vertex for them all; ``"auto"`` (PopLibs'
+    element-wise rule): one vertex when the tile holds one region (a MultiVertex
+    shares it out between its workers itself), else split between the workers."""
+    if grouping == "tile" or (grouping == "auto" and len(regions) == 1):
+        return [list(regions)]
+    return split_regions_between_workers(target, regions, grain_size, min_elements_per_worker)
+
+
+def add_vertices_per_tile(graph, cs, layout, make_vertex: MakeVertex, grain_size: int = 1,
+                          min_elements_per_worker: int = 0, grouping: str = "workers") -> int:
+    """For every tile holding elements of ``layout``, and every group of its regions
+    (``group_regions``): ``vertex_type, fields = make_vertex(tile, group)``, a vertex of
+    that type in ``cs`` connected to ``fields``, placed on the tile. Returns the number of
+    vertices added."""
+    what = "add_vertices_per_tile"
+    check_graph(graph, what)
+    if grouping not in GROUPINGS:
+        raise PoplibsError(f"{what}: grouping must be one of {', '.join(GROUPINGS)}, found {grouping!r}")
+    grain_size = check_count(grain_size, what, "grain_size", low=1)
+    min_elements_per_worker = check_count(min_elements_per_worker, what, "min_elements_per_worker", low=0)
+    count = 0
+    for tile, regions in tile_regions(graph, layout):
+        for group in group_regions(graph.target, regions, grouping, grain_size, min_elements_per_worker):
+            vertex_type, fields = make_vertex(tile, group)
+            vertex = graph.add_vertex(cs, vertex_type, fields)
+            graph.set_tile_mapping(vertex, tile)
+            count += 1
+    return count
+
+
+def add_per_tile_compute_set(graph, name: Optional[str], layout, make_vertex: MakeVertex, grain_size: int = 1,
+                             min_elements_per_worker: int = 0, grouping: str = "workers"):
+    """A new compute set ``name`` holding ``add_vertices_per_tile``'s vertices; run it with
+    ``Execute``."""
+    check_graph(graph, "add_per_tile_compute_set")
+    cs = graph.add_compute_set(name)
+    add_vertices_per_tile(graph, cs, layout, make_vertex, grain_size, min_elements_per_worker, grouping)
+    return cs
