@@ -100,6 +100,16 @@ def test_empty_tensor_maps_nowhere(graph):
     assert _used(graph.get_tile_mapping(t)) == []
 
 
+def test_zero_sizes_are_the_defaults_api_md_spells(graph):
+    """API.md writes the defaults as min_elements_per_tile=0, grain_size=0: passing them is
+    the same as leaving them out; a minimum of 0 with a real grain is PopLibs' no minimum."""
+    t = graph.add_variable(FLOAT, (1000,), "t")
+    default = poputil.calc_linear_tile_mapping(graph, t)
+    assert poputil.calc_linear_tile_mapping(graph, t, 0, 0) == default
+    assert poputil.calc_linear_tile_mapping(graph, t, grain_size=0) == default
+    assert poputil.calc_linear_tile_mapping(graph, t, 0, 1) != default  # no minimum: more tiles used
+
+
 def test_tensor_of_another_graph(device, graph):
     t = popsim.Graph(device).add_variable(FLOAT, (4,), "elsewhere")
     with pytest.raises(poputil.PoplibsError, match="map_tensor_linearly: tensor 'elsewhere' belongs to another graph"):
@@ -110,8 +120,8 @@ def test_tensor_of_another_graph(device, graph):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"min_elements_per_tile": -1}, "min_elements_per_tile must be >= 0, found -1"),
-    ({"grain_size": 0}, "grain_size (leave it out for the type's vector width) must be >= 1, found 0"),
-    ({"grain_size": 2.0}, "vector width) must be a whole number >= 1, found float 2.0"),
+    ({"grain_size": -1}, "grain_size (0 or left out: the type's vector width) must be >= 0, found -1"),
+    ({"grain_size": 2.0}, "vector width) must be a whole number >= 0, found float 2.0"),
     ({"min_elements_per_tile": True}, "min_elements_per_tile must be a whole number"),
 ])
 def test_bad_sizes(graph, kwargs, message):
