@@ -68,3 +68,12 @@ def test_truncated_normal_matches_the_reference_and_stays_within_alpha(alpha):
 def test_truncated_normal_half():
     got = _draw(poprand.truncated_normal, "linear", popsim.HALF, 0.0, 1.0, 2.0, shape=(20, 20))
     np.testing.assert_array_equal(got, R.truncated_normal(got.size, SEED, 4, 0.0, 1.0, 2.0).astype(np.float16))
+
+
+def test_interpreted_vertices_give_the_same_bits(monkeypatch):
+    """The vertices run as Python (debug mode) give the compiled results: the same reference."""
+    monkeypatch.setenv("POPSIM_CODELET_MODE", "interpreted")
+    got = _draw(poprand.truncated_normal, "scattered", popsim.FLOAT, 0.5, 2.0, 0.7, shape=(6, 7))
+    np.testing.assert_array_equal(got, R.truncated_normal(got.size, SEED, 4, 0.5, 2.0, 0.7))
+    got = _draw(poprand.normal, "linear", popsim.HALF, 0.0, 1.0, shape=(6, 7))
+    np.testing.assert_array_equal(got, R.normal(got.size, SEED, 4, 0.0, 1.0).astype(np.float16))

@@ -133,3 +133,27 @@ def test_numpy_and_python_output_types_are_accepted():
     assert poprand.uniform(g, None, 0, ref, np.float16, 0.0, 1.0, Sequence()).dtype is popsim.HALF
     assert poprand.uniform(g, None, 0, ref, int, 0, 3, Sequence()).dtype is popsim.INT
     assert poprand.normal(g, None, 0, ref, float, 0.0, 1.0, Sequence()).dtype is popsim.FLOAT
+
+
+def test_a_virtual_graph_has_its_own_state_on_its_tiles():
+    dev = device()
+    g = popsim.Graph(dev)
+    sub = g.create_virtual_graph(4, 8)
+    ref = reference(sub, (N,), "linear")
+    seed = seed_tensor(sub, tile=1)
+    prog = Sequence()
+    poprand.set_seed(sub, seed, 3, prog)
+    u = poprand.uniform(sub, None, 0, ref, popsim.FLOAT, 0.0, 1.0, prog)
+    assert all(not r for r in g.get_tile_mapping(u)[:4] + g.get_tile_mapping(u)[8:])
+    got = run(g, dev, prog, [u], {seed: SEED})[0]
+    np.testing.assert_array_equal(got, R.uniform(N, SEED, 3, 0.0, 1.0))
+
+
+def test_add_codelets_is_idempotent_and_registers_the_vertices():
+    _, g, ref = _graph()
+    poprand.add_codelets(g)
+    poprand.add_codelets(g)
+    cs = g.add_compute_set("mine")
+    state = g.add_variable(popsim.UNSIGNED_INT, (4,), "state")
+    v = g.add_vertex(cs, "poprand::Bernoulli<half>", {"out": g.clone(ref, "o", dtype=popsim.HALF), "state": state})
+    assert v.type.name == "poprand::Bernoulli<half>"
