@@ -60,6 +60,20 @@ def _check_prog(prog, op: str) -> None:
                            f"{type(prog).__name__}")
 
 
+def _check_mapped(graph, tensor, what: str, op: str) -> None:
+    """InvalidTileMappingError naming the first elements of ``tensor`` on no tile: the
+    output copies the reference's mapping, and vertices go where the elements are."""
+    mapping = graph.get_tile_mapping(tensor, require_complete=False)
+    covered = sorted(r for regions in mapping for r in regions)
+    end = 0
+    for begin, stop in covered + [(tensor.num_elements(), tensor.num_elements())]:
+        if begin > end:
+            raise popsim.InvalidTileMappingError(
+                f"{op}: {what} '{tensor.name}' has elements [{end}, {begin}) on no tile of the graph; map it with "
+                "graph.set_tile_mapping first (the output takes its tile mapping)")
+        end = max(end, stop)
+
+
 def _add_vertices(graph, kind, out, dtype, state, params, prog, name, inputs=None, alpha=1.0) -> None:
     """One vertex per worker piece of ``out``'s regions on each tile, in one compute set."""
     vertex_type = popsim.template_vertex(_VERTEX[kind], dtype)
@@ -94,6 +108,7 @@ def _generate(graph, seed, seed_modifier, reference, out_type, allowed, kind, pa
     if kind == "uniform" and dtype is popsim.INT:
         kind = "uniform_int"
     kind_params = params(dtype) if callable(params) else params
+    _check_mapped(graph, reference, "reference", op)
     add_codelets(graph)
     name = name or f"poprand/{op.split('.')[-1]}"
     out = graph.clone(reference, f"{name}/out", dtype=dtype)
@@ -193,6 +208,8 @@ def dropout(graph, seed, seed_modifier, input, reference, keep_probability, scal
     _check_prog(prog, op)
     if input.dtype not in _FLOATS:
         raise PoplibsError(f"{op}: input '{input.name}' is {input.dtype.name}; dropout takes FLOAT or HALF")
+    _check_mapped(graph, reference if output_clones_ref else input, "reference" if output_clones_ref else "input",
+                  op)
     add_codelets(graph)
     name = name or "poprand/dropout"
     out = graph.clone(reference if output_clones_ref else input, f"{name}/out", dtype=input.dtype)

@@ -157,3 +157,16 @@ def test_add_codelets_is_idempotent_and_registers_the_vertices():
     state = g.add_variable(popsim.UNSIGNED_INT, (4,), "state")
     v = g.add_vertex(cs, "poprand::Bernoulli<half>", {"out": g.clone(ref, "o", dtype=popsim.HALF), "state": state})
     assert v.type.name == "poprand::Bernoulli<half>"
+
+
+def test_a_reference_not_fully_mapped_is_refused():
+    _, g, _ = _graph()
+    part = g.add_variable(popsim.FLOAT, (10,), "part")
+    g.set_tile_mapping(part[:4], 0)
+    g.set_tile_mapping(part[6:], 1)
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("reference 'part' has elements [4, 6) on no")):
+        poprand.uniform(g, None, 0, part, popsim.FLOAT, 0.0, 1.0, Sequence())
+    tail = g.add_variable(popsim.FLOAT, (10,), "tail")
+    g.set_tile_mapping(tail[:8], 0)
+    with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("input 'tail' has elements [8, 10) on no")):
+        poprand.dropout(g, None, 0, tail, part, 0.5, 1.0, Sequence(), output_clones_ref=False)
