@@ -1,0 +1,203 @@
+"""poprand's vertices: Philox4x32-10, a counter-based generator, evaluated per element.
+
+Element ``j`` of an op's output (``j`` its flat index in the reference) takes the Philox
+block of counter ``(j, stream, modifier, attempt)`` under key ``(seed[0], seed[1])``; the
+four 32-bit words of the block make its value (docs/poplibs.md, section poprand, gives
+each distribution's formula). A vertex gets the 4-word seed state ``[seed0, seed1,
+modifier, stream]`` and the flat index of its first element (``offset``), so its results
+depend on neither the tile it runs on nor how the elements are split between vertices.
+
+Vertex code cannot call helper functions, so the Philox rounds are written out in the two
+computes that need them: the generator (every distribution) and dropout (which reads an
+input too).
+"""
+import math
+
+import numpy as np
+
+import popsim
+from popsim import FLOAT, HALF, INT, InOut, Input, Output, Vector, Vertex, vertex_template
+
+U32 = popsim.UNSIGNED_INT
+# Philox4x32's multipliers and Weyl key increments (Salmon et al., SC11).
+PHILOX_M0 = np.uint64(0xD2511F53)
+PHILOX_M1 = np.uint64(0xCD9E8D57)
+PHILOX_W0 = np.uint32(0x9E3779B9)
+PHILOX_W1 = np.uint32(0xBB67AE85)
+TWO_POW_M24 = 2.0 ** -24  # exact in float32: a word's top 24 bits times this is in [0, 1)
+TWO_PI = 2.0 * math.pi
+# Truncated normal: Philox blocks tried per element before the last candidate is clamped.
+TRUNCATED_NORMAL_ATTEMPTS = 16
+
+KINDS = ("uniform", "uniform_int", "normal", "truncated_normal", "bernoulli", "log_uniform")
+
+
+def generator_class(kind: str, dtype):
+    """The vertex class of one distribution and output type. Plain state: ``a`` scale (or
+    std), ``b`` shift (or mean), ``c`` alpha / probability / lower clamp, ``d`` upper
+    clamp; ``ilo`` and ``ispan`` the integer range (uniform_int)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown poprand distribution {kind!r}; known: {KINDS}")
+    is_uniform, is_int = kind == "uniform", kind == "uniform_int"
+    is_normal, is_truncated = kind == "normal", kind == "truncated_normal"
+    is_bernoulli, is_log_uniform = kind == "bernoulli", kind == "log_uniform"
+    attempts = TRUNCATED_NORMAL_ATTEMPTS if is_truncated else 1
+
+    class Generator(Vertex):
+        out: Output[Vector[dtype]]
+        state: Input[Vector[U32]]
+        offset: U32
+        a: float
+        b: float
+        c: float
+        d: float
+        ilo: int
+        ispan: popsim.UNSIGNED_LONGLONG
+
+        def compute(self):
+            key0: U32 = self.state[0]
+            key1: U32 = self.state[1]
+            modifier: U32 = self.state[2]
+            stream: U32 = self.state[3]
+            for i in range(len(self.out)):
+                vf = 0.0
+                vi = np.int64(0)
+                z = 0.0
+                done = False
+                for attempt in range(attempts):
+                    # Philox4x32-10 of the counter (index, stream, modifier, attempt).
+                    x0: U32 = self.offset + i
+                    x1: U32 = stream
+                    x2: U32 = modifier
+                    x3: U32 = attempt
+                    k0: U32 = key0
+                    k1: U32 = key1
+                    for r in range(10):
+                        if r > 0:
+                            k0 += PHILOX_W0
+                            k1 += PHILOX_W1
+                        p0 = np.uint64(x0) * PHILOX_M0
+                        p1 = np.uint64(x2) * PHILOX_M1
+                        x0 = np.uint32(p1 >> 32) ^ x1 ^ k0
+                        x1 = np.uint32(p1)
+                        x2 = np.uint32(p0 >> 32) ^ x3 ^ k1
+                        x3 = np.uint32(p0)
+                    u = float(x0 >> 8) * TWO_POW_M24
+                    if is_uniform:
+                        vf = u * self.a + self.b
+                    if is_int:
+                        vi = np.int64(self.ilo) + np.int64((np.uint64(x0) * self.ispan) >> 32)
+                    if is_bernoulli:
+                        vf = 1.0 if u < self.c else 0.0
+                    if is_log_uniform:
+                        vf = min(max(math.exp(u * self.a + self.b), self.c), self.d)
+                    if is_normal:
+                        r0 = math.sqrt(-2.0 * math.log((float(x0 >> 8) + 1.0) * TWO_POW_M24))
+                        vf = r0 * math.cos(TWO_PI * (float(x1 >> 8) * TWO_POW_M24)) * self.a + self.b
+                    if is_truncated:
+                        if self.c >= 1.0:  # normal candidates: cos and sin of two Box-Muller pairs
+                            for p in range(4):
+                                wa = x0 if p < 2 else x2
+                                wb = x1 if p < 2 else x3
+                                rp = math.sqrt(-2.0 * math.log((float(wa >> 8) + 1.0) * TWO_POW_M24))
+                                angle = TWO_PI * (float(wb >> 8) * TWO_POW_M24)
+                                z = rp * math.cos(angle) if p % 2 == 0 else rp * math.sin(angle)
+                                if abs(z) <= self.c:
+                                    done = True
+                                    break
+                        else:  # uniform candidates in [-alpha, alpha), kept with probability exp(-z*z/2)
+                            for p in range(2):
+                                wz = x0 if p == 0 else x2
+                                wu = x1 if p == 0 else x3
+                                z = (float(wz >> 8) * TWO_POW_M24 * 2.0 - 1.0) * self.c
+                                if float(wu >> 8) * TWO_POW_M24 < math.exp(-(z * z) * 0.5):
+                                    done = True
+                                    break
+                        if done:
+                            break
+                if is_truncated:
+                    if not done:
+                        z = min(max(z, -self.c), self.c)
+                    vf = z * self.a + self.b
+                if is_int:
+                    self.out[i] = vi
+                else:
+                    self.out[i] = vf
+    return Generator
+
+
+def _template(kind_of, dtypes, name):
+    def factory(dtype):
+        return generator_class(kind_of(dtype), dtype)
+    factory.__name__ = name.split("::")[1]
+    return vertex_template(name, dtype=dtypes)(factory)
+
+
+Uniform = _template(lambda t: "uniform_int" if t is INT else "uniform", [FLOAT, HALF, INT], "poprand::Uniform")
+Normal = _template(lambda t: "normal", [FLOAT, HALF], "poprand::Normal")
+TruncatedNormal = _template(lambda t: "truncated_normal", [FLOAT, HALF], "poprand::TruncatedNormal")
+Bernoulli = _template(lambda t: "bernoulli", [FLOAT, HALF, INT], "poprand::Bernoulli")
+LogUniform = _template(lambda t: "log_uniform", [FLOAT, HALF], "poprand::LogUniform")
+
+
+@vertex_template("poprand::Dropout", dtype=[FLOAT, HALF])
+def Dropout(dtype):
+    class Dropout(Vertex):
+        """out[i] = in[i] * scale with probability keep, else 0 (the generator's uniform)."""
+        in_: Input[Vector[dtype]]
+        out: Output[Vector[dtype]]
+        state: Input[Vector[U32]]
+        offset: U32
+        keep: float
+        scale: float
+
+        def compute(self):
+            key0: U32 = self.state[0]
+            key1: U32 = self.state[1]
+            modifier: U32 = self.state[2]
+            stream: U32 = self.state[3]
+            for i in range(len(self.out)):
+                # Philox4x32-10 of the counter (index, stream, modifier, 0).
+                x0: U32 = self.offset + i
+                x1: U32 = stream
+                x2: U32 = modifier
+                x3: U32 = 0
+                k0: U32 = key0
+                k1: U32 = key1
+                for r in range(10):
+                    if r > 0:
+                        k0 += PHILOX_W0
+                        k1 += PHILOX_W1
+                    p0 = np.uint64(x0) * PHILOX_M0
+                    p1 = np.uint64(x2) * PHILOX_M1
+                    x0 = np.uint32(p1 >> 32) ^ x1 ^ k0
+                    x1 = np.uint32(p1)
+                    x2 = np.uint32(p0 >> 32) ^ x3 ^ k1
+                    x3 = np.uint32(p0)
+                u = float(x0 >> 8) * TWO_POW_M24
+                self.out[i] = self.in_[i] * self.scale if u < self.keep else 0.0
+    return Dropout
+
+
+class SetSeed(Vertex):
+    """The seed state [seed0, seed1, modifier, stream 0] from a seed tensor and a modifier."""
+    vertex_name = "poprand::SetSeed"
+    seed: Input[Vector[U32]]
+    state: Output[Vector[U32]]
+    modifier: U32
+
+    def compute(self):
+        self.state[0] = self.seed[0]
+        self.state[1] = self.seed[1]
+        self.state[2] = self.modifier
+        self.state[3] = 0
+
+
+class NextStream(Vertex):
+    """Moves the graph's seed state to its next stream after an op that used it, as the
+    hardware generators move on: the next op draws different numbers."""
+    vertex_name = "poprand::NextStream"
+    state: InOut[Vector[U32]]
+
+    def compute(self):
+        self.state[3] = self.state[3] + 1
