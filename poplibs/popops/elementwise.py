@@ -48,15 +48,15 @@ def _scalar(graph, value, dtype, what: str, other):
 
 def _operands(graph, spec: ElementwiseOp, operands, what: str):
     """The operands as tensors of one element type the op takes."""
-    tensors = [t for t in operands if isinstance(t, popsim.Tensor)]
-    if not tensors:
-        raise PoplibsError(f"{what}: needs at least one tensor operand, found only numbers "
-                           f"{[o for o in operands]!r}; compute constants on the host")
     for i, t in enumerate(operands):
         if isinstance(t, popsim.Tensor):
             check_tensor(graph, t, what, f"operand {i + 1}")
         elif not isinstance(t, (numbers.Number, np.generic)):
             raise TypeError(f"{what}: operand {i + 1} must be a popsim.Tensor or a number, found {type(t).__name__}")
+    tensors = [t for t in operands if isinstance(t, popsim.Tensor)]
+    if not tensors:
+        raise PoplibsError(f"{what}: needs at least one tensor operand, found only numbers "
+                           f"{[o for o in operands]!r}; compute constants on the host")
     dtype = tensors[0].dtype
     mixed = [t for t in tensors if t.dtype != dtype]
     if mixed:
