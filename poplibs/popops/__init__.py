@@ -1,5 +1,7 @@
 """popops: element-wise operations, expressions, reductions, slicing and sorting
 (PopLibs' include/popops), each op built from vertices on the tiles that hold its data."""
+import popsim
+
 from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
@@ -11,7 +13,5 @@ def add_codelets(graph) -> None:
     if not isinstance(graph, popsim.Graph):
         raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
-
-import popsim  # noqa: E402
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__]
