@@ -1,3 +1,17 @@
 """popops: element-wise operations, expressions, reductions, slicing and sorting
 (PopLibs' include/popops), each op built from vertices on the tiles that hold its data."""
-__all__ = []
+import popsim
+
+from . import elementwise
+from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
+from .op_types import BinaryOpType, UnaryOpType
+
+
+def add_codelets(graph) -> None:
+    """PopLibs' popops::addCodelets, for parity: popsim's ops register the vertices they
+    use when they add them, so this only checks the graph and is idempotent."""
+    if not isinstance(graph, popsim.Graph):
+        raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
+
+
+__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__]

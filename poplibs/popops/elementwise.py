@@ -1,0 +1,183 @@
+"""popops' named element-wise ops (PopLibs' popops/ElementWise.hpp): ``add(graph, a, b,
+prog, name="")``, ``add_in_place(graph, a, b, prog)``, ``add_with_output(graph, a, b, out,
+prog)`` and so on for every entry of the op table (elementwise_ops.py).
+
+How an op becomes vertices (PopLibs' ElementWise.cpp): the operands are broadcast to
+their common shape (NumPy rules; a Python number becomes a constant of the other
+operand's type); the output (a new tensor mapped like the largest input, the first
+operand for ``_in_place``, or the given tensor) decides placement; each tile holding
+output elements gets one 1D MultiVertex when it holds them in one contiguous region,
+else one 2D vertex per worker, its regions split between workers in grains of the
+vector width with at least two grains each. All of it is one compute set, appended to
+``prog`` as an Execute.
+"""
+import numbers
+
+import numpy as np
+
+import popsim
+from popsim.program import Execute, Sequence
+
+from .. import poputil
+from ..poputil import PoplibsError, per_tile
+from ..poputil.broadcast import common_shape
+from ..poputil.checks import check_graph, check_tensor
+from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
+from .elementwise_vertices import ensure_vertex, vector_width
+
+__all__ = []
+
+
+def _describe(t) -> str:
+    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
+
+
+def _scalar(graph, value, dtype, what: str, other):
+    """A Python number as a constant of ``dtype`` (refused where it would change)."""
+    if isinstance(value, (bool, np.bool_)) and dtype.name != "BOOL":
+        raise PoplibsError(f"{what}: a bool operand goes with BOOL tensors, not {_describe(other)}; "
+                           "pass a number of the tensor's type")
+    converted = np.asarray(value).astype(dtype.numpy)
+    if dtype.name not in ("FLOAT", "HALF") and converted.item() != value:
+        raise PoplibsError(f"{what}: the scalar {value!r} does not fit {_describe(other)} exactly "
+                           f"({dtype.name} would hold {converted.item()!r}); pass a value of the tensor's type")
+    constant = graph.add_constant(dtype, (), converted.item(), f"{what}/scalar")
+    graph.set_tile_mapping(constant, 0)  # as PopLibs maps its scalar constants; tiles fetch it
+    return constant
+
+
+def _operands(graph, spec: ElementwiseOp, operands, what: str):
+    """The operands as tensors of one element type the op takes."""
+    for i, t in enumerate(operands):
+        if isinstance(t, popsim.Tensor):
+            check_tensor(graph, t, what, f"operand {i + 1}")
+        elif not isinstance(t, (numbers.Number, np.generic)):
+            raise TypeError(f"{what}: operand {i + 1} must be a popsim.Tensor or a number, found {type(t).__name__}")
+    tensors = [t for t in operands if isinstance(t, popsim.Tensor)]
+    if not tensors:
+        raise PoplibsError(f"{what}: needs at least one tensor operand, found only numbers "
+                           f"{[o for o in operands]!r}; compute constants on the host")
+    dtype = tensors[0].dtype
+    mixed = [t for t in tensors if t.dtype != dtype]
+    if mixed:
+        raise PoplibsError(f"{what}: operands must have one element type, found {_describe(tensors[0])} and "
+                           f"{_describe(mixed[0])}; cast one with popops.cast")
+    if dtype not in spec.types:
+        raise PoplibsError(f"{what}: {spec.op.name} does not support {dtype.name} ({', '.join(_describe(t) for t in tensors)}); "
+                           f"it takes {', '.join(t.name for t in spec.types)}")
+    return [t if isinstance(t, popsim.Tensor) else _scalar(graph, t, dtype, what, tensors[0]) for t in operands], dtype
+
+
+def _check_writable(t, what: str, role: str) -> None:
+    if t.contains_constant():
+        raise PoplibsError(f"{what}: the {role} {_describe(t)} contains constants, which cannot be written; "
+                           "write into a variable (popops.<op> returns a new one)")
+    if t.contains_aliases():
+        raise PoplibsError(f"{what}: the {role} {_describe(t)} has elements that alias each other (a broadcast "
+                           "or repeated view), so parallel writes would race; write into a tensor without aliases")
+
+
+def _check_prog(prog, what: str) -> None:
+    if not isinstance(prog, Sequence):
+        raise PoplibsError(f"{what}: prog must be a popsim.Sequence to append the op to, found "
+                           f"{type(prog).__name__}; create one with popsim.Sequence()")
+
+
+def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog, name: str, what: str):
+    """Add the compute set computing ``spec`` of ``operands`` (broadcast to ``out``'s
+    shape) into ``out`` and append its Execute to ``prog``."""
+    shape = tuple(out.shape)
+    views = [poputil.broadcast_to_match(t, shape) for t in operands]
+    width = vector_width(dtype)
+    if spec.is_binary:
+        fields = ("in1Out", "in2") if in_place else ("in1", "in2", "out")
+    else:
+        fields = ("inOut",) if in_place else ("in", "out")
+    tensors = views if in_place else views + [out]
+    # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex
+    regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, out)}
+
+    def make_vertex(tile, regions):
+        two_d = regions_on[tile] != 1
+        vertex = ensure_vertex(graph, spec.op, dtype, two_d, in_place)
+        view = per_tile.region_views if two_d else per_tile.regions_view
+        return vertex, {f: view(t, regions) for f, t in zip(fields, tensors)}
+
+    cs = per_tile.add_per_tile_compute_set(graph, name or what, out, make_vertex, grain_size=width,
+                                           min_elements_per_worker=2 * width, grouping="auto")
+    prog.add(Execute(cs))
+
+
+def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, in_place: bool = False):
+    """Run op ``spec`` on ``operands`` (tensors or numbers): into a new tensor (returned),
+    in place into the first operand, or into ``out``."""
+    what = f"popops.{spec.name}{'_in_place' if in_place else '_with_output' if out is not None else ''}"
+    check_graph(graph, what)
+    _check_prog(prog, what)
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    if in_place and not isinstance(operands[0], popsim.Tensor):
+        raise PoplibsError(f"{what}: the first operand is written in place and must be a tensor, found "
+                           f"{type(operands[0]).__name__} {operands[0]!r}")
+    operands, dtype = _operands(graph, spec, operands, what)
+    shape = common_shape(operands, what)
+    result = spec.result_type(dtype)
+    if in_place:
+        out = operands[0]
+        if result != dtype:
+            raise PoplibsError(f"{what}: {spec.op.name} gives {result.name} results, which cannot be stored in "
+                               f"place into {_describe(out)}; use popops.{spec.name} or popops.{spec.name}_with_output")
+        _check_writable(out, what, "in-place operand")
+        if shape != tuple(out.shape):
+            raise PoplibsError(f"{what}: the in-place operand {_describe(out)} must have the operands' broadcast "
+                               f"shape {shape}; the other operand broadcasts to it, never it to the other")
+    elif out is not None:
+        check_tensor(graph, out, what, "output")
+        _check_writable(out, what, "output")
+        if tuple(out.shape) != shape or out.dtype != result:
+            raise PoplibsError(f"{what}: the output {_describe(out)} must be {result.name} of shape {shape} (the "
+                               "operands' broadcast shape and the op's result type)")
+    else:
+        out = per_tile.create_output(graph, operands, result, name)
+    _run(graph, spec, operands, dtype, out, in_place, prog, name, what)
+    return out
+
+
+def _functions(spec: ElementwiseOp):
+    """The public op, op_in_place and op_with_output of one table entry."""
+    if spec.is_binary:
+        def op(graph, a, b, prog, name=""):
+            return apply(graph, spec, [a, b], prog, name)
+
+        def op_in_place(graph, a, b, prog, name=""):
+            apply(graph, spec, [a, b], prog, name, in_place=True)
+
+        def op_with_output(graph, a, b, out, prog, name=""):
+            apply(graph, spec, [a, b], prog, name, out=out)
+        args = "a, b"
+    else:
+        def op(graph, a, prog, name=""):
+            return apply(graph, spec, [a], prog, name)
+
+        def op_in_place(graph, a, prog, name=""):
+            apply(graph, spec, [a], prog, name, in_place=True)
+
+        def op_with_output(graph, a, out, prog, name=""):
+            apply(graph, spec, [a], prog, name, out=out)
+        args = "a"
+    expr = spec.body_for(spec.types[0]).splitlines()[-1]
+    types = ", ".join(t.name for t in spec.types)
+    result = "BOOL" if spec.result == "bool" else "the operands' type"
+    for fn, suffix, what in ((op, "", "returns a new tensor of"), (op_in_place, "_in_place", "writes into a"),
+                             (op_with_output, "_with_output", "writes into out")):
+        fn.__name__ = fn.__qualname__ = spec.name + suffix
+        fn.__doc__ = (f"PopLibs' {spec.op.name} ({expr} element by element, NumPy broadcasting of {args}; a "
+                      f"number may stand for a tensor): {what} the result. Operands {types}; result {result}. "
+                      "Appends one compute set to prog.")
+        yield fn
+
+
+for _spec in BINARY_OPS + UNARY_OPS:
+    for _fn in _functions(_spec):
+        globals()[_fn.__name__] = _fn
+        __all__.append(_fn.__name__)

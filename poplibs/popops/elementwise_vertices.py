@@ -1,0 +1,176 @@
+"""The element-wise vertices and their cycle estimators, made from the op table.
+
+Each op and element type gives PopLibs' four vertices, named as popc names PopLibs'
+explicit instantiations:
+
+- ``popops::BinaryOp1D<ADD,float>``: a MultiVertex over one
+  contiguous region (fields ``in1``, ``in2``, ``out``), its workers taking interleaved
+  elements; ``...1DInPlace`` (``in1Out``, ``in2``);
+- ``popops::BinaryOp2D<...>``: one worker's share of regions as VectorLists
+  (``in1``, ``in2``, ``out``); ``...2DInPlace`` (``in1Out``, ``in2``);
+- ``popops::UnaryOp1D/2D[InPlace]<EXPONENT,float>`` likewise
+  with ``in``/``out`` or ``inOut``.
+
+The vertex code is written out from a source template and the op's body (vertex code
+cannot call helper functions, so each op's expression goes into the loop itself) and
+compiled like any Python vertex; the text is kept in ``linecache`` so that the
+translator, tracebacks and pdb in interpreted mode see it. The estimators are
+reference/poplibs.md 3.1 and 3.2; a MultiVertex's estimate is PopLibs' tile-cycle figure,
+which popsim charges as ceil(figure / workers) cycles on each of the tile's workers.
+"""
+import itertools
+import linecache
+import math
+import textwrap
+
+import numpy as np
+
+import popsim
+from popsim import FLOAT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
+
+from .elementwise_ops import BY_TYPE, ElementwiseOp
+from .op_types import BinaryOpType, UnaryOpType
+
+WORKERS = 6  # PopLibs' numWorkerContexts in its estimators
+SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
+_EXT_CODELET_OPS = (BinaryOpType.ADD, BinaryOpType.SUBTRACT, BinaryOpType.MULTIPLY)
+
+_HEADS = {
+    # (binary?, 2D?, in place?) -> (base class, fields, loop header, element access)
+    (True, False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nin2: Input[Vector[IN]]\nout: Output[Vector[OUT]]",
+                           "for i in range(worker_id, len(self.out), self.num_workers()):",
+                           ("self.in1[i]", "self.in2[i]", "self.out[i]")),
+    (True, False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nin2: Input[Vector[IN]]",
+                          "for i in range(worker_id, len(self.in1Out), self.num_workers()):",
+                          ("self.in1Out[i]", "self.in2[i]", "self.in1Out[i]")),
+    (True, True, False): ("Vertex", "in1: Input[VectorList[IN]]\nin2: Input[VectorList[IN]]\n"
+                          "out: Output[VectorList[OUT]]",
+                          "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
+                          ("self.in1[r][i]", "self.in2[r][i]", "self.out[r][i]")),
+    (True, True, True): ("Vertex", "in1Out: InOut[VectorList[IN]]\nin2: Input[VectorList[IN]]",
+                         "for r in range(len(self.in1Out)):\n    for i in range(len(self.in1Out[r])):",
+                         ("self.in1Out[r][i]", "self.in2[r][i]", "self.in1Out[r][i]")),
+    (False, False, False): ("MultiVertex", "in_: Input[Vector[IN]]\nout: Output[Vector[OUT]]",
+                            "for i in range(worker_id, len(self.out), self.num_workers()):",
+                            ("self.in_[i]", None, "self.out[i]")),
+    (False, False, True): ("MultiVertex", "inOut: InOut[Vector[IN]]",
+                           "for i in range(worker_id, len(self.inOut), self.num_workers()):",
+                           ("self.inOut[i]", None, "self.inOut[i]")),
+    (False, True, False): ("Vertex", "in_: Input[VectorList[IN]]\nout: Output[VectorList[OUT]]",
+                           "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
+                           ("self.in_[r][i]", None, "self.out[r][i]")),
+    (False, True, True): ("Vertex", "inOut: InOut[VectorList[IN]]",
+                          "for r in range(len(self.inOut)):\n    for i in range(len(self.inOut[r])):",
+                          ("self.inOut[r][i]", None, "self.inOut[r][i]")),
+}
+_counter = itertools.count()
+
+
+def vertex_source(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool) -> str:
+    """The Python-vertex source of one instantiation (a class named ``V``)."""
+    base, fields, loop, (x, y, out) = _HEADS[(spec.is_binary, two_d, in_place)]
+    args = "self" if two_d else "self, worker_id"
+    *setup, value = spec.body_for(dtype).split("\n")
+    depth = loop.count("\n") + 1
+    inner = [f"x = {x}"] + ([f"y = {y}"] if y else []) + setup + [f"{out} = {value}"]
+    body = loop + "\n" + textwrap.indent("\n".join(inner), "    " * depth)
+    return (f"class V({base}):\n{textwrap.indent(fields, '    ')}\n\n    def compute({args}):\n"
+            f"{textwrap.indent(body, '        ')}\n        return True\n")
+
+
+def _make_class(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool) -> type:
+    source = vertex_source(spec, dtype, two_d, in_place)
+    # A unique file name per class: the translator reads the source through linecache.
+    filename = f"<popops {spec.op.name} {dtype.name} {'2D' if two_d else '1D'}{' in place' if in_place else ''} " \
+               f"#{next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": __name__, "math": math, "np": np, "IN": dtype, "OUT": spec.result_type(dtype),
+                 "Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector, "VectorList": VectorList,
+                 "Vertex": Vertex, "MultiVertex": MultiVertex}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
+    return namespace["V"]
+
+
+def _template(kind: str, two_d: bool, in_place: bool):
+    name = f"popops::{kind}{'2D' if two_d else '1D'}{'InPlace' if in_place else ''}"
+
+    def factory(op, dtype):
+        spec = BY_TYPE[op]
+        if dtype not in spec.types:
+            raise popsim.PopsimError(f"vertex template {name}: {op.name} does not take {dtype.name} operands")
+        return _make_class(spec, dtype, two_d, in_place)
+
+    factory.__name__ = name.split("::")[1]
+    return popsim.vertex_template(name)(factory)
+
+
+#: (binary?, 2D?, in place?) -> the vertex template
+TEMPLATES = {(b, d, p): _template("BinaryOp" if b else "UnaryOp", d, p)
+             for b in (True, False) for d in (False, True) for p in (False, True)}
+
+
+# -- cycle estimators (reference/poplibs.md 3.1, 3.2) ------------------------------------------
+def vector_width(dtype) -> int:
+    """PopLibs' natural vector width: 64 bits' worth of elements (float 2, half 4)."""
+    return max(1, 8 // dtype.size)
+
+
+def binary_inner_cycles(op: BinaryOpType, dtype, n: int) -> int:
+    """binaryOpInnerLoopCycles: ceil(n / elems per loop) x cycles per loop."""
+    cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
+    if natural:
+        ext = dtype.name in ("FLOAT", "HALF") and op in _EXT_CODELET_OPS
+        return -(-n // vector_width(dtype)) * (cycles + (2 if ext else 5))
+    return -(-n // unroll) * cycles
+
+
+def unary_inner_cycles(op: UnaryOpType, dtype, n: int) -> int:
+    """unaryOpInnerLoopCycles: an unrolled loop, else basicOpLoopCycles."""
+    cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
+    if not natural and unroll > 0:
+        return -(-n // unroll) * cycles
+    width = vector_width(dtype) if natural else 1
+    return (cycles + 4) * (n + width - 1) // width
+
+
+def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes) -> int:
+    """PopLibs' estimate for one element-wise vertex: tile cycles for a 1D MultiVertex
+    over ``sizes[0]`` elements, worker cycles for a 2D vertex over regions ``sizes``."""
+    if isinstance(op, BinaryOpType):
+        if two_d:
+            return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
+        per_worker = -(-sizes[0] // WORKERS)
+        start = 58 if in_place else (29 if dtype == FLOAT else 26)
+        return WORKERS * (start + binary_inner_cycles(op, dtype, per_worker)) + SUPERVISOR_OVERHEAD
+    if two_d:
+        return 20 + sum(unary_inner_cycles(op, dtype, n) for n in sizes)
+    per_worker = -(-sizes[0] // WORKERS)
+    start = 55 if in_place else (33 if op is UnaryOpType.EXPONENT else 17)
+    return WORKERS * (start + unary_inner_cycles(op, dtype, per_worker)) + 9 + SUPERVISOR_OVERHEAD
+
+
+def estimator(op, dtype, two_d: bool, in_place: bool):
+    """``fn(vertex_info, target)`` for graph.register_perf_estimator: the cycles each
+    worker spends (a MultiVertex's tile figure shared out between the workers)."""
+    field = ("in1Out" if op in BinaryOpType else "inOut") if in_place else "out"
+
+    def estimate(info, target):
+        if two_d:
+            return vertex_cycles(op, dtype, True, in_place, info.field_sizes(field))
+        workers = target.num_worker_contexts
+        return -(-vertex_cycles(op, dtype, False, in_place, [info.field_size(field)]) // workers)
+    return estimate
+
+
+def vertex_name(op, dtype, two_d: bool, in_place: bool) -> str:
+    """The name the vertex for ``op`` on ``dtype`` operands is registered under."""
+    return TEMPLATES[(isinstance(op, BinaryOpType), two_d, in_place)].vertex_name(op, dtype)
+
+
+def ensure_vertex(graph, op, dtype, two_d: bool, in_place: bool) -> str:
+    """Register the vertex (and its estimator) with ``graph`` once; return its name."""
+    name = vertex_name(op, dtype, two_d, in_place)
+    if not graph.has_codelet(name):
+        graph.add_codelets(TEMPLATES[(isinstance(op, BinaryOpType), two_d, in_place)][op, dtype])
+        graph.register_perf_estimator(name, estimator(op, dtype, two_d, in_place))
+    return name
