@@ -259,7 +259,6 @@ def test_configure_refuses_classes_without_the_slots_it_reads():
 
 def test_the_c_path_holds_exactly_the_references_its_columns_hold():
     import gc
-    import sys
     # Vertex types are shared by graphs of the same codelets: other tests' graphs, freed by
     # a collection in the middle of the count, would take their references with them.
     gc.collect()

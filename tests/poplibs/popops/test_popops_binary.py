@@ -13,6 +13,8 @@ from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
 from popsim.popops.elementwise_ops import BINARY_OPS, OPS
 from popsim.program import Sequence
 
+from popops_harness import MAPPING, run
+
 
 def _trunc_div(a, b):
     q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
@@ -30,8 +32,6 @@ REFERENCES = {
     "shift_left": np.left_shift,
     "shift_right": lambda a, b: (a.view(np.uint32) >> b.view(np.uint32)).view(a.dtype),
 }
-# 24 elements on 4 tiles: tile 0 and 3 one region (1D vertices), tiles 1 and 2 several (2D)
-MAPPING = [[(0, 4)], [(4, 6), (10, 12), (20, 24)], [(6, 10), (12, 14)], [(14, 20)]]
 
 
 @pytest.fixture
@@ -60,19 +60,6 @@ def operands(name, dtype, rng, shape=(4, 6)):
         b[b == 0] = 3
     b.flat[:3] = a.flat[:3]  # some equal pairs for the comparisons
     return a, b
-
-
-def run(g, device, prog, reads, writes):
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, data) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(data, dtype=t.dtype.numpy))
-    engine.run(0)
-    return engine, [engine.read_tensor(f"r{i}") for i in range(len(reads))]
 
 
 def check(name, got, a, b):

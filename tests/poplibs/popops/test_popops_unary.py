@@ -14,21 +14,7 @@ from popsim.popops.elementwise_ops import UNARY_OPS
 from popsim.popops.elementwise_vertices import vertex_cycles, vertex_source
 from popsim.program import Sequence
 
-# 24 elements on 4 tiles: tiles 0 and 3 one region (1D vertices), tiles 1 and 2 several (2D)
-MAPPING = [[(0, 4)], [(4, 6), (10, 12), (20, 24)], [(6, 10), (12, 14)], [(14, 20)]]
-
-
-def run(g, device, prog, reads, writes):
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return engine, [engine.read_tensor(f"r{i}") for i in range(len(reads))]
+from popops_harness import MAPPING, run
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
