@@ -93,15 +93,16 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
         fields = ("in1Out", "in2") if in_place else ("in1", "in2", "out")
     else:
         fields = ("inOut",) if in_place else ("in", "out")
-    tensors = views if in_place else views + [out]
+    flats = [t.flatten() for t in (views if in_place else views + [out])]  # once, not per vertex
     # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, out)}
+    vertex = {two_d: ensure_vertex(graph, spec.op, dtype, two_d, in_place)
+              for two_d in {n != 1 for n in regions_on.values()}}
 
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1
-        vertex = ensure_vertex(graph, spec.op, dtype, two_d, in_place)
         view = per_tile.region_views if two_d else per_tile.regions_view
-        return vertex, {f: view(t, regions) for f, t in zip(fields, tensors)}
+        return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}
 
     cs = per_tile.add_per_tile_compute_set(graph, name or what, out, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")

@@ -54,8 +54,9 @@ def tile_regions(graph, t) -> List[Tuple[int, List[Interval]]]:
 
 
 def region_views(t, regions: Sequence[Interval]) -> List:
-    """One 1-D view of ``t``'s flat elements per region (for VectorList fields)."""
-    flat = t.flatten()
+    """One 1-D view of ``t``'s flat elements per region (for VectorList fields). Pass a
+    1-D ``t`` (flattened once) when calling this for many tiles: it is used as it is."""
+    flat = t if len(t.shape) == 1 else t.flatten()
     return [flat.slice(begin, end) for begin, end in regions]
 
 
