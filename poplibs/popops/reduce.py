@@ -77,16 +77,16 @@ class _Stages:
     """Compute sets shared by the reductions of one call, by stage index."""
 
     def __init__(self, graph, name: str):
-        self.graph, self.name, self.sets, self.copies = graph, name, [], []
+        self.graph, self.name, self.sets, self.copies = graph, name, {}, []
 
     def get(self, index: int, label: str):
-        while len(self.sets) <= index:
-            self.sets.append(self.graph.add_compute_set(f"{self.name}/{label}"))
+        if index not in self.sets:
+            self.sets[index] = self.graph.add_compute_set(f"{self.name}/{label}")
         return self.sets[index]
 
     def append_to(self, prog) -> None:
-        for cs in self.sets:
-            prog.add(Execute(cs))
+        for index in sorted(self.sets):
+            prog.add(Execute(self.sets[index]))
         for source, dest in self.copies:
             prog.add(Copy(source, dest))
 
