@@ -6,6 +6,10 @@ from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
 
+# reductions (reduce.py, reduce_plan.py, reduce_vertices.py)
+from . import reduce as _reduce_module
+from .reduce import Operation, ReduceParams, SingleReduceOp, reduce, reduce_many, reduce_with_output
+
 
 def add_codelets(graph) -> None:
     """PopLibs' popops::addCodelets, for parity: popsim's ops register the vertices they
@@ -14,4 +18,4 @@ def add_codelets(graph) -> None:
         raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
 
-__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__]
+__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__, *_reduce_module.__all__]

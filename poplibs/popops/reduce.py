@@ -1,0 +1,476 @@
+"""popops reductions (PopLibs' popops/Reduce.hpp): ``reduce``, ``reduce_with_output`` and
+``reduce_many``, built as PopLibs' multi-stage plan (lib/popops/reduction/Reduction.cpp,
+ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
+
+1. Each tile's input elements are cut into boxes (reduce_plan.interval_boxes); boxes with
+   the same kept (not reduced) ranges form one output group of that tile.
+2. When no output element has inputs in two groups the reduction is tile-local: one
+   compute set (``ReduceOnTile``) writes the output from the input's tiles (a new output
+   is mapped there).
+3. Otherwise stage 1 (``ReduceOnTile``) reduces each group into an intermediate partial on
+   its tile (skipped when every group is already one element per output element). While
+   the partials hold more than 32 elements per output, an intermediate stage
+   (``ReduceStage<i>``) spreads each output region's partials over tiles in pieces.
+4. The last stage (``ReduceFinalStage``) reduces what is left on the output's tiles, or
+   balanced over the tiles into a temporary that a Copy moves to the output, whichever
+   reduce_plan.should_reduce_at_destination says is cheaper; a new output is mapped
+   linearly (grain: the partials' vector width, at least 4 vectors a tile) and reduced
+   there. Scale and update are applied in the last stage only.
+"""
+import numbers
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+import popsim
+from popsim import BOOL, FLOAT, HALF
+from popsim.program import Copy, Execute, Sequence as ProgSequence
+
+from ..poputil import PoplibsError
+from ..poputil.checks import check_graph, check_tensor
+from . import reduce_plan as plan
+from .reduce_vertices import OP_TYPES, SCALABLE, Operation, ensure_vertex
+
+__all__ = ["Operation", "ReduceParams", "SingleReduceOp", "reduce", "reduce_with_output", "reduce_many"]
+_ACCUM_IN_FLOAT = (Operation.ADD, Operation.SQUARE_ADD, Operation.MUL)  # opBenefitsFromHigherIntermediatePrecision
+_OPTIONS = ("accumType.interTile", "accumType.inVertex")
+
+
+class ReduceParams:
+    """PopLibs' ReduceParams: the operation, whether to accumulate into the output
+    (``out += result``) and a scale (a number, or a FLOAT scalar tensor) of the result.
+    Update and scale are only for ADD, SQUARE_ADD and LOG_ADD (for LOG_ADD the update is
+    a log-add and the scale is added, a multiplication of probabilities)."""
+
+    def __init__(self, op: Operation, update: bool = False, scale=1.0):
+        if not isinstance(op, Operation):
+            raise PoplibsError(f"ReduceParams: op must be a popops.Operation, found {op!r}")
+        if not isinstance(update, (bool, np.bool_)):
+            raise PoplibsError(f"ReduceParams: update must be a bool, found {update!r}")
+        is_tensor = isinstance(scale, popsim.Tensor)
+        if not is_tensor and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+            raise PoplibsError(f"ReduceParams: scale must be a number or a FLOAT scalar tensor, found {scale!r}")
+        if is_tensor and (scale.dtype != FLOAT or scale.num_elements() != 1):
+            raise PoplibsError(f"ReduceParams: the scale tensor '{scale.name}' must be a FLOAT scalar, found "
+                               f"{scale.dtype.name} of shape {tuple(scale.shape)}")
+        if op not in SCALABLE and (update or is_tensor or scale != 1.0):
+            raise PoplibsError(f"ReduceParams: {op.name} cannot be used with update or scale; they are only "
+                               f"for {', '.join(o.name for o in SCALABLE)}")
+        self.op, self.update, self.scale = op, bool(update), scale
+
+    @property
+    def use_scale(self) -> bool:
+        return isinstance(self.scale, popsim.Tensor) or self.scale != 1.0
+
+    def __repr__(self):
+        return f"ReduceParams({self.op.name}, update={self.update}, scale={self.scale!r})"
+
+
+class SingleReduceOp:
+    """One reduction of ``reduce_many`` (PopLibs' SingleReduceOp)."""
+
+    def __init__(self, t, dims, params: ReduceParams, out_type=None, name: str = ""):
+        self.t, self.dims, self.params, self.out_type, self.name = t, dims, params, out_type, name
+
+
+class _Stages:
+    """Compute sets shared by the reductions of one call, by stage index."""
+
+    def __init__(self, graph, name: str):
+        self.graph, self.name, self.sets, self.copies = graph, name, {}, []
+
+    def get(self, index: int, label: str):
+        if index not in self.sets:
+            self.sets[index] = self.graph.add_compute_set(f"{self.name}/{label}")
+        return self.sets[index]
+
+    def append_to(self, prog) -> None:
+        for index in sorted(self.sets):
+            prog.add(Execute(self.sets[index]))
+        for source, dest in self.copies:
+            prog.add(Copy(source, dest))
+
+
+def _describe(t) -> str:
+    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
+
+
+def _check_dims(t, dims, what: str) -> List[int]:
+    try:
+        dims = list(dims)
+    except TypeError:
+        raise PoplibsError(f"{what}: dims must be a list of dimensions of {_describe(t)}, found {dims!r}") from None
+    if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in dims) \
+            or any(not 0 <= d < t.rank for d in dims) or len(set(dims)) != len(dims):
+        raise PoplibsError(f"{what}: dims {dims!r} are not distinct dimensions of {_describe(t)}; give each "
+                           f"dimension to reduce once, from 0 to {t.rank - 1}")
+    return sorted(int(d) for d in dims)
+
+
+def _accum_type(op, out_type, options, what):
+    options = dict(options or {})
+    unknown = [k for k in options if k not in _OPTIONS]
+    if unknown:
+        raise popsim.InvalidOptionError(f"{what}: unknown option {unknown[0]!r}; reductions take "
+                                        f"{', '.join(_OPTIONS)}")
+    default = FLOAT if out_type == HALF and op in _ACCUM_IN_FLOAT else out_type
+    types = {}
+    for key in _OPTIONS:
+        value = options.get(key)
+        if value is None:
+            types[key] = default
+        elif value in ("float", "half") and default in (FLOAT, HALF):
+            types[key] = FLOAT if value == "float" else HALF
+        else:
+            raise popsim.InvalidOptionError(f"{what}: option {key} must be 'float' or 'half' for a {default.name} "
+                                            f"reduction, found {value!r}")
+    return types["accumType.inVertex"], types["accumType.interTile"]
+
+
+def _check_types(t, op, out_type, what):
+    if t.dtype not in OP_TYPES[op]:
+        raise PoplibsError(f"{what}: {op.name} does not take {_describe(t)}; it takes "
+                           f"{', '.join(d.name for d in OP_TYPES[op])}")
+    if out_type != t.dtype and not (op in _ACCUM_IN_FLOAT and {out_type, t.dtype} <= {FLOAT, HALF}):
+        raise PoplibsError(f"{what}: {op.name} of {_describe(t)} cannot give {out_type.name} results; the output "
+                           "type is the input's (FLOAT and HALF may be mixed for ADD, SQUARE_ADD and MUL)")
+
+
+def _split_reduction(out_view, partials, pieces: int):
+    """One reduction as ``pieces`` reductions over consecutive output chunks."""
+    width = out_view.num_elements()
+    bounds = [width * i // pieces for i in range(pieces + 1)]
+    rows = [p.reshape([p.num_elements() // width, width]) for p in partials]
+    return [(out_view.slice(a, b), [r.slice(a, b, 1).flatten() for r in rows])
+            for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _add_vertices(graph, cs, tile, reductions, vertex, scale):
+    """Deal ``reductions`` ([(out view, [partials])]) out to the tile's workers, one vertex
+    each (the longest first, to the least loaded worker)."""
+    workers = graph.target.num_worker_contexts
+    work = sum(sum(p.num_elements() for p in ps) for _, ps in reductions) or 1
+    pieces = []
+    for out_view, partials in reductions:
+        share = sum(p.num_elements() for p in partials)
+        count = max(1, min(out_view.num_elements(), round(workers * share / work))) if partials else 1
+        pieces += _split_reduction(out_view, partials, count) if count > 1 else [(out_view, partials)]
+    bins = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for piece in sorted(pieces, key=lambda r: -sum(p.num_elements() for p in r[1]) - r[0].num_elements()):
+        i = loads.index(min(loads))
+        bins[i].append(piece)
+        loads[i] += sum(p.num_elements() for p in piece[1]) + piece[0].num_elements()
+    for group in bins:
+        if not group:
+            continue
+        fields = {"out": [o for o, _ in group], "partials": [p for _, ps in group for p in ps]}
+        if scale is not None:
+            fields["k"] = scale
+        v = graph.add_vertex(cs, vertex, fields)
+        graph.set_initial_value(v["numPartials"], np.array([len(ps) for _, ps in group], dtype=np.int32))
+        graph.set_tile_mapping(v, tile)
+
+
+class _Reduction:
+    """One reduction of ``t`` over ``dims`` into ``out`` (None: a new output)."""
+
+    def __init__(self, graph, t, dims, params, out, out_type, stages, name, options, what):
+        self.graph, self.t, self.params, self.stages, self.what = graph, t, params, stages, what
+        self.dims = dims
+        self.kept = [d for d in range(t.rank) if d not in dims]
+        self.out_shape = tuple(t.shape[d] for d in self.kept)
+        self.out_type = out.dtype if out is not None else out_type
+        self.in_vertex, self.inter_tile = _accum_type(params.op, self.out_type, options, what)
+        self.out = out
+        self.name = name
+        self.scale = self._scale_tensor()
+
+    def _scale_tensor(self):
+        scale = self.params.scale
+        if not self.params.use_scale:
+            return None
+        if isinstance(scale, popsim.Tensor):
+            check_tensor(self.graph, scale, self.what, "scale")
+            return scale.reshape([])
+        constant = self.graph.add_constant(FLOAT, (), float(scale), f"{self.name}/scale")
+        self.graph.set_tile_mapping(constant, 0)
+        return constant
+
+    def _new_output(self):
+        out = self.graph.add_variable(self.out_type, self.out_shape, self.name or f"{self.t.name}_reduced")
+        self.out = out
+        return out
+
+    def _vertex(self, op, partials_type, out_type, final):
+        update = self.params.update and final
+        return ensure_vertex(self.graph, op, partials_type, out_type, update, final and self.scale is not None)
+
+    # -- stage 1 --------------------------------------------------------------------------
+    def _tile_groups(self):
+        """{tile: {kept ranges: [partial views]}} from the input's tile mapping."""
+        groups = {}
+        shape = tuple(self.t.shape)
+        order = self.dims + self.kept
+        for tile, intervals in enumerate(self.graph.get_tile_mapping(self.t)):
+            for begin, end in intervals:
+                for box in plan.interval_boxes(begin, end, shape):
+                    view = self.t
+                    for d, (lo, hi) in enumerate(box):
+                        view = view.slice(lo, hi, d)
+                    key = tuple(box[d] for d in self.kept)
+                    groups.setdefault(tile, {}).setdefault(key, []).append(view.dim_shuffle(order).flatten())
+        return groups
+
+    def _out_view(self, out, key):
+        view = out
+        for d, (lo, hi) in enumerate(key):
+            view = view.slice(lo, hi, d)
+        return view.flatten()
+
+    def run(self):
+        if self.out is None and 0 in self.out_shape:
+            return self._new_output()
+        if self.t.num_elements() == 0:
+            return self._fill_identity()
+        groups = self._tile_groups()
+        counts = np.zeros(self.out_shape, dtype=np.int64)
+        for per_tile in groups.values():
+            for key in per_tile:
+                counts[tuple(slice(lo, hi) for lo, hi in key)] += 1
+        if counts.max() <= 1:
+            return self._tile_local(groups)
+        pieces = self._first_stage(groups)
+        op = Operation.ADD if self.params.op is Operation.SQUARE_ADD and self.first_done else self.params.op
+        for stage in range(1, 1 << 20):
+            total = sum(p[1].num_elements() for p in pieces)
+            if not plan.needs_intermediate_stage(total, int(np.prod(self.out_shape))):
+                return self._final_stage(pieces, op, stage)
+            pieces = self._intermediate_stage(pieces, op, stage)
+            op = Operation.ADD if op is Operation.SQUARE_ADD else op
+        raise AssertionError("unreachable")
+
+    def _tile_local(self, groups):
+        out = self.out
+        new = out is None
+        if new:
+            out = self._new_output()
+        cs = self.stages.get(0, "ReduceOnTile")
+        vertex = self._vertex(self.params.op, self.t.dtype, self.out_type, True)
+        for tile, per_tile in groups.items():
+            reductions = [(self._out_view(out, key), views) for key, views in per_tile.items()]
+            if new:
+                for out_view, _ in reductions:
+                    self.graph.set_tile_mapping(out_view, tile)
+            _add_vertices(self.graph, cs, tile, reductions, vertex, self.scale)
+        self.stages_used = 1
+        return out
+
+    def _first_stage(self, groups):
+        """Pieces ``(tile, 1-D tensor, first output index)`` after the on-tile stage."""
+        out_shape = self.out_shape
+        self.first_done = not all(len(v) == 1 and v[0].num_elements() == int(np.prod([hi - lo for lo, hi in k]))
+                                  for per_tile in groups.values() for k, v in per_tile.items())
+        pieces = []
+        if self.first_done:
+            cs = self.stages.get(0, "ReduceOnTile")
+            vertex = self._vertex(self.params.op, self.t.dtype, self.in_vertex, False)
+        for tile, per_tile in groups.items():
+            reductions = []
+            for key, views in per_tile.items():
+                if self.first_done:
+                    width = int(np.prod([hi - lo for lo, hi in key]))
+                    partial = self.graph.add_variable(self.in_vertex, (width,), f"{self.name}/partials{tile}")
+                    self.graph.set_tile_mapping(partial, tile)
+                    reductions.append((partial, views))
+                else:
+                    partial = views[0]
+                pieces += [(tile, partial.slice(pos, pos + hi - lo), lo)
+                           for pos, lo, hi in plan.box_runs(key, out_shape)]
+            if self.first_done:
+                _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+        return pieces
+
+    @staticmethod
+    def _regions(pieces):
+        """Output regions over which the same pieces lie: [(begin, end, [(piece, offset)])]."""
+        bounds = np.unique([b for _, p, lo in pieces for b in (lo, lo + p.num_elements())])
+        regions = [[] for _ in range(len(bounds) - 1)]
+        for piece in pieces:
+            _, tensor, lo = piece
+            first, last = np.searchsorted(bounds, [lo, lo + tensor.num_elements()])
+            for r in range(first, last):
+                regions[r].append((piece, int(bounds[r]) - lo))
+        return [(int(bounds[r]), int(bounds[r + 1]), regions[r]) for r in range(len(regions)) if regions[r]]
+
+    def _intermediate_stage(self, pieces, op, stage):
+        cs = self.stages.get(stage, f"ReduceStage{stage - 1}")
+        partial_type = pieces[0][1].dtype
+        vertex = self._vertex(op, partial_type, self.inter_tile, False)
+        tiles = self.graph.target.num_tiles
+        total = sum(p[1].num_elements() for p in pieces)
+        ideal = max(1, total // tiles)
+        per_tile, new_pieces, next_tile = {}, [], 0
+        for begin, end, covering in self._regions(pieces):
+            width = end - begin
+            count = plan.pieces_per_region(len(covering), width, ideal)
+            for k in range(count):
+                chunk = covering[len(covering) * k // count: len(covering) * (k + 1) // count]
+                tile = next_tile % tiles
+                next_tile += 1
+                partial = self.graph.add_variable(self.inter_tile, (width,), f"{self.name}/stage{stage}")
+                self.graph.set_tile_mapping(partial, tile)
+                per_tile.setdefault(tile, []).append(
+                    (partial, [p[1].slice(off, off + width) for p, off in chunk]))
+                new_pieces.append((tile, partial, begin))
+        for tile, reductions in per_tile.items():
+            _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+        return new_pieces
+
+    def _final_stage(self, pieces, op, stage):
+        graph, target = self.graph, self.graph.target
+        partial_type = pieces[0][1].dtype
+        regions = self._regions(pieces)
+        max_partials = max(len(c) for _, _, c in regions)
+        width = target.vector_width(partial_type)
+        linear = dict(min_elements_per_tile=4 * width, grain_size=width)
+        out, dest, update_after = self.out, None, False
+        if out is None:
+            out = self._new_output()
+            graph.set_tile_mapping(out, graph.linear_mapping(out, **linear))
+            dest = out
+        elif plan.should_reduce_at_destination(target, partial_type, self.out_type, max_partials,
+                                               out.num_elements(), graph.get_tile_mapping(out)):
+            dest = out
+        else:
+            dest = graph.add_variable(self.out_type, self.out_shape, f"{self.name}/balanced")
+            graph.set_tile_mapping(dest, graph.linear_mapping(dest, **linear))
+            update_after = self.params.update
+            if not update_after:
+                self.stages.copies.append((dest, out))
+        self.at_destination = dest is out
+        cs = self.stages.get(stage, "ReduceFinalStage")
+        update = self.params.update and not update_after
+        vertex = ensure_vertex(graph, op, partial_type, self.out_type, update, self.scale is not None)
+        flat = dest.flatten()
+        starts = np.array([b for b, _, _ in regions])
+        for tile, intervals in enumerate(graph.get_tile_mapping(dest)):
+            reductions = []
+            for begin, end in intervals:
+                r = max(0, int(np.searchsorted(starts, begin, side="right")) - 1)
+                while r < len(regions) and regions[r][0] < end:
+                    lo, hi = max(begin, regions[r][0]), min(end, regions[r][1])
+                    if hi > lo:
+                        reductions.append((flat.slice(lo, hi), [p[1].slice(off + lo - regions[r][0], off + hi -
+                                                                            regions[r][0])
+                                                                for p, off in regions[r][2]]))
+                    r += 1
+            if reductions:
+                _add_vertices(graph, cs, tile, reductions, vertex, self.scale)
+        self.stages_used = stage + 1
+        if update_after:  # out (+)= the balanced result, on the output's tiles
+            self._accumulate(dest, out, stage + 1)
+        return out
+
+    def _accumulate(self, source, out, stage):
+        op = Operation.LOG_ADD if self.params.op is Operation.LOG_ADD else Operation.ADD
+        vertex = ensure_vertex(self.graph, op, self.out_type, self.out_type, True, False)
+        cs = self.stages.get(stage, "ReduceUpdate")
+        src, dst = source.flatten(), out.flatten()
+        for tile, intervals in enumerate(self.graph.get_tile_mapping(out)):
+            if intervals:
+                _add_vertices(self.graph, cs, tile, [(dst.slice(b, e), [src.slice(b, e)]) for b, e in intervals],
+                              vertex, None)
+        self.stages_used = stage + 1
+
+    def _fill_identity(self):
+        """No input elements: the output is the operation's identity (unchanged when updating)."""
+        out = self.out
+        if out is None:
+            out = self._new_output()
+            self.graph.set_tile_mapping(out, self.graph.linear_mapping(out))
+        if self.params.update:
+            return out
+        mapping = self.graph.get_tile_mapping(out)
+        cs = self.stages.get(0, "ReduceOnTile")
+        vertex = self._vertex(self.params.op, self.t.dtype, self.out_type, True)
+        flat = out.flatten()
+        for tile, intervals in enumerate(mapping):
+            if intervals:
+                _add_vertices(self.graph, cs, tile, [(flat.slice(b, e), []) for b, e in intervals], vertex,
+                              self.scale)
+        self.stages_used = 1
+        return out
+
+
+def _start(graph, prog, what, name):
+    check_graph(graph, what)
+    if not isinstance(prog, ProgSequence):
+        raise PoplibsError(f"{what}: prog must be a popsim.Sequence to append the reduction to, found "
+                           f"{type(prog).__name__}; create one with popsim.Sequence()")
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+
+
+def _prepare(graph, t, dims, params, out, out_type, what):
+    check_tensor(graph, t, what, "input")
+    if not isinstance(params, ReduceParams):
+        raise PoplibsError(f"{what}: params must be a popops.ReduceParams, found {params!r}")
+    dims = _check_dims(t, dims, what)
+    out_shape = tuple(t.shape[d] for d in range(t.rank) if d not in dims)
+    if out is not None:
+        check_tensor(graph, out, what, "output")
+        if tuple(out.shape) != out_shape:
+            raise PoplibsError(f"{what}: the output {_describe(out)} must have shape {out_shape}: {_describe(t)} "
+                               f"without the reduced dims {dims}")
+        if out.contains_constant() or out.contains_aliases():
+            raise PoplibsError(f"{what}: the output {_describe(out)} contains constants or aliased elements and "
+                               "cannot be written; reduce into a variable")
+        out_type = out.dtype
+    out_type = t.dtype if out_type is None else out_type
+    _check_types(t, params.op, out_type, what)
+    return dims, out_type
+
+
+def reduce(graph, t, dims, params: ReduceParams, prog, name: str = "", out_type=None, options=None):
+    """PopLibs' reduce: ``t`` reduced over ``dims`` with ``params.op`` (scaled by
+    ``params.scale``) into a new tensor of ``t``'s shape without ``dims`` (all dims: shape
+    ``()``; no dims: an element-wise copy). Its type is ``out_type`` or ``t``'s. Appends
+    the stages' compute sets to ``prog``."""
+    what = "popops.reduce"
+    _start(graph, prog, what, name)
+    if isinstance(params, ReduceParams) and params.update:
+        raise PoplibsError(f"{what}: cannot update with reduce(), which makes a new output; call "
+                           "popops.reduce_with_output(graph, t, out, dims, params, prog)")
+    return reduce_many(graph, [SingleReduceOp(t, dims, params, out_type, name)], prog, name, options=options)[0]
+
+
+def reduce_with_output(graph, t, out, dims, params: ReduceParams, prog, name: str = "", options=None) -> None:
+    """PopLibs' reduceWithOutput: writes the reduction into ``out`` (``out += result`` with
+    ``params.update``), on ``out``'s tiles or balanced and copied, whichever is cheaper."""
+    what = "popops.reduce_with_output"
+    _start(graph, prog, what, name)
+    reduce_many(graph, [SingleReduceOp(t, dims, params, None, name)], prog, name, outputs=[out], options=options)
+
+
+def reduce_many(graph, reductions: Sequence[SingleReduceOp], prog, name: str = "", outputs=None,
+                options=None) -> List:
+    """PopLibs' reduceMany: several reductions whose stages share compute sets. Returns the
+    outputs (``outputs[i]``, when given and not None, is written as by reduce_with_output)."""
+    what = "popops.reduce_many"
+    _start(graph, prog, what, name)
+    reductions = list(reductions)
+    outputs = list(outputs) if outputs is not None else [None] * len(reductions)
+    if len(outputs) != len(reductions):
+        raise PoplibsError(f"{what}: {len(outputs)} outputs given for {len(reductions)} reductions")
+    stages = _Stages(graph, name or "popops.reduce")
+    jobs = []
+    for i, (op, out) in enumerate(zip(reductions, outputs)):
+        if not isinstance(op, SingleReduceOp):
+            raise PoplibsError(f"{what}: reduction {i} must be a popops.SingleReduceOp, found {op!r}")
+        dims, out_type = _prepare(graph, op.t, op.dims, op.params, out, op.out_type, what)
+        jobs.append(_Reduction(graph, op.t, dims, op.params, out, out_type, stages, op.name or name or
+                               f"{op.t.name}_reduce", options, what))
+    results = [job.run() for job in jobs]
+    stages.append_to(prog)
+    return results
