@@ -9,6 +9,8 @@ from .op_types import BinaryOpType, UnaryOpType
 # fill, cast, scaled add, select/clamp and friends
 from . import fill_cast
 from .fill_cast import cast, cast_with_output, fill, zero
+from . import scaled_add
+from .scaled_add import scaled_add_to, scaled_subtract_from
 
 
 def add_codelets(graph) -> None:
@@ -19,4 +21,4 @@ def add_codelets(graph) -> None:
 
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
-           *fill_cast.__all__]
+           *fill_cast.__all__, *scaled_add.__all__]
