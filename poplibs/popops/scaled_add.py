@@ -65,7 +65,18 @@ def _check_scale(graph, scale, dtype, what: str, role: str):
     if dtype in (INT, UNSIGNED_INT) and not float(scale).is_integer():
         raise PoplibsError(f"{what}: the {role} {scale!r} is not a whole number, which {dtype.name} data cannot use; "
                            "cast the tensors to FLOAT or pass an integral scale")
-    return float(scale) if dtype in (FLOAT, HALF) else int(scale)
+    if dtype in (FLOAT, HALF):
+        return float(scale)
+    if not -2 ** 31 <= int(scale) < 2 ** 32:
+        raise PoplibsError(f"{what}: the {role} {scale!r} does not fit 32 bits")
+    return int(scale)
+
+
+def _wrap(value: int, dtype) -> int:
+    """An integer scale as the 32-bit value the vertex multiplies by (arithmetic wraps,
+    so a - s*b is a + wrap(-s)*b)."""
+    value %= 2 ** 32
+    return value - 2 ** 32 if dtype == INT and value >= 2 ** 31 else value
 
 
 def _half_exact(values) -> bool:
@@ -110,6 +121,9 @@ def _scaled(graph, a, scale_a, b, scale_b, prog, subtract: bool, name: str, what
         else:
             kind = ("axmby" if subtract else "axpby") if scale_a is not None else "add"
         scale_type = dtype
+        if dtype in (INT, UNSIGNED_INT):
+            scale_b = _wrap(scale_b, dtype)
+            scale_a = None if scale_a is None else _wrap(scale_a, dtype)
         if dtype == HALF and scale_a is None and not _half_exact([scale_b]):
             scale_type = FLOAT
     else:
