@@ -11,6 +11,8 @@ from . import fill_cast
 from .fill_cast import cast, cast_with_output, fill, zero
 from . import scaled_add
 from .scaled_add import scaled_add_to, scaled_subtract_from
+from . import ternary
+from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
 
 def add_codelets(graph) -> None:
@@ -21,4 +23,4 @@ def add_codelets(graph) -> None:
 
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
-           *fill_cast.__all__, *scaled_add.__all__]
+           *fill_cast.__all__, *scaled_add.__all__, *ternary.__all__]
