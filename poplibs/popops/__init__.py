@@ -12,6 +12,8 @@ from .fill_cast import cast, cast_with_output, fill, zero
 from . import scaled_add
 from .scaled_add import scaled_add_to, scaled_subtract_from
 from . import ternary
+from . import misc
+from .misc import all_true, has_nan, iota, pad
 from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
 
@@ -23,4 +25,5 @@ def add_codelets(graph) -> None:
 
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
-           *fill_cast.__all__, *scaled_add.__all__, *ternary.__all__]
+           *fill_cast.__all__, *scaled_add.__all__, *ternary.__all__,
+           *misc.__all__]
