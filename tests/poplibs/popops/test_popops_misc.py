@@ -1,0 +1,98 @@
+"""popops iota, pad, all_true and has_nan on the engine against numpy; vertex names and
+PopLibs' estimators."""
+import numpy as np
+import pytest
+
+import popsim
+from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
+from popsim.popops import misc
+from popsim.program import Sequence
+
+from popops_harness import MAPPING, run
+
+
+@pytest.fixture
+def g(small_device):
+    return popsim.Graph(small_device)
+
+
+def mapped(g, dtype, name, shape=(4, 6)):
+    t = g.add_variable(dtype, shape, name)
+    g.set_tile_mapping(t, MAPPING)
+    return t
+
+
+@pytest.mark.parametrize("dtype,start", [(INT, -5), (UNSIGNED_INT, 7)], ids=["INT", "UNSIGNED_INT"])
+def test_iota(g, small_device, dtype, start):
+    t = mapped(g, dtype, "t", (24,))
+    prog = Sequence()
+    popops.iota(g, t, start, prog)
+    engine, (got,) = run(g, small_device, prog, [t], {})
+    np.testing.assert_array_equal(got, np.arange(start, start + 24).astype(dtype.numpy))
+    kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    assert kinds[f"popops::Iota<{dtype.cpp}>"]["instances"] >= 4
+    assert misc.iota_cycles(INT, [4, 5]) == 10 + (4 + 3 * 2) + (4 + 3 * 3)
+
+
+@pytest.mark.parametrize("lower,upper", [([1, 0], [0, 2]), ([0, 3], [2, 1]), ([-1, 1], [1, -2]), ([0, 0], [0, 0])])
+def test_pad_against_numpy(g, small_device, lower, upper):
+    t = mapped(g, FLOAT, "t")
+    padded = popops.pad(g, t, lower, upper, 2.5)
+    values = np.arange(24, dtype=np.float32).reshape(4, 6)
+    _, (got,) = run(g, small_device, Sequence(), [padded], {t: values})
+    trimmed = values[max(0, -lower[0]):4 - max(0, -upper[0]), max(0, -lower[1]):6 - max(0, -upper[1])]
+    expected = np.pad(trimmed, [(max(0, lo), max(0, hi)) for lo, hi in zip(lower, upper)], constant_values=2.5)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("falses", [[], [0], [13], [23, 5]])
+def test_all_true(g, small_device, falses):
+    t = mapped(g, BOOL, "t")
+    prog = Sequence()
+    result = popops.all_true(g, t, prog)
+    assert result.dtype == BOOL and tuple(result.shape) == ()
+    values = np.ones(24, bool)
+    values[falses] = False
+    engine, (got,) = run(g, small_device, prog, [result], {t: values.reshape(4, 6)})
+    assert bool(got) == (not falses)
+    kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    assert "popops::AllTrue" in kinds
+
+
+@pytest.mark.parametrize("dtype", [FLOAT, HALF], ids=lambda t: t.name)
+@pytest.mark.parametrize("nans", [[], [3], [22, 9]])
+def test_has_nan(g, small_device, dtype, nans):
+    t = mapped(g, dtype, "t")
+    prog = Sequence()
+    result = popops.has_nan(g, t, prog)
+    values = np.arange(24, dtype=dtype.numpy)
+    values[-1] = np.inf  # infinities are not NaN
+    values[nans] = np.nan
+    engine, (got,) = run(g, small_device, prog, [result], {t: values.reshape(4, 6)})
+    assert bool(got) == bool(nans)
+    kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    assert f"popops::HasNaN<{dtype.cpp}>" in kinds
+
+
+def test_estimators():
+    assert misc.all_true_cycles([8, 9]) == 6 + (11 + 1) + (11 + 2)
+    assert misc.has_nan_cycles(FLOAT, [2, 0]) == 6 + (3 + 18 + 3) + 3
+    assert misc.has_nan_cycles(HALF, [3]) == 6 + 3 + 30 + 3
+
+
+def test_errors(g, small_device):
+    prog = Sequence()
+    with pytest.raises(poputil.PoplibsError, match="popops.iota: tensor 'm'.*must be a 1-D INT or UNSIGNED_INT"):
+        popops.iota(g, mapped(g, INT, "m"), 0, prog)
+    with pytest.raises(poputil.PoplibsError, match="popops.iota: start -1 .*does not fit tensor 'u'"):
+        popops.iota(g, mapped(g, UNSIGNED_INT, "u", (24,)), -1, prog)
+    with pytest.raises(poputil.PoplibsError, match="popops.all_true: tensor 'f'.*must be BOOL"):
+        popops.all_true(g, mapped(g, FLOAT, "f"), prog)
+    with pytest.raises(poputil.PoplibsError, match="popops.has_nan: tensor 'i'.*must be FLOAT or HALF"):
+        popops.has_nan(g, mapped(g, INT, "i"), prog)
+    t = mapped(g, FLOAT, "t")
+    with pytest.raises(poputil.PoplibsError, match=r"popops.pad: lower \[1\] and upper \[1\] must have one entry"):
+        popops.pad(g, t, [1], [1])
+    with pytest.raises(poputil.PoplibsError, match="truncating 3 \\+ 2 elements of dimension 0"):
+        popops.pad(g, t, [-3, 0], [-2, 0])
+    assert g.num_vertices == 0
