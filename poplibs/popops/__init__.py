@@ -6,6 +6,10 @@ from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
 
+# expressions and map (expr.py, map_expr.py)
+from . import expr
+from .map_expr import map, map_in_place, map_with_output  # noqa: A004 - PopLibs' name
+
 
 def add_codelets(graph) -> None:
     """PopLibs' popops::addCodelets, for parity: popsim's ops register the vertices they
@@ -14,4 +18,5 @@ def add_codelets(graph) -> None:
         raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
 
-__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__]
+__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
+           "expr", "map", "map_in_place", "map_with_output"]
