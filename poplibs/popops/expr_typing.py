@@ -59,12 +59,14 @@ def _describe_type(t) -> str:
 
 
 class _Typer:
-    def __init__(self, dtypes: Sequence, what: str):
+    def __init__(self, root, dtypes: Sequence, what: str):
+        self.root = root
         self.dtypes = list(dtypes)
         self.what = what
 
     def fail(self, node, message: str):
-        raise PoplibsError(f"{self.what}: in {node!r}: {message}")
+        where = f"{self.root!r}" + ("" if node is self.root else f", at {node!r}")
+        raise PoplibsError(f"{self.what}: in {where}: {message}")
 
     # -- the type a node has by itself (None: constants without a type only) ------------------
     def type_of(self, node) -> Optional[object]:
@@ -181,7 +183,7 @@ def infer(expr, dtypes: Sequence, what: str = "popops.map") -> Typed:
         if t not in pe.TYPES:
             raise PoplibsError(f"{what}: tensor {i + 1} (_{i + 1}) is {t.name}; map takes "
                                f"{', '.join(x.name for x in pe.TYPES)}")
-    typer = _Typer(dtypes, what)
+    typer = _Typer(expr, dtypes, what)
     typer.type_of(expr)  # every check first, whatever the folding leaves
     return typer.resolve(expr)
 
