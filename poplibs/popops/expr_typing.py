@@ -164,7 +164,10 @@ def default_type(node):
         if isinstance(n, pe.Const):
             found.add(n.dtype or (popsim.BOOL if isinstance(n.value, bool) else
                                   popsim.INT if isinstance(n.value, int) else popsim.FLOAT))
-        for c in pe.children(n):
+        kids = pe.children(n)
+        if isinstance(n, pe.TernaryOp) and n.op is pe.TernaryOpType.SELECT:
+            kids = kids[:2]  # the predicate is BOOL whatever the values are
+        for c in kids:
             walk(c)
     walk(node)
     for t in (popsim.FLOAT, popsim.HALF, popsim.INT, popsim.UNSIGNED_INT):

@@ -77,6 +77,8 @@ def test_constant_folding():
     assert infer(pe.Const(-7) / pe.Const(2), []).detail == -3  # integer DIVIDE truncates, as C
     assert infer(pe.Const(1.0) < pe.Const(2.0), []).detail is True
     assert infer(pe.select(pe.Const(1), pe.Const(2), pe.Const(False)), []).detail == 2
+    # constants on their own take their own type: INT here (the predicate's 0.5 is not a value)
+    assert infer(pe.select(pe.Const(1), pe.Const(2), pe._1 > 0.5), [FLOAT]).args[0].dtype == INT
     assert infer(pe.exp(pe.Const(1.0)), []).detail == float(np.float32(np.e))  # float32, as the vertex
     # a subtree with a placeholder is not folded
     assert infer(pe._1 + pe.Const(1.0) * pe.Const(2.0), [FLOAT]).key() == "add(_1:FLOAT,FLOAT(2.0))"

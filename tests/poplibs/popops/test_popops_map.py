@@ -35,15 +35,16 @@ def evaluate(node, arrays, dtype=None):
     if isinstance(node, pe.Cast):
         return evaluate(node.arg, arrays).astype(node.dtype.numpy)
     if isinstance(node, pe.TernaryOp):
-        args = [evaluate(a, arrays) for a in node.args if not isinstance(a, pe.Const)]
-        kind = args[0].dtype if args else None
+        values = node.args[:2] if node.op is pe.TernaryOpType.SELECT else node.args
+        typed = [evaluate(a, arrays) for a in values if not isinstance(a, pe.Const)]
+        kind = typed[0].dtype if typed else dtype
         a, b, c = (evaluate(x, arrays, kind) for x in node.args)
         if node.op is pe.TernaryOpType.SELECT:
             return np.where(c, a, b)
         return np.minimum(np.maximum(a, b), c)
     kids = pe.children(node)
     typed = [evaluate(k, arrays) for k in kids if not isinstance(k, pe.Const)]
-    values = [evaluate(k, arrays, typed[0].dtype if typed else None) for k in kids]
+    values = [evaluate(k, arrays, typed[0].dtype if typed else dtype) for k in kids]
     name = node.name
     if values[0].dtype == bool and name in ("bitwise_and", "bitwise_not"):
         name = {"bitwise_and": "logical_and", "bitwise_not": "logical_not"}[name]
@@ -229,7 +230,7 @@ _EXPRESSIONS = st.recursive(_LEAVES, _trees, max_leaves=8)
 _SHAPES = st.sampled_from([(3, 4), (4,), (3, 1), (1,), ()])
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(expr=_EXPRESSIONS, shapes=st.tuples(st.just((3, 4)), _SHAPES, _SHAPES), seed=st.integers(0, 99))
 def test_random_expressions_against_numpy(expr, shapes, seed):
     model = popsim.IPUModel("ipu2")  # conftest's small_device, made per example
