@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _common as C  # noqa: E402
 
-SCRIPTS = ["bench_copies.py", "bench_vertices.py", "bench_tut6.py", "bench_report.py", "bench_control.py", "bench_graph_build.py"]
+SCRIPTS = ["bench_copies.py", "bench_vertices.py", "bench_tut6.py", "bench_report.py", "bench_control.py", "bench_graph_build.py", "bench_popops.py"]
 
 
 def main(argv=None) -> int:
