@@ -3,12 +3,15 @@
 Rows (targets from issue 8; 16M elements, 1M with --quick):
 1. popops.add of two FLOAT tensors mapped linearly over 1472 tiles, Engine.run, vs
    np.add(a, b, out=c). Target <= 1.2x.
-2. poprand.uniform of FLOAT, Engine.run, vs numpy's Generator.random(dtype=float32).
+2. popops.map of the 5-operation expression (a*b + 1) * exp(-a) (MULTIPLY, ADD, NEGATE,
+   EXPONENT, MULTIPLY) into one generated vertex per tile, Engine.run, vs numpy evaluating
+   it on float32 arrays (with its temporaries). Target <= 1.0x.
+3. poprand.uniform of FLOAT, Engine.run, vs numpy's Generator.random(dtype=float32).
    Target <= 2x.
-3. Building popops.add over those tensors: graph + Engine. Target < 0.5 s.
-4. Building a chain of 100 element-wise ops on a tensor over all 1472 tiles: graph +
+4. Building popops.add over those tensors: graph + Engine. Target < 0.5 s.
+5. Building a chain of 100 element-wise ops on a tensor over all 1472 tiles: graph +
    Engine. Target < 2 s.
-5. Peak memory of the add run: the process's peak resident memory grown while building,
+6. Peak memory of the add run: the process's peak resident memory grown while building,
    loading and running it (host buffers included). Target <= 2x its three tensors' bytes
    + 200 MB.
 
@@ -28,6 +31,7 @@ import _common as C  # noqa: E402
 
 import popsim  # noqa: E402
 from popsim import FLOAT, popops, poprand, poputil  # noqa: E402
+from popsim.popops import expr as pe  # noqa: E402
 from popsim.program import Sequence  # noqa: E402
 
 
@@ -83,6 +87,34 @@ def add_rows(n: int, repeat: int) -> list:
     ]
 
 
+def map_row(n: int, repeat: int) -> C.Result:
+    device = popsim.IPUModel("ipu2").create_device()
+    graph = popsim.Graph(device.target)
+    a, b = linear_tensor(graph, n, "a"), linear_tensor(graph, n, "b")
+    prog = Sequence()
+    y = popops.map(graph, (pe._1 * pe._2 + 1) * pe.exp(-pe._1), [a, b], prog, "fused")
+    for name, t in (("a", a), ("b", b)):
+        graph.create_host_write(name, t)
+    graph.create_host_read("y", y)
+    engine = popsim.Engine(graph, prog)
+    engine.load(device)
+    rng = np.random.default_rng(0)
+    va, vb = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    engine.write_tensor("a", va)
+    engine.write_tensor("b", vb)
+
+    def numpy_expr():
+        return (va * vb + 1) * np.exp(-va)
+    engine.run(0)
+    if not np.allclose(engine.read_tensor("y"), numpy_expr(), rtol=1e-5, atol=1e-6):
+        raise RuntimeError("popops.map computed another result than numpy for (a * b + 1) * exp(-a)")
+    best = C.best_of_interleaved({"popsim": lambda: engine.run(0), "numpy": numpy_expr}, repeat=repeat)
+    ratio = best["popsim"] / best["numpy"]
+    return C.Result(bench="popops", metric=f"popops.map (a*b+1)*exp(-a), {n:,} FLOAT, run", unit="s",
+                    value=best["popsim"], baseline=best["numpy"], baseline_label="numpy expression", ratio=ratio,
+                    target="ratio <= 1.0", passed=ratio <= 1.0)
+
+
 def uniform_row(n: int, repeat: int) -> C.Result:
     device = popsim.IPUModel("ipu2").create_device()
     graph = popsim.Graph(device.target)
@@ -124,6 +156,7 @@ def main(argv=None) -> int:
     n = (1 if args.quick else 16) << 20
     repeat = args.repeat or (3 if args.quick else 5)
     results = add_rows(n, repeat)  # first: its peak memory is measured from a fresh process
+    results.append(map_row(n, repeat))
     results.append(uniform_row(n, repeat))
     results.append(chain_row(100))
     C.report("bench_popops: PopLibs ops against numpy", results, args, C.environment())

@@ -20,6 +20,10 @@ from . import misc
 from .misc import all_true, has_nan, iota, pad
 from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
+# expressions and map (expr.py, map_expr.py)
+from . import expr
+from .map_expr import map, map_in_place, map_with_output  # noqa: A004 - PopLibs' name
+
 
 def add_codelets(graph) -> None:
     """PopLibs' popops::addCodelets, for parity: popsim's ops register the vertices they
@@ -29,4 +33,5 @@ def add_codelets(graph) -> None:
 
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__, *_reduce_module.__all__,
-           *fill_cast.__all__, *scaled_add.__all__, *ternary.__all__, *misc.__all__]
+           *fill_cast.__all__, *scaled_add.__all__, *ternary.__all__, *misc.__all__,
+           "expr", "map", "map_in_place", "map_with_output"]

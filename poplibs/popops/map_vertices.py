@@ -1,0 +1,200 @@
+"""The vertices popops.map generates: one vertex type per typed expression (expr_typing.py)
+and layout, its Python-vertex code written out from the element-wise op table's bodies.
+
+Names: ``popops::map::MapExpr{1D,2D}[InPlace]_<hash>``, ``<hash>`` the first 16 hex digits
+of the SHA-1 of the typed expression's key (structure, constants and types), so the same
+expression shape on the same types always gets the same name, and its class is made and
+compiled once per process (``vertex_class`` caches it). PopLibs generates a C++ codelet in
+``popops::map`` named after the expression; popsim's name is stable but shorter.
+
+Fields (as PopLibs' generated codelets): ``in<n>`` for each placeholder ``_n`` the
+expression uses (Input), ``out`` (Output); in place, ``in1`` is InOut and written. A 1D
+vertex is a MultiVertex over one contiguous region (Vectors, workers taking interleaved
+elements); a 2D vertex takes one worker's regions (VectorLists).
+
+Per element the vertex loads each used input once, computes every node into a local of
+its own (the op's body with its locals renamed ``n<k>_...``, the value converted to the
+node's type), and stores the root. HALF intermediates stay float32 (vertex code has no
+half locals) and are rounded to fp16 only when stored, also after a ``Cast`` to HALF.
+
+Estimator (popsim's; PopLibs' reference gives none for generated codelets): the
+element-wise per-op loop costs summed over the expression's ops, in UnaryOp's frame:
+1D ``W·(17 + Σ_ops inner_op(ceil(n/W))) + 20``, 2D ``20 + Σ_regions Σ_ops inner_op(n_i)``,
+where ``inner_op`` is ``binaryOpInnerLoopCycles`` / ``unaryOpInnerLoopCycles`` of the op on
+its operand type (reference/poplibs.md 3.1, 3.2), select costs MAXIMUM's loop, clamp
+MAXIMUM's twice, a Cast 1 cycle per element; placeholders and constants cost nothing.
+"""
+import ast
+import hashlib
+import linecache
+import math
+import textwrap
+from typing import Dict, List
+
+import numpy as np
+
+import popsim
+from popsim import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
+
+from .elementwise_ops import OPS
+from .elementwise_vertices import SUPERVISOR_OVERHEAD, WORKERS, binary_inner_cycles, unary_inner_cycles
+from .expr_typing import Typed
+from .op_types import BinaryOpType
+
+_CONVERT = {"FLOAT": "float({})", "HALF": "float({})", "INT": "int({})", "UNSIGNED_INT": "np.uint32({})",
+            "BOOL": "bool({})"}
+_classes: Dict[str, type] = {}
+
+
+def literal(value, dtype) -> str:
+    """A constant as vertex code, of its type's load type."""
+    if dtype.name in ("FLOAT", "HALF"):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return '(-float("inf"))' if value < 0 else 'float("inf")'
+        return f"({float(value)!r})"
+    if dtype.name == "BOOL":
+        return repr(bool(value))
+    return f"np.{'uint32' if dtype.name == 'UNSIGNED_INT' else 'int32'}({int(value)})"
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, names, prefix):
+        self.names, self.prefix = names, prefix
+
+    def visit_Name(self, node):
+        if node.id in self.names:
+            node.id = self.prefix + node.id
+        return node
+
+
+def _body_lines(spec_name: str, operand, k: int, operands: List[str]):
+    """The op table's body for one node: setup statements and the value expression, its
+    locals (and x, y) renamed so that nodes never share a local."""
+    tree = ast.parse(OPS[spec_name].body_for(operand))
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    _Renamer(assigned | {"x", "y"}, f"n{k}_").visit(tree)
+    setup = [f"n{k}_{arg} = {value}" for arg, value in zip(("x", "y"), operands)]
+    setup += [ast.unparse(s) for s in tree.body[:-1]]
+    return setup, ast.unparse(tree.body[-1].value)
+
+
+def _lines(node: Typed, lines: List[str]) -> str:
+    """Append the statements computing ``node``; return its value as vertex code."""
+    if node.kind == "in":
+        return f"x{node.detail}"
+    if node.kind == "const":
+        return literal(node.detail, node.dtype)
+    args = [_lines(a, lines) for a in node.args]
+    k = len(lines)
+    if node.kind == "op":
+        setup, value = _body_lines(node.detail, node.operand, k, args)
+        lines.extend(setup)
+    elif node.kind == "cast":
+        value = args[0]
+    elif node.kind == "select":
+        value = f"{args[0]} if {args[2]} else {args[1]}"
+    else:
+        value = f"min(max({args[0]}, {args[1]}), {args[2]})"
+    lines.append(f"v{k} = {_CONVERT[node.dtype.name].format(value)}")
+    return f"v{k}"
+
+
+def used_inputs(node: Typed) -> List[int]:
+    found = set()
+
+    def walk(n):
+        if n.kind == "in":
+            found.add(n.detail)
+        for a in n.args:
+            walk(a)
+    walk(node)
+    return sorted(found)
+
+
+def vertex_name(typed: Typed, two_d: bool, in_place: bool) -> str:
+    digest = hashlib.sha1(typed.key().encode()).hexdigest()[:16]
+    return f"popops::map::MapExpr{'2D' if two_d else '1D'}{'InPlace' if in_place else ''}_{digest}"
+
+
+def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> str:
+    """The Python-vertex source (a class named ``V``) computing ``typed``; ``dtypes`` are
+    the tensors' types (``in<n>`` is ``dtypes[n-1]``)."""
+    used = used_inputs(typed)
+    inputs = sorted(set(used) | ({1} if in_place else set()))
+    container = "VectorList" if two_d else "Vector"
+    fields = [f"in{n}: {'InOut' if in_place and n == 1 else 'Input'}[{container}[{dtypes[n - 1].name}]]"
+              for n in inputs]
+    out = "in1" if in_place else "out"
+    if not in_place:
+        fields.append(f"out: Output[{container}[{out_type.name}]]")
+    at = "[r][i]" if two_d else "[i]"
+    body: List[str] = [f"x{n} = self.in{n}{at}" for n in used]
+    result = _lines(typed, body)
+    body.append(f"self.{out}{at} = {result}")
+    if two_d:
+        loop = f"for r in range(len(self.{out})):\n    for i in range(len(self.{out}[r])):"
+        args, depth = "self", 2
+    else:
+        loop = f"for i in range(worker_id, len(self.{out}), self.num_workers()):"
+        args, depth = "self, worker_id", 1
+    code = loop + "\n" + textwrap.indent("\n".join(body), "    " * depth)
+    return (f"class V({'Vertex' if two_d else 'MultiVertex'}):\n{textwrap.indent(chr(10).join(fields), '    ')}\n\n"
+            f"    def compute({args}):\n{textwrap.indent(code, '        ')}\n        return True\n")
+
+
+def vertex_class(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> type:
+    """The vertex class for ``typed`` (made once per name and process)."""
+    name = vertex_name(typed, two_d, in_place)
+    if name not in _classes:
+        source = vertex_source(typed, dtypes, out_type, two_d, in_place)
+        filename = f"<{name}>"  # the translator and tracebacks read the source through linecache
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        namespace = {"__name__": __name__, "math": math, "np": np, "Input": Input, "Output": Output,
+                     "InOut": InOut, "Vector": Vector, "VectorList": VectorList, "Vertex": Vertex,
+                     "MultiVertex": MultiVertex, **{t.name: t for t in (popsim.FLOAT, popsim.HALF, popsim.INT,
+                                                                      popsim.UNSIGNED_INT, popsim.BOOL)}}
+        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
+        cls = namespace["V"]
+        cls.vertex_name = name
+        _classes[name] = cls
+    return _classes[name]
+
+
+# -- the estimator ----------------------------------------------------------------------------------
+def element_cycles(typed: Typed, n: int) -> int:
+    """Σ over the expression's ops of the element-wise loop cost for ``n`` elements."""
+    own = 0
+    if typed.kind == "op":
+        spec = OPS[typed.detail]
+        inner = binary_inner_cycles if spec.is_binary else unary_inner_cycles
+        own = inner(spec.op, typed.operand, n)
+    elif typed.kind in ("select", "clamp"):
+        own = binary_inner_cycles(BinaryOpType.MAXIMUM, typed.dtype, n) * (1 if typed.kind == "select" else 2)
+    elif typed.kind == "cast":
+        own = n
+    return own + sum(element_cycles(a, n) for a in typed.args)
+
+
+def map_vertex_cycles(typed: Typed, two_d: bool, sizes) -> int:
+    """The estimate for one vertex: tile cycles for a 1D MultiVertex over ``sizes[0]``
+    elements, worker cycles for a 2D vertex over regions ``sizes``."""
+    if two_d:
+        return 20 + sum(element_cycles(typed, n) for n in sizes)
+    return WORKERS * (17 + element_cycles(typed, -(-sizes[0] // WORKERS))) + 9 + SUPERVISOR_OVERHEAD
+
+
+def ensure_vertex(graph, typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> str:
+    """Register the vertex and its estimator with ``graph`` once; return its name."""
+    name = vertex_name(typed, two_d, in_place)
+    if not graph.has_codelet(name):
+        graph.add_codelets(vertex_class(typed, dtypes, out_type, two_d, in_place))
+        field = "in1" if in_place else "out"
+
+        def estimate(info, target):
+            if two_d:
+                return map_vertex_cycles(typed, True, info.field_sizes(field))
+            return -(-map_vertex_cycles(typed, False, [info.field_size(field)]) // target.num_worker_contexts)
+        graph.register_perf_estimator(name, estimate)
+    return name
