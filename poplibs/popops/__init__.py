@@ -5,6 +5,9 @@ import popsim
 from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
+# slicing, gathering, encoding and sorting
+from . import dynamic_slice as _dynamic_slice
+from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
 
 
 def add_codelets(graph) -> None:
@@ -14,4 +17,5 @@ def add_codelets(graph) -> None:
         raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
 
-__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__]
+__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
+           *_dynamic_slice.__all__]
