@@ -8,6 +8,7 @@ from .op_types import BinaryOpType, UnaryOpType
 # slicing, gathering, encoding and sorting
 from . import dynamic_slice as _dynamic_slice
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
+from .multi_slice import multi_slice, multi_update, multi_update_add
 
 
 def add_codelets(graph) -> None:
@@ -18,4 +19,4 @@ def add_codelets(graph) -> None:
 
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
-           *_dynamic_slice.__all__]
+           *_dynamic_slice.__all__, "multi_slice", "multi_update", "multi_update_add"]
