@@ -9,6 +9,7 @@ from .op_types import BinaryOpType, UnaryOpType
 from . import dynamic_slice as _dynamic_slice
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
 from .multi_slice import multi_slice, multi_update, multi_update_add
+from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
 
 
 def add_codelets(graph) -> None:
@@ -19,4 +20,5 @@ def add_codelets(graph) -> None:
 
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
-           *_dynamic_slice.__all__, "multi_slice", "multi_update", "multi_update_add"]
+           *_dynamic_slice.__all__, "multi_slice", "multi_update", "multi_update_add",
+           "MASKED_LABEL_CODE", "encode_one_hot", "gather"]
