@@ -10,6 +10,7 @@ from . import dynamic_slice as _dynamic_slice
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
 from .multi_slice import multi_slice, multi_update, multi_update_add
 from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
+from .sort import SortOrder, TopKParams, sort, sort_key_value, top_k_with_permutation
 
 
 def add_codelets(graph) -> None:
@@ -21,4 +22,5 @@ def add_codelets(graph) -> None:
 
 __all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
            *_dynamic_slice.__all__, "multi_slice", "multi_update", "multi_update_add",
-           "MASKED_LABEL_CODE", "encode_one_hot", "gather"]
+           "MASKED_LABEL_CODE", "encode_one_hot", "gather",
+           "SortOrder", "TopKParams", "sort", "sort_key_value", "top_k_with_permutation"]
