@@ -5,12 +5,14 @@ import popsim
 from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
-# slicing, gathering, encoding and sorting
-from . import dynamic_slice as _dynamic_slice
+# slicing, gathering, encoding and sorting (dynamic_slice.py, multi_slice.py, encoding.py, sort.py)
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
 from .multi_slice import multi_slice, multi_update, multi_update_add
 from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
 from .sort import SortOrder, TopKParams, sort, sort_key_value, top_k_with_permutation
+_SLICING = ["create_sliceable_tensor", "dynamic_slice", "dynamic_update", "multi_slice", "multi_update",
+            "multi_update_add", "MASKED_LABEL_CODE", "encode_one_hot", "gather", "SortOrder", "TopKParams", "sort",
+            "sort_key_value", "top_k_with_permutation"]
 
 
 def add_codelets(graph) -> None:
@@ -20,7 +22,4 @@ def add_codelets(graph) -> None:
         raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
 
-__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__,
-           *_dynamic_slice.__all__, "multi_slice", "multi_update", "multi_update_add",
-           "MASKED_LABEL_CODE", "encode_one_hot", "gather",
-           "SortOrder", "TopKParams", "sort", "sort_key_value", "top_k_with_permutation"]
+__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__, *_SLICING]
