@@ -6,17 +6,18 @@ from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
 
+# slicing, gathering, encoding and sorting (dynamic_slice.py, multi_slice.py, encoding.py, sort.py)
+from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
+from .multi_slice import multi_slice, multi_update, multi_update_add
+from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
+from .sort import SortOrder, TopKParams, sort, sort_key_value, top_k_with_permutation
+
 # reductions (reduce.py, reduce_plan.py, reduce_vertices.py)
-from . import reduce as _reduce_module
 from .reduce import Operation, ReduceParams, SingleReduceOp, reduce, reduce_many, reduce_with_output
 
 # fill, cast, scaled add, select/clamp and friends
-from . import fill_cast
 from .fill_cast import cast, cast_with_output, fill, zero
-from . import scaled_add
 from .scaled_add import scaled_add_to, scaled_subtract_from
-from . import ternary
-from . import misc
 from .misc import all_true, has_nan, iota, pad
 from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
@@ -32,6 +33,19 @@ def add_codelets(graph) -> None:
         raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
 
-__all__ = ["BinaryOpType", "UnaryOpType", "add_codelets", *elementwise.__all__, *_reduce_module.__all__,
-           *fill_cast.__all__, *scaled_add.__all__, *ternary.__all__, *misc.__all__,
-           "expr", "map", "map_in_place", "map_with_output"]
+__all__ = [
+    "BinaryOpType", "UnaryOpType", "add_codelets",
+    # expressions and map
+    "expr", "map", "map_in_place", "map_with_output",
+    # reductions
+    "Operation", "ReduceParams", "SingleReduceOp", "reduce", "reduce_many", "reduce_with_output",
+    # fill, cast, scaled add, select/clamp and friends
+    "cast", "cast_with_output", "fill", "zero", "scaled_add_to", "scaled_subtract_from", "all_true", "has_nan",
+    "iota", "pad", "clamp", "clamp_in_place", "clamp_with_output", "select", "select_in_place",
+    "select_with_output",
+    # slicing, gathering, encoding and sorting
+    "create_sliceable_tensor", "dynamic_slice", "dynamic_update", "multi_slice", "multi_update",
+    "multi_update_add", "MASKED_LABEL_CODE", "encode_one_hot", "gather", "SortOrder", "TopKParams", "sort",
+    "sort_key_value", "top_k_with_permutation",
+]
+__all__ += elementwise.__all__  # the named element-wise ops, from the op table

@@ -112,5 +112,5 @@ def map_with_output(graph, expr, tensors, out, prog, name: str = "") -> None:
     """PopLibs' mapWithOutput: ``expr`` over ``tensors`` written into ``out`` (the
     expression's type; the tensors broadcast to its shape)."""
     if out is None:
-        raise TypeError(f"popops.map_with_output: out must be a popsim.Tensor, found None")
+        raise TypeError("popops.map_with_output: out must be a popsim.Tensor, found None")
     _apply(graph, expr, tensors, prog, name, out=out)

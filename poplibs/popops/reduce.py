@@ -18,12 +18,12 @@ ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
    there. Scale and update are applied in the last stage only.
 """
 import numbers
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 import numpy as np
 
 import popsim
-from popsim import BOOL, FLOAT, HALF
+from popsim import FLOAT, HALF
 from popsim.program import Copy, Execute, Sequence as ProgSequence
 
 from ..poputil import PoplibsError

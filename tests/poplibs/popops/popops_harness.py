@@ -21,3 +21,14 @@ def run(g, device, prog, reads, writes):
         engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
     engine.run(0)
     return engine, [engine.read_tensor(f"r{i}") for i in range(len(reads))]
+
+
+def scattered_mapping(n, num_tiles, rng):
+    """``n`` elements cut into about 2 * num_tiles intervals dealt to random tiles, so some
+    tiles hold one region and some several (tests of layout-following ops)."""
+    cuts = sorted(set(rng.integers(1, n, size=2 * num_tiles).tolist())) if n > 1 else []
+    bounds = [0] + cuts + [n]
+    mapping = [[] for _ in range(num_tiles)]
+    for b, e in zip(bounds, bounds[1:]):
+        mapping[int(rng.integers(num_tiles))].append((b, e))
+    return mapping
