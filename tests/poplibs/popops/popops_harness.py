@@ -8,6 +8,18 @@ import popsim
 MAPPING = [[(0, 4)], [(4, 6), (10, 12), (20, 24)], [(6, 10), (12, 14)], [(14, 20)]]
 
 
+def mapped(g, dtype, name, shape=(4, 6)):
+    """A new variable of ``shape`` (24 elements) mapped by MAPPING."""
+    t = g.add_variable(dtype, shape, name)
+    g.set_tile_mapping(t, MAPPING)
+    return t
+
+
+def vertex_kinds(engine):
+    """The report's vertex types of ``engine``, by name."""
+    return {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+
+
 def run(g, device, prog, reads, writes):
     """Run ``prog`` once after writing ``writes`` ({tensor: values}); the engine and the
     values of ``reads`` (a list of tensors)."""

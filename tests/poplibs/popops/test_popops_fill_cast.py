@@ -11,22 +11,7 @@ from popsim import BOOL, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, p
 from popsim.popops import fill_cast
 from popsim.program import Sequence
 
-from popops_harness import MAPPING, run
-
-
-@pytest.fixture
-def g(small_device):
-    return popsim.Graph(small_device)
-
-
-def mapped(g, dtype, name, shape=(4, 6)):
-    t = g.add_variable(dtype, shape, name)
-    g.set_tile_mapping(t, MAPPING)
-    return t
-
-
-def vertex_kinds(engine):
-    return {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+from popops_harness import mapped, run, vertex_kinds
 
 
 SOURCE = (np.arange(24).reshape(4, 6) - 11.5) * 1.37  # negative and positive fractions

@@ -3,23 +3,11 @@ PopLibs' estimators."""
 import numpy as np
 import pytest
 
-import popsim
 from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
 from popsim.popops import misc
 from popsim.program import Sequence
 
-from popops_harness import MAPPING, run
-
-
-@pytest.fixture
-def g(small_device):
-    return popsim.Graph(small_device)
-
-
-def mapped(g, dtype, name, shape=(4, 6)):
-    t = g.add_variable(dtype, shape, name)
-    g.set_tile_mapping(t, MAPPING)
-    return t
+from popops_harness import mapped, run
 
 
 @pytest.mark.parametrize("dtype,start", [(INT, -5), (UNSIGNED_INT, 7)], ids=["INT", "UNSIGNED_INT"])

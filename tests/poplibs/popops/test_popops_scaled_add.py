@@ -3,23 +3,11 @@ and tensor scales, on the engine against numpy; vertex names and PopLibs' estima
 import numpy as np
 import pytest
 
-import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
 from popsim.popops import scaled_add_vertices as sav
 from popsim.program import Sequence
 
-from popops_harness import MAPPING, run
-
-
-@pytest.fixture
-def g(small_device):
-    return popsim.Graph(small_device)
-
-
-def mapped(g, dtype, name, shape=(4, 6)):
-    t = g.add_variable(dtype, shape, name)
-    g.set_tile_mapping(t, MAPPING)
-    return t
+from popops_harness import mapped, run
 
 
 def scalar(g, dtype, name, tile=0):

@@ -10,18 +10,7 @@ from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
 from popsim.popops import ternary
 from popsim.program import Sequence
 
-from popops_harness import MAPPING, run
-
-
-@pytest.fixture
-def g(small_device):
-    return popsim.Graph(small_device)
-
-
-def mapped(g, dtype, name, shape=(4, 6)):
-    t = g.add_variable(dtype, shape, name)
-    g.set_tile_mapping(t, MAPPING)
-    return t
+from popops_harness import mapped, run
 
 
 RNG = np.random.default_rng(3)
