@@ -17,6 +17,8 @@ ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
    linearly (grain: the partials' vector width, at least 4 vectors a tile) and reduced
    there. Scale and update are applied in the last stage only.
 """
+import bisect
+import math
 import numbers
 from typing import List, Optional, Sequence
 
@@ -136,25 +138,37 @@ def _check_types(t, op, out_type, what):
                            "type is the input's (FLOAT and HALF may be mixed for ADD, SQUARE_ADD and MUL)")
 
 
-def _split_reduction(out_view, partials, pieces: int):
-    """One reduction as ``pieces`` reductions over consecutive output chunks."""
+def _split_reduction(out_view, partials, pieces: int, grain: int):
+    """One reduction as ``pieces`` reductions over consecutive output chunks (in ``grain``s)."""
     width = out_view.num_elements()
-    bounds = [width * i // pieces for i in range(pieces + 1)]
-    rows = [p.reshape([p.num_elements() // width, width]) for p in partials]
-    return [(out_view.slice(a, b), [r.slice(a, b, 1).flatten() for r in rows])
+    bounds = [width * i // pieces // grain * grain for i in range(pieces)] + [width]
+    rows = [p if p.num_elements() == width else p.reshape([p.num_elements() // width, width]) for p in partials]
+    return [(out_view.slice(a, b), [r.slice(a, b) if r.rank == 1 else r.slice(a, b, 1).flatten() for r in rows])
             for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _restrict(view, begin: int, width: int, row: int):
+    """The part of a partial ``view`` (rows of ``row`` elements) that feeds outputs
+    ``[begin, begin + width)`` of each row, as one partial."""
+    if begin == 0 and width == row:
+        return view
+    if view.num_elements() == row:
+        return view.slice(begin, begin + width)
+    return view.reshape([view.num_elements() // row, row]).slice(begin, begin + width, 1).flatten()
 
 
 def _add_vertices(graph, cs, tile, reductions, vertex, scale):
     """Deal ``reductions`` ([(out view, [partials])]) out to the tile's workers, one vertex
-    each (the longest first, to the least loaded worker)."""
+    each (the longest first, to the least loaded worker); a reduction with more than its
+    share of the tile's work is split in output chunks of the partials' vector width."""
     workers = graph.target.num_worker_contexts
-    work = sum(sum(p.num_elements() for p in ps) for _, ps in reductions) or 1
+    sizes = [sum(p.num_elements() for p in ps) for _, ps in reductions]
+    work = sum(sizes) or 1
     pieces = []
-    for out_view, partials in reductions:
-        share = sum(p.num_elements() for p in partials)
-        count = max(1, min(out_view.num_elements(), round(workers * share / work))) if partials else 1
-        pieces += _split_reduction(out_view, partials, count) if count > 1 else [(out_view, partials)]
+    for (out_view, partials), share in zip(reductions, sizes):
+        grain = graph.target.vector_width(partials[0].dtype) if partials else 1
+        count = max(1, min(out_view.num_elements() // grain, round(workers * share / work))) if partials else 1
+        pieces += _split_reduction(out_view, partials, count, grain) if count > 1 else [(out_view, partials)]
     bins = [[] for _ in range(workers)]
     loads = [0] * workers
     for piece in sorted(pieces, key=lambda r: -sum(p.num_elements() for p in r[1]) - r[0].num_elements()):
@@ -208,18 +222,28 @@ class _Reduction:
 
     # -- stage 1 --------------------------------------------------------------------------
     def _tile_groups(self):
-        """{tile: {kept ranges: [partial views]}} from the input's tile mapping."""
+        """{tile: {kept ranges: [partial views]}} from the input's tile mapping. A box whose
+        reduced dims are innermost gives each of its output elements its own partial: the
+        contiguous row of its reduced elements (when rows hold at least ROW_PARTIAL_MIN)."""
         groups = {}
         shape = tuple(self.t.shape)
         order = self.dims + self.kept
         for tile, intervals in enumerate(self.graph.get_tile_mapping(self.t)):
+            per_tile = groups.setdefault(tile, {}) if intervals else None
             for begin, end in intervals:
                 for box in plan.interval_boxes(begin, end, shape):
-                    view = self.t
-                    for d, (lo, hi) in enumerate(box):
-                        view = view.slice(lo, hi, d)
+                    view = self.t.slice([lo for lo, _ in box], [hi for _, hi in box])
+                    rows = plan.inner_rows(box, self.dims)
+                    if rows:
+                        flat = view.flatten()
+                        kept = [box[d] for d in self.kept]
+                        index = np.unravel_index(np.arange(flat.num_elements() // rows), [hi - lo for lo, hi in kept])
+                        for j, point in enumerate(zip(*index)):
+                            key = tuple((lo + int(i), lo + int(i) + 1) for (lo, _), i in zip(kept, point))
+                            per_tile.setdefault(key, []).append(flat.slice(j * rows, (j + 1) * rows))
+                        continue
                     key = tuple(box[d] for d in self.kept)
-                    groups.setdefault(tile, {}).setdefault(key, []).append(view.dim_shuffle(order).flatten())
+                    per_tile.setdefault(key, []).append(view.dim_shuffle(order).flatten())
         return groups
 
     def _out_view(self, out, key):
@@ -267,7 +291,9 @@ class _Reduction:
         return out
 
     def _first_stage(self, groups):
-        """Pieces ``(tile, 1-D tensor, first output index)`` after the on-tile stage."""
+        """Pieces ``(tile, 1-D tensor, first output index)`` after the on-tile stage, which
+        (as PopLibs' inputToIntermediateNoExchange) reduces each tile's groups into one
+        partial over the union of their outputs, in regions covered by the same groups."""
         out_shape = self.out_shape
         self.first_done = not all(len(v) == 1 and v[0].num_elements() == int(np.prod([hi - lo for lo, hi in k]))
                                   for per_tile in groups.values() for k, v in per_tile.items())
@@ -276,62 +302,82 @@ class _Reduction:
             cs = self.stages.get(0, "ReduceOnTile")
             vertex = self._vertex(self.params.op, self.t.dtype, self.in_vertex, False)
         for tile, per_tile in groups.items():
-            reductions = []
-            for key, views in per_tile.items():
-                if self.first_done:
-                    width = int(np.prod([hi - lo for lo, hi in key]))
-                    partial = self.graph.add_variable(self.in_vertex, (width,), f"{self.name}/partials{tile}")
-                    self.graph.set_tile_mapping(partial, tile)
-                    reductions.append((partial, views))
-                else:
-                    partial = views[0]
-                pieces += [(tile, partial.slice(pos, pos + hi - lo), lo)
-                           for pos, lo, hi in plan.box_runs(key, out_shape)]
-            if self.first_done:
-                _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+            runs = [(views, pos, lo, hi, math.prod(h - l for l, h in key)) for key, views in per_tile.items()
+                    for pos, lo, hi in plan.box_runs(key, out_shape)]
+            if not self.first_done:
+                pieces += [(tile, views[0].slice(pos, pos + hi - lo), lo) for views, pos, lo, hi, _ in runs]
+                continue
+            bounds, region, run = plan.cover_regions([r[2] for r in runs], [r[3] for r in runs])
+            used = np.unique(region)
+            widths = bounds[used + 1] - bounds[used]
+            offsets = np.concatenate(([0], np.cumsum(widths)))
+            data = self.graph.add_variable(self.in_vertex, (int(offsets[-1]),), f"{self.name}/partials{tile}")
+            self.graph.set_tile_mapping(data, tile)
+            where = dict(zip(used.tolist(), range(used.size)))
+            reductions = [(data.slice(int(offsets[i]), int(offsets[i + 1])), []) for i in range(used.size)]
+            for r, k in zip(region.tolist(), run.tolist()):
+                views, pos, lo, _, row = runs[k]
+                i = where[r]
+                reductions[i][1].extend(_restrict(v, pos + int(bounds[r]) - lo, int(widths[i]), row) for v in views)
+            _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+            # adjacent regions are adjacent in ``data``: one piece per run of them
+            breaks = (np.flatnonzero(bounds[used[1:]] != bounds[used[:-1] + 1]) + 1).tolist()
+            for a, b in zip([0] + breaks, breaks + [used.size]):
+                pieces.append((tile, data.slice(int(offsets[a]), int(offsets[b])), int(bounds[used[a]])))
         return pieces
 
-    @staticmethod
-    def _regions(pieces):
-        """Output regions over which the same pieces lie: [(begin, end, [(piece, offset)])]."""
-        bounds = np.unique([b for _, p, lo in pieces for b in (lo, lo + p.num_elements())])
-        regions = [[] for _ in range(len(bounds) - 1)]
-        for piece in pieces:
-            _, tensor, lo = piece
-            first, last = np.searchsorted(bounds, [lo, lo + tensor.num_elements()])
-            for r in range(first, last):
-                regions[r].append((piece, int(bounds[r]) - lo))
-        return [(int(bounds[r]), int(bounds[r + 1]), regions[r]) for r in range(len(regions)) if regions[r]]
-
     def _intermediate_stage(self, pieces, op, stage):
+        """PopLibs' intermediateToIntermediate: each output region's partials dealt out in
+        ``split_pieces`` chunks, one chunk a tile round-robin from tile 0; each tile's
+        results go into one new variable."""
+        graph = self.graph
         cs = self.stages.get(stage, f"ReduceStage{stage - 1}")
-        partial_type = pieces[0][1].dtype
-        vertex = self._vertex(op, partial_type, self.inter_tile, False)
-        tiles = self.graph.target.num_tiles
-        total = sum(p[1].num_elements() for p in pieces)
-        ideal = max(1, total // tiles)
-        per_tile, new_pieces, next_tile = {}, [], 0
-        for begin, end, covering in self._regions(pieces):
-            width = end - begin
-            count = plan.pieces_per_region(len(covering), width, ideal)
-            for k in range(count):
-                chunk = covering[len(covering) * k // count: len(covering) * (k + 1) // count]
-                tile = next_tile % tiles
-                next_tile += 1
-                partial = self.graph.add_variable(self.inter_tile, (width,), f"{self.name}/stage{stage}")
-                self.graph.set_tile_mapping(partial, tile)
-                per_tile.setdefault(tile, []).append(
-                    (partial, [p[1].slice(off, off + width) for p, off in chunk]))
-                new_pieces.append((tile, partial, begin))
-        for tile, reductions in per_tile.items():
-            _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+        vertex = self._vertex(op, pieces[0][1].dtype, self.inter_tile, False)
+        tiles = graph.target.num_tiles
+        lo = np.array([p[2] for p in pieces], dtype=np.int64)
+        sizes = np.array([p[1].num_elements() for p in pieces], dtype=np.int64)
+        bounds, region, piece = plan.cover_regions(lo, lo + sizes)
+        used, first, cover = np.unique(region, return_index=True, return_counts=True)
+        widths = bounds[used + 1] - bounds[used]
+        count = plan.split_pieces(cover, widths, max(1, int(sizes.sum()) // tiles))
+        position = np.arange(region.size) - np.repeat(first, cover)
+        pair_chunk = np.repeat(np.cumsum(count) - count, cover) + plan.chunk_of(
+            position, np.repeat(count, cover), np.repeat(cover, cover))
+        chunk_width = np.repeat(widths, count)
+        chunk_begin = np.repeat(bounds[used], count)
+        chunk_tile = np.arange(chunk_width.size) % tiles
+        # each chunk's place in its tile's variable: the widths of the tile's earlier chunks
+        place = np.zeros_like(chunk_width)
+        for t in range(min(tiles, chunk_width.size)):
+            mine = chunk_width[t::tiles]
+            place[t::tiles] = np.cumsum(mine) - mine
+        variables = {}
+        for t in range(min(tiles, chunk_width.size)):
+            variables[t] = graph.add_variable(self.inter_tile, (int(chunk_width[t::tiles].sum()),),
+                                              f"{self.name}/stage{stage}_{t}")
+            graph.set_tile_mapping(variables[t], t)
+        offset = (bounds[region] - lo[piece]).tolist()
+        piece = piece.tolist()
+        pair_ends = np.searchsorted(pair_chunk, np.arange(chunk_width.size + 1)).tolist()
+        per_tile, new_pieces = {}, []
+        for c, (t, w, at, begin) in enumerate(zip(chunk_tile.tolist(), chunk_width.tolist(), place.tolist(),
+                                                 chunk_begin.tolist())):
+            partial = variables[t].slice(at, at + w)
+            per_tile.setdefault(t, []).append(
+                (partial, [pieces[piece[k]][1].slice(offset[k], offset[k] + w)
+                           for k in range(pair_ends[c], pair_ends[c + 1])]))
+            new_pieces.append((t, partial, begin))
+        for t, reductions in per_tile.items():
+            _add_vertices(graph, cs, t, reductions, vertex, None)
         return new_pieces
 
     def _final_stage(self, pieces, op, stage):
         graph, target = self.graph, self.graph.target
         partial_type = pieces[0][1].dtype
-        regions = self._regions(pieces)
-        max_partials = max(len(c) for _, _, c in regions)
+        lo = np.array([p[2] for p in pieces], dtype=np.int64)
+        bounds, region, piece = plan.cover_regions(lo, lo + [p[1].num_elements() for p in pieces])
+        used, first, cover = np.unique(region, return_index=True, return_counts=True)
+        max_partials = int(cover.max())
         width = target.vector_width(partial_type)
         linear = dict(min_elements_per_tile=4 * width, grain_size=width)
         out, dest, update_after = self.out, None, False
@@ -353,17 +399,17 @@ class _Reduction:
         update = self.params.update and not update_after
         vertex = ensure_vertex(graph, op, partial_type, self.out_type, update, self.scale is not None)
         flat = dest.flatten()
-        starts = np.array([b for b, _, _ in regions])
+        pairs = {r: (f, f + n) for r, f, n in zip(used.tolist(), first.tolist(), cover.tolist())}
+        piece, bounds = piece.tolist(), bounds.tolist()
         for tile, intervals in enumerate(graph.get_tile_mapping(dest)):
             reductions = []
             for begin, end in intervals:
-                r = max(0, int(np.searchsorted(starts, begin, side="right")) - 1)
-                while r < len(regions) and regions[r][0] < end:
-                    lo, hi = max(begin, regions[r][0]), min(end, regions[r][1])
-                    if hi > lo:
-                        reductions.append((flat.slice(lo, hi), [p[1].slice(off + lo - regions[r][0], off + hi -
-                                                                            regions[r][0])
-                                                                for p, off in regions[r][2]]))
+                r = max(0, bisect.bisect_right(bounds, begin) - 1)
+                while r < len(bounds) - 1 and bounds[r] < end:
+                    a, b = max(begin, bounds[r]), min(end, bounds[r + 1])
+                    if b > a and r in pairs:
+                        sources = [pieces[p] for p in piece[slice(*pairs[r])]]
+                        reductions.append((flat.slice(a, b), [p[1].slice(a - p[2], b - p[2]) for p in sources]))
                     r += 1
             if reductions:
                 _add_vertices(graph, cs, tile, reductions, vertex, self.scale)

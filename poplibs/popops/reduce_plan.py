@@ -56,6 +56,13 @@ def box_runs(ranges: Sequence[Range], shape: Sequence[int]) -> List[Tuple[int, i
     ``(position in the box's own row-major order, first flat index, end)``."""
     if not shape:
         return [(0, 0, 1)]
+    first = next((d for d, (lo, hi) in enumerate(ranges) if hi - lo != 1), len(shape))
+    if all(ranges[d] == (0, shape[d]) for d in range(first + 1, len(shape))):  # one run: no grid needed
+        size = math.prod(hi - lo for lo, hi in ranges)
+        if not size:
+            return []
+        start = int(np.ravel_multi_index([lo for lo, _ in ranges], tuple(shape)))
+        return [(0, start, start + size)]
     grids = np.meshgrid(*[np.arange(lo, hi) for lo, hi in ranges], indexing="ij")
     flat = np.ravel_multi_index([g.ravel() for g in grids], tuple(shape))
     if flat.size == 0:
@@ -110,3 +117,50 @@ def pieces_per_region(num_partials: int, width: int, ideal: int) -> int:
     two partials each."""
     pieces = max(1, num_partials * width // max(1, ideal))
     return max(1, min(pieces, num_partials // 2))
+
+
+def cover_regions(lo, hi):
+    """The output regions over which the same pieces lie, for pieces covering the output
+    runs ``[lo[i], hi[i])``: ``(bounds, region, piece)``, region ``r`` being ``[bounds[r],
+    bounds[r + 1])`` and ``(region[k], piece[k])`` every pair of a region and a piece over
+    it, sorted by region, then piece (numpy arrays; regions no piece covers have no pair)."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    bounds = np.unique(np.concatenate((lo, hi)))
+    first = np.searchsorted(bounds, lo)
+    counts = np.searchsorted(bounds, hi) - first
+    piece = np.repeat(np.arange(lo.size), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    region = np.arange(piece.size) - starts + np.repeat(first, counts)
+    order = np.argsort(region, kind="stable")
+    return bounds, region[order], piece[order]
+
+
+def split_pieces(num_partials, widths, ideal: int):
+    """``pieces_per_region`` for numpy arrays of regions (calculateSplit, vectorised)."""
+    num_partials = np.asarray(num_partials, dtype=np.int64)
+    pieces = np.maximum(1, num_partials * np.asarray(widths, dtype=np.int64) // max(1, ideal))
+    return np.maximum(1, np.minimum(pieces, num_partials // 2))
+
+
+def chunk_of(position, count, size):
+    """Which of ``count`` consecutive near-equal chunks of ``size`` members (chunk ``k``:
+    members ``[size·k // count, size·(k + 1) // count)``) member ``position`` is in."""
+    return ((np.asarray(position) + 1) * count - 1) // size
+
+
+#: the fewest reduced elements a contiguous row needs to be its output element's own partial
+ROW_PARTIAL_MIN = 16
+
+
+def inner_rows(box: Sequence[Range], dims: Sequence[int]) -> int:
+    """For a box of the input whose reduced ``dims`` all lie inside every kept dimension
+    that spans more than one index (the reduced elements of each output element are one
+    contiguous row of the box), the length of those rows when at least
+    ``ROW_PARTIAL_MIN``; else 0."""
+    spans = [d for d, (lo, hi) in enumerate(box) if hi - lo > 1]
+    reduced = [d for d in spans if d in dims]
+    if any(d not in dims for d in spans if reduced and d > reduced[0]):
+        return 0
+    rows = math.prod(box[d][1] - box[d][0] for d in dims)
+    return rows if rows >= ROW_PARTIAL_MIN else 0
