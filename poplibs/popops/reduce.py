@@ -147,14 +147,16 @@ def _split_reduction(out_view, partials, pieces: int, grain: int):
             for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def _restrict(view, begin: int, width: int, row: int):
+def _restrict(view, begin: int, width: int, row: int) -> list:
     """The part of a partial ``view`` (rows of ``row`` elements) that feeds outputs
-    ``[begin, begin + width)`` of each row, as one partial."""
+    ``[begin, begin + width)`` of each row: as contiguous pieces of its rows when they
+    hold at least ROW_PARTIAL_MIN elements (no gather on the tile), else one strided view."""
+    rows = view.num_elements() // row
     if begin == 0 and width == row:
-        return view
-    if view.num_elements() == row:
-        return view.slice(begin, begin + width)
-    return view.reshape([view.num_elements() // row, row]).slice(begin, begin + width, 1).flatten()
+        return [view]
+    if rows == 1 or width >= plan.ROW_PARTIAL_MIN:
+        return [view.slice(j * row + begin, j * row + begin + width) for j in range(rows)]
+    return [view.reshape([rows, row]).slice(begin, begin + width, 1).flatten()]
 
 
 def _add_vertices(graph, cs, tile, reductions, vertex, scale):
@@ -318,7 +320,8 @@ class _Reduction:
             for r, k in zip(region.tolist(), run.tolist()):
                 views, pos, lo, _, row = runs[k]
                 i = where[r]
-                reductions[i][1].extend(_restrict(v, pos + int(bounds[r]) - lo, int(widths[i]), row) for v in views)
+                for v in views:
+                    reductions[i][1].extend(_restrict(v, pos + int(bounds[r]) - lo, int(widths[i]), row))
             _add_vertices(self.graph, cs, tile, reductions, vertex, None)
             # adjacent regions are adjacent in ``data``: one piece per run of them
             breaks = (np.flatnonzero(bounds[used[1:]] != bounds[used[:-1] + 1]) + 1).tolist()
@@ -327,46 +330,43 @@ class _Reduction:
         return pieces
 
     def _intermediate_stage(self, pieces, op, stage):
-        """PopLibs' intermediateToIntermediate: each output region's partials dealt out in
-        ``split_pieces`` chunks, one chunk a tile round-robin from tile 0; each tile's
-        results go into one new variable."""
+        """PopLibs' intermediateToIntermediate: each output region's partials (``pieces`` over
+        it) cut by ``plan.split_region`` into groups of partials times blocks of outputs,
+        one piece a tile round-robin from tile 0; each tile's results in one new variable."""
         graph = self.graph
         cs = self.stages.get(stage, f"ReduceStage{stage - 1}")
-        vertex = self._vertex(op, pieces[0][1].dtype, self.inter_tile, False)
-        tiles = graph.target.num_tiles
+        partial_type = pieces[0][1].dtype
+        vertex = self._vertex(op, partial_type, self.inter_tile, False)
+        tiles, grain = graph.target.num_tiles, graph.target.vector_width(partial_type)
         lo = np.array([p[2] for p in pieces], dtype=np.int64)
         sizes = np.array([p[1].num_elements() for p in pieces], dtype=np.int64)
         bounds, region, piece = plan.cover_regions(lo, lo + sizes)
         used, first, cover = np.unique(region, return_index=True, return_counts=True)
-        widths = bounds[used + 1] - bounds[used]
-        count = plan.split_pieces(cover, widths, max(1, int(sizes.sum()) // tiles))
-        position = np.arange(region.size) - np.repeat(first, cover)
-        pair_chunk = np.repeat(np.cumsum(count) - count, cover) + plan.chunk_of(
-            position, np.repeat(count, cover), np.repeat(cover, cover))
-        chunk_width = np.repeat(widths, count)
-        chunk_begin = np.repeat(bounds[used], count)
-        chunk_tile = np.arange(chunk_width.size) % tiles
-        # each chunk's place in its tile's variable: the widths of the tile's earlier chunks
-        place = np.zeros_like(chunk_width)
-        for t in range(min(tiles, chunk_width.size)):
-            mine = chunk_width[t::tiles]
-            place[t::tiles] = np.cumsum(mine) - mine
-        variables = {}
-        for t in range(min(tiles, chunk_width.size)):
-            variables[t] = graph.add_variable(self.inter_tile, (int(chunk_width[t::tiles].sum()),),
-                                              f"{self.name}/stage{stage}_{t}")
+        ideal = max(1, int(sizes.sum()) // tiles)
+        sources = list(zip(piece.tolist(), (bounds[region] - lo[piece]).tolist()))
+        chunks = []  # (first output, width, [partials])
+        for r, f, n in zip(used.tolist(), first.tolist(), cover.tolist()):
+            begin, width = int(bounds[r]), int(bounds[r + 1] - bounds[r])
+            groups, blocks = plan.split_region(n, width, ideal, grain)
+            cuts = plan.block_bounds(width, blocks, grain)
+            for g in range(groups):
+                members = [(pieces[p][1], off) for p, off in sources[f + n * g // groups: f + n * (g + 1) // groups]]
+                for a, b in zip(cuts, cuts[1:]):
+                    chunks.append((begin + a, b - a, [t.slice(off + a, off + b) for t, off in members]))
+        sizes_on = [0] * min(tiles, len(chunks))
+        places = []
+        for c, (_, width, _) in enumerate(chunks):
+            places.append(sizes_on[c % tiles])
+            sizes_on[c % tiles] += width
+        variables = []
+        for t, size in enumerate(sizes_on):
+            variables.append(graph.add_variable(self.inter_tile, (size,), f"{self.name}/stage{stage}_{t}"))
             graph.set_tile_mapping(variables[t], t)
-        offset = (bounds[region] - lo[piece]).tolist()
-        piece = piece.tolist()
-        pair_ends = np.searchsorted(pair_chunk, np.arange(chunk_width.size + 1)).tolist()
         per_tile, new_pieces = {}, []
-        for c, (t, w, at, begin) in enumerate(zip(chunk_tile.tolist(), chunk_width.tolist(), place.tolist(),
-                                                 chunk_begin.tolist())):
-            partial = variables[t].slice(at, at + w)
-            per_tile.setdefault(t, []).append(
-                (partial, [pieces[piece[k]][1].slice(offset[k], offset[k] + w)
-                           for k in range(pair_ends[c], pair_ends[c + 1])]))
-            new_pieces.append((t, partial, begin))
+        for c, ((begin, width, partials), at) in enumerate(zip(chunks, places)):
+            partial = variables[c % tiles].slice(at, at + width)
+            per_tile.setdefault(c % tiles, []).append((partial, partials))
+            new_pieces.append((c % tiles, partial, begin))
         for t, reductions in per_tile.items():
             _add_vertices(graph, cs, t, reductions, vertex, None)
         return new_pieces

@@ -136,17 +136,21 @@ def cover_regions(lo, hi):
     return bounds, region[order], piece[order]
 
 
-def split_pieces(num_partials, widths, ideal: int):
-    """``pieces_per_region`` for numpy arrays of regions (calculateSplit, vectorised)."""
-    num_partials = np.asarray(num_partials, dtype=np.int64)
-    pieces = np.maximum(1, num_partials * np.asarray(widths, dtype=np.int64) // max(1, ideal))
-    return np.maximum(1, np.minimum(pieces, num_partials // 2))
+def split_region(num_partials: int, width: int, ideal: int, grain: int) -> Tuple[int, int]:
+    """How an intermediate stage cuts one output region of ``width`` elements with
+    ``num_partials`` partials over it into pieces of about ``ideal`` elements, one a tile:
+    ``(groups, blocks)``: the partials in ``groups`` (at least two partials each, at most
+    ``INTERMEDIATE_FACTOR`` groups, so that the next stage can be the last) and the width in
+    ``blocks`` of whole ``grain``s; ``groups · blocks`` pieces."""
+    pieces = max(1, num_partials * width // max(1, ideal))
+    groups = max(1, min(pieces, num_partials // 2, INTERMEDIATE_FACTOR))
+    blocks = max(1, min(width // max(1, grain), pieces // groups))
+    return groups, blocks
 
 
-def chunk_of(position, count, size):
-    """Which of ``count`` consecutive near-equal chunks of ``size`` members (chunk ``k``:
-    members ``[size·k // count, size·(k + 1) // count)``) member ``position`` is in."""
-    return ((np.asarray(position) + 1) * count - 1) // size
+def block_bounds(width: int, blocks: int, grain: int) -> List[int]:
+    """``blocks + 1`` bounds cutting ``width`` into near-equal blocks of whole ``grain``s."""
+    return [width * i // blocks // grain * grain for i in range(blocks)] + [width]
 
 
 #: the fewest reduced elements a contiguous row needs to be its output element's own partial
