@@ -162,13 +162,13 @@ def _restrict(view, begin: int, width: int, row: int) -> list:
 def _add_vertices(graph, cs, tile, reductions, vertex, scale):
     """Deal ``reductions`` ([(out view, [partials])]) out to the tile's workers, one vertex
     each (the longest first, to the least loaded worker); a reduction with more than its
-    share of the tile's work is split in output chunks of the partials' vector width."""
+    share of the tile's work is split in output chunks of whole ``plan.OUTPUT_GRAIN``s."""
     workers = graph.target.num_worker_contexts
     sizes = [sum(p.num_elements() for p in ps) for _, ps in reductions]
     work = sum(sizes) or 1
     pieces = []
     for (out_view, partials), share in zip(reductions, sizes):
-        grain = graph.target.vector_width(partials[0].dtype) if partials else 1
+        grain = plan.OUTPUT_GRAIN if partials else 1
         count = max(1, min(out_view.num_elements() // grain, round(workers * share / work))) if partials else 1
         pieces += _split_reduction(out_view, partials, count, grain) if count > 1 else [(out_view, partials)]
     bins = [[] for _ in range(workers)]
@@ -337,7 +337,7 @@ class _Reduction:
         cs = self.stages.get(stage, f"ReduceStage{stage - 1}")
         partial_type = pieces[0][1].dtype
         vertex = self._vertex(op, partial_type, self.inter_tile, False)
-        tiles, grain = graph.target.num_tiles, graph.target.vector_width(partial_type)
+        tiles, grain = graph.target.num_tiles, plan.OUTPUT_GRAIN
         lo = np.array([p[2] for p in pieces], dtype=np.int64)
         sizes = np.array([p[1].num_elements() for p in pieces], dtype=np.int64)
         bounds, region, piece = plan.cover_regions(lo, lo + sizes)

@@ -26,6 +26,9 @@ Range = Tuple[int, int]
 #: PopLibs' grain of the balanced estimate, and the intermediate-stage threshold
 BALANCED_GRAIN = 8
 INTERMEDIATE_FACTOR = 32
+#: outputs are cut (between workers, into intermediate-stage blocks) in whole grains of this
+#: many elements: the reduce vertex's inner loops take blocks of 16 outputs
+OUTPUT_GRAIN = 16
 
 
 def interval_boxes(begin: int, end: int, shape: Sequence[int]) -> List[Tuple[Range, ...]]:

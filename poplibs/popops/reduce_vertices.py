@@ -117,28 +117,39 @@ def _renamed(code: str, acc: str, x: str) -> str:
     return re.sub(r"\bx\b", x, re.sub(r"\bacc\b", acc, code))
 
 
+#: output block sizes of the vertex's inner loops (longest first), then one at a time
+_BLOCKS = (16, 4)
+
+
 def _body(op, init, step, value, store) -> str:
-    """``compute``: outputs four at a time (four accumulators, a partial's four adjacent
-    elements a step) and, for one-element output regions, a partial's elements dealt
-    round four accumulators (as PopLibs' vectorised accumulators), combined at the end.
-    The inner loops index ``row[i + c]`` only, which the loop-versioning pass checks once
-    per loop."""
+    """``compute``: outputs in blocks of 16, then 4 (an accumulator each; a partial's
+    adjacent elements a step) and then one at a time, for one-element output regions a
+    partial's elements dealt round four accumulators (as PopLibs' vectorised accumulators)
+    combined at the end. Inner loops index ``row[i + c]`` only, which the loop-versioning
+    pass checks once per loop; long blocks keep the loops' setup small per element."""
     combine = _BODIES[Operation.ADD][1] if op is Operation.SQUARE_ADD else step
 
     def steps(indent, indices):
         code = "\n".join(f"x{k} = row[{index}]\n" + _renamed(step, f"a{k}", f"x{k}") for k, index in indices)
         return textwrap.indent(code, " " * indent)
 
-    inits = "".join(f"a{k} = {init}\n" for k in range(4))
+    def inits(count):
+        return "".join(f"        a{k} = {init}\n" for k in range(count))
+
+    def block(size):
+        indices = [(k, f"i + {k}" if k else "i") for k in range(size)]
+        stores = "".join(f"        acc = a{k}\n        value = {value}\n"
+                         f"{textwrap.indent(store.replace('[o]', f'[o + {k}]'), ' ' * 8)}\n" for k in range(size))
+        return (f"    while o + {size} <= n:\n{inits(size)}"
+                f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
+                f"            for i in range(o, len(row) - {size - 1}, n):\n{steps(16, indices)}\n"
+                f"{stores}        o += {size}\n")
+
     gather = "acc = a0\n" + "\n".join(_renamed(combine, "acc", f"a{k}") for k in (1, 2, 3))
     four = [(k, f"i + {k}" if k else "i") for k in range(4)]
     return (f"pidx = 0\nfor r in range(len(self.out)):\n    n = len(self.out[r])\n    count = self.numPartials[r]\n"
-            f"    o = 0\n    while o + 4 <= n:\n{textwrap.indent(inits, ' ' * 8)}"
-            f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
-            f"            for i in range(o, len(row) - 3, n):\n{steps(16, four)}\n"
-            + "".join(f"        acc = a{k}\n        value = {value}\n"
-                      f"{textwrap.indent(store.replace('[o]', f'[o + {k}]'), ' ' * 8)}\n" for k in range(4))
-            + f"        o += 4\n    while o < n:\n{textwrap.indent(inits, ' ' * 8)}"
+            f"    o = 0\n" + "".join(block(size) for size in _BLOCKS)
+            + f"    while o < n:\n{inits(4)}"
             f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
             f"            m = len(row)\n            if n == 1:\n"
             f"                for i in range(0, m - 3, 4):\n{steps(20, four)}\n"
