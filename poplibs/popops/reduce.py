@@ -138,12 +138,22 @@ def _check_types(t, op, out_type, what):
                            "type is the input's (FLOAT and HALF may be mixed for ADD, SQUARE_ADD and MUL)")
 
 
+# A reduction is (out view, [partials]); a partial is a 1-D tensor whose element i feeds
+# output i % width, or (tensor, begin): the out view's width of elements of ``tensor`` from
+# ``begin``, sliced only once the vertices are made (cutting reductions for workers then
+# costs no views).
+def _partial_size(p, width: int) -> int:
+    return width if type(p) is tuple else p.num_elements()
+
+
 def _split_reduction(out_view, partials, pieces: int, grain: int):
     """One reduction as ``pieces`` reductions over consecutive output chunks (in ``grain``s)."""
     width = out_view.num_elements()
     bounds = [width * i // pieces // grain * grain for i in range(pieces)] + [width]
-    rows = [p if p.num_elements() == width else p.reshape([p.num_elements() // width, width]) for p in partials]
-    return [(out_view.slice(a, b), [r.slice(a, b) if r.rank == 1 else r.slice(a, b, 1).flatten() for r in rows])
+    rows = [(p, 0) if type(p) is not tuple and p.num_elements() == width else p if type(p) is tuple
+            else p.reshape([p.num_elements() // width, width]) for p in partials]
+    return [(out_view.slice(a, b), [(r[0], r[1] + a) if type(r) is tuple else r.slice(a, b, 1).flatten()
+                                    for r in rows])
             for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
@@ -155,7 +165,7 @@ def _restrict(view, begin: int, width: int, row: int) -> list:
     if begin == 0 and width == row:
         return [view]
     if rows == 1 or width >= plan.ROW_PARTIAL_MIN:
-        return [view.slice(j * row + begin, j * row + begin + width) for j in range(rows)]
+        return [(view, j * row + begin) for j in range(rows)]
     return [view.reshape([rows, row]).slice(begin, begin + width, 1).flatten()]
 
 
@@ -164,23 +174,30 @@ def _add_vertices(graph, cs, tile, reductions, vertex, scale):
     each (the longest first, to the least loaded worker); a reduction with more than its
     share of the tile's work is split in output chunks of whole ``plan.OUTPUT_GRAIN``s."""
     workers = graph.target.num_worker_contexts
-    sizes = [sum(p.num_elements() for p in ps) for _, ps in reductions]
+    sizes = []
+    for out_view, ps in reductions:
+        width = out_view.num_elements()
+        sizes.append(sum(_partial_size(p, width) for p in ps))
     work = sum(sizes) or 1
     pieces = []
     for (out_view, partials), share in zip(reductions, sizes):
         grain = plan.OUTPUT_GRAIN if partials else 1
-        count = max(1, min(out_view.num_elements() // grain, round(workers * share / work))) if partials else 1
-        pieces += _split_reduction(out_view, partials, count, grain) if count > 1 else [(out_view, partials)]
+        width = out_view.num_elements()
+        count = max(1, min(width // grain, round(workers * share / work))) if partials else 1
+        for piece in _split_reduction(out_view, partials, count, grain) if count > 1 else [(out_view, partials)]:
+            part = piece[0].num_elements()
+            pieces.append((part, share * part // max(1, width), piece))
     bins = [[] for _ in range(workers)]
     loads = [0] * workers
-    for piece in sorted(pieces, key=lambda r: -sum(p.num_elements() for p in r[1]) - r[0].num_elements()):
+    for width, share, piece in sorted(pieces, key=lambda r: -r[1] - r[0]):
         i = loads.index(min(loads))
         bins[i].append(piece)
-        loads[i] += sum(p.num_elements() for p in piece[1]) + piece[0].num_elements()
+        loads[i] += share + width
     for group in bins:
         if not group:
             continue
-        fields = {"out": [o for o, _ in group], "partials": [p for _, ps in group for p in ps]}
+        partials = [p[0].slice(p[1], p[1] + o.num_elements()) if type(p) is tuple else p for o, ps in group for p in ps]
+        fields = {"out": [o for o, _ in group], "partials": partials}
         if scale is not None:
             fields["k"] = scale
         v = graph.add_vertex(cs, vertex, fields)
@@ -352,7 +369,7 @@ class _Reduction:
             for g in range(groups):
                 members = [(pieces[p][1], off) for p, off in sources[f + n * g // groups: f + n * (g + 1) // groups]]
                 for a, b in zip(cuts, cuts[1:]):
-                    chunks.append((begin + a, b - a, [t.slice(off + a, off + b) for t, off in members]))
+                    chunks.append((begin + a, b - a, [(t, off + a) for t, off in members]))
         sizes_on = [0] * min(tiles, len(chunks))
         places = []
         for c, (_, width, _) in enumerate(chunks):
@@ -409,7 +426,7 @@ class _Reduction:
                     a, b = max(begin, bounds[r]), min(end, bounds[r + 1])
                     if b > a and r in pairs:
                         sources = [pieces[p] for p in piece[slice(*pairs[r])]]
-                        reductions.append((flat.slice(a, b), [p[1].slice(a - p[2], b - p[2]) for p in sources]))
+                        reductions.append((flat.slice(a, b), [(p[1], a - p[2]) for p in sources]))
                     r += 1
             if reductions:
                 _add_vertices(graph, cs, tile, reductions, vertex, self.scale)
