@@ -3,19 +3,24 @@
 ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
 
 1. Each tile's input elements are cut into boxes (reduce_plan.interval_boxes); boxes with
-   the same kept (not reduced) ranges form one output group of that tile.
+   the same kept (not reduced) ranges form one output group of that tile (a box reduced
+   over its innermost dims: one group per output element, its contiguous row).
 2. When no output element has inputs in two groups the reduction is tile-local: one
    compute set (``ReduceOnTile``) writes the output from the input's tiles (a new output
    is mapped there).
-3. Otherwise stage 1 (``ReduceOnTile``) reduces each group into an intermediate partial on
-   its tile (skipped when every group is already one element per output element). While
-   the partials hold more than 32 elements per output, an intermediate stage
-   (``ReduceStage<i>``) spreads each output region's partials over tiles in pieces.
+3. Otherwise stage 1 (``ReduceOnTile``) reduces each tile's groups into one partial over
+   the union of their outputs (skipped when every group is already one element per output
+   element). While the partials hold more than 32 elements per output, an intermediate
+   stage (``ReduceStage<i>``) cuts each output region's partials into groups times output
+   blocks (reduce_plan.split_region), one piece a tile.
 4. The last stage (``ReduceFinalStage``) reduces what is left on the output's tiles, or
    balanced over the tiles into a temporary that a Copy moves to the output, whichever
    reduce_plan.should_reduce_at_destination says is cheaper; a new output is mapped
    linearly (grain: the partials' vector width, at least 4 vectors a tile) and reduced
    there. Scale and update are applied in the last stage only.
+
+The stages work on numpy arrays of output ranges (reduce_plan.cover_regions) and make a
+tensor view per vertex edge only when the vertices are made.
 """
 import bisect
 import math

@@ -114,14 +114,6 @@ def needs_intermediate_stage(total_partials: int, num_outputs: int) -> bool:
     return total_partials > num_outputs * INTERMEDIATE_FACTOR
 
 
-def pieces_per_region(num_partials: int, width: int, ideal: int) -> int:
-    """How many tiles share one output region's ``num_partials`` partials in an
-    intermediate stage (PopLibs' calculateSplit): about ``ideal`` elements each, at least
-    two partials each."""
-    pieces = max(1, num_partials * width // max(1, ideal))
-    return max(1, min(pieces, num_partials // 2))
-
-
 def cover_regions(lo, hi):
     """The output regions over which the same pieces lie, for pieces covering the output
     runs ``[lo[i], hi[i])``: ``(bounds, region, piece)``, region ``r`` being ``[bounds[r],
