@@ -126,7 +126,9 @@ def _body(op, init, step, value, store) -> str:
     adjacent elements a step) and then one at a time, for one-element output regions a
     partial's elements dealt round four accumulators (as PopLibs' vectorised accumulators)
     combined at the end. Inner loops index ``row[i + c]`` only, which the loop-versioning
-    pass checks once per loop; long blocks keep the loops' setup small per element."""
+    pass checks once per loop; a partial one output region wide (the common case after the
+    first stage) is read ``row[o + c]`` without a loop. The output row is fetched once per
+    region."""
     combine = _BODIES[Operation.ADD][1] if op is Operation.SQUARE_ADD else step
 
     def steps(indent, indices):
@@ -140,14 +142,18 @@ def _body(op, init, step, value, store) -> str:
         indices = [(k, f"i + {k}" if k else "i") for k in range(size)]
         stores = "".join(f"        acc = a{k}\n        value = {value}\n"
                          f"{textwrap.indent(store.replace('[o]', f'[o + {k}]'), ' ' * 8)}\n" for k in range(size))
+        direct = [(k, f"o + {k}" if k else "o") for k in range(size)]
         return (f"    while o + {size} <= n:\n{inits(size)}"
                 f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
-                f"            for i in range(o, len(row) - {size - 1}, n):\n{steps(16, indices)}\n"
+                f"            if len(row) == n:\n{steps(16, direct)}\n            else:\n"
+                f"                for i in range(o, len(row) - {size - 1}, n):\n{steps(20, indices)}\n"
                 f"{stores}        o += {size}\n")
 
     gather = "acc = a0\n" + "\n".join(_renamed(combine, "acc", f"a{k}") for k in (1, 2, 3))
     four = [(k, f"i + {k}" if k else "i") for k in range(4)]
-    return (f"pidx = 0\nfor r in range(len(self.out)):\n    n = len(self.out[r])\n    count = self.numPartials[r]\n"
+    store = store.replace("self.out[r]", "orow")
+    return (f"pidx = 0\nfor r in range(len(self.out)):\n    orow = self.out[r]\n    n = len(orow)\n"
+            f"    count = self.numPartials[r]\n"
             f"    o = 0\n" + "".join(block(size) for size in _BLOCKS)
             + f"    while o < n:\n{inits(4)}"
             f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
