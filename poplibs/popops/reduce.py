@@ -11,8 +11,8 @@ ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
 3. Otherwise stage 1 (``ReduceOnTile``) reduces each tile's groups into one partial over
    the union of their outputs (skipped when every group is already one element per output
    element). While the partials hold more than 32 elements per output, an intermediate
-   stage (``ReduceStage<i>``) cuts each output region's partials into groups times output
-   blocks (reduce_plan.split_region), one piece a tile.
+   stage (``ReduceStage<i>``) cuts the partials' lanes (reduce_plan.lanes) into groups
+   times output blocks (reduce_plan.split_region), one chunk a tile.
 4. The last stage (``ReduceFinalStage``) reduces what is left on the output's tiles, or
    balanced over the tiles into a temporary that a Copy moves to the output, whichever
    reduce_plan.should_reduce_at_destination says is cheaper; a new output is mapped
@@ -352,45 +352,64 @@ class _Reduction:
         return pieces
 
     def _intermediate_stage(self, pieces, op, stage):
-        """PopLibs' intermediateToIntermediate: each output region's partials (``pieces`` over
-        it) cut by ``plan.split_region`` into groups of partials times blocks of outputs,
-        one piece a tile round-robin from tile 0; each tile's results in one new variable."""
+        """PopLibs' intermediateToIntermediate, on lanes: the pieces are laid out in lanes
+        of non-overlapping pieces (``plan.lanes``, the rows of the partials), and the lanes
+        times the output span cut by ``plan.split_region`` into groups of lanes times blocks
+        of outputs, one chunk a tile round-robin from tile 0. A chunk reduces its lanes'
+        pieces (clipped to its block) into one partial over their union, in regions covered
+        by the same pieces; each tile's results lie in one new variable."""
         graph = self.graph
         cs = self.stages.get(stage, f"ReduceStage{stage - 1}")
         partial_type = pieces[0][1].dtype
         vertex = self._vertex(op, partial_type, self.inter_tile, False)
-        tiles, grain = graph.target.num_tiles, plan.OUTPUT_GRAIN
+        tiles = graph.target.num_tiles
         lo = np.array([p[2] for p in pieces], dtype=np.int64)
-        sizes = np.array([p[1].num_elements() for p in pieces], dtype=np.int64)
-        bounds, region, piece = plan.cover_regions(lo, lo + sizes)
-        used, first, cover = np.unique(region, return_index=True, return_counts=True)
-        ideal = max(1, int(sizes.sum()) // tiles)
-        sources = list(zip(piece.tolist(), (bounds[region] - lo[piece]).tolist()))
-        chunks = []  # (first output, width, [partials])
-        for r, f, n in zip(used.tolist(), first.tolist(), cover.tolist()):
-            begin, width = int(bounds[r]), int(bounds[r + 1] - bounds[r])
-            groups, blocks = plan.split_region(n, width, ideal, grain)
-            cuts = plan.block_bounds(width, blocks, grain)
-            for g in range(groups):
-                members = [(pieces[p][1], off) for p, off in sources[f + n * g // groups: f + n * (g + 1) // groups]]
-                for a, b in zip(cuts, cuts[1:]):
-                    chunks.append((begin + a, b - a, [(t, off + a) for t, off in members]))
-        sizes_on = [0] * min(tiles, len(chunks))
-        places = []
-        for c, (_, width, _) in enumerate(chunks):
-            places.append(sizes_on[c % tiles])
-            sizes_on[c % tiles] += width
+        hi = lo + np.array([p[1].num_elements() for p in pieces], dtype=np.int64)
+        lane = plan.lanes(lo, hi)
+        num_lanes, begin, end = int(lane.max()) + 1, int(lo.min()), int(hi.max())
+        groups, blocks = plan.split_region(num_lanes, end - begin, max(1, int((hi - lo).sum()) // tiles),
+                                           plan.OUTPUT_GRAIN)
+        cuts = [begin + c for c in plan.block_bounds(end - begin, blocks, plan.OUTPUT_GRAIN)]
+        group_of = lane * groups // num_lanes
+        chunks = []  # (tile, [(region begin, region end, [(tensor, offset)])]) of each chunk with pieces
+        for g in range(groups):
+            mine = np.flatnonzero(group_of == g)
+            for a, b in zip(cuts, cuts[1:]):
+                inside = mine[(lo[mine] < b) & (hi[mine] > a)]
+                if not inside.size:
+                    continue
+                clip_lo, clip_hi = np.maximum(lo[inside], a), np.minimum(hi[inside], b)
+                bounds, region, which = plan.cover_regions(clip_lo, clip_hi)
+                regions = {}
+                for r, k in zip(region.tolist(), which.tolist()):
+                    p = pieces[int(inside[k])]
+                    regions.setdefault(r, []).append((p[1], int(bounds[r]) - p[2]))
+                chunks.append((len(chunks) % tiles, [(int(bounds[r]), int(bounds[r + 1]), srcs)
+                                                     for r, srcs in regions.items()]))
+        sizes = [0] * min(tiles, len(chunks))
+        for tile, regions in chunks:
+            sizes[tile] += sum(e - b for b, e, _ in regions)
         variables = []
-        for t, size in enumerate(sizes_on):
-            variables.append(graph.add_variable(self.inter_tile, (size,), f"{self.name}/stage{stage}_{t}"))
-            graph.set_tile_mapping(variables[t], t)
+        for tile, size in enumerate(sizes):
+            variables.append(graph.add_variable(self.inter_tile, (size,), f"{self.name}/stage{stage}_{tile}"))
+            graph.set_tile_mapping(variables[tile], tile)
+        used = [0] * len(sizes)
         per_tile, new_pieces = {}, []
-        for c, ((begin, width, partials), at) in enumerate(zip(chunks, places)):
-            partial = variables[c % tiles].slice(at, at + width)
-            per_tile.setdefault(c % tiles, []).append((partial, partials))
-            new_pieces.append((c % tiles, partial, begin))
-        for t, reductions in per_tile.items():
-            _add_vertices(graph, cs, t, reductions, vertex, None)
+        for tile, regions in chunks:
+            run_start, run_at, at = None, used[tile], used[tile]
+            for b, e, sources in regions:
+                partial = variables[tile].slice(at, at + e - b)
+                per_tile.setdefault(tile, []).append((partial, sources))
+                if run_start is None or b != run_end:  # adjacent regions are adjacent in the variable
+                    if run_start is not None:
+                        new_pieces.append((tile, variables[tile].slice(run_at, at), run_start))
+                    run_start, run_at = b, at
+                run_end = e
+                at += e - b
+            new_pieces.append((tile, variables[tile].slice(run_at, at), run_start))
+            used[tile] = at
+        for tile, reductions in per_tile.items():
+            _add_vertices(graph, cs, tile, reductions, vertex, None)
         return new_pieces
 
     def _final_stage(self, pieces, op, stage):

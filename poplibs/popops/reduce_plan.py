@@ -17,6 +17,7 @@ and the last stage runs at the destination only when that is strictly cheaper. A
 intermediate stage comes first while the partials hold more than 32 elements per output
 element (``calculateNextStep``).
 """
+import heapq
 import math
 from typing import List, Sequence, Tuple
 
@@ -163,3 +164,24 @@ def inner_rows(box: Sequence[Range], dims: Sequence[int]) -> int:
         return 0
     rows = math.prod(box[d][1] - box[d][0] for d in dims)
     return rows if rows >= ROW_PARTIAL_MIN else 0
+
+
+def lanes(lo, hi) -> np.ndarray:
+    """A lane for each piece covering the output run ``[lo[i], hi[i])`` such that the
+    pieces of one lane do not overlap (as the rows of a matrix): greedily, in order of
+    ``lo``, the free lane that ended first, else a new one. As few lanes as the most
+    pieces over one output element."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    lane = np.empty(lo.size, dtype=np.int64)
+    free = []  # (end, lane) heap
+    count = 0
+    for i in np.lexsort((hi, lo)).tolist():
+        if free and free[0][0] <= lo[i]:
+            lane[i] = free[0][1]
+            heapq.heapreplace(free, (int(hi[i]), int(lane[i])))
+        else:
+            lane[i] = count
+            heapq.heappush(free, (int(hi[i]), count))
+            count += 1
+    return lane

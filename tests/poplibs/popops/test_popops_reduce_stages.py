@@ -146,3 +146,37 @@ def test_vertex_block_and_accumulator_paths(small_device, op, shape, dim):
     x = data(op, dtype, shape, np.random.default_rng(6))
     _, (got,) = run(g, small_device, prog, [out], {t: x})
     check(op, dtype, got, reference(op, x, [dim]))
+
+
+def test_lanes_by_hand():
+    """Sorted by start: [0,2) lane 0, [0,6) lane 1, [2,5) lane 0 (free at 2), [4,8) lane 2,
+    [6,9) lane 0 (free at 5): three lanes, the most pieces over one element."""
+    assert plan.lanes([0, 4, 2, 6, 0], [6, 8, 5, 9, 2]).tolist() == [1, 2, 0, 0, 0]
+    assert plan.lanes([0, 8, 16], [8, 16, 24]).tolist() == [0, 0, 0]
+
+
+def test_ragged_rows_take_few_edges_in_the_intermediate_stage():
+    """A [64, 64] tensor in pieces of 37 elements, one a tile: rows are cut at ragged places, so the output regions covered by the same pieces are narrow. The stage
+    works on lanes (rows) times blocks, not on those regions: far fewer partial edges than
+    region-piece pairs, and the right sum."""
+    device = device_with(128)
+    g = popsim.Graph(device)
+    t = g.add_variable(FLOAT, (64, 64), "t")
+    mapping = [[] for _ in range(128)]
+    for i, start in enumerate(range(0, 4096, 37)):
+        mapping[i].append((start, min(4096, start + 37)))
+    g.set_tile_mapping(t, mapping)
+    prog = Sequence()
+    out = popops.reduce(g, t, [0], ReduceParams(Operation.ADD), prog)
+    starts = np.arange(0, 4096, 37)
+    lo, hi = starts % 64, np.minimum(starts + 37, 4096)  # each piece's output run, split where rows end
+    row_end = (starts // 64 + 1) * 64
+    pieces_lo = np.concatenate((lo, np.zeros(int((hi > row_end).sum()), np.int64)))
+    pieces_hi = np.concatenate((np.minimum(hi, row_end) - starts // 64 * 64, (hi - row_end)[hi > row_end]))
+    _, pairs, _ = plan.cover_regions(pieces_lo, pieces_hi)
+    middle = stages(prog)["ReduceStage0"].vertices
+    edges = sum(len(field(v, "partials")) for v in middle)
+    assert edges * 3 < pairs.size
+    x = np.random.default_rng(7).standard_normal((64, 64)).astype(np.float32)
+    _, (got,) = run(g, device, prog, [out], {t: x})
+    np.testing.assert_allclose(got, x.sum(axis=0), rtol=1e-5, atol=1e-4)
