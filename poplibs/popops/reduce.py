@@ -3,20 +3,27 @@
 ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
 
 1. Each tile's input elements are cut into boxes (reduce_plan.interval_boxes); boxes with
-   the same kept (not reduced) ranges form one output group of that tile.
+   the same kept (not reduced) ranges form one output group of that tile (a box reduced
+   over its innermost dims: one group per output element, its contiguous row).
 2. When no output element has inputs in two groups the reduction is tile-local: one
    compute set (``ReduceOnTile``) writes the output from the input's tiles (a new output
    is mapped there).
-3. Otherwise stage 1 (``ReduceOnTile``) reduces each group into an intermediate partial on
-   its tile (skipped when every group is already one element per output element). While
-   the partials hold more than 32 elements per output, an intermediate stage
-   (``ReduceStage<i>``) spreads each output region's partials over tiles in pieces.
+3. Otherwise stage 1 (``ReduceOnTile``) reduces each tile's groups into one partial over
+   the union of their outputs (skipped when every group is already one element per output
+   element). While the partials hold more than 32 elements per output, an intermediate
+   stage (``ReduceStage<i>``) cuts the partials' lanes (reduce_plan.lanes) into groups
+   times output blocks (reduce_plan.split_region), one chunk a tile.
 4. The last stage (``ReduceFinalStage``) reduces what is left on the output's tiles, or
    balanced over the tiles into a temporary that a Copy moves to the output, whichever
    reduce_plan.should_reduce_at_destination says is cheaper; a new output is mapped
    linearly (grain: the partials' vector width, at least 4 vectors a tile) and reduced
    there. Scale and update are applied in the last stage only.
+
+The stages work on numpy arrays of output ranges (reduce_plan.cover_regions) and make a
+tensor view per vertex edge only when the vertices are made.
 """
+import bisect
+import math
 import numbers
 from typing import List, Sequence
 
@@ -136,35 +143,66 @@ def _check_types(t, op, out_type, what):
                            "type is the input's (FLOAT and HALF may be mixed for ADD, SQUARE_ADD and MUL)")
 
 
-def _split_reduction(out_view, partials, pieces: int):
-    """One reduction as ``pieces`` reductions over consecutive output chunks."""
+# A reduction is (out view, [partials]); a partial is a 1-D tensor whose element i feeds
+# output i % width, or (tensor, begin): the out view's width of elements of ``tensor`` from
+# ``begin``, sliced only once the vertices are made (cutting reductions for workers then
+# costs no views).
+def _partial_size(p, width: int) -> int:
+    return width if type(p) is tuple else p.num_elements()
+
+
+def _split_reduction(out_view, partials, pieces: int, grain: int):
+    """One reduction as ``pieces`` reductions over consecutive output chunks (in ``grain``s)."""
     width = out_view.num_elements()
-    bounds = [width * i // pieces for i in range(pieces + 1)]
-    rows = [p.reshape([p.num_elements() // width, width]) for p in partials]
-    return [(out_view.slice(a, b), [r.slice(a, b, 1).flatten() for r in rows])
+    bounds = [width * i // pieces // grain * grain for i in range(pieces)] + [width]
+    rows = [(p, 0) if type(p) is not tuple and p.num_elements() == width else p if type(p) is tuple
+            else p.reshape([p.num_elements() // width, width]) for p in partials]
+    return [(out_view.slice(a, b), [(r[0], r[1] + a) if type(r) is tuple else r.slice(a, b, 1).flatten()
+                                    for r in rows])
             for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _restrict(view, begin: int, width: int, row: int) -> list:
+    """The part of a partial ``view`` (rows of ``row`` elements) that feeds outputs
+    ``[begin, begin + width)`` of each row: as contiguous pieces of its rows when they
+    hold at least ROW_PARTIAL_MIN elements (no gather on the tile), else one strided view."""
+    rows = view.num_elements() // row
+    if begin == 0 and width == row:
+        return [view]
+    if rows == 1 or width >= plan.ROW_PARTIAL_MIN:
+        return [(view, j * row + begin) for j in range(rows)]
+    return [view.reshape([rows, row]).slice(begin, begin + width, 1).flatten()]
 
 
 def _add_vertices(graph, cs, tile, reductions, vertex, scale):
     """Deal ``reductions`` ([(out view, [partials])]) out to the tile's workers, one vertex
-    each (the longest first, to the least loaded worker)."""
+    each (the longest first, to the least loaded worker); a reduction with more than its
+    share of the tile's work is split in output chunks of whole ``plan.OUTPUT_GRAIN``s."""
     workers = graph.target.num_worker_contexts
-    work = sum(sum(p.num_elements() for p in ps) for _, ps in reductions) or 1
+    sizes = []
+    for out_view, ps in reductions:
+        width = out_view.num_elements()
+        sizes.append(sum(_partial_size(p, width) for p in ps))
+    work = sum(sizes) or 1
     pieces = []
-    for out_view, partials in reductions:
-        share = sum(p.num_elements() for p in partials)
-        count = max(1, min(out_view.num_elements(), round(workers * share / work))) if partials else 1
-        pieces += _split_reduction(out_view, partials, count) if count > 1 else [(out_view, partials)]
+    for (out_view, partials), share in zip(reductions, sizes):
+        grain = plan.OUTPUT_GRAIN if partials else 1
+        width = out_view.num_elements()
+        count = max(1, min(width // grain, round(workers * share / work))) if partials else 1
+        for piece in _split_reduction(out_view, partials, count, grain) if count > 1 else [(out_view, partials)]:
+            part = piece[0].num_elements()
+            pieces.append((part, share * part // max(1, width), piece))
     bins = [[] for _ in range(workers)]
     loads = [0] * workers
-    for piece in sorted(pieces, key=lambda r: -sum(p.num_elements() for p in r[1]) - r[0].num_elements()):
+    for width, share, piece in sorted(pieces, key=lambda r: -r[1] - r[0]):
         i = loads.index(min(loads))
         bins[i].append(piece)
-        loads[i] += sum(p.num_elements() for p in piece[1]) + piece[0].num_elements()
+        loads[i] += share + width
     for group in bins:
         if not group:
             continue
-        fields = {"out": [o for o, _ in group], "partials": [p for _, ps in group for p in ps]}
+        partials = [p[0].slice(p[1], p[1] + o.num_elements()) if type(p) is tuple else p for o, ps in group for p in ps]
+        fields = {"out": [o for o, _ in group], "partials": partials}
         if scale is not None:
             fields["k"] = scale
         v = graph.add_vertex(cs, vertex, fields)
@@ -208,18 +246,28 @@ class _Reduction:
 
     # -- stage 1 --------------------------------------------------------------------------
     def _tile_groups(self):
-        """{tile: {kept ranges: [partial views]}} from the input's tile mapping."""
+        """{tile: {kept ranges: [partial views]}} from the input's tile mapping. A box whose
+        reduced dims are innermost gives each of its output elements its own partial: the
+        contiguous row of its reduced elements (when rows hold at least ROW_PARTIAL_MIN)."""
         groups = {}
         shape = tuple(self.t.shape)
         order = self.dims + self.kept
         for tile, intervals in enumerate(self.graph.get_tile_mapping(self.t)):
+            per_tile = groups.setdefault(tile, {}) if intervals else None
             for begin, end in intervals:
                 for box in plan.interval_boxes(begin, end, shape):
-                    view = self.t
-                    for d, (lo, hi) in enumerate(box):
-                        view = view.slice(lo, hi, d)
+                    view = self.t.slice([lo for lo, _ in box], [hi for _, hi in box])
+                    rows = plan.inner_rows(box, self.dims)
+                    if rows:
+                        flat = view.flatten()
+                        kept = [box[d] for d in self.kept]
+                        index = np.unravel_index(np.arange(flat.num_elements() // rows), [hi - lo for lo, hi in kept])
+                        for j, point in enumerate(zip(*index)):
+                            key = tuple((lo + int(i), lo + int(i) + 1) for (lo, _), i in zip(kept, point))
+                            per_tile.setdefault(key, []).append(flat.slice(j * rows, (j + 1) * rows))
+                        continue
                     key = tuple(box[d] for d in self.kept)
-                    groups.setdefault(tile, {}).setdefault(key, []).append(view.dim_shuffle(order).flatten())
+                    per_tile.setdefault(key, []).append(view.dim_shuffle(order).flatten())
         return groups
 
     def _out_view(self, out, key):
@@ -267,7 +315,9 @@ class _Reduction:
         return out
 
     def _first_stage(self, groups):
-        """Pieces ``(tile, 1-D tensor, first output index)`` after the on-tile stage."""
+        """Pieces ``(tile, 1-D tensor, first output index)`` after the on-tile stage, which
+        (as PopLibs' inputToIntermediateNoExchange) reduces each tile's groups into one
+        partial over the union of their outputs, in regions covered by the same groups."""
         out_shape = self.out_shape
         self.first_done = not all(len(v) == 1 and v[0].num_elements() == int(np.prod([hi - lo for lo, hi in k]))
                                   for per_tile in groups.values() for k, v in per_tile.items())
@@ -276,62 +326,99 @@ class _Reduction:
             cs = self.stages.get(0, "ReduceOnTile")
             vertex = self._vertex(self.params.op, self.t.dtype, self.in_vertex, False)
         for tile, per_tile in groups.items():
-            reductions = []
-            for key, views in per_tile.items():
-                if self.first_done:
-                    width = int(np.prod([hi - lo for lo, hi in key]))
-                    partial = self.graph.add_variable(self.in_vertex, (width,), f"{self.name}/partials{tile}")
-                    self.graph.set_tile_mapping(partial, tile)
-                    reductions.append((partial, views))
-                else:
-                    partial = views[0]
-                pieces += [(tile, partial.slice(pos, pos + hi - lo), lo)
-                           for pos, lo, hi in plan.box_runs(key, out_shape)]
-            if self.first_done:
-                _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+            runs = [(views, pos, lo, hi, math.prod(h - l for l, h in key)) for key, views in per_tile.items()
+                    for pos, lo, hi in plan.box_runs(key, out_shape)]
+            if not self.first_done:
+                pieces += [(tile, views[0].slice(pos, pos + hi - lo), lo) for views, pos, lo, hi, _ in runs]
+                continue
+            bounds, region, run = plan.cover_regions([r[2] for r in runs], [r[3] for r in runs])
+            used = np.unique(region)
+            widths = bounds[used + 1] - bounds[used]
+            offsets = np.concatenate(([0], np.cumsum(widths)))
+            data = self.graph.add_variable(self.in_vertex, (int(offsets[-1]),), f"{self.name}/partials{tile}")
+            self.graph.set_tile_mapping(data, tile)
+            where = dict(zip(used.tolist(), range(used.size)))
+            reductions = [(data.slice(int(offsets[i]), int(offsets[i + 1])), []) for i in range(used.size)]
+            for r, k in zip(region.tolist(), run.tolist()):
+                views, pos, lo, _, row = runs[k]
+                i = where[r]
+                for v in views:
+                    reductions[i][1].extend(_restrict(v, pos + int(bounds[r]) - lo, int(widths[i]), row))
+            _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+            # adjacent regions are adjacent in ``data``: one piece per run of them
+            breaks = (np.flatnonzero(bounds[used[1:]] != bounds[used[:-1] + 1]) + 1).tolist()
+            for a, b in zip([0] + breaks, breaks + [used.size]):
+                pieces.append((tile, data.slice(int(offsets[a]), int(offsets[b])), int(bounds[used[a]])))
         return pieces
 
-    @staticmethod
-    def _regions(pieces):
-        """Output regions over which the same pieces lie: [(begin, end, [(piece, offset)])]."""
-        bounds = np.unique([b for _, p, lo in pieces for b in (lo, lo + p.num_elements())])
-        regions = [[] for _ in range(len(bounds) - 1)]
-        for piece in pieces:
-            _, tensor, lo = piece
-            first, last = np.searchsorted(bounds, [lo, lo + tensor.num_elements()])
-            for r in range(first, last):
-                regions[r].append((piece, int(bounds[r]) - lo))
-        return [(int(bounds[r]), int(bounds[r + 1]), regions[r]) for r in range(len(regions)) if regions[r]]
-
     def _intermediate_stage(self, pieces, op, stage):
+        """PopLibs' intermediateToIntermediate, on lanes: the pieces are laid out in lanes
+        of non-overlapping pieces (``plan.lanes``, the rows of the partials), and the lanes
+        times the output span cut by ``plan.split_region`` into groups of lanes times blocks
+        of outputs, one chunk a tile round-robin from tile 0. A chunk reduces its lanes'
+        pieces (clipped to its block) into one partial over their union, in regions covered
+        by the same pieces; each tile's results lie in one new variable."""
+        graph = self.graph
         cs = self.stages.get(stage, f"ReduceStage{stage - 1}")
         partial_type = pieces[0][1].dtype
         vertex = self._vertex(op, partial_type, self.inter_tile, False)
-        tiles = self.graph.target.num_tiles
-        total = sum(p[1].num_elements() for p in pieces)
-        ideal = max(1, total // tiles)
-        per_tile, new_pieces, next_tile = {}, [], 0
-        for begin, end, covering in self._regions(pieces):
-            width = end - begin
-            count = plan.pieces_per_region(len(covering), width, ideal)
-            for k in range(count):
-                chunk = covering[len(covering) * k // count: len(covering) * (k + 1) // count]
-                tile = next_tile % tiles
-                next_tile += 1
-                partial = self.graph.add_variable(self.inter_tile, (width,), f"{self.name}/stage{stage}")
-                self.graph.set_tile_mapping(partial, tile)
-                per_tile.setdefault(tile, []).append(
-                    (partial, [p[1].slice(off, off + width) for p, off in chunk]))
-                new_pieces.append((tile, partial, begin))
+        tiles = graph.target.num_tiles
+        lo = np.array([p[2] for p in pieces], dtype=np.int64)
+        hi = lo + np.array([p[1].num_elements() for p in pieces], dtype=np.int64)
+        lane = plan.lanes(lo, hi)
+        num_lanes, begin, end = int(lane.max()) + 1, int(lo.min()), int(hi.max())
+        groups, blocks = plan.split_region(num_lanes, end - begin, max(1, int((hi - lo).sum()) // tiles),
+                                           plan.OUTPUT_GRAIN)
+        cuts = [begin + c for c in plan.block_bounds(end - begin, blocks, plan.OUTPUT_GRAIN)]
+        group_of = lane * groups // num_lanes
+        chunks = []  # (tile, [(region begin, region end, [(tensor, offset)])]) of each chunk with pieces
+        for g in range(groups):
+            mine = np.flatnonzero(group_of == g)
+            for a, b in zip(cuts, cuts[1:]):
+                inside = mine[(lo[mine] < b) & (hi[mine] > a)]
+                if not inside.size:
+                    continue
+                clip_lo, clip_hi = np.maximum(lo[inside], a), np.minimum(hi[inside], b)
+                bounds, region, which = plan.cover_regions(clip_lo, clip_hi)
+                regions = {}
+                for r, k in zip(region.tolist(), which.tolist()):
+                    p = pieces[int(inside[k])]
+                    regions.setdefault(r, []).append((p[1], int(bounds[r]) - p[2]))
+                chunks.append((len(chunks) % tiles, [(int(bounds[r]), int(bounds[r + 1]), srcs)
+                                                     for r, srcs in regions.items()]))
+        sizes = [0] * min(tiles, len(chunks))
+        for tile, regions in chunks:
+            sizes[tile] += sum(e - b for b, e, _ in regions)
+        variables = []
+        for tile, size in enumerate(sizes):
+            variables.append(graph.add_variable(self.inter_tile, (size,), f"{self.name}/stage{stage}_{tile}"))
+            graph.set_tile_mapping(variables[tile], tile)
+        used = [0] * len(sizes)
+        per_tile, new_pieces = {}, []
+        for tile, regions in chunks:
+            run_start, run_at, at = None, used[tile], used[tile]
+            for b, e, sources in regions:
+                partial = variables[tile].slice(at, at + e - b)
+                per_tile.setdefault(tile, []).append((partial, sources))
+                if run_start is None or b != run_end:  # adjacent regions are adjacent in the variable
+                    if run_start is not None:
+                        new_pieces.append((tile, variables[tile].slice(run_at, at), run_start))
+                    run_start, run_at = b, at
+                run_end = e
+                at += e - b
+            new_pieces.append((tile, variables[tile].slice(run_at, at), run_start))
+            used[tile] = at
         for tile, reductions in per_tile.items():
-            _add_vertices(self.graph, cs, tile, reductions, vertex, None)
+            _add_vertices(graph, cs, tile, reductions, vertex, None)
         return new_pieces
 
     def _final_stage(self, pieces, op, stage):
         graph, target = self.graph, self.graph.target
         partial_type = pieces[0][1].dtype
-        regions = self._regions(pieces)
-        max_partials = max(len(c) for _, _, c in regions)
+        lo = np.array([p[2] for p in pieces], dtype=np.int64)
+        bounds, region, piece = plan.cover_regions(lo, lo + [p[1].num_elements() for p in pieces])
+        used, first, cover = np.unique(region, return_index=True, return_counts=True)
+        max_partials = int(cover.max())
         width = target.vector_width(partial_type)
         linear = dict(min_elements_per_tile=4 * width, grain_size=width)
         out, dest, update_after = self.out, None, False
@@ -353,17 +440,17 @@ class _Reduction:
         update = self.params.update and not update_after
         vertex = ensure_vertex(graph, op, partial_type, self.out_type, update, self.scale is not None)
         flat = dest.flatten()
-        starts = np.array([b for b, _, _ in regions])
+        pairs = {r: (f, f + n) for r, f, n in zip(used.tolist(), first.tolist(), cover.tolist())}
+        piece, bounds = piece.tolist(), bounds.tolist()
         for tile, intervals in enumerate(graph.get_tile_mapping(dest)):
             reductions = []
             for begin, end in intervals:
-                r = max(0, int(np.searchsorted(starts, begin, side="right")) - 1)
-                while r < len(regions) and regions[r][0] < end:
-                    lo, hi = max(begin, regions[r][0]), min(end, regions[r][1])
-                    if hi > lo:
-                        reductions.append((flat.slice(lo, hi), [p[1].slice(off + lo - regions[r][0], off + hi -
-                                                                            regions[r][0])
-                                                                for p, off in regions[r][2]]))
+                r = max(0, bisect.bisect_right(bounds, begin) - 1)
+                while r < len(bounds) - 1 and bounds[r] < end:
+                    a, b = max(begin, bounds[r]), min(end, bounds[r + 1])
+                    if b > a and r in pairs:
+                        sources = [pieces[p] for p in piece[slice(*pairs[r])]]
+                        reductions.append((flat.slice(a, b), [(p[1], a - p[2]) for p in sources]))
                     r += 1
             if reductions:
                 _add_vertices(graph, cs, tile, reductions, vertex, self.scale)

@@ -17,6 +17,7 @@ and the last stage runs at the destination only when that is strictly cheaper. A
 intermediate stage comes first while the partials hold more than 32 elements per output
 element (``calculateNextStep``).
 """
+import heapq
 import math
 from typing import List, Sequence, Tuple
 
@@ -26,6 +27,9 @@ Range = Tuple[int, int]
 #: PopLibs' grain of the balanced estimate, and the intermediate-stage threshold
 BALANCED_GRAIN = 8
 INTERMEDIATE_FACTOR = 32
+#: outputs are cut (between workers, into intermediate-stage blocks) in whole grains of this
+#: many elements: the reduce vertex's inner loops take blocks of 16 outputs
+OUTPUT_GRAIN = 16
 
 
 def interval_boxes(begin: int, end: int, shape: Sequence[int]) -> List[Tuple[Range, ...]]:
@@ -56,6 +60,13 @@ def box_runs(ranges: Sequence[Range], shape: Sequence[int]) -> List[Tuple[int, i
     ``(position in the box's own row-major order, first flat index, end)``."""
     if not shape:
         return [(0, 0, 1)]
+    first = next((d for d, (lo, hi) in enumerate(ranges) if hi - lo != 1), len(shape))
+    if all(ranges[d] == (0, shape[d]) for d in range(first + 1, len(shape))):  # one run: no grid needed
+        size = math.prod(hi - lo for lo, hi in ranges)
+        if not size:
+            return []
+        start = int(np.ravel_multi_index([lo for lo, _ in ranges], tuple(shape)))
+        return [(0, start, start + size)]
     grids = np.meshgrid(*[np.arange(lo, hi) for lo, hi in ranges], indexing="ij")
     flat = np.ravel_multi_index([g.ravel() for g in grids], tuple(shape))
     if flat.size == 0:
@@ -104,9 +115,73 @@ def needs_intermediate_stage(total_partials: int, num_outputs: int) -> bool:
     return total_partials > num_outputs * INTERMEDIATE_FACTOR
 
 
-def pieces_per_region(num_partials: int, width: int, ideal: int) -> int:
-    """How many tiles share one output region's ``num_partials`` partials in an
-    intermediate stage (PopLibs' calculateSplit): about ``ideal`` elements each, at least
-    two partials each."""
+def cover_regions(lo, hi):
+    """The output regions over which the same pieces lie, for pieces covering the output
+    runs ``[lo[i], hi[i])``: ``(bounds, region, piece)``, region ``r`` being ``[bounds[r],
+    bounds[r + 1])`` and ``(region[k], piece[k])`` every pair of a region and a piece over
+    it, sorted by region, then piece (numpy arrays; regions no piece covers have no pair)."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    bounds = np.unique(np.concatenate((lo, hi)))
+    first = np.searchsorted(bounds, lo)
+    counts = np.searchsorted(bounds, hi) - first
+    piece = np.repeat(np.arange(lo.size), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    region = np.arange(piece.size) - starts + np.repeat(first, counts)
+    order = np.argsort(region, kind="stable")
+    return bounds, region[order], piece[order]
+
+
+def split_region(num_partials: int, width: int, ideal: int, grain: int) -> Tuple[int, int]:
+    """How an intermediate stage cuts one output region of ``width`` elements with
+    ``num_partials`` partials over it into pieces of about ``ideal`` elements, one a tile:
+    ``(groups, blocks)``: the partials in ``groups`` (at least two partials each, at most
+    ``INTERMEDIATE_FACTOR`` groups, so that the next stage can be the last) and the width in
+    ``blocks`` of whole ``grain``s; ``groups · blocks`` pieces."""
     pieces = max(1, num_partials * width // max(1, ideal))
-    return max(1, min(pieces, num_partials // 2))
+    groups = max(1, min(pieces, num_partials // 2, INTERMEDIATE_FACTOR))
+    blocks = max(1, min(width // max(1, grain), pieces // groups))
+    return groups, blocks
+
+
+def block_bounds(width: int, blocks: int, grain: int) -> List[int]:
+    """``blocks + 1`` bounds cutting ``width`` into near-equal blocks of whole ``grain``s."""
+    return [width * i // blocks // grain * grain for i in range(blocks)] + [width]
+
+
+#: the fewest reduced elements a contiguous row needs to be its output element's own partial
+ROW_PARTIAL_MIN = 16
+
+
+def inner_rows(box: Sequence[Range], dims: Sequence[int]) -> int:
+    """For a box of the input whose reduced ``dims`` all lie inside every kept dimension
+    that spans more than one index (the reduced elements of each output element are one
+    contiguous row of the box), the length of those rows when at least
+    ``ROW_PARTIAL_MIN``; else 0."""
+    spans = [d for d, (lo, hi) in enumerate(box) if hi - lo > 1]
+    reduced = [d for d in spans if d in dims]
+    if any(d not in dims for d in spans if reduced and d > reduced[0]):
+        return 0
+    rows = math.prod(box[d][1] - box[d][0] for d in dims)
+    return rows if rows >= ROW_PARTIAL_MIN else 0
+
+
+def lanes(lo, hi) -> np.ndarray:
+    """A lane for each piece covering the output run ``[lo[i], hi[i])`` such that the
+    pieces of one lane do not overlap (as the rows of a matrix): greedily, in order of
+    ``lo``, the free lane that ended first, else a new one. As few lanes as the most
+    pieces over one output element."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    lane = np.empty(lo.size, dtype=np.int64)
+    free = []  # (end, lane) heap
+    count = 0
+    for i in np.lexsort((hi, lo)).tolist():
+        if free and free[0][0] <= lo[i]:
+            lane[i] = free[0][1]
+            heapq.heapreplace(free, (int(hi[i]), int(lane[i])))
+        else:
+            lane[i] = count
+            heapq.heappush(free, (int(hi[i]), count))
+            count += 1
+    return lane

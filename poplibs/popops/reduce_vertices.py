@@ -19,6 +19,7 @@ import enum
 import itertools
 import linecache
 import math
+import re
 import textwrap
 
 import numpy as np
@@ -107,13 +108,61 @@ def vertex_source(op: Operation, partials_type, out_type, update: bool, scaled: 
         store = "self.out[r][o] = self.out[r][o] + value"
     fields = (f"out: {'InOut' if update else 'Output'}[VectorList[OUT]]\npartials: Input[VectorList[PARTIALS]]\n"
               "numPartials: Vector[int]" + ("\nk: Input[float]" if scaled else ""))
-    body = (f"pidx = 0\nfor r in range(len(self.out)):\n    n = len(self.out[r])\n    count = self.numPartials[r]\n"
-            f"    for o in range(n):\n        acc = {init}\n        for p in range(pidx, pidx + count):\n"
-            f"            row = self.partials[p]\n            for i in range(o, len(row), n):\n"
-            f"                x = row[i]\n{textwrap.indent(step, ' ' * 16)}\n        value = {value}\n"
-            f"{textwrap.indent(store, ' ' * 8)}\n    pidx += count\nreturn True")
+    body = _body(op, init, step, value, store)
     return (f"class V(Vertex):\n{textwrap.indent(fields, '    ')}\n\n    def compute(self):\n"
             f"{textwrap.indent(body, ' ' * 8)}\n")
+
+
+def _renamed(code: str, acc: str, x: str) -> str:
+    return re.sub(r"\bx\b", x, re.sub(r"\bacc\b", acc, code))
+
+
+#: output block sizes of the vertex's inner loops (longest first), then one at a time
+_BLOCKS = (16, 4)
+
+
+def _body(op, init, step, value, store) -> str:
+    """``compute``: outputs in blocks of 16, then 4 (an accumulator each; a partial's
+    adjacent elements a step) and then one at a time, for one-element output regions a
+    partial's elements dealt round four accumulators (as PopLibs' vectorised accumulators)
+    combined at the end. Inner loops index ``row[i + c]`` only, which the loop-versioning
+    pass checks once per loop; a partial one output region wide (the common case after the
+    first stage) is read ``row[o + c]`` without a loop. The output row is fetched once per
+    region."""
+    combine = _BODIES[Operation.ADD][1] if op is Operation.SQUARE_ADD else step
+
+    def steps(indent, indices):
+        code = "\n".join(f"x{k} = row[{index}]\n" + _renamed(step, f"a{k}", f"x{k}") for k, index in indices)
+        return textwrap.indent(code, " " * indent)
+
+    def inits(count):
+        return "".join(f"        a{k} = {init}\n" for k in range(count))
+
+    def block(size):
+        indices = [(k, f"i + {k}" if k else "i") for k in range(size)]
+        stores = "".join(f"        acc = a{k}\n        value = {value}\n"
+                         f"{textwrap.indent(store.replace('[o]', f'[o + {k}]'), ' ' * 8)}\n" for k in range(size))
+        direct = [(k, f"o + {k}" if k else "o") for k in range(size)]
+        return (f"    while o + {size} <= n:\n{inits(size)}"
+                f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
+                f"            if len(row) == n:\n{steps(16, direct)}\n            else:\n"
+                f"                for i in range(o, len(row) - {size - 1}, n):\n{steps(20, indices)}\n"
+                f"{stores}        o += {size}\n")
+
+    gather = "acc = a0\n" + "\n".join(_renamed(combine, "acc", f"a{k}") for k in (1, 2, 3))
+    four = [(k, f"i + {k}" if k else "i") for k in range(4)]
+    store = store.replace("self.out[r]", "orow")
+    return (f"pidx = 0\nfor r in range(len(self.out)):\n    orow = self.out[r]\n    n = len(orow)\n"
+            f"    count = self.numPartials[r]\n"
+            f"    o = 0\n" + "".join(block(size) for size in _BLOCKS)
+            + f"    while o < n:\n{inits(4)}"
+            f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
+            f"            m = len(row)\n            if n == 1:\n"
+            f"                for i in range(0, m - 3, 4):\n{steps(20, four)}\n"
+            f"                for i in range(m - m % 4, m):\n{steps(20, [(0, 'i')])}\n"
+            f"            else:\n                for i in range(o, m, n):\n{steps(20, [(0, 'i')])}\n"
+            f"{textwrap.indent(gather, ' ' * 8)}\n        value = {value}\n"
+            f"{textwrap.indent(store, ' ' * 8)}\n        o += 1\n    pidx += count\nreturn True")
 
 
 def _factory(scaled: bool):
