@@ -396,7 +396,7 @@ class _Reduction:
         used = [0] * len(sizes)
         per_tile, new_pieces = {}, []
         for tile, regions in chunks:
-            run_start, run_at, at = None, used[tile], used[tile]
+            run_start, run_end, run_at, at = None, None, used[tile], used[tile]
             for b, e, sources in regions:
                 partial = variables[tile].slice(at, at + e - b)
                 per_tile.setdefault(tile, []).append((partial, sources))

@@ -152,9 +152,9 @@ def _body(op, init, step, value, store) -> str:
     gather = "acc = a0\n" + "\n".join(_renamed(combine, "acc", f"a{k}") for k in (1, 2, 3))
     four = [(k, f"i + {k}" if k else "i") for k in range(4)]
     store = store.replace("self.out[r]", "orow")
-    return (f"pidx = 0\nfor r in range(len(self.out)):\n    orow = self.out[r]\n    n = len(orow)\n"
-            f"    count = self.numPartials[r]\n"
-            f"    o = 0\n" + "".join(block(size) for size in _BLOCKS)
+    return ("pidx = 0\nfor r in range(len(self.out)):\n    orow = self.out[r]\n    n = len(orow)\n"
+            "    count = self.numPartials[r]\n"
+            "    o = 0\n" + "".join(block(size) for size in _BLOCKS)
             + f"    while o < n:\n{inits(4)}"
             f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
             f"            m = len(row)\n            if n == 1:\n"
