@@ -1,8 +1,9 @@
 """poprand's vertices: Philox4x32-10, a counter-based generator, evaluated per element.
 
-Element ``j`` of an op's output (``j`` its flat index in the reference) takes the Philox
-block of counter ``(j, stream, modifier, attempt)`` under key ``(seed[0], seed[1])``; the
-four 32-bit words of the block make its value (docs/poplibs.md, section poprand, gives
+Element ``j`` of an op's output (``j`` its flat index in the reference) takes its words
+from the Philox block of counter ``(j // per_block, stream, modifier, attempt)`` under key
+``(seed[0], seed[1])``: word ``j % 4`` of it where one word makes a value (per_block 4),
+pair ``j % 2`` for normal (per_block 2), all four for truncated normal (per_block 1) (docs/poplibs.md, section poprand, gives
 each distribution's formula). A vertex gets the 4-word seed state ``[seed0, seed1,
 modifier, stream]`` and the flat index of its first element (``offset``), so its results
 depend on neither the tile it runs on nor how the elements are split between vertices.
@@ -30,6 +31,10 @@ TWO_PI = 2.0 * math.pi
 TRUNCATED_NORMAL_ATTEMPTS = 16
 
 KINDS = ("uniform", "uniform_int", "normal", "truncated_normal", "bernoulli", "log_uniform")
+# Elements one Philox block serves: one word each, a pair of words each (normal: a
+# Box-Muller pair), or all four words, fresh blocks per attempt (truncated normal).
+ELEMENTS_PER_BLOCK = {"uniform": 4, "uniform_int": 4, "bernoulli": 4, "log_uniform": 4, "dropout": 4, "normal": 2,
+                      "truncated_normal": 1}
 
 
 def generator_class(kind: str, dtype):
@@ -42,6 +47,7 @@ def generator_class(kind: str, dtype):
     is_normal, is_truncated = kind == "normal", kind == "truncated_normal"
     is_bernoulli, is_log_uniform = kind == "bernoulli", kind == "log_uniform"
     attempts = TRUNCATED_NORMAL_ATTEMPTS if is_truncated else 1
+    per_block = ELEMENTS_PER_BLOCK[kind]
 
     class Generator(Vertex):
         out: Output[Vector[dtype]]
@@ -59,56 +65,78 @@ def generator_class(kind: str, dtype):
             key1: U32 = self.state[1]
             modifier: U32 = self.state[2]
             stream: U32 = self.state[3]
+            y0: U32 = 0
+            y1: U32 = 0
+            y2: U32 = 0
+            y3: U32 = 0
             for i in range(len(self.out)):
                 vf = 0.0
                 vi = np.int64(0)
                 z = 0.0
                 done = False
+                g: U32 = self.offset + i
+                part: U32 = g % per_block  # which of the block's elements this is
                 for attempt in range(attempts):
-                    # Philox4x32-10 of the counter (index, stream, modifier, attempt).
-                    x0: U32 = self.offset + i
-                    x1: U32 = stream
-                    x2: U32 = modifier
-                    x3: U32 = attempt
-                    k0: U32 = key0
-                    k1: U32 = key1
-                    for r in range(10):
-                        if r > 0:
-                            k0 += PHILOX_W0
-                            k1 += PHILOX_W1
-                        p0 = np.uint64(x0) * PHILOX_M0
-                        p1 = np.uint64(x2) * PHILOX_M1
-                        x0 = np.uint32(p1 >> 32) ^ x1 ^ k0
-                        x1 = np.uint32(p1)
-                        x2 = np.uint32(p0 >> 32) ^ x3 ^ k1
-                        x3 = np.uint32(p0)
-                    u = float(x0 >> 8) * TWO_POW_M24
+                    if per_block == 1 or i == 0 or part == 0:
+                        # Philox4x32-10 of the counter (block, stream, modifier, attempt).
+                        x0: U32 = g // per_block
+                        x1: U32 = stream
+                        x2: U32 = modifier
+                        x3: U32 = attempt
+                        k0: U32 = key0
+                        k1: U32 = key1
+                        for r in range(10):
+                            if r > 0:
+                                k0 += PHILOX_W0
+                                k1 += PHILOX_W1
+                            p0 = np.uint64(x0) * PHILOX_M0
+                            p1 = np.uint64(x2) * PHILOX_M1
+                            x0 = np.uint32(p1 >> 32) ^ x1 ^ k0
+                            x1 = np.uint32(p1)
+                            x2 = np.uint32(p0 >> 32) ^ x3 ^ k1
+                            x3 = np.uint32(p0)
+                        y0 = x0
+                        y1 = x1
+                        y2 = x2
+                        y3 = x3
+                    # This element's words: the block's word `part` (four elements per
+                    # block), its pair `part` (normal: two per block), or all four.
+                    wa: U32 = y0
+                    wb: U32 = y1
+                    if part == 1:
+                        wa = y1 if per_block == 4 else y2
+                        wb = y3
+                    if part == 2:
+                        wa = y2
+                    if part == 3:
+                        wa = y3
+                    u = float(wa >> 8) * TWO_POW_M24
                     if is_uniform:
                         vf = u * self.a + self.b
                     if is_int:
-                        vi = np.int64(self.ilo) + np.int64((np.uint64(x0) * self.ispan) >> 32)
+                        vi = np.int64(self.ilo) + np.int64((np.uint64(wa) * self.ispan) >> 32)
                     if is_bernoulli:
                         vf = 1.0 if u < self.c else 0.0
                     if is_log_uniform:
                         vf = min(max(math.exp(u * self.a + self.b), self.c), self.d)
                     if is_normal:
-                        r0 = math.sqrt(-2.0 * math.log((float(x0 >> 8) + 1.0) * TWO_POW_M24))
-                        vf = r0 * math.cos(TWO_PI * (float(x1 >> 8) * TWO_POW_M24)) * self.a + self.b
+                        r0 = math.sqrt(-2.0 * math.log((float(wa >> 8) + 1.0) * TWO_POW_M24))
+                        vf = r0 * math.cos(TWO_PI * (float(wb >> 8) * TWO_POW_M24)) * self.a + self.b
                     if is_truncated:
                         if self.c >= 1.0:  # normal candidates: cos and sin of two Box-Muller pairs
                             for p in range(4):
-                                wa = x0 if p < 2 else x2
-                                wb = x1 if p < 2 else x3
-                                rp = math.sqrt(-2.0 * math.log((float(wa >> 8) + 1.0) * TWO_POW_M24))
-                                angle = TWO_PI * (float(wb >> 8) * TWO_POW_M24)
+                                wc = y0 if p < 2 else y2
+                                wd = y1 if p < 2 else y3
+                                rp = math.sqrt(-2.0 * math.log((float(wc >> 8) + 1.0) * TWO_POW_M24))
+                                angle = TWO_PI * (float(wd >> 8) * TWO_POW_M24)
                                 z = rp * math.cos(angle) if p % 2 == 0 else rp * math.sin(angle)
                                 if abs(z) <= self.c:
                                     done = True
                                     break
                         else:  # uniform candidates in [-alpha, alpha), kept with probability exp(-z*z/2)
                             for p in range(2):
-                                wz = x0 if p == 0 else x2
-                                wu = x1 if p == 0 else x3
+                                wz = y0 if p == 0 else y2
+                                wu = y1 if p == 0 else y3
                                 z = (float(wz >> 8) * TWO_POW_M24 * 2.0 - 1.0) * self.c
                                 if float(wu >> 8) * TWO_POW_M24 < math.exp(-(z * z) * 0.5):
                                     done = True
@@ -156,25 +184,43 @@ def Dropout(dtype):
             key1: U32 = self.state[1]
             modifier: U32 = self.state[2]
             stream: U32 = self.state[3]
+            y0: U32 = 0
+            y1: U32 = 0
+            y2: U32 = 0
+            y3: U32 = 0
             for i in range(len(self.out)):
-                # Philox4x32-10 of the counter (index, stream, modifier, 0).
-                x0: U32 = self.offset + i
-                x1: U32 = stream
-                x2: U32 = modifier
-                x3: U32 = 0
-                k0: U32 = key0
-                k1: U32 = key1
-                for r in range(10):
-                    if r > 0:
-                        k0 += PHILOX_W0
-                        k1 += PHILOX_W1
-                    p0 = np.uint64(x0) * PHILOX_M0
-                    p1 = np.uint64(x2) * PHILOX_M1
-                    x0 = np.uint32(p1 >> 32) ^ x1 ^ k0
-                    x1 = np.uint32(p1)
-                    x2 = np.uint32(p0 >> 32) ^ x3 ^ k1
-                    x3 = np.uint32(p0)
-                u = float(x0 >> 8) * TWO_POW_M24
+                g: U32 = self.offset + i
+                part: U32 = g % 4  # one word per element, four elements per block
+                if i == 0 or part == 0:
+                    # Philox4x32-10 of the counter (block, stream, modifier, 0).
+                    x0: U32 = g // 4
+                    x1: U32 = stream
+                    x2: U32 = modifier
+                    x3: U32 = 0
+                    k0: U32 = key0
+                    k1: U32 = key1
+                    for r in range(10):
+                        if r > 0:
+                            k0 += PHILOX_W0
+                            k1 += PHILOX_W1
+                        p0 = np.uint64(x0) * PHILOX_M0
+                        p1 = np.uint64(x2) * PHILOX_M1
+                        x0 = np.uint32(p1 >> 32) ^ x1 ^ k0
+                        x1 = np.uint32(p1)
+                        x2 = np.uint32(p0 >> 32) ^ x3 ^ k1
+                        x3 = np.uint32(p0)
+                    y0 = x0
+                    y1 = x1
+                    y2 = x2
+                    y3 = x3
+                w: U32 = y0
+                if part == 1:
+                    w = y1
+                if part == 2:
+                    w = y2
+                if part == 3:
+                    w = y3
+                u = float(w >> 8) * TWO_POW_M24
                 self.out[i] = self.in_[i] * self.scale if u < self.keep else 0.0
     return Dropout
 

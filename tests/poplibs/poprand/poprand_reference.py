@@ -30,10 +30,24 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1):
     return c
 
 
-def words(n, key, modifier, stream=0, attempt=0):
-    """The four Philox words of elements 0..n-1: counter (index, stream, modifier, attempt)."""
-    idx = np.arange(n, dtype=np.uint64).astype(np.uint32)
+def words(n, key, modifier, stream=0, attempt=0, per_block=1):
+    """The four Philox words each of elements 0..n-1 take them from: element j uses the
+    block of counter (j // per_block, stream, modifier, attempt)."""
+    idx = (np.arange(n, dtype=np.uint64) // np.uint64(per_block)).astype(np.uint32)
     return philox4x32_10(idx, stream, modifier, attempt, key[0], key[1])
+
+
+def word(n, key, modifier, stream=0):
+    """Each element's own word: word j % 4 of block j // 4 (four elements per block)."""
+    w = np.stack(words(n, key, modifier, stream, per_block=4))
+    return w[np.arange(n) % 4, np.arange(n)]
+
+
+def pair(n, key, modifier, stream=0):
+    """Each element's pair of words: pair j % 2 of block j // 2 ((w0, w1) or (w2, w3))."""
+    w = np.stack(words(n, key, modifier, stream, per_block=2))
+    first = 2 * (np.arange(n) % 2)
+    return w[first, np.arange(n)], w[first + 1, np.arange(n)]
 
 
 def unit(w):
@@ -54,12 +68,12 @@ def libm(fn, x):
 
 def uniform(n, key, modifier, lo, hi, stream=0):
     scale = np.float32(hi - lo)
-    return unit(words(n, key, modifier, stream)[0]) * scale + np.float32(lo)
+    return unit(word(n, key, modifier, stream)) * scale + np.float32(lo)
 
 
 def uniform_int(n, key, modifier, lo, hi, stream=0):
     span = np.uint64(hi - lo + 1)
-    w = words(n, key, modifier, stream)[0].astype(np.uint64)
+    w = word(n, key, modifier, stream).astype(np.uint64)
     with np.errstate(over="ignore"):
         return (np.int64(lo) + ((w * span) >> np.uint64(32)).astype(np.int64)).astype(np.int32)
 
@@ -72,8 +86,8 @@ def box_muller(wa, wb, use_sin=False):
 
 
 def normal(n, key, modifier, mean, std, stream=0):
-    w = words(n, key, modifier, stream)
-    return box_muller(w[0], w[1]) * np.float32(std) + np.float32(mean)
+    wa, wb = pair(n, key, modifier, stream)
+    return box_muller(wa, wb) * np.float32(std) + np.float32(mean)
 
 
 def truncated_normal(n, key, modifier, mean, std, alpha, stream=0, attempts=16):
@@ -107,13 +121,13 @@ def truncated_normal(n, key, modifier, mean, std, alpha, stream=0, attempts=16):
 
 
 def bernoulli(n, key, modifier, prob, stream=0):
-    return unit(words(n, key, modifier, stream)[0]) < np.float32(prob)
+    return unit(word(n, key, modifier, stream)) < np.float32(prob)
 
 
 def log_uniform(n, key, modifier, lo, hi, stream=0):
     llo = np.float32(math.log(lo))
     span = np.float32(math.log(hi) - math.log(lo))
-    v = libm(math.exp, unit(words(n, key, modifier, stream)[0]) * span + llo)
+    v = libm(math.exp, unit(word(n, key, modifier, stream)) * span + llo)
     return np.minimum(np.maximum(v, np.float32(lo)), np.float32(hi))
 
 
