@@ -23,7 +23,7 @@ from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
-from .elementwise_vertices import ensure_vertex, vector_width
+from .elementwise_vertices import ensure_vertex, vector_width, worker_cycles
 
 __all__ = []
 
@@ -99,10 +99,14 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
     vertex = {two_d: ensure_vertex(graph, spec.op, dtype, two_d, in_place)
               for two_d in {n != 1 for n in regions_on.values()}}
 
+    workers = graph.target.num_worker_contexts
+
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1
         view = per_tile.region_views if two_d else per_tile.regions_view
-        return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}
+        # The estimate from the regions in hand: lowering then calls no estimator per vertex.
+        cycles = worker_cycles(spec.op, dtype, two_d, in_place, [e - b for b, e in regions], workers)
+        return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}, cycles
 
     cs = per_tile.add_per_tile_compute_set(graph, name or what, out, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")

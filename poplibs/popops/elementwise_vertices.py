@@ -158,16 +158,23 @@ def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes) -> int:
     return WORKERS * (start + unary_inner_cycles(op, dtype, per_worker)) + 9 + SUPERVISOR_OVERHEAD
 
 
+def worker_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int) -> int:
+    """The cycles each worker of the vertex spends on regions of ``sizes`` elements (a
+    MultiVertex's tile figure shared out between its ``workers``)."""
+    if two_d:
+        return vertex_cycles(op, dtype, True, in_place, sizes)
+    return -(-vertex_cycles(op, dtype, False, in_place, sizes) // workers)
+
+
 def estimator(op, dtype, two_d: bool, in_place: bool):
-    """``fn(vertex_info, target)`` for graph.register_perf_estimator: the cycles each
-    worker spends (a MultiVertex's tile figure shared out between the workers)."""
+    """``fn(vertex_info, target)`` for graph.register_perf_estimator: worker_cycles of the
+    vertex's output field. (popops' own ops set each vertex's estimate as they build it,
+    from the same function; this serves vertices added by hand.)"""
     field = ("in1Out" if op in BinaryOpType else "inOut") if in_place else "out"
 
     def estimate(info, target):
-        if two_d:
-            return vertex_cycles(op, dtype, True, in_place, info.field_sizes(field))
-        workers = target.num_worker_contexts
-        return -(-vertex_cycles(op, dtype, False, in_place, [info.field_size(field)]) // workers)
+        return worker_cycles(op, dtype, two_d, in_place, info.field_sizes(field) if two_d else
+                             [info.field_size(field)], target.num_worker_contexts)
     return estimate
 
 

@@ -9,7 +9,7 @@ that tile (``add_vertices_per_tile``, ``add_per_tile_compute_set``). Every tenso
 vertices touch has the layout tensor's shape, so the same flat regions index all of them
 (``region_views``, ``regions_view``).
 """
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import popsim
 
@@ -19,8 +19,9 @@ from .errors import PoplibsError
 from .split_regions import split_regions_between_workers
 
 Interval = Tuple[int, int]
-#: make_vertex(tile, regions) -> (vertex type: a name or Vertex class, {field: connection})
-MakeVertex = Callable[[int, List[Interval]], Tuple[object, Dict[str, object]]]
+#: make_vertex(tile, regions) -> (vertex type: a name or Vertex class, {field: connection}),
+#: optionally with a third item: the vertex's cycle estimate (set with set_perf_estimate)
+MakeVertex = Callable[[int, List[Interval]], Tuple]
 GROUPINGS = ("workers", "tile", "auto")
 
 
@@ -83,9 +84,10 @@ def group_regions(target, regions: List[Interval], grouping: str, grain_size: in
 def add_vertices_per_tile(graph, cs, layout, make_vertex: MakeVertex, grain_size: int = 1,
                           min_elements_per_worker: int = 0, grouping: str = "workers") -> int:
     """For every tile holding elements of ``layout``, and every group of its regions
-    (``group_regions``): ``vertex_type, fields = make_vertex(tile, group)``, a vertex of
-    that type in ``cs`` connected to ``fields``, placed on the tile. Returns the number of
-    vertices added."""
+    (``group_regions``): ``vertex_type, fields[, cycles] = make_vertex(tile, group)``, a
+    vertex of that type in ``cs`` connected to ``fields``, placed on the tile, with
+    ``cycles`` as its perf estimate when given (so that lowering calls no estimator for
+    it). Returns the number of vertices added."""
     what = "add_vertices_per_tile"
     check_graph(graph, what)
     if grouping not in GROUPINGS:
@@ -95,9 +97,11 @@ def add_vertices_per_tile(graph, cs, layout, make_vertex: MakeVertex, grain_size
     count = 0
     for tile, regions in tile_regions(graph, layout):
         for group in group_regions(graph.target, regions, grouping, grain_size, min_elements_per_worker):
-            vertex_type, fields = make_vertex(tile, group)
-            vertex = graph.add_vertex(cs, vertex_type, fields)
+            made = make_vertex(tile, group)
+            vertex = graph.add_vertex(cs, made[0], made[1])
             graph.set_tile_mapping(vertex, tile)
+            if len(made) == 3:  # the vertex's cycle estimate, known from its regions
+                graph.set_perf_estimate(vertex, made[2])
             count += 1
     return count
 
