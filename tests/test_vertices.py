@@ -146,3 +146,38 @@ def test_another_graphs_vertex_is_refused_everywhere(small_device):
         with pytest.raises(popsim.GraphConnectionError, match="the vertex belongs to another graph"):
             call()
     assert v2.connection(0) is None and v2.perf_estimate is None
+
+
+class Scale(Vertex):
+    x: Input[Vector[float]]
+    y: Output[Vector[float]]
+    k: popsim.INT
+
+    def compute(self):
+        for i in range(len(self.y)):
+            self.y[i] = self.x[i] * self.k
+
+
+def test_a_typed_array_for_a_plain_member_is_copied_and_others_are_checked(small_device):
+    """set_initial_value of a plain member takes a 1-element array of the member's type as
+    it is (libraries setting many vertices pass one), copied: changing the array later
+    changes nothing; anything else is converted and checked as before."""
+    g = popsim.Graph(small_device)
+    g.add_codelets([Scale])
+    x, y = g.add_variable(FLOAT, [4], "x"), g.add_variable(FLOAT, [4], "y")
+    g.set_tile_mapping(x, 0)
+    g.set_tile_mapping(y, 0)
+    g.set_initial_value(x, [1.0, 2.0, 3.0, 4.0])
+    cs = g.add_compute_set("cs")
+    v = g.add_vertex(cs, "Scale", {"x": x, "y": y})
+    g.set_tile_mapping(v, 0)
+    k = np.array([3], np.int32)
+    g.set_initial_value(v["k"], k)
+    k[0] = 100
+    g.create_host_read("y", y)
+    engine = popsim.Engine(g, Execute(cs))
+    engine.load(small_device)
+    engine.run(0)
+    np.testing.assert_array_equal(engine.read_tensor("y"), [3.0, 6.0, 9.0, 12.0])
+    with pytest.raises(popsim.GraphConnectionError, match="non-integral"):
+        g.set_initial_value(v["k"], np.array([1.5]))

@@ -23,7 +23,7 @@ from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
-from .elementwise_vertices import ensure_vertex, vector_width, worker_cycles
+from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
 
 __all__ = []
 
@@ -32,8 +32,8 @@ def _describe(t) -> str:
     return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
 
 
-def _scalar(graph, value, dtype, what: str, other):
-    """A Python number as a constant of ``dtype`` (refused where it would change)."""
+def _scalar_value(value, dtype, what: str, other):
+    """A Python number as a value of ``dtype`` (refused where it would change)."""
     if isinstance(value, (bool, np.bool_)) and dtype.name != "BOOL":
         raise PoplibsError(f"{what}: a bool operand goes with BOOL tensors, not {_describe(other)}; "
                            "pass a number of the tensor's type")
@@ -41,7 +41,12 @@ def _scalar(graph, value, dtype, what: str, other):
     if dtype.name not in ("FLOAT", "HALF") and converted.item() != value:
         raise PoplibsError(f"{what}: the scalar {value!r} does not fit {_describe(other)} exactly "
                            f"({dtype.name} would hold {converted.item()!r}); pass a value of the tensor's type")
-    constant = graph.add_constant(dtype, (), converted.item(), f"{what}/scalar")
+    return converted.item()
+
+
+def _scalar(graph, value, dtype, what: str, other):
+    """A Python number as a constant of ``dtype`` (refused where it would change)."""
+    constant = graph.add_constant(dtype, (), _scalar_value(value, dtype, what, other), f"{what}/scalar")
     graph.set_tile_mapping(constant, 0)  # as PopLibs maps its scalar constants; tiles fetch it
     return constant
 
@@ -83,20 +88,27 @@ def _check_prog(prog, what: str) -> None:
                            f"{type(prog).__name__}; create one with popsim.Sequence()")
 
 
-def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog, name: str, what: str):
+def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog, name: str, what: str,
+         scalar=None):
     """Add the compute set computing ``spec`` of ``operands`` (broadcast to ``out``'s
-    shape) into ``out`` and append its Execute to ``prog``."""
+    shape) into ``out`` and append its Execute to ``prog``. ``scalar``: the second operand
+    of a binary op is this number (``operands`` holds the first only), held by
+    BroadcastScalar vertices as their member B."""
     shape = tuple(out.shape)
     views = [poputil.broadcast_to_match(t, shape) for t in operands]
     width = vector_width(dtype)
-    if spec.is_binary:
+    # B's value typed once (a FLOAT member for HALF data), not converted per vertex
+    values = {} if scalar is None else {"B": np.array([scalar], (popsim.FLOAT if dtype == popsim.HALF else dtype).numpy)}
+    if scalar is not None:
+        fields = ("in1Out",) if in_place else ("in1", "out")
+    elif spec.is_binary:
         fields = ("in1Out", "in2") if in_place else ("in1", "in2", "out")
     else:
         fields = ("inOut",) if in_place else ("in", "out")
     flats = [t.flatten() for t in (views if in_place else views + [out])]  # once, not per vertex
     # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, out)}
-    vertex = {two_d: ensure_vertex(graph, spec.op, dtype, two_d, in_place)
+    vertex = {two_d: ensure_vertex(graph, spec.op, dtype, two_d, in_place, scalar is not None)
               for two_d in {n != 1 for n in regions_on.values()}}
 
     workers = graph.target.num_worker_contexts
@@ -105,8 +117,9 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
         two_d = regions_on[tile] != 1
         view = per_tile.region_views if two_d else per_tile.regions_view
         # The estimate from the regions in hand: lowering then calls no estimator per vertex.
-        cycles = worker_cycles(spec.op, dtype, two_d, in_place, [e - b for b, e in regions], workers)
-        return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}, cycles
+        cycles = worker_cycles(spec.op, dtype, two_d, in_place, [e - b for b, e in regions], workers,
+                               scalar is not None)
+        return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}, cycles, values
 
     cs = per_tile.add_per_tile_compute_set(graph, name or what, out, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")
@@ -124,7 +137,16 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
     if in_place and not isinstance(operands[0], popsim.Tensor):
         raise PoplibsError(f"{what}: the first operand is written in place and must be a tensor, found "
                            f"{type(operands[0]).__name__} {operands[0]!r}")
-    operands, dtype = _operands(graph, spec, operands, what)
+    scalar = None
+    first, second = operands[0], operands[-1]
+    if (spec.is_binary and isinstance(first, popsim.Tensor) and isinstance(second, (numbers.Number, np.generic))
+            and first.dtype.name in SCALAR_TYPES and first.dtype in spec.types):
+        # PopLibs' BroadcastScalar: the number goes into each vertex, not through the exchange
+        check_tensor(graph, first, what, "operand 1")
+        scalar = _scalar_value(second, first.dtype, what, first)
+        operands, dtype = [first], first.dtype
+    else:
+        operands, dtype = _operands(graph, spec, operands, what)
     shape = common_shape(operands, what)
     result = spec.result_type(dtype)
     if in_place:
@@ -144,7 +166,7 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
                                "operands' broadcast shape and the op's result type)")
     else:
         out = per_tile.create_output(graph, operands, result, name)
-    _run(graph, spec, operands, dtype, out, in_place, prog, name, what)
+    _run(graph, spec, operands, dtype, out, in_place, prog, name, what, scalar)
     return out
 
 

@@ -72,12 +72,29 @@ _HEADS = {
                           "for r in range(len(self.inOut)):\n    for i in range(len(self.inOut[r])):",
                           ("self.inOut[r][i]", None, "self.inOut[r][i]")),
 }
+# BroadcastScalar: a binary op whose second operand is one number, held by the vertex as a
+# plain member B (no exchange, no broadcast view): (2D?, in place?) -> as in _HEADS.
+_SCALAR_HEADS = {
+    (False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nB: SCALAR\nout: Output[Vector[OUT]]", _chunk("self.out"),
+                     ("self.in1[i]", "self.B", "self.out[i]")),
+    (False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nB: SCALAR", _chunk("self.in1Out"),
+                    ("self.in1Out[i]", "self.B", "self.in1Out[i]")),
+    (True, False): ("Vertex", "in1: Input[VectorList[IN]]\nB: SCALAR\nout: Output[VectorList[OUT]]",
+                    "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
+                    ("self.in1[r][i]", "self.B", "self.out[r][i]")),
+    (True, True): ("Vertex", "in1Out: InOut[VectorList[IN]]\nB: SCALAR",
+                   "for r in range(len(self.in1Out)):\n    for i in range(len(self.in1Out[r])):",
+                   ("self.in1Out[r][i]", "self.B", "self.in1Out[r][i]")),
+}
+#: the operand types a BroadcastScalar vertex takes (its B is a FLOAT member for HALF data)
+SCALAR_TYPES = ("FLOAT", "HALF", "INT", "UNSIGNED_INT")
 _counter = itertools.count()
 
 
-def vertex_source(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool) -> str:
+def vertex_source(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> str:
     """The Python-vertex source of one instantiation (a class named ``V``)."""
-    base, fields, loop, (x, y, out) = _HEADS[(spec.is_binary, two_d, in_place)]
+    heads = _SCALAR_HEADS[(two_d, in_place)] if scalar else _HEADS[(spec.is_binary, two_d, in_place)]
+    base, fields, loop, (x, y, out) = heads
     args = "self" if two_d else "self, worker_id"
     *setup, value = spec.body_for(dtype).split("\n")
     depth = sum(line.lstrip().startswith("for ") for line in loop.split("\n"))
@@ -87,27 +104,27 @@ def vertex_source(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool) -> st
             f"{textwrap.indent(body, '        ')}\n        return True\n")
 
 
-def _make_class(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool) -> type:
-    source = vertex_source(spec, dtype, two_d, in_place)
+def _make_class(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> type:
+    source = vertex_source(spec, dtype, two_d, in_place, scalar)
     # A unique file name per class: the translator reads the source through linecache.
     filename = f"<popops {spec.op.name} {dtype.name} {'2D' if two_d else '1D'}{' in place' if in_place else ''} " \
                f"#{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"__name__": __name__, "math": math, "np": np, "IN": dtype, "OUT": spec.result_type(dtype),
                  "Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector, "VectorList": VectorList,
-                 "Vertex": Vertex, "MultiVertex": MultiVertex}
+                 "Vertex": Vertex, "MultiVertex": MultiVertex, "SCALAR": FLOAT if dtype.name == "HALF" else dtype}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
     return namespace["V"]
 
 
-def _template(kind: str, two_d: bool, in_place: bool):
+def _template(kind: str, two_d: bool, in_place: bool, scalar: bool = False):
     name = f"popops::{kind}{'2D' if two_d else '1D'}{'InPlace' if in_place else ''}"
 
     def factory(op, dtype):
         spec = BY_TYPE[op]
         if dtype not in spec.types:
             raise popsim.PopsimError(f"vertex template {name}: {op.name} does not take {dtype.name} operands")
-        return _make_class(spec, dtype, two_d, in_place)
+        return _make_class(spec, dtype, two_d, in_place, scalar)
 
     factory.__name__ = name.split("::")[1]
     return popsim.vertex_template(name)(factory)
@@ -116,6 +133,8 @@ def _template(kind: str, two_d: bool, in_place: bool):
 #: (binary?, 2D?, in place?) -> the vertex template
 TEMPLATES = {(b, d, p): _template("BinaryOp" if b else "UnaryOp", d, p)
              for b in (True, False) for d in (False, True) for p in (False, True)}
+#: (2D?, in place?) -> the BroadcastScalar vertex template (binary ops with a number)
+SCALAR_TEMPLATES = {(d, p): _template("BroadcastScalar", d, p, scalar=True) for d in (False, True) for p in (False, True)}
 
 
 # -- cycle estimators (reference/poplibs.md 3.1, 3.2) ------------------------------------------
@@ -142,9 +161,26 @@ def unary_inner_cycles(op: UnaryOpType, dtype, n: int) -> int:
     return (cycles + 4) * (n + width - 1) // width
 
 
-def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes) -> int:
+def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool, sizes) -> int:
+    """broadcastArithmetic1DCycleEstimate (reference/poplibs.md 3.1) for the 1D vertex's
+    tile cycles; the 2D vertex, for which the reference gives no formula, as BinaryOp2D."""
+    if two_d:
+        return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
+    cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
+    if natural:
+        ext = dtype.name in ("FLOAT", "HALF") and op in _EXT_CODELET_OPS
+        per_loop, elems = cycles + (1 if ext else 4), vector_width(dtype)
+    else:
+        per_loop, elems = cycles, unroll
+    per_worker = -(-sizes[0] // WORKERS)
+    return WORKERS * (20 + -(-per_worker // elems) * per_loop) + SUPERVISOR_OVERHEAD
+
+
+def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes, scalar: bool = False) -> int:
     """PopLibs' estimate for one element-wise vertex: tile cycles for a 1D MultiVertex
     over ``sizes[0]`` elements, worker cycles for a 2D vertex over regions ``sizes``."""
+    if scalar:
+        return broadcast_scalar_cycles(op, dtype, two_d, in_place, sizes)
     if isinstance(op, BinaryOpType):
         if two_d:
             return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
@@ -158,15 +194,15 @@ def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes) -> int:
     return WORKERS * (start + unary_inner_cycles(op, dtype, per_worker)) + 9 + SUPERVISOR_OVERHEAD
 
 
-def worker_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int) -> int:
+def worker_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, scalar: bool = False) -> int:
     """The cycles each worker of the vertex spends on regions of ``sizes`` elements (a
     MultiVertex's tile figure shared out between its ``workers``)."""
     if two_d:
-        return vertex_cycles(op, dtype, True, in_place, sizes)
-    return -(-vertex_cycles(op, dtype, False, in_place, sizes) // workers)
+        return vertex_cycles(op, dtype, True, in_place, sizes, scalar)
+    return -(-vertex_cycles(op, dtype, False, in_place, sizes, scalar) // workers)
 
 
-def estimator(op, dtype, two_d: bool, in_place: bool):
+def estimator(op, dtype, two_d: bool, in_place: bool, scalar: bool = False):
     """``fn(vertex_info, target)`` for graph.register_perf_estimator: worker_cycles of the
     vertex's output field. (popops' own ops set each vertex's estimate as they build it,
     from the same function; this serves vertices added by hand.)"""
@@ -174,19 +210,23 @@ def estimator(op, dtype, two_d: bool, in_place: bool):
 
     def estimate(info, target):
         return worker_cycles(op, dtype, two_d, in_place, info.field_sizes(field) if two_d else
-                             [info.field_size(field)], target.num_worker_contexts)
+                             [info.field_size(field)], target.num_worker_contexts, scalar)
     return estimate
 
 
-def vertex_name(op, dtype, two_d: bool, in_place: bool) -> str:
+def _template_of(op, two_d: bool, in_place: bool, scalar: bool):
+    return SCALAR_TEMPLATES[(two_d, in_place)] if scalar else TEMPLATES[(isinstance(op, BinaryOpType), two_d, in_place)]
+
+
+def vertex_name(op, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> str:
     """The name the vertex for ``op`` on ``dtype`` operands is registered under."""
-    return TEMPLATES[(isinstance(op, BinaryOpType), two_d, in_place)].vertex_name(op, dtype)
+    return _template_of(op, two_d, in_place, scalar).vertex_name(op, dtype)
 
 
-def ensure_vertex(graph, op, dtype, two_d: bool, in_place: bool) -> str:
+def ensure_vertex(graph, op, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> str:
     """Register the vertex (and its estimator) with ``graph`` once; return its name."""
-    name = vertex_name(op, dtype, two_d, in_place)
+    name = vertex_name(op, dtype, two_d, in_place, scalar)
     if not graph.has_codelet(name):
-        graph.add_codelets(TEMPLATES[(isinstance(op, BinaryOpType), two_d, in_place)][op, dtype])
-        graph.register_perf_estimator(name, estimator(op, dtype, two_d, in_place))
+        graph.add_codelets(_template_of(op, two_d, in_place, scalar)[op, dtype])
+        graph.register_perf_estimator(name, estimator(op, dtype, two_d, in_place, scalar))
     return name

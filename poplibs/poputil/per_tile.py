@@ -20,7 +20,8 @@ from .split_regions import split_regions_between_workers
 
 Interval = Tuple[int, int]
 #: make_vertex(tile, regions) -> (vertex type: a name or Vertex class, {field: connection}),
-#: optionally with a third item: the vertex's cycle estimate (set with set_perf_estimate)
+#: optionally with a third item, the vertex's cycle estimate (set_perf_estimate; None: its
+#: type's estimator), and a fourth, {plain member: value} (set_initial_value)
 MakeVertex = Callable[[int, List[Interval]], Tuple]
 GROUPINGS = ("workers", "tile", "auto")
 
@@ -84,10 +85,10 @@ def group_regions(target, regions: List[Interval], grouping: str, grain_size: in
 def add_vertices_per_tile(graph, cs, layout, make_vertex: MakeVertex, grain_size: int = 1,
                           min_elements_per_worker: int = 0, grouping: str = "workers") -> int:
     """For every tile holding elements of ``layout``, and every group of its regions
-    (``group_regions``): ``vertex_type, fields[, cycles] = make_vertex(tile, group)``, a
+    (``group_regions``): ``vertex_type, fields[, cycles[, values]] = make_vertex(tile, group)``, a
     vertex of that type in ``cs`` connected to ``fields``, placed on the tile, with
     ``cycles`` as its perf estimate when given (so that lowering calls no estimator for
-    it). Returns the number of vertices added."""
+    it) and a fourth item's plain member values set. Returns the number of vertices added."""
     what = "add_vertices_per_tile"
     check_graph(graph, what)
     if grouping not in GROUPINGS:
@@ -100,8 +101,10 @@ def add_vertices_per_tile(graph, cs, layout, make_vertex: MakeVertex, grain_size
             made = make_vertex(tile, group)
             vertex = graph.add_vertex(cs, made[0], made[1])
             graph.set_tile_mapping(vertex, tile)
-            if len(made) == 3:  # the vertex's cycle estimate, known from its regions
+            if len(made) > 2 and made[2] is not None:  # the vertex's cycle estimate, known from its regions
                 graph.set_perf_estimate(vertex, made[2])
+            for field, value in (made[3] if len(made) > 3 else {}).items():  # plain members' values
+                graph.set_initial_value(vertex[field], value)
             count += 1
     return count
 

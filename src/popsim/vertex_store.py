@@ -323,8 +323,11 @@ class FieldRef:
             raise GraphConnectionError(f"set_initial_value: {self.describe()} is an edge: connect it to a tensor "
                                        "with graph.connect")
         if spec.kind is FieldKind.STATE:
-            data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
-                               GraphConnectionError)
+            if type(values) is np.ndarray and values.shape == (1,) and values.dtype == spec.dtype.numpy:
+                data = values.copy()  # already typed (as libraries setting many vertices pass it): no checks
+            else:
+                data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
+                                   GraphConnectionError)
         else:
             flat = np.asarray(values).reshape(-1)
             data = typed_array(flat, spec.dtype, flat.shape, f"set_initial_value of {self.describe()}",
