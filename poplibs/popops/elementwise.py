@@ -112,13 +112,17 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
               for two_d in {n != 1 for n in regions_on.values()}}
 
     workers = graph.target.num_worker_contexts
+    cycles_of = {}  # (2D?, region sizes) -> the estimate: tiles of a linear mapping repeat them
 
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1
         view = per_tile.region_views if two_d else per_tile.regions_view
         # The estimate from the regions in hand: lowering then calls no estimator per vertex.
-        cycles = worker_cycles(spec.op, dtype, two_d, in_place, [e - b for b, e in regions], workers,
-                               scalar is not None)
+        key = (two_d, tuple(e - b for b, e in regions))
+        cycles = cycles_of.get(key)
+        if cycles is None:
+            cycles = cycles_of[key] = worker_cycles(spec.op, dtype, two_d, in_place, key[1], workers,
+                                                    scalar is not None)
         return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}, cycles, values
 
     cs = per_tile.add_per_tile_compute_set(graph, name or what, out, make_vertex, grain_size=width,
