@@ -19,11 +19,11 @@ import numbers
 from typing import List, Sequence as Seq, Tuple
 
 import popsim
-from popsim.program import Copy, Execute, Sequence
+from popsim.program import Copy, Execute
 
 from .. import poputil
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_prog, check_graph, check_tensor
 from .slice_vertices import REMAP_FLAG, SLICE_TYPES, ensure_vertex
 
 __all__ = ["create_sliceable_tensor", "dynamic_slice", "dynamic_update"]
@@ -33,12 +33,6 @@ _OPTIONS = ("remapOutOfBoundIndices",)
 
 def describe(t) -> str:
     return f"tensor '{t.name}' ({getattr(t.dtype, 'name', t.dtype)}, shape {tuple(t.shape)})"
-
-
-def check_prog(prog, what: str) -> None:
-    if not isinstance(prog, Sequence):
-        raise PoplibsError(f"{what}: prog must be a popsim.Sequence to append the op to, found "
-                           f"{type(prog).__name__}; create one with popsim.Sequence()")
 
 
 def check_dims(t, dims, sizes, what: str) -> Tuple[List[int], List[int]]:

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 import popsim
-from popsim.program import Execute, Sequence
+from popsim.program import Execute
 
 from .. import poputil
 from ..poputil import PoplibsError, per_tile
@@ -24,31 +24,9 @@ from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
 from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
+from .op_checks import check_prog, check_writable, describe, scalar_constant, scalar_value
 
 __all__ = []
-
-
-def _describe(t) -> str:
-    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
-
-
-def _scalar_value(value, dtype, what: str, other):
-    """A Python number as a value of ``dtype`` (refused where it would change)."""
-    if isinstance(value, (bool, np.bool_)) and dtype.name != "BOOL":
-        raise PoplibsError(f"{what}: a bool operand goes with BOOL tensors, not {_describe(other)}; "
-                           "pass a number of the tensor's type")
-    converted = np.asarray(value).astype(dtype.numpy)
-    if dtype.name not in ("FLOAT", "HALF") and converted.item() != value:
-        raise PoplibsError(f"{what}: the scalar {value!r} does not fit {_describe(other)} exactly "
-                           f"({dtype.name} would hold {converted.item()!r}); pass a value of the tensor's type")
-    return converted.item()
-
-
-def _scalar(graph, value, dtype, what: str, other):
-    """A Python number as a constant of ``dtype`` (refused where it would change)."""
-    constant = graph.add_constant(dtype, (), _scalar_value(value, dtype, what, other), f"{what}/scalar")
-    graph.set_tile_mapping(constant, 0)  # as PopLibs maps its scalar constants; tiles fetch it
-    return constant
 
 
 def _operands(graph, spec: ElementwiseOp, operands, what: str):
@@ -65,27 +43,12 @@ def _operands(graph, spec: ElementwiseOp, operands, what: str):
     dtype = tensors[0].dtype
     mixed = [t for t in tensors if t.dtype != dtype]
     if mixed:
-        raise PoplibsError(f"{what}: operands must have one element type, found {_describe(tensors[0])} and "
-                           f"{_describe(mixed[0])}; cast one with popops.cast")
+        raise PoplibsError(f"{what}: operands must have one element type, found {describe(tensors[0])} and "
+                           f"{describe(mixed[0])}; cast one with popops.cast")
     if dtype not in spec.types:
-        raise PoplibsError(f"{what}: {spec.op.name} does not support {dtype.name} ({', '.join(_describe(t) for t in tensors)}); "
+        raise PoplibsError(f"{what}: {spec.op.name} does not support {dtype.name} ({', '.join(describe(t) for t in tensors)}); "
                            f"it takes {', '.join(t.name for t in spec.types)}")
-    return [t if isinstance(t, popsim.Tensor) else _scalar(graph, t, dtype, what, tensors[0]) for t in operands], dtype
-
-
-def _check_writable(t, what: str, role: str) -> None:
-    if t.contains_constant():
-        raise PoplibsError(f"{what}: the {role} {_describe(t)} contains constants, which cannot be written; "
-                           "write into a variable (popops.<op> returns a new one)")
-    if t.contains_aliases():
-        raise PoplibsError(f"{what}: the {role} {_describe(t)} has elements that alias each other (a broadcast "
-                           "or repeated view), so parallel writes would race; write into a tensor without aliases")
-
-
-def _check_prog(prog, what: str) -> None:
-    if not isinstance(prog, Sequence):
-        raise PoplibsError(f"{what}: prog must be a popsim.Sequence to append the op to, found "
-                           f"{type(prog).__name__}; create one with popsim.Sequence()")
+    return [t if isinstance(t, popsim.Tensor) else scalar_constant(graph, t, dtype, what, tensors[0]) for t in operands], dtype
 
 
 def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog, name: str, what: str,
@@ -135,7 +98,7 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
     in place into the first operand, or into ``out``."""
     what = f"popops.{spec.name}{'_in_place' if in_place else '_with_output' if out is not None else ''}"
     check_graph(graph, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if in_place and not isinstance(operands[0], popsim.Tensor):
@@ -147,7 +110,7 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
             and first.dtype.name in SCALAR_TYPES and first.dtype in spec.types):
         # PopLibs' BroadcastScalar: the number goes into each vertex, not through the exchange
         check_tensor(graph, first, what, "operand 1")
-        scalar = _scalar_value(second, first.dtype, what, first)
+        scalar = scalar_value(second, first.dtype, what, first)
         operands, dtype = [first], first.dtype
     else:
         operands, dtype = _operands(graph, spec, operands, what)
@@ -157,16 +120,16 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
         out = operands[0]
         if result != dtype:
             raise PoplibsError(f"{what}: {spec.op.name} gives {result.name} results, which cannot be stored in "
-                               f"place into {_describe(out)}; use popops.{spec.name} or popops.{spec.name}_with_output")
-        _check_writable(out, what, "in-place operand")
+                               f"place into {describe(out)}; use popops.{spec.name} or popops.{spec.name}_with_output")
+        check_writable(out, what, "in-place operand")
         if shape != tuple(out.shape):
-            raise PoplibsError(f"{what}: the in-place operand {_describe(out)} must have the operands' broadcast "
+            raise PoplibsError(f"{what}: the in-place operand {describe(out)} must have the operands' broadcast "
                                f"shape {shape}; the other operand broadcasts to it, never it to the other")
     elif out is not None:
         check_tensor(graph, out, what, "output")
-        _check_writable(out, what, "output")
+        check_writable(out, what, "output")
         if tuple(out.shape) != shape or out.dtype != result:
-            raise PoplibsError(f"{what}: the output {_describe(out)} must be {result.name} of shape {shape} (the "
+            raise PoplibsError(f"{what}: the output {describe(out)} must be {result.name} of shape {shape} (the "
                                "operands' broadcast shape and the op's result type)")
     else:
         out = per_tile.create_output(graph, operands, result, name)

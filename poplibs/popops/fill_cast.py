@@ -30,7 +30,7 @@ from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_tensor
-from .elementwise import _check_prog, _check_writable, _describe
+from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import WORKERS, vector_width
 
 __all__ = ["fill", "zero", "cast", "cast_with_output"]
@@ -183,27 +183,27 @@ def _fill_value(value, dtype, what: str, t):
     if isinstance(value, popsim.Tensor) or not isinstance(value, (numbers.Number, np.generic)):
         raise TypeError(f"{what}: the fill value must be a number, found {type(value).__name__}")
     if isinstance(value, (bool, np.bool_)) and dtype != BOOL:
-        raise PoplibsError(f"{what}: a bool value goes with BOOL tensors, not {_describe(t)}")
+        raise PoplibsError(f"{what}: a bool value goes with BOOL tensors, not {describe(t)}")
     if dtype in (FLOAT, HALF):
         return float(value)
     if isinstance(value, (float, np.floating)) and not float(value).is_integer():
-        raise PoplibsError(f"{what}: the value {value!r} does not fit {_describe(t)} exactly; pass a whole number")
+        raise PoplibsError(f"{what}: the value {value!r} does not fit {describe(t)} exactly; pass a whole number")
     info = np.iinfo(dtype.numpy) if dtype != BOOL else None
     number = int(value)
     if (dtype == BOOL and number not in (0, 1)) or (info is not None and not info.min <= number <= info.max):
-        raise PoplibsError(f"{what}: the value {value!r} is out of range for {_describe(t)}")
+        raise PoplibsError(f"{what}: the value {value!r} is out of range for {describe(t)}")
     return bool(number) if dtype == BOOL else number
 
 
 def _fill(graph, t, value, prog, name: str, what: str) -> None:
     check_tensor(graph, t, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if t.dtype not in FILL_TYPES:
-        raise PoplibsError(f"{what}: cannot fill {_describe(t)}; Fill takes {', '.join(x.name for x in FILL_TYPES)}")
+        raise PoplibsError(f"{what}: cannot fill {describe(t)}; Fill takes {', '.join(x.name for x in FILL_TYPES)}")
     value = _fill_value(value, t.dtype, what, t)
-    _check_writable(t, what, "tensor")
+    check_writable(t, what, "tensor")
     if t.num_elements() == 0:
         return
     flat = t.flatten()
@@ -249,10 +249,10 @@ def zero(graph, t, prog, name: str = "") -> None:
 # -- cast -------------------------------------------------------------------------------------------
 def _cast_into(graph, src, dst, prog, name: str, what: str) -> None:
     if tuple(src.shape) != tuple(dst.shape):
-        raise PoplibsError(f"{what}: the source {_describe(src)} and the destination {_describe(dst)} must have "
+        raise PoplibsError(f"{what}: the source {describe(src)} and the destination {describe(dst)} must have "
                            "the same shape")
     if not cast_allowed(src.dtype, dst.dtype):
-        raise PoplibsError(f"{what}: casting {_describe(src)} to {dst.dtype.name} is not supported; PopLibs casts "
+        raise PoplibsError(f"{what}: casting {describe(src)} to {dst.dtype.name} is not supported; PopLibs casts "
                            f"between {', '.join(x.name for x in CAST_TYPES)} and from integers to LONGLONG")
     if src.num_elements() == 0:
         return
@@ -287,7 +287,7 @@ def _cast_estimator(src, dst, two_d: bool):
 
 def _check_cast_args(graph, src, prog, name, what):
     check_tensor(graph, src, what, "source")
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
@@ -300,7 +300,7 @@ def cast(graph, src, dtype, prog, name: str = ""):
     if not isinstance(dtype, popsim.Type):
         raise TypeError(f"{what}: dtype must be a popsim type (popsim.HALF...), found {type(dtype).__name__}")
     if not cast_allowed(src.dtype, dtype):
-        raise PoplibsError(f"{what}: casting {_describe(src)} to {dtype.name} is not supported; PopLibs casts "
+        raise PoplibsError(f"{what}: casting {describe(src)} to {dtype.name} is not supported; PopLibs casts "
                            f"between {', '.join(x.name for x in CAST_TYPES)} and from integers to LONGLONG")
     dst = graph.clone(src, name or f"{src.name}_cast", dtype)
     _cast_into(graph, src, dst, prog, name, what)
@@ -313,5 +313,5 @@ def cast_with_output(graph, src, dst, prog, name: str = "") -> None:
     what = "popops.cast_with_output"
     _check_cast_args(graph, src, prog, name, what)
     check_tensor(graph, dst, what, "destination")
-    _check_writable(dst, what, "destination")
+    check_writable(dst, what, "destination")
     _cast_into(graph, src, dst, prog, name, what)

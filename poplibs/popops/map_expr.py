@@ -19,7 +19,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
-from .elementwise import _check_prog, _check_writable, _describe
+from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import vector_width
 from .expr_typing import infer
 from .map_vertices import ensure_vertex, used_inputs
@@ -42,7 +42,7 @@ def _tensors(graph, tensors, what: str) -> List:
 def _apply(graph, expr, tensors, prog, name: str, out=None, in_place: bool = False):
     what = f"popops.map{'_in_place' if in_place else '_with_output' if out is not None else ''}"
     check_graph(graph, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     tensors = _tensors(graph, tensors, what)
@@ -51,11 +51,11 @@ def _apply(graph, expr, tensors, prog, name: str, out=None, in_place: bool = Fal
         if not tensors:
             raise PoplibsError(f"{what}: writes its result into tensors[0] (_1), but no tensors were given")
         out = tensors[0]
-        _check_writable(out, what, "in-place tensor _1")
+        check_writable(out, what, "in-place tensor _1")
         role = "the in-place tensor _1"
     elif out is not None:
         check_tensor(graph, out, what, "output")
-        _check_writable(out, what, "output")
+        check_writable(out, what, "output")
         role = "the output"
     elif not tensors:
         raise PoplibsError(f"{what}: no tensors given, so the output's shape is unknown; pass the tensors or "
@@ -64,7 +64,7 @@ def _apply(graph, expr, tensors, prog, name: str, out=None, in_place: bool = Fal
     if out is None:
         out = per_tile.create_output(graph, tensors, typed.dtype, name)
     elif tuple(out.shape) != shape or out.dtype != typed.dtype:
-        raise PoplibsError(f"{what}: {role} {_describe(out)} must be {typed.dtype.name} (the expression's type) "
+        raise PoplibsError(f"{what}: {role} {describe(out)} must be {typed.dtype.name} (the expression's type) "
                            f"of shape {shape} (the tensors broadcast to it; NumPy rules), found "
                            f"{out.dtype.name} of shape {tuple(out.shape)}"
                            + ("; use popops.map for a new tensor of the expression's type" if in_place else ""))

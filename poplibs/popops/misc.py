@@ -28,7 +28,8 @@ from popsim.program import Execute
 
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_tensor
-from .elementwise import _check_prog, _check_writable, _describe, apply
+from .elementwise import apply
+from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
 from .elementwise_vertices import vector_width
 from .fill_cast import _fill_value
@@ -112,15 +113,15 @@ def iota(graph, t, start, prog, name: str = "") -> None:
     """``t[i] = start + i`` (PopLibs' iota; ``t`` 1-D INT or UNSIGNED_INT)."""
     what = "popops.iota"
     check_tensor(graph, t, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if t.rank != 1 or t.dtype not in (INT, UNSIGNED_INT):
-        raise PoplibsError(f"{what}: {_describe(t)} must be a 1-D INT or UNSIGNED_INT tensor")
+        raise PoplibsError(f"{what}: {describe(t)} must be a 1-D INT or UNSIGNED_INT tensor")
     if isinstance(start, bool) or not isinstance(start, numbers.Integral):
         raise PoplibsError(f"{what}: start must be a whole number, found {type(start).__name__} {start!r}")
     info = np.iinfo(t.dtype.numpy)
     if not (info.min <= start and start + max(t.num_elements() - 1, 0) <= info.max):
-        raise PoplibsError(f"{what}: start {start} + {t.num_elements()} elements does not fit {_describe(t)}")
-    _check_writable(t, what, "tensor")
+        raise PoplibsError(f"{what}: start {start} + {t.num_elements()} elements does not fit {describe(t)}")
+    check_writable(t, what, "tensor")
     vertex_type = _register(graph, Iota[t.dtype], Iota.vertex_name(t.dtype),
                             lambda info, target: iota_cycles(t.dtype, info.field_sizes("out")))
     cs = graph.add_compute_set(name or "Iota")
@@ -141,7 +142,7 @@ def pad(graph, t, lower, upper, value=0.0, name: str = ""):
     lower, upper = list(lower), list(upper)
     if len(lower) != t.rank or len(upper) != t.rank:
         raise PoplibsError(f"{what}: lower {lower} and upper {upper} must have one entry per dimension of "
-                           f"{_describe(t)}")
+                           f"{describe(t)}")
     for pads in (lower, upper):
         if not all(isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in pads):
             raise PoplibsError(f"{what}: padding must be whole numbers, found {pads}")
@@ -151,7 +152,7 @@ def pad(graph, t, lower, upper, value=0.0, name: str = ""):
         begin, end = max(0, -lo), size - max(0, -hi)
         if begin > end:
             raise PoplibsError(f"{what}: truncating {-min(lo, 0)} + {-min(hi, 0)} elements of dimension {d} of "
-                               f"{_describe(t)} leaves fewer than none")
+                               f"{describe(t)} leaves fewer than none")
         t = t.slice(begin, end, d)
         parts = [t]
         for count, at_end in ((max(lo, 0), False), (max(hi, 0), True)):
@@ -197,9 +198,9 @@ def all_true(graph, t, prog, name: str = ""):
     """A BOOL scalar: whether every element of BOOL ``t`` is true (PopLibs' allTrue)."""
     what = "popops.all_true"
     check_tensor(graph, t, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if t.dtype != BOOL:
-        raise PoplibsError(f"{what}: {_describe(t)} must be BOOL (compare with popops.neq(..., 0) first)")
+        raise PoplibsError(f"{what}: {describe(t)} must be BOOL (compare with popops.neq(..., 0) first)")
     return _consensus(graph, t, prog, name, what, AllTrue, AllTrue.vertex_name,
                       lambda info, target: all_true_cycles(info.field_sizes("in")))
 
@@ -208,9 +209,9 @@ def has_nan(graph, t, prog, name: str = ""):
     """A BOOL scalar: whether FLOAT/HALF ``t`` has a NaN element (PopLibs' hasNaN)."""
     what = "popops.has_nan"
     check_tensor(graph, t, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if t.dtype not in (FLOAT, HALF):
-        raise PoplibsError(f"{what}: {_describe(t)} must be FLOAT or HALF")
+        raise PoplibsError(f"{what}: {describe(t)} must be FLOAT or HALF")
     dtype = t.dtype
     out = _consensus(graph, t, prog, name, what, HasNaN[dtype], HasNaN.vertex_name(dtype),
                      lambda info, target: has_nan_cycles(dtype, info.field_sizes("in")))

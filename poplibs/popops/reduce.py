@@ -31,11 +31,12 @@ import numpy as np
 
 import popsim
 from popsim import FLOAT, HALF
-from popsim.program import Copy, Execute, Sequence as ProgSequence
+from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError
 from ..poputil.checks import check_graph, check_tensor
 from . import reduce_plan as plan
+from .op_checks import check_prog, describe
 from .reduce_vertices import OP_TYPES, SCALABLE, Operation, ensure_vertex
 
 __all__ = ["Operation", "ReduceParams", "SingleReduceOp", "reduce", "reduce_with_output", "reduce_many"]
@@ -98,18 +99,14 @@ class _Stages:
             prog.add(Copy(source, dest))
 
 
-def _describe(t) -> str:
-    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
-
-
 def _check_dims(t, dims, what: str) -> List[int]:
     try:
         dims = list(dims)
     except TypeError:
-        raise PoplibsError(f"{what}: dims must be a list of dimensions of {_describe(t)}, found {dims!r}") from None
+        raise PoplibsError(f"{what}: dims must be a list of dimensions of {describe(t)}, found {dims!r}") from None
     if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in dims) \
             or any(not 0 <= d < t.rank for d in dims) or len(set(dims)) != len(dims):
-        raise PoplibsError(f"{what}: dims {dims!r} are not distinct dimensions of {_describe(t)}; give each "
+        raise PoplibsError(f"{what}: dims {dims!r} are not distinct dimensions of {describe(t)}; give each "
                            f"dimension to reduce once, from 0 to {t.rank - 1}")
     return sorted(int(d) for d in dims)
 
@@ -136,10 +133,10 @@ def _accum_type(op, out_type, options, what):
 
 def _check_types(t, op, out_type, what):
     if t.dtype not in OP_TYPES[op]:
-        raise PoplibsError(f"{what}: {op.name} does not take {_describe(t)}; it takes "
+        raise PoplibsError(f"{what}: {op.name} does not take {describe(t)}; it takes "
                            f"{', '.join(d.name for d in OP_TYPES[op])}")
     if out_type != t.dtype and not (op in _ACCUM_IN_FLOAT and {out_type, t.dtype} <= {FLOAT, HALF}):
-        raise PoplibsError(f"{what}: {op.name} of {_describe(t)} cannot give {out_type.name} results; the output "
+        raise PoplibsError(f"{what}: {op.name} of {describe(t)} cannot give {out_type.name} results; the output "
                            "type is the input's (FLOAT and HALF may be mixed for ADD, SQUARE_ADD and MUL)")
 
 
@@ -492,9 +489,7 @@ class _Reduction:
 
 def _start(graph, prog, what, name):
     check_graph(graph, what)
-    if not isinstance(prog, ProgSequence):
-        raise PoplibsError(f"{what}: prog must be a popsim.Sequence to append the reduction to, found "
-                           f"{type(prog).__name__}; create one with popsim.Sequence()")
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
@@ -508,10 +503,10 @@ def _prepare(graph, t, dims, params, out, out_type, what):
     if out is not None:
         check_tensor(graph, out, what, "output")
         if tuple(out.shape) != out_shape:
-            raise PoplibsError(f"{what}: the output {_describe(out)} must have shape {out_shape}: {_describe(t)} "
+            raise PoplibsError(f"{what}: the output {describe(out)} must have shape {out_shape}: {describe(t)} "
                                f"without the reduced dims {dims}")
         if out.contains_constant() or out.contains_aliases():
-            raise PoplibsError(f"{what}: the output {_describe(out)} contains constants or aliased elements and "
+            raise PoplibsError(f"{what}: the output {describe(out)} contains constants or aliased elements and "
                                "cannot be written; reduce into a variable")
         out_type = out.dtype
     out_type = t.dtype if out_type is None else out_type

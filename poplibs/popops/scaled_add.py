@@ -37,7 +37,8 @@ from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_graph, check_tensor
-from .elementwise import _check_prog, _check_writable, _describe, apply
+from .elementwise import apply
+from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
 from .elementwise_vertices import vector_width
 from .fill_cast import cast
@@ -56,9 +57,9 @@ def _check_scale(graph, scale, dtype, what: str, role: str):
     if isinstance(scale, popsim.Tensor):
         check_tensor(graph, scale, what, role)
         if scale.num_elements() != 1:
-            raise PoplibsError(f"{what}: the {role} must be a scalar tensor (one element), found {_describe(scale)}")
+            raise PoplibsError(f"{what}: the {role} must be a scalar tensor (one element), found {describe(scale)}")
         if scale.dtype not in (FLOAT, HALF, INT, UNSIGNED_INT):
-            raise PoplibsError(f"{what}: the {role} {_describe(scale)} must be FLOAT, HALF, INT or UNSIGNED_INT")
+            raise PoplibsError(f"{what}: the {role} {describe(scale)} must be FLOAT, HALF, INT or UNSIGNED_INT")
         return scale
     if not _is_number(scale):
         raise TypeError(f"{what}: the {role} must be a number or a scalar tensor, found {type(scale).__name__}")
@@ -88,15 +89,15 @@ def _scaled(graph, a, scale_a, b, scale_b, prog, subtract: bool, name: str, what
     check_graph(graph, what)
     check_tensor(graph, a, what, "tensor a")
     check_tensor(graph, b, what, "tensor b")
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if a.dtype not in DATA_TYPES:
-        raise PoplibsError(f"{what}: {_describe(a)} must be FLOAT, HALF, INT or UNSIGNED_INT")
+        raise PoplibsError(f"{what}: {describe(a)} must be FLOAT, HALF, INT or UNSIGNED_INT")
     if tuple(a.shape) != tuple(b.shape):
-        raise PoplibsError(f"{what}: {_describe(a)} and {_describe(b)} must have the same shape (scaled "
+        raise PoplibsError(f"{what}: {describe(a)} and {describe(b)} must have the same shape (scaled "
                            "arithmetic does not broadcast; use poputil.broadcast_to_match on b)")
-    _check_writable(a, what, "accumulated tensor a")
+    check_writable(a, what, "accumulated tensor a")
     dtype = a.dtype
     scale_b = _check_scale(graph, scale_b, dtype, what, "scale of b")
     if scale_a is not None:

@@ -27,7 +27,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
-from .elementwise import _check_prog, _check_writable, _describe, _scalar
+from .op_checks import check_prog, check_writable, describe, scalar_constant
 from .elementwise_vertices import vector_width
 
 __all__ = ["select", "select_in_place", "select_with_output", "clamp", "clamp_in_place", "clamp_with_output"]
@@ -126,14 +126,14 @@ def _as_tensors(graph, operands, roles, what: str):
     dtype = tensors[0].dtype
     for t in tensors[1:]:
         if t.dtype != dtype:
-            raise PoplibsError(f"{what}: {', '.join(roles)} must have one element type, found {_describe(tensors[0])} "
-                               f"and {_describe(t)}; cast one with popops.cast")
-    return [t if isinstance(t, popsim.Tensor) else _scalar(graph, t, dtype, what, tensors[0]) for t in operands], dtype
+            raise PoplibsError(f"{what}: {', '.join(roles)} must have one element type, found {describe(tensors[0])} "
+                               f"and {describe(t)}; cast one with popops.cast")
+    return [t if isinstance(t, popsim.Tensor) else scalar_constant(graph, t, dtype, what, tensors[0]) for t in operands], dtype
 
 
 def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_place=False, out=None):
     check_graph(graph, what)
-    _check_prog(prog, what)
+    check_prog(prog, what)
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if in_place and not isinstance(first, popsim.Tensor):
@@ -143,7 +143,7 @@ def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_pl
         (a, b), dtype = _as_tensors(graph, [first, second], ["a", "b"], what)
         check_tensor(graph, third, what, "pred")
         if third.dtype != BOOL:
-            raise PoplibsError(f"{what}: the predicate {_describe(third)} must be BOOL; compare with popops.neq(..., 0) "
+            raise PoplibsError(f"{what}: the predicate {describe(third)} must be BOOL; compare with popops.neq(..., 0) "
                                "or cast it")
         operands, types = [a, b, third], SELECT_TYPES
     else:
@@ -151,19 +151,19 @@ def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_pl
         operands, types = [x, lo, hi], CLAMP_TYPES
     if dtype not in types:
         raise PoplibsError(f"{what}: {'SELECT' if is_select else 'CLAMP'} does not support {dtype.name} "
-                           f"({_describe(operands[0])}); it takes {', '.join(t.name for t in types)}")
+                           f"({describe(operands[0])}); it takes {', '.join(t.name for t in types)}")
     shape = common_shape(operands, what)
     if in_place:
         out = operands[0]
-        _check_writable(out, what, "in-place operand")
+        check_writable(out, what, "in-place operand")
         if tuple(out.shape) != shape:
-            raise PoplibsError(f"{what}: the in-place operand {_describe(out)} must have the operands' broadcast "
+            raise PoplibsError(f"{what}: the in-place operand {describe(out)} must have the operands' broadcast "
                                f"shape {shape}")
     elif out is not None:
         check_tensor(graph, out, what, "output")
-        _check_writable(out, what, "output")
+        check_writable(out, what, "output")
         if tuple(out.shape) != shape or out.dtype != dtype:
-            raise PoplibsError(f"{what}: the output {_describe(out)} must be {dtype.name} of shape {shape}")
+            raise PoplibsError(f"{what}: the output {describe(out)} must be {dtype.name} of shape {shape}")
     else:
         out = per_tile.create_output(graph, operands, dtype, name)
     views = [poputil.broadcast_to_match(t, shape) for t in operands]

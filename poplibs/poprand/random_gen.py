@@ -15,6 +15,7 @@ import numpy as np
 import popsim
 from popsim.program import Execute
 from popsim.poputil import PoplibsError, split_regions_between_workers
+from popsim.poputil.checks import check_prog
 
 from . import cycles
 from .seed import add_codelets, check_modifier, check_owned, check_seed, op_state
@@ -52,12 +53,6 @@ def _probability(value, what: str, op: str) -> float:
     if not 0.0 <= p <= 1.0:
         raise PoplibsError(f"{op}: {what} must be a probability in [0, 1], found {value!r}")
     return p
-
-
-def _check_prog(prog, op: str) -> None:
-    if not isinstance(prog, popsim.program.Sequence):
-        raise PoplibsError(f"{op}: prog must be a popsim.program.Sequence the op appends to, found "
-                           f"{type(prog).__name__}")
 
 
 def _check_mapped(graph, tensor, what: str, op: str) -> None:
@@ -103,7 +98,7 @@ def _generate(graph, seed, seed_modifier, reference, out_type, allowed, kind, pa
     if seed is not None:
         check_seed(graph, seed, op)
     modifier = check_modifier(seed_modifier, op)
-    _check_prog(prog, op)
+    check_prog(prog, op)
     dtype = _out_type(out_type, allowed, op)
     if kind == "uniform" and dtype is popsim.INT:
         kind = "uniform_int"
@@ -205,7 +200,7 @@ def dropout(graph, seed, seed_modifier, input, reference, keep_probability, scal
     modifier = check_modifier(seed_modifier, op)
     keep = _probability(keep_probability, "keep_probability", op)
     factor = _real(scale, "scale", op)
-    _check_prog(prog, op)
+    check_prog(prog, op)
     if input.dtype not in _FLOATS:
         raise PoplibsError(f"{op}: input '{input.name}' is {input.dtype.name}; dropout takes FLOAT or HALF")
     _check_mapped(graph, reference if output_clones_ref else input, "reference" if output_clones_ref else "input",

@@ -4,6 +4,7 @@ was expected, what was found and how to fix it."""
 import numbers
 
 import popsim
+import popsim.program
 
 from .errors import PoplibsError
 
@@ -32,3 +33,10 @@ def check_count(value, what: str, name: str, low: int = 0) -> int:
         hint = " (a grain or partition count of 0 would divide by zero)" if low == 1 else ""
         raise PoplibsError(f"{what}: {name} must be >= {low}, found {int(value)}{hint}")
     return int(value)
+
+
+def check_prog(prog, what: str) -> None:
+    """An op appends its programs to ``prog``: it must be a popsim.Sequence."""
+    if not isinstance(prog, popsim.program.Sequence):
+        raise PoplibsError(f"{what}: prog must be a popsim.Sequence to append the op to, found "
+                           f"{type(prog).__name__}; create one with popsim.Sequence()")

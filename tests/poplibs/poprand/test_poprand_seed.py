@@ -108,7 +108,7 @@ def test_tensors_of_another_graph_are_refused():
     (lambda g, r, p: poprand.log_uniform(g, None, 0, r, popsim.FLOAT, 1.0, 2.0, p, base=1.0), "base must be"),
     (lambda g, r, p: poprand.normal(g, None, 0, r, popsim.INT, 0.0, 1.0, p), "output type INT is not supported"),
     (lambda g, r, p: poprand.uniform(g, None, -1, r, popsim.FLOAT, 0.0, 1.0, p), "seed_modifier must be an unsigned"),
-    (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.FLOAT, 0.0, 1.0, [p]), "prog must be a popsim.program"),
+    (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.FLOAT, 0.0, 1.0, [p]), "prog must be a popsim.Sequence"),
 ])
 def test_bad_arguments(call, message):
     _, g, ref = _graph()

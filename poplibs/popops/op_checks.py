@@ -1,0 +1,42 @@
+"""The argument checks popops' ops share (element-wise, map, fill/cast, scaled add, select
+and clamp, misc): how a tensor is named in an error, numbers as values of a tensor's type,
+writable outputs, the program an op appends to."""
+import numpy as np
+
+from ..poputil import PoplibsError
+from ..poputil.checks import check_prog  # noqa: F401 - popops' ops take it from here with the rest
+
+__all__ = ["describe", "scalar_value", "scalar_constant", "check_writable", "check_prog"]
+
+
+def describe(t) -> str:
+    """How an error names a tensor: its name, type and shape."""
+    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
+
+
+def scalar_value(value, dtype, what: str, other):
+    """A Python number as a value of ``dtype`` (refused where it would change)."""
+    if isinstance(value, (bool, np.bool_)) and dtype.name != "BOOL":
+        raise PoplibsError(f"{what}: a bool operand goes with BOOL tensors, not {describe(other)}; "
+                           "pass a number of the tensor's type")
+    converted = np.asarray(value).astype(dtype.numpy)
+    if dtype.name not in ("FLOAT", "HALF") and converted.item() != value:
+        raise PoplibsError(f"{what}: the scalar {value!r} does not fit {describe(other)} exactly "
+                           f"({dtype.name} would hold {converted.item()!r}); pass a value of the tensor's type")
+    return converted.item()
+
+
+def scalar_constant(graph, value, dtype, what: str, other):
+    """A Python number as a constant of ``dtype`` (refused where it would change)."""
+    constant = graph.add_constant(dtype, (), scalar_value(value, dtype, what, other), f"{what}/scalar")
+    graph.set_tile_mapping(constant, 0)  # as PopLibs maps its scalar constants; tiles fetch it
+    return constant
+
+
+def check_writable(t, what: str, role: str) -> None:
+    if t.contains_constant():
+        raise PoplibsError(f"{what}: the {role} {describe(t)} contains constants, which cannot be written; "
+                           "write into a variable (popops.<op> returns a new one)")
+    if t.contains_aliases():
+        raise PoplibsError(f"{what}: the {role} {describe(t)} has elements that alias each other (a broadcast "
+                           "or repeated view), so parallel writes would race; write into a tensor without aliases")
