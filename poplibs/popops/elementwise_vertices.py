@@ -19,15 +19,13 @@ reference/poplibs.md 3.1 and 3.2; a MultiVertex's estimate is PopLibs' tile-cycl
 which popsim charges as ceil(figure / workers) cycles on each of the tile's workers.
 """
 import itertools
-import linecache
-import math
 import textwrap
 
-import numpy as np
 
 import popsim
-from popsim import FLOAT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
+from popsim import FLOAT
 
+from ..poputil.generated_vertex import vertex_from_source
 from .elementwise_ops import BY_TYPE, ElementwiseOp
 from .op_types import BinaryOpType, UnaryOpType
 
@@ -35,7 +33,7 @@ WORKERS = 6  # PopLibs' numWorkerContexts in its estimators
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 _EXT_CODELET_OPS = (BinaryOpType.ADD, BinaryOpType.SUBTRACT, BinaryOpType.MULTIPLY)
 
-def _chunk(field: str) -> str:
+def chunk_loop(field: str) -> str:
     """A MultiVertex worker's loop over its own contiguous chunk of ``field``: the simulated
     cycles come from the estimator, so the split only decides host speed, and contiguous
     chunks let the compiled loop run unchecked and vectorised (interleaved elements, as
@@ -47,10 +45,10 @@ def _chunk(field: str) -> str:
 _HEADS = {
     # (binary?, 2D?, in place?) -> (base class, fields, loop header, element access)
     (True, False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nin2: Input[Vector[IN]]\nout: Output[Vector[OUT]]",
-                           _chunk("self.out"),
+                           chunk_loop("self.out"),
                            ("self.in1[i]", "self.in2[i]", "self.out[i]")),
     (True, False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nin2: Input[Vector[IN]]",
-                          _chunk("self.in1Out"),
+                          chunk_loop("self.in1Out"),
                           ("self.in1Out[i]", "self.in2[i]", "self.in1Out[i]")),
     (True, True, False): ("Vertex", "in1: Input[VectorList[IN]]\nin2: Input[VectorList[IN]]\n"
                           "out: Output[VectorList[OUT]]",
@@ -60,10 +58,10 @@ _HEADS = {
                          "for r in range(len(self.in1Out)):\n    for i in range(len(self.in1Out[r])):",
                          ("self.in1Out[r][i]", "self.in2[r][i]", "self.in1Out[r][i]")),
     (False, False, False): ("MultiVertex", "in_: Input[Vector[IN]]\nout: Output[Vector[OUT]]",
-                            _chunk("self.out"),
+                            chunk_loop("self.out"),
                             ("self.in_[i]", None, "self.out[i]")),
     (False, False, True): ("MultiVertex", "inOut: InOut[Vector[IN]]",
-                           _chunk("self.inOut"),
+                           chunk_loop("self.inOut"),
                            ("self.inOut[i]", None, "self.inOut[i]")),
     (False, True, False): ("Vertex", "in_: Input[VectorList[IN]]\nout: Output[VectorList[OUT]]",
                            "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
@@ -75,9 +73,9 @@ _HEADS = {
 # BroadcastScalar: a binary op whose second operand is one number, held by the vertex as a
 # plain member B (no exchange, no broadcast view): (2D?, in place?) -> as in _HEADS.
 _SCALAR_HEADS = {
-    (False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nB: SCALAR\nout: Output[Vector[OUT]]", _chunk("self.out"),
+    (False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nB: SCALAR\nout: Output[Vector[OUT]]", chunk_loop("self.out"),
                      ("self.in1[i]", "self.B", "self.out[i]")),
-    (False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nB: SCALAR", _chunk("self.in1Out"),
+    (False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nB: SCALAR", chunk_loop("self.in1Out"),
                     ("self.in1Out[i]", "self.B", "self.in1Out[i]")),
     (True, False): ("Vertex", "in1: Input[VectorList[IN]]\nB: SCALAR\nout: Output[VectorList[OUT]]",
                     "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
@@ -105,16 +103,9 @@ def vertex_source(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool, scala
 
 
 def _make_class(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> type:
-    source = vertex_source(spec, dtype, two_d, in_place, scalar)
-    # A unique file name per class: the translator reads the source through linecache.
-    filename = f"<popops {spec.op.name} {dtype.name} {'2D' if two_d else '1D'}{' in place' if in_place else ''} " \
-               f"#{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"__name__": __name__, "math": math, "np": np, "IN": dtype, "OUT": spec.result_type(dtype),
-                 "Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector, "VectorList": VectorList,
-                 "Vertex": Vertex, "MultiVertex": MultiVertex, "SCALAR": FLOAT if dtype.name == "HALF" else dtype}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
-    return namespace["V"]
+    label = f"popops {spec.op.name} {dtype.name} {'2D' if two_d else '1D'}{' in place' if in_place else ''}"
+    return vertex_from_source(vertex_source(spec, dtype, two_d, in_place, scalar), label, IN=dtype,
+                              OUT=spec.result_type(dtype), SCALAR=FLOAT if dtype.name == "HALF" else dtype)
 
 
 def _template(kind: str, two_d: bool, in_place: bool, scalar: bool = False):

@@ -26,18 +26,15 @@ MAXIMUM's twice, a Cast 1 cycle per element; placeholders and constants cost not
 """
 import ast
 import hashlib
-import linecache
 import math
 import textwrap
 from typing import Dict, List
 
-import numpy as np
 
-import popsim
-from popsim import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
+from ..poputil.generated_vertex import vertex_from_source
 from .elementwise_ops import OPS
-from .elementwise_vertices import SUPERVISOR_OVERHEAD, WORKERS, binary_inner_cycles, unary_inner_cycles
+from .elementwise_vertices import SUPERVISOR_OVERHEAD, WORKERS, binary_inner_cycles, chunk_loop, unary_inner_cycles
 from .expr_typing import Typed
 from .op_types import BinaryOpType
 
@@ -137,7 +134,7 @@ def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -
         loop = f"for r in range(len(self.{out})):\n    for i in range(len(self.{out}[r])):"
         args, depth = "self", 2
     else:
-        loop = f"for i in range(worker_id, len(self.{out}), self.num_workers()):"
+        loop = chunk_loop(f"self.{out}")  # each worker its own contiguous chunk, as element-wise ops
         args, depth = "self, worker_id", 1
     code = loop + "\n" + textwrap.indent("\n".join(body), "    " * depth)
     return (f"class V({'Vertex' if two_d else 'MultiVertex'}):\n{textwrap.indent(chr(10).join(fields), '    ')}\n\n"
@@ -149,14 +146,7 @@ def vertex_class(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) ->
     name = vertex_name(typed, two_d, in_place)
     if name not in _classes:
         source = vertex_source(typed, dtypes, out_type, two_d, in_place)
-        filename = f"<{name}>"  # the translator and tracebacks read the source through linecache
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        namespace = {"__name__": __name__, "math": math, "np": np, "Input": Input, "Output": Output,
-                     "InOut": InOut, "Vector": Vector, "VectorList": VectorList, "Vertex": Vertex,
-                     "MultiVertex": MultiVertex, **{t.name: t for t in (popsim.FLOAT, popsim.HALF, popsim.INT,
-                                                                      popsim.UNSIGNED_INT, popsim.BOOL)}}
-        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
-        cls = namespace["V"]
+        cls = vertex_from_source(source, name)
         cls.vertex_name = name
         _classes[name] = cls
     return _classes[name]

@@ -17,7 +17,6 @@ worker's cycles (one vertex per worker, as PopLibs connects them).
 """
 import enum
 import itertools
-import linecache
 import math
 import re
 import textwrap
@@ -25,8 +24,9 @@ import textwrap
 import numpy as np
 
 import popsim
-from popsim import BOOL, FLOAT, HALF, INT, InOut, Input, Output, Vector, VectorList, Vertex
+from popsim import BOOL, FLOAT, HALF, INT
 
+from ..poputil.generated_vertex import vertex_from_source
 from ..poputil import PoplibsError
 
 
@@ -170,13 +170,8 @@ def _factory(scaled: bool):
         if not isinstance(op, Operation) or partials_type not in OP_TYPES[op] and op is not Operation.SQUARE_ADD:
             raise PoplibsError(f"reduce vertex: {op!r} does not take {partials_type!r} partials")
         source = vertex_source(op, partials_type, out_type, update, scaled)
-        filename = f"<popops reduce {op.name} {partials_type.name}->{out_type.name} #{next(_counter)}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        namespace = {"__name__": __name__, "math": math, "np": np, "PARTIALS": partials_type, "OUT": out_type,
-                     "Input": Input, "Output": Output, "InOut": InOut, "Vector": Vector, "VectorList": VectorList,
-                     "Vertex": Vertex}
-        exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
-        return namespace["V"]
+        return vertex_from_source(source, f"popops reduce {op.name} {partials_type.name}->{out_type.name}",
+                                  PARTIALS=partials_type, OUT=out_type)
     factory.__name__ = "ScaledReduce" if scaled else "Reduce"
     return popsim.vertex_template("popops::ScaledReduce" if scaled else "popops::Reduce")(factory)
 
