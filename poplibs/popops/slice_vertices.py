@@ -21,7 +21,9 @@ ops do).
 """
 import popsim
 from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
-                    UNSIGNED_LONGLONG, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex)
+                    UNSIGNED_LONGLONG, InOut, Input, MultiVertex, Output, Vector)
+
+from ..poputil.generated_vertex import vertex_from_source
 
 #: the element types PopLibs instantiates its DynamicSlice vertices for
 SLICE_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_LONGLONG, LONGLONG)
@@ -34,126 +36,83 @@ WORKERS = 6
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 
 
-@popsim.vertex_template("popops::DynamicSlice1D", dtype=SLICE_TYPES)
-def DynamicSlice1D(dtype):
-    class DynamicSlice1D(MultiVertex):
-        offset: Input[UNSIGNED_INT]
-        baseT: Input[Vector[dtype]]
-        subT: Output[Vector[dtype]]
-        numBaseElements: UNSIGNED_INT
-        numSubElements: UNSIGNED_INT
-        regionSize: UNSIGNED_INT
+# A slice and its update are one loop with the copy's direction swapped: both come from
+# one source (vertex code cannot call a helper), with PopLibs' field kinds for each.
+_DYNAMIC_1D = """class V(MultiVertex):
+    offset: Input[UNSIGNED_INT]
+    baseT: {base}[Vector[T]]
+    subT: {sub}[Vector[T]]
+    numBaseElements: UNSIGNED_INT
+    numSubElements: UNSIGNED_INT
+    regionSize: UNSIGNED_INT
 
-        def compute(self, worker_id):
-            n = self.numBaseElements & 0x7fffffff
-            size = self.regionSize
-            per_worker = (size + self.num_workers() - 1) // self.num_workers()
-            begin = worker_id * per_worker
-            end = min(begin + per_worker, size)
+    def compute(self, worker_id):
+        n = self.numBaseElements & 0x7fffffff
+        size = self.regionSize
+        per_worker = (size + self.num_workers() - 1) // self.num_workers()
+        begin = worker_id * per_worker
+        end = min(begin + per_worker, size)
+        base = self.offset
+        if base >= n:
+            if (self.numBaseElements & 0x80000000) == 0:
+                return True
+            base = 0
+        for s in range(self.numSubElements):
+            for e in range(begin, end):
+                {dst}[{dst_index}] = {src}[{src_index}]
+            base += 1
+            if base >= n:
+                base = 0
+        return True
+"""
+_DYNAMIC_2D = """class V(Vertex):
+    offset: Input[UNSIGNED_INT]
+    baseT: {base}[VectorList[T]]
+    numSubElements: UNSIGNED_INT
+    subT: {sub}[VectorList[T]]
+    numRegions: UNSIGNED_INT
+    numBaseElements: UNSIGNED_INT
+
+    def compute(self):
+        n = self.numBaseElements & 0x7fffffff
+        for r in range(self.numRegions):
             base = self.offset
             if base >= n:
                 if (self.numBaseElements & 0x80000000) == 0:
                     return True
                 base = 0
             for s in range(self.numSubElements):
-                for e in range(begin, end):
-                    self.subT[s * size + e] = self.baseT[base * size + e]
+                src = {src}[{src_index}]
+                dst = {dst}[{dst_index}]
+                for e in range(len(dst)):
+                    dst[e] = src[e]
                 base += 1
                 if base >= n:
                     base = 0
-            return True
-    return DynamicSlice1D
+        return True
+"""
 
 
-@popsim.vertex_template("popops::DynamicUpdateSlice1D", dtype=SLICE_TYPES)
-def DynamicUpdateSlice1D(dtype):
-    class DynamicUpdateSlice1D(MultiVertex):
-        offset: Input[UNSIGNED_INT]
-        baseT: InOut[Vector[dtype]]
-        subT: Input[Vector[dtype]]
-        numBaseElements: UNSIGNED_INT
-        numSubElements: UNSIGNED_INT
-        regionSize: UNSIGNED_INT
+def _dynamic_slice_template(name: str, source: str, update: bool, base_at: str, sub_at: str):
+    base, sub = ("self.baseT", base_at), ("self.subT", sub_at)
+    (src, src_index), (dst, dst_index) = (sub, base) if update else (base, sub)
+    text = source.format(base="InOut" if update else "Input", sub="Input" if update else "Output",
+                         src=src, src_index=src_index, dst=dst, dst_index=dst_index)
 
-        def compute(self, worker_id):
-            n = self.numBaseElements & 0x7fffffff
-            size = self.regionSize
-            per_worker = (size + self.num_workers() - 1) // self.num_workers()
-            begin = worker_id * per_worker
-            end = min(begin + per_worker, size)
-            base = self.offset
-            if base >= n:
-                if (self.numBaseElements & 0x80000000) == 0:
-                    return True
-                base = 0
-            for s in range(self.numSubElements):
-                for e in range(begin, end):
-                    self.baseT[base * size + e] = self.subT[s * size + e]
-                base += 1
-                if base >= n:
-                    base = 0
-            return True
-    return DynamicUpdateSlice1D
+    def factory(dtype):
+        return vertex_from_source(text, f"{name}<{dtype.name}>", T=dtype)
+    factory.__name__ = name.split("::")[1]
+    return popsim.vertex_template(name, dtype=SLICE_TYPES)(factory)
 
 
-@popsim.vertex_template("popops::DynamicSlice2D", dtype=SLICE_TYPES)
-def DynamicSlice2D(dtype):
-    class DynamicSlice2D(Vertex):
-        offset: Input[UNSIGNED_INT]
-        baseT: Input[VectorList[dtype]]
-        numSubElements: UNSIGNED_INT
-        subT: Output[VectorList[dtype]]
-        numRegions: UNSIGNED_INT
-        numBaseElements: UNSIGNED_INT
-
-        def compute(self):
-            n = self.numBaseElements & 0x7fffffff
-            for r in range(self.numRegions):
-                base = self.offset
-                if base >= n:
-                    if (self.numBaseElements & 0x80000000) == 0:
-                        return True
-                    base = 0
-                for s in range(self.numSubElements):
-                    src = self.baseT[r * n + base]
-                    dst = self.subT[r * self.numSubElements + s]
-                    for e in range(len(dst)):
-                        dst[e] = src[e]
-                    base += 1
-                    if base >= n:
-                        base = 0
-            return True
-    return DynamicSlice2D
-
-
-@popsim.vertex_template("popops::DynamicUpdateSlice2D", dtype=SLICE_TYPES)
-def DynamicUpdateSlice2D(dtype):
-    class DynamicUpdateSlice2D(Vertex):
-        offset: Input[UNSIGNED_INT]
-        baseT: InOut[VectorList[dtype]]
-        numSubElements: UNSIGNED_INT
-        subT: Input[VectorList[dtype]]
-        numRegions: UNSIGNED_INT
-        numBaseElements: UNSIGNED_INT
-
-        def compute(self):
-            n = self.numBaseElements & 0x7fffffff
-            for r in range(self.numRegions):
-                base = self.offset
-                if base >= n:
-                    if (self.numBaseElements & 0x80000000) == 0:
-                        return True
-                    base = 0
-                for s in range(self.numSubElements):
-                    src = self.subT[r * self.numSubElements + s]
-                    dst = self.baseT[r * n + base]
-                    for e in range(len(src)):
-                        dst[e] = src[e]
-                    base += 1
-                    if base >= n:
-                        base = 0
-            return True
-    return DynamicUpdateSlice2D
+DynamicSlice1D = _dynamic_slice_template("popops::DynamicSlice1D", _DYNAMIC_1D, False, "base * size + e",
+                                         "s * size + e")
+DynamicUpdateSlice1D = _dynamic_slice_template("popops::DynamicUpdateSlice1D", _DYNAMIC_1D, True,
+                                               "base * size + e", "s * size + e")
+DynamicSlice2D = _dynamic_slice_template("popops::DynamicSlice2D", _DYNAMIC_2D, False, "r * n + base",
+                                         "r * self.numSubElements + s")
+DynamicUpdateSlice2D = _dynamic_slice_template("popops::DynamicUpdateSlice2D", _DYNAMIC_2D, True, "r * n + base",
+                                               "r * self.numSubElements + s")
 
 
 @popsim.vertex_template("popops::MultiSlice", dtype=MULTI_TYPES)
