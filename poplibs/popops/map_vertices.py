@@ -34,7 +34,7 @@ from typing import Dict, List
 
 from ..poputil.generated_vertex import vertex_from_source
 from .elementwise_ops import OPS
-from .elementwise_vertices import SUPERVISOR_OVERHEAD, WORKERS, binary_inner_cycles, chunk_loop, unary_inner_cycles
+from .elementwise_vertices import SUPERVISOR_OVERHEAD, WORKERS, binary_inner_cycles, unary_inner_cycles
 from .expr_typing import Typed
 from .op_types import BinaryOpType
 
@@ -134,7 +134,7 @@ def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -
         loop = f"for r in range(len(self.{out})):\n    for i in range(len(self.{out}[r])):"
         args, depth = "self", 2
     else:
-        loop = chunk_loop(f"self.{out}")  # each worker its own contiguous chunk, as element-wise ops
+        loop = f"for i in range(worker_id, len(self.{out}), self.num_workers()):"
         args, depth = "self, worker_id", 1
     code = loop + "\n" + textwrap.indent("\n".join(body), "    " * depth)
     return (f"class V({'Vertex' if two_d else 'MultiVertex'}):\n{textwrap.indent(chr(10).join(fields), '    ')}\n\n"
