@@ -20,6 +20,7 @@ import itertools
 import math
 import re
 import textwrap
+from pathlib import Path
 
 import numpy as np
 
@@ -242,10 +243,28 @@ def vertex_name(op: Operation, partials_type, out_type, update: bool, scaled: bo
     return TEMPLATES[scaled].vertex_name(op, partials_type, out_type, update, ReductionSpecialisation.DEFAULT)
 
 
+#: the C++ codelet file of the vectorised instantiations (PopLibs' assembler ones), compiled
+#: with the host compiler's optimiser on: the simulation's hot loops
+CPP_CODELETS = Path(__file__).with_name("reduce_vertices.cpp")
+CPP_FLAGS = "-O3"
+_CPP_TYPES = (FLOAT, HALF)
+
+
+def is_cpp(op: Operation, partials_type, out_type, scaled: bool) -> bool:
+    """Whether an instantiation comes from CPP_CODELETS (else it is a generated Python vertex)."""
+    return op in _VECTORISED and not scaled and partials_type in _CPP_TYPES and out_type in _CPP_TYPES
+
+
 def ensure_vertex(graph, op: Operation, partials_type, out_type, update: bool, scaled: bool) -> str:
     """Register the vertex (and its estimator) with ``graph`` once; return its name."""
     name = vertex_name(op, partials_type, out_type, update, scaled)
-    if not graph.has_codelet(name):
+    if graph.has_codelet(name):
+        return name
+    if is_cpp(op, partials_type, out_type, scaled):
+        graph.add_codelets(str(CPP_CODELETS), CPP_FLAGS)  # registers every instantiation in the file
+        for key in itertools.product(_VECTORISED, _CPP_TYPES, _CPP_TYPES, (False, True)):
+            graph.register_perf_estimator(vertex_name(*key, False), estimator(*key))
+    else:
         graph.add_codelets(TEMPLATES[scaled][op, partials_type, out_type, update, ReductionSpecialisation.DEFAULT])
         graph.register_perf_estimator(name, estimator(op, partials_type, out_type, update))
     return name
