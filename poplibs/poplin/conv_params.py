@@ -23,25 +23,17 @@ from ..poputil import PoplibsError
 Shape = Tuple[int, ...]
 
 
-def _per_dim(name: str, values: Optional[Sequence[int]], rank: int, default: int, minimum: int) -> Shape:
+def _per_dim(name: str, values: Optional[Sequence], rank: int, default, minimum=None, kind=int) -> tuple:
+    """One value per field dimension (``default`` each when None), of ``kind``, each at
+    least ``minimum`` when given."""
     if values is None:
         return (default,) * rank
-    values = tuple(int(v) for v in values)
+    values = tuple(kind(v) for v in values)
     if len(values) != rank:
         raise PoplibsError(f"ConvParams: {name} has {len(values)} entries, expected one per field dimension "
                            f"({rank})")
-    if any(v < minimum for v in values):
+    if minimum is not None and any(v < minimum for v in values):
         raise PoplibsError(f"ConvParams: {name} must be >= {minimum} in every dimension, found {values}")
-    return values
-
-
-def _flags(name: str, values: Optional[Sequence[bool]], rank: int) -> Tuple[bool, ...]:
-    if values is None:
-        return (False,) * rank
-    values = tuple(bool(v) for v in values)
-    if len(values) != rank:
-        raise PoplibsError(f"ConvParams: {name} has {len(values)} entries, expected one per field dimension "
-                           f"({rank})")
     return values
 
 
@@ -108,8 +100,8 @@ class ConvParams:
                                        ("output_truncation_lower", 0, 0), ("output_truncation_upper", 0, 0),
                                        ("output_padding_lower", 0, 0), ("output_padding_upper", 0, 0)):
             set_(self, name, _per_dim(name, getattr(self, name), rank, default, minimum))
-        set_(self, "input_flip", _flags("input_flip", self.input_flip, rank))
-        set_(self, "kernel_flip", _flags("kernel_flip", self.kernel_flip, rank))
+        for name in ("input_flip", "kernel_flip"):
+            set_(self, name, _per_dim(name, getattr(self, name), rank, False, kind=bool))
         set_(self, "output_type", self.output_type or self.data_type)
         for d in range(rank):
             if self.transformed_input_size(d) + 1 - self.transformed_kernel_size(d) \
