@@ -261,6 +261,17 @@ def test_multivertex_runs_every_worker(dialect):
     np.testing.assert_array_equal(seen, 600 + np.arange(6))
 
 
+@pytest.mark.parametrize("workers", [1, 4])
+def test_multivertex_num_workers_is_the_targets(dialect, workers):
+    """numWorkers() is the running target's worker count (the CPU target has 1): a
+    MultiVertex splitting its work by it covers all of it."""
+    data = np.arange(20, dtype=np.float32)
+    seen = zeros(6, np.uint32)
+    run_ok(dialect["Multi"], [data, seen], num_workers=workers)
+    np.testing.assert_array_equal(data, np.arange(20, dtype=np.float32) * 2)
+    np.testing.assert_array_equal(seen[:workers], workers * 100 + np.arange(workers))
+
+
 def test_supervisor_vertex_is_single_worker(dialect):
     out = zeros(1)
     run_ok(dialect["Supervisor"], [f32(1.0, 2.0, 3.5), out])

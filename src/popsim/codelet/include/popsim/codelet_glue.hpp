@@ -252,6 +252,7 @@ template <class V, class... PM> int field_at(const V &v, const void *p, PM... me
 // error, located by `locate(v, field object) -> field index`.
 template <class V, class Call, class Locate>
 int compute_entry(void *obj, std::uint32_t worker, popsim_exec *ctx, const char *name, Call call, Locate locate) {
+  detail::num_workers = ctx->num_workers;
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
   try {
     return call(*static_cast<V *>(obj), unsigned(worker));
