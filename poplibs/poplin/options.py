@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Optional
 
 import popsim
-from popsim.errors import did_you_mean
 
 from ..poputil import PoplibsError
-from .plan_constraints import PlanConstraints, parse_plan_constraints
+from .plan_constraints import PlanConstraints, did_you_mean, parse_plan_constraints
 
 #: the conv ``pass`` values (PopLibs' Pass)
 PASSES = ("NONE", "NONE_MATMUL", "INFERENCE_FWD", "TRAINING_FWD", "TRAINING_BWD", "TRAINING_WU",

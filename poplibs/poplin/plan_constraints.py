@@ -14,6 +14,7 @@ a JSON object that forces parts of the plan. Its shape, as PopLibs validates it:
 Level "0" is the system level, the only partitioned one. A bare number for a channel split
 constrains its parallel part. The result is frozen data (it keys the PlanningCache).
 """
+import difflib
 import json
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -64,6 +65,13 @@ class PlanConstraints:
         return ", ".join(set_) or "none"
 
 
+def did_you_mean(name: str, choices) -> str:
+    """A hint naming the closest allowed name (difflib), or listing the allowed names."""
+    choices = sorted(choices)
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+    return f"did you mean '{close[0]}'?" if close else f"expected one of {', '.join(choices)}"
+
+
 def _bad(path: str, problem: str) -> PoplibsError:
     return PoplibsError(f"option 'planConstraints': '{path}': {problem}")
 
@@ -90,7 +98,6 @@ def _object(path: str, value) -> dict:
 
 
 def _unknown(path: str, key: str, allowed) -> PoplibsError:
-    from popsim.errors import did_you_mean
     return _bad(f"{path}.{key}" if path else key,
                 f"{key!r} is not a plan constraint here; allowed: {', '.join(sorted(allowed))}; "
                 f"{did_you_mean(key, allowed)}")

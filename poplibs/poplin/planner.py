@@ -27,8 +27,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-import popsim
-
 from ..poputil import PoplibsError
 from . import conv_estimates as ce
 from . import cost_model as cm
