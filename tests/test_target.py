@@ -95,3 +95,16 @@ def test_graph_takes_device_or_target():
     assert popsim.Graph(d.target).target is d.target
     g = popsim.Graph(d, replication_factor=2)
     assert g.replication_factor == 2
+
+
+def test_amp_figures_for_the_poplin_planner():
+    from popsim import FLOAT, HALF, Target
+    ipu2 = Target.create_ipu_target(version="ipu2")
+    # reference/poplibs.md 4: ipu2 AMP 64 fp16 / 16 fp32 MACs per cycle with 64-bit loads
+    assert ipu2.conv_unit_input_load_elems(HALF) == 4 and ipu2.conv_unit_input_load_elems(FLOAT) == 2
+    assert ipu2.num_conv_units(HALF) == 16 and ipu2.num_conv_units(FLOAT) == 8
+    ipu1 = Target.create_ipu_target(version="ipu1")
+    assert ipu1.num_conv_units(HALF) == 8 and ipu1.num_conv_units(FLOAT) == 4
+    assert ipu2.conv_unit_max_pipeline_depth == 4
+    assert ipu2.supports_exchange_bus_sharing and ipu2.tiles_per_shared_exchange_bus == 2
+    assert not Target.create_cpu_target().supports_exchange_bus_sharing

@@ -187,6 +187,32 @@ class Target(SnakeCaseNames):
         """Elements of ``t`` one data-path-wide vector instruction handles (FLOAT 2, HALF 4)."""
         return max(1, self.data_path_width // (8 * as_type(t).size))
 
+    # -- AMP and exchange figures the poplin planner uses (reference/poplibs.md 2.2, 4) ----
+    def conv_unit_input_load_elems(self, t) -> int:
+        """Input elements an AMP unit loads per cycle: one 64-bit load (HALF 4, FLOAT 2)."""
+        return max(1, 8 // as_type(t).size)
+
+    def num_conv_units(self, t) -> int:
+        """AMP units for inputs of type ``t``: the tile's AMP MACs per cycle for that type
+        over the input load width (ipu2: HALF 64 / 4 = 16, FLOAT 16 / 2 = 8)."""
+        t = as_type(t)
+        macs = self.amp_fp16_macs_per_cycle if t.size == 2 else self.amp_fp32_macs_per_cycle
+        return max(1, macs // self.conv_unit_input_load_elems(t))
+
+    @property
+    def conv_unit_max_pipeline_depth(self) -> int:
+        """AMP chain length: the input channels one unit holds weights for are 4 loads' worth."""
+        return 4
+
+    @property
+    def supports_exchange_bus_sharing(self) -> bool:
+        """Pairs of tiles can receive the same broadcast data in one cycle (IPU targets)."""
+        return self.target_type is not TargetType.CPU
+
+    @property
+    def tiles_per_shared_exchange_bus(self) -> int:
+        return 2
+
     @property
     def float_vector_width(self) -> int:
         return self.vector_width(as_type("FLOAT"))

@@ -1,0 +1,113 @@
+"""The candidates the planner searches (reference/poplibs.md 2.2 steps 3-4; PopLibs'
+ConvPlan.cpp createPlan and ConvVertexType.cpp): swapOperands, then the AMP vertex
+configurations the target's conv units allow, in PopLibs' order of preference.
+
+Only AMP vertices exist in popsim's poplin (ConvPartial1x1Out, ConvPartialnx1), so SLIC,
+HMAC, VMAC and OuterProduct are not candidates; a planConstraints method naming one is
+refused by the planner. The AMP chain is used whole: inChansPerGroup = 4 x the unit's
+input load (16 halves, 8 floats).
+"""
+from dataclasses import dataclass
+from typing import List, Tuple
+
+import popsim
+
+from .conv_params import ConvParams
+from .options import ConvOptions
+from .plan import Method
+
+
+@dataclass(frozen=True)
+class VertexCandidate:
+    """One (swapOperands, vertex configuration) the planner partitions for."""
+    swap_operands: bool
+    method: Method
+    in_chans_per_group: int
+    partial_chans_per_group: int
+    partials_type: object
+    inter_tile_partials_type: object
+
+
+def is_mat_mul_shaped(params: ConvParams) -> bool:
+    """A 1x1 convolution over a field of ones with no transforms: a matmul (or batch of
+    them), whose operands can be swapped."""
+    ones = (1,) * params.num_field_dims
+    return (params.input_field_shape == ones and params.kernel_shape == ones
+            and params.output_field_shape() == ones)
+
+
+def swap_operands_params(params: ConvParams) -> ConvParams:
+    """C = (B' A')': a matmul-shaped convolution with batch and output channels swapped."""
+    return params.replace(batch_size=params.output_channels_per_group,
+                          output_channels_per_group=params.batch_size)
+
+
+def _wider(requested, minimum):
+    """PopLibs ignores a partials type smaller than the output type."""
+    return requested if requested.size >= minimum.size else minimum
+
+
+def partials_types(params: ConvParams, options: ConvOptions) -> Tuple[object, object]:
+    """(tile-level, inter-tile) partials types: FLOAT inputs accumulate in FLOAT; a type
+    smaller than the output type is raised to it."""
+    tile = options.partials_type if params.data_type == popsim.HALF else popsim.FLOAT
+    tile = _wider(tile, params.output_type)
+    inter = _wider(options.inter_tile_partials_type, params.output_type)
+    return tile, inter
+
+
+def _padding_fraction(n: int, grain: int) -> float:
+    padded = -(-n // grain) * grain
+    return 0.0 if padded == 0 else (padded - n) / padded
+
+
+def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[VertexCandidate]:
+    """Every candidate, in the order PopLibs prefers them (earlier wins ties): swapOperands
+    first for matmul passes; AMP configurations by effective MACs per cycle (peak x the
+    fraction of channels that are not padding), then less padding."""
+    pc = options.plan_constraints
+    if params.data_type not in (popsim.FLOAT, popsim.HALF):
+        return []
+    if pc.method is not None and pc.method != "AMP":
+        return []
+    if is_mat_mul_shaped(params):
+        swaps = [True, False] if options.is_fully_connected else [False, True]
+        if not options.is_fully_connected and pc.swap_operands is None:
+            swaps = [False]
+    else:
+        swaps = [False]
+    if pc.swap_operands is not None:
+        swaps = [s for s in swaps if s == pc.swap_operands]
+    load = target.conv_unit_input_load_elems(params.data_type)
+    weights_per_unit = target.conv_unit_max_pipeline_depth * load
+    max_units = target.num_conv_units(params.data_type)
+    unit_options = [max_units]
+    if params.data_type == popsim.HALF and max_units == 16:
+        unit_options.append(8)   # ipu2 also tries 8 units for half
+    tile_type, inter_type = partials_types(params, options)
+    configs = []
+    for units in unit_options:
+        for ocpg in dict.fromkeys((units, weights_per_unit, 8)):
+            if ocpg % units:
+                continue
+            icpg = weights_per_unit
+            if pc.conv_units not in (None, units) or pc.conv_input_load_elems not in (None, load):
+                continue
+            if pc.in_chans_per_group not in (None, icpg) or pc.partial_chans_per_group not in (None, ocpg):
+                continue
+            if pc.conv_groups_per_group not in (None, 1):
+                continue
+            configs.append((units, icpg, ocpg))
+    out = []
+    for swap in swaps:
+        p = swap_operands_params(params) if swap else params
+        ranked = []
+        for units, icpg, ocpg in configs:
+            in_pad = _padding_fraction(p.input_channels_per_group, icpg)
+            out_pad = _padding_fraction(p.output_channels_per_group, ocpg)
+            useful = (1 - in_pad) * (1 - out_pad)
+            ranked.append((-units * load * useful, in_pad + out_pad,
+                           VertexCandidate(swap, Method("AMP", units, load), icpg, ocpg, tile_type, inter_type)))
+        ranked.sort(key=lambda r: r[:2])
+        out.extend(r[2] for r in ranked)
+    return out

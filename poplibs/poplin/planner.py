@@ -1,0 +1,500 @@
+"""The convolution/matmul planner (reference/poplibs.md 2.2 and 2.3; PopLibs' ConvPlan.cpp and
+ConvModel.cpp): choose how to cut a convolution over the tiles of a target.
+
+Search, as PopLibs does it:
+
+* candidates: swapOperands (matmul-shaped convolutions only; tried first for matmul
+  passes, so it wins ties), then the AMP vertex configurations the target's conv units
+  allow (conv_candidates.py);
+* for each candidate, the splits of conv groups, batch, output field, kernel (all but the
+  innermost dimension), output channels (parallel x serial) and input channels (parallel
+  x serial), at most one kind of serial split; every split counts grains and only the
+  smallest split giving each per-tile size is tried (a larger one uses more tiles for the
+  same work);
+* cost: the vertex (conv_estimates), exchange of inputs and weights (bus sharing) and of
+  partials, the cross-tile reduction (multi-stage), casts and serial-loop extras
+  (cost_model); temporary bytes per tile as PopLibs' convTempBytes;
+* objective: fewest cycles (then fewest temp bytes) with temp bytes <= availableMemoryProportion
+  x bytes per tile; AMP 0 minimises memory; when nothing fits, a warning and the plan with
+  the least temp memory.
+
+The search is exact over those candidates: a branch is cut only when a lower bound on its
+vertex cycles (every worker does at least ``core`` cycles per output position) exceeds the
+best plan found, so the plan does not depend on the pruning.
+"""
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
+
+from ..poputil import PoplibsError
+from . import conv_estimates as ce
+from . import cost_model as cm
+from .conv_candidates import VertexCandidate, is_mat_mul_shaped, swap_operands_params, vertex_candidates
+from .conv_params import ConvParams
+from .options import ConvOptions, parse_conv_options, parse_mat_mul_options
+from .plan import ConvTransform, Partition, Plan, Split
+
+
+def split_values(grains: int, limit: int) -> List[int]:
+    """The smallest split giving each distinct per-part size ceil(grains / split), for
+    splits 1..min(grains, limit), ascending."""
+    out = []
+    s, top = 1, min(grains, limit)
+    while s <= top:
+        out.append(s)
+        per = -(-grains // s)
+        if per <= 1:
+            break
+        s = -(-grains // (per - 1))
+    return out
+
+
+def _choices(grains: int, limit: int, forced: Optional[int]) -> List[int]:
+    """The splits to try: ``forced`` alone when planConstraints sets it (if it is possible:
+    1 <= forced <= grains and the tiles left), else split_values."""
+    if forced is None:
+        return split_values(grains, limit)
+    return [forced] if 1 <= forced <= min(grains, limit) else []
+
+
+@dataclass
+class _Best:
+    key: tuple = None
+    args: tuple = None
+
+    def offer(self, key: tuple, args: tuple) -> None:
+        if self.key is None or key < self.key:
+            self.key, self.args = key, args
+
+
+class _Search:
+    """One candidate's search: sizes in grains, the cost of a configuration, the loops."""
+
+    def __init__(self, target, params: ConvParams, cand: VertexCandidate, options: ConvOptions, bound: Optional[int],
+                 minimise_memory: bool):
+        self.t, self.p, self.c, self.o = target, params, cand, options
+        self.bound, self.min_mem = bound, minimise_memory
+        self.tiles = target.num_tiles
+        self.workers = target.num_worker_contexts
+        self.in_bytes = params.data_type.size
+        self.fp = cand.partials_type.size == 4
+        self.fi = cand.inter_tile_partials_type.size == 4
+        self.fo = params.output_type.size == 4
+        self.p_bytes = cand.partials_type.size
+        self.float_acts = params.data_type.size == 4
+        self.core = 8 if self.float_acts else 4
+        self.passes = -(-cand.partial_chans_per_group // cand.method.conv_units)
+        self.coeff_bytes = 16 if options.use_128bit_conv_unit_load else 8
+        self.out_field = params.output_field_shape()
+        self.kernel = params.kernel_shape
+        self.ic_grains = -(-params.input_channels_per_group // cand.in_chans_per_group)
+        self.oc_grains = -(-params.output_channels_per_group // cand.partial_chans_per_group)
+        self.one_by_one = (all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
+                           and all(s == 1 for s in params.stride))
+        self.vertex_memo: Dict[tuple, int] = {}
+        self.own = _Best()   # this candidate's best (the report's runner-up)
+        self.vw_in = target.vector_width(params.data_type)
+        self.vw_partial = target.vector_width(cand.partials_type)
+        self.vw_out = target.vector_width(params.output_type)
+
+    # -- cost of one configuration -------------------------------------------------------------
+    def vertex_cycles(self, bt: int, ft: Tuple[int, ...], kt: Tuple[int, ...], cgt: int, ict: int, oct_: int) -> int:
+        c, w = self.c, self.workers
+        positions = bt * math.prod(ft)
+        if self.one_by_one:   # batch and field flattened into one row (PopLibs' tile-level flatten)
+            inner = self.vertex_memo.get(positions)
+            if inner is None:
+                worklists = ce.worker_item_sizes(positions, max(positions, 1), w)
+                inner = tuple(ce.conv_partial_1x1_inner_loop_cycles(worklists, zero, self.float_acts, self.fp,
+                                                                    c.method.conv_units, w) for zero in (True, False))
+                self.vertex_memo[positions] = inner
+            return ce.conv_partial_1x1_outer_loop_cycles(inner[0], inner[1], cgt, ict, oct_, c.partial_chans_per_group,
+                                                         c.method.conv_units, c.method.conv_input_load_elems,
+                                                         self.coeff_bytes, self.float_acts, self.fp, w)
+        key = (bt, ft, kt, cgt, ict, oct_)
+        hit = self.vertex_memo.get(key)
+        if hit is None:
+            worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
+            hit = ce.conv_partial_nx1_cycles([worklists] * math.prod(kt), cgt, ict, oct_, math.prod(kt[:-1]), kt[-1],
+                                             1, c.partial_chans_per_group, c.method.conv_units,
+                                             c.method.conv_input_load_elems, self.coeff_bytes, self.float_acts,
+                                             self.fp, positions, w)
+            self.vertex_memo[key] = hit
+        return hit
+
+    def vertex_lower_bound(self, bt, ft_prod, kt_prod, cgt, ict, oct_) -> int:
+        """Every worker spends at least ``core`` cycles per output position per pass."""
+        return cgt * ict * oct_ * self.passes * kt_prod * self.workers * self.core * -(-bt * ft_prod // self.workers)
+
+    def evaluate(self, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, temp_limit: Optional[int]):
+        """(cycles, temp bytes, breakdown) of one configuration, or None when its temp bytes
+        exceed ``temp_limit`` (checked before the cycles are worked out)."""
+        p, c = self.p, self.c
+        bt = -(-p.batch_size // b_s)
+        ft = tuple(-(-n // s) for n, s in zip(self.out_field, f_s))
+        kt = tuple(-(-n // s) for n, s in zip(self.kernel, k_s))
+        cgt = -(-p.num_conv_groups // cg_s)
+        ict = -(-(-(-self.ic_grains // ic_ser)) // ic_p)
+        oct_ = -(-(-(-self.oc_grains // oc_ser)) // oc_p)
+        field_in = tuple(min(p.input_field_shape[d], (ft[d] - 1) * p.stride[d] + (kt[d] - 1) * p.kernel_dilation[d] + 1)
+                         for d in range(len(ft)))
+        in_chans = ict * c.in_chans_per_group
+        out_chans = oct_ * c.partial_chans_per_group
+        inputs = bt * math.prod(field_in) * cgt * in_chans
+        weights = math.prod(kt) * cgt * in_chans * out_chans
+        partials = bt * math.prod(ft) * cgt * out_chans
+        depth = ic_p * math.prod(k_s)
+        outputs = -(-partials // depth)
+        reduce_temp = cm.conv_reduce_temp_bytes(partials, depth, self.fp, self.fi, self.o.enable_multi_stage_reduce)
+        add_temp = outputs * self.p_bytes if ic_ser > 1 else 0
+        temp = max((inputs + weights) * self.in_bytes + partials * self.p_bytes, reduce_temp) + add_temp
+        if temp_limit is not None and temp > temp_limit:
+            return None
+        serial = oc_ser * ic_ser
+        bpc = self.t.exchange_bytes_per_cycle
+        sharing = 2 if (self.t.supports_exchange_bus_sharing
+                        and oc_p % self.t.tiles_per_shared_exchange_bus == 0) else 1
+        field_batch_split = math.prod(f_s) * b_s
+        exchange = (cm.exchange_cycles((inputs - inputs // oc_p) * self.in_bytes, bpc, sharing)
+                    + cm.exchange_cycles((weights - weights // field_batch_split) * self.in_bytes, bpc))
+        reduce_cycles = 0
+        if depth > 1:
+            exchange += cm.exchange_cycles(partials * self.p_bytes, bpc)
+            reduce_cycles, later_exchange = cm.conv_reduce_cycles(
+                partials, depth, self.fp, self.fi, self.fo, bpc, self.o.enable_multi_stage_reduce, self.workers)
+            exchange += later_exchange
+        vertex = self.vertex_cycles(bt, ft, kt, cgt, ict, oct_)
+        extras = 0
+        if oc_ser > 1:
+            extras += (cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
+                       + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers))
+        if ic_ser > 1:
+            extras += (cm.dynamic_slice_1d_cycles(inputs, self.vw_in, 1, self.workers)
+                       + cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
+                       + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers))
+        final_type_float = self.fi if depth > 1 else self.fp
+        cast = 0
+        if final_type_float != self.fo:
+            cast = cm.cast_cycles(outputs * oc_ser, self.vw_partial, self.vw_out, self.workers)
+        cycles = serial * (exchange + vertex + reduce_cycles + extras) + cast
+        breakdown = (("partial_calc", serial * vertex), ("exchange", serial * exchange),
+                     ("reduce", serial * reduce_cycles), ("serial_loop", serial * extras), ("cast", cast))
+        return cycles, temp, breakdown
+
+    # -- the loops -----------------------------------------------------------------------------
+    def run(self, best: _Best, order: int) -> None:
+        pc = self.o.plan_constraints
+        p, T = self.p, self.tiles
+        rank = len(self.out_field)
+        field_forced = dict(pc.field_split)
+        kernel_forced = dict(pc.kernel_split)
+        for cg_s in reversed(_choices(p.num_conv_groups, T, pc.conv_group_split)):
+            for b_s in reversed(_choices(p.batch_size, T // cg_s, pc.batch_split)):
+                used = cg_s * b_s
+                if used > T:
+                    continue
+                for f_s in self._dims(self.out_field, T // used, field_forced, rank):
+                    used_f = used * math.prod(f_s)
+                    k_limit_dims = rank - 1
+                    for k_s in self._dims(self.kernel, T // used_f, kernel_forced, k_limit_dims):
+                        used_k = used_f * math.prod(k_s)
+                        self._channels(best, order, cg_s, b_s, f_s, k_s, used_k)
+
+    def _dims(self, sizes, limit, forced: Dict[int, int], splittable: int) -> Iterator[Tuple[int, ...]]:
+        """Every combination of per-dimension splits (dimensions >= ``splittable`` stay 1)."""
+        def rec(d, remaining, acc):
+            if d == len(sizes):
+                yield tuple(acc)
+                return
+            if d < splittable:
+                values = list(reversed(_choices(sizes[d], remaining, forced.get(d))))
+            else:
+                values = [1] if forced.get(d, 1) == 1 else []
+            for s in values:
+                yield from rec(d + 1, remaining // s, acc + [s])
+        yield from rec(0, limit, [])
+
+    def _cycles_lower_bound(self, bt, ft, kt, cgt, ict, oct_, field_in_prod, oc_p, field_batch_split) -> int:
+        """The vertex and the exchange of inputs and weights of the unserialised configuration:
+        a serial split repeats the vertex's overheads and exchanges at least as many bytes."""
+        if self.one_by_one:   # exact, and monotone in the channel groups
+            vertex = self.vertex_cycles(bt, tuple(ft), tuple(kt), cgt, ict, oct_)
+        else:
+            vertex = self.vertex_lower_bound(bt, math.prod(ft), math.prod(kt), cgt, ict, oct_)
+        c = self.c
+        in_chans, out_chans = ict * c.in_chans_per_group, oct_ * c.partial_chans_per_group
+        inputs = bt * field_in_prod * cgt * in_chans
+        weights = math.prod(kt) * cgt * in_chans * out_chans
+        bpc = self.t.exchange_bytes_per_cycle
+        sharing = 2 if (self.t.supports_exchange_bus_sharing
+                        and oc_p % self.t.tiles_per_shared_exchange_bus == 0) else 1
+        return (vertex + cm.exchange_cycles((inputs - inputs // oc_p) * self.in_bytes, bpc, sharing)
+                + cm.exchange_cycles((weights - weights // field_batch_split) * self.in_bytes, bpc))
+
+    def _temp_lower_bound(self, bt, field_in_prod, ft_prod, kt_prod, cgt, ict, oct_) -> int:
+        """convTempBytes without the reduction and accumulator terms (which only add)."""
+        c = self.c
+        in_chans, out_chans = ict * c.in_chans_per_group, oct_ * c.partial_chans_per_group
+        return ((bt * field_in_prod * cgt * in_chans + kt_prod * cgt * in_chans * out_chans) * self.in_bytes
+                + bt * ft_prod * cgt * out_chans * self.p_bytes)
+
+    def _channels(self, best, order, cg_s, b_s, f_s, k_s, used):
+        pc, T, p = self.o.plan_constraints, self.tiles, self.p
+        bt = -(-p.batch_size // b_s)
+        ft = [-(-n // s) for n, s in zip(self.out_field, f_s)]
+        kt = [-(-n // s) for n, s in zip(self.kernel, k_s)]
+        ft_prod, kt_prod = math.prod(ft), math.prod(kt)
+        field_in_prod = math.prod(min(p.input_field_shape[d], (ft[d] - 1) * p.stride[d] + (kt[d] - 1)
+                                      * p.kernel_dilation[d] + 1) for d in range(len(ft)))
+        cgt = -(-p.num_conv_groups // cg_s)
+        ic_all, oc_all = self.ic_grains, self.oc_grains
+        for oc_p in reversed(_choices(oc_all, T // used, pc.out_chan_parallel)):
+            used_o = used * oc_p
+            oc_t = -(-oc_all // oc_p)
+            ic_min = -(-ic_all // min(ic_all, T // used_o))
+            if best.key is not None:
+                if self.min_mem:
+                    if min(self._temp_lower_bound(bt, field_in_prod, ft_prod, kt_prod, cgt, ic_min, 1),
+                           self._temp_lower_bound(bt, field_in_prod, ft_prod, kt_prod, cgt, 1, oc_t)) > best.key[0]:
+                        continue
+                elif self.vertex_lower_bound(bt, ft_prod, kt_prod, cgt, ic_min, oc_t) > best.key[0]:
+                    continue
+            for ic_p in reversed(_choices(ic_all, T // used_o, pc.in_chan_parallel)):
+                ic_t = -(-ic_all // ic_p)
+                if best.key is not None:
+                    if self.min_mem:
+                        if min(self._temp_lower_bound(bt, field_in_prod, ft_prod, kt_prod, cgt, ic_t, 1),
+                               self._temp_lower_bound(bt, field_in_prod, ft_prod, kt_prod, cgt, 1, oc_t)) \
+                                > best.key[0]:
+                            continue
+                    elif self._cycles_lower_bound(bt, ft, kt, cgt, ic_t, oc_t, field_in_prod, oc_p, b_s * math.prod(f_s)) \
+                            > best.key[0]:
+                        continue
+                base_fits = None
+                for oc_ser, ic_ser in self._serials(oc_p, ic_p):
+                    serial = oc_ser * ic_ser
+                    if serial > 1 and not self.min_mem:
+                        # serial loops trade cycles for memory: tried when the unserialised
+                        # configuration is over the budget (or is not allowed)
+                        if base_fits:
+                            break
+                        if best.key is not None and serial * self.vertex_lower_bound(
+                                bt, ft_prod, kt_prod, cgt, -(-(-(-ic_all // ic_ser)) // ic_p),
+                                -(-(-(-oc_all // oc_ser)) // oc_p)) > best.key[0]:
+                            continue
+                    limit = best.key[0] if (self.min_mem and best.key is not None) else self.bound
+                    result = self.evaluate(cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, limit)
+                    if serial == 1:
+                        base_fits = result is not None or (self.min_mem and best.key is not None)
+                    if result is None:
+                        continue
+                    cycles, temp, breakdown = result
+                    key = (temp, cycles, order) if self.min_mem else (cycles, temp, order)
+                    args = (self, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, cycles, temp, breakdown,
+                            used * oc_p * ic_p)
+                    best.offer(key, args)
+                    self.own.offer(key, args)
+
+    def _serials(self, oc_p, ic_p) -> Iterator[Tuple[int, int]]:
+        pc = self.o.plan_constraints
+        oc_forced, ic_forced = pc.out_chan_serial, pc.in_chan_serial
+        if oc_forced is not None and ic_forced is not None and min(oc_forced, ic_forced) > 1:
+            return  # PopLibs allows one kind of serial split at a time
+        oc_max, ic_max = self.oc_grains // oc_p, self.ic_grains // ic_p
+        oc_values = [s for s in split_values(-(-self.oc_grains // oc_p), max(oc_max, 1)) if s > 1]
+        ic_values = [s for s in split_values(-(-self.ic_grains // ic_p), max(ic_max, 1)) if s > 1]
+        if oc_forced is None and ic_forced is None:
+            yield 1, 1
+            for s in oc_values:
+                yield s, 1
+            for s in ic_values:
+                yield 1, s
+            return
+        if oc_forced is not None and oc_forced > 1:
+            if oc_forced * oc_p <= self.oc_grains and ic_forced in (None, 1):
+                yield oc_forced, 1
+            return
+        if ic_forced is not None and ic_forced > 1:
+            if ic_forced * ic_p <= self.ic_grains and oc_forced in (None, 1):
+                yield 1, ic_forced
+            return
+        # a forced 1 on one kind leaves the other free
+        yield 1, 1
+        if oc_forced is None:
+            for s in oc_values:
+                yield s, 1
+        if ic_forced is None:
+            for s in ic_values:
+                yield 1, s
+
+
+# -- the driver -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PlanDetails:
+    """Why a plan won: the memory budget, whether it was met, and the best plan of the
+    other candidates (the runner-up), as (description, cycles, temp bytes) or None."""
+    budget_bytes: int
+    budget_met: bool
+    objective: str
+    runner_up: Optional[Tuple[str, int, int]]
+
+
+def describe_candidate(c: VertexCandidate) -> str:
+    return (f"{'swapped operands, ' if c.swap_operands else ''}AMP {c.method.conv_units} units x "
+            f"{c.method.conv_input_load_elems} inputs, {c.in_chans_per_group} in-chans x "
+            f"{c.partial_chans_per_group} out-chans per group")
+
+
+def _search(target, params, candidates, options, bound, minimise_memory) -> Tuple[_Best, List[_Search]]:
+    best = _Best()
+    searches = []
+    for order, cand in enumerate(candidates):
+        p = swap_operands_params(params) if cand.swap_operands else params
+        search = _Search(target, p, cand, options, bound, minimise_memory)
+        search.run(best, order)
+        searches.append(search)
+    return best, searches
+
+
+def _to_plan(best: _Best) -> Plan:
+    (search, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, cycles, temp, breakdown, tiles) = best.args
+    c, rank = search.c, len(f_s)
+    partition = Partition(field_split=f_s, batch_split=b_s, out_chan_split=Split(oc_ser, oc_p), kernel_split=k_s,
+                          in_chan_split=Split(ic_ser, ic_p), conv_group_split=cg_s,
+                          field_axis_grain_size=(1,) * rank, conv_group_grain_size=1,
+                          in_chan_grain_size=c.in_chans_per_group, out_chan_grain_size=c.partial_chans_per_group)
+    tile_level = ConvTransform(flatten_dims=tuple(range(rank + 1))) if search.one_by_one else ConvTransform()
+    return Plan(partition=partition, method=c.method,
+                transforms=(ConvTransform(swap_operands=c.swap_operands), tile_level),
+                conv_groups_per_group=1, in_chans_per_group=c.in_chans_per_group,
+                partial_chans_per_group=c.partial_chans_per_group, partials_type=c.partials_type,
+                inter_tile_partials_type=c.inter_tile_partials_type, start_tile=0, cycles=cycles,
+                temp_bytes_per_tile=temp, tiles_used=tiles, cost_breakdown=breakdown)
+
+
+def _runner_up(best: _Best, searches: List[_Search]) -> Optional[Tuple[str, int, int]]:
+    winner = best.args[0]
+    others = [s.own for s in searches if s is not winner and s.own.key is not None]
+    if not others:
+        return None
+    second = min(others, key=lambda b: b.key)
+    _, cycles, temp = second.args[0], second.args[9], second.args[10]
+    return describe_candidate(second.args[0].c), cycles, temp
+
+
+def _unsatisfiable(target, params: ConvParams, options: ConvOptions) -> PoplibsError:
+    """Name the planConstraints no plan can satisfy (or say the convolution cannot be planned)."""
+    pc = options.plan_constraints
+    problems = []
+    if pc.method is not None and pc.method != "AMP":
+        problems.append(f"method {pc.method}: popsim's poplin has AMP vertices only")
+    if pc.batch_split is not None and pc.batch_split > params.batch_size:
+        problems.append(f"batchSplit {pc.batch_split} > the batch size {params.batch_size}")
+    if pc.conv_group_split is not None and pc.conv_group_split > params.num_conv_groups:
+        problems.append(f"convGroupSplit {pc.conv_group_split} > the {params.num_conv_groups} conv groups")
+    for dim, split in pc.field_split:
+        if dim >= params.num_field_dims or split > params.output_field_shape()[dim]:
+            problems.append(f"fieldSplit {{{dim}: {split}}} does not fit the output field "
+                            f"{params.output_field_shape()}")
+    for dim, split in pc.kernel_split:
+        if dim >= params.num_field_dims - 1 and split > 1:
+            problems.append(f"kernelSplit {{{dim}: {split}}}: only kernel dimensions before the innermost split")
+    if (pc.in_chan_serial or 1) > 1 and (pc.out_chan_serial or 1) > 1:
+        problems.append("inChanSplit.serial and outChanSplit.serial both > 1: one kind of serial split at a time")
+    if pc.swap_operands and not is_mat_mul_shaped(params):
+        problems.append("swapOperands true: only a matmul-shaped convolution swaps its operands")
+    forced_tiles = math.prod([pc.batch_split or 1, pc.conv_group_split or 1, pc.in_chan_parallel or 1,
+                              pc.out_chan_parallel or 1] + [s for _, s in pc.field_split + pc.kernel_split])
+    if forced_tiles > target.num_tiles:
+        problems.append(f"the forced parallel splits use {forced_tiles} tiles, the target has {target.num_tiles}")
+    found = "; ".join(problems) if problems else "the splits together (channel splits count grains of " \
+        "the AMP vertex's channel groups) exceed the sizes or the tiles"
+    return PoplibsError(f"planConstraints: no plan satisfies {{{pc.describe()}}} for a convolution of input "
+                        f"{params.input_shape()} and weights {params.weights_shape()} on {target.num_tiles} tiles: "
+                        f"{found}")
+
+
+def _parse(options, params: ConvParams) -> ConvOptions:
+    if isinstance(options, ConvOptions):
+        return options
+    return parse_mat_mul_options(options) if is_mat_mul_shaped(params) else parse_conv_options(options)
+
+
+def _plan(target, params: ConvParams, options: ConvOptions) -> Tuple[Plan, PlanDetails]:
+    candidates = vertex_candidates(target, params, options)
+    if not candidates:
+        raise _unsatisfiable(target, params, options)
+    amp = options.available_memory_proportion
+    budget = int(amp * target.bytes_per_tile)
+    if amp == 0:
+        best, searches = _search(target, params, candidates, options, None, True)
+        objective, met = "least temporary memory (availableMemoryProportion 0)", True
+    else:
+        best, searches = _search(target, params, candidates, options, budget, False)
+        objective, met = "fewest cycles within the memory budget", True
+        if best.key is None:
+            # PopLibs doubles the bound while it is < 2 x bytes per tile, then optimises for
+            # the least memory; whatever the doubled bounds admit, the least-memory plan is
+            # the one that remains, so it is searched for directly.
+            best, searches = _search(target, params, candidates, options, None, True)
+            objective, met = "least temporary memory (the budget could not be met)", False
+            if best.key is not None:
+                warnings.warn(f"poplin planner: unable to meet memory target of {budget} bytes per tile "
+                              f"(availableMemoryProportion {amp} x {target.bytes_per_tile}) for input "
+                              f"{params.input_shape()} and weights {params.weights_shape()}: the least-memory "
+                              f"plan needs {best.key[0]} bytes per tile. Optimizing for minimum memory.",
+                              stacklevel=3)
+    if best.key is None:
+        raise _unsatisfiable(target, params, options)
+    details = PlanDetails(budget, met, objective, _runner_up(best, searches))
+    return _to_plan(best), details
+
+
+class PlanningCache:
+    """Plans already made (PopLibs' poplin::PlanningCache), keyed by the target's figures,
+    the convolution and the parsed options. Share one between calls that plan the same
+    shapes; a hit returns the very same Plan object."""
+
+    def __init__(self):
+        self._plans: Dict[tuple, Tuple[Plan, PlanDetails]] = {}
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def clear(self) -> None:
+        self._plans.clear()
+
+    def _get(self, key):
+        return self._plans.get(key)
+
+    def _put(self, key, value) -> None:
+        self._plans[key] = value
+
+
+def plan_with_details(target, params: ConvParams, options=None,
+                      cache: Optional[PlanningCache] = None) -> Tuple[Plan, PlanDetails]:
+    """get_plan, with why the plan won (the report's source)."""
+    if not isinstance(params, ConvParams):
+        raise PoplibsError(f"get_plan: params must be a poplin.ConvParams, found {type(params).__name__}")
+    if cache is not None and not isinstance(cache, PlanningCache):
+        raise PoplibsError(f"get_plan: cache must be a poplin.PlanningCache or None, found {type(cache).__name__}")
+    opts = _parse(options, params)
+    key = (target, params, opts)
+    if cache is not None:
+        hit = cache._get(key)
+        if hit is not None:
+            return hit
+    result = _plan(target, params, opts)
+    if cache is not None:
+        cache._put(key, result)
+    return result
+
+
+def get_plan(target, params: ConvParams, options: Union[ConvOptions, Mapping, None] = None,
+             cache: Optional[PlanningCache] = None) -> Plan:
+    """The plan for ``params`` on ``target`` (PopLibs' getPlan). ``options``: a ConvOptions
+    or an options dict (matmul options for a matmul-shaped convolution, conv options
+    otherwise). With a ``cache``, a repeated call returns the cached Plan itself."""
+    return plan_with_details(target, params, options, cache)[0]
