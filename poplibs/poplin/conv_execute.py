@@ -78,9 +78,9 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     vertex = vertex_type_for(plan, in_type, partials_type)
     conv_vertices.ensure_codelets(graph)
     direct = scale is None and blocks.ks == 1 and blocks.k_serial == 1 and partials_type == out.dtype
-    partials_var = partials_view = None
+    partials_var = None
     if not direct:  # one temporary, reused by every serial iteration
-        partials_var, partials_view = create_partials(graph, partials_type, blocks, f"{name}/partials")
+        partials_var, _ = create_partials(graph, partials_type, blocks, f"{name}/partials")
     for ns in range(blocks.n_serial):
         n_begin = ns * blocks.n_stride
         if n_begin >= n:
@@ -95,11 +95,31 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
             prog.add(Execute(cs))
             if direct:
                 continue
-            used = -(-(min(k, k_begin + blocks.k_stride) - k_begin) // blocks.k_t)
             update = scale is not None or ks > 0
             params = popops.ReduceParams(popops.Operation.ADD, update=update, scale=1.0 if scale is None else scale)
-            popops.reduce_with_output(graph, partials_view.slice([0, 0, 0, 0], [used, groups, m, n_end - n_begin]),
-                                      out.slice(n_begin, n_end, 2), [0], params, prog, f"{name}/Reduce_{ns}_{ks}")
+            _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, f"{name}/Reduce_{ns}_{ks}")
+
+
+def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
+    """Each output block's partials ([in-channel parts, its elements], every part contiguous
+    on the tile that computed it) reduced into the output block: one reduction per block,
+    all sharing the stages' compute sets (popops.reduce_many)."""
+    used = -(-(min(blocks.k, (ks + 1) * blocks.k_stride) - ks * blocks.k_stride) // blocks.k_t)
+    reductions, outputs = [], []
+    for gi in range(blocks.gs):
+        g0, g1 = blocks.g_range(gi)
+        for mi in range(blocks.ms):
+            m0, m1 = blocks.m_range(mi)
+            for ni in range(blocks.ns):
+                n0, n1 = blocks.n_range(ns, ni)
+                if g0 == g1 or m0 == m1 or n0 == n1:
+                    continue
+                block = partials_var.slice([0, gi, mi, ni, 0, 0, 0], [used, gi + 1, mi + 1, ni + 1, g1 - g0, m1 - m0,
+                                                                        n1 - n0])
+                reductions.append(popops.SingleReduceOp(block.reshape((used, (g1 - g0) * (m1 - m0) * (n1 - n0))),
+                                                        [0], params))
+                outputs.append(out.slice([g0, m0, n0], [g1, m1, n1]).flatten())
+    popops.reduce_many(graph, reductions, prog, name, outputs=outputs)
 
 
 def _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks) -> None:

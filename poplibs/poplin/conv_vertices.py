@@ -3,7 +3,8 @@
 The vertices are the C++ codelet file conv_vertices.cpp (its header gives the fields and how
 they map onto PopLibs'), compiled with the host compiler's optimiser. The estimator is the
 reference's formula (conv_estimates.conv_partial_1x1_cycles) evaluated for the work the
-vertex was given, counted the way PopLibs' AMP vertex would do it:
+vertex was given, counted the way PopLibs' AMP vertex would do it (the formula gives the tile's cycles; a MultiVertex is charged per worker,
+so the estimate is that divided by the workers):
 
 * in-channel groups of ``convInputLoadElems * 4`` (the AMP chain) over all the vertex's
   in-channels, out-channel groups of ``numConvUnits`` over all its out-channels;
@@ -69,10 +70,12 @@ def estimator(in_type, partials_type, conv_units: int, conv_input_load_elems: in
         positions = out_sizes[0] // width if out_sizes and width else 0
         workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
         worklists = conv_estimates.worker_item_sizes(positions, max(positions, 1), workers)
-        return conv_estimates.conv_partial_1x1_cycles(
+        tile_cycles = conv_estimates.conv_partial_1x1_cycles(
             worklists, conv_groups, max(1, math.ceil(in_chans / amp_in_chans)),
             max(1, out_groups * math.ceil(width / conv_units)), conv_units, conv_units, conv_input_load_elems,
             coeff_bytes, float_acts, float_partials, workers)
+        # a MultiVertex's estimate is charged to each of the tile's workers (docs/cost_model.md)
+        return -(-tile_cycles // workers)
     return estimate
 
 
