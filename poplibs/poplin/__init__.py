@@ -17,3 +17,15 @@ from .planner import PlanningCache, get_plan
 
 __all__ += ["ConvOptions", "PlanConstraints", "PlanningCache", "get_mat_mul_plan", "get_plan", "mat_mul_report_plan",
             "parse_conv_options", "parse_mat_mul_options", "report_plan_info"]
+
+# matrix multiplication (mat_mul.py) and its vertices (conv_vertices.py)
+from .mat_mul import (create_mat_mul_grouped_input_lhs, create_mat_mul_grouped_input_rhs,
+                      create_mat_mul_grouped_output, create_mat_mul_input_lhs, create_mat_mul_input_rhs,
+                      create_mat_mul_output, mat_mul, mat_mul_acc, mat_mul_grouped, mat_mul_grouped_acc,
+                      mat_mul_grouped_with_output, mat_mul_with_output, transpose_grouped_matrix)
+from .conv_vertices import ensure_codelets as add_codelets
+
+__all__ += ["create_mat_mul_grouped_input_lhs", "create_mat_mul_grouped_input_rhs", "create_mat_mul_grouped_output",
+            "create_mat_mul_input_lhs", "create_mat_mul_input_rhs", "create_mat_mul_output", "mat_mul",
+            "mat_mul_acc", "mat_mul_grouped", "mat_mul_grouped_acc", "mat_mul_grouped_with_output",
+            "mat_mul_with_output", "transpose_grouped_matrix", "add_codelets"]

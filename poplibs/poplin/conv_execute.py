@@ -1,0 +1,160 @@
+"""Building a planned matmul: the executor between a Plan (plan.py) and the vertices.
+
+The convolution is a matmul's (field and kernel {1}: conv groups G, batch M, in-channels
+K, out-channels N; ConvParams.for_mat_mul). mat_mul_layout.py cuts it into per-tile blocks
+as the plan's Partition says. Then, for each serial iteration (out-channel serial outer,
+in-channel serial inner; unrolled, every iteration reusing the same partials tensor):
+
+1. one compute set of ConvPartial1x1Out vertices, one per tile with work, each reading its
+   blocks of A and B (implicit exchange brings what lives elsewhere) and writing its block
+   of partials (in the plan's partials type), contiguous in its own tile's memory;
+2. the partials of the in-channel parallel split reduced across tiles into the output
+   (popops.reduce_with_output over the split dimension: partials type -> output type,
+   ``update`` for in-channel serial iterations after the first and for mat_mul_acc, whose
+   scale is the reduction's).
+
+A plan with no in-channel split, partials of the output's type and nothing to accumulate
+writes the output directly (no partials, no reduction). swapOperands computes
+C' = B'A' (each operand and the output transposed, as views), the partition applying to
+the swapped problem.
+"""
+from popsim import FLOAT, HALF, popops
+from popsim.program import Execute
+
+from ..poputil import PoplibsError
+from . import conv_vertices
+from .mat_mul_layout import MatMulBlocking, create_partials
+
+
+def _swap(t):
+    return t.dim_shuffle([0, 2, 1])
+
+
+def partials_type_of(plan, in_type):
+    """The vertices' accumulator type: the plan's partials type; float inputs always
+    accumulate in float (PopLibs has no float-input, half-partials AMP vertex)."""
+    wanted = plan.partials_type or FLOAT
+    return FLOAT if in_type == FLOAT else wanted
+
+
+def vertex_type_for(plan, in_type, partials_type) -> str:
+    method = plan.method
+    units, load = conv_vertices.amp_method_for(in_type, partials_type)
+    if method.kind == "AMP" and method.conv_units:
+        units = method.conv_units
+    if method.kind == "AMP" and method.conv_input_load_elems:
+        load = method.conv_input_load_elems
+    try:
+        return conv_vertices.conv_partial_1x1_name(in_type, partials_type, units, load)
+    except PoplibsError:  # a method this vertex set does not have: the default AMP shape
+        return conv_vertices.conv_partial_1x1_name(in_type, partials_type, *conv_vertices.amp_method_for(
+            in_type, partials_type))
+
+
+def blocking_for(graph, plan, groups: int, m: int, k: int, n: int) -> MatMulBlocking:
+    """The blocks of a [G,M,K] @ [G,K,N] matmul under ``plan`` (sizes before swapOperands)."""
+    if plan.transforms[0].swap_operands:
+        m, n = n, m
+    return MatMulBlocking.of(plan, groups, m, k, n, graph.get_target().num_tiles)
+
+
+def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None:
+    """Append to ``prog`` the programs computing ``out = a @ b`` (``scale`` None) or
+    ``out += scale * (a @ b)`` for a [G,M,K], b [G,K,N], out [G,M,N] under ``plan``."""
+    groups, m, k = a.shape
+    n = b.shape[2]
+    if plan.transforms[0].swap_operands:
+        a, b, out = _swap(b), _swap(a), _swap(out)
+        m, n = n, m
+    if groups == 0 or m == 0 or n == 0:
+        return
+    if k == 0:  # an empty sum: zero, or nothing to add
+        if scale is None:
+            popops.zero(graph, out, prog, f"{name}/Zero")
+        return
+    blocks = MatMulBlocking.of(plan, groups, m, k, n, graph.get_target().num_tiles)
+    in_type = a.dtype
+    partials_type = partials_type_of(plan, in_type)
+    vertex = vertex_type_for(plan, in_type, partials_type)
+    conv_vertices.ensure_codelets(graph)
+    direct = scale is None and blocks.ks == 1 and blocks.k_serial == 1 and partials_type == out.dtype
+    partials_var = None
+    if not direct:  # one temporary, reused by every serial iteration
+        partials_var, _ = create_partials(graph, partials_type, blocks, f"{name}/partials")
+    for ns in range(blocks.n_serial):
+        n_begin = ns * blocks.n_stride
+        if n_begin >= n:
+            break
+        n_end = min(n, n_begin + blocks.n_stride)
+        for ks in range(blocks.k_serial):
+            k_begin = ks * blocks.k_stride
+            if k_begin >= k:
+                break
+            cs = graph.add_compute_set(f"{name}/Conv_{ns}_{ks}")
+            _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks)
+            prog.add(Execute(cs))
+            if direct:
+                continue
+            update = scale is not None or ks > 0
+            params = popops.ReduceParams(popops.Operation.ADD, update=update, scale=1.0 if scale is None else scale)
+            _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, f"{name}/Reduce_{ns}_{ks}")
+
+
+def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
+    """Each output block's partials ([in-channel parts, its elements], every part contiguous
+    on the tile that computed it) reduced into the output block: one reduction per block,
+    all sharing the stages' compute sets (popops.reduce_many)."""
+    used = -(-(min(blocks.k, (ks + 1) * blocks.k_stride) - ks * blocks.k_stride) // blocks.k_t)
+    reductions, outputs = [], []
+    for gi in range(blocks.gs):
+        g0, g1 = blocks.g_range(gi)
+        for mi in range(blocks.ms):
+            m0, m1 = blocks.m_range(mi)
+            for ni in range(blocks.ns):
+                n0, n1 = blocks.n_range(ns, ni)
+                if g0 == g1 or m0 == m1 or n0 == n1:
+                    continue
+                block = partials_var.slice([0, gi, mi, ni, 0, 0, 0], [used, gi + 1, mi + 1, ni + 1, g1 - g0, m1 - m0,
+                                                                        n1 - n0])
+                reductions.append(popops.SingleReduceOp(block.reshape((used, (g1 - g0) * (m1 - m0) * (n1 - n0))),
+                                                        [0], params))
+                outputs.append(out.slice([g0, m0, n0], [g1, m1, n1]).flatten())
+    popops.reduce_many(graph, reductions, prog, name, outputs=outputs)
+
+
+def _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks) -> None:
+    """One vertex per tile with work in serial iteration (ns, ks)."""
+    for gi in range(blocks.gs):
+        g0, g1 = blocks.g_range(gi)
+        if g0 == g1:
+            continue
+        for mi in range(blocks.ms):
+            m0, m1 = blocks.m_range(mi)
+            if m0 == m1:
+                continue
+            for ni in range(blocks.ns):
+                n0, n1 = blocks.n_range(ns, ni)
+                if n0 == n1:
+                    continue
+                for ki in range(blocks.ks):
+                    k0, k1 = blocks.k_range(ks, ki)
+                    if k0 == k1:
+                        continue
+                    if partials_var is None:
+                        outs = [out[g].slice([m0, n0], [m1, n1]).flatten() for g in range(g0, g1)]
+                    else:
+                        block = partials_var.index([ki, gi, mi, ni])
+                        outs = [block[g].slice([0, 0], [m1 - m0, n1 - n0]).flatten() for g in range(g1 - g0)]
+                    v = graph.add_vertex(cs, vertex, {
+                        "in": [a[g].slice([m0, k0], [m1, k1]).flatten() for g in range(g0, g1)],
+                        "weights": [b[g].slice([k0, n0], [k1, n1]).flatten() for g in range(g0, g1)],
+                        "out": outs,
+                        "numConvGroupsM1": g1 - g0 - 1, "numOutGroupsM1": 0, "numInGroups": 1,
+                        "inChansPerGroup": k1 - k0, "outChansPerGroup": n1 - n0})
+                    graph.set_tile_mapping(v, blocks.tile(gi, mi, ni, ki))
+
+
+def check_types(in_type, out_type, what: str) -> None:
+    for role, t in (("input", in_type), ("output", out_type)):
+        if t not in (FLOAT, HALF):
+            raise PoplibsError(f"{what}: the {role} type must be FLOAT or HALF, found {t!r}")

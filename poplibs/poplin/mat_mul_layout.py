@@ -1,0 +1,171 @@
+"""Where a planned matmul's pieces live: the per-tile blocks a Partition cuts a matmul
+C[G,M,N] = A[G,M,K] @ B[G,K,N] into (in the convolution's terms: conv groups G, batch M,
+in-channels K, out-channels N, after swapOperands), which tile does each block, and tensors
+laid out so that each tile's block is one contiguous run of its own memory.
+
+Block sizes follow Partition's rule (a split of s over n grains gives each part ceil(n/s)
+grains), serial splits first: out-channels are cut ``out_chan_split.serial`` ways, each cut
+``out_chan_split.parallel`` ways; in-channels likewise. Grains: ``conv_group_grain_size``
+groups, one batch element, ``in_chans_per_group`` in-channels, ``partial_chans_per_group``
+out-channels. Every block of a dimension has the same size; the last ones may be partly
+or wholly past the end (padding: created tensors hold it, views slice it off).
+
+The tile of block (group part gi, batch part mi, out-channel part ni, in-channel part ki)
+is ``start_tile + ((gi * ms + mi) * ns + ni) * ks + ki`` (in-channel parts adjacent, so the
+partials of one output are reduced between neighbouring tiles).
+"""
+import math
+from dataclasses import dataclass
+
+from ..poputil import PoplibsError
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _block(size: int, grain: int, serial: int, parallel: int) -> int:
+    """Elements per parallel block: ceil(ceil(grains / serial) / parallel) grains."""
+    grains = _ceil(size, grain)
+    return _ceil(_ceil(grains, serial), parallel) * grain
+
+
+@dataclass(frozen=True)
+class MatMulBlocking:
+    """The blocks of one planned matmul (sizes after swapOperands)."""
+    groups: int
+    m: int
+    k: int
+    n: int
+    gs: int
+    ms: int
+    ks: int        # in-channel parallel split
+    k_serial: int
+    ns: int        # out-channel parallel split
+    n_serial: int
+    g_t: int
+    m_t: int
+    k_t: int
+    n_t: int
+    start_tile: int
+    num_tiles: int
+
+    @staticmethod
+    def of(plan, groups: int, m: int, k: int, n: int, num_tiles: int) -> "MatMulBlocking":
+        p = plan.partition
+        if any(s != 1 for s in tuple(p.field_split) + tuple(p.kernel_split)):
+            raise PoplibsError(f"poplin: a matmul's field and kernel are {{1}}: the plan's field split "
+                               f"{p.field_split} and kernel split {p.kernel_split} must be 1")
+        splits = (p.conv_group_split, p.batch_split, p.in_chan_split.parallel, p.in_chan_split.serial,
+                  p.out_chan_split.parallel, p.out_chan_split.serial)
+        if any(int(s) < 1 for s in splits):
+            raise PoplibsError(f"poplin: every split of the plan must be >= 1, found {p}")
+        used = p.total_parallel_split()
+        if used > num_tiles:
+            raise PoplibsError(f"poplin: the plan splits the work over {used} tiles but the target has {num_tiles}")
+        g_grain = max(1, p.conv_group_grain_size)
+        k_grain, n_grain = max(1, plan.in_chans_per_group), max(1, plan.partial_chans_per_group)
+        return MatMulBlocking(
+            groups, m, k, n, p.conv_group_split, p.batch_split, p.in_chan_split.parallel, p.in_chan_split.serial,
+            p.out_chan_split.parallel, p.out_chan_split.serial,
+            max(1, _block(groups, g_grain, 1, p.conv_group_split)), max(1, _block(m, 1, 1, p.batch_split)),
+            max(1, _block(k, k_grain, p.in_chan_split.serial, p.in_chan_split.parallel)),
+            max(1, _block(n, n_grain, p.out_chan_split.serial, p.out_chan_split.parallel)),
+            plan.start_tile, num_tiles)
+
+    def tile(self, gi: int, mi: int, ni: int, ki: int) -> int:
+        return (self.start_tile + ((gi * self.ms + mi) * self.ns + ni) * self.ks + ki) % self.num_tiles
+
+    # ranges of one part, clipped to the real extent (empty past the end)
+    def g_range(self, gi):
+        return min(gi * self.g_t, self.groups), min((gi + 1) * self.g_t, self.groups)
+
+    def m_range(self, mi):
+        return min(mi * self.m_t, self.m), min((mi + 1) * self.m_t, self.m)
+
+    def k_range(self, serial, ki):
+        begin = (serial * self.ks + ki) * self.k_t
+        return min(begin, self.k), min(begin + self.k_t, self.k)
+
+    def n_range(self, serial, ni):
+        begin = (serial * self.ns + ni) * self.n_t
+        return min(begin, self.n), min(begin + self.n_t, self.n)
+
+    @property
+    def k_stride(self) -> int:
+        """In-channels one in-channel serial iteration covers."""
+        return self.ks * self.k_t
+
+    @property
+    def n_stride(self) -> int:
+        return self.ns * self.n_t
+
+
+def _blocked(graph, dtype, name, parts, block, tile_of, order, shape):
+    """A variable of ``parts + block`` (each block mapped to ``tile_of(*part)``), viewed as
+    ``shape``: dim_shuffle by ``order``, merge to padded extents, slice to ``shape``."""
+    var = graph.add_variable(dtype, tuple(parts) + tuple(block), name)
+    for index in _product(parts):
+        graph.set_tile_mapping(var.index(list(index)), tile_of(*index))
+    view = var.dim_shuffle(order)
+    padded = [a * b for a, b in zip(view.shape[0::2], view.shape[1::2])]
+    view = view.reshape(padded)
+    return view.slice([0] * len(shape), list(shape)), var
+
+
+def _product(parts):
+    indices = [()]
+    for p in parts:
+        indices = [i + (j,) for i in indices for j in range(p)]
+    return indices
+
+
+def create_lhs(graph, dtype, b: MatMulBlocking, name: str):
+    """A [G, M, K] laid out in blocks [g_t, m_t, k_t]: block (gi, mi, k part) on the tile of
+    (gi, mi, ni = (mi + k part) % ns, ki) (the ns tiles that read it take turns holding it)."""
+    kparts = b.k_serial * b.ks
+
+    def tile_of(gi, mi, kp):
+        return b.tile(gi, mi, (mi + kp) % b.ns, kp % b.ks)
+    view, _ = _blocked(graph, dtype, name, (b.gs, b.ms, kparts), (b.g_t, b.m_t, b.k_t), tile_of,
+                       [0, 3, 1, 4, 2, 5], (b.groups, b.m, b.k))
+    return view
+
+
+def create_rhs(graph, dtype, b: MatMulBlocking, name: str):
+    """B [G, K, N] in blocks [g_t, k_t, n_t] on the tile of (gi, mi = (k part + n part) % ms, ...)."""
+    kparts, nparts = b.k_serial * b.ks, b.n_serial * b.ns
+
+    def tile_of(gi, kp, np_):
+        return b.tile(gi, (kp + np_) % b.ms, np_ % b.ns, kp % b.ks)
+    view, _ = _blocked(graph, dtype, name, (b.gs, kparts, nparts), (b.g_t, b.k_t, b.n_t), tile_of,
+                       [0, 3, 1, 4, 2, 5], (b.groups, b.k, b.n))
+    return view
+
+
+def create_output(graph, dtype, b: MatMulBlocking, name: str):
+    """C [G, M, N] in blocks [g_t, m_t, n_t] on the tile that computes (or, with an
+    in-channel split, the first that reduces) each."""
+    nparts = b.n_serial * b.ns
+
+    def tile_of(gi, mi, np_):
+        return b.tile(gi, mi, np_ % b.ns, 0)
+    view, _ = _blocked(graph, dtype, name, (b.gs, b.ms, nparts), (b.g_t, b.m_t, b.n_t), tile_of,
+                       [0, 3, 1, 4, 2, 5], (b.groups, b.m, b.n))
+    return view
+
+
+def create_partials(graph, dtype, b: MatMulBlocking, name: str):
+    """One serial iteration's partials: the variable [ks, gs, ms, ns, g_t, m_t, n_t] (each
+    vertex writes its own block, contiguous on its tile) and its view [ks, G, M, ns * n_t]."""
+    def tile_of(ki, gi, mi, ni):
+        return b.tile(gi, mi, ni, ki)
+    var = graph.add_variable(dtype, (b.ks, b.gs, b.ms, b.ns, b.g_t, b.m_t, b.n_t), name)
+    for index in _product((b.ks, b.gs, b.ms, b.ns)):
+        graph.set_tile_mapping(var.index(list(index)), tile_of(*index))
+    view = var.dim_shuffle([0, 1, 4, 2, 5, 3, 6]).reshape((b.ks, b.gs * b.g_t, b.ms * b.m_t, b.ns * b.n_t))
+    return var, view.slice([0, 0, 0, 0], [b.ks, b.groups, b.m, b.ns * b.n_t])
+
+
+def plan_tiles_used(b: MatMulBlocking) -> int:
+    return math.prod((b.gs, b.ms, b.ns, b.ks))
