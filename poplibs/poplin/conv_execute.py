@@ -18,10 +18,14 @@ writes the output directly (no partials, no reduction). swapOperands computes
 C' = B'A' (each operand and the output transposed, as views), the partition applying to
 the swapped problem.
 """
+import numpy as np
+
+import popsim
 from popsim import FLOAT, HALF, popops
 from popsim.program import Execute
 
 from ..poputil import PoplibsError
+from ..popops import reduce_vertices
 from . import conv_vertices
 from .mat_mul_layout import MatMulBlocking, create_partials
 
@@ -101,11 +105,23 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
 
 
 def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
-    """Each output block's partials ([in-channel parts, its elements], every part contiguous
-    on the tile that computed it) reduced into the output block: one reduction per block,
-    all sharing the stages' compute sets (popops.reduce_many)."""
+    """The in-channel parts' partials reduced into the output where they live, as PopLibs'
+    convolution reduction does: each output block's elements are cut into one chunk per
+    tile holding a part of its partials (then one piece per worker), and that tile reduces
+    its chunk of every part with popops' reduce vertex (update and scale folded in), so the
+    reduction is one compute set of a few vertices per tile."""
     used = -(-(min(blocks.k, (ks + 1) * blocks.k_stride) - ks * blocks.k_stride) // blocks.k_t)
-    reductions, outputs = [], []
+    workers = graph.get_target().num_worker_contexts
+    scaled = params.use_scale
+    vertex = reduce_vertices.ensure_vertex(graph, popops.Operation.ADD, partials_var.dtype, out.dtype, params.update,
+                                           scaled)
+    scale = None
+    if scaled:
+        scale = params.scale.reshape([]) if isinstance(params.scale, popsim.Tensor) else \
+            graph.add_constant(FLOAT, (), float(params.scale), f"{name}/scale")
+        if not isinstance(params.scale, popsim.Tensor):
+            graph.set_tile_mapping(scale, blocks.tile(0, 0, 0, 0))
+    cs = graph.add_compute_set(name)
     for gi in range(blocks.gs):
         g0, g1 = blocks.g_range(gi)
         for mi in range(blocks.ms):
@@ -114,12 +130,22 @@ def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, nam
                 n0, n1 = blocks.n_range(ns, ni)
                 if g0 == g1 or m0 == m1 or n0 == n1:
                     continue
-                block = partials_var.slice([0, gi, mi, ni, 0, 0, 0], [used, gi + 1, mi + 1, ni + 1, g1 - g0, m1 - m0,
-                                                                        n1 - n0])
-                reductions.append(popops.SingleReduceOp(block.reshape((used, (g1 - g0) * (m1 - m0) * (n1 - n0))),
-                                                        [0], params))
-                outputs.append(out.slice([g0, m0, n0], [g1, m1, n1]).flatten())
-    popops.reduce_many(graph, reductions, prog, name, outputs=outputs)
+                block_out = out.slice([g0, m0, n0], [g1, m1, n1]).flatten()
+                parts = [partials_var.index([ki, gi, mi, ni]).slice([0, 0, 0], [g1 - g0, m1 - m0, n1 - n0]).flatten()
+                         for ki in range(used)]
+                size = block_out.num_elements()
+                pieces = used * workers
+                for p in range(pieces):
+                    lo, hi = size * p // pieces, size * (p + 1) // pieces
+                    if lo == hi:
+                        continue
+                    fields = {"out": [block_out.slice(lo, hi)], "partials": [part.slice(lo, hi) for part in parts]}
+                    if scaled:
+                        fields["k"] = scale
+                    v = graph.add_vertex(cs, vertex, fields)
+                    graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
+                    graph.set_tile_mapping(v, blocks.tile(gi, mi, ni, p // workers))
+    prog.add(Execute(cs))
 
 
 def _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks) -> None:

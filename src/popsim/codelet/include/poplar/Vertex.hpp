@@ -5,9 +5,10 @@
 // exactly like the ABI's popsim_span {void *data; uint64_t size} (popsim_codelet.h), so
 // the engine's field block can be bound without copying: a Vector of edges points
 // straight at the engine's array of spans. Differences from the IPU:
-//  - MultiVertex::numWorkers() is the worker contexts per tile of the target the engine
-//    runs (6 on every IPU; 1 on the CPU target), and the engine calls compute(workerId)
-//    for workerId in [0, numWorkers()). It is a run-time value, not a constant expression.
+//  - MultiVertex::numWorkers() is Poplar's constant 6 (every IPU has 6 worker contexts),
+//    and compute(workerId) runs for every workerId in [0, 6) whatever the target: on one
+//    with fewer contexts (the CPU target has 1) its last context also runs the missing ids
+//    (codelet_glue.hpp), on one with more the extra contexts have nothing to do.
 //  - SupervisorVertex is an ordinary single-worker vertex (no assembly supervisor).
 //  - Layout and alignment template arguments are accepted and ignored: a field always
 //    holds a full pointer and a 64-bit element count.
@@ -95,10 +96,6 @@ template <class F> constexpr bool span_compatible() {
          alignof(F) == alignof(std::uint64_t) && alignof(F) == alignof(void *);
 }
 
-// The worker contexts of the target being run, set by the engine's entry point before each
-// compute call (codelet_glue.hpp); MultiVertex::numWorkers() reads it.
-inline thread_local unsigned num_workers = 6;
-
 }  // namespace detail
 }  // namespace popsim
 
@@ -108,8 +105,8 @@ class Vertex {};
 
 class MultiVertex {
 public:
-  // The target's worker contexts per tile (6 on IPUs); see the note at the top of this file.
-  static unsigned numWorkers() { return popsim::detail::num_workers; }
+  // IPU tiles have 6 worker contexts; see the note at the top of this file.
+  static constexpr unsigned numWorkers() { return 6; }
 };
 
 class SupervisorVertex {};

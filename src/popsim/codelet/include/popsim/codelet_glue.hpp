@@ -1,7 +1,6 @@
 // Support for the glue popsim generates around a Poplar C++ codelet file
 // (popsim/codelet/cpp.py): the ABI entry points of popsim_codelet.h for each vertex
-// class, built from these templates. Not for codelets to include. How the entry points
-// are called is specified by popsim/codelet/abi.py.
+// class, built from these templates. Not for codelets to include.
 #ifndef POPSIM_CODELET_GLUE_HPP
 #define POPSIM_CODELET_GLUE_HPP
 
@@ -247,15 +246,31 @@ template <class V, class... PM> int field_at(const V &v, const void *p, PM... me
   return found;
 }
 
+// Runs context `worker` of a vertex. A MultiVertex's numWorkers() is Poplar's constant, so
+// every id in [0, numWorkers()) must run once: on a target with fewer contexts the last one
+// also runs the missing ids; on one with more, the extra contexts run nothing.
+template <class V, class Call>
+int call_workers(Call &call, V &v, std::uint32_t worker, std::uint32_t contexts) {
+  if constexpr (std::is_base_of<poplar::MultiVertex, V>::value) {
+    constexpr unsigned ids = poplar::MultiVertex::numWorkers();
+    if (worker >= ids) return 1;
+    int result = call(v, unsigned(worker));
+    for (unsigned w = worker + 1; worker + 1 == contexts && w < ids && result == 1; ++w) result = call(v, w);
+    return result;
+  } else {
+    (void)contexts;
+    return call(v, unsigned(worker));
+  }
+}
+
 // A codelet must not throw through the C ABI: an exception counts as the vertex failing;
 // an index out of range in a checked build (poplar/Vertex.hpp) is the engine's index
 // error, located by `locate(v, field object) -> field index`.
 template <class V, class Call, class Locate>
 int compute_entry(void *obj, std::uint32_t worker, popsim_exec *ctx, const char *name, Call call, Locate locate) {
-  detail::num_workers = ctx->num_workers;
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
   try {
-    return call(*static_cast<V *>(obj), unsigned(worker));
+    return call_workers<V>(call, *static_cast<V *>(obj), worker, ctx->num_workers);
   } catch (const detail::IndexFault &fault) {
     ctx->error = POPSIM_INDEX_ERROR;
     ctx->error_field = locate(*static_cast<const V *>(obj), fault.field);
@@ -274,7 +289,7 @@ int compute_entry(void *obj, std::uint32_t worker, popsim_exec *ctx, const char 
   (void)name;
   (void)ctx;
   (void)locate;
-  return call(*static_cast<V *>(obj), unsigned(worker));
+  return call_workers<V>(call, *static_cast<V *>(obj), worker, ctx->num_workers);
 #endif
 }
 
