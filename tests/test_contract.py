@@ -94,7 +94,9 @@ def _lowered(device):
     cs = g.add_compute_set("cs")
     v0 = g.add_vertex(cs, Add, {"a": x[0:2], "out": y[0]})
     g.set_tile_mapping(v0, 1)
-    v1 = g.add_vertex(cs, Multi, {"xs": [x[2:4], x[0:1]], "out": y[1]})
+    # x[3], x[2]: not one run, so gathered into an exchange buffer (a single off-tile run
+    # that nothing writes is read in place: no exchange table)
+    v1 = g.add_vertex(cs, Multi, {"xs": [popsim.concat([x[3:4], x[2:3]]), x[0:1]], "out": y[1]})
     g.set_tile_mapping(v1, 3)
     progs = [Sequence(Execute(cs), Repeat(3, Copy(x[0:3], y)), If(p, Copy(y, x[1:4])),
                       Switch(p, {1: Copy(x[0:3], y)}))]

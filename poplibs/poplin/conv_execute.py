@@ -89,7 +89,6 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
         n_begin = ns * blocks.n_stride
         if n_begin >= n:
             break
-        n_end = min(n, n_begin + blocks.n_stride)
         for ks in range(blocks.k_serial):
             k_begin = ks * blocks.k_stride
             if k_begin >= k:

@@ -102,11 +102,21 @@ class MatMulBlocking:
 
 
 def _blocked(graph, dtype, name, parts, block, tile_of, order, shape):
-    """A variable of ``parts + block`` (each block mapped to ``tile_of(*part)``), viewed as
+    """A variable of ``parts + block`` (each block mapped to ``tile_of(*part)``: a tile, or
+    a list of tiles that share it in equal contiguous pieces), viewed as
     ``shape``: dim_shuffle by ``order``, merge to padded extents, slice to ``shape``."""
     var = graph.add_variable(dtype, tuple(parts) + tuple(block), name)
+    size = math.prod(block)
     for index in _product(parts):
-        graph.set_tile_mapping(var.index(list(index)), tile_of(*index))
+        tiles = tile_of(*index)
+        flat = var.index(list(index)).flatten()
+        if isinstance(tiles, int):
+            graph.set_tile_mapping(flat, tiles)
+            continue
+        for j, tile in enumerate(tiles):  # spread over the tiles that read it
+            lo, hi = size * j // len(tiles), size * (j + 1) // len(tiles)
+            if hi > lo:
+                graph.set_tile_mapping(flat.slice(lo, hi), tile)
     view = var.dim_shuffle(order)
     padded = [a * b for a, b in zip(view.shape[0::2], view.shape[1::2])]
     view = view.reshape(padded)
@@ -121,23 +131,26 @@ def _product(parts):
 
 
 def create_lhs(graph, dtype, b: MatMulBlocking, name: str):
-    """A [G, M, K] laid out in blocks [g_t, m_t, k_t]: block (gi, mi, k part) on the tile of
-    (gi, mi, ni = (mi + k part) % ns, ki) (the ns tiles that read it take turns holding it)."""
+    """A [G, M, K] laid out in blocks [g_t, m_t, k_t]: block (gi, mi, k part) spread over
+    the ns tiles that read it, (gi, mi, every ni, ki), as PopLibs spreads a convolution's
+    input over the tiles of its out-channel split: each tile then sends and receives about
+    the same bytes, which is what the planner's exchange estimate assumes."""
     kparts = b.k_serial * b.ks
 
     def tile_of(gi, mi, kp):
-        return b.tile(gi, mi, (mi + kp) % b.ns, kp % b.ks)
+        return [b.tile(gi, mi, ni, kp % b.ks) for ni in range(b.ns)]
     view, _ = _blocked(graph, dtype, name, (b.gs, b.ms, kparts), (b.g_t, b.m_t, b.k_t), tile_of,
                        [0, 3, 1, 4, 2, 5], (b.groups, b.m, b.k))
     return view
 
 
 def create_rhs(graph, dtype, b: MatMulBlocking, name: str):
-    """B [G, K, N] in blocks [g_t, k_t, n_t] on the tile of (gi, mi = (k part + n part) % ms, ...)."""
+    """B [G, K, N] in blocks [g_t, k_t, n_t], each spread over the ms tiles that read it,
+    (gi, every mi, n part, k part) (PopLibs spreads weights over the tiles of the batch split)."""
     kparts, nparts = b.k_serial * b.ks, b.n_serial * b.ns
 
     def tile_of(gi, kp, np_):
-        return b.tile(gi, (kp + np_) % b.ms, np_ % b.ns, kp % b.ks)
+        return [b.tile(gi, mi, np_ % b.ns, kp % b.ks) for mi in range(b.ms)]
     view, _ = _blocked(graph, dtype, name, (b.gs, kparts, nparts), (b.g_t, b.k_t, b.n_t), tile_of,
                        [0, 3, 1, 4, 2, 5], (b.groups, b.k, b.n))
     return view

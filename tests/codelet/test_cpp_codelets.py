@@ -252,27 +252,6 @@ def test_plain_state_const_and_vectors(dialect):
         np.testing.assert_array_equal(out, -expected if flag else expected)
 
 
-def test_multivertex_runs_every_worker(dialect):
-    vt = dialect["Multi"]
-    data = np.arange(20, dtype=np.float32)
-    seen = zeros(6, np.uint32)
-    run_ok(vt, [data, seen], num_workers=6)
-    np.testing.assert_array_equal(data, np.arange(20, dtype=np.float32) * 2)
-    np.testing.assert_array_equal(seen, 600 + np.arange(6))
-
-
-@pytest.mark.parametrize("workers", [1, 4])
-def test_multivertex_runs_all_six_ids_on_any_target(dialect, workers):
-    """numWorkers() is Poplar's constant 6; on a target with fewer worker contexts (the CPU
-    target has 1) every id still runs once, so a MultiVertex splitting its work by it
-    covers all of it."""
-    data = np.arange(20, dtype=np.float32)
-    seen = zeros(6, np.uint32)
-    run_ok(dialect["Multi"], [data, seen], num_workers=workers)
-    np.testing.assert_array_equal(data, np.arange(20, dtype=np.float32) * 2)
-    np.testing.assert_array_equal(seen, 600 + np.arange(6))
-
-
 def test_supervisor_vertex_is_single_worker(dialect):
     out = zeros(1)
     run_ok(dialect["Supervisor"], [f32(1.0, 2.0, 3.5), out])

@@ -85,10 +85,20 @@ class EdgePlacer:
         r_offset = self.layout.allocate_many(r_n * r_item, r_tile, "exchange_buffers")
         offsets[shared] = r_offset[region] + (gid[shared] - r_gid[region]) * itemsize[shared]
         separate_bytes += _padded(n[shared] * itemsize[shared]) - _padded(r_n * r_item)
-        # One gather fills each shared region, but the traffic is each reading field's:
+        # A region no field of this compute set writes holds during the compute phase exactly
+        # what its source holds, so its fields read the source in place: the model keeps the
+        # buffer's bytes and the exchange's cycles, the host skips the copy (which for a
+        # matmul's operands is most of a run's memory traffic).
+        alias = ~_overlap_written(edges, r_gid, r_n)
+        if alias.any():
+            mine = alias[region]
+            offsets[shared[mine]] = self.planner.arena_offsets(gid[shared[mine]])
+        # One gather fills each other shared region, but the traffic is each reading field's:
         # Poplar's exchange delivers a region to every edge that reads it (its IPUModel
         # and hardware profiles of tutorial 6 show one receive per vertex).
-        self._exchange_runs(phases[0], segments[0], r_tile, r_gid, r_n, r_item, r_offset, incoming=True,
+        copy = ~alias
+        self._exchange_runs(phases[0], segments[0], r_tile[copy], r_gid[copy], r_n[copy], r_item[copy],
+                            r_offset[copy], incoming=True,
                             traffic_runs=(tile[shared], gid[shared], n[shared], itemsize[shared]))
         own = np.flatnonzero(moved & simple & ~read_only)
         own_offset = self.layout.allocate_many(n[own] * itemsize[own], tile[own], "exchange_buffers")
@@ -161,13 +171,14 @@ class EdgePlacer:
         the traffic: into the buffers when ``incoming`` (gather), else out (scatter).
         ``traffic_runs`` (tile, gid, n, itemsize), when given, are the runs the traffic
         is counted for instead (the fields reading a shared buffer)."""
-        if not gid.size:
-            return
-        arena = self.planner.arena_offsets(gid)
-        src, dst = (arena, buffer) if incoming else (buffer, arena)
-        segments.append(merge_segments(src, dst, n * itemsize))
+        if gid.size:
+            arena = self.planner.arena_offsets(gid)
+            src, dst = (arena, buffer) if incoming else (buffer, arena)
+            segments.append(merge_segments(src, dst, n * itemsize))
         if traffic_runs is not None:
             tile, gid, n, itemsize = traffic_runs
+        if not gid.size:
+            return
         nbytes = n * itemsize
         if self.cpu:
             traffic.onchip += np.bincount(tile, weights=nbytes, minlength=traffic.onchip.size)
@@ -191,6 +202,23 @@ class EdgePlacer:
         pieces, tiles = self.layout.index.split(Runs(base, start, length))
         parent = np.searchsorted(base, pieces.pos, side="right") - 1
         return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
+
+
+def _overlap_written(edges: EdgeTable, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """For each run [start, start + length) of element ids, whether any field of the
+    compute set writes an element of it (one run fields, and the runs of view fields)."""
+    one_run = (edges.gid >= 0) & edges.writes & (edges.n > 0)
+    in_view = edges.writes[edges.run_edge] & (edges.gid[edges.run_edge] < 0) if edges.run_edge.size else \
+        np.zeros(0, bool)
+    w_start = np.concatenate([edges.gid[one_run], edges.run_gid[in_view]])
+    if not w_start.size or not start.size:
+        return np.zeros(start.size, bool)
+    w_end = w_start + np.concatenate([edges.n[one_run], edges.run_len[in_view]])
+    order = np.argsort(w_start, kind="stable")
+    w_start, reach = w_start[order], np.maximum.accumulate(w_end[order])
+    # the written intervals starting before a run ends; the furthest of them reaches past its start?
+    last = np.searchsorted(w_start, start + length, side="left") - 1
+    return (last >= 0) & (reach[np.maximum(last, 0)] > start)
 
 
 def _leaders(edges: EdgeTable, views: np.ndarray, read_only: np.ndarray) -> np.ndarray:

@@ -2,7 +2,7 @@
 import pytest
 
 from popsim import FLOAT, HALF, poputil
-from popsim.poplin.options import ConvOptions, parse_conv_options, parse_mat_mul_options
+from popsim.poplin.options import parse_conv_options, parse_mat_mul_options
 from popsim.poplin.plan_constraints import PlanConstraints, parse_plan_constraints
 
 

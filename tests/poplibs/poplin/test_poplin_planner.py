@@ -1,7 +1,6 @@
 """The planner: budgets, the AMP/memory trade-off, the least-memory fallback, planConstraints,
 the PlanningCache, reports and errors."""
 import json
-import math
 import warnings
 
 import pytest
