@@ -29,8 +29,9 @@
 //
 // Speed: register blocks of up to 6 positions x 16 output channels (12 eight-float
 // accumulators), weights streamed as 8-float vectors, inputs broadcast; half operands are
-// widened to float once per worker. The kernel is built twice, for AVX2+FMA and for the
-// baseline instruction set, and picked once by what the host CPU has.
+// widened to float once per worker. The kernel is built for AVX-512 (16-float vectors:
+// blocks of 6 x 32), AVX2+FMA and the baseline instruction set, and picked once by what
+// the host CPU has.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -47,7 +48,20 @@ namespace detail {
 
 typedef float float8 __attribute__((vector_size(32)));
 typedef float float8u __attribute__((vector_size(32), aligned(4)));  // an unaligned load/store
-constexpr unsigned MAX_ROWS = 6, COLS = 8;
+typedef float float16 __attribute__((vector_size(64)));
+typedef float float16u __attribute__((vector_size(64), aligned(4)));
+constexpr unsigned MAX_ROWS = 6;
+
+// A vector of LANES floats, and its unaligned form for loads and stores.
+template <unsigned LANES> struct Vec;
+template <> struct Vec<8> {
+  typedef float8 type;
+  typedef float8u unaligned;
+};
+template <> struct Vec<16> {
+  typedef float16 type;
+  typedef float16u unaligned;
+};
 
 #define POPLIN_INLINE inline __attribute__((always_inline))
 
@@ -59,19 +73,20 @@ struct Operands {
   unsigned groups, chans, lda, ldw;
 };
 
-// acc[r][c] = sum over groups and chans of in[r][k] * w[k][8c..8c+8), for R rows, C vectors.
-template <unsigned R, unsigned C>
-POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, float8 (&acc)[MAX_ROWS][2]) {
+// acc[r][c] = sum over groups and chans of in[r][k] * w[k][L·c..L·c+L), for R rows, C vectors.
+template <unsigned L, unsigned R, unsigned C>
+POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, typename Vec<L>::type (&acc)[MAX_ROWS][2]) {
+  typedef typename Vec<L>::type V;
   for (unsigned r = 0; r < R; ++r)
     for (unsigned c = 0; c < C; ++c)
-      acc[r][c] = float8{};
+      acc[r][c] = V{};
   for (unsigned g = 0; g < op.groups; ++g) {
     const float *a = op.in[g] + std::size_t(row) * op.lda;
     const float *w = op.w[g] + col;
     for (unsigned k = 0; k < op.chans; ++k, w += op.ldw) {
-      float8 b[C];
+      V b[C];
       for (unsigned c = 0; c < C; ++c)
-        b[c] = *reinterpret_cast<const float8u *>(w + COLS * c);
+        b[c] = *reinterpret_cast<const typename Vec<L>::unaligned *>(w + L * c);
       for (unsigned r = 0; r < R; ++r) {
         const float x = a[std::size_t(r) * op.lda + k];
         for (unsigned c = 0; c < C; ++c)
@@ -82,69 +97,79 @@ POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, float8 
 }
 
 // Writes acc's first `cols` columns of R rows to out (rows `ldo` apart) as AccumType.
-template <typename AccumType, unsigned R>
-POPLIN_INLINE void store(const float8 (&acc)[MAX_ROWS][2], AccumType *out, unsigned ldo, unsigned cols) {
+template <unsigned L, typename AccumType, unsigned R>
+POPLIN_INLINE void store(const typename Vec<L>::type (&acc)[MAX_ROWS][2], AccumType *out, unsigned ldo,
+                         unsigned cols) {
   for (unsigned r = 0; r < R; ++r) {
     AccumType *o = out + std::size_t(r) * ldo;
-    if (std::is_same<AccumType, float>::value && cols == 2 * COLS) {
-      *reinterpret_cast<float8u *>(o) = acc[r][0];
-      *reinterpret_cast<float8u *>(o + COLS) = acc[r][1];
+    if (std::is_same<AccumType, float>::value && cols == 2 * L) {
+      *reinterpret_cast<typename Vec<L>::unaligned *>(o) = acc[r][0];
+      *reinterpret_cast<typename Vec<L>::unaligned *>(o + L) = acc[r][1];
     } else {
       for (unsigned j = 0; j < cols; ++j)
-        o[j] = AccumType(acc[r][j / COLS][j % COLS]);
+        o[j] = AccumType(acc[r][j / L][j % L]);
     }
   }
 }
 
-// R rows starting at `row`: column blocks of 16, then 8, then the < 8 tail from `tail`
-// (the weights' last columns, zero-padded to 8 wide).
-template <typename AccumType, unsigned R>
+// R rows starting at `row`: column blocks of 2L, then L, then the < L tail from `tail`
+// (the weights' last columns, zero-padded to L wide).
+template <unsigned L, typename AccumType, unsigned R>
 POPLIN_INLINE void rows(const Operands &op, const Operands &tail, unsigned row, AccumType *out, unsigned ldo,
                         unsigned width) {
-  float8 acc[MAX_ROWS][2];
+  typename Vec<L>::type acc[MAX_ROWS][2];
   unsigned col = 0;
-  for (; col + 2 * COLS <= width; col += 2 * COLS) {
-    block<R, 2>(op, row, col, acc);
-    store<AccumType, R>(acc, out + col, ldo, 2 * COLS);
+  for (; col + 2 * L <= width; col += 2 * L) {
+    block<L, R, 2>(op, row, col, acc);
+    store<L, AccumType, R>(acc, out + col, ldo, 2 * L);
   }
-  for (; col + COLS <= width; col += COLS) {
-    block<R, 1>(op, row, col, acc);
-    store<AccumType, R>(acc, out + col, ldo, COLS);
+  for (; col + L <= width; col += L) {
+    block<L, R, 1>(op, row, col, acc);
+    store<L, AccumType, R>(acc, out + col, ldo, L);
   }
   if (col < width) {
-    block<R, 1>(tail, row, 0, acc);
-    store<AccumType, R>(acc, out + col, ldo, width - col);
+    block<L, R, 1>(tail, row, 0, acc);
+    store<L, AccumType, R>(acc, out + col, ldo, width - col);
   }
 }
 
 // Positions [first, last) of one output group: out rows (ldo = width apart) from op.
-template <typename AccumType>
+template <unsigned L, typename AccumType>
 POPLIN_INLINE void positions(const Operands &op, const Operands &tail, unsigned first, unsigned last,
                              AccumType *out, unsigned width) {
   unsigned p = first;
   for (; p + MAX_ROWS <= last; p += MAX_ROWS)
-    rows<AccumType, MAX_ROWS>(op, tail, p, out + std::size_t(p) * width, width, width);
+    rows<L, AccumType, MAX_ROWS>(op, tail, p, out + std::size_t(p) * width, width, width);
   AccumType *o = out + std::size_t(p) * width;
   switch (last - p) {
-  case 5: rows<AccumType, 5>(op, tail, p, o, width, width); break;
-  case 4: rows<AccumType, 4>(op, tail, p, o, width, width); break;
-  case 3: rows<AccumType, 3>(op, tail, p, o, width, width); break;
-  case 2: rows<AccumType, 2>(op, tail, p, o, width, width); break;
-  case 1: rows<AccumType, 1>(op, tail, p, o, width, width); break;
+  case 5: rows<L, AccumType, 5>(op, tail, p, o, width, width); break;
+  case 4: rows<L, AccumType, 4>(op, tail, p, o, width, width); break;
+  case 3: rows<L, AccumType, 3>(op, tail, p, o, width, width); break;
+  case 2: rows<L, AccumType, 2>(op, tail, p, o, width, width); break;
+  case 1: rows<L, AccumType, 1>(op, tail, p, o, width, width); break;
   default: break;
   }
+}
+
+// The kernel built three times, picked once by what the host CPU has: AVX-512 (16-float
+// vectors), AVX2 + FMA (8), and the baseline instruction set (8, as the compiler can).
+template <typename AccumType>
+__attribute__((target("avx512f,fma"))) void positionsAvx512(const Operands &op, const Operands &tail,
+                                                            unsigned first, unsigned last, AccumType *out,
+                                                            unsigned width) {
+  positions<16, AccumType>(op, tail, first, last, out, width);
 }
 
 template <typename AccumType>
 __attribute__((target("avx2,fma"))) void positionsAvx2(const Operands &op, const Operands &tail, unsigned first,
                                                        unsigned last, AccumType *out, unsigned width) {
-  positions<AccumType>(op, tail, first, last, out, width);
+  positions<8, AccumType>(op, tail, first, last, out, width);
 }
 
 template <typename AccumType>
 void positionsBaseline(const Operands &op, const Operands &tail, unsigned first, unsigned last, AccumType *out,
                        unsigned width) {
-  positions<AccumType>(op, tail, first, last, out, width);
+  positions<8, AccumType>(op, tail, first, last, out, width);
 }
 
 inline bool hostHasAvx2() {
@@ -155,6 +180,18 @@ inline bool hostHasAvx2() {
   return false;
 #endif
 }
+
+inline bool hostHasAvx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
+// The vector width of the kernel this host runs.
+inline unsigned hostLanes() { return hostHasAvx512() ? 16 : 8; }
 
 // Float views of a worker's operands: float data is used in place; half data is widened
 // into `store` (inputs: only the worker's positions).
@@ -195,10 +232,11 @@ public:
     const unsigned first = wid * numPositions / numWorkers(), last = (wid + 1) * numPositions / numWorkers();
     if (first == last)
       return true;
-    const unsigned numOutGroups = numOutGroupsM1 + 1, tailCols = width % COLS;
+    const unsigned lanes = hostLanes();
+    const unsigned numOutGroups = numOutGroupsM1 + 1, tailCols = width % lanes;
     const bool widen = !std::is_same<FPType, float>::value;
     std::vector<const float *> inRows(groups), wRows(groups), tailRows(groups);
-    std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * chans * (tailCols ? COLS : 0));
+    std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * chans * (tailCols ? lanes : 0));
     for (unsigned cg = 0; cg <= numConvGroupsM1; ++cg) {
       // inputs: the worker's positions of every in-channel group, rows `chans` apart
       inStore.clear();
@@ -215,17 +253,19 @@ public:
         for (unsigned ig = 0; widen && ig < groups; ++ig)
           wRows[ig] = wStore.data() + std::size_t(ig) * chans * width;
         for (unsigned ig = 0; tailCols && ig < groups; ++ig) {
-          float *t = tailStore.data() + std::size_t(ig) * chans * COLS;
+          float *t = tailStore.data() + std::size_t(ig) * chans * lanes;
           for (unsigned k = 0; k < chans; ++k)
-            for (unsigned j = 0; j < COLS; ++j)
-              t[k * COLS + j] = j < tailCols ? wRows[ig][std::size_t(k) * width + width - tailCols + j] : 0.0f;
+            for (unsigned j = 0; j < lanes; ++j)
+              t[k * lanes + j] = j < tailCols ? wRows[ig][std::size_t(k) * width + width - tailCols + j] : 0.0f;
           tailRows[ig] = t;
         }
         // rows are indexed from the worker's first position (inputs hold only those)
         const Operands op{inRows.data(), wRows.data(), groups, chans, chans, width};
-        const Operands tail{inRows.data(), tailRows.data(), groups, chans, chans, COLS};
+        const Operands tail{inRows.data(), tailRows.data(), groups, chans, chans, lanes};
         AccumType *o = out[cg * numOutGroups + og].data() + std::size_t(first) * width;
-        if (hostHasAvx2())
+        if (lanes == 16)
+          positionsAvx512<AccumType>(op, tail, 0, last - first, o, width);
+        else if (hostHasAvx2())
           positionsAvx2<AccumType>(op, tail, 0, last - first, o, width);
         else
           positionsBaseline<AccumType>(op, tail, 0, last - first, o, width);

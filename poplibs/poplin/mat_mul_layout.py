@@ -11,8 +11,10 @@ out-channels. Every block of a dimension has the same size; the last ones may be
 or wholly past the end (padding: created tensors hold it, views slice it off).
 
 The tile of block (group part gi, batch part mi, out-channel part ni, in-channel part ki)
-is ``start_tile + ((gi * ms + mi) * ns + ni) * ks + ki`` (in-channel parts adjacent, so the
-partials of one output are reduced between neighbouring tiles).
+counts from ``start_tile`` with the parts sharing the larger operand block innermost: ni
+when A's blocks are the larger (``m_t >= n_t``), else mi. The engine runs tiles in order, so
+the tiles reading one block run one after another while it is in the host's caches (the
+model's cycles do not depend on which tile is which).
 """
 import math
 from dataclasses import dataclass
@@ -74,7 +76,11 @@ class MatMulBlocking:
             plan.start_tile, num_tiles)
 
     def tile(self, gi: int, mi: int, ni: int, ki: int) -> int:
-        return (self.start_tile + ((gi * self.ms + mi) * self.ns + ni) * self.ks + ki) % self.num_tiles
+        if self.m_t >= self.n_t:  # A's blocks are the larger: the ns tiles reading one are adjacent
+            index = ((gi * self.ms + mi) * self.ks + ki) * self.ns + ni
+        else:  # B's: the ms tiles reading one are adjacent
+            index = ((gi * self.ns + ni) * self.ks + ki) * self.ms + mi
+        return (self.start_tile + index) % self.num_tiles
 
     # ranges of one part, clipped to the real extent (empty past the end)
     def g_range(self, gi):
