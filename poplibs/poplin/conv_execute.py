@@ -26,7 +26,7 @@ from popsim.program import Execute
 
 from ..poputil import PoplibsError
 from ..popops import reduce_vertices
-from . import conv_vertices
+from . import conv_vertices, reduce_add
 from .mat_mul_layout import MatMulBlocking, create_partials
 
 
@@ -106,14 +106,21 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
 def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
     """The in-channel parts' partials reduced into the output where they live, as PopLibs'
     convolution reduction does: each output block's elements are cut into one chunk per
-    tile holding a part of its partials (then one piece per worker), and that tile reduces
-    its chunk of every part with popops' reduce vertex (update and scale folded in), so the
-    reduction is one compute set of a few vertices per tile."""
+    tile holding a part of its partials, and that tile reduces its chunk of every part with
+    PopLibs' poplin::ReduceAdd (a MultiVertex), or, to update or scale the output (mat_mul_acc,
+    later in-channel serial steps), with popops' reduce vertex, one per worker's piece; one
+    compute set of a few vertices per tile."""
     used = -(-(min(blocks.k, (ks + 1) * blocks.k_stride) - ks * blocks.k_stride) // blocks.k_t)
     workers = graph.get_target().num_worker_contexts
     scaled = params.use_scale
-    vertex = reduce_vertices.ensure_vertex(graph, popops.Operation.ADD, partials_var.dtype, out.dtype, params.update,
-                                           scaled)
+    plain = not scaled and not params.update  # PopLibs' own vertex; else popops' with update and scale
+    if plain:
+        reduce_add.ensure_codelets(graph)
+        vertex = reduce_add.reduce_add_name(out.dtype, partials_var.dtype)
+        workers = 1  # a MultiVertex: its workers split the chunk themselves
+    else:
+        vertex = reduce_vertices.ensure_vertex(graph, popops.Operation.ADD, partials_var.dtype, out.dtype,
+                                               params.update, scaled)
     scale = None
     if scaled:
         scale = params.scale.reshape([]) if isinstance(params.scale, popsim.Tensor) else \
@@ -138,11 +145,16 @@ def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, nam
                     lo, hi = size * p // pieces, size * (p + 1) // pieces
                     if lo == hi:
                         continue
-                    fields = {"out": [block_out.slice(lo, hi)], "partials": [part.slice(lo, hi) for part in parts]}
-                    if scaled:
-                        fields["k"] = scale
-                    v = graph.add_vertex(cs, vertex, fields)
-                    graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
+                    chunk = [part.slice(lo, hi) for part in parts]
+                    if plain:
+                        v = graph.add_vertex(cs, vertex, {"out": block_out.slice(lo, hi), "partials": chunk,
+                                                          "numPartials": used, "numElems": hi - lo})
+                    else:
+                        fields = {"out": [block_out.slice(lo, hi)], "partials": chunk}
+                        if scaled:
+                            fields["k"] = scale
+                        v = graph.add_vertex(cs, vertex, fields)
+                        graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
                     graph.set_tile_mapping(v, blocks.tile(gi, mi, ni, p // workers))
     prog.add(Execute(cs))
 
