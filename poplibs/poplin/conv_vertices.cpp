@@ -27,10 +27,8 @@
 // useLimitedVer, use128BitConvUnitLoad, numConvUnits, convInputLoadElems and disableSR
 // choose the IPU's instruction sequence and its cycles (the estimator), not the values.
 //
-// Speed: register blocks of up to 6 positions x 16 output channels (12 eight-float
-// accumulators), weights streamed as 8-float vectors, inputs broadcast; half operands are
-// widened to float once per worker. The kernel is built twice, for AVX2+FMA and for the
-// baseline instruction set, and picked once by what the host CPU has.
+// Speed: the register-blocked kernel of conv_amp_kernel.hpp (shared with ConvPartialnx1);
+// half operands are widened to float once per worker.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -40,138 +38,11 @@
 #include <poplar/HalfFloat.hpp>
 #include <poplar/Vertex.hpp>
 
+#include "conv_amp_kernel.hpp"
+
 using namespace poplar;
 
 namespace poplin {
-namespace detail {
-
-typedef float float8 __attribute__((vector_size(32)));
-typedef float float8u __attribute__((vector_size(32), aligned(4)));  // an unaligned load/store
-constexpr unsigned MAX_ROWS = 6, COLS = 8;
-
-#define POPLIN_INLINE inline __attribute__((always_inline))
-
-// The operands of one worker's (cg, og): per in-channel group, the first row's inputs
-// (rows `lda` apart) and the weights (rows `ldw` apart), all float.
-struct Operands {
-  const float *const *in;
-  const float *const *w;
-  unsigned groups, chans, lda, ldw;
-};
-
-// acc[r][c] = sum over groups and chans of in[r][k] * w[k][8c..8c+8), for R rows, C vectors.
-template <unsigned R, unsigned C>
-POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, float8 (&acc)[MAX_ROWS][2]) {
-  for (unsigned r = 0; r < R; ++r)
-    for (unsigned c = 0; c < C; ++c)
-      acc[r][c] = float8{};
-  for (unsigned g = 0; g < op.groups; ++g) {
-    const float *a = op.in[g] + std::size_t(row) * op.lda;
-    const float *w = op.w[g] + col;
-    for (unsigned k = 0; k < op.chans; ++k, w += op.ldw) {
-      float8 b[C];
-      for (unsigned c = 0; c < C; ++c)
-        b[c] = *reinterpret_cast<const float8u *>(w + COLS * c);
-      for (unsigned r = 0; r < R; ++r) {
-        const float x = a[std::size_t(r) * op.lda + k];
-        for (unsigned c = 0; c < C; ++c)
-          acc[r][c] += x * b[c];
-      }
-    }
-  }
-}
-
-// Writes acc's first `cols` columns of R rows to out (rows `ldo` apart) as AccumType.
-template <typename AccumType, unsigned R>
-POPLIN_INLINE void store(const float8 (&acc)[MAX_ROWS][2], AccumType *out, unsigned ldo, unsigned cols) {
-  for (unsigned r = 0; r < R; ++r) {
-    AccumType *o = out + std::size_t(r) * ldo;
-    if (std::is_same<AccumType, float>::value && cols == 2 * COLS) {
-      *reinterpret_cast<float8u *>(o) = acc[r][0];
-      *reinterpret_cast<float8u *>(o + COLS) = acc[r][1];
-    } else {
-      for (unsigned j = 0; j < cols; ++j)
-        o[j] = AccumType(acc[r][j / COLS][j % COLS]);
-    }
-  }
-}
-
-// R rows starting at `row`: column blocks of 16, then 8, then the < 8 tail from `tail`
-// (the weights' last columns, zero-padded to 8 wide).
-template <typename AccumType, unsigned R>
-POPLIN_INLINE void rows(const Operands &op, const Operands &tail, unsigned row, AccumType *out, unsigned ldo,
-                        unsigned width) {
-  float8 acc[MAX_ROWS][2];
-  unsigned col = 0;
-  for (; col + 2 * COLS <= width; col += 2 * COLS) {
-    block<R, 2>(op, row, col, acc);
-    store<AccumType, R>(acc, out + col, ldo, 2 * COLS);
-  }
-  for (; col + COLS <= width; col += COLS) {
-    block<R, 1>(op, row, col, acc);
-    store<AccumType, R>(acc, out + col, ldo, COLS);
-  }
-  if (col < width) {
-    block<R, 1>(tail, row, 0, acc);
-    store<AccumType, R>(acc, out + col, ldo, width - col);
-  }
-}
-
-// Positions [first, last) of one output group: out rows (ldo = width apart) from op.
-template <typename AccumType>
-POPLIN_INLINE void positions(const Operands &op, const Operands &tail, unsigned first, unsigned last,
-                             AccumType *out, unsigned width) {
-  unsigned p = first;
-  for (; p + MAX_ROWS <= last; p += MAX_ROWS)
-    rows<AccumType, MAX_ROWS>(op, tail, p, out + std::size_t(p) * width, width, width);
-  AccumType *o = out + std::size_t(p) * width;
-  switch (last - p) {
-  case 5: rows<AccumType, 5>(op, tail, p, o, width, width); break;
-  case 4: rows<AccumType, 4>(op, tail, p, o, width, width); break;
-  case 3: rows<AccumType, 3>(op, tail, p, o, width, width); break;
-  case 2: rows<AccumType, 2>(op, tail, p, o, width, width); break;
-  case 1: rows<AccumType, 1>(op, tail, p, o, width, width); break;
-  default: break;
-  }
-}
-
-template <typename AccumType>
-__attribute__((target("avx2,fma"))) void positionsAvx2(const Operands &op, const Operands &tail, unsigned first,
-                                                       unsigned last, AccumType *out, unsigned width) {
-  positions<AccumType>(op, tail, first, last, out, width);
-}
-
-template <typename AccumType>
-void positionsBaseline(const Operands &op, const Operands &tail, unsigned first, unsigned last, AccumType *out,
-                       unsigned width) {
-  positions<AccumType>(op, tail, first, last, out, width);
-}
-
-inline bool hostHasAvx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return has;
-#else
-  return false;
-#endif
-}
-
-// Float views of a worker's operands: float data is used in place; half data is widened
-// into `store` (inputs: only the worker's positions).
-template <typename FPType, typename Edges>
-const float *asFloat(const Edges &edges, unsigned index, std::size_t begin, std::size_t count,
-                     std::vector<float> &store) {
-  const FPType *data = edges[index].data();
-  if (std::is_same<FPType, float>::value)
-    return reinterpret_cast<const float *>(data) + begin;
-  const std::size_t at = store.size();
-  store.resize(at + count);
-  for (std::size_t i = 0; i < count; ++i)
-    store[at + i] = float(data[begin + i]);
-  return nullptr;  // the caller takes store.data() + at once every group is widened
-}
-
-}  // namespace detail
 
 template <class FPType, class AccumType, bool useLimitedVer, bool use128BitConvUnitLoad, unsigned numConvUnits,
           unsigned convInputLoadElems, bool disableSR>
@@ -216,19 +87,14 @@ public:
           wRows[ig] = wStore.data() + std::size_t(ig) * chans * width;
         for (unsigned ig = 0; tailCols && ig < groups; ++ig) {
           float *t = tailStore.data() + std::size_t(ig) * chans * COLS;
-          for (unsigned k = 0; k < chans; ++k)
-            for (unsigned j = 0; j < COLS; ++j)
-              t[k * COLS + j] = j < tailCols ? wRows[ig][std::size_t(k) * width + width - tailCols + j] : 0.0f;
+          tailColumns(wRows[ig], chans, width, tailCols, t);
           tailRows[ig] = t;
         }
         // rows are indexed from the worker's first position (inputs hold only those)
         const Operands op{inRows.data(), wRows.data(), groups, chans, chans, width};
         const Operands tail{inRows.data(), tailRows.data(), groups, chans, chans, COLS};
         AccumType *o = out[cg * numOutGroups + og].data() + std::size_t(first) * width;
-        if (hostHasAvx2())
-          positionsAvx2<AccumType>(op, tail, 0, last - first, o, width);
-        else
-          positionsBaseline<AccumType>(op, tail, 0, last - first, o, width);
+        runPositions<false, AccumType>(op, tail, 0, last - first, o, width, width);
       }
     }
     return true;
