@@ -29,3 +29,12 @@ __all__ += ["create_mat_mul_grouped_input_lhs", "create_mat_mul_grouped_input_rh
             "create_mat_mul_input_lhs", "create_mat_mul_input_rhs", "create_mat_mul_output", "mat_mul",
             "mat_mul_acc", "mat_mul_grouped", "mat_mul_grouped_acc", "mat_mul_grouped_with_output",
             "mat_mul_with_output", "transpose_grouped_matrix", "add_codelets"]
+
+# convolution (convolution.py; helper C): the passes, tensor creation, biases
+from .convolution import (add_bias, calculate_weight_deltas, convolution, convolution_with_output, create_biases,
+                          create_conv_output, create_input, create_weights, weights_transpose_chans_flip_xy)
+from .conv_transforms import get_gradient_params
+
+__all__ += ["add_bias", "calculate_weight_deltas", "convolution", "convolution_with_output", "create_biases",
+            "create_conv_output", "create_input", "create_weights", "get_gradient_params",
+            "weights_transpose_chans_flip_xy"]

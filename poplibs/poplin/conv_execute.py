@@ -104,30 +104,10 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
 
 
 def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
-    """The in-channel parts' partials reduced into the output where they live, as PopLibs'
-    convolution reduction does: each output block's elements are cut into one chunk per
-    tile holding a part of its partials, and that tile reduces its chunk of every part with
-    PopLibs' poplin::ReduceAdd (a MultiVertex), or, to update or scale the output (mat_mul_acc,
-    later in-channel serial steps), with popops' reduce vertex, one per worker's piece; one
-    compute set of a few vertices per tile."""
+    """The in-channel parts' partials of serial iteration (ns, ks) reduced into the output
+    (reduce_partials), each output block by the tiles that hold its parts."""
     used = -(-(min(blocks.k, (ks + 1) * blocks.k_stride) - ks * blocks.k_stride) // blocks.k_t)
-    workers = graph.get_target().num_worker_contexts
-    scaled = params.use_scale
-    plain = not scaled and not params.update  # PopLibs' own vertex; else popops' with update and scale
-    if plain:
-        reduce_add.ensure_codelets(graph)
-        vertex = reduce_add.reduce_add_name(out.dtype, partials_var.dtype)
-        workers = 1  # a MultiVertex: its workers split the chunk themselves
-    else:
-        vertex = reduce_vertices.ensure_vertex(graph, popops.Operation.ADD, partials_var.dtype, out.dtype,
-                                               params.update, scaled)
-    scale = None
-    if scaled:
-        scale = params.scale.reshape([]) if isinstance(params.scale, popsim.Tensor) else \
-            graph.add_constant(FLOAT, (), float(params.scale), f"{name}/scale")
-        if not isinstance(params.scale, popsim.Tensor):
-            graph.set_tile_mapping(scale, blocks.tile(0, 0, 0, 0))
-    cs = graph.add_compute_set(name)
+    items = []
     for gi in range(blocks.gs):
         g0, g1 = blocks.g_range(gi)
         for mi in range(blocks.ms):
@@ -139,23 +119,53 @@ def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, nam
                 block_out = out.slice([g0, m0, n0], [g1, m1, n1]).flatten()
                 parts = [partials_var.index([ki, gi, mi, ni]).slice([0, 0, 0], [g1 - g0, m1 - m0, n1 - n0]).flatten()
                          for ki in range(used)]
-                size = block_out.num_elements()
-                pieces = used * workers
-                for p in range(pieces):
-                    lo, hi = size * p // pieces, size * (p + 1) // pieces
-                    if lo == hi:
-                        continue
-                    chunk = [part.slice(lo, hi) for part in parts]
-                    if plain:
-                        v = graph.add_vertex(cs, vertex, {"out": block_out.slice(lo, hi), "partials": chunk,
-                                                          "numPartials": used, "numElems": hi - lo})
-                    else:
-                        fields = {"out": [block_out.slice(lo, hi)], "partials": chunk}
-                        if scaled:
-                            fields["k"] = scale
-                        v = graph.add_vertex(cs, vertex, fields)
-                        graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
-                    graph.set_tile_mapping(v, blocks.tile(gi, mi, ni, p // workers))
+                items.append((block_out, parts, [blocks.tile(gi, mi, ni, ki) for ki in range(used)]))
+    reduce_partials(graph, items, partials_var.dtype, out.dtype, params, prog, name)
+
+
+def reduce_partials(graph, items, partials_type, out_type, params, prog, name) -> None:
+    """Partials reduced into the output where they live, as PopLibs' convolution reduction
+    does. ``items``: (output block, its parts, the tile of each part), all flat and of one
+    size; each block's elements are cut into one chunk per part's tile, and that tile
+    reduces its chunk of every part with PopLibs' poplin::ReduceAdd (a MultiVertex), or, to
+    update or scale the output (mat_mul_acc, later in-channel serial steps), with popops'
+    reduce vertex, one per worker's piece: one compute set of a few vertices per tile."""
+    workers = graph.get_target().num_worker_contexts
+    scaled = params.use_scale
+    plain = not scaled and not params.update  # PopLibs' own vertex; else popops' with update and scale
+    if plain:
+        reduce_add.ensure_codelets(graph)
+        vertex = reduce_add.reduce_add_name(out_type, partials_type)
+        workers = 1  # a MultiVertex: its workers split the chunk themselves
+    else:
+        vertex = reduce_vertices.ensure_vertex(graph, popops.Operation.ADD, partials_type, out_type, params.update,
+                                               scaled)
+    scale = None
+    if scaled and items:
+        scale = params.scale.reshape([]) if isinstance(params.scale, popsim.Tensor) else \
+            graph.add_constant(FLOAT, (), float(params.scale), f"{name}/scale")
+        if not isinstance(params.scale, popsim.Tensor):
+            graph.set_tile_mapping(scale, items[0][2][0])
+    cs = graph.add_compute_set(name)
+    for block_out, parts, tiles in items:
+        used = len(parts)
+        size = block_out.num_elements()
+        pieces = used * workers
+        for p in range(pieces):
+            lo, hi = size * p // pieces, size * (p + 1) // pieces
+            if lo == hi:
+                continue
+            chunk = [part.slice(lo, hi) for part in parts]
+            if plain:
+                v = graph.add_vertex(cs, vertex, {"out": block_out.slice(lo, hi), "partials": chunk,
+                                                  "numPartials": used, "numElems": hi - lo})
+            else:
+                fields = {"out": [block_out.slice(lo, hi)], "partials": chunk}
+                if scaled:
+                    fields["k"] = scale
+                v = graph.add_vertex(cs, vertex, fields)
+                graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
+            graph.set_tile_mapping(v, tiles[p // workers])
     prog.add(Execute(cs))
 
 

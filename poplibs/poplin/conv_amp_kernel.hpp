@@ -1,0 +1,186 @@
+// The host kernel behind poplin's AMP vertices (ConvPartial1x1Out in conv_vertices.cpp,
+// ConvPartialnx1 in conv_nx1.cpp): what the IPU's accumulating matrix product units do,
+// written for a host vector unit.
+//
+//   out[p][oc] (+)= sum over in-channel groups g, channels k of in[g][p][k] * w[g][k][oc]
+//
+// for output rows p = 0..n-1, where input row p is `lda` floats after row p-1 and output
+// row p is `ldo` elements after row p-1 (a strided convolution steps them by the stride).
+// Register blocks of up to 6 rows x 16 output channels (12 eight-float accumulators),
+// weights streamed as 8-float vectors, inputs broadcast. `Accumulate` adds to what the
+// output holds (the nx1 vertex sums kernel positions in memory, as PopLibs' does); without
+// it the output is overwritten. Built twice, for AVX2+FMA and for the baseline instruction
+// set, and picked once by what the host CPU has.
+#ifndef POPSIM_POPLIN_CONV_AMP_KERNEL_HPP
+#define POPSIM_POPLIN_CONV_AMP_KERNEL_HPP
+
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace poplin {
+namespace detail {
+
+typedef float float8 __attribute__((vector_size(32)));
+typedef float float8u __attribute__((vector_size(32), aligned(4)));  // an unaligned load/store
+constexpr unsigned MAX_ROWS = 6, COLS = 8;
+
+#define POPLIN_INLINE inline __attribute__((always_inline))
+
+// The operands of one output group: per in-channel group, the first row's inputs (rows
+// `lda` apart) and the weights (rows `ldw` apart), all float.
+struct Operands {
+  const float *const *in;
+  const float *const *w;
+  unsigned groups, chans, lda, ldw;
+};
+
+// acc[r][c] (loaded from `out` when Accumulate, else zero) += sum over groups and chans of
+// in[r][k] * w[k][8c..8c+8), for R rows and C vectors of which `cols` columns are real.
+template <bool Accumulate, typename AccumType, unsigned R, unsigned C>
+POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, float8 (&acc)[MAX_ROWS][2],
+                         const AccumType *out, unsigned ldo, unsigned cols) {
+  for (unsigned r = 0; r < R; ++r)
+    for (unsigned c = 0; c < C; ++c)
+      acc[r][c] = float8{};
+  if (Accumulate) {
+    for (unsigned r = 0; r < R; ++r) {
+      const AccumType *o = out + std::size_t(r) * ldo;
+      if (std::is_same<AccumType, float>::value && cols == C * COLS) {
+        for (unsigned c = 0; c < C; ++c)
+          acc[r][c] = *reinterpret_cast<const float8u *>(reinterpret_cast<const float *>(o) + COLS * c);
+      } else {
+        for (unsigned j = 0; j < cols; ++j)
+          acc[r][j / COLS][j % COLS] = float(o[j]);
+      }
+    }
+  }
+  for (unsigned g = 0; g < op.groups; ++g) {
+    const float *a = op.in[g] + std::size_t(row) * op.lda;
+    const float *w = op.w[g] + col;
+    for (unsigned k = 0; k < op.chans; ++k, w += op.ldw) {
+      float8 b[C];
+      for (unsigned c = 0; c < C; ++c)
+        b[c] = *reinterpret_cast<const float8u *>(w + COLS * c);
+      for (unsigned r = 0; r < R; ++r) {
+        const float x = a[std::size_t(r) * op.lda + k];
+        for (unsigned c = 0; c < C; ++c)
+          acc[r][c] += x * b[c];
+      }
+    }
+  }
+}
+
+// Writes acc's first `cols` columns of R rows to out (rows `ldo` apart) as AccumType.
+template <typename AccumType, unsigned R>
+POPLIN_INLINE void store(const float8 (&acc)[MAX_ROWS][2], AccumType *out, unsigned ldo, unsigned cols) {
+  for (unsigned r = 0; r < R; ++r) {
+    AccumType *o = out + std::size_t(r) * ldo;
+    if (std::is_same<AccumType, float>::value && cols == 2 * COLS) {
+      *reinterpret_cast<float8u *>(reinterpret_cast<float *>(o)) = acc[r][0];
+      *reinterpret_cast<float8u *>(reinterpret_cast<float *>(o) + COLS) = acc[r][1];
+    } else {
+      for (unsigned j = 0; j < cols; ++j)
+        o[j] = AccumType(acc[r][j / COLS][j % COLS]);
+    }
+  }
+}
+
+// R rows starting at `row`: column blocks of 16, then 8, then the < 8 tail from `tail`
+// (the weights' last columns, zero-padded to 8 wide).
+template <bool Accumulate, typename AccumType, unsigned R>
+POPLIN_INLINE void rows(const Operands &op, const Operands &tail, unsigned row, AccumType *out, unsigned ldo,
+                        unsigned width) {
+  float8 acc[MAX_ROWS][2];
+  unsigned col = 0;
+  for (; col + 2 * COLS <= width; col += 2 * COLS) {
+    block<Accumulate, AccumType, R, 2>(op, row, col, acc, out + col, ldo, 2 * COLS);
+    store<AccumType, R>(acc, out + col, ldo, 2 * COLS);
+  }
+  for (; col + COLS <= width; col += COLS) {
+    block<Accumulate, AccumType, R, 1>(op, row, col, acc, out + col, ldo, COLS);
+    store<AccumType, R>(acc, out + col, ldo, COLS);
+  }
+  if (col < width) {
+    block<Accumulate, AccumType, R, 1>(tail, row, 0, acc, out + col, ldo, width - col);
+    store<AccumType, R>(acc, out + col, ldo, width - col);
+  }
+}
+
+// Rows [first, last): output row p at out + p * ldo.
+template <bool Accumulate, typename AccumType>
+POPLIN_INLINE void positions(const Operands &op, const Operands &tail, unsigned first, unsigned last,
+                             AccumType *out, unsigned ldo, unsigned width) {
+  unsigned p = first;
+  for (; p + MAX_ROWS <= last; p += MAX_ROWS)
+    rows<Accumulate, AccumType, MAX_ROWS>(op, tail, p, out + std::size_t(p) * ldo, ldo, width);
+  AccumType *o = out + std::size_t(p) * ldo;
+  switch (last - p) {
+  case 5: rows<Accumulate, AccumType, 5>(op, tail, p, o, ldo, width); break;
+  case 4: rows<Accumulate, AccumType, 4>(op, tail, p, o, ldo, width); break;
+  case 3: rows<Accumulate, AccumType, 3>(op, tail, p, o, ldo, width); break;
+  case 2: rows<Accumulate, AccumType, 2>(op, tail, p, o, ldo, width); break;
+  case 1: rows<Accumulate, AccumType, 1>(op, tail, p, o, ldo, width); break;
+  default: break;
+  }
+}
+
+template <bool Accumulate, typename AccumType>
+__attribute__((target("avx2,fma"))) void positionsAvx2(const Operands &op, const Operands &tail, unsigned first,
+                                                       unsigned last, AccumType *out, unsigned ldo,
+                                                       unsigned width) {
+  positions<Accumulate, AccumType>(op, tail, first, last, out, ldo, width);
+}
+
+template <bool Accumulate, typename AccumType>
+void positionsBaseline(const Operands &op, const Operands &tail, unsigned first, unsigned last, AccumType *out,
+                       unsigned ldo, unsigned width) {
+  positions<Accumulate, AccumType>(op, tail, first, last, out, ldo, width);
+}
+
+inline bool hostHasAvx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
+// The kernel on the host's best instruction set.
+template <bool Accumulate, typename AccumType>
+inline void runPositions(const Operands &op, const Operands &tail, unsigned first, unsigned last, AccumType *out,
+                         unsigned ldo, unsigned width) {
+  if (hostHasAvx2())
+    positionsAvx2<Accumulate, AccumType>(op, tail, first, last, out, ldo, width);
+  else
+    positionsBaseline<Accumulate, AccumType>(op, tail, first, last, out, ldo, width);
+}
+
+// Float views of a worker's operands: float data is used in place; half data is widened
+// into `store` (the caller takes store.data() + at once every group is widened).
+template <typename FPType, typename Edges>
+const float *asFloat(const Edges &edges, unsigned index, std::size_t begin, std::size_t count,
+                     std::vector<float> &store) {
+  const FPType *data = edges[index].data();
+  if (std::is_same<FPType, float>::value)
+    return reinterpret_cast<const float *>(data) + begin;
+  const std::size_t at = store.size();
+  store.resize(at + count);
+  for (std::size_t i = 0; i < count; ++i)
+    store[at + i] = float(data[begin + i]);
+  return nullptr;
+}
+
+// The weights' last `tailCols` (< 8) columns of `chans` rows (`width` apart), zero-padded to
+// 8 wide, written to `t` (chans x 8).
+inline void tailColumns(const float *w, unsigned chans, unsigned width, unsigned tailCols, float *t) {
+  for (unsigned k = 0; k < chans; ++k)
+    for (unsigned j = 0; j < COLS; ++j)
+      t[k * COLS + j] = j < tailCols ? w[std::size_t(k) * width + width - tailCols + j] : 0.0f;
+}
+
+}  // namespace detail
+}  // namespace poplin
+
+#endif

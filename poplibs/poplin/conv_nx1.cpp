@@ -1,0 +1,147 @@
+// poplin's AMP vertex for general kernels (PopLibs' lib/poplin/codelets/ConvPartialnx1.cpp,
+// whose IPU versions are assembler driving the accumulating matrix product units):
+//   poplin::ConvPartialnx1<FPType, AccumType, useLimitedVer, use128BitLoad, numConvUnits>
+// with PopLibs' template parameters in PopLibs' order, instantiated as PopLibs instantiates
+// them (8 conv units: float/float, half/half, half/float; 16: float/float, half/half).
+//
+// What it computes, per conv group cg and out-channel group og: the output positions are
+// zeroed, then for every kernel position k and every worklist entry of k,
+//   out[cg, og][outOffset + i * outStride][oc] +=
+//       sum over ig, ic of in[cg, ig][inOffset + i * inStride][ic] * weights[cg, og, ig][k][ic][oc]
+// for i = 0..numFieldElems-1: a run of output positions along the innermost field dimension,
+// whose inputs (stride, dilation and padding applied by whoever made the worklist) are real.
+// Padding is never materialised: outputs that read only padding are in no entry and stay 0.
+//
+// Fields (simpler than PopLibs' packed encodings; the mapping):
+//   in        Vector of edges, index cg * numInGroups + ig; each [positions x inChansPerGroup]
+//             (the tile's input window, batch and field flattened, channels innermost)
+//   weights   Vector of edges, index (cg * numOutGroups + og) * numInGroups + ig; each
+//             [kernel positions x inChansPerGroup x outChansPerGroup], OUT-channels innermost
+//             (PopLibs holds [outChans x inChans] per kernel position for the AMP weight
+//             registers; a host vector unit wants the transpose, as in ConvPartial1x1Out)
+//   out       Vector of edges, index cg * numOutGroups + og; each [positions x outChansPerGroup]
+//   worklists one flat vector: (kernel positions x 6 + 1) offsets, in entries, of the lists
+//             (PopLibs' VectorList order: list k * 6 + worker), then the entries as triples
+//             (outOffset, numFieldElems, inOffset) in positions (PopLibs: bytes / 8 and
+//             numFieldElems - 3)
+//   zerosInfo output elements per out edge (PopLibs' name and meaning); worker w zeroes and
+//             owns positions [w * P / 6, (w + 1) * P / 6) of P = zerosInfo / outChansPerGroup,
+//             as partitionConvPartialByWorker cuts them, and its lists hold only those
+//   inStride, outStride: positions between an entry's consecutive inputs and outputs
+//             (PopLibs' transformedInStride/transformedOutStride, unencoded)
+//   numOutGroupsM1, numInGroups, kernelOuterSizeM1, kernelInnerElementsM1, numConvGroupsM1,
+//   outChansPerGroup, inChansPerGroup: PopLibs' fields; outFieldRowSize (popsim's): output
+//   positions per innermost row, for the cycle estimator.
+// Products accumulate in float and each kernel position's sum is rounded to AccumType in
+// memory (as the AMP's partials are); useLimitedVer, use128BitLoad and numConvUnits choose
+// the IPU's instruction sequence and its cycles (the estimator), not the values.
+#include <algorithm>
+#include <vector>
+
+#include <ipudef.h>
+#include <poplar/HalfFloat.hpp>
+#include <poplar/Vertex.hpp>
+
+#include "conv_amp_kernel.hpp"
+
+using namespace poplar;
+
+namespace poplin {
+
+template <class FPType, class AccumType, bool useLimitedVer, bool use128BitLoad, unsigned numConvUnits>
+class ConvPartialnx1 : public MultiVertex {
+public:
+  Vector<Input<Vector<FPType>>> in;
+  Vector<Input<Vector<FPType>>> weights;
+  Vector<Output<Vector<AccumType>>> out;
+  Input<Vector<unsigned>> worklists;
+  unsigned zerosInfo;
+  int inStride;
+  int outStride;
+  unsigned numOutGroupsM1;
+  unsigned numInGroups;
+  unsigned kernelOuterSizeM1;
+  unsigned kernelInnerElementsM1;
+  unsigned numConvGroupsM1;
+  unsigned outChansPerGroup;
+  unsigned inChansPerGroup;
+  unsigned outFieldRowSize;
+
+  bool compute(unsigned wid) {
+    using namespace detail;
+    const unsigned groups = numInGroups, chans = inChansPerGroup, width = outChansPerGroup;
+    if (out.size() == 0 || width == 0)
+      return true;
+    const unsigned workers = numWorkers();
+    const unsigned numPositions = zerosInfo / width;
+    const unsigned first = wid * numPositions / workers, last = (wid + 1) * numPositions / workers;
+    const unsigned numOutGroups = numOutGroupsM1 + 1, numConvGroups = numConvGroupsM1 + 1;
+    for (unsigned e = 0; e < numConvGroups * numOutGroups; ++e)
+      std::fill(out[e].data() + std::size_t(first) * width, out[e].data() + std::size_t(last) * width,
+                AccumType(0));
+    const unsigned kernelPositions = (kernelOuterSizeM1 + 1) * (kernelInnerElementsM1 + 1);
+    const unsigned *lists = worklists.data();
+    const unsigned *entries = lists + kernelPositions * workers + 1;
+    bool any = false;
+    for (unsigned k = 0; k < kernelPositions && !any; ++k)
+      any = lists[k * workers + wid + 1] > lists[k * workers + wid];
+    if (!any || chans == 0)
+      return true;
+    const unsigned tailCols = width % COLS;
+    const bool widen = !std::is_same<FPType, float>::value;
+    const std::size_t inSize = in[0].size(), wSize = std::size_t(kernelPositions) * chans * width;
+    std::vector<const float *> inBase(groups), wBase(groups), inRows(groups), wRows(groups), tailRows(groups);
+    std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * kernelPositions * chans * (tailCols ? COLS : 0));
+    for (unsigned cg = 0; cg < numConvGroups; ++cg) {
+      inStore.clear();
+      for (unsigned ig = 0; ig < groups; ++ig)
+        inBase[ig] = asFloat<FPType>(in, cg * groups + ig, 0, inSize, inStore);
+      for (unsigned ig = 0; widen && ig < groups; ++ig)
+        inBase[ig] = inStore.data() + std::size_t(ig) * inSize;
+      for (unsigned og = 0; og < numOutGroups; ++og) {
+        const unsigned wEdge = (cg * numOutGroups + og) * groups;
+        wStore.clear();
+        for (unsigned ig = 0; ig < groups; ++ig)
+          wBase[ig] = asFloat<FPType>(weights, wEdge + ig, 0, wSize, wStore);
+        for (unsigned ig = 0; widen && ig < groups; ++ig)
+          wBase[ig] = wStore.data() + std::size_t(ig) * wSize;
+        for (unsigned ig = 0; tailCols && ig < groups; ++ig)
+          for (unsigned k = 0; k < kernelPositions; ++k)
+            tailColumns(wBase[ig] + std::size_t(k) * chans * width, chans, width, tailCols,
+                        tailStore.data() + (std::size_t(ig) * kernelPositions + k) * chans * COLS);
+        AccumType *o = out[cg * numOutGroups + og].data();
+        for (unsigned k = 0; k < kernelPositions; ++k) {
+          const unsigned begin = lists[k * workers + wid], end = lists[k * workers + wid + 1];
+          for (unsigned ig = 0; ig < groups; ++ig) {
+            wRows[ig] = wBase[ig] + std::size_t(k) * chans * width;
+            tailRows[ig] = tailStore.data() + (std::size_t(ig) * kernelPositions + k) * chans * COLS;
+          }
+          for (unsigned e = begin; e < end; ++e) {
+            const unsigned *entry = entries + 3 * std::size_t(e);
+            for (unsigned ig = 0; ig < groups; ++ig)
+              inRows[ig] = inBase[ig] + std::size_t(entry[2]) * chans;
+            const Operands op{inRows.data(), wRows.data(), groups, chans, unsigned(inStride) * chans, width};
+            const Operands tail{inRows.data(), tailRows.data(), groups, chans, unsigned(inStride) * chans, COLS};
+            runPositions<true, AccumType>(op, tail, 0, entry[1], o + std::size_t(entry[0]) * width,
+                                          unsigned(outStride) * width, width);
+          }
+        }
+      }
+    }
+    return true;
+  }
+};
+
+#define POPLIN_NX1(IN, ACC, UNITS)                                                                              \
+  template class ConvPartialnx1<IN, ACC, true, false, UNITS>;                                                   \
+  template class ConvPartialnx1<IN, ACC, false, false, UNITS>;                                                  \
+  template class ConvPartialnx1<IN, ACC, true, true, UNITS>;                                                    \
+  template class ConvPartialnx1<IN, ACC, false, true, UNITS>;
+
+POPLIN_NX1(float, float, 8)
+POPLIN_NX1(half, half, 8)
+POPLIN_NX1(half, float, 8)
+POPLIN_NX1(float, float, 16)
+POPLIN_NX1(half, half, 16)
+
+}  // namespace poplin

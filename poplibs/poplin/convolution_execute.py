@@ -1,0 +1,176 @@
+"""Building a planned convolution: the executor between a Plan (plan.py) and the AMP vertices,
+for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
+
+1. Truncation and flips become views (conv_transforms.canonical_views). A matmul-shaped
+   convolution (field and kernel {1}, nothing else) is the matmul it is: conv_execute builds
+   it (swapOperands included).
+2. conv_layout cuts the convolution into per-tile boxes as the plan's Partition says. Then,
+   for each serial iteration (out-channel serial outer, in-channel serial inner; every
+   iteration reusing the same partials tensor), one compute set with one vertex per tile
+   with work: ConvPartial1x1Out where the plan flattened a 1x1 convolution (kernel 1, no
+   padding, stride or dilation), else ConvPartialnx1 with the tile's worklists
+   (conv_worklists: padding, dilation and stride never materialised). Each vertex reads its
+   input window, its weights and writes its box of the output (or of the partials).
+3. With kernel or in-channel parts (or partials of another type), the parts' partials are
+   reduced into the output where they live (conv_execute.reduce_partials), adding from the
+   second in-channel serial iteration on.
+"""
+import math
+
+from popsim import UNSIGNED_INT, popops
+from popsim.program import Execute
+
+from . import conv_execute, conv_nx1, conv_vertices
+from .conv_candidates import is_mat_mul_shaped
+from .conv_layout import ConvBlocking, create_partials
+from .conv_transforms import canonical_views, dim_maps, is_one_by_one
+from .conv_worklists import tile_work
+
+
+def grouped_views(x, w, out, params):
+    """x [B, G*Cin, *F] -> [G, B, *F, Cin]; w [G, Cout, Cin, *K] -> [G, *K, Cin, Cout];
+    out [B, G*Cout, *F'] -> [G, B, *F', Cout]: channels innermost, as the vertices read them."""
+    rank = params.num_field_dims
+    g, b = params.num_conv_groups, params.batch_size
+    field = list(range(3, 3 + rank))
+    xg = x.reshape([b, g, params.input_channels_per_group] + list(x.shape[2:])).dim_shuffle([1, 0] + field + [2])
+    wg = w.dim_shuffle([0] + field + [2, 1])
+    og = out.reshape([b, g, params.output_channels_per_group] + list(out.shape[2:])).dim_shuffle([1, 0] + field + [2])
+    return xg, wg, og
+
+
+def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None:
+    """Append to ``prog`` the programs computing ``out = conv(x, w)`` under ``plan``: x
+    [B, G*Cin, *field], w [G, Cout, Cin, *kernel], out [B, G*Cout, *out_field]."""
+    canon, x, w = canonical_views(params, x, w)
+    if out.num_elements() == 0:
+        return
+    if (any(n == 0 for n in canon.input_field_shape + canon.kernel_shape)
+            or canon.input_channels_per_group == 0):   # an empty sum everywhere
+        popops.zero(graph, out, prog, f"{name}/Zero")
+        return
+    if is_mat_mul_shaped(canon) and is_one_by_one(canon):
+        g, b = canon.num_conv_groups, canon.batch_size
+        cin, cout = canon.input_channels_per_group, canon.output_channels_per_group
+        a = x.reshape([b, g, cin]).dim_shuffle([1, 0, 2])
+        bm = w.reshape([g, cout, cin]).dim_shuffle([0, 2, 1])
+        conv_execute.execute_mat_mul(graph, a, bm, out.reshape([b, g, cout]).dim_shuffle([1, 0, 2]), plan, prog, name)
+        return
+    blocks = ConvBlocking.of(plan, canon, graph.get_target().num_tiles)
+    in_type = x.dtype
+    partials_type = conv_execute.partials_type_of(plan, in_type)
+    one_by_one = is_one_by_one(canon) and bool(plan.transforms[1].flatten_dims)
+    if one_by_one:
+        conv_vertices.ensure_codelets(graph)
+        vertex = conv_execute.vertex_type_for(plan, in_type, partials_type)
+    else:
+        conv_nx1.ensure_codelets(graph)
+        units = conv_nx1.nx1_units_for(in_type, partials_type, plan.method.conv_units or 8)
+        vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, units)
+    xg, wg, og = grouped_views(x, w, out, canon)
+    direct = blocks.depth == 1 and blocks.c_serial == 1 and partials_type == out.dtype
+    partials = None if direct else create_partials(graph, partials_type, blocks, f"{name}/partials")
+    builder = _TileBuilder(graph, blocks, dim_maps(canon), vertex, one_by_one, xg, wg, og, partials)
+    for ns in range(blocks.n_serial):
+        if ns * blocks.ns * blocks.n_t >= blocks.out_chans:
+            break
+        for cser in range(blocks.c_serial):
+            if cser * blocks.cs * blocks.c_t >= blocks.in_chans:
+                break
+            cs = graph.add_compute_set(f"{name}/Conv_{ns}_{cser}")
+            active = builder.add_vertices(cs, ns, cser)
+            prog.add(Execute(cs))
+            if not direct:
+                params = popops.ReduceParams(popops.Operation.ADD, update=cser > 0)
+                conv_execute.reduce_partials(graph, builder.reduce_items(ns, active), partials_type, out.dtype,
+                                             params, prog, f"{name}/Reduce_{ns}_{cser}")
+
+
+class _TileBuilder:
+    """The vertices of one convolution's compute sets (one per tile with work)."""
+
+    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials):
+        self.graph, self.b, self.dims, self.vertex, self.one_by_one = graph, blocks, dims, vertex, one_by_one
+        self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
+        self.in_field = xg.shape[2:-1]
+
+    def boxes(self, ns):
+        """(gi, bi, fi, ni, group range, batch range, field ranges, out-chan range) with work."""
+        b = self.b
+        for gi in range(b.gs):
+            g0, g1 = b.g_range(gi)
+            for bi in range(b.bs):
+                b0, b1 = b.b_range(bi)
+                for fi in range(b.field_parts):
+                    fr = b.f_ranges(fi)
+                    for ni in range(b.ns):
+                        n0, n1 = b.n_range(ns, ni)
+                        if g0 == g1 or b0 == b1 or n0 == n1 or any(lo == hi for lo, hi in fr):
+                            continue
+                        yield gi, bi, fi, ni, (g0, g1), (b0, b1), fr, (n0, n1)
+
+    def _out_block(self, box, kp, ci):
+        """The [g, b, *f, n] box of the output, or of part (kp, ci)'s partials."""
+        gi, bi, fi, ni, (g0, g1), (b0, b1), fr, (n0, n1) = box
+        if self.partials is None:
+            return self.og.slice([g0, b0] + [lo for lo, _ in fr] + [n0], [g1, b1] + [hi for _, hi in fr] + [n1])
+        block = self.partials.index([kp * self.b.cs + ci, gi, bi, fi, ni])
+        return block.slice([0] * block.rank, [g1 - g0, b1 - b0] + [hi - lo for lo, hi in fr] + [n1 - n0])
+
+    def add_vertices(self, cs, ns, cser):
+        """One vertex per tile of serial iteration (ns, cser); returns the (kernel part,
+        in-channel part) pairs with work."""
+        b = self.b
+        active = [(kp, ci) for kp in range(b.kernel_parts) for ci in range(b.cs)
+                  if b.c_range(cser, ci)[0] < b.c_range(cser, ci)[1]
+                  and all(lo < hi for lo, hi in b.k_ranges(kp))]
+        for box in self.boxes(ns):
+            for kp, ci in active:
+                self._add(cs, box, kp, ci, b.c_range(cser, ci))
+        return active
+
+    def _add(self, cs, box, kp, ci, c_range):
+        gi, bi, fi, ni, (g0, g1), (b0, b1), fr, (n0, n1) = box
+        c0, c1 = c_range
+        kr = self.b.k_ranges(kp)
+        out_block = self._out_block(box, kp, ci)
+        outs = [out_block[g].flatten() for g in range(g1 - g0)]
+        tile = self.b.tile(gi, bi, fi, ni, kp, ci)
+        if self.one_by_one:
+            window = fr
+            fields = {}
+        else:
+            work = tile_work(self.dims, b1 - b0, fr, kr)
+            window = [(lo, hi) if hi > lo else (0, 1) for lo, hi in work.window]   # no real input: a token
+            worklists = self.graph.add_constant(UNSIGNED_INT, (len(work.worklists),), work.worklists,
+                                                f"worklists_{tile}")
+            self.graph.set_tile_mapping(worklists, tile)
+            fields = {"worklists": worklists, "zerosInfo": outs[0].num_elements(), "inStride": work.in_stride,
+                      "outStride": work.out_stride, "kernelOuterSizeM1": math.prod(hi - lo for lo, hi in kr[:-1]) - 1,
+                      "kernelInnerElementsM1": kr[-1][1] - kr[-1][0] - 1, "outFieldRowSize": fr[-1][1] - fr[-1][0]}
+        ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1]).flatten()
+               for g in range(g0, g1)]
+        weights = [self.wg[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1]).flatten()
+                   for g in range(g0, g1)]
+        fields.update({"in": ins, "weights": weights, "out": outs, "numConvGroupsM1": g1 - g0 - 1,
+                       "numOutGroupsM1": 0, "numInGroups": 1, "inChansPerGroup": c1 - c0,
+                       "outChansPerGroup": n1 - n0})
+        v = self.graph.add_vertex(cs, self.vertex, fields)
+        self.graph.set_tile_mapping(v, tile)
+
+    def reduce_items(self, ns, active):
+        items = []
+        for box in self.boxes(ns):
+            gi, bi, fi, ni = box[:4]
+            items.append((self.og.slice(*_bounds(box)).flatten(),
+                          [self._out_block(box, kp, ci).flatten() for kp, ci in active],
+                          [self.b.tile(gi, bi, fi, ni, kp, ci) for kp, ci in active]))
+        return items
+
+
+def _bounds(box):
+    _, _, _, _, (g0, g1), (b0, b1), fr, (n0, n1) = box
+    return [g0, b0] + [lo for lo, _ in fr] + [n0], [g1, b1] + [hi for _, hi in fr] + [n1]
+
+
+__all__ = ["execute_convolution", "grouped_views"]

@@ -1,0 +1,235 @@
+"""poplin.convolution and its passes on the engine against an independent numpy convolution
+(poplin_conv_reference): ConvParams drawn by hypothesis (1-D and 2-D fields, stride,
+padding, input and kernel dilation, truncation, flips, output padding, groups, batch,
+channels including 1); the backward pass (transpose_and_flip_weights) and the weight
+deltas; results independent of the plan (splits forced with planConstraints); bad input."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import popsim
+from popsim import FLOAT, HALF, poplin
+from popsim.poputil import PoplibsError
+from popsim.program import Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import poplin_conv_reference as ref  # noqa: E402
+
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _device(tiles=16):
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = tiles
+    return model.create_device()
+
+
+def _run(g, device, prog, writes, reads):
+    for i, t in enumerate(writes):
+        g.create_host_write(f"w{i}", t)
+    for i, t in enumerate(reads):
+        g.create_host_read(f"r{i}", t)
+    engine = popsim.Engine(g, prog)
+    engine.load(device)
+    for i, (t, values) in enumerate(writes.items()):
+        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
+    engine.run(0)
+    return [engine.read_tensor(f"r{i}") for i in range(len(reads))]
+
+
+@st.composite
+def conv_params(draw, transforms=True, dtype=FLOAT):
+    rank = draw(st.integers(1, 2))
+    small = st.integers(0, 2)
+
+    def per_dim(strategy):
+        return tuple(draw(strategy) for _ in range(rank))
+    kw = dict(stride=per_dim(st.integers(1, 3)), padding_lower=per_dim(small), padding_upper=per_dim(small),
+              input_dilation=per_dim(st.integers(1, 2)), kernel_dilation=per_dim(st.integers(1, 2)))
+    if transforms and draw(st.booleans()):
+        kw.update(input_truncation_lower=per_dim(st.integers(0, 1)), input_flip=per_dim(st.booleans()),
+                  kernel_flip=per_dim(st.booleans()), kernel_padding_upper=per_dim(st.integers(0, 1)),
+                  output_truncation_lower=per_dim(st.integers(0, 1)), output_padding_upper=per_dim(st.integers(0, 1)))
+    elif draw(st.booleans()):
+        kw.update(kernel_flip=per_dim(st.booleans()))
+    try:
+        return poplin.ConvParams(dtype, draw(st.integers(1, 2)), per_dim(st.integers(1, 6)), per_dim(st.integers(1, 3)),
+                                 draw(st.integers(1, 4)), draw(st.integers(1, 5)), draw(st.integers(1, 2)), **kw)
+    except PoplibsError:   # no room for the kernel: not a convolution
+        assume(False)
+
+
+def _forward(p, options=None, seed=0):
+    device = _device()
+    g = popsim.Graph(device)
+    x = poplin.create_input(g, p, "x", options)
+    w = poplin.create_weights(g, p, "w", options)
+    prog = Sequence()
+    y = poplin.convolution(g, x, w, p, False, prog, "conv", options)
+    assert tuple(y.shape) == p.output_shape() and y.dtype == p.output_type
+    rng = np.random.default_rng(seed)
+    hx, hw = rng.standard_normal(p.input_shape()), rng.standard_normal(p.weights_shape())
+    got, = _run(g, device, prog, {x: hx, w: hw}, [y])
+    dt = p.data_type.numpy
+    return got, ref.conv(hx.astype(dt), hw.astype(dt), p)
+
+
+@SETTINGS
+@given(conv_params())
+def test_forward_matches_reference(p):
+    got, expected = _forward(p)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@SETTINGS
+@given(conv_params(transforms=False))
+def test_backward_pass_is_the_input_gradient(p):
+    bwd = poplin.get_gradient_params(p)
+    assert bwd.output_shape() == p.input_shape()
+    device = _device()
+    g = popsim.Graph(device)
+    dy = poplin.create_input(g, bwd, "dy")
+    w = poplin.create_weights(g, p, "w")   # the forward weights
+    prog = Sequence()
+    dx = poplin.convolution(g, dy, w, bwd, True, prog, "bwd")
+    rng = np.random.default_rng(1)
+    hdy, hw = rng.standard_normal(p.output_shape()), rng.standard_normal(p.weights_shape())
+    got, = _run(g, device, prog, {dy: hdy, w: hw}, [dx])
+    np.testing.assert_allclose(got, ref.input_gradient(hdy.astype(np.float32), hw.astype(np.float32), p),
+                               rtol=1e-4, atol=1e-4)
+
+
+@st.composite
+def wu_params(draw):
+    p = draw(conv_params(transforms=False))
+    if draw(st.booleans()):
+        rank = p.num_field_dims
+        try:
+            p = p.replace(input_flip=tuple(draw(st.booleans()) for _ in range(rank)),
+                          input_truncation_upper=tuple(draw(st.integers(0, 1)) for _ in range(rank)))
+        except PoplibsError:
+            assume(False)
+    return p
+
+
+@SETTINGS
+@given(wu_params())
+def test_weight_deltas_are_the_weight_gradient(p):
+    device = _device()
+    g = popsim.Graph(device)
+    dy = g.add_variable(FLOAT, p.output_shape(), "dy")
+    popsim.poputil.map_tensor_linearly(g, dy)
+    x = poplin.create_input(g, p, "x")
+    prog = Sequence()
+    dw = poplin.calculate_weight_deltas(g, dy, x, p, prog, "wu")
+    assert tuple(dw.shape) == p.weights_shape()
+    rng = np.random.default_rng(2)
+    hdy, hx = rng.standard_normal(p.output_shape()), rng.standard_normal(p.input_shape())
+    got, = _run(g, device, prog, {dy: hdy, x: hx}, [dw])
+    np.testing.assert_allclose(got, ref.weight_gradient(hdy.astype(np.float32), hx.astype(np.float32), p),
+                               rtol=1e-4, atol=1e-4)
+
+
+PARAMS_2D = poplin.ConvParams(FLOAT, 2, (7, 9), (3, 3), 12, 10, 1, stride=(1, 2), padding_lower=(1, 1),
+                              padding_upper=(1, 1), kernel_dilation=(1, 2))
+
+
+@pytest.mark.parametrize("partition", [
+    {"inChanSplit": {"parallel": 2}},
+    {"kernelSplit": {"0": 3}},
+    {"fieldSplit": {"0": 3, "1": 2}, "batchSplit": 2},
+    {"outChanSplit": {"serial": 2}},
+    {"inChanSplit": {"serial": 2}, "kernelSplit": {"0": 2}},
+])
+def test_result_does_not_depend_on_the_plan(partition):
+    options = {"planConstraints": json.dumps({"0": {"partition": partition}})}
+    plan = poplin.get_plan(_device().target, PARAMS_2D, options)
+    for key, value in partition.items():
+        if key == "kernelSplit":
+            assert plan.partition.kernel_split[0] == value["0"]
+        if key == "fieldSplit":
+            assert plan.partition.field_split == (3, 2)
+    got, expected = _forward(PARAMS_2D, options)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_one_by_one_and_matmul_shaped_convolutions():
+    for p in (poplin.ConvParams(FLOAT, 3, (5, 4), (1, 1), 9, 7, 2),       # ConvPartial1x1Out
+              poplin.ConvParams(FLOAT, 6, (1,), (1,), 5, 3, 1),            # a matmul
+              poplin.ConvParams(FLOAT, 2, (4,), (1,), 3, 2, 1, stride=(2,), padding_lower=(1,))):
+        got, expected = _forward(p)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_half_inputs_with_float_output():
+    p = poplin.ConvParams(HALF, 1, (6, 5), (3, 2), 4, 6, 1, padding_lower=(1, 0), output_type=FLOAT)
+    got, expected = _forward(p, {"partialsType": "float"})
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=2e-3, atol=2e-3)
+
+
+def test_input_layout_is_spread_over_the_tiles_that_read_it():
+    device = _device()
+    g = popsim.Graph(device)
+    x = poplin.create_input(g, PARAMS_2D, "x")
+    tiles = {tile for tile, regions in enumerate(g.get_tile_mapping(x)) if regions}
+    assert len(tiles) > 1
+
+
+def test_biases():
+    device = _device()
+    g = popsim.Graph(device)
+    acts = g.add_variable(FLOAT, (2, 3, 4), "acts")
+    popsim.poputil.map_tensor_linearly(g, acts)
+    b = poplin.create_biases(g, acts)
+    assert tuple(b.shape) == (3,)
+    prog = Sequence()
+    poplin.add_bias(g, acts, b, prog)
+    ha, hb = np.arange(24.0).reshape(2, 3, 4), np.array([1.0, -2.0, 0.5])
+    got, = _run(g, device, prog, {acts: ha, b: hb}, [acts])
+    np.testing.assert_allclose(got, ha + hb[None, :, None])
+
+
+def test_weights_transpose_chans_flip_xy():
+    device = _device()
+    g = popsim.Graph(device)
+    w = g.add_variable(FLOAT, (1, 2, 3, 2, 2), "w")
+    out = g.add_variable(FLOAT, (1, 3, 2, 2, 2), "wt")
+    for t in (w, out):
+        popsim.poputil.map_tensor_linearly(g, t)
+    prog = Sequence()
+    poplin.weights_transpose_chans_flip_xy(g, w, out, prog)
+    hw = np.arange(24.0).reshape(1, 2, 3, 2, 2)
+    got, = _run(g, device, prog, {w: hw}, [out])
+    np.testing.assert_array_equal(got, hw.transpose(0, 2, 1, 3, 4)[:, :, :, ::-1, ::-1])
+
+
+def test_bad_input():
+    device = _device()
+    g = popsim.Graph(device)
+    p = poplin.ConvParams(FLOAT, 1, (5,), (3,), 2, 3)
+    x, w = poplin.create_input(g, p, "x"), poplin.create_weights(g, p, "w")
+    prog = Sequence()
+    bad_x = g.add_variable(FLOAT, (1, 3, 5), "bad_x")
+    with pytest.raises(PoplibsError, match=r"in 'bad_x' must have shape \(1, 2, 5\)"):
+        poplin.convolution(g, bad_x, w, p, False, prog)
+    with pytest.raises(PoplibsError, match=r"weights 'w' must have shape \(1, 2, 3, 3\)"):
+        poplin.convolution(g, x, w, p, True, prog)
+    half_w = g.add_variable(HALF, p.weights_shape(), "half_w")
+    with pytest.raises(PoplibsError, match="must be FLOAT"):
+        poplin.convolution(g, x, half_w, p, False, prog)
+    with pytest.raises(PoplibsError, match="params must be a poplin.ConvParams"):
+        poplin.convolution(g, x, w, (1, 2), False, prog)
+    with pytest.raises(PoplibsError, match="unknown option|not an option|planz"):
+        poplin.convolution(g, x, w, p, False, prog, options={"planz": "1"})
+    with pytest.raises(PoplibsError, match=r"biases 'b' must be \[C\]"):
+        poplin.add_bias(g, x, g.add_variable(FLOAT, (3,), "b"), prog)
+    with pytest.raises(PoplibsError, match="output_padding_lower"):
+        poplin.get_gradient_params(p.replace(output_padding_lower=(1,)))
+    with pytest.raises(PoplibsError, match="zdeltas 'x' must have shape"):
+        poplin.calculate_weight_deltas(g, x, x, p, prog)
