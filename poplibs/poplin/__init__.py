@@ -29,3 +29,9 @@ __all__ += ["create_mat_mul_grouped_input_lhs", "create_mat_mul_grouped_input_rh
             "create_mat_mul_input_lhs", "create_mat_mul_input_rhs", "create_mat_mul_output", "mat_mul",
             "mat_mul_acc", "mat_mul_grouped", "mat_mul_grouped_acc", "mat_mul_grouped_with_output",
             "mat_mul_with_output", "transpose_grouped_matrix", "add_codelets"]
+
+# linear algebra (helper LA): triangular_solve.py, cholesky.py, their vertices linalg_vertices.py
+from .cholesky import cholesky, cholesky_in_place
+from .triangular_solve import triangular_mask, triangular_solve
+
+__all__ += ["cholesky", "cholesky_in_place", "triangular_mask", "triangular_solve"]
