@@ -35,3 +35,6 @@ from .cholesky import cholesky, cholesky_in_place
 from .triangular_solve import triangular_mask, triangular_solve
 
 __all__ += ["cholesky", "cholesky_in_place", "triangular_mask", "triangular_solve"]
+from .flops import achieved_flops, mat_mul_flops, peak_flops
+
+__all__ += ["achieved_flops", "mat_mul_flops", "peak_flops"]
