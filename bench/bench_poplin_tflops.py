@@ -2,11 +2,12 @@
 
 For [n, n] @ [n, n], n = 256 .. 4096, FLOAT and HALF (default options: AMP 0.6, float
 partials): 2·n³ FLOPs over the modelled seconds (cycles / 1.33 GHz), next to the target's
-peak (poplin.peak_flops: 62.7 TFLOPS float, 250.6 half; reference/poplibs.md 4). Sizes up
+peak (poplin.peak_flops: 62.6 TFLOPS float, 250.6 half; reference/poplibs.md 4). Sizes up
 to --max-run are built and run on the engine and their cycles are the report's, with the
 losses broken down from the execution profile (tile averages, summing to the total):
 
-* AMP compute: the busy worker slots of the compute sets (``compute_excluding_idle``);
+* busy compute: the busy worker slots of the compute sets, AMP and reduction vertices alike
+  (``compute_excluding_idle``);
 * idle workers: compute steps' time while some of the tile's 6 workers have no work
   (``compute_including_idle - compute_excluding_idle``);
 * exchange (``ipu_exchange``) and sync (``sync``: waiting for the slowest tile);
@@ -56,7 +57,7 @@ def row(n: int, dtype, run: bool, target) -> dict:
     return r
 
 
-HEADER = ("| n | type | source | cycles | TFLOPS | peak | % of peak | perfect cycles | AMP busy | idle workers "
+HEADER = ("| n | type | source | cycles | TFLOPS | peak | % of peak | perfect cycles | busy compute | idle workers "
           "| exchange | sync | reduce steps | planner cycles |")
 
 

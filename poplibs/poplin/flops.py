@@ -5,7 +5,7 @@ achieves. The benchmarks use them to put modelled TFLOPS next to the peak.
 * ``mat_mul_flops(groups, m, k, n)`` = 2·G·M·K·N (a multiply and an add per MAC, as
   PopLibs' getFwdFlops counts).
 * ``peak_flops(target, dtype)`` = 2 × tiles × AMP MACs per cycle per tile × clock: on an
-  ipu2 (1472 tiles, 1.33 GHz) 16 float or 64 half MACs per cycle, 62.7 and 250.6 TFLOPS,
+  ipu2 (1472 tiles, 1.33 GHz) 16 float or 64 half MACs per cycle, 62.6 and 250.6 TFLOPS,
   the published 62.5 and 250 (reference 4).
 * ``achieved_flops(flops, cycles, target)`` = flops / (cycles / clock).
 """
