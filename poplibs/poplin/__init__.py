@@ -9,7 +9,7 @@ from .plan import ConvTransform, Method, Partition, Plan, Split
 
 __all__ = ["ConvParams", "ConvTransform", "Method", "Partition", "Plan", "Split"]
 
-# -- the planner, its options and reports (helper PL) -------------------------------------------
+# -- the planner, its options and reports -----------------------------------------------------
 from .options import ConvOptions, parse_conv_options, parse_mat_mul_options
 from .plan_constraints import PlanConstraints
 from .plan_report import get_mat_mul_plan, mat_mul_report_plan, report_plan_info

@@ -26,7 +26,6 @@ the many same-shaped matmuls of the recursion are planned once.
 """
 import math
 
-import popsim
 from popsim import FLOAT, HALF, UNSIGNED_INT, popops
 from popsim.popops import expr as pe
 from popsim.program import Copy, Execute

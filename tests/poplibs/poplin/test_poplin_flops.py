@@ -1,6 +1,5 @@
 """poplin.flops: FLOP counts, the ipu2 peak rates (reference 4) and the achieved rate of a
 modelled run, checked on a small matmul whose cycles cannot beat the peak."""
-import numpy as np
 import pytest
 
 import popsim
