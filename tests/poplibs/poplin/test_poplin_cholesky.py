@@ -11,24 +11,9 @@ from popsim import FLOAT, HALF, INT, poplin
 from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Sequence
 
-
-def _device():
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 16
-    return model.create_device()
+from poplin_harness import run_program, small_device
 
 
-def _run(g, device, prog, writes, reads):
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return [engine.read_tensor(f"r{i}") for i in range(len(reads))]
 
 
 def _spd(rng, batch, n):
@@ -45,7 +30,7 @@ def _reference(a, lower):
 @given(n=st.integers(1, 13), lower=st.booleans(), batch=st.sampled_from([(), (3,), (2, 1)]),
        block=st.sampled_from([1, 2, 3, 4, 64]))
 def test_cholesky_matches_numpy(n, lower, batch, block):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     ha = _spd(np.random.default_rng(n), batch, n)
     # only the triangle asked for is read: NaN in the other one must not leak
@@ -55,12 +40,12 @@ def test_cholesky_matches_numpy(n, lower, batch, block):
     prog = Sequence()
     factor = poplin.cholesky(g, a, lower, prog, options={"blockSize": block})
     assert factor.shape == a.shape and factor.dtype == FLOAT
-    got, = _run(g, device, prog, {a: np.where(other > 0, np.nan, ha)}, [factor])
+    got, = run_program(g, device, prog, {a: np.where(other > 0, np.nan, ha)}, [factor])
     np.testing.assert_allclose(got, _reference(ha, lower), rtol=1e-4, atol=1e-5)
 
 
 def test_cholesky_in_place_across_blocks():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     ha = _spd(np.random.default_rng(7), (2,), 30)
     a = g.add_variable(FLOAT, ha.shape, "a")
@@ -68,36 +53,36 @@ def test_cholesky_in_place_across_blocks():
     prog = Sequence()
     assert poplin.cholesky_in_place(g, a, False, prog, "chol", options={"blockSize": 8},
                                     cache=poplin.PlanningCache()) is None
-    got, = _run(g, device, prog, {a: ha}, [a])
+    got, = run_program(g, device, prog, {a: ha}, [a])
     np.testing.assert_allclose(got, _reference(ha, False), rtol=1e-4, atol=1e-5)
 
 
 def test_cholesky_half():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     ha = _spd(np.random.default_rng(4), (), 9).astype(np.float16)
     a = g.add_variable(HALF, ha.shape, "a")
     map_tensor_linearly(g, a)
     prog = Sequence()
     factor = poplin.cholesky(g, a, True, prog, options={"blockSize": 4})
-    got, = _run(g, device, prog, {a: ha}, [factor])
+    got, = run_program(g, device, prog, {a: ha}, [factor])
     np.testing.assert_allclose(got.astype(np.float64), _reference(ha, True), rtol=2e-2, atol=2e-2)
 
 
 def test_not_positive_definite_gives_nan():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     ha = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1
     a = g.add_variable(FLOAT, ha.shape, "a")
     g.set_tile_mapping(a, 0)
     prog = Sequence()
     factor = poplin.cholesky(g, a, True, prog)
-    got, = _run(g, device, prog, {a: ha}, [factor])
+    got, = run_program(g, device, prog, {a: ha}, [factor])
     assert got[0, 0] == 1.0 and got[1, 0] == 2.0 and np.isnan(got[1, 1]) and got[0, 1] == 0.0
 
 
 def test_errors():
-    g = popsim.Graph(_device())
+    g = popsim.Graph(small_device())
     rect = g.add_variable(FLOAT, (3, 4), "rect")
     with pytest.raises(PoplibsError, match=r"poplin.cholesky: A 'rect' must be square .*\(3, 4\)"):
         poplin.cholesky(g, rect, True, Sequence())

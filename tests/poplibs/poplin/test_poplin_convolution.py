@@ -19,27 +19,9 @@ from popsim.program import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import poplin_conv_reference as ref  # noqa: E402
+from poplin_harness import run_program, small_device  # noqa: E402
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _device(tiles=16):
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = tiles
-    return model.create_device()
-
-
-def _run(g, device, prog, writes, reads):
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return [engine.read_tensor(f"r{i}") for i in range(len(reads))]
 
 
 @st.composite
@@ -65,7 +47,7 @@ def conv_params(draw, transforms=True, dtype=FLOAT):
 
 
 def _forward(p, options=None, seed=0):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     x = poplin.create_input(g, p, "x", options)
     w = poplin.create_weights(g, p, "w", options)
@@ -74,7 +56,7 @@ def _forward(p, options=None, seed=0):
     assert tuple(y.shape) == p.output_shape() and y.dtype == p.output_type
     rng = np.random.default_rng(seed)
     hx, hw = rng.standard_normal(p.input_shape()), rng.standard_normal(p.weights_shape())
-    got, = _run(g, device, prog, {x: hx, w: hw}, [y])
+    got, = run_program(g, device, prog, {x: hx, w: hw}, [y])
     dt = p.data_type.numpy
     return got, ref.conv(hx.astype(dt), hw.astype(dt), p)
 
@@ -91,7 +73,7 @@ def test_forward_matches_reference(p):
 def test_backward_pass_is_the_input_gradient(p):
     bwd = poplin.get_gradient_params(p)
     assert bwd.output_shape() == p.input_shape()
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     dy = poplin.create_input(g, bwd, "dy")
     w = poplin.create_weights(g, p, "w")   # the forward weights
@@ -99,7 +81,7 @@ def test_backward_pass_is_the_input_gradient(p):
     dx = poplin.convolution(g, dy, w, bwd, True, prog, "bwd")
     rng = np.random.default_rng(1)
     hdy, hw = rng.standard_normal(p.output_shape()), rng.standard_normal(p.weights_shape())
-    got, = _run(g, device, prog, {dy: hdy, w: hw}, [dx])
+    got, = run_program(g, device, prog, {dy: hdy, w: hw}, [dx])
     np.testing.assert_allclose(got, ref.input_gradient(hdy.astype(np.float32), hw.astype(np.float32), p),
                                rtol=1e-4, atol=1e-4)
 
@@ -120,7 +102,7 @@ def wu_params(draw):
 @SETTINGS
 @given(wu_params())
 def test_weight_deltas_are_the_weight_gradient(p):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     dy = g.add_variable(FLOAT, p.output_shape(), "dy")
     popsim.poputil.map_tensor_linearly(g, dy)
@@ -130,7 +112,7 @@ def test_weight_deltas_are_the_weight_gradient(p):
     assert tuple(dw.shape) == p.weights_shape()
     rng = np.random.default_rng(2)
     hdy, hx = rng.standard_normal(p.output_shape()), rng.standard_normal(p.input_shape())
-    got, = _run(g, device, prog, {dy: hdy, x: hx}, [dw])
+    got, = run_program(g, device, prog, {dy: hdy, x: hx}, [dw])
     np.testing.assert_allclose(got, ref.weight_gradient(hdy.astype(np.float32), hx.astype(np.float32), p),
                                rtol=1e-4, atol=1e-4)
 
@@ -148,7 +130,7 @@ PARAMS_2D = poplin.ConvParams(FLOAT, 2, (7, 9), (3, 3), 12, 10, 1, stride=(1, 2)
 ])
 def test_result_does_not_depend_on_the_plan(partition):
     options = {"planConstraints": json.dumps({"0": {"partition": partition}})}
-    plan = poplin.get_plan(_device().target, PARAMS_2D, options)
+    plan = poplin.get_plan(small_device().target, PARAMS_2D, options)
     for key, value in partition.items():
         if key == "kernelSplit":
             assert plan.partition.kernel_split[0] == value["0"]
@@ -174,7 +156,7 @@ def test_half_inputs_with_float_output():
 
 
 def test_input_layout_is_spread_over_the_tiles_that_read_it():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     x = poplin.create_input(g, PARAMS_2D, "x")
     tiles = {tile for tile, regions in enumerate(g.get_tile_mapping(x)) if regions}
@@ -182,7 +164,7 @@ def test_input_layout_is_spread_over_the_tiles_that_read_it():
 
 
 def test_biases():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     acts = g.add_variable(FLOAT, (2, 3, 4), "acts")
     popsim.poputil.map_tensor_linearly(g, acts)
@@ -191,12 +173,12 @@ def test_biases():
     prog = Sequence()
     poplin.add_bias(g, acts, b, prog)
     ha, hb = np.arange(24.0).reshape(2, 3, 4), np.array([1.0, -2.0, 0.5])
-    got, = _run(g, device, prog, {acts: ha, b: hb}, [acts])
+    got, = run_program(g, device, prog, {acts: ha, b: hb}, [acts])
     np.testing.assert_allclose(got, ha + hb[None, :, None])
 
 
 def test_weights_transpose_chans_flip_xy():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     w = g.add_variable(FLOAT, (1, 2, 3, 2, 2), "w")
     out = g.add_variable(FLOAT, (1, 3, 2, 2, 2), "wt")
@@ -205,12 +187,12 @@ def test_weights_transpose_chans_flip_xy():
     prog = Sequence()
     poplin.weights_transpose_chans_flip_xy(g, w, out, prog)
     hw = np.arange(24.0).reshape(1, 2, 3, 2, 2)
-    got, = _run(g, device, prog, {w: hw}, [out])
+    got, = run_program(g, device, prog, {w: hw}, [out])
     np.testing.assert_array_equal(got, hw.transpose(0, 2, 1, 3, 4)[:, :, :, ::-1, ::-1])
 
 
 def test_bad_input():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     p = poplin.ConvParams(FLOAT, 1, (5,), (3,), 2, 3)
     x, w = poplin.create_input(g, p, "x"), poplin.create_weights(g, p, "w")

@@ -9,24 +9,9 @@ from popsim import FLOAT, HALF, INT, poplin
 from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Sequence
 
-
-def _device():
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 16
-    return model.create_device()
+from poplin_harness import run_program, small_device
 
 
-def _run(g, device, prog, writes, reads):
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return [engine.read_tensor(f"r{i}") for i in range(len(reads))]
 
 
 def _var(g, dtype, shape, name):
@@ -37,7 +22,7 @@ def _var(g, dtype, shape, name):
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (17, 33, 9), (64, 48, 40)])
 def test_mat_mul(m, k, n):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a, b = _var(g, FLOAT, (m, k), "a"), _var(g, FLOAT, (k, n), "b")
     prog = Sequence()
@@ -45,24 +30,24 @@ def test_mat_mul(m, k, n):
     assert c.shape == (m, n) and c.dtype == FLOAT
     rng = np.random.default_rng(m)
     ha, hb = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-    got, = _run(g, device, prog, {a: ha, b: hb}, [c])
+    got, = run_program(g, device, prog, {a: ha, b: hb}, [c])
     np.testing.assert_allclose(got, ha.astype(np.float32) @ hb.astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
 def test_transposed_operands_are_views():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     at, bt = _var(g, FLOAT, (20, 12), "at"), _var(g, FLOAT, (30, 20), "bt")
     prog = Sequence()
     c = poplin.mat_mul(g, at.transpose(), bt.transpose(), prog)
     rng = np.random.default_rng(1)
     ha, hb = rng.standard_normal((20, 12)), rng.standard_normal((30, 20))
-    got, = _run(g, device, prog, {at: ha, bt: hb}, [c])
+    got, = run_program(g, device, prog, {at: ha, bt: hb}, [c])
     np.testing.assert_allclose(got, ha.T @ hb.T, rtol=1e-4, atol=1e-4)
 
 
 def test_grouped_with_output_and_acc_tensor_scale():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a, b = _var(g, FLOAT, (3, 5, 7), "a"), _var(g, FLOAT, (3, 7, 4), "b")
     out, acc = _var(g, FLOAT, (3, 5, 4), "out"), _var(g, FLOAT, (3, 5, 4), "acc")
@@ -73,7 +58,7 @@ def test_grouped_with_output_and_acc_tensor_scale():
     poplin.mat_mul_grouped_acc(g, acc, k, a, b, prog)
     rng = np.random.default_rng(2)
     ha, hb, hacc = rng.standard_normal((3, 5, 7)), rng.standard_normal((3, 7, 4)), rng.standard_normal((3, 5, 4))
-    got_c, got_out, got_acc = _run(g, device, prog, {a: ha, b: hb, acc: hacc, k: 0.25}, [c, out, acc])
+    got_c, got_out, got_acc = run_program(g, device, prog, {a: ha, b: hb, acc: hacc, k: 0.25}, [c, out, acc])
     expected = ha @ hb
     np.testing.assert_allclose(got_c, expected, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got_out, expected, rtol=1e-4, atol=1e-4)
@@ -81,7 +66,7 @@ def test_grouped_with_output_and_acc_tensor_scale():
 
 
 def test_mat_mul_acc_number_and_with_output():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a, b, c, out = (_var(g, FLOAT, s, nm) for s, nm in (((6, 8), "a"), ((8, 10), "b"), ((6, 10), "c"),
                                                        ((6, 10), "out")))
@@ -90,7 +75,7 @@ def test_mat_mul_acc_number_and_with_output():
     poplin.mat_mul_with_output(g, a, b, out, prog)
     rng = np.random.default_rng(3)
     ha, hb, hc = rng.standard_normal((6, 8)), rng.standard_normal((8, 10)), rng.standard_normal((6, 10))
-    got_c, got_out = _run(g, device, prog, {a: ha, b: hb, c: hc}, [c, out])
+    got_c, got_out = run_program(g, device, prog, {a: ha, b: hb, c: hc}, [c, out])
     np.testing.assert_allclose(got_c, hc + 2.0 * ha @ hb, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got_out, ha @ hb, rtol=1e-4, atol=1e-4)
 
@@ -98,7 +83,7 @@ def test_mat_mul_acc_number_and_with_output():
 @pytest.mark.parametrize("partials", ["float", "half"])
 @pytest.mark.parametrize("output_type", [None, FLOAT])
 def test_half_inputs_and_output_types(partials, output_type):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a, b = _var(g, HALF, (9, 16), "a"), _var(g, HALF, (16, 11), "b")
     prog = Sequence()
@@ -106,12 +91,12 @@ def test_half_inputs_and_output_types(partials, output_type):
     assert c.dtype == (output_type or HALF)
     rng = np.random.default_rng(4)
     ha, hb = rng.standard_normal((9, 16)).astype(np.float16), rng.standard_normal((16, 11)).astype(np.float16)
-    got, = _run(g, device, prog, {a: ha, b: hb}, [c])
+    got, = run_program(g, device, prog, {a: ha, b: hb}, [c])
     np.testing.assert_allclose(got, ha.astype(np.float64) @ hb.astype(np.float64), rtol=2e-2, atol=5e-2)
 
 
 def test_created_inputs_follow_the_plan():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a = poplin.create_mat_mul_input_lhs(g, FLOAT, (40, 24), (24, 48), "a")
     b = poplin.create_mat_mul_input_rhs(g, FLOAT, (40, 24), (24, 48), "b")
@@ -125,12 +110,12 @@ def test_created_inputs_follow_the_plan():
     c = poplin.mat_mul(g, a, b, prog)
     rng = np.random.default_rng(5)
     ha, hb = rng.standard_normal((40, 24)), rng.standard_normal((24, 48))
-    got, = _run(g, device, prog, {a: ha, b: hb}, [c])
+    got, = run_program(g, device, prog, {a: ha, b: hb}, [c])
     np.testing.assert_allclose(got, ha @ hb, rtol=1e-4, atol=1e-4)
 
 
 def test_errors():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a, b = _var(g, FLOAT, (4, 5), "lhs"), _var(g, FLOAT, (6, 3), "rhs")
     prog = Sequence()

@@ -12,11 +12,9 @@ from popsim.poplin import linalg_vertices
 from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Execute, Sequence
 
+from poplin_harness import run_program, small_device
 
-def _device():
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 16
-    return model.create_device()
+
 
 
 def _var(g, dtype, shape, name):
@@ -25,17 +23,6 @@ def _var(g, dtype, shape, name):
     return t
 
 
-def _run(g, device, prog, writes, reads):
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return [engine.read_tensor(f"r{i}") for i in range(len(reads))]
 
 
 def _triangle(a, lower, unit):
@@ -64,7 +51,7 @@ def _problem(rng, batch, n, k, left):
 @given(n=st.integers(1, 11), k=st.integers(1, 5), left=st.booleans(), lower=st.booleans(), unit=st.booleans(),
        batch=st.sampled_from([(), (2,), (2, 1)]), block=st.sampled_from([1, 2, 3, 4, 64]))
 def test_triangular_solve_matches_numpy(n, k, left, lower, unit, batch, block):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     rng = np.random.default_rng(n * 100 + k)
     ha, hb = _problem(rng, batch, n, k, left)
@@ -77,12 +64,12 @@ def test_triangular_solve_matches_numpy(n, k, left, lower, unit, batch, block):
     prog = Sequence()
     x = poplin.triangular_solve(g, a, b, left, lower, unit, prog, options={"blockSize": block})
     assert x.shape == b.shape and x.dtype == FLOAT
-    got, = _run(g, device, prog, {a: ha_nan, b: hb}, [x])
+    got, = run_program(g, device, prog, {a: ha_nan, b: hb}, [x])
     np.testing.assert_allclose(got, _reference(ha, hb, left, lower, unit), rtol=1e-4, atol=1e-4)
 
 
 def test_triangular_solve_across_many_blocks_with_matmul_options():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     rng = np.random.default_rng(5)
     ha, hb = _problem(rng, (), 40, 7, True)
@@ -91,12 +78,12 @@ def test_triangular_solve_across_many_blocks_with_matmul_options():
     cache = poplin.PlanningCache()
     x = poplin.triangular_solve(g, a, b, True, True, False, prog, "ts",
                                 options={"blockSize": "8", "availableMemoryProportion": 0.3}, cache=cache)
-    got, = _run(g, device, prog, {a: ha, b: hb}, [x])
+    got, = run_program(g, device, prog, {a: ha, b: hb}, [x])
     np.testing.assert_allclose(got, _reference(ha, hb, True, True, False), rtol=1e-4, atol=1e-4)
 
 
 def test_triangular_solve_half():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     rng = np.random.default_rng(3)
     ha, hb = _problem(rng, (), 12, 4, False)
@@ -104,20 +91,20 @@ def test_triangular_solve_half():
     prog = Sequence()
     x = poplin.triangular_solve(g, a, b, False, False, False, prog, options={"blockSize": 4})
     assert x.dtype == HALF
-    got, = _run(g, device, prog, {a: ha, b: hb}, [x])
+    got, = run_program(g, device, prog, {a: ha, b: hb}, [x])
     ref = _reference(ha.astype(np.float16).astype(np.float64), hb.astype(np.float16), False, False, False)
     np.testing.assert_allclose(got.astype(np.float64), ref, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("lower,unit", [(True, False), (False, False), (True, True), (False, True)])
 def test_triangular_mask(lower, unit):
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     ha = np.random.default_rng(1).standard_normal((2, 5, 5))
     a = _var(g, FLOAT, ha.shape, "a")
     prog = Sequence()
     m = poplin.triangular_mask(g, a, lower, unit, prog)
-    got, = _run(g, device, prog, {a: ha}, [m])
+    got, = run_program(g, device, prog, {a: ha}, [m])
     np.testing.assert_allclose(got, _triangle(ha.astype(np.float32), lower, unit))
 
 
@@ -125,7 +112,7 @@ def test_triangular_mask(lower, unit):
 @pytest.mark.parametrize("lower,unit", [(True, False), (False, True)])
 def test_block_vertex_alone(dtype, lower, unit):
     """The vertex on one tile: a 4x4 block, 3 columns."""
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     rng = np.random.default_rng(2)
     ha, hb = _problem(rng, (), 4, 3, True)
@@ -160,7 +147,7 @@ def test_block_estimator_by_hand():
 
 
 def test_zero_sized():
-    device = _device()
+    device = small_device()
     g = popsim.Graph(device)
     a, b = _var(g, FLOAT, (3, 3), "a"), _var(g, FLOAT, (3, 0), "b")
     prog = Sequence()
@@ -175,7 +162,7 @@ def _bad(g, a, b, left=True, options=None, prog=None):
 
 
 def test_errors():
-    g = popsim.Graph(_device())
+    g = popsim.Graph(small_device())
     sq, rect, b = _var(g, FLOAT, (4, 4), "sq"), _var(g, FLOAT, (4, 3), "rect"), _var(g, FLOAT, (4, 2), "b")
     with pytest.raises(PoplibsError, match=r"A 'rect' must be square .*\(4, 3\)"):
         _bad(g, rect, b)
