@@ -20,7 +20,7 @@ from .conv_params import ConvParams
 from .conv_transforms import get_gradient_params, is_one_by_one, weight_deltas_view, weight_update
 from .convolution_execute import execute_convolution
 from .options import ConvOptions, parse_conv_options
-from .planner import get_plan
+from .planner import get_plan, graph_cache
 
 
 def _check_params(params, what: str) -> None:
@@ -30,7 +30,7 @@ def _check_params(params, what: str) -> None:
 
 def _plan(graph, params: ConvParams, options, cache):
     opts = options if isinstance(options, ConvOptions) else parse_conv_options(options)
-    return get_plan(graph.get_target(), params, opts, cache)
+    return get_plan(graph.get_target(), params, opts, graph_cache(graph, cache))
 
 
 def _as_mat_mul(params: ConvParams) -> bool:

@@ -14,7 +14,7 @@ from ..poputil import PoplibsError
 from ..poputil.checks import check_graph, check_prog, check_tensor
 from . import conv_execute, mat_mul_layout
 from .conv_params import for_mat_mul
-from .planner import get_plan
+from .planner import get_plan, graph_cache
 
 
 def _check_operands(graph, a, b, prog, rank: int, what: str) -> None:
@@ -50,7 +50,7 @@ def _output_type(in_type, output_type, what: str):
 
 def _plan(graph, dtype, a_shape, b_shape, out_type, options, cache):
     params = for_mat_mul(dtype, a_shape, b_shape, out_type)
-    return get_plan(graph.get_target(), params, options, cache)
+    return get_plan(graph.get_target(), params, options, graph_cache(graph, cache))
 
 
 def _grouped(t):

@@ -23,6 +23,7 @@ vertex cycles (every worker does at least ``core`` cycles per output position) e
 best plan found, so the plan does not depend on the pruning.
 """
 import math
+import weakref
 import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
@@ -471,6 +472,21 @@ class PlanningCache:
 
     def _put(self, key, value) -> None:
         self._plans[key] = value
+
+
+_graph_caches: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def graph_cache(graph, cache: Optional[PlanningCache] = None) -> PlanningCache:
+    """``cache``, or when None one PlanningCache kept with ``graph``: the ops of one graph
+    (create_input, create_weights, convolution; create_mat_mul_input_*, mat_mul) plan the
+    same shapes in turn, and a plan depends only on the target, the shapes and the options."""
+    if cache is not None:
+        return cache
+    mine = _graph_caches.get(graph)
+    if mine is None:
+        mine = _graph_caches[graph] = PlanningCache()
+    return mine
 
 
 def plan_with_details(target, params: ConvParams, options=None,

@@ -138,6 +138,18 @@ def ids_runs(ids: np.ndarray, breaks: Optional[np.ndarray] = None) -> Tuple[np.n
     return ids[starts_at], lengths.astype(np.int64)
 
 
+def runs_self_overlap(start: np.ndarray, length: np.ndarray) -> bool:
+    """Whether some id lies in two of the runs [start, start + length) (empty runs aside)."""
+    keep = length > 0
+    start, length = start[keep], length[keep]
+    if start.size < 2:
+        return False
+    order = np.argsort(start, kind="stable")
+    start = start[order]
+    reach = np.maximum.accumulate(start + length[order])
+    return bool(np.any(start[1:] < reach[:-1]))
+
+
 def runs_overlap(a: Tuple[np.ndarray, np.ndarray], b: Tuple[np.ndarray, np.ndarray]) -> bool:
     """Whether two sets of id runs share an id."""
     a_start, a_len = a
