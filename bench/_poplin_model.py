@@ -5,7 +5,7 @@ Figures (all from the report, docs/report_schema.md):
 * ``cycles``: execution.total_cycles of the run (the program is the matmul alone);
 * ``categories``: execution.categories (compute incl./excl. idle workers, exchange, sync);
 * ``conv_cycles`` / ``reduce_cycles``: the Execute steps of the AMP compute sets
-  (``*/Conv_*``) and of the partials' reduction (``*/Reduce_*``), whole steps;
+  (``*/Conv``) and of the partials' reduction (``*/Reduce``), whole steps;
 * ``temp_bytes``: the matmul's temporaries as liveness sees them: the variables beyond the
   operands and the output (the partials) plus the exchange buffers of the step that needs
   the most (``max(liveness) - always_live``), over all tiles;
@@ -54,8 +54,8 @@ def build_and_run(n: int, dtype=FLOAT, options=None) -> dict:
         "build_s": built,
         "cycles": ex.total_cycles,
         "categories": dict(ex.categories),
-        "conv_cycles": sum(s.cycles for s in steps if "/Conv_" in (s.compute_set or "")),
-        "reduce_cycles": sum(s.cycles for s in steps if "/Reduce_" in (s.compute_set or "")),
+        "conv_cycles": sum(s.cycles for s in steps if (s.compute_set or "").endswith("/Conv")),
+        "reduce_cycles": sum(s.cycles for s in steps if (s.compute_set or "").endswith("/Reduce")),
         "temp_bytes": mem.category_total("variables") - operand_bytes + max(mem.liveness) - mem.always_live,
         "max_tile_bytes": mem.max_bytes,
         "num_tiles": report.target.num_tiles,

@@ -11,7 +11,7 @@ losses broken down from the execution profile (tile averages, summing to the tot
 * idle workers: compute steps' time while some of the tile's 6 workers have no work
   (``compute_including_idle - compute_excluding_idle``);
 * exchange (``ipu_exchange``) and sync (``sync``: waiting for the slowest tile);
-* of the whole, the reduction of the in-channel partials (the ``*/Reduce_*`` steps).
+* of the whole, the reduction of the in-channel partials (the ``*/Reduce`` steps).
 
 Larger sizes are planned only (the planner's cycles; marked so): popsim keeps every
 compute set's exchange buffers allocated for the whole program, and 2048² FLOAT already

@@ -2,32 +2,36 @@
 
 The convolution is a matmul's (field and kernel {1}: conv groups G, batch M, in-channels
 K, out-channels N; ConvParams.for_mat_mul). mat_mul_layout.py cuts it into per-tile blocks
-as the plan's Partition says. Then, for each serial iteration (out-channel serial outer,
-in-channel serial inner; unrolled, every iteration reusing the same partials tensor):
+as the plan's Partition says. Then one serial step is built once (serial_loop.py: out-channel
+steps the outer Repeat, in-channel steps the inner, each over temporaries that hold the
+step's slices of A, B and the output, moved by dynamic slice / update at run time):
 
 1. one compute set of ConvPartial1x1Out vertices, one per tile with work, each reading its
    blocks of A and B (implicit exchange brings what lives elsewhere) and writing its block
    of partials (in the plan's partials type), contiguous in its own tile's memory;
-2. the partials of the in-channel parallel split reduced across tiles into the output
-   (popops.reduce_with_output over the split dimension: partials type -> output type,
-   ``update`` for in-channel serial iterations after the first and for mat_mul_acc, whose
-   scale is the reduction's).
+2. the partials of the in-channel parallel split reduced across tiles into the output step
+   (partials type -> output type; ``update`` for in-channel serial steps, which add up
+   into a step zeroed before their loop, and for mat_mul_acc, whose scale is the
+   reduction's and whose output step is sliced from the output).
 
 A plan with no in-channel split, partials of the output's type and nothing to accumulate
 writes the output directly (no partials, no reduction). swapOperands computes
 C' = B'A' (each operand and the output transposed, as views), the partition applying to
 the swapped problem.
 """
+import dataclasses
+
 import numpy as np
 
 import popsim
 from popsim import FLOAT, HALF, popops
-from popsim.program import Execute
+from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError
 from ..popops import reduce_vertices
 from . import conv_vertices, reduce_add
 from .mat_mul_layout import MatMulBlocking, create_partials
+from .serial_loop import SerialDim, SerialLoop
 
 
 def _swap(t):
@@ -82,25 +86,39 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     vertex = vertex_type_for(plan, in_type, partials_type)
     conv_vertices.ensure_codelets(graph)
     direct = scale is None and blocks.ks == 1 and blocks.k_serial == 1 and partials_type == out.dtype
+    n_split, k_split = SerialDim(n, blocks.n_stride), SerialDim(k, blocks.k_stride)
+    # one serial step's blocks: the body's compute sets, built once, work on step temporaries
+    step = dataclasses.replace(blocks, n=n_split.step_extent, n_serial=1, k=k_split.step_extent, k_serial=1)
     partials_var = None
     if not direct:  # one temporary, reused by every serial iteration
-        partials_var, _ = create_partials(graph, partials_type, blocks, f"{name}/partials")
-    for ns in range(blocks.n_serial):
-        n_begin = ns * blocks.n_stride
-        if n_begin >= n:
-            break
-        for ks in range(blocks.k_serial):
-            k_begin = ks * blocks.k_stride
-            if k_begin >= k:
-                break
-            cs = graph.add_compute_set(f"{name}/Conv_{ns}_{ks}")
-            _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks)
-            prog.add(Execute(cs))
-            if direct:
-                continue
-            update = scale is not None or ks > 0
-            params = popops.ReduceParams(popops.Operation.ADD, update=update, scale=1.0 if scale is None else scale)
-            _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, f"{name}/Reduce_{ns}_{ks}")
+        partials_var, _ = create_partials(graph, partials_type, step, f"{name}/partials")
+    loop = SerialLoop(graph, name, blocks.tile(0, 0, 0, 0))
+    n_count = loop.counter("outChanStep") if n_split.steps > 1 else None
+    k_count = loop.counter("inChanStep") if k_split.steps > 1 else None
+    a_steps = loop.stepped(a, [(2, k_split, k_count)], what="a")
+    b_steps = loop.stepped(b, [(1, k_split, k_count), (2, n_split, n_count)], what="b")
+    out_steps = loop.stepped(out, [(2, n_split, n_count)], writable=True, what="out")
+    accumulate = scale is not None or k_split.steps > 1  # every reduction adds to the output step
+    params = popops.ReduceParams(popops.Operation.ADD, update=accumulate, scale=1.0 if scale is None else scale)
+
+    outer = Sequence()
+    if scale is not None:  # mat_mul_acc adds to the output's current values
+        out_step = loop.slice(out_steps, outer, "outSlice")
+    else:
+        out_step = loop.step_like(out_steps, "outStep")
+        if k_split.steps > 1:  # the in-channel steps add up from zero
+            popops.zero(graph, out_step, outer, f"{name}/ZeroAcc")
+    inner = Sequence()
+    a_step = loop.slice(a_steps, inner, "aSlice")
+    b_step = loop.slice(b_steps, inner, "bSlice")
+    cs = graph.add_compute_set(f"{name}/Conv")
+    _add_vertices(graph, cs, vertex, step, a_step, b_step, out_step, partials_var, 0, 0)
+    inner.add(Execute(cs))
+    if not direct:
+        _reduce_partials(graph, step, partials_var, out_step, 0, 0, params, inner, f"{name}/Reduce")
+    loop.repeat(outer, k_split, k_count, inner, "inChanLoop")
+    loop.update(out_steps, out_step, outer, "outUpdate")
+    loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
 
 
 def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:

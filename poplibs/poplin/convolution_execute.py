@@ -4,27 +4,31 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
 1. Truncation and flips become views (conv_transforms.canonical_views). A matmul-shaped
    convolution (field and kernel {1}, nothing else) is the matmul it is: conv_execute builds
    it (swapOperands included).
-2. conv_layout cuts the convolution into per-tile boxes as the plan's Partition says. Then,
-   for each serial iteration (out-channel serial outer, in-channel serial inner; every
-   iteration reusing the same partials tensor), one compute set with one vertex per tile
-   with work: ConvPartial1x1Out where the plan flattened a 1x1 convolution (kernel 1, no
-   padding, stride or dilation), else ConvPartialnx1 with the tile's worklists
-   (conv_worklists: padding, dilation and stride never materialised). Each vertex reads its
-   input window, its weights and writes its box of the output (or of the partials).
+2. conv_layout cuts the convolution into per-tile boxes as the plan's Partition says. One
+   serial step is built once (serial_loop.py: out-channel steps the outer Repeat,
+   in-channel steps the inner, over temporaries holding the step's slices of input,
+   weights and output, moved by dynamic slice / update at run time): one compute set with
+   one vertex per tile with work: ConvPartial1x1Out where the plan flattened a 1x1
+   convolution (kernel 1, no padding, stride or dilation), else ConvPartialnx1 with the
+   tile's worklists (conv_worklists: padding, dilation and stride never materialised).
+   Each vertex reads its input window, its weights and writes its box of the output (or
+   of the partials).
 3. With kernel or in-channel parts (or partials of another type), the parts' partials are
-   reduced into the output where they live (conv_execute.reduce_partials), adding from the
-   second in-channel serial iteration on.
+   reduced into the output step where they live (conv_execute.reduce_partials), adding up
+   over the in-channel serial steps into a step zeroed before their loop.
 """
+import dataclasses
 import math
 
 from popsim import UNSIGNED_INT, popops
-from popsim.program import Execute
+from popsim.program import Execute, Sequence
 
 from . import conv_execute, conv_nx1, conv_vertices
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials
 from .conv_transforms import canonical_views, dim_maps, is_one_by_one
 from .conv_worklists import tile_work
+from .serial_loop import SerialDim, SerialLoop
 
 
 def grouped_views(x, w, out, params):
@@ -69,21 +73,38 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
         vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, units)
     xg, wg, og = grouped_views(x, w, out, canon)
     direct = blocks.depth == 1 and blocks.c_serial == 1 and partials_type == out.dtype
-    partials = None if direct else create_partials(graph, partials_type, blocks, f"{name}/partials")
-    builder = _TileBuilder(graph, blocks, dim_maps(canon), vertex, one_by_one, xg, wg, og, partials)
-    for ns in range(blocks.n_serial):
-        if ns * blocks.ns * blocks.n_t >= blocks.out_chans:
-            break
-        for cser in range(blocks.c_serial):
-            if cser * blocks.cs * blocks.c_t >= blocks.in_chans:
-                break
-            cs = graph.add_compute_set(f"{name}/Conv_{ns}_{cser}")
-            active = builder.add_vertices(cs, ns, cser)
-            prog.add(Execute(cs))
-            if not direct:
-                params = popops.ReduceParams(popops.Operation.ADD, update=cser > 0)
-                conv_execute.reduce_partials(graph, builder.reduce_items(ns, active), partials_type, out.dtype,
-                                             params, prog, f"{name}/Reduce_{ns}_{cser}")
+    rank = canon.num_field_dims
+    n_split = SerialDim(blocks.out_chans, blocks.ns * blocks.n_t)
+    c_split = SerialDim(blocks.in_chans, blocks.cs * blocks.c_t)
+    # one serial step's boxes: the body's compute sets, built once, work on step temporaries
+    step = dataclasses.replace(blocks, out_chans=n_split.step_extent, n_serial=1, in_chans=c_split.step_extent,
+                               c_serial=1)
+    partials = None if direct else create_partials(graph, partials_type, step, f"{name}/partials")
+    loop = SerialLoop(graph, name, blocks.tile(0, 0, 0, 0))
+    n_count = loop.counter("outChanStep") if n_split.steps > 1 else None
+    c_count = loop.counter("inChanStep") if c_split.steps > 1 else None
+    x_steps = loop.stepped(xg, [(2 + rank, c_split, c_count)], what="in")
+    w_steps = loop.stepped(wg, [(1 + rank, c_split, c_count), (2 + rank, n_split, n_count)], what="weights")
+    out_steps = loop.stepped(og, [(2 + rank, n_split, n_count)], writable=True, what="out")
+
+    outer = Sequence()
+    out_step = loop.step_like(out_steps, "outStep")
+    if c_split.steps > 1:  # the in-channel steps add up from zero
+        popops.zero(graph, out_step, outer, f"{name}/ZeroAcc")
+    inner = Sequence()
+    x_step = loop.slice(x_steps, inner, "inSlice")
+    w_step = loop.slice(w_steps, inner, "weightsSlice")
+    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials)
+    cs = graph.add_compute_set(f"{name}/Conv")
+    active = builder.add_vertices(cs, 0, 0)
+    inner.add(Execute(cs))
+    if not direct:
+        params = popops.ReduceParams(popops.Operation.ADD, update=c_split.steps > 1)
+        conv_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
+                                     inner, f"{name}/Reduce")
+    loop.repeat(outer, c_split, c_count, inner, "inChanLoop")
+    loop.update(out_steps, out_step, outer, "outUpdate")
+    loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
 
 
 class _TileBuilder:
