@@ -163,6 +163,9 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
             run_parts.append((v_edge[owner], pat_pos[k], v_start[owner] + pat_gid[k], pat_len[k]))
     for e, t in general:
         gid, length = t._runs()
+        if gid.size == 1:  # one run after all (a block of a reshaped view): an edge like any other run
+            edges.n[e], edges.gid[e] = int(length[0]), int(gid[0])
+            continue
         pos = np.zeros(gid.size, np.int64)
         if gid.size > 1:
             np.cumsum(length[:-1], out=pos[1:])
