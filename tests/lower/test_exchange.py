@@ -295,3 +295,22 @@ def test_bytes_per_interval_and_by_tile_match_counting_each_element(seed):
     assert np.array_equal(bytes_per_interval(starts, lengths, itemsize, index), want)
     by_tile = np.bincount(index.tiles, weights=want, minlength=4)
     assert np.array_equal(bytes_by_tile(starts, lengths, itemsize, index, 4), by_tile)
+
+
+def test_a_tile_holds_the_largest_of_its_compute_sets_buffers_not_their_sum(small_device):
+    # Buffers live only while their compute set runs, so compute sets one after another
+    # reuse a tile's buffer memory (Poplar's liveness does the same with its temporaries).
+    g, x, out, first = build(small_device, [lambda x: x], [1])
+    second = g.add_compute_set("later")
+    out2 = g.add_variable(FLOAT, [2], "out2")
+    for k, (view, tile) in enumerate([(x.slice(0, 4), 1), (x, 2)]):
+        v = g.add_vertex(second, "WeightedSum", {"a": view, "out": out2[k]})
+        g.set_tile_mapping(v, tile)
+        g.set_tile_mapping(out2[k], tile)
+    g.create_host_read("out2", out2)
+    engine, result, _ = run(g, small_device, x, out, popsim.program.Sequence([Execute(first), Execute(second)]))
+    np.testing.assert_allclose(result, [weighted(X)])
+    np.testing.assert_allclose(engine.read_tensor("out2"), [weighted(X[:4]), weighted(X)])
+    memory = engine.get_report().memory
+    assert memory.by_category["exchange_buffers"] == [0, 32, 32, 0]  # tile 1: max(32, 16), not 48
+    assert [live - memory.always_live for live in memory.liveness] == [32, 48]  # each step: its own buffers

@@ -176,9 +176,15 @@ class ComputeSetLowerer:
         is_list = rows.kind == SLOT_LIST
         self.layout.account_many(row_tile[is_list], "edge_descriptors", 16 * edge_count[is_list])
 
-        buffers_before = int(self.layout.by_category["exchange_buffers"].sum())
+        # A compute set's exchange buffers are live only while it runs (filled before its
+        # compute phase, emptied after), so a tile holds, of all of them, the most any one
+        # compute set needs there: Poplar's liveness gives its temporaries the same memory.
+        live = self.layout.by_category["exchange_buffers"]
+        self.layout.by_category["exchange_buffers"] = np.zeros_like(live)
         placed = self.placer.place(edges, cs)
-        self.cs_buffer_bytes.append(int(self.layout.by_category["exchange_buffers"].sum()) - buffers_before)
+        mine = self.layout.by_category["exchange_buffers"]
+        self.layout.by_category["exchange_buffers"] = np.maximum(live, mine)
+        self.cs_buffer_bytes.append(int(mine.sum()))
         self.cs_shared_bytes.append(placed.shared_bytes)
         self.cs_names.append(cs.name)
 
