@@ -3,8 +3,8 @@ import popsim
 
 
 def test_libraries_import_from_popsim():
-    from popsim import poplin, popops, poprand, poputil
-    for lib in (poplin, popops, poprand, poputil):
+    from popsim import poplin, popnn, popops, poprand, poputil
+    for lib in (poplin, popnn, popops, poprand, poputil):
         assert lib.__name__.startswith("popsim.") and lib.__doc__
 
 

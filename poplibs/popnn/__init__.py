@@ -1,0 +1,7 @@
+"""popnn: neural-network layers (PopLibs' popnn): non-linearities, softmax, pooling, the
+norms, losses and arg-max, LSTM and GRU, built from vertices on the tiles that hold the
+data (popnn's own codelets where PopLibs has them, popops and poplin underneath).
+
+docs/poplibs.md, section popnn, describes each family of ops.
+"""
+__all__ = []
