@@ -245,3 +245,19 @@ def test_virtual_graph_out_of_range(small_device):
     with pytest.raises(popsim.InvalidTileMappingError, match=re.escape("[2, 9)")) as info:
         g.create_virtual_graph(2, 9)
     assert "4 tiles" in str(info.value)
+
+
+def test_sorted_contiguous_regions_cut_views_at_memory_breaks_in_memory_order():
+    g = popsim.Graph(popsim.IPUModel("ipu2").create_device())
+    a = g.add_variable(FLOAT, (4, 3), "a")
+    b = g.add_variable(FLOAT, (2, 3), "b")
+    t = popsim.concat([b, a]).flatten()  # b's 6 elements, then a's 12
+    assert g.get_sorted_contiguous_regions(t, [(0, 18)]) == [[(6, 18)], [(0, 6)]]  # a (created first), then b
+    assert g.get_sorted_contiguous_regions(t, [(4, 8), (10, 12)]) == [[(6, 8)], [(10, 12)], [(4, 6)]]  # a gap
+    assert g.get_sorted_contiguous_regions(t, [(4, 8), (8, 12)]) == [[(6, 12)], [(4, 6)]]  # joined in memory
+    column = a.transpose()[1]  # a[0][1], a[1][1], ...: every element its own run
+    assert g.get_sorted_contiguous_regions(column, [(0, 4)]) == [[(0, 1)], [(1, 2)], [(2, 3)], [(3, 4)]]
+    backwards = a.flatten()[::-1]  # one run of memory, met in reverse: cut into elements, sorted by address
+    assert g.get_sorted_contiguous_regions(backwards, [(9, 12)]) == [[(11, 12), (10, 11), (9, 10)]]
+    with pytest.raises(popsim.InvalidTileMappingError, match="must lie in"):
+        g.get_sorted_contiguous_regions(t, [(0, 19)])

@@ -95,29 +95,33 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     loop = SerialLoop(graph, name, blocks.tile(0, 0, 0, 0))
     n_count = loop.counter("outChanStep") if n_split.steps > 1 else None
     k_count = loop.counter("inChanStep") if k_split.steps > 1 else None
-    a_steps = loop.stepped(a, [(2, k_split, k_count)], what="a")
-    b_steps = loop.stepped(b, [(1, k_split, k_count), (2, n_split, n_count)], what="b")
-    out_steps = loop.stepped(out, [(2, n_split, n_count)], writable=True, what="out")
+    # stepped in block order: each tile's part of a step is one region for the slice vertices
+    g_b, m_b, k_b, n_b = (blocks.gs, blocks.g_t), (blocks.ms, blocks.m_t), (blocks.ks, blocks.k_t), \
+        (blocks.ns, blocks.n_t)
+    a_steps = loop.stepped(a, [(2, k_split, k_count)], what="a", blocks=(g_b, m_b, k_b))
+    b_steps = loop.stepped(b, [(1, k_split, k_count), (2, n_split, n_count)], what="b", blocks=(g_b, k_b, n_b))
+    out_steps = loop.stepped(out, [(2, n_split, n_count)], writable=True, what="out", blocks=(g_b, m_b, n_b))
     accumulate = scale is not None or k_split.steps > 1  # every reduction adds to the output step
     params = popops.ReduceParams(popops.Operation.ADD, update=accumulate, scale=1.0 if scale is None else scale)
 
     outer = Sequence()
     if scale is not None:  # mat_mul_acc adds to the output's current values
-        out_step = loop.slice(out_steps, outer, "outSlice")
+        out_held = loop.slice(out_steps, outer, "outSlice")
     else:
-        out_step = loop.step_like(out_steps, "outStep")
+        out_held = loop.step_like(out_steps, "outStep")
         if k_split.steps > 1:  # the in-channel steps add up from zero
-            popops.zero(graph, out_step, outer, f"{name}/ZeroAcc")
+            popops.zero(graph, out_held, outer, f"{name}/ZeroAcc")
+    out_step = out_steps.logical(out_held)
     inner = Sequence()
-    a_step = loop.slice(a_steps, inner, "aSlice")
-    b_step = loop.slice(b_steps, inner, "bSlice")
+    a_step = a_steps.logical(loop.slice(a_steps, inner, "aSlice"))
+    b_step = b_steps.logical(loop.slice(b_steps, inner, "bSlice"))
     cs = graph.add_compute_set(f"{name}/Conv")
     _add_vertices(graph, cs, vertex, step, a_step, b_step, out_step, partials_var, 0, 0)
     inner.add(Execute(cs))
     if not direct:
         _reduce_partials(graph, step, partials_var, out_step, 0, 0, params, inner, f"{name}/Reduce")
     loop.repeat(outer, k_split, k_count, inner, "inChanLoop")
-    loop.update(out_steps, out_step, outer, "outUpdate")
+    loop.update(out_steps, out_held, outer, "outUpdate")
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
 
 

@@ -15,6 +15,7 @@ the output unwritten (PopLibs' vertices return), or with the option
 into temporaries, updates the innermost with ``s`` and writes each back
 (``DynamicUpdateSlice1D/2D``), as PopLibs does.
 """
+import bisect
 import numbers
 from typing import List, Sequence as Seq, Tuple
 
@@ -87,7 +88,7 @@ def _generate(graph, cs, kind: str, offset, t2d, s2d, remap: bool) -> None:
     num_base, num_sub = t2d.shape[0], s2d.shape[0]
     flagged = num_base | (REMAP_FLAG if remap else 0)
     width = graph.target.vector_width(dtype)
-    for tile, regions in enumerate(graph.get_tile_mapping(t2d[0])):
+    for tile, regions in enumerate(_contiguous_regions(graph, t2d[0])):
         if not regions:
             continue
         if len(regions) == 1:
@@ -111,6 +112,27 @@ def _generate(graph, cs, kind: str, offset, t2d, s2d, remap: bool) -> None:
                                  ("numRegions", len(group))):
                 graph.set_initial_value(v[field], value)
             graph.set_tile_mapping(v, tile)
+
+
+def _contiguous_regions(graph, t):
+    """Per tile, ``t``'s intervals there cut where its elements stop being one run of
+    memory, in memory order (PopLibs' generateVertices takes getSortedContiguousRegions of
+    each tile's mapping): a vertex's base and sub regions are then each one run, which the
+    vertices read in place instead of through a rearranging buffer."""
+    mapping = graph.get_tile_mapping(t)
+    spans = sorted((b, e, tile) for tile, regions in enumerate(mapping) for b, e in regions)
+    if not spans:
+        return mapping
+    begins = [b for b, _, _ in spans]
+    result = [[] for _ in mapping]
+    for group in graph.get_sorted_contiguous_regions(t, [(b, e) for b, e, _ in spans]):
+        for b, e in group:  # one call for every tile: cut back at the tiles' interval ends
+            while b < e:
+                k = bisect.bisect_right(begins, b) - 1
+                end = min(e, spans[k][1])
+                result[spans[k][2]].append((b, end))
+                b = end
+    return result
 
 
 def _view_2d(t, dim: int):

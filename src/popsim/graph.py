@@ -400,6 +400,37 @@ class Graph(VertexBuilding, SnakeCaseNames):
                 row.append((p, p + n))
         return result
 
+    def get_sorted_contiguous_regions(self, tensor: Tensor, regions) -> List[List[Tuple[int, int]]]:
+        """Poplar's getSortedContiguousRegions: ``regions`` ([begin, end) intervals of the
+        view's flat elements, e.g. one tile's ``get_tile_mapping``) cut where consecutive
+        view elements stop being consecutive in memory, and grouped into the view's
+        regions of contiguous memory, in memory order: each inner list is the intervals,
+        in order, whose elements are one run of one variable."""
+        self._check_tensor(tensor, "get_sorted_contiguous_regions")
+        spans = np.asarray([(int(b), int(e)) for b, e in regions if int(e) > int(b)], np.int64).reshape(-1, 2)
+        size = tensor.num_elements()
+        if spans.size and (spans.min() < 0 or spans.max() > size):
+            raise InvalidTileMappingError(f"get_sorted_contiguous_regions of tensor '{tensor.name}': the regions "
+                                          f"must lie in [0, {size}), found {regions!r}")
+        runs = split_at_positions(runs_of(tensor), spans.reshape(-1))
+        start = np.searchsorted(spans[:, 0], runs.pos, side="right") - 1
+        inside = (start >= 0) & (runs.pos < spans[np.maximum(start, 0), 1])
+        pos, gid, length = runs.pos[inside], runs.gid[inside], runs.length[inside]
+        order = np.lexsort((pos, gid))  # memory order (a variable's elements are consecutive)
+        pos, gid, length = pos[order], gid[order], length[order]
+        var = self._state.table.index_of(gid)
+        result: List[List[Tuple[int, int]]] = []
+        for k, (p, n) in enumerate(zip(pos.tolist(), length.tolist())):
+            if k and var[k] == var[k - 1] and gid[k] == gid[k - 1] + length[k - 1]:
+                group = result[-1]
+                if group[-1][1] == p:
+                    group[-1] = (group[-1][0], p + n)
+                else:
+                    group.append((p, p + n))
+            else:
+                result.append([(p, p + n)])
+        return result
+
     def linear_mapping(self, tensor: Tensor, min_elements_per_tile: Optional[int] = None,
                        grain_size: Optional[int] = None) -> List[List[Tuple[int, int]]]:
         """PopLibs' linear mapping of the tensor's flat elements over this graph's tiles."""
