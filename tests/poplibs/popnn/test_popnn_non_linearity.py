@@ -242,3 +242,17 @@ def test_engine_usable_after_refused_call(g, small_device):
     y = popnn.sigmoid(g, x, prog)
     _, (got,) = run(g, small_device, prog, {x: [0.0, 1.0, -1.0, 2.0]}, [y])
     np.testing.assert_allclose(got, ref_forward(NL.SIGMOID, [0.0, 1.0, -1.0, 2.0]), rtol=1e-6)
+
+
+def test_aliased_input_and_empty_tensor(g, small_device):
+    """A broadcast (aliased) input gives an output of its own, mapped linearly; an empty
+    tensor gives an empty result and adds no compute set."""
+    x = variable(g, FLOAT, (1, 5), "x")
+    prog = popsim.Sequence()
+    y = popnn.swish(g, x.broadcast(3, 0), prog)
+    empty = popnn.non_linearity(g, NL.TANH, variable(g, FLOAT, (0, 4), "e"), prog)
+    assert y.shape == (3, 5) and empty.shape == (0, 4)
+    values = np.linspace(-2, 2, 5)
+    _, (got,) = run(g, small_device, prog, {x: values}, [y])
+    np.testing.assert_allclose(got, np.tile(ref_forward(NL.SWISH, values.astype(np.float32)), (3, 1)),
+                               rtol=2e-5, atol=2e-6)
