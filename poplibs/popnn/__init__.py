@@ -5,3 +5,10 @@ data (popnn's own codelets where PopLibs has them, popops and poplin underneath)
 docs/poplibs.md, section popnn, describes each family of ops.
 """
 __all__ = []
+
+# -- non-linearities and softmax (non_linearity.py, softmax.py, non_linearity_vertices.py) --
+from . import non_linearity as _non_linearity
+from .non_linearity import *  # noqa: F401,F403 - NonLinearityType, non_linearity*, the wrappers
+from .softmax import log_softmax, log_softmax_in_place
+
+__all__ += _non_linearity.__all__ + ["log_softmax", "log_softmax_in_place"]
