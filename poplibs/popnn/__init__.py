@@ -5,3 +5,8 @@ data (popnn's own codelets where PopLibs has them, popops and poplin underneath)
 docs/poplibs.md, section popnn, describes each family of ops.
 """
 __all__ = []
+
+# ---- recurrent layers: LSTM and GRU (lstm.py, gru.py, rnn_util.py) ----
+from . import gru, lstm  # noqa: E402
+
+__all__ += ["gru", "lstm"]
