@@ -12,3 +12,7 @@ from .non_linearity import *  # noqa: F401,F403 - NonLinearityType, non_linearit
 from .softmax import log_softmax, log_softmax_in_place
 
 __all__ += _non_linearity.__all__ + ["log_softmax", "log_softmax_in_place"]
+# ---- recurrent layers: LSTM and GRU (lstm.py, gru.py, rnn_util.py) ----
+from . import gru, lstm  # noqa: E402
+
+__all__ += ["gru", "lstm"]

@@ -1,0 +1,210 @@
+"""What popnn's recurrent layers (lstm.py, gru.py) share, as PopLibs' RnnUtil and rnn::Rnn
+do: argument and option checks, the gate activations as popops expressions, the [T, ...]
+sequence tensors (each step's slice mapped linearly, so a step moves between the sequence
+and the cell without exchange), views of per-gate weights as one matrix, and the device
+loop over time.
+
+The loop is a popsim Repeat of one body built once (the graph does not grow with the
+number of steps): an UNSIGNED_INT counter on tile 0 selects each step's slice of the
+sequences with popops.dynamic_slice / dynamic_update (as poplin's serial loop does),
+counting up for the forward pass and down for the backward pass.
+"""
+import numbers
+from typing import Iterable, Optional, Sequence as Seq
+
+import popsim
+from popsim import FLOAT, HALF, UNSIGNED_INT
+from popsim.program import Repeat, Sequence
+
+from .. import popops
+from ..popops import expr as pe
+from ..poputil import PoplibsError, map_tensor_linearly
+from ..poputil.checks import check_prog, check_tensor
+
+#: the activations a gate may use (PopLibs' NonLinearityType members, by name)
+ACTIVATIONS = ("SIGMOID", "TANH", "RELU")
+
+#: the option keys PopLibs' LSTM and GRU accept (Lstm.cpp / Gru.cpp parseOptions)
+_OPTION_VALUES = {
+    "inferenceOnly": ("true", "false"),
+    "preCalcWeights": ("true", "false"),
+    "partialsType": ("float", "half"),
+    "weightAccumulatorsType": ("float", "half"),
+    "recomputationMode": ("none", "cellAndTanh", "full"),
+    "availableMemoryProportion": None,
+    "numShards": None,
+}
+
+
+def activation_name(value, what: str, role: str) -> str:
+    """The name of a NonLinearityType member (or its name as a string) that a gate can use."""
+    name = value if isinstance(value, str) else getattr(value, "name", None)
+    if name not in ACTIVATIONS:
+        raise PoplibsError(f"{what}: {role} must be one of NonLinearityType {', '.join(ACTIVATIONS)}, "
+                           f"found {value!r}")
+    return name
+
+
+def act(name: str, e):
+    """The activation ``name`` applied to the expression ``e``."""
+    if name == "SIGMOID":
+        return pe.sigmoid(e)
+    if name == "TANH":
+        return pe.tanh(e)
+    return pe.max(e, pe.Const(0.0))
+
+
+def act_grad(name: str, y, dtype):
+    """d act / d x in terms of the activation's output ``y`` (PopLibs'
+    nonLinearityInputGradient takes the output too); ``dtype`` is y's type."""
+    if name == "SIGMOID":
+        return y * (1.0 - y)
+    if name == "TANH":
+        return 1.0 - y * y
+    return pe.Cast(y > 0.0, dtype)
+
+
+def parse_options(options, what: str) -> dict:
+    """PopLibs' RNN options (strings); an unknown key or value is an InvalidOptionError."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise TypeError(f"{what}: options must be a dict of str -> str, found {type(options).__name__}")
+    for key, value in options.items():
+        if key not in _OPTION_VALUES:
+            raise popsim.InvalidOptionError(f"{what}: unknown option {key!r}; the options are "
+                                            f"{', '.join(_OPTION_VALUES)}")
+        allowed = _OPTION_VALUES[key]
+        if allowed is not None and value not in allowed:
+            raise popsim.InvalidOptionError(f"{what}: option {key} must be one of {', '.join(allowed)}, "
+                                            f"found {value!r}")
+    if options.get("numShards", "1") != "1":
+        raise popsim.InvalidOptionError(f"{what}: option numShards must be 1 (popsim runs an RNN on one "
+                                        f"IPU), found {options['numShards']!r}")
+    if options.get("recomputationMode", "none") != "none":
+        raise popsim.InvalidOptionError(f"{what}: recomputationMode {options['recomputationMode']!r} is not "
+                                        "built: popsim keeps every intermediate (use 'none')")
+    return dict(options)
+
+
+def mat_mul_options(options: dict) -> dict:
+    """The matmul options an RNN passes on (PopLibs' getMMOpts)."""
+    return {k: v for k, v in options.items() if k in ("partialsType", "availableMemoryProportion")}
+
+
+def check_common_params(params, units: int, what: str):
+    """data type, sizes and cell order of LstmParams / GruParams."""
+    if params.data_type not in (FLOAT, HALF):
+        raise PoplibsError(f"{what}: params.data_type must be FLOAT or HALF, found {params.data_type}")
+    for name in ("batch_size", "time_steps"):
+        v = getattr(params, name)
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise PoplibsError(f"{what}: params.{name} must be a whole number >= 1, found {v!r}")
+    sizes = list(params.layer_sizes)
+    if len(sizes) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1
+                              for v in sizes):
+        raise PoplibsError(f"{what}: params.layer_sizes must be [input_size, output_size] (two whole "
+                           f"numbers >= 1), found {params.layer_sizes!r}")
+    order = [int(u) for u in params.cell_order]
+    if sorted(order) != list(range(units)):
+        raise PoplibsError(f"{what}: params.cell_order must name each of the {units} gates once, found "
+                           f"{list(params.cell_order)!r}")
+
+
+def check_shape(graph, t, shape, dtype, what: str, role: str, layout: str) -> None:
+    """``t`` is a tensor of ``graph`` of ``shape`` ([...] names the dimensions) and ``dtype``."""
+    check_tensor(graph, t, what, role)
+    if tuple(t.shape) != tuple(shape):
+        raise PoplibsError(f"{what}: {role} '{t.name}' must have shape {tuple(shape)} {layout}, found "
+                           f"{tuple(t.shape)}")
+    if t.dtype != dtype:
+        raise PoplibsError(f"{what}: {role} '{t.name}' must be {dtype} (params.data_type), found {t.dtype}")
+
+
+def sequence_tensor(graph, dtype, steps: int, inner: Seq[int], name: str):
+    """A [steps, *inner] variable with each step's slice mapped linearly (PopLibs maps its
+    RNN sequences per step, so that slicing a step moves nothing between tiles)."""
+    t = graph.add_variable(dtype, (steps, *inner), name)
+    for s in range(steps):
+        map_tensor_linearly(graph, t[s])
+    return t
+
+
+def state_tensor(graph, dtype, shape, name: str):
+    t = graph.add_variable(dtype, tuple(shape), name)
+    map_tensor_linearly(graph, t)
+    return t
+
+
+def units_matrix(w):
+    """Per-gate weights [U, rows, out] as the [rows, U * out] matrix that multiplies all the
+    gates at once (PopLibs' flattenUnits)."""
+    units, rows, out = w.shape
+    return w.dim_roll(0, 1).reshape([rows, units * out])
+
+
+def gate(t, unit: int):
+    """Gate ``unit`` of gate values laid out [B, U, out]: a [B, out] view."""
+    return t.slice(unit, unit + 1, 1).squeeze([1])
+
+
+def gates(t, units: Iterable[int]):
+    """The gates ``units`` of [B, U, out] gate values as one [B, len(units), out] view."""
+    return popsim.concat([t.slice(u, u + 1, 1) for u in units], 1)
+
+
+class TimeLoop:
+    """One Repeat over the time steps, forward (0 .. T-1) or reverse (T-1 .. 0), with a
+    device counter selecting each step's slices."""
+
+    def __init__(self, graph, steps: int, name: str, reverse: bool = False):
+        self.graph, self.steps, self.name, self.reverse = graph, steps, name, reverse
+        self.counter = graph.add_variable(UNSIGNED_INT, (1,), f"{name}/step")
+        graph.set_tile_mapping(self.counter, 0)
+        self.body = Sequence()
+
+    def slice(self, seq, what: str):
+        """This step's slice of the [T, ...] tensor ``seq`` (a [...] temporary)."""
+        s = popops.dynamic_slice(self.graph, seq, self.counter, [0], [1], self.body, f"{self.name}/{what}")
+        return s.squeeze([0])
+
+    def update(self, seq, value, what: str) -> None:
+        """Write ``value`` [...] into this step's slice of ``seq`` [T, ...]."""
+        popops.dynamic_update(self.graph, seq, value.expand([0]), self.counter, [0], [1], self.body,
+                              f"{self.name}/{what}")
+
+    def close(self, prog) -> None:
+        """Append to ``prog``: the counter set to the first step, then the body (followed by
+        the counter's step) once per time step."""
+        one = self.graph.add_constant(UNSIGNED_INT, (1,), 1, f"{self.name}/one")
+        self.graph.set_tile_mapping(one, 0)
+        popops.fill(self.graph, self.counter, self.steps - 1 if self.reverse else 0, prog,
+                    f"{self.name}/initStep")
+        step = popops.sub_in_place if self.reverse else popops.add_in_place
+        step(self.graph, self.counter, one, self.body, f"{self.name}/nextStep")
+        prog.add(Repeat(self.steps, self.body))
+
+
+def previous_outputs(init_output, outputs):
+    """h_{t-1} for every step: the initial output, then outputs 0 .. T-2 ([T, B, out] view)."""
+    steps = outputs.shape[0]
+    parts = [init_output.expand([0])]
+    if steps > 1:
+        parts.append(outputs.slice(0, steps - 1, 0))
+    return popsim.concat(parts, 0)
+
+
+def sum_over_steps_and_batch(graph, t, prog, name: str):
+    """[T, B, ...] summed over T and B (the bias gradients)."""
+    return popops.reduce(graph, t, [0, 1], popops.ReduceParams(popops.Operation.ADD), prog, name)
+
+
+def optional_tensor(graph, t: Optional[popsim.Tensor], shape, dtype, what: str, role: str, layout: str):
+    if t is not None:
+        check_shape(graph, t, shape, dtype, what, role, layout)
+    return t
+
+
+__all__ = ["ACTIVATIONS", "TimeLoop", "act", "act_grad", "activation_name", "check_common_params",
+           "check_shape", "gate", "gates", "mat_mul_options", "parse_options", "previous_outputs",
+           "sequence_tensor", "state_tensor", "sum_over_steps_and_batch", "units_matrix"]
