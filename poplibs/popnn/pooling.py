@@ -137,13 +137,23 @@ def _check_shape(graph, t, expected: Tuple[int, ...], params: PoolParams, what: 
 
 
 # -- layout --------------------------------------------------------------------------------------
-def _chans_per_group(t, channels: int) -> int:
-    """PopLibs' detectChannelGrouping, simplified: the channels of one position contiguous ->
-    the largest divisor of C up to 16; else 1."""
+def _chans_per_group(graph, t, params: PoolParams, dest_field) -> int:
+    """The channel grouping (PopLibs' detectChannelGrouping, simplified): 1 unless ``t`` holds
+    the channels of a position contiguously (a convolution's output does); then the largest
+    divisor of C up to 16 that still gives every worker of every tile a row of ``dest_field``
+    to work on, or failing that the smallest that fills a 64-bit vector (more rows, more
+    workers busy)."""
+    channels = params.num_channels
     first = t.slice([0] * t.rank, [1, channels] + [1] * (t.rank - 2)).flatten()
-    if channels > 1 and first.is_contiguous():
-        return max(d for d in range(1, min(channels, 16) + 1) if channels % d == 0)
-    return 1
+    if channels == 1 or not first.is_contiguous():
+        return 1
+    rows = params.batch_size * int(np.prod(dest_field[:-1], dtype=np.int64))
+    divisors = [d for d in range(min(channels, 16), 0, -1) if channels % d == 0]
+    for d in divisors:
+        if channels // d * rows >= graph.target.num_tiles * graph.target.num_worker_contexts:
+            return d
+    vector = 2 if params.dtype == FLOAT else 4
+    return min((d for d in divisors if d >= vector), default=1)
 
 
 def _grouped(t, cpg: int):
@@ -180,9 +190,17 @@ class _Plan:
         return self.rows.slice(r0, r1).flatten()
 
 
-def _source_view(src_grouped, pieces, src_row_elems: int):
-    """The rows ``pieces`` [(plane, lo, hi)] of a grouped source, one after another."""
-    planes = src_grouped.reshape([int(np.prod(src_grouped.shape[:2])), int(np.prod(src_grouped.shape[2:]))])
+def _planes(grouped):
+    """A grouped tensor [G, B, *F, cpg] as [planes, plane elements] (reshaped once: a view of a
+    view whose dims do not merge is costly to make)."""
+    return grouped.reshape([int(np.prod(grouped.shape[:2])), int(np.prod(grouped.shape[2:]))])
+
+
+def _source_view(planes, pieces, src_row_elems: int):
+    """The rows ``pieces`` [(plane, lo, hi)] of a grouped source's planes, one after another;
+    a single element when there are none (every position reads only padding)."""
+    if not pieces:
+        return planes[0].slice(0, 1)
     parts = [planes[p].slice(lo * src_row_elems, hi * src_row_elems) for p, lo, hi in pieces]
     return parts[0] if len(parts) == 1 else popsim.concat(parts)
 
@@ -191,20 +209,17 @@ def _add_pooling_vertices(graph, cs, vertex: str, plan: _Plan, work, src, extra=
     """One MultiVertex per tile of ``plan``: its rows of plan.var, ``src`` (grouped) rows as ``in``;
     ``extra``: {field: (grouped tensor, "dest"|"src")} read like the destination or the source."""
     src_row_elems = work.src_row_size * plan.cpg
+    src_planes = _planes(src)
+    extra_views = {field: (t.reshape(list(plan.rows.shape)) if like == "dest" else _planes(t), like)
+                   for field, (t, like) in (extra or {}).items()}
     for tile, (r0, r1) in enumerate(plan.blocks):
         tw = tile_work(work, r0, r1)
-        if not tw.pieces:   # every position of these rows reads only padding
-            tw_in = src.reshape([-1]).slice(0, 1)
-        else:
-            tw_in = _source_view(src, tw.pieces, src_row_elems)
-        fields = {"out": plan.out_rows(r0, r1), "in": tw_in, "rowSize": plan.row_size,
-                  "chansPerGroup": plan.cpg, "inStride": work.in_stride, "outStride": work.out_stride}
-        for field, (t, like) in (extra or {}).items():
-            if like == "dest":
-                fields[field] = t.reshape(list(plan.rows.shape)).slice(r0, r1).flatten()
-            else:
-                fields[field] = tw_in if t is src else (_source_view(t, tw.pieces, src_row_elems) if tw.pieces
-                                                        else t.reshape([-1]).slice(0, 1))
+        fields = {"out": plan.out_rows(r0, r1), "in": _source_view(src_planes, tw.pieces, src_row_elems),
+                  "rowSize": plan.row_size, "chansPerGroup": plan.cpg, "inStride": work.in_stride,
+                  "outStride": work.out_stride}
+        for field, (view, like) in extra_views.items():
+            fields[field] = view.slice(r0, r1).flatten() if like == "dest" \
+                else _source_view(view, tw.pieces, src_row_elems)
         fields.update(state or {})
         v = graph.add_vertex(cs, vertex, fields)
         graph.set_initial_value(v["rowStarts"], tw.row_starts)
@@ -254,7 +269,7 @@ def pool(graph, params: PoolParams, in_, prog, name: str = "", options=None):
     name = name or f"popnn.pool/{params.pooling_type.name.lower()}Pool"
     pv.ensure_codelets(graph)
     out_field = params.get_output_field_shape()
-    cpg = _chans_per_group(in_, params.num_channels)
+    cpg = _chans_per_group(graph, in_, params, out_field)
     work = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
                       params.input_truncation_or_padding_lower, backward=False)
     plan = _Plan(graph, params, out_field, cpg, f"{name}/pooled")
@@ -344,7 +359,7 @@ def _full_gradient(graph, params, in_, pooled, pooled_grad, use_scaled_gradient,
     _check_shape(graph, pooled_grad, params.output_shape(), params, what, "pooled_grad", "output field")
     name = name or f"popnn.pool_input_gradient/{params.pooling_type.name.lower()}PoolGrad"
     pv.ensure_codelets(graph)
-    cpg = _chans_per_group(in_, params.num_channels)
+    cpg = _chans_per_group(graph, in_, params, params.input_field_shape)
     if params.pooling_type == PoolingType.MAX:
         return _max_gradient(graph, params, in_, pooled, pooled_grad, bool(use_scaled_gradient), cpg, prog, name)
     return _sum_gradient(graph, params, pooled_grad, cpg, prog, name)

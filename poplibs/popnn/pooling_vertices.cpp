@@ -48,13 +48,12 @@ inline void workerRows(unsigned rows, unsigned wid, unsigned workers, unsigned &
 // Runs `combine(acc, destPos, srcPos)` over every element of each entry of row `row`, with a
 // float accumulator row `acc` of rowSize * cpg elements; destPos/srcPos are element indices
 // (of the row and of `in`) of the first channel.
-template <class F>
-inline void forEntries(const unsigned *rowStarts, const unsigned *work, unsigned row, unsigned cpg,
-                       unsigned inStride, unsigned outStride, F combine) {
+template <class V, class F>
+inline void forEntries(const V &rowStarts, const V &work, unsigned row, unsigned cpg, unsigned inStride,
+                       unsigned outStride, F combine) {
   for (unsigned e = rowStarts[row]; e < rowStarts[row + 1]; ++e) {
-    const unsigned *w = work + 3 * e;
-    unsigned o = w[0] * cpg, i = w[1] * cpg;
-    const unsigned n = w[2], os = outStride * cpg, is = inStride * cpg;
+    unsigned o = work[3 * e] * cpg, i = work[3 * e + 1] * cpg;
+    const unsigned n = work[3 * e + 2], os = outStride * cpg, is = inStride * cpg;
     for (unsigned f = 0; f < n; ++f, o += os, i += is)
       combine(o, i);
   }
@@ -82,7 +81,7 @@ public:
     for (unsigned r = first; r < last; ++r) {
       std::fill(acc.begin(), acc.end(), detail::lowestOf<FPType>());
       float *a = acc.data();
-      detail::forEntries(&rowStarts[0], &workList[0], r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
+      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
         for (unsigned c = 0; c < cpg; ++c)
           a[o + c] = std::max(a[o + c], float(src[i + c]));
       });
@@ -114,7 +113,7 @@ public:
     for (unsigned r = first; r < last; ++r) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       float *a = acc.data();
-      detail::forEntries(&rowStarts[0], &workList[0], r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
+      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
         for (unsigned c = 0; c < cpg; ++c)
           a[o + c] += float(src[i + c]);
       });
@@ -148,7 +147,7 @@ public:
       std::fill(acc.begin(), acc.end(), 0.0f);
       float *a = acc.data();
       const FPType *acts = &fwdActsIn[0] + std::size_t(r) * width;
-      detail::forEntries(&rowStarts[0], &workList[0], r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
+      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
         for (unsigned c = 0; c < cpg; ++c)
           if (float(acts[o + c]) == float(maxes[i + c]))
             a[o + c] += float(grad[i + c]);
@@ -182,7 +181,7 @@ public:
       std::fill(acc.begin(), acc.end(), 0.0f);
       float *a = acc.data();
       const FPType *maxes = &fwdActsOut[0] + std::size_t(r) * width;
-      detail::forEntries(&rowStarts[0], &workList[0], r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
+      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
         for (unsigned c = 0; c < cpg; ++c)
           a[o + c] += float(acts[i + c]) == float(maxes[o + c]) ? 1.0f : 0.0f;
       });

@@ -258,3 +258,12 @@ def test_gradient_operands_checked():
         popnn.pool_input_gradient(g, pp, 1, y, Sequence())
     with pytest.raises(PoplibsError, match="use_scaled_gradient must be a bool"):
         popnn.pool_input_gradient(g, pp, x, y, y, "yes", Sequence())
+
+
+@pytest.mark.parametrize("kind,expected", [(MAX, ref.LOWEST), (AVG, 0.0), (SUM, 0.0)])
+def test_windows_of_padding_only(kind, expected):
+    """Regression: a vertex whose rows read only padding has an empty worklist."""
+    pp = popnn.PoolParams(kind, [1], [1], [2], [1], [0], 1, 1, FLOAT)
+    y, dx, _ = run_pool(pp, np.array([[[5.0]]], np.float32), np.array([[[2.0]]], np.float32), tiles=2)
+    np.testing.assert_array_equal(y, [[[expected]]])
+    np.testing.assert_array_equal(dx, [[[0.0]]])
