@@ -267,3 +267,11 @@ def test_windows_of_padding_only(kind, expected):
     y, dx, _ = run_pool(pp, np.array([[[5.0]]], np.float32), np.array([[[2.0]]], np.float32), tiles=2)
     np.testing.assert_array_equal(y, [[[expected]]])
     np.testing.assert_array_equal(dx, [[[0.0]]])
+
+
+def test_options_are_refused():
+    g = popsim.Graph(_device(4))
+    pp = popnn.PoolParams(MAX, [4], [2], [2], [0], [0], 1, 1, FLOAT)
+    x = g.add_variable(FLOAT, (1, 1, 4), "x")
+    with pytest.raises(popsim.InvalidOptionError, match="poolUseIntrospectiveMapping"):
+        popnn.pool(g, pp, x, Sequence(), options={"poolUseIntrospectiveMapping": "false"})
