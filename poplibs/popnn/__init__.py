@@ -16,3 +16,6 @@ __all__ += _non_linearity.__all__ + ["log_softmax", "log_softmax_in_place"]
 from . import gru, lstm  # noqa: E402
 
 __all__ += ["gru", "lstm"]
+# pooling (pooling.py, pooling_worklists.py, pooling_vertices.py/.cpp)
+from .pooling import PoolingType, PoolParams, pool, pool_input_gradient, pool_input_gradient_avg_sum  # noqa: E402
+__all__ += ["PoolingType", "PoolParams", "pool", "pool_input_gradient", "pool_input_gradient_avg_sum"]
