@@ -199,7 +199,7 @@ def top_k(graph, t, indices, k, sort, prog, name: str = ""):
     the UNSIGNED_INT ``[rows, 1, k]`` indices tensor) or an existing UNSIGNED_INT tensor
     of that shape (the indices are copied into it)."""
     what = "popnn.top_k"
-    check_rows(graph, t, prog, what, types=IN_TYPES + (popsim.BOOL,))
+    check_rows(graph, t, prog, what)  # PopLibs also takes BOOL; popops' sort does not
     if not isinstance(indices, (list, popsim.Tensor)):
         raise PoplibsError(f"{what}: indices is PopLibs' output reference: pass a list (it receives the indices "
                            f"tensor) or an UNSIGNED_INT tensor of shape {(t.shape[0], 1, k)} to write, "

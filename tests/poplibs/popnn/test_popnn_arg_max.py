@@ -180,3 +180,19 @@ def test_top_k_bad_arguments():
         popnn.top_k(g, x, [], 2, "yes", prog)
     with pytest.raises(PoplibsError, match="2-D tensor"):
         popnn.top_k(g, g.add_variable(FLOAT, (5,), "v"), [], 2, True, prog)
+
+
+def test_top_k_of_ints_and_bool_refused():
+    device = small_device()
+    g = popsim.Graph(device)
+    x = g.add_variable(INT, (2, 6), "x")
+    g.set_tile_mapping(x, 3)
+    prog = Sequence()
+    out = []
+    vals = popnn.top_k(g, x, out, 3, True, prog)
+    host = np.array([[3, -1, 7, 7, 0, 2], [-5, -4, -3, -9, -8, -7]], dtype=np.int32)
+    _, (got_v, got_i) = run(g, device, prog, [vals, out[0]], {x: host})
+    np.testing.assert_array_equal(got_v[:, 0], [[7, 7, 3], [-3, -4, -5]])
+    np.testing.assert_array_equal(np.take_along_axis(host, got_i[:, 0].astype(np.int64), 1), got_v[:, 0])
+    with pytest.raises(PoplibsError, match=r"one of FLOAT, HALF, INT, UNSIGNED_INT.*'flags'"):
+        popnn.top_k(g, g.add_variable(BOOL, (2, 6), "flags"), [], 2, True, prog)
