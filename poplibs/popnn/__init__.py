@@ -19,3 +19,10 @@ __all__ += ["gru", "lstm"]
 # pooling (pooling.py, pooling_worklists.py, pooling_vertices.py/.cpp)
 from .pooling import PoolingType, PoolParams, pool, pool_input_gradient, pool_input_gradient_avg_sum  # noqa: E402
 __all__ += ["PoolingType", "PoolParams", "pool", "pool_input_gradient", "pool_input_gradient_avg_sum"]
+# -- losses, accuracy, arg max/min, top k (loss.py, arg_max.py) ------------------------------------
+from .arg_max import arg_max, arg_min, max_and_arg_max, min_and_arg_min, top_k  # noqa: E402
+from .loss import LossType, calc_accuracy, calc_loss  # noqa: E402
+from .loss_vertices import EPS_LOG_N_FLOAT, EPS_LOG_N_HALF  # noqa: E402
+
+__all__ += ["LossType", "calc_loss", "calc_accuracy", "arg_max", "arg_min", "max_and_arg_max", "min_and_arg_min",
+            "top_k", "EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF"]
