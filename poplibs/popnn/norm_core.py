@@ -16,7 +16,7 @@ from ..popops import expr as pe
 from .norm_stat_ops import best_order, indexed, ordered_map, stat_op
 from .norm_vertices import add_inverse_std_deviation
 
-__all__ = ["param_update", "statistics", "whiten", "normalise", "normalise_combined", "param_gradients",
+__all__ = ["param_update", "statistics", "whiten", "normalise", "param_gradients",
            "scale_by_stat", "statistics_gradients"]
 
 
@@ -64,7 +64,6 @@ def normalise(graph, whitened, gamma, beta, prog, name: str):
     return stat_op(graph, "AFFINE", [whitened], [gamma, beta], prog, f"{name}/normalise")
 
 
-normalise_combined = normalise  # acts · combinedMultiplicand + addend: the same expression
 
 
 def param_gradients(graph, whitened, grads_in, prog, scale: float, name: str):
