@@ -26,3 +26,7 @@ from .loss_vertices import EPS_LOG_N_FLOAT, EPS_LOG_N_HALF  # noqa: E402
 
 __all__ += ["LossType", "calc_loss", "calc_accuracy", "arg_max", "arg_min", "max_and_arg_max", "min_and_arg_min",
             "top_k", "EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF"]
+# norms: batch, group, layer and instance norm (bn.py, gn.py, ln.py, in_.py; norm_core.py,
+# norm_stat_ops.py, norm_vertices.py, norm_checks.py)
+from . import bn, gn, ln, in_  # noqa: E402
+__all__ += ["bn", "gn", "ln", "in_"]

@@ -1,0 +1,197 @@
+"""The norms' own vertex: PopLibs' ``poplin::InverseStdDeviation<MeanType,PowerType,OutType,
+stableAlgo>`` (PopLibs writes it in poplin's codelets; the norms of popnn are its only
+users), with PopLibs' cycle estimator.
+
+Per element of each region (VectorLists ``mean``, ``power``, ``iStdDev``; plain state
+``eps`` and ``scaleVar``), computed in float32 as PopLibs' codelet does:
+
+- ``stableAlgo`` false: ``power`` is the mean of squares; ``var = max(power - mean², 0)``
+  (rounding may make the difference negative), ``iStdDev = 1 / sqrt((var + eps) · scaleVar)``;
+- ``stableAlgo`` true: ``power`` is already the mean of squared deviations:
+  ``iStdDev = 1 / sqrt((power + eps) · scaleVar)``.
+
+``scaleVar`` is ``n / (n - 1)`` for an unbiased estimate, else 1 (applied after ``eps``,
+as PopLibs does).
+"""
+import math  # read by the vertex code
+
+import popsim
+from popsim import FLOAT, HALF, Input, Output, VectorList, Vertex
+
+from ..poputil import per_tile
+
+__all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation"]
+
+VERTEX = "poplin::InverseStdDeviation"
+
+
+@popsim.vertex_template(VERTEX, mean_type=[FLOAT, HALF], power_type=[FLOAT, HALF], out_type=[FLOAT, HALF],
+                        stable=[False, True])
+def InverseStdDeviation(mean_type, power_type, out_type, stable):
+    STABLE = stable  # noqa: N806 - a constant of compute, folded by the translator
+
+    class InverseStdDeviation(Vertex):
+        mean: Input[VectorList[mean_type]]
+        power: Input[VectorList[power_type]]
+        iStdDev: Output[VectorList[out_type]]
+        scaleVar: FLOAT
+        eps: FLOAT
+
+        def compute(self):
+            for r in range(len(self.mean)):
+                for i in range(len(self.mean[r])):
+                    if STABLE:
+                        variance = (self.power[r][i] + self.eps) * self.scaleVar
+                    else:
+                        m = self.mean[r][i]
+                        variance = self.power[r][i] - m * m
+                        if variance < 0.0:
+                            variance = 0.0
+                        variance = (variance + self.eps) * self.scaleVar
+                    self.iStdDev[r][i] = 1.0 / math.sqrt(variance)
+            return True
+    return InverseStdDeviation
+
+
+def inverse_std_deviation_cycles(sizes, data_path_width: int = 64) -> int:
+    """PopLibs' estimator (poplinCycleEstimators.cpp): float intermediates, vectors of
+    dataPathWidth/32 elements at 3 + width cycles each (the inverse square root scalar):
+    ``6 + Σ_regions (4 + (3 + w) · ceil(n / w))``."""
+    width = data_path_width // 32
+    return 6 + sum(4 + (3 + width) * -(-n // width) for n in sizes)
+
+
+def _vertex_type(graph, mean_type, power_type, out_type, stable: bool) -> str:
+    name = InverseStdDeviation.vertex_name(mean_type, power_type, out_type, stable)
+    if not graph.has_codelet(name):
+        graph.add_codelets(InverseStdDeviation[mean_type, power_type, out_type, stable])
+        graph.register_perf_estimator(name, lambda info, target: inverse_std_deviation_cycles(
+            info.field_sizes("mean")))
+    return name
+
+
+def add_inverse_std_deviation(graph, mean, power, eps: float, scale_var: float, out_type, stable: bool, prog,
+                              name: str):
+    """A new tensor mapped like ``mean`` (a 1-D tensor; ``power`` has its shape): the
+    inverse standard deviations, one compute set of InverseStdDeviation vertices on the
+    tiles of ``mean``, each tile's regions split between its workers (grain: the vector
+    width of ``out_type``, at least two grains a worker), as PopLibs' computeInvStdDev."""
+    inv_std = graph.add_variable(out_type, tuple(mean.shape), f"{name}/iStdDev")
+    graph.set_tile_mapping(inv_std, graph.get_tile_mapping(mean))
+    vertex_type = _vertex_type(graph, mean.dtype, power.dtype, out_type, stable)
+    grain = 2 if out_type == FLOAT else 4
+    cs = graph.add_compute_set(f"{name}/iStdDev")
+    for tile, regions in per_tile.tile_regions(graph, inv_std):
+        for group in per_tile.group_regions(graph.target, regions, "workers", grain, 2 * grain):
+            vertex = graph.add_vertex(cs, vertex_type, {
+                "mean": per_tile.region_views(mean, group), "power": per_tile.region_views(power, group),
+                "iStdDev": per_tile.region_views(inv_std, group)})
+            graph.set_initial_value(vertex["eps"], float(eps))
+            graph.set_initial_value(vertex["scaleVar"], float(scale_var))
+            graph.set_tile_mapping(vertex, tile)
+    prog.add(popsim.program.Execute(cs))
+    return inv_std
+
+
+# -- element-wise ops with per-statistic operands ----------------------------------------------
+# PopLibs multiplies and adds the per-channel vectors with popops' element-wise ops, whose
+# vector-broadcast vertices (BroadcastVectorInner/Outer) read each channel value once per run
+# of elements. popsim's popops has no such path: a broadcast operand is exchanged element by
+# element (about 800,000 cycles per operand for [32, 16, 28, 28]). These vertices are that
+# path for the norms: each reads the data's regions and the few statistics they touch, as
+# runs of elements sharing one statistic.
+
+# op: (number of data operands, number of statistics operands, the element expression)
+STAT_OPS = {
+    "CENTRE": (1, 1, "x - a"),
+    "WHITEN": (1, 2, "(x - a) * b"),
+    "SCALE": (1, 1, "x * a"),
+    "AFFINE": (1, 2, "x * a + b"),
+    "GRADIENT": (2, 3, "(x + a + y * b) * c"),
+}
+STAT_OP_VERTEX = "popnn::NormStatisticOp"
+
+
+@popsim.vertex_template(STAT_OP_VERTEX, op=list(STAT_OPS), dtype=[FLOAT, HALF])
+def NormStatisticOp(op, dtype):
+    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - a constant of compute: which of a pair of forms
+    runs = popsim.Vector[popsim.UNSIGNED_INT]
+    stat = Input[popsim.Vector[dtype]]
+    data = VectorList[dtype]
+    if STAT_OPS[op][1] == 1:
+        class NormStatisticOp(Vertex):
+            out: Output[data]
+            in1: Input[data]
+            a: stat
+            regionRuns: runs  # runs per region
+            runLengths: runs
+            runStat: runs     # index into the statistics of each run
+
+            def compute(self):
+                k = 0
+                for r in range(len(self.out)):
+                    i = 0
+                    for q in range(self.regionRuns[r]):
+                        n = self.runLengths[k]
+                        a = self.a[self.runStat[k]]
+                        for j in range(i, i + n):
+                            if FIRST:
+                                self.out[r][j] = self.in1[r][j] - a
+                            else:
+                                self.out[r][j] = self.in1[r][j] * a
+                        i += n
+                        k += 1
+                return True
+    elif STAT_OPS[op][1] == 2:
+        class NormStatisticOp(Vertex):
+            out: Output[data]
+            in1: Input[data]
+            a: stat
+            b: stat
+            regionRuns: runs
+            runLengths: runs
+            runStat: runs
+
+            def compute(self):
+                k = 0
+                for r in range(len(self.out)):
+                    i = 0
+                    for q in range(self.regionRuns[r]):
+                        n = self.runLengths[k]
+                        a = self.a[self.runStat[k]]
+                        b = self.b[self.runStat[k]]
+                        for j in range(i, i + n):
+                            if FIRST:
+                                self.out[r][j] = (self.in1[r][j] - a) * b
+                            else:
+                                self.out[r][j] = self.in1[r][j] * a + b
+                        i += n
+                        k += 1
+                return True
+    else:
+        class NormStatisticOp(Vertex):
+            out: Output[data]
+            in1: Input[data]
+            in2: Input[data]
+            a: stat
+            b: stat
+            c: stat
+            regionRuns: runs
+            runLengths: runs
+            runStat: runs
+
+            def compute(self):
+                k = 0
+                for r in range(len(self.out)):
+                    i = 0
+                    for q in range(self.regionRuns[r]):
+                        n = self.runLengths[k]
+                        a = self.a[self.runStat[k]]
+                        b = self.b[self.runStat[k]]
+                        c = self.c[self.runStat[k]]
+                        for j in range(i, i + n):
+                            self.out[r][j] = (self.in1[r][j] + a + self.in2[r][j] * b) * c
+                        i += n
+                        k += 1
+                return True
+    return NormStatisticOp
