@@ -12,13 +12,17 @@ from .non_linearity import *  # noqa: F401,F403 - NonLinearityType, non_linearit
 from .softmax import log_softmax, log_softmax_in_place
 
 __all__ += _non_linearity.__all__ + ["log_softmax", "log_softmax_in_place"]
+
 # ---- recurrent layers: LSTM and GRU (lstm.py, gru.py, rnn_util.py) ----
 from . import gru, lstm  # noqa: E402
 
 __all__ += ["gru", "lstm"]
+
 # pooling (pooling.py, pooling_worklists.py, pooling_vertices.py/.cpp)
 from .pooling import PoolingType, PoolParams, pool, pool_input_gradient, pool_input_gradient_avg_sum  # noqa: E402
+
 __all__ += ["PoolingType", "PoolParams", "pool", "pool_input_gradient", "pool_input_gradient_avg_sum"]
+
 # -- losses, accuracy, arg max/min, top k (loss.py, arg_max.py) ------------------------------------
 from .arg_max import arg_max, arg_min, max_and_arg_max, min_and_arg_min, top_k  # noqa: E402
 from .loss import LossType, calc_accuracy, calc_loss  # noqa: E402
@@ -26,7 +30,9 @@ from .loss_vertices import EPS_LOG_N_FLOAT, EPS_LOG_N_HALF  # noqa: E402
 
 __all__ += ["LossType", "calc_loss", "calc_accuracy", "arg_max", "arg_min", "max_and_arg_max", "min_and_arg_min",
             "top_k", "EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF"]
+
 # norms: batch, group, layer and instance norm (bn.py, gn.py, ln.py, in_.py; norm_core.py,
 # norm_stat_ops.py, norm_vertices.py, norm_checks.py)
 from . import bn, gn, ln, in_  # noqa: E402
+
 __all__ += ["bn", "gn", "ln", "in_"]

@@ -26,7 +26,7 @@ from popsim.program import Copy, Execute
 
 from .. import popops
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_graph, check_prog, check_tensor
+from ..poputil.checks import check_prog, check_tensor
 from .arg_max_vertices import IN_TYPES, gather_vertex, partials_type, sparse_vertex
 
 __all__ = ["arg_max", "arg_min", "max_and_arg_max", "min_and_arg_min", "top_k", "reduce_class"]

@@ -21,7 +21,7 @@ weight matrix over all steps and one reduction for the biases.
 """
 import enum
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List
 
 import popsim
 from popsim import FLOAT, HALF
@@ -29,7 +29,6 @@ from popsim.program import Copy
 
 from .. import poplin, popops
 from ..popops import expr as pe
-from ..poputil import PoplibsError
 from ..poputil.checks import check_graph, check_prog
 from . import rnn_util as ru
 
@@ -390,7 +389,7 @@ def lstm_wu(graph, params, prog, init_state, intermediates, bwd_intermediates, w
     check_prog(prog, what)
     _check_state(graph, params, init_state, what)
     _check_intermediates(graph, params, intermediates, what)
-    T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
+    T, B, _, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
                              params.data_type)
     ru.check_shape(graph, bwd_intermediates, (T, NUM_UNITS, B, n_out), dt, what, "bwd_intermediates",
                    "[time_steps, 4 gates, batch_size, output_size] (lstm_bwd's third result)")

@@ -19,7 +19,7 @@ from popsim.program import Repeat, Sequence
 from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError, map_tensor_linearly
-from ..poputil.checks import check_prog, check_tensor
+from ..poputil.checks import check_tensor
 
 #: the activations a gate may use (PopLibs' NonLinearityType members, by name)
 ACTIVATIONS = ("SIGMOID", "TANH", "RELU")

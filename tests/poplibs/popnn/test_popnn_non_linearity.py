@@ -12,7 +12,7 @@ from popsim import FLOAT, HALF, INT, popnn, poputil
 from popsim.popnn import NonLinearityType as NL
 from popsim.popnn import non_linearity_vertices as nlv
 
-from popnn_nl_harness import MAPPING, g, run, variable  # noqa: F401 - g is a fixture
+from popnn_nl_harness import MAPPING, run, variable
 
 ELEMENTWISE = [NL.RELU, NL.SIGMOID, NL.TANH, NL.GELU, NL.GELU_ERF, NL.SWISH, NL.HARD_SIGMOID]
 _ERF = np.vectorize(math.erf)

@@ -9,7 +9,7 @@ import popsim
 from popsim import FLOAT, HALF, INT, popnn, poputil
 from popsim.popnn import NonLinearityType as NL
 
-from popnn_nl_harness import g, run, variable  # noqa: F401 - g is a fixture
+from popnn_nl_harness import run, variable
 
 SOFTMAXES = [NL.SOFTMAX, NL.SOFTMAX_STABLE, NL.SOFTMAX_SCALED]
 
