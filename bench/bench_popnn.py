@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, EXAMPLES)
 import _common as C  # noqa: E402
 
-import datasets  # noqa: E402
+import training_data  # noqa: E402
 from cnn_training import CnnConfig, CnnOnIpu, initial_weights  # noqa: E402
 from mnist_regression import RegressionOnIpu  # noqa: E402
 from mnist_regression import initial_weights as regression_weights  # noqa: E402
@@ -57,7 +57,7 @@ def _step_row(net, twin_step, images, labels, repeat: int, metric: str, target: 
 
 def cnn_row(data, repeat: int) -> C.Result:
     config = CnnConfig()
-    images, labels = datasets.epoch_batches(data.train, config.batch_size, np.random.default_rng(0))
+    images, labels = training_data.epoch_batches(data.train, config.batch_size, np.random.default_rng(0))
     weights = initial_weights(config)
     start = time.perf_counter()
     net = CnnOnIpu(config, len(labels), 1, weights)
@@ -70,7 +70,7 @@ def cnn_row(data, repeat: int) -> C.Result:
 
 def regression_row(data, repeat: int) -> C.Result:
     batch, lr = 32, 0.5
-    images, labels = datasets.epoch_batches(data.train, batch, np.random.default_rng(0))
+    images, labels = training_data.epoch_batches(data.train, batch, np.random.default_rng(0))
     weights = regression_weights(64)
     net = RegressionOnIpu((8, 8), batch, lr, len(labels), 1, weights)
     twin = NumpyRegression(weights, lr, np.float32)
@@ -91,7 +91,7 @@ def whole_training_row(epochs: int) -> C.Result:
 def main(argv=None) -> int:
     args = C.parse_args(__doc__.splitlines()[0], argv)
     repeat = args.repeat or (2 if args.quick else 5)
-    data = datasets.load_digits()
+    data = training_data.load_digits()
     results = [cnn_row(data, repeat), regression_row(data, repeat), whole_training_row(2 if args.quick else 10)]
     C.report("bench_popnn: training on the simulated IPU against numpy", results, args, C.environment())
     return 0

@@ -276,7 +276,7 @@ def gru_fwd(graph, params, init_state, input, weights, prog, name: str = "", opt
         ru_units = poplin.mat_mul(graph, h, ru.units_matrix(_select(weights.output_weights, [R, Uu])), body,
                                   f"{base}/weighOutput", mm).reshape([B, 2, n_out])
         popops.add_in_place(graph, ru_units, ru.gates(wx, [R, Uu]), body, f"{base}/addWeightedInput")
-        popops.map_in_place(graph, ru.act(rec_name, pe._1), [ru_units], body, f"{base}/gateActivation")
+        ru.activate_in_place(graph, rec_name, ru_units, body, f"{base}/gateActivation")
         r, u = ru_units[:, 0], ru_units[:, 1]
         rh = popops.mul(graph, r, h, body, f"{base}/resetGate")
         cand_pre = poplin.mat_mul(graph, rh, weights.output_weights[C], body, f"{base}/weighCandidate", mm)

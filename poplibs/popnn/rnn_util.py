@@ -20,6 +20,8 @@ from .. import popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError, map_tensor_linearly
 from ..poputil.checks import check_tensor
+from .non_linearity import non_linearity, non_linearity_in_place
+from .non_linearity_vertices import NonLinearityType
 
 #: the activations a gate may use (PopLibs' NonLinearityType members, by name)
 ACTIVATIONS = ("SIGMOID", "TANH", "RELU")
@@ -43,6 +45,17 @@ def activation_name(value, what: str, role: str) -> str:
         raise PoplibsError(f"{what}: {role} must be one of NonLinearityType {', '.join(ACTIVATIONS)}, "
                            f"found {value!r}")
     return name
+
+
+def activate_in_place(graph, name: str, t, prog, debug: str) -> None:
+    """A gate's activation on its own, as PopLibs applies it: popnn's NonLinearity
+    vertices (nonLinearityInPlace) on ``t``'s tiles."""
+    non_linearity_in_place(graph, NonLinearityType[name], t, prog, debug)
+
+
+def activate(graph, name: str, t, prog, debug: str):
+    """The same into a new tensor (nonLinearity)."""
+    return non_linearity(graph, NonLinearityType[name], t, prog, debug)
 
 
 def act(name: str, e):

@@ -143,6 +143,21 @@ def test_time_loop_does_not_grow_the_graph():
     assert abs(counts[1] - counts[0]) < 8, counts
 
 
+def test_gate_activations_run_on_popnn_non_linearity_vertices():
+    """As PopLibs applies them (nonLinearityInPlace): sigmoid gates, tanh candidate and cell."""
+    p = lstm.LstmParams(FLOAT, 2, 3, [4, 3])
+    dev, g, x, init, w = _build(p, 4)
+    prog = Sequence()
+    lstm.lstm_fwd(g, p, init, x, w, prog)
+    engine = popsim.Engine(g, prog)
+    engine.load(dev)
+    engine.run(0)
+    names = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    for nl in ("SIGMOID", "TANH"):
+        assert any(n.startswith("popnn::NonLinearity") and n.endswith(f"popnn::NonLinearityType::{nl}>")
+                   for n in names), (nl, sorted(names))
+
+
 # ---- bad input ---------------------------------------------------------------------------------------------------
 
 def _fwd_setup():
