@@ -39,23 +39,25 @@ namespace detail {
 template <class T> inline float lowestOf() { return -FLT_MAX; }
 template <> inline float lowestOf<half>() { return -65504.0f; }
 
-// The rows of worker `wid`: [first, last).
-inline void workerRows(unsigned rows, unsigned wid, unsigned workers, unsigned &first, unsigned &last) {
-  first = wid * rows / workers;
-  last = (wid + 1) * rows / workers;
-}
-
-// Runs `combine(acc, destPos, srcPos)` over every element of each entry of row `row`, with a
-// float accumulator row `acc` of rowSize * cpg elements; destPos/srcPos are element indices
-// (of the row and of `in`) of the first channel.
-template <class V, class F>
-inline void forEntries(const V &rowStarts, const V &work, unsigned row, unsigned cpg, unsigned inStride,
-                       unsigned outStride, F combine) {
-  for (unsigned e = rowStarts[row]; e < rowStarts[row + 1]; ++e) {
-    unsigned o = work[3 * e] * cpg, i = work[3 * e + 1] * cpg;
-    const unsigned n = work[3 * e + 2], os = outStride * cpg, is = inStride * cpg;
-    for (unsigned f = 0; f < n; ++f, o += os, i += is)
-      combine(o, i);
+// Worker `wid`'s rows of the pooling MultiVertex `v` (its fields rowStarts, workList, rowSize,
+// chansPerGroup, inStride, outStride): each row accumulated in float from `init`, with
+// `combine(acc, row, destElem, srcElem)` run for every position of each of the row's entries
+// (destElem/srcElem: element indices, in the row and in `in`, of the first channel), then
+// `store(outElem, value)` for each of its rowSize * chansPerGroup elements.
+template <class V, class Combine, class Store>
+inline void poolRows(V &v, unsigned wid, unsigned workers, float init, Combine combine, Store store) {
+  const unsigned cpg = v.chansPerGroup, width = v.rowSize * cpg, rows = v.rowStarts.size() - 1;
+  const unsigned os = v.outStride * cpg, is = v.inStride * cpg;
+  std::vector<float> acc(width);
+  for (unsigned r = wid * rows / workers; r < (wid + 1) * rows / workers; ++r) {
+    std::fill(acc.begin(), acc.end(), init);
+    for (unsigned e = v.rowStarts[r]; e < v.rowStarts[r + 1]; ++e) {
+      unsigned o = v.workList[3 * e] * cpg, i = v.workList[3 * e + 1] * cpg;
+      for (unsigned f = 0, n = v.workList[3 * e + 2]; f < n; ++f, o += os, i += is)
+        combine(acc.data(), r, o, i);
+    }
+    for (unsigned k = 0; k < width; ++k)
+      store(r * width + k, acc[k]);
   }
 }
 
@@ -73,21 +75,13 @@ public:
   unsigned outStride;
 
   bool compute(unsigned wid) {
-    const unsigned cpg = chansPerGroup, width = rowSize * cpg;
-    unsigned first, last;
-    detail::workerRows(rowStarts.size() - 1, wid, numWorkers(), first, last);
-    std::vector<float> acc(width);
     const FPType *src = &in[0];
-    for (unsigned r = first; r < last; ++r) {
-      std::fill(acc.begin(), acc.end(), detail::lowestOf<FPType>());
-      float *a = acc.data();
-      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
-        for (unsigned c = 0; c < cpg; ++c)
-          a[o + c] = std::max(a[o + c], float(src[i + c]));
-      });
-      for (unsigned k = 0; k < width; ++k)
-        out[r * width + k] = FPType(a[k]);
-    }
+    detail::poolRows(*this, wid, numWorkers(), detail::lowestOf<FPType>(),
+                     [&](float *a, unsigned, unsigned o, unsigned i) {
+                       for (unsigned c = 0; c < chansPerGroup; ++c)
+                         a[o + c] = std::max(a[o + c], float(src[i + c]));
+                     },
+                     [&](unsigned k, float value) { out[k] = FPType(value); });
     return true;
   }
 };
@@ -105,21 +99,13 @@ public:
   float scale;
 
   bool compute(unsigned wid) {
-    const unsigned cpg = chansPerGroup, width = rowSize * cpg;
-    unsigned first, last;
-    detail::workerRows(rowStarts.size() - 1, wid, numWorkers(), first, last);
-    std::vector<float> acc(width);
     const FPType *src = &in[0];
-    for (unsigned r = first; r < last; ++r) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      float *a = acc.data();
-      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
-        for (unsigned c = 0; c < cpg; ++c)
-          a[o + c] += float(src[i + c]);
-      });
-      for (unsigned k = 0; k < width; ++k)
-        out[r * width + k] = FPType(scale * a[k]);
-    }
+    detail::poolRows(*this, wid, numWorkers(), 0.0f,
+                     [&](float *a, unsigned, unsigned o, unsigned i) {
+                       for (unsigned c = 0; c < chansPerGroup; ++c)
+                         a[o + c] += float(src[i + c]);
+                     },
+                     [&](unsigned k, float value) { out[k] = FPType(scale * value); });
     return true;
   }
 };
@@ -138,23 +124,16 @@ public:
   unsigned outStride;
 
   bool compute(unsigned wid) {
-    const unsigned cpg = chansPerGroup, width = rowSize * cpg;
-    unsigned first, last;
-    detail::workerRows(rowStarts.size() - 1, wid, numWorkers(), first, last);
-    std::vector<float> acc(width);
-    const FPType *grad = &in[0], *maxes = &fwdActsOut[0];
-    for (unsigned r = first; r < last; ++r) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      float *a = acc.data();
-      const FPType *acts = &fwdActsIn[0] + std::size_t(r) * width;
-      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
-        for (unsigned c = 0; c < cpg; ++c)
-          if (float(acts[o + c]) == float(maxes[i + c]))
-            a[o + c] += float(grad[i + c]);
-      });
-      for (unsigned k = 0; k < width; ++k)
-        out[r * width + k] = FPType(a[k]);
-    }
+    const FPType *grad = &in[0], *maxes = &fwdActsOut[0], *acts = &fwdActsIn[0];
+    const unsigned width = rowSize * chansPerGroup;
+    detail::poolRows(*this, wid, numWorkers(), 0.0f,
+                     [&](float *a, unsigned r, unsigned o, unsigned i) {
+                       const FPType *row = acts + std::size_t(r) * width;
+                       for (unsigned c = 0; c < chansPerGroup; ++c)
+                         if (float(row[o + c]) == float(maxes[i + c]))
+                           a[o + c] += float(grad[i + c]);
+                     },
+                     [&](unsigned k, float value) { out[k] = FPType(value); });
     return true;
   }
 };
@@ -172,22 +151,15 @@ public:
   unsigned outStride;
 
   bool compute(unsigned wid) {
-    const unsigned cpg = chansPerGroup, width = rowSize * cpg;
-    unsigned first, last;
-    detail::workerRows(rowStarts.size() - 1, wid, numWorkers(), first, last);
-    std::vector<float> acc(width);
-    const FPType *acts = &in[0];
-    for (unsigned r = first; r < last; ++r) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      float *a = acc.data();
-      const FPType *maxes = &fwdActsOut[0] + std::size_t(r) * width;
-      detail::forEntries(rowStarts, workList, r, cpg, inStride, outStride, [&](unsigned o, unsigned i) {
-        for (unsigned c = 0; c < cpg; ++c)
-          a[o + c] += float(acts[i + c]) == float(maxes[o + c]) ? 1.0f : 0.0f;
-      });
-      for (unsigned k = 0; k < width; ++k)
-        out[r * width + k] = FPType(a[k] != 0.0f ? 1.0f / a[k] : 0.0f);
-    }
+    const FPType *acts = &in[0], *maxes = &fwdActsOut[0];
+    const unsigned width = rowSize * chansPerGroup;
+    detail::poolRows(*this, wid, numWorkers(), 0.0f,
+                     [&](float *a, unsigned r, unsigned o, unsigned i) {
+                       const FPType *row = maxes + std::size_t(r) * width;
+                       for (unsigned c = 0; c < chansPerGroup; ++c)
+                         a[o + c] += float(acts[i + c]) == float(row[o + c]) ? 1.0f : 0.0f;
+                     },
+                     [&](unsigned k, float value) { out[k] = FPType(value != 0.0f ? 1.0f / value : 0.0f); });
     return true;
   }
 };
