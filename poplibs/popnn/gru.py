@@ -53,33 +53,20 @@ def get_default_basic_gru_cell_order() -> List[BasicGruCellUnit]:
     return [BasicGruCellUnit.RESET_GATE, BasicGruCellUnit.UPDATE_GATE, BasicGruCellUnit.CANDIDATE]
 
 
-class GruParams:
+class GruParams(ru.RnnParams):
     """PopLibs' GruParams (layer_sizes = [input_size, output_size]), with
     output_full_sequence, calc_input_gradients, cell_order and reset_after to set as
     attributes."""
 
-    def __init__(self, data_type, batch_size, time_steps, layer_sizes, activation="TANH",
-                 recurrent_activation="SIGMOID"):
-        self.data_type, self.batch_size, self.time_steps = data_type, batch_size, time_steps
-        self.layer_sizes = list(layer_sizes)
-        self.activation, self.recurrent_activation = activation, recurrent_activation
-        self.output_full_sequence = True
-        self.calc_input_gradients = True
-        self.cell_order = get_default_basic_gru_cell_order()
+    default_cell_order = staticmethod(get_default_basic_gru_cell_order)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self.reset_after = False
         check_params(self, "popnn.gru.GruParams")
 
-    @property
-    def input_size(self) -> int:
-        return self.layer_sizes[0]
-
-    @property
-    def output_size(self) -> int:
-        return self.layer_sizes[1]
-
-    def __repr__(self):
-        return (f"GruParams({self.data_type}, batch_size={self.batch_size}, time_steps={self.time_steps}, "
-                f"layer_sizes={self.layer_sizes}, reset_after={self.reset_after})")
+    def _extra_repr(self) -> str:
+        return f", reset_after={self.reset_after}"
 
 
 @dataclass
@@ -100,12 +87,6 @@ def check_params(params, what: str):
     return (ru.activation_name(params.activation, what, "params.activation"),
             ru.activation_name(params.recurrent_activation, what, "params.recurrent_activation"))
 
-
-def _index(params):
-    pos = [0] * NUM_UNITS
-    for i, unit in enumerate(params.cell_order):
-        pos[int(unit)] = i
-    return pos
 
 
 def _bias_shape(params):
@@ -130,10 +111,6 @@ def _check_state(graph, params, state, what: str, role: str = "init_state"):
                    "[batch_size, output_size]")
 
 
-def _check_input(graph, params, t, what: str):
-    ru.check_shape(graph, t, (params.time_steps, params.batch_size, params.input_size), params.data_type, what,
-                   "input", "[time_steps, batch_size, input_size]")
-
 
 def _check_output(graph, params, output, what: str, role: str):
     T, B, n_out = params.time_steps, params.batch_size, params.output_size
@@ -154,11 +131,6 @@ def _check_intermediates(graph, params, inter, what: str):
                    "return_intermediates)")
 
 
-def _mm_options(options: dict, fc_pass: str) -> dict:
-    out = ru.mat_mul_options(options)
-    out["fullyConnectedPass"] = fc_pass
-    return out
-
 
 def _select(w, units):
     """Gates ``units`` of per-gate weights [3, rows, out] as [len(units), rows, out]."""
@@ -169,20 +141,13 @@ def _select(w, units):
 
 def create_input(graph, params, name: str = "", options=None):
     """The input [time_steps, batch_size, input_size], each step mapped linearly."""
-    what = "popnn.gru.create_input"
-    check_graph(graph, what)
-    check_params(params, what)
-    ru.parse_options(options, what)
-    return ru.sequence_tensor(graph, params.data_type, params.time_steps, (params.batch_size, params.input_size),
-                              name or "gru/input")
+    ru.creating(graph, params, options, check_params, "popnn.gru.create_input")
+    return ru.create_input(graph, params, name or "gru/input")
 
 
 def create_initial_state(graph, params, name: str = "", options=None):
     """The initial output [batch_size, output_size], mapped linearly."""
-    what = "popnn.gru.create_initial_state"
-    check_graph(graph, what)
-    check_params(params, what)
-    ru.parse_options(options, what)
+    ru.creating(graph, params, options, check_params, "popnn.gru.create_initial_state")
     return ru.state_tensor(graph, params.data_type, (params.batch_size, params.output_size),
                            f"{name or 'gru'}/initialOutput")
 
@@ -196,24 +161,13 @@ def zero_initial_state(graph, init_output, prog, name: str = "") -> None:
 def create_weights_kernel(graph, params, name: str = "", options=None):
     """(input_weights [3, in, out], output_weights [3, out, out]): slices of one matmul
     right-hand side [in + out, 3 * out]."""
-    what = "popnn.gru.create_weights_kernel"
-    check_graph(graph, what)
-    check_params(params, what)
-    opts = ru.parse_options(options, what)
-    n_in, n_out = params.input_size, params.output_size
-    w = poplin.create_mat_mul_input_rhs(graph, params.data_type, (params.batch_size, n_in + n_out),
-                                        (n_in + n_out, NUM_UNITS * n_out), f"{name or 'gru'}/weights",
-                                        _mm_options(opts, "TRAINING_FWD"))
-    as_units = w.reshape([n_in + n_out, NUM_UNITS, n_out]).dim_roll(1, 0)
-    return as_units.slice(0, n_in, 1), as_units.slice(n_in, n_in + n_out, 1)
+    opts = ru.creating(graph, params, options, check_params, "popnn.gru.create_weights_kernel")
+    return ru.create_kernel(graph, params, NUM_UNITS, f"{name or 'gru'}/weights", opts)
 
 
 def create_weights_biases(graph, params, name: str = "", options=None):
     """The biases [3, output_size] ([3, 2, output_size] with reset_after), mapped linearly."""
-    what = "popnn.gru.create_weights_biases"
-    check_graph(graph, what)
-    check_params(params, what)
-    ru.parse_options(options, what)
+    ru.creating(graph, params, options, check_params, "popnn.gru.create_weights_biases")
     return ru.state_tensor(graph, params.data_type, _bias_shape(params), f"{name or 'gru'}/biases")
 
 
@@ -235,14 +189,14 @@ def gru_fwd(graph, params, init_state, input, weights, prog, name: str = "", opt
     act_name, rec_name = check_params(params, what)
     check_prog(prog, what)
     _check_state(graph, params, init_state, what)
-    _check_input(graph, params, input, what)
+    ru.check_input(graph, params, input, what)
     _check_weights(graph, params, weights, what)
     opts = ru.parse_options(options, what)
     T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
                              params.data_type)
     base = name or "gru"
-    mm = _mm_options(opts, "INFERENCE_FWD" if opts.get("inferenceOnly") == "true" else "TRAINING_FWD")
-    pos = _index(params)
+    mm = ru.mat_mul_options(opts, "INFERENCE_FWD" if opts.get("inferenceOnly") == "true" else "TRAINING_FWD")
+    pos = ru.gate_positions(params, NUM_UNITS)
     R, Uu, C = pos[BasicGruCellUnit.RESET_GATE], pos[BasicGruCellUnit.UPDATE_GATE], pos[BasicGruCellUnit.CANDIDATE]
     in_bias = weights.biases[:, 0] if params.reset_after else weights.biases
 
@@ -316,15 +270,15 @@ def gru_bwd(graph, params, prog, init_state, intermediates, weights, input, outp
     _check_state(graph, params, init_state, what)
     _check_intermediates(graph, params, intermediates, what)
     _check_weights(graph, params, weights, what)
-    _check_input(graph, params, input, what)
+    ru.check_input(graph, params, input, what)
     _check_output(graph, params, output, what, "output")
     _check_output(graph, params, output_grad, what, "output_grad")
     opts = ru.parse_options(options, what)
     T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
                              params.data_type)
     base = name or "gru"
-    mm = _mm_options(opts, "TRAINING_BWD")
-    pos = _index(params)
+    mm = ru.mat_mul_options(opts, "TRAINING_BWD")
+    pos = ru.gate_positions(params, NUM_UNITS)
     R, Uu, C = pos[BasicGruCellUnit.RESET_GATE], pos[BasicGruCellUnit.UPDATE_GATE], pos[BasicGruCellUnit.CANDIDATE]
     n_grads = _num_grads(params)
 
@@ -395,7 +349,7 @@ def gru_wu(graph, params, prog, init_state, intermediates, bwd_intermediates, we
     ru.check_shape(graph, bwd_intermediates, (T, k, B, n_out), params.data_type, what, "bwd_intermediates",
                    f"[time_steps, {k}, batch_size, output_size] (gru_bwd's third result)")
     _check_weights(graph, params, weights, what)
-    _check_input(graph, params, input, what)
+    ru.check_input(graph, params, input, what)
     _check_output(graph, params, output, what, "output")
     opts = ru.parse_options(options, what)
     return _weight_grads(graph, params, prog, init_state, intermediates, bwd_intermediates, input, output, opts,
@@ -407,8 +361,8 @@ def _weight_grads(graph, params, prog, init_state, intermediates, bwd_intermedia
     T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
                              params.data_type)
     acc = FLOAT if opts.get("weightAccumulatorsType", dt.name.lower()) == "float" else HALF
-    mm = _mm_options(opts, "TRAINING_WU")
-    pos = _index(params)
+    mm = ru.mat_mul_options(opts, "TRAINING_WU")
+    pos = ru.gate_positions(params, NUM_UNITS)
     R, Uu, C = pos[BasicGruCellUnit.RESET_GATE], pos[BasicGruCellUnit.UPDATE_GATE], pos[BasicGruCellUnit.CANDIDATE]
     grads = bwd_intermediates.dim_shuffle([0, 2, 1, 3])                       # [T, B, k, out]
     d_in = grads.slice(0, NUM_UNITS, 2)

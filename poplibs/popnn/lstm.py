@@ -56,32 +56,16 @@ def get_default_basic_lstm_cell_order() -> List[BasicLstmCellUnit]:
             BasicLstmCellUnit.OUTPUT_GATE]
 
 
-class LstmParams:
+class LstmParams(ru.RnnParams):
     """PopLibs' LstmParams: the layer's type and sizes (layer_sizes = [input_size,
     output_size]), with output_full_sequence, calc_input_gradients and cell_order to set
     as attributes."""
 
-    def __init__(self, data_type, batch_size, time_steps, layer_sizes, activation="TANH",
-                 recurrent_activation="SIGMOID"):
-        self.data_type, self.batch_size, self.time_steps = data_type, batch_size, time_steps
-        self.layer_sizes = list(layer_sizes)
-        self.activation, self.recurrent_activation = activation, recurrent_activation
-        self.output_full_sequence = True
-        self.calc_input_gradients = True
-        self.cell_order = get_default_basic_lstm_cell_order()
+    default_cell_order = staticmethod(get_default_basic_lstm_cell_order)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         check_params(self, "popnn.lstm.LstmParams")
-
-    @property
-    def input_size(self) -> int:
-        return self.layer_sizes[0]
-
-    @property
-    def output_size(self) -> int:
-        return self.layer_sizes[1]
-
-    def __repr__(self):
-        return (f"LstmParams({self.data_type}, batch_size={self.batch_size}, time_steps={self.time_steps}, "
-                f"layer_sizes={self.layer_sizes})")
 
 
 @dataclass
@@ -113,13 +97,6 @@ def check_params(params, what: str):
             ru.activation_name(params.recurrent_activation, what, "params.recurrent_activation"))
 
 
-def _index(params):
-    """Position of each gate (by BasicLstmCellUnit value) in the weights' outer dimension."""
-    pos = [0] * NUM_UNITS
-    for i, unit in enumerate(params.cell_order):
-        pos[int(unit)] = i
-    return pos
-
 
 def _check_weights(graph, params, weights, what: str, role: str = "weights"):
     if not isinstance(weights, LstmWeights):
@@ -142,39 +119,23 @@ def _check_state(graph, params, state, what: str, role: str = "init_state"):
                        "[batch_size, output_size]")
 
 
-def _check_input(graph, params, t, what: str, role: str = "input"):
-    ru.check_shape(graph, t, (params.time_steps, params.batch_size, params.input_size), params.data_type, what,
-                   role, "[time_steps, batch_size, input_size]")
-
 
 def _num_intermediates(params) -> int:
     return 6 if params.output_full_sequence else 7
 
-
-def _mm_options(options: dict, fc_pass: str) -> dict:
-    out = ru.mat_mul_options(options)
-    out["fullyConnectedPass"] = fc_pass
-    return out
 
 
 # ---- creating tensors ---------------------------------------------------------------------------------------------
 
 def create_input(graph, params, name: str = "", options=None):
     """The input [time_steps, batch_size, input_size], each step mapped linearly."""
-    what = "popnn.lstm.create_input"
-    check_graph(graph, what)
-    check_params(params, what)
-    ru.parse_options(options, what)
-    return ru.sequence_tensor(graph, params.data_type, params.time_steps, (params.batch_size, params.input_size),
-                              name or "lstm/input")
+    ru.creating(graph, params, options, check_params, "popnn.lstm.create_input")
+    return ru.create_input(graph, params, name or "lstm/input")
 
 
 def create_initial_state(graph, params, name: str = "", options=None) -> LstmState:
     """An LstmState of two [batch_size, output_size] variables, mapped linearly."""
-    what = "popnn.lstm.create_initial_state"
-    check_graph(graph, what)
-    check_params(params, what)
-    ru.parse_options(options, what)
+    ru.creating(graph, params, options, check_params, "popnn.lstm.create_initial_state")
     shape, base = (params.batch_size, params.output_size), name or "lstm"
     return LstmState(ru.state_tensor(graph, params.data_type, shape, f"{base}/initialOutput"),
                      ru.state_tensor(graph, params.data_type, shape, f"{base}/initialCellState"))
@@ -193,24 +154,13 @@ def zero_initial_state(graph, state: LstmState, prog, name: str = "") -> None:
 def create_weights_kernel(graph, params, name: str = "", options=None):
     """(input_weights [4, in, out], output_weights [4, out, out]): slices of one matmul
     right-hand side [in + out, 4 * out], as PopLibs creates them."""
-    what = "popnn.lstm.create_weights_kernel"
-    check_graph(graph, what)
-    check_params(params, what)
-    opts = ru.parse_options(options, what)
-    n_in, n_out = params.input_size, params.output_size
-    w = poplin.create_mat_mul_input_rhs(graph, params.data_type, (params.batch_size, n_in + n_out),
-                                        (n_in + n_out, NUM_UNITS * n_out), f"{name or 'lstm'}/weights",
-                                        _mm_options(opts, "TRAINING_FWD"))
-    as_units = w.reshape([n_in + n_out, NUM_UNITS, n_out]).dim_roll(1, 0)
-    return as_units.slice(0, n_in, 1), as_units.slice(n_in, n_in + n_out, 1)
+    opts = ru.creating(graph, params, options, check_params, "popnn.lstm.create_weights_kernel")
+    return ru.create_kernel(graph, params, NUM_UNITS, f"{name or 'lstm'}/weights", opts)
 
 
 def create_weights_biases(graph, params, name: str = "", options=None):
     """The biases [4, output_size], mapped linearly."""
-    what = "popnn.lstm.create_weights_biases"
-    check_graph(graph, what)
-    check_params(params, what)
-    ru.parse_options(options, what)
+    ru.creating(graph, params, options, check_params, "popnn.lstm.create_weights_biases")
     return ru.state_tensor(graph, params.data_type, (NUM_UNITS, params.output_size), f"{name or 'lstm'}/biases")
 
 
@@ -233,15 +183,15 @@ def lstm_fwd(graph, params, init_state, input, weights, prog, name: str = "", op
     act_name, rec_name = check_params(params, what)
     check_prog(prog, what)
     _check_state(graph, params, init_state, what)
-    _check_input(graph, params, input, what)
+    ru.check_input(graph, params, input, what)
     _check_weights(graph, params, weights, what)
     opts = ru.parse_options(options, what)
     T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
                              params.data_type)
     base = name or "lstm"
     fc = "INFERENCE_FWD" if opts.get("inferenceOnly") == "true" else "TRAINING_FWD"
-    mm = _mm_options(opts, fc)
-    pos = _index(params)
+    mm = ru.mat_mul_options(opts, fc)
+    pos = ru.gate_positions(params, NUM_UNITS)
     U = BasicLstmCellUnit
 
     # All steps' input weighted at once; the biases added on the way into the per-step layout.
@@ -317,7 +267,7 @@ def lstm_bwd(graph, params, prog, init_state, intermediates, weights, input, out
     _check_state(graph, params, init_state, what)
     _check_intermediates(graph, params, intermediates, what)
     _check_weights(graph, params, weights, what)
-    _check_input(graph, params, input, what)
+    ru.check_input(graph, params, input, what)
     _check_output(graph, params, output, what, "output")
     _check_output(graph, params, output_grad, what, "output_grad")
     T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
@@ -326,8 +276,8 @@ def lstm_bwd(graph, params, prog, init_state, intermediates, weights, input, out
                        "[batch_size, output_size]")
     opts = ru.parse_options(options, what)
     base = name or "lstm"
-    mm = _mm_options(opts, "TRAINING_BWD")
-    pos = _index(params)
+    mm = ru.mat_mul_options(opts, "TRAINING_BWD")
+    pos = ru.gate_positions(params, NUM_UNITS)
     U = BasicLstmCellUnit
 
     dh = ru.state_tensor(graph, dt, (B, n_out), f"{base}/outputGrad")
@@ -394,7 +344,7 @@ def lstm_wu(graph, params, prog, init_state, intermediates, bwd_intermediates, w
     ru.check_shape(graph, bwd_intermediates, (T, NUM_UNITS, B, n_out), dt, what, "bwd_intermediates",
                    "[time_steps, 4 gates, batch_size, output_size] (lstm_bwd's third result)")
     _check_weights(graph, params, weights, what)
-    _check_input(graph, params, input, what)
+    ru.check_input(graph, params, input, what)
     _check_output(graph, params, output, what, "output")
     opts = ru.parse_options(options, what)
     return _weight_grads(graph, params, prog, init_state.output, intermediates, bwd_intermediates, input, output,
@@ -405,7 +355,7 @@ def _weight_grads(graph, params, prog, init_output, intermediates, bwd_intermedi
                   opts, base) -> LstmWeights:
     T, B, n_in, n_out = params.time_steps, params.batch_size, params.input_size, params.output_size
     acc = FLOAT if opts.get("weightAccumulatorsType", params.data_type.name.lower()) == "float" else HALF
-    mm = _mm_options(opts, "TRAINING_WU")
+    mm = ru.mat_mul_options(opts, "TRAINING_WU")
     grads = bwd_intermediates.dim_shuffle([0, 2, 1, 3])               # [T, B, 4, out]
     flat = grads.reshape([T * B, NUM_UNITS * n_out])
     outputs = output if params.output_full_sequence else intermediates.slice(6, 7, 1).squeeze([1])

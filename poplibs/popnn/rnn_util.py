@@ -16,10 +16,10 @@ import popsim
 from popsim import FLOAT, HALF, UNSIGNED_INT
 from popsim.program import Repeat, Sequence
 
-from .. import popops
+from .. import poplin, popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError, map_tensor_linearly
-from ..poputil.checks import check_tensor
+from ..poputil.checks import check_graph, check_tensor
 from .non_linearity import non_linearity, non_linearity_in_place
 from .non_linearity_vertices import NonLinearityType
 
@@ -36,6 +36,37 @@ _OPTION_VALUES = {
     "availableMemoryProportion": None,
     "numShards": None,
 }
+
+
+class RnnParams:
+    """What LstmParams and GruParams share (PopLibs' RnnParams): the layer's type and sizes
+    (layer_sizes = [input_size, output_size]), with output_full_sequence,
+    calc_input_gradients and cell_order to set as attributes. A subclass gives
+    ``default_cell_order`` and its module's ``check``."""
+
+    def __init__(self, data_type, batch_size, time_steps, layer_sizes, activation="TANH",
+                 recurrent_activation="SIGMOID"):
+        self.data_type, self.batch_size, self.time_steps = data_type, batch_size, time_steps
+        self.layer_sizes = list(layer_sizes)
+        self.activation, self.recurrent_activation = activation, recurrent_activation
+        self.output_full_sequence = True
+        self.calc_input_gradients = True
+        self.cell_order = self.default_cell_order()
+
+    @property
+    def input_size(self) -> int:
+        return self.layer_sizes[0]
+
+    @property
+    def output_size(self) -> int:
+        return self.layer_sizes[1]
+
+    def _extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.data_type}, batch_size={self.batch_size}, time_steps={self.time_steps}, "
+                f"layer_sizes={self.layer_sizes}{self._extra_repr()})")
 
 
 def activation_name(value, what: str, role: str) -> str:
@@ -100,9 +131,46 @@ def parse_options(options, what: str) -> dict:
     return dict(options)
 
 
-def mat_mul_options(options: dict) -> dict:
-    """The matmul options an RNN passes on (PopLibs' getMMOpts)."""
-    return {k: v for k, v in options.items() if k in ("partialsType", "availableMemoryProportion")}
+def mat_mul_options(options: dict, fc_pass: str) -> dict:
+    """The matmul options an RNN passes on (PopLibs' getMMOpts), for the pass ``fc_pass``."""
+    out = {k: v for k, v in options.items() if k in ("partialsType", "availableMemoryProportion")}
+    out["fullyConnectedPass"] = fc_pass
+    return out
+
+
+def gate_positions(params, units: int) -> list:
+    """Position of each gate (by its unit enum's value) in the weights' outer dimension."""
+    pos = [0] * units
+    for i, unit in enumerate(params.cell_order):
+        pos[int(unit)] = i
+    return pos
+
+
+def check_input(graph, params, t, what: str, role: str = "input") -> None:
+    check_shape(graph, t, (params.time_steps, params.batch_size, params.input_size), params.data_type, what,
+                role, "[time_steps, batch_size, input_size]")
+
+
+def creating(graph, params, options, check_params, what: str) -> dict:
+    """The checks every create_* of LstmParams / GruParams starts with; its options."""
+    check_graph(graph, what)
+    check_params(params, what)
+    return parse_options(options, what)
+
+
+def create_input(graph, params, name: str) -> "popsim.Tensor":
+    """The input [time_steps, batch_size, input_size], each step mapped linearly."""
+    return sequence_tensor(graph, params.data_type, params.time_steps, (params.batch_size, params.input_size), name)
+
+
+def create_kernel(graph, params, units: int, name: str, opts: dict):
+    """(input_weights [units, in, out], output_weights [units, out, out]): slices of one
+    matmul right-hand side [in + out, units * out], as PopLibs creates them."""
+    n_in, n_out = params.input_size, params.output_size
+    w = poplin.create_mat_mul_input_rhs(graph, params.data_type, (params.batch_size, n_in + n_out),
+                                        (n_in + n_out, units * n_out), name, mat_mul_options(opts, "TRAINING_FWD"))
+    as_units = w.reshape([n_in + n_out, units, n_out]).dim_roll(1, 0)
+    return as_units.slice(0, n_in, 1), as_units.slice(n_in, n_in + n_out, 1)
 
 
 def check_common_params(params, units: int, what: str):
