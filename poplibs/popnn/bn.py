@@ -15,7 +15,8 @@ from popsim import FLOAT
 
 from . import norm_core as core
 from .norm_checks import (check_acts, check_common, check_eps, check_like, check_options, check_partials,
-                          check_param, check_per_channel, check_scale, check_stats, split_at_prog)
+                          check_param, check_per_channel, check_scale, check_stats, split_at_prog,
+                          GRADIENT_FORMS, PARAM_GRADIENT_FORMS, gradient_call)
 
 __all__ = ["batch_norm_statistics", "batch_norm_whiten", "batch_normalise", "batch_norm_param_gradients",
            "batch_norm_gradients", "batch_norm_param_update"]
@@ -79,13 +80,7 @@ def batch_norm_param_gradients(graph, acts, grads_in, *args, partials_type=FLOAT
     """(gamma_delta[C], beta_delta[C]) = (Σ whitened · grads_in, Σ grads_in) per channel:
     ``(graph, acts_whitened, grads_in, prog)`` or ``(graph, acts, grads_in, mean, inv_std_dev, prog)``."""
     what = "popnn.bn.batch_norm_param_gradients"
-    tensors, prog, rest = split_at_prog(args, {
-        0: "(graph, acts_whitened, grads_in, prog)", 2: "(graph, acts, grads_in, mean, inv_std_dev, prog)"}, what)
-    partials_type = rest[0] if rest else partials_type
-    check_common(graph, prog, name, what)
-    check_acts(graph, acts, what)
-    check_like(graph, grads_in, acts, what, "grads_in")
-    check_partials(partials_type, what)
+    tensors, prog = gradient_call(graph, acts, grads_in, args, PARAM_GRADIENT_FORMS, partials_type, name, what)
     check_options(options, what)
     if tensors:
         _stats(graph, acts, tensors[0], tensors[1], what)
@@ -98,17 +93,8 @@ def batch_norm_gradients(graph, acts, grads_in, *args, partials_type=FLOAT, name
     ``(graph, acts_whitened, grads_in, inv_std_dev, gamma, prog)`` or
     ``(graph, acts, grads_in, mean, inv_std_dev, gamma, prog)``."""
     what = "popnn.bn.batch_norm_gradients"
-    tensors, prog, rest = split_at_prog(args, {
-        2: "(graph, acts_whitened, grads_in, inv_std_dev, gamma, prog)",
-        3: "(graph, acts, grads_in, mean, inv_std_dev, gamma, prog)"}, what)
-    partials_type = rest[0] if rest else partials_type
-    check_common(graph, prog, name, what)
-    check_acts(graph, acts, what)
-    check_like(graph, grads_in, acts, what, "grads_in")
-    check_partials(partials_type, what)
+    (*stats, gamma), prog = gradient_call(graph, acts, grads_in, args, GRADIENT_FORMS, partials_type, name, what)
     check_options(options, what)
-    *stats, gamma = tensors
-    check_per_channel(graph, gamma, acts, what, "gamma")
     if len(stats) == 2:
         _stats(graph, acts, stats[0], stats[1], what)
         acts = core.whiten(graph, acts, stats[0], stats[1], prog, name or "BN")

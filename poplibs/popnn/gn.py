@@ -13,8 +13,9 @@ from popsim import FLOAT
 from ..poputil import PoplibsError
 from . import norm_core as core
 from .bn import param_update
-from .norm_checks import (check_acts, check_common, check_eps, check_like, check_options, check_partials,
-                          check_per_channel, check_stats, split_at_prog)
+from .norm_checks import (check_acts, check_common, check_eps, check_options, check_partials,
+                          check_per_channel, check_stats, GRADIENT_FORMS, PARAM_GRADIENT_FORMS,
+                          gradient_call)
 
 __all__ = ["group_norm_statistics", "group_norm_whiten", "group_normalise", "group_norm_param_gradients",
            "group_norm_gradients", "group_norm_param_update"]
@@ -130,13 +131,7 @@ def group_norm_param_gradients(graph, acts, grads_in, *args, partials_type=FLOAT
     """(gamma_delta[C], beta_delta[C]): ``(graph, acts_whitened, grads_in, prog)`` or
     ``(graph, acts, grads_in, mean, inv_std_dev, prog)``."""
     what = "popnn.gn.group_norm_param_gradients"
-    tensors, prog, rest = split_at_prog(args, {
-        0: "(graph, acts_whitened, grads_in, prog)", 2: "(graph, acts, grads_in, mean, inv_std_dev, prog)"}, what)
-    partials_type = rest[0] if rest else partials_type
-    check_common(graph, prog, name, what)
-    check_acts(graph, acts, what)
-    check_like(graph, grads_in, acts, what, "grads_in")
-    check_partials(partials_type, what)
+    tensors, prog = gradient_call(graph, acts, grads_in, args, PARAM_GRADIENT_FORMS, partials_type, name, what)
     is_strided = strided(options, strided_channel_grouping, what)
     if tensors:
         acts = _whiten(graph, acts, tensors[0], tensors[1], prog, name or "GN", is_strided, what)
@@ -148,16 +143,7 @@ def group_norm_gradients(graph, acts, grads_in, *args, partials_type=FLOAT, name
     """The gradient with respect to the activations: ``(graph, acts_whitened, grads_in,
     inv_std_dev, gamma, prog)`` or ``(graph, acts, grads_in, mean, inv_std_dev, gamma, prog)``."""
     what = "popnn.gn.group_norm_gradients"
-    tensors, prog, rest = split_at_prog(args, {
-        2: "(graph, acts_whitened, grads_in, inv_std_dev, gamma, prog)",
-        3: "(graph, acts, grads_in, mean, inv_std_dev, gamma, prog)"}, what)
-    partials_type = rest[0] if rest else partials_type
-    check_common(graph, prog, name, what)
-    check_acts(graph, acts, what)
-    check_like(graph, grads_in, acts, what, "grads_in")
-    check_partials(partials_type, what)
-    *stats, gamma = tensors
-    check_per_channel(graph, gamma, acts, what, "gamma")
+    (*stats, gamma), prog = gradient_call(graph, acts, grads_in, args, GRADIENT_FORMS, partials_type, name, what)
     is_strided = strided(options, strided_channel_grouping, what)
     groups = _groups_of(graph, acts, stats, what)
     if len(stats) == 2:

@@ -106,6 +106,26 @@ def split_at_prog(args, forms, what: str):
     raise PoplibsError(f"{what}: the arguments match no form; the forms are: " + "; ".join(forms.values()))
 
 
+#: the two forms of a norm's param gradients and of its gradients (PopLibs' overloads)
+PARAM_GRADIENT_FORMS = {0: "(graph, acts_whitened, grads_in, prog)", 2: "(graph, acts, grads_in, mean, inv_std_dev, prog)"}
+GRADIENT_FORMS = {2: "(graph, acts_whitened, grads_in, inv_std_dev, gamma, prog)",
+                  3: "(graph, acts, grads_in, mean, inv_std_dev, gamma, prog)"}
+
+
+def gradient_call(graph, acts, grads_in, args, forms, partials_type, name, what: str):
+    """The checks of a norm's (param) gradients call, whose tensors after ``grads_in`` come
+    in one of ``forms``: returns (those tensors, prog)."""
+    tensors, prog, rest = split_at_prog(args, forms, what)
+    partials_type = rest[0] if rest else partials_type
+    check_common(graph, prog, name, what)
+    check_acts(graph, acts, what)
+    check_like(graph, grads_in, acts, what, "grads_in")
+    check_partials(partials_type, what)
+    if forms is GRADIENT_FORMS:
+        check_per_channel(graph, tensors[-1], acts, what, "gamma")
+    return tensors, prog
+
+
 def check_options(options, what: str, known=()) -> dict:
     """Options: a dict of str -> str with PopLibs' keys (``known``)."""
     options = {} if options is None else options
