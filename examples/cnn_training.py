@@ -112,12 +112,8 @@ class CnnOnIpu(Trainer):
              "conv2": poplin.create_weights(g, p2, "conv2/weights", cache=cache),
              "fc": poplin.create_mat_mul_input_rhs(g, FLOAT, (b, c.features), (c.features, NUM_CLASSES),
                                                    "fc/weights", cache=cache)}
-        for name in ("gamma", "beta", "conv2_bias", "fc_bias"):
+        for name in ("gamma", "beta", "fc_bias"):
             w[name] = g.add_variable(FLOAT, c.shapes()[name], name, mapping=popsim.VariableMappingMethod.LINEAR)
-        for name in PARAMETERS:
-            self.add_parameter(name, w[name])
-        velocity = {name: self.add_parameter(f"{name}/velocity", g.clone(w[name], f"{name}/velocity"))
-                    for name in PARAMETERS}
         stats = {name: g.clone(w["gamma"], name) for name in ("mean", "inv_std")}
         for name in RUNNING_STATISTICS:
             stats[name] = self.add_parameter(name, g.clone(w["gamma"], name))
@@ -143,7 +139,12 @@ class CnnOnIpu(Trainer):
         a1 = popnn.non_linearity(g, RELU, y1, rest, "relu1")
         pooled1 = popnn.pool(g, c.pool_params(1), a1, rest, "pool1")
         z2 = poplin.convolution(g, pooled1, w["conv2"], p2, False, rest, "conv2", cache=cache)
+        w["conv2_bias"] = poplin.create_biases(g, z2, "conv2/biases")  # on the tiles of its channels
         poplin.add_bias(g, z2, w["conv2_bias"], rest, "conv2/bias")
+        for name in PARAMETERS:
+            self.add_parameter(name, w[name])
+        velocity = {name: self.add_parameter(f"{name}/velocity", g.clone(w[name], f"{name}/velocity"))
+                    for name in PARAMETERS}
         a2 = popnn.non_linearity(g, RELU, z2, rest, "relu2")
         pooled2 = popnn.pool(g, c.pool_params(2), a2, rest, "pool2")
         flat = pooled2.reshape((b, c.features))

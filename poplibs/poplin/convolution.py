@@ -182,16 +182,52 @@ def calculate_weight_deltas(graph, zdeltas, activations, params: ConvParams, pro
     return weight_deltas_view(params, out)
 
 
+#: PopLibs' floor on the bias bytes a tile holds (fewer exchange programs)
+MIN_BIAS_BYTES_PER_TILE = 8
+
+
+def bias_mapping(graph, biases, acts):
+    """PopLibs' createBiases mapping: the biases [C] in grains of the vector width, each
+    grain used by the tiles holding activations of its channels; the grains used by the
+    same set of tiles are split between those tiles (at least MIN_BIAS_BYTES_PER_TILE on
+    each), so that the add reads them from many tiles, not all from one. Grains no tile
+    uses are mapped linearly. Returns ``mapping[tile]`` intervals of the biases."""
+    channels, itemsize = int(acts.shape[1]), graph.target.type_size(acts.dtype)
+    per_channel = acts.num_elements() // channels if channels else 0
+    grain = graph.target.vector_width(acts.dtype)
+    num_grains = -(-channels // grain)
+    users = [set() for _ in range(num_grains)]
+    if per_channel:
+        by_channel = acts.dim_roll(1, 0).reshape([channels, per_channel])
+        for tile, intervals in enumerate(graph.get_tile_mapping(by_channel, require_complete=False)):
+            for begin, end in intervals:
+                for g in range(begin // per_channel // grain, (end - 1) // per_channel // grain + 1):
+                    users[g].add(tile)
+    mapping = [[] for _ in range(graph.target.num_tiles)]
+    unused = [(g * grain, min(channels, (g + 1) * grain)) for g in range(num_grains) if not users[g]]
+    for tile, intervals in enumerate(poputil.calc_linear_tile_mapping(graph, biases) if unused else []):
+        mapping[tile] += [(max(b, lo), min(e, hi)) for b, e in intervals for lo, hi in unused if b < hi and lo < e]
+    shared = {}
+    for g, tiles in enumerate(users):
+        if tiles:
+            shared.setdefault(tuple(sorted(tiles)), []).append((g, g + 1))
+    min_grains = -(-(-(-MIN_BIAS_BYTES_PER_TILE // itemsize)) // grain)
+    for tiles, grains in shared.items():
+        for tile, part in zip(tiles, poputil.split_regions(grains, 1, len(tiles), min_grains)):
+            mapping[tile] += [(b * grain, min(channels, e * grain)) for b, e in part]
+    return mapping
+
+
 def create_biases(graph, acts, name: str = "biases"):
-    """The biases [C] of activations [B, C, *field], spread linearly over the tiles
-    (PopLibs' createBiases)."""
+    """The biases [C] of activations [B, C, *field], each on the tiles that use it
+    (PopLibs' createBiases; see bias_mapping)."""
     what = "poplin.create_biases"
     check_tensor(graph, acts, what, "acts")
     if acts.rank < 2 or acts.dtype not in (FLOAT, HALF):
         raise PoplibsError(f"{what}: acts '{acts.name}' must be FLOAT or HALF [B, C, *field], found "
                            f"{acts.dtype.name} of shape {tuple(acts.shape)}")
     biases = graph.add_variable(acts.dtype, (acts.shape[1],), name)
-    poputil.map_tensor_linearly(graph, biases)
+    graph.set_tile_mapping(biases, bias_mapping(graph, biases, acts))
     return biases
 
 

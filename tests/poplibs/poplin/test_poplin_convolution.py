@@ -177,6 +177,31 @@ def test_biases():
     np.testing.assert_allclose(got, ha + hb[None, :, None])
 
 
+def _bias_tiles(g, b):
+    return {c: tile for tile, regions in enumerate(g.get_tile_mapping(b)) for lo, hi in regions for c in range(lo, hi)}
+
+
+def test_biases_live_on_the_tiles_of_their_channels():
+    """PopLibs' createBiases maps each grain of biases to a tile holding activations of its
+    channels, spreading a set of tiles' grains over them (not all on tile 0)."""
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = 16
+    g = popsim.Graph(model.create_device().target)
+    acts = g.add_variable(FLOAT, (2, 8, 4), "acts")  # channels 0-3 on tiles 0-3, channels 4-7 on tiles 8-11
+    for ch in range(8):
+        for b in range(2):
+            g.set_tile_mapping(acts[b, ch], ch // 2 + (8 if ch >= 4 else 0))
+    bias = poplin.create_biases(g, acts)
+    where = _bias_tiles(g, bias)
+    assert sorted(where) == list(range(8))
+    for ch, tile in where.items():
+        assert any(g.get_tile_mapping(acts[:, ch])[tile]), (ch, tile)
+    # a conv output (channels innermost, every tile holding every channel): spread out
+    params = poplin.ConvParams(FLOAT, 8, (4, 4), (3, 3), 4, 16, padding_lower=(1, 1), padding_upper=(1, 1))
+    out = poplin.create_conv_output(g, params, "out")
+    assert len(set(_bias_tiles(g, poplin.create_biases(g, out)).values())) > 1
+
+
 def test_weights_transpose_chans_flip_xy():
     device = small_device()
     g = popsim.Graph(device)
