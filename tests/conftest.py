@@ -13,7 +13,7 @@ from popsim import FLOAT, INT
 # The helper modules beside the tests get pytest's assertion messages too.
 pytest.register_assert_rewrite("graph_helpers", "tensor_helpers", "view_chains", "vertex_harness")
 
-from graph_helpers import mapped  # noqa: E402 (after the registration above)
+from graph_helpers import load_and_run, mapped  # noqa: E402 (after the registration above)
 
 # Variables that change what popsim does; tests that want one set it themselves.
 _BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL",
@@ -110,17 +110,7 @@ def v234(graph):
 def run_and_read(graph, device, programs, reads, writes=None, options=None, program_index=0):
     """Build an engine, write ``writes`` {tensor: array}, run, and return the contents of
     each tensor in ``reads`` (a list) as numpy arrays."""
-    for i, t in enumerate(reads):
-        graph.create_host_read(f"__read{i}", t)
-    writes = writes or {}
-    for i, t in enumerate(writes):
-        graph.create_host_write(f"__write{i}", t)
-    engine = popsim.Engine(graph, programs, options)
-    engine.load(device)
-    for i, (t, data) in enumerate(writes.items()):
-        engine.write_tensor(f"__write{i}", np.asarray(data, dtype=t.dtype.numpy).reshape(t.shape))
-    engine.run(program_index)
-    return [engine.read_tensor(f"__read{i}") for i in range(len(reads))]
+    return load_and_run(graph, device, programs, reads, writes, options, program_index=program_index)[1][0]
 
 
 @pytest.fixture(name="run_and_read")

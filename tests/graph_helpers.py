@@ -1,5 +1,7 @@
 """Small graph-building helpers shared by the tests: a variable or constant mapped to one
-tile, and a small IPUModel."""
+tile, a small IPUModel, and building, loading and running an engine."""
+import numpy as np
+
 import popsim
 
 
@@ -24,3 +26,28 @@ def small_model(tiles=4, version="ipu2", **fields):
     for k, v in fields.items():
         setattr(model, k, v)
     return model
+
+
+def small_device(tiles=4):
+    """A device of small_model(tiles)."""
+    return small_model(tiles).create_device()
+
+
+def load_and_run(graph, device, programs, reads, writes=None, options=None, runs=1, program_index=0):
+    """Build an engine of ``programs``, load it on ``device``, write ``writes`` {tensor:
+    values} (converted to each tensor's type and shape), run program ``program_index``
+    ``runs`` times: (engine, per run the contents of each tensor of ``reads``)."""
+    writes = writes or {}
+    for i, t in enumerate(reads):
+        graph.create_host_read(f"__read{i}", t)
+    for i, t in enumerate(writes):
+        graph.create_host_write(f"__write{i}", t)
+    engine = popsim.Engine(graph, programs, options)
+    engine.load(device)
+    for i, (t, values) in enumerate(writes.items()):
+        engine.write_tensor(f"__write{i}", np.asarray(values).astype(t.dtype.numpy).reshape(t.shape))
+    results = []
+    for _ in range(runs):
+        engine.run(program_index)
+        results.append([engine.read_tensor(f"__read{i}") for i in range(len(reads))])
+    return engine, results

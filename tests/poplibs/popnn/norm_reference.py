@@ -2,7 +2,7 @@
 engine: statistics per index of a regrouped axis, the forward pass, and its gradients."""
 import numpy as np
 
-import popsim
+from graph_helpers import load_and_run
 
 
 def grouped(x, groups, strided=True):
@@ -59,13 +59,5 @@ def finite_difference(f, x, dy, h=1e-6):
 
 def run(graph, device, prog, writes, reads):
     """Run ``prog`` once; ``writes`` {tensor: values}; returns the values of ``reads``."""
-    for i, t in enumerate(writes):
-        graph.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        graph.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(graph, prog)
-    engine.load(device)
-    for i, (t, v) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(v, t.dtype.numpy))
-    engine.run(0)
-    return [engine.read_tensor(f"r{i}").astype(np.float64) for i in range(len(reads))], engine
+    engine, (values,) = load_and_run(graph, device, prog, reads, writes)
+    return [v.astype(np.float64) for v in values], engine

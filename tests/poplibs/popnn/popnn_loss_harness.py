@@ -3,16 +3,15 @@ tile mapping, running a program with host writes and reads, and the numpy (float
 references of PopLibs' loss, arg max and accuracy."""
 import numpy as np
 
-import popsim
+import graph_helpers
+from graph_helpers import load_and_run
 
 MASKED = 0xFFFFFFFF
 EPS = {"FLOAT": 1.17549435e-38, "HALF": 5.9605e-8}
 
 
 def small_device(tiles=4):
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = tiles
-    return model.create_device()
+    return graph_helpers.small_device(tiles)
 
 
 def scattered(g, dtype, shape, name, rng):
@@ -37,17 +36,8 @@ def on_tile(g, dtype, shape, name, tile=0):
 def run(g, device, prog, reads, writes, runs=1):
     """Write ``writes`` ({tensor: values}), run ``prog`` ``runs`` times; the engine and the
     values of ``reads``."""
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values).astype(t.dtype.numpy))
-    for _ in range(runs):
-        engine.run(0)
-    return engine, [engine.read_tensor(f"r{i}") for i in range(len(reads))]
+    engine, results = load_and_run(g, device, prog, reads, writes, runs=runs)
+    return engine, results[-1]
 
 
 def first_arg(x, largest=True):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import popsim
+from graph_helpers import load_and_run
 from popsim import poputil
 
 
@@ -42,13 +43,5 @@ def variable(g, dtype, shape, name, mapping="linear", rng=None):
 
 def run(g, device, prog, writes, reads):
     """Write ``writes`` {tensor: values}, run ``prog`` once, return (engine, read values)."""
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy).reshape(t.shape))
-    engine.run(0)
-    return engine, [engine.read_tensor(f"r{i}").astype(np.float64) for i in range(len(reads))]
+    engine, (values,) = load_and_run(g, device, prog, reads, writes)
+    return engine, [v.astype(np.float64) for v in values]

@@ -3,7 +3,8 @@ PopLibs' poplibs_test/Lstm.cpp and Gru.cpp), written independently of popsim, an
 helpers their tests share."""
 import numpy as np
 
-import popsim
+import graph_helpers
+from graph_helpers import load_and_run
 
 
 def sigmoid(x):
@@ -68,21 +69,10 @@ def numeric_grad(f, arrays, index, eps=1e-6):
 
 
 def small_device(tiles: int = 8):
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = tiles
-    return model.create_device()
+    return graph_helpers.small_device(tiles)
 
 
 def run(g, device, prog, writes, reads):
     """Run ``prog`` once after writing ``writes`` ({tensor: values}); the values of
     ``reads`` as float64 arrays."""
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return [np.asarray(engine.read_tensor(f"r{i}"), dtype=np.float64) for i in range(len(reads))]
+    return [np.asarray(v, dtype=np.float64) for v in load_and_run(g, device, prog, reads, writes)[1][0]]

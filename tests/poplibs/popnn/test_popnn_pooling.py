@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import popsim
+from graph_helpers import load_and_run
 from popsim import FLOAT, HALF, popnn
 from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Sequence
@@ -62,16 +63,7 @@ def run_pool(pp, xv, dyv=None, scaled=False, layout="linear", tiles=None, avg_su
         else:
             dx = popnn.pool_input_gradient(g, pp, x, y, dy, scaled, prog)
         reads.append(dx)
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    engine = popsim.Engine(g, [prog])
-    engine.load(dev)
-    for i, (t, v) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(v, dtype=t.dtype.numpy).reshape(t.shape))
-    engine.run(0)
-    out = [engine.read_tensor(f"r{i}") for i in range(len(reads))]
+    engine, (out,) = load_and_run(g, dev, [prog], reads, writes)
     return out[0], (out[1] if dyv is not None else None), engine
 
 

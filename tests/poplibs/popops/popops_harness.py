@@ -1,8 +1,6 @@
 """Helpers the popops tests share: a mapping with one-region and several-region tiles,
 and running a program with host reads and writes."""
-import numpy as np
-
-import popsim
+from graph_helpers import load_and_run
 
 # 24 elements on 4 tiles: tiles 0 and 3 one region (1D vertices), tiles 1 and 2 several (2D)
 MAPPING = [[(0, 4)], [(4, 6), (10, 12), (20, 24)], [(6, 10), (12, 14)], [(14, 20)]]
@@ -23,16 +21,8 @@ def vertex_kinds(engine):
 def run(g, device, prog, reads, writes):
     """Run ``prog`` once after writing ``writes`` ({tensor: values}); the engine and the
     values of ``reads`` (a list of tensors)."""
-    for i, t in enumerate(reads):
-        g.create_host_read(f"r{i}", t)
-    for i, t in enumerate(writes):
-        g.create_host_write(f"w{i}", t)
-    engine = popsim.Engine(g, prog)
-    engine.load(device)
-    for i, (t, values) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(values, dtype=t.dtype.numpy))
-    engine.run(0)
-    return engine, [engine.read_tensor(f"r{i}") for i in range(len(reads))]
+    engine, (values,) = load_and_run(g, device, prog, reads, writes)
+    return engine, values
 
 
 def scattered_mapping(n, num_tiles, rng):

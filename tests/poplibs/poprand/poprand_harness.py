@@ -3,6 +3,7 @@ mapping, and a runner that writes, runs (possibly several times) and reads back.
 import numpy as np
 
 import popsim
+from graph_helpers import load_and_run
 
 SEED = (0x1234ABCD, 0x0BADF00D)
 
@@ -43,17 +44,6 @@ def seed_tensor(graph, tile=2, name="seed"):
 
 def run(graph, dev, prog, reads, writes=None, options=None, runs=1):
     """Run ``prog`` ``runs`` times; the contents of ``reads`` after each run (flattened)."""
-    for i, t in enumerate(reads):
-        graph.create_host_read(f"r{i}", t)
-    writes = writes or {}
-    for i, t in enumerate(writes):
-        graph.create_host_write(f"w{i}", t)
-    engine = popsim.Engine(graph, prog, options)
-    engine.load(dev)
-    for i, (t, data) in enumerate(writes.items()):
-        engine.write_tensor(f"w{i}", np.asarray(data, dtype=t.dtype.numpy).reshape(t.shape))
-    results = []
-    for _ in range(runs):
-        engine.run()
-        results.append([engine.read_tensor(f"r{i}").reshape(-1) for i in range(len(reads))])
+    results = [[v.reshape(-1) for v in values]
+               for values in load_and_run(graph, dev, prog, reads, writes, options, runs)[1]]
     return results if runs > 1 else results[0]
