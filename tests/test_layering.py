@@ -34,7 +34,7 @@ MODULE_LAYER = {
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
     "poplar_names": "base", "arguments": "base", "code_fingerprint": "base", "contract": "base", "codec": "base",
     "cachedir": "base",
-    "target": "target", "device": "target", "ipu_model": "target",
+    "target": "target", "device": "target", "ipu_model": "target", "topology": "target",
     "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
     "program": "model", "program_tree": "model", "vertices": "model", "vertex_store": "model",
     "_vertex_build": "model",  # native/accel/vertex_build.cpp: add_vertex's common call in C

@@ -14,8 +14,8 @@ from .arguments import as_int, as_positive_float
 from .device import Device
 from .errors import InvalidMachineModelError, UnknownAttributeError, did_you_mean
 from .poplar_names import snake_case_of
-from .target import (ARCHITECTURES, MAX_IPUS, MAX_WORKER_CONTEXTS, RelativeSyncDelayType, Target, TargetType,
-                     check_version, global_sync_cycles_for)
+from .target import (ARCHITECTURES, IPU_LINK_TOPOLOGIES, MAX_IPUS, MAX_WORKER_CONTEXTS, RelativeSyncDelayType,
+                     Target, TargetType, check_ipu_link_topology, check_version, global_sync_cycles_for)
 
 __all__ = ["IPUModel"]
 
@@ -56,6 +56,10 @@ def _sync_delay_type(value, what, arch):
         return RelativeSyncDelayType(value)
     raise InvalidMachineModelError(f"{what} must be a RelativeSyncDelayType ({', '.join(names)}), found "
                                    f"{type(value).__name__} {value!r}")
+
+
+def _ipu_link_topology(value, what, arch):
+    return check_ipu_link_topology(value, what)
 
 
 def _optional_cycles(value, what, arch):
@@ -106,6 +110,9 @@ _FIELDS: List[_Field] = [
            "HALF multiply-accumulates per cycle of a tile's AMP unit"),
     _Field("amp_fp32_macs_per_cycle", "", _positive_int, lambda a, d: a.amp_fp32_macs_per_cycle,
            "FLOAT multiply-accumulates per cycle of a tile's AMP unit"),
+    _Field("ipu_link_topology", "", _ipu_link_topology, lambda a, d: d.ipu_link_topology,
+           f"how the IPU-Links join the IPUs ({' or '.join(IPU_LINK_TOPOLOGIES)}; popsim's cost model: "
+           "docs/cost_model.md)"),
 ]
 
 # Poplar IPUModel fields popsim's cost model has no use for: setting one says so.
@@ -203,8 +210,8 @@ class IPUModel:
             data_path_width=v["data_path_width"], host_bytes_per_cycle=v["host_bytes_per_cycle"],
             min_ipu_sync_delay=v["min_ipu_sync_delay"], relative_sync_delay=v["relative_sync_delay"],
             global_sync_cycles=global_sync, amp_fp16_macs_per_cycle=v["amp_fp16_macs_per_cycle"],
-            amp_fp32_macs_per_cycle=v["amp_fp32_macs_per_cycle"], arch=self._version,
-            target_type=TargetType.IPU_MODEL)
+            amp_fp32_macs_per_cycle=v["amp_fp32_macs_per_cycle"], ipu_link_topology=v["ipu_link_topology"],
+            arch=self._version, target_type=TargetType.IPU_MODEL)
 
     def create_device(self, options: Optional[dict] = None) -> Device:
         """A device simulating this model; later changes to the model do not affect it."""

@@ -14,7 +14,8 @@ from .errors import InvalidMachineModelError
 from .poplar_names import SnakeCaseNames
 from .types import as_type
 
-__all__ = ["Target", "TargetType", "RelativeSyncDelayType", "ARCHITECTURES"]
+__all__ = ["Target", "TargetType", "RelativeSyncDelayType", "IpuLinkTopologyType", "ARCHITECTURES",
+           "IPU_LINK_TOPOLOGIES"]
 
 
 class TargetType(enum.Enum):
@@ -26,6 +27,17 @@ class TargetType(enum.Enum):
 class RelativeSyncDelayType(enum.Enum):
     AUTO = "AUTO"          # tiles further from the sync controller wait longer
     NO_DELAY = "NO_DELAY"  # every tile syncs in min_ipu_sync_delay
+
+
+class IpuLinkTopologyType(str, enum.Enum):
+    """How the IPU-Links join a device's IPUs (popsim.topology; Poplar's Target reports a
+    Mesh or a Torus). A str, so that ``target.ipu_link_topology == "ladder"`` holds."""
+
+    LADDER = "ladder"  # IPU-POD16 / M2000s: IPU pairs are the rungs, the rails run up the even and the odd IPUs
+    TORUS = "torus"    # IPU-POD64 and up: each rail also wraps round from its last rung to its first
+
+    def __str__(self) -> str:  # the value in messages, whatever the Python version's str-mixin format
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,8 @@ ARCHITECTURES = {
 MAX_IPUS = 64
 #: The most worker contexts per tile the engine runs (the hardware has 6).
 MAX_WORKER_CONTEXTS = 64
+#: The names of the IPU-Link topologies: "ladder", "torus".
+IPU_LINK_TOPOLOGIES = tuple(t.value for t in IpuLinkTopologyType)
 
 
 def check_version(version: str) -> str:
@@ -55,6 +69,15 @@ def check_version(version: str) -> str:
         from .errors import PopsimError
         raise PopsimError(f"unknown IPU version {version!r}: expected one of {', '.join(ARCHITECTURES)}")
     return version
+
+
+def check_ipu_link_topology(value, what: str) -> IpuLinkTopologyType:
+    """The topology ``value`` names ("ladder", "torus" or the enum), else an
+    InvalidMachineModelError naming ``what``."""
+    if isinstance(value, str) and value in IPU_LINK_TOPOLOGIES:
+        return IpuLinkTopologyType(value)
+    allowed = ", ".join(repr(k) for k in IPU_LINK_TOPOLOGIES)
+    raise InvalidMachineModelError(f"{what} must be one of {allowed}, found {type(value).__name__} {value!r}")
 
 
 def global_sync_cycles_for(num_ipus: int, clock: float) -> int:
@@ -86,6 +109,8 @@ class Target(SnakeCaseNames):
     ipu_link_bytes_per_second: float = 128 * 2**30 / 8 * 0.85
     ipu_links_per_ipu: int = 4
     ipu_link_latency_seconds: float = 15e-9
+    # How those links join the IPUs (popsim.topology, docs/cost_model.md "IPU-Link topology").
+    ipu_link_topology: IpuLinkTopologyType = IpuLinkTopologyType.LADDER
     amp_fp16_macs_per_cycle: int = 64
     amp_fp32_macs_per_cycle: int = 16
     arch: str = "ipu2"
@@ -113,6 +138,8 @@ class Target(SnakeCaseNames):
         if not isinstance(self.relative_sync_delay, RelativeSyncDelayType):
             raise InvalidMachineModelError(f"Target.relative_sync_delay must be a RelativeSyncDelayType, found "
                                            f"{self.relative_sync_delay!r}")
+        object.__setattr__(self, "ipu_link_topology",
+                           check_ipu_link_topology(self.ipu_link_topology, "Target.ipu_link_topology"))
 
     # -- construction -------------------------------------------------------------------
     @staticmethod
