@@ -128,7 +128,7 @@ def test_lowered_tables_put_each_value_in_its_named_column(device):
     # the codelets' field layouts the core checks rows against
     assert v.codelet_fields[0] == [(FieldBase.ARENA, 4), (FieldBase.ARENA, 4)]
     assert v.codelet_fields[1] == [(FieldBase.SPANS, 4), (FieldBase.ARENA, 4)]
-    assert v.exchange_costs.shape == (1, 2, contract.NUM_CATEGORIES)
+    assert v.exchange_costs.shape == (1, 2, 1, contract.NUM_CATEGORIES)  # compute sets, in/out, IPUs
 
 
 @pytest.mark.compiler

@@ -167,7 +167,7 @@ def test_a_stream_transfer_runs_in_pieces_between_host_and_tile_memory(device):
     for streaming_bytes in (1, NEVER):
         m = build(lw, 2, streaming_bytes)
         assert m.copy_plan(table)["pieces"] > 1
-        m.connect_buffer(0, host.view(np.uint8))
+        m.connect_buffer(0, 0, host.view(np.uint8))  # stream 0, replica 0
         run(m)
         out = np.empty(n, np.float32)
         m.read(lw.host_reads["a"].table, out)

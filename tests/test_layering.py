@@ -36,7 +36,7 @@ MODULE_LAYER = {
     "cachedir": "base",
     "target": "target", "device": "target", "ipu_model": "target", "topology": "target",
     "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model", "program_tree": "model", "vertices": "model", "vertex_store": "model",
+    "program": "model", "program_tree": "model", "graph_description": "model", "vertices": "model", "vertex_store": "model",
     "_vertex_build": "model",  # native/accel/vertex_build.cpp: add_vertex's common call in C
     "codelet": "codelet", "lower": "lower", "compilation": "lower",
     "reference": "lower",  # reference: the pure-Python executor
@@ -228,3 +228,21 @@ def test_the_architecture_doc_shows_the_layer_map():
 if __name__ == "__main__":
     write_layer_map()
     print(f"wrote the layer map into {ARCHITECTURE_DOC}")
+
+
+# The layers above graph building read a graph only through its public description
+# (graph.description: popsim/graph_description.py) and the public accessors of compute
+# sets: never through the model's private attributes.
+CONSUMERS = ("lower", "reference", "report", "executable.py", "digest.py", "engine.py", "native.py")
+PRIVATE_MODEL_STATE = re.compile(r"\._state\b|\bcs\._tiles\b|\._slots_of_graph\b")
+
+
+def test_consumers_read_the_graph_through_its_description():
+    offenders = []
+    for name in CONSUMERS:
+        path = SRC / name
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            for n, line in enumerate(f.read_text().splitlines(), 1):
+                if PRIVATE_MODEL_STATE.search(line):
+                    offenders.append(f"{f.relative_to(SRC)}:{n}: {line.strip()}")
+    assert not offenders, "read the graph through graph.description, not private state:\n" + "\n".join(offenders)

@@ -8,8 +8,8 @@ from popsim import INT
 from popsim import program as P
 from popsim.errors import ControlProgramError, GraphConnectionError
 from popsim.lower.programs import ProgramLowerer
-from popsim.program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PartKind, PrintTensor, Program, Repeat,
-                            RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, WriteUndef)
+from popsim.program import (Abort, AbortOnCondition, Call, Copy, CrossReplicaCopy, Execute, If, PartKind, PrintTensor,
+                            Program, Repeat, RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, WriteUndef)
 from popsim.program_tree import children, drive, iter_programs, operands, parts_of, reachable
 from popsim.reference.executor import ReferenceExecutor
 
@@ -68,6 +68,7 @@ def examples(w):
         Copy(w["x"], w["d2h"]), Repeat(3, a), RepeatWhileTrue(a, w["flag"], b), RepeatWhileFalse(a, w["flag"], b),
         If(w["flag"], a, b), Switch(w["flag"], {1: a, 2: b}, Sequence()), Call(w["f"]), PrintTensor("t", w["x"]),
         WriteUndef(w["x"]), Sync(), Abort("stop"), AbortOnCondition(w["flag"], "why"),
+        CrossReplicaCopy(w["x"], w["y"], {}),
     ]
 
 

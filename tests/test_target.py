@@ -93,8 +93,12 @@ def test_graph_takes_device_or_target():
     d = popsim.IPUModel().create_device()
     assert popsim.Graph(d).target is d.target
     assert popsim.Graph(d.target).target is d.target
-    g = popsim.Graph(d, replication_factor=2)
-    assert g.replication_factor == 2
+    with pytest.raises(popsim.PopsimError, match="replication_factor 2 does not divide the target's 1 IPU"):
+        popsim.Graph(d, replication_factor=2)
+    model = popsim.IPUModel()
+    model.num_ipus = 2
+    g = popsim.Graph(model.create_device(), replication_factor=2)
+    assert g.replication_factor == 2 and g.target.num_ipus == 1  # the target of one replica
 
 
 def test_amp_figures_for_the_poplin_planner():

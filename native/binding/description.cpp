@@ -20,7 +20,9 @@ const std::vector<std::string> &Description::required() {
       "arena_bytes", "instrs", "entries", "segs", "table_begin", "table_overlaps", "cases", "switch_begin",
       "switch_default", "stream_transfer_bytes", "step_costs", "num_loop_slots", "num_host_calls",
       "num_messages", "vertices", "fields", "spans", "groups", "compute_sets", "exchange_costs", "codelets",
-      "codelet_names", "compute_set_names", "state_bytes", "num_workers", "num_tiles", "sync_cycles"};
+      "codelet_names", "compute_set_names", "state_bytes", "num_workers", "num_tiles", "sync_cycles",
+      "num_replicas", "num_ipus", "tiles_per_ipu", "step_ipus", "replica_maps", "replication_index_offsets",
+      "stream_broadcast"};
   return names;
 }
 
@@ -96,15 +98,25 @@ void bind_description(py::module_ &m) {
   POPSIM_VALUES("switch_begin", exe.switch_begin, int64_t, "int64");
   POPSIM_VALUES("switch_default", exe.switch_default, int64_t, "int64");
   POPSIM_VALUES("stream_transfer_bytes", exe.stream_transfer_bytes, int64_t, "int64");
+  // step_costs: steps x num_ipus x categories (num_ipus must be set first).
   d.def_property(
       "step_costs",
-      [](const Description &s) { return to_array(s.exe.step_costs.data(), {s.exe.num_steps, NUM_COST_CATEGORIES}); },
+      [](const Description &s) {
+        return to_array(s.exe.step_costs.data(), {s.exe.num_steps, s.exe.num_ipus, NUM_COST_CATEGORIES});
+      },
       [](Description &s, py::handle v) {
-        auto a = as_array<double>(v, "step_costs", {NUM_COST_CATEGORIES}, "float64");
+        if (!s.set_fields.count("num_ipus")) throw py::value_error("Description.step_costs: set num_ipus first");
+        auto a = as_array<double>(v, "step_costs", {s.exe.num_ipus, NUM_COST_CATEGORIES}, "float64");
         s.exe.step_costs.assign(a.data(), a.data() + a.size());
         s.exe.num_steps = a.shape(0);
         s.set_fields.insert("step_costs");
       });
+  POPSIM_ROWS("step_ipus", exe.step_ipus);
+  POPSIM_INT("num_replicas", exe.num_replicas);
+  POPSIM_INT("num_ipus", exe.num_ipus);
+  POPSIM_VALUES("replica_maps", exe.replica_maps, int64_t, "int64");
+  POPSIM_VALUES("replication_index_offsets", exe.replication_index_offsets, int64_t, "int64");
+  POPSIM_VALUES("stream_broadcast", exe.stream_broadcast, uint8_t, "uint8");
   POPSIM_INT("num_loop_slots", exe.num_loop_slots);
   POPSIM_INT("num_host_calls", exe.num_host_calls);
   POPSIM_INT("num_messages", exe.num_messages);
@@ -113,15 +125,18 @@ void bind_description(py::module_ &m) {
   POPSIM_LENT_ROWS("spans", exe.vertex.spans);
   POPSIM_ROWS("groups", exe.vertex.groups);
   POPSIM_ROWS("compute_sets", exe.vertex.compute_sets);
+  // exchange_costs: compute sets x 2 (in, out) x num_ipus x categories.
   d.def_property(
       "exchange_costs",
       [](const Description &s) {
+        const py::ssize_t per = 2 * s.exe.num_ipus * NUM_COST_CATEGORIES;
         return to_array(s.exe.vertex.exchange_costs.data(),
-                        {static_cast<py::ssize_t>(s.exe.vertex.exchange_costs.size() / (2 * NUM_COST_CATEGORIES)), 2,
+                        {static_cast<py::ssize_t>(s.exe.vertex.exchange_costs.size()) / per, 2, s.exe.num_ipus,
                          NUM_COST_CATEGORIES});
       },
       [](Description &s, py::handle v) {
-        auto a = as_array<double>(v, "exchange_costs", {2, NUM_COST_CATEGORIES}, "float64");
+        if (!s.set_fields.count("num_ipus")) throw py::value_error("Description.exchange_costs: set num_ipus first");
+        auto a = as_array<double>(v, "exchange_costs", {2, s.exe.num_ipus, NUM_COST_CATEGORIES}, "float64");
         s.exe.vertex.exchange_costs.assign(a.data(), a.data() + a.size());
         s.set_fields.insert("exchange_costs");
       });
@@ -134,6 +149,7 @@ void bind_description(py::module_ &m) {
   POPSIM_INT("state_bytes", exe.vertex.state_bytes);
   POPSIM_INT("num_workers", exe.vertex.num_workers);
   POPSIM_INT("num_tiles", exe.vertex.num_tiles);
+  POPSIM_INT("tiles_per_ipu", exe.vertex.tiles_per_ipu);
   d.def_property("sync_cycles", [](const Description &s) { return s.exe.vertex.sync_cycles; },
                  [](Description &s, py::handle v) {
                    s.exe.vertex.sync_cycles = as_double(v, "sync_cycles");

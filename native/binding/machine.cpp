@@ -26,7 +26,7 @@ class PyMachine {
  public:
   PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
       : lent_(std::move(desc.lent)), machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
-    buffers_.resize(static_cast<size_t>(machine_.num_streams()));
+    buffers_.resize(static_cast<size_t>(machine_.num_streams() * machine_.num_replicas()));
   }
 
   // The graph's initial values through `table`, then the vertex state values through
@@ -46,33 +46,43 @@ class PyMachine {
   }
   bool loaded() const { return machine_.loaded(); }
 
-  void write(int64_t table, const py::buffer &host) {
+  // replica -1 writes every replica.
+  void write(int64_t table, const py::buffer &host, int64_t replica) {
     enter("write", true);
+    check_replica(replica, true);
     py::buffer_info info = host.request();
     check_table(table, info, true, "write");
-    machine_.write(table, static_cast<const uint8_t *>(info.ptr));
+    machine_.write(table, static_cast<const uint8_t *>(info.ptr), replica);
   }
-  void read(int64_t table, const py::buffer &host) {
+  void read(int64_t table, const py::buffer &host, int64_t replica) {
     enter("read", true);
+    check_replica(replica, false);
     py::buffer_info info = host.request(true);
     check_table(table, info, false, "read");
-    machine_.read(table, static_cast<uint8_t *>(info.ptr));
+    machine_.read(table, static_cast<uint8_t *>(info.ptr), replica);
   }
 
-  // The host memory a stream uses: the caller's array (connect_buffer) or a staging
-  // buffer of one transfer (connect_callback). The binding keeps it alive while the
-  // stream uses it, and until the end of a run it was replaced in.
-  void connect_buffer(int64_t stream, const py::array &array) { connect(stream, array, false); }
-  void connect_callback(int64_t stream, const py::array &staging) { connect(stream, staging, true); }
-  void disconnect(int64_t stream) {
-    enter("disconnect", true);
-    check_stream(stream);
-    machine_.disconnect(stream);
-    retire(stream);
+  // The host memory a stream's endpoint for `replica` uses: the caller's array
+  // (connect_buffer) or a staging buffer of one transfer (connect_callback). The binding
+  // keeps it alive while the stream uses it, and until the end of a run it was replaced in.
+  void connect_buffer(int64_t stream, int64_t replica, const py::array &array) { connect(stream, replica, array, false); }
+  void connect_callback(int64_t stream, int64_t replica, const py::array &staging) {
+    connect(stream, replica, staging, true);
   }
-  bool connected(int64_t stream) {
-    check_stream(stream);
-    return machine_.connected(stream);
+  void disconnect(int64_t stream, int64_t replica) {
+    enter("disconnect", true);
+    check_endpoint(stream, replica);
+    machine_.disconnect(stream, replica);
+    retire(stream, replica);
+  }
+  bool connected(int64_t stream, int64_t replica) {
+    check_endpoint(stream, replica);
+    return machine_.connected(stream, replica);
+  }
+  // How many endpoints (replicas 0..n-1) a run of the stream reads or writes.
+  int64_t stream_endpoints(int64_t stream) {
+    check_endpoint(stream, 0);
+    return machine_.stream_endpoints(stream);
   }
 
   // Returns the status code; a Python exception raised by a host call is re-raised.
@@ -129,6 +139,7 @@ class PyMachine {
     d["a"] = e.a;
     d["pc"] = e.pc;
     d["step"] = e.step;
+    d["replica"] = e.replica;
     d["vertex_result"] = e.vertex_result;
     d["error_kind"] = e.error_kind;
     d["error_field"] = e.error_field;
@@ -139,17 +150,23 @@ class PyMachine {
   }
 
   py::array_t<uint64_t> step_counts() { return vector_array(machine_.step_counts()); }
+  // steps x IPUs of a replica x cost categories, summed over runs.
   py::array_t<double> step_cycles() {
     enter("step_cycles", true);
-    return to_array(machine_.step_cycles().data(), {machine_.executable().num_steps, NUM_COST_CATEGORIES});
+    return to_array(machine_.clocks().step_cycles().data(),
+                    {machine_.executable().num_steps, machine_.executable().num_ipus, NUM_COST_CATEGORIES});
   }
+  // Rows (step, IPU, start cycle, cycles) of the first steps run; whether it was cut.
   py::tuple trace() {
     enter("trace", true);
-    const auto &t = machine_.trace();
-    static_assert(sizeof(t[0]) == 3 * sizeof(double), "trace rows of three doubles");
-    return py::make_tuple(to_array(reinterpret_cast<const double *>(t.data()), {static_cast<py::ssize_t>(t.size()), 3}),
-                          machine_.trace_truncated());
+    const auto &t = machine_.clocks().trace();
+    static_assert(sizeof(t[0]) == 4 * sizeof(double), "trace rows of four doubles");
+    return py::make_tuple(to_array(reinterpret_cast<const double *>(t.data()), {static_cast<py::ssize_t>(t.size()), 4}),
+                          machine_.clocks().trace_truncated());
   }
+  // Per IPU: its clock, and the cycles it waited at the end of runs for the last IPU.
+  py::array_t<double> ipu_clocks() { return vector_array(machine_.clocks().clocks()); }
+  py::array_t<double> ipu_idle() { return vector_array(machine_.clocks().idle()); }
   py::array_t<double> vertex_cycles() { return vector_array(machine_.compute().vertex_cycles()); }
   py::array_t<double> group_cycles() { return vector_array(machine_.compute().group_cycles()); }
   void reset_counters() {
@@ -157,6 +174,8 @@ class PyMachine {
     machine_.reset_counters();
   }
   int64_t arena_bytes() const { return machine_.arena_bytes(); }
+  int64_t arena_stride() const { return machine_.arena_stride(); }
+  int64_t num_replicas() const { return machine_.num_replicas(); }
   unsigned num_threads() const { return machine_.num_threads(); }
   // How copy table `table` runs (for tests): {"pieces": run in parallel in this many
   // pieces between host and tile memory (1: on one thread), "pieces_in_arena": the same
@@ -192,8 +211,16 @@ class PyMachine {
                       std::to_string(running_program_) + " (called from one of its callbacks)");
   }
 
-  void check_stream(int64_t stream) const {
+  void check_endpoint(int64_t stream, int64_t replica) const {
     if (stream < 0 || stream >= machine_.num_streams()) throw py::index_error("stream index out of range");
+    if (replica < 0 || replica >= machine_.num_replicas()) throw py::index_error("replica index out of range");
+  }
+  void check_replica(int64_t replica, bool all_allowed) const {
+    if (replica < (all_allowed ? -1 : 0) || replica >= machine_.num_replicas())
+      throw py::index_error("replica index out of range");
+  }
+  size_t endpoint_index(int64_t stream, int64_t replica) const {
+    return static_cast<size_t>(stream * machine_.num_replicas() + replica);
   }
 
   void check_table(int64_t table, const py::buffer_info &info, bool to_device, const char *what) const {
@@ -203,9 +230,9 @@ class PyMachine {
                             " does not exist or does not fit a host buffer of " + std::to_string(bytes) + " bytes");
   }
 
-  void connect(int64_t stream, const py::array &array, bool callback) {
+  void connect(int64_t stream, int64_t replica, const py::array &array, bool callback) {
     enter("connect", true);
-    check_stream(stream);
+    check_endpoint(stream, replica);
     if (!(array.flags() & py::array::c_style) || !array.writeable())
       throw py::value_error("a stream buffer must be a writable C-contiguous array");
     const int64_t transfer = machine_.transfer_bytes(stream), bytes = static_cast<int64_t>(array.nbytes());
@@ -213,34 +240,34 @@ class PyMachine {
       throw py::value_error("stream " + std::to_string(stream) + ": a buffer of " + std::to_string(bytes) +
                             " bytes does not hold whole transfers of " + std::to_string(transfer) + " bytes");
     uint8_t *data = static_cast<uint8_t *>(const_cast<void *>(array.data()));
-    retire(stream);
-    if (callback) machine_.connect_callback(stream, data);
-    else machine_.connect_buffer(stream, data, bytes);
-    buffers_[static_cast<size_t>(stream)] = array;
+    retire(stream, replica);
+    if (callback) machine_.connect_callback(stream, replica, data);
+    else machine_.connect_buffer(stream, replica, data, bytes);
+    buffers_[endpoint_index(stream, replica)] = array;
   }
 
   // The stream's old buffer may still be in use by the transfer under way.
-  void retire(int64_t stream) {
-    py::object &old = buffers_[static_cast<size_t>(stream)];
+  void retire(int64_t stream, int64_t replica) {
+    py::object &old = buffers_[endpoint_index(stream, replica)];
     if (running_ && old) retired_.push_back(old);
     old = py::object();
   }
 
-  static int host_call(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes) {
+  static int host_call(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes, int64_t replica) {
     auto *self = static_cast<PyMachine *>(ctx);
     py::gil_scoped_acquire gil;
     try {
       if (kind == HOST_POLL) {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       } else if (kind == HOST_CALLBACK) {
-        self->callbacks_.host(id);
+        self->callbacks_.host(id, replica);
       } else if (kind == HOST_VERTEX) {
         auto *call = reinterpret_cast<HostVertexCall *>(data);
-        py::tuple r = self->callbacks_.vertex(id, nbytes);
+        py::tuple r = self->callbacks_.vertex(id, nbytes, replica);
         call->result = r[0].cast<int32_t>();
         call->ctx.cycles = r[1].cast<uint64_t>();
       } else {
-        self->callbacks_.stream(id, self->buffers_[static_cast<size_t>(id)]);
+        self->callbacks_.stream(id, replica, self->buffers_[self->endpoint_index(id, replica)]);
       }
     } catch (py::error_already_set &e) {
       self->pending_.emplace(std::move(e));
@@ -278,12 +305,17 @@ void bind_machine(py::module_ &m) {
            py::arg("vertex_image") = py::none())
       .def_property_readonly("loaded", &PyMachine::loaded)
       .def_property_readonly("running", &PyMachine::running)
-      .def("write", &PyMachine::write)
-      .def("read", &PyMachine::read)
+      .def("write", &PyMachine::write, py::arg("table"), py::arg("host"), py::arg("replica") = -1)
+      .def("read", &PyMachine::read, py::arg("table"), py::arg("host"), py::arg("replica") = 0)
       .def("connect_buffer", &PyMachine::connect_buffer)
       .def("connect_callback", &PyMachine::connect_callback)
       .def("disconnect", &PyMachine::disconnect)
       .def("connected", &PyMachine::connected)
+      .def("stream_endpoints", &PyMachine::stream_endpoints)
+      .def("ipu_clocks", &PyMachine::ipu_clocks)
+      .def("ipu_idle", &PyMachine::ipu_idle)
+      .def_property_readonly("arena_stride", &PyMachine::arena_stride)
+      .def_property_readonly("num_replicas", &PyMachine::num_replicas)
       .def("run", &PyMachine::run)
       .def("error", &PyMachine::error)
       .def("step_counts", &PyMachine::step_counts)
@@ -295,10 +327,12 @@ void bind_machine(py::module_ &m) {
       .def_property_readonly("arena_bytes", &PyMachine::arena_bytes)
       .def_property_readonly("num_threads", &PyMachine::num_threads)
       .def("copy_plan", &PyMachine::copy_plan)
-      // The whole tile memory as a writable uint8 array (for interpreted vertices).
+      // Every replica's tile memory as one writable uint8 array, replica r's at
+      // r * arena_stride (for interpreted vertices).
       .def("arena", [](py::object self) {
         auto &m = self.cast<PyMachine &>();
-        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_bytes())}, {1}, m.arena_data(), self);
+        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_stride() * m.num_replicas())}, {1},
+                                    m.arena_data(), self);
       });
 }
 

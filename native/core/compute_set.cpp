@@ -25,8 +25,10 @@ uint8_t *alloc_state(int64_t bytes) {
 }
 }  // namespace
 
-ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
-    : t_(tables), state_(alloc_state(tables.state_bytes), std::free), interrupt_(interrupt_flag()), pool_(pool) {
+ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool, int64_t num_replicas)
+    : t_(tables), num_replicas_(std::max<int64_t>(num_replicas, 1)), state_stride_((tables.state_bytes + 63) / 64 * 64),
+      state_(alloc_state(state_stride_ * std::max<int64_t>(num_replicas, 1)), std::free), interrupt_(interrupt_flag()),
+      pool_(pool) {
   // The tables were validated with the executable (validate.hpp); what remains to check
   // needs the codelets themselves: the vertices' state objects (which hold the field
   // pointers bind() sets) must be aligned, fit, and not overlap.
@@ -61,7 +63,7 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool)
       counts |= runs_[static_cast<size_t>(v)].estimate < 0;
     group_counts_.push_back(counts);
   }
-  results_.resize(t_.groups.size());
+  results_.resize(t_.groups.size() * static_cast<size_t>(num_replicas_));
   reset_counters();
 }
 
@@ -127,25 +129,31 @@ std::vector<double> ComputeEngine::vertex_cycles() const {
   return out;
 }
 
-void ComputeEngine::bind_all(uint8_t *arena) {
-  spans_.resize(t_.spans.size());
-  for (size_t i = 0; i < t_.spans.size(); ++i) spans_[i] = popsim_span{arena + t_.spans[i].offset,
-                                                                       static_cast<uint64_t>(t_.spans[i].size)};
+void ComputeEngine::bind_all(uint8_t *arena, int64_t arena_stride) {
+  const size_t nspans = t_.spans.size();
+  spans_.resize(nspans * static_cast<size_t>(num_replicas_));
+  std::memset(state_.get(), 0, static_cast<size_t>(state_stride_ * num_replicas_));
   std::vector<popsim_field> fields;
-  std::memset(state_.get(), 0, static_cast<size_t>(t_.state_bytes));
-  for (const VertexRow &v : t_.vertices) {
-    const Codelet &c = codelets_[v.codelet];
-    if (c.host) continue;
-    fields.resize(static_cast<size_t>(std::max<int64_t>(1, v.num_fields)));
-    for (int64_t f = 0; f < v.num_fields; ++f) {
-      const FieldRow &row = t_.fields[static_cast<size_t>(v.first_field + f)];
-      void *data = row.base == FIELD_ARENA ? static_cast<void *>(arena + row.offset)
-                   : row.base == FIELD_SPANS ? static_cast<void *>(spans_.data() + row.offset) : nullptr;
-      fields[static_cast<size_t>(f)] = popsim_field{data, static_cast<uint64_t>(row.size)};
+  for (int64_t r = 0; r < num_replicas_; ++r) {
+    uint8_t *memory = arena + r * arena_stride;
+    popsim_span *spans = spans_.data() + static_cast<size_t>(r) * nspans;
+    for (size_t i = 0; i < nspans; ++i)
+      spans[i] = popsim_span{memory + t_.spans[i].offset, static_cast<uint64_t>(t_.spans[i].size)};
+    uint8_t *state = replica_state(r);
+    for (const VertexRow &v : t_.vertices) {
+      const Codelet &c = codelets_[v.codelet];
+      if (c.host) continue;
+      fields.resize(static_cast<size_t>(std::max<int64_t>(1, v.num_fields)));
+      for (int64_t f = 0; f < v.num_fields; ++f) {
+        const FieldRow &row = t_.fields[static_cast<size_t>(v.first_field + f)];
+        void *data = row.base == FIELD_ARENA ? static_cast<void *>(memory + row.offset)
+                     : row.base == FIELD_SPANS ? static_cast<void *>(spans + row.offset) : nullptr;
+        fields[static_cast<size_t>(f)] = popsim_field{data, static_cast<uint64_t>(row.size)};
+      }
+      void *obj = state + v.state_offset;
+      c.init(obj);
+      c.bind(obj, fields.data());
     }
-    void *obj = state_.get() + v.state_offset;
-    c.init(obj);
-    c.bind(obj, fields.data());
   }
 }
 
@@ -182,7 +190,8 @@ struct RunningScope {
 // their own cycles (no estimate). The common case, compiled vertices with estimates,
 // runs the leanest loop: it is what a compute set of small vertices spends its time on.
 template <bool kHost, bool kCounts>
-void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out) {
+void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replica, const HostInterface *host,
+                              GroupResult &out) {
   const GroupRow &g = t_.groups[static_cast<size_t>(group)];
   const int64_t workers = t_.num_workers;
   double busy[64];  // per worker; targets have at most 64 worker contexts
@@ -200,8 +209,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
   const volatile int32_t *interrupt = interrupt_;
   const RunRow *rows = runs_.data();
   const Codelet *codelets = codelets_.data();
-  double *counted = counted_cycles_.data();
-  uint8_t *state = state_.get();
+  // Per-vertex counters are replica 0's: other replicas' runs would race on them.
+  double *counted = replica == 0 ? counted_cycles_.data() : nullptr;
+  uint8_t *state = replica_state(replica);
   const uint32_t num_workers = static_cast<uint32_t>(workers);
   // Runs worker w of vertex v and adds its cycles; false (`out` says why) if it failed.
   auto run_worker = [&](int64_t v, const Codelet &c, void *obj, int64_t w, double estimate) {
@@ -209,7 +219,7 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
     int result;
     if (kHost && c.host) {
       HostVertexCall call{ctx, 1};
-      if (host->call(host->ctx, HOST_VERTEX, v, reinterpret_cast<uint8_t *>(&call), w) != 0) {
+      if (host->call(host->ctx, HOST_VERTEX, v, reinterpret_cast<uint8_t *>(&call), w, replica) != 0) {
         fail(v, -2, popsim_exec{});  // the host raised: the binding holds the exception
         return false;
       }
@@ -220,7 +230,7 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
     }
     const double cycles = !kCounts || estimate >= 0 ? estimate : static_cast<double>(ctx.cycles);
     busy[w] += cycles;
-    if (kCounts && estimate < 0) counted[v] += cycles;
+    if (kCounts && estimate < 0 && counted) counted[v] += cycles;
     if (result == 1) return true;
     fail(v, result, ctx);
     return false;
@@ -259,50 +269,76 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, const HostInte
 Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles,
                           ErrorRecord &error) {
   const ComputeSetRow &cs = t_.compute_sets[static_cast<size_t>(compute_set)];
+  const int64_t ngroups = static_cast<int64_t>(t_.groups.size());
+  // results_[r * ngroups + g]: group g of replica r. Every (replica, tile) is a unit of
+  // work for the pool: the replicas of one compute set run side by side.
+  auto result = [&](int64_t r, int64_t g) -> GroupResult & { return results_[static_cast<size_t>(r * ngroups + g)]; };
   if (has_host_[static_cast<size_t>(compute_set)]) {
-    for (int64_t i = 0; i < cs.num_groups; ++i)
-      run_group<true, true>(compute_set, cs.first_group + i, &host, results_[cs.first_group + i]);
+    for (int64_t r = 0; r < num_replicas_; ++r)
+      for (int64_t i = 0; i < cs.num_groups; ++i)
+        run_group<true, true>(compute_set, cs.first_group + i, r, &host, result(r, cs.first_group + i));
   } else {
-    pool_.parallel_for(cs.num_groups, [&](int64_t i) {
-      const int64_t g = cs.first_group + i;
-      if (group_counts_[static_cast<size_t>(g)]) run_group<false, true>(compute_set, g, nullptr, results_[g]);
-      else run_group<false, false>(compute_set, g, nullptr, results_[g]);
+    pool_.parallel_for(cs.num_groups * num_replicas_, [&](int64_t k) {
+      const int64_t r = k / cs.num_groups, g = cs.first_group + k % cs.num_groups;
+      if (group_counts_[static_cast<size_t>(g)]) run_group<false, true>(compute_set, g, r, nullptr, result(r, g));
+      else run_group<false, false>(compute_set, g, r, nullptr, result(r, g));
     });
   }
   cycles = ComputeSetCycles{};
   bool failed = false;
-  for (int64_t i = 0; i < cs.num_groups; ++i) {  // in tile order: the same sums for any thread count
-    const GroupResult &r = results_[static_cast<size_t>(cs.first_group + i)];
-    failed = failed || r.failed_vertex >= 0;
-    if (r.failed_vertex >= 0 && (error.status == Status::Ok || r.failed_vertex < error.a)) {
-      error.status = r.result == -2 ? Status::HostError : Status::VertexFailed;
-      error.id = compute_set;
-      error.a = r.failed_vertex;
-      error.vertex_result = r.result;
-      error.error_kind = r.ctx.error;
-      error.error_field = r.ctx.error_field;
-      error.error_line = r.ctx.error_line;
-      error.error_index = r.ctx.error_index;
-      error.error_size = r.ctx.error_size;
+  const int64_t tiles_per_ipu = std::max<int64_t>(1, t_.tiles_per_ipu);
+  // In replica then tile order: the same sums, and the same failure reported, for any
+  // thread count.
+  for (int64_t r = 0; r < num_replicas_; ++r) {
+    for (int64_t i = 0; i < cs.num_groups; ++i) {
+      const GroupResult &res = result(r, cs.first_group + i);
+      failed = failed || res.failed_vertex >= 0;
+      if (res.failed_vertex >= 0 && (error.status == Status::Ok || (error.replica == r && res.failed_vertex < error.a))) {
+        error.status = res.result == -2 ? Status::HostError : Status::VertexFailed;
+        error.id = compute_set;
+        error.a = res.failed_vertex;
+        error.replica = r;
+        error.vertex_result = res.result;
+        error.error_kind = res.ctx.error;
+        error.error_field = res.ctx.error_field;
+        error.error_line = res.ctx.error_line;
+        error.error_index = res.ctx.error_index;
+        error.error_size = res.ctx.error_size;
+      }
     }
-    group_cycles_[static_cast<size_t>(cs.first_group + i)] += r.including_idle;
-    cycles.compute_phase = std::max(cycles.compute_phase, r.including_idle);
-    cycles.avg_including_idle += r.including_idle;
-    cycles.avg_excluding_idle += r.excluding_idle;
+  }
+  const double replicas = static_cast<double>(num_replicas_);
+  for (int64_t i = 0; i < cs.num_groups; ++i) {
+    const int64_t g = cs.first_group + i;
+    const int64_t ipu = t_.groups[static_cast<size_t>(g)].tile / tiles_per_ipu;
+    double slowest = 0, including = 0, excluding = 0;
+    for (int64_t r = 0; r < num_replicas_; ++r) {
+      const GroupResult &res = result(r, g);
+      slowest = std::max(slowest, res.including_idle);
+      including += res.including_idle;
+      excluding += res.excluding_idle;
+    }
+    group_cycles_[static_cast<size_t>(g)] += slowest;
+    cycles.compute_phase[ipu] = std::max(cycles.compute_phase[ipu], slowest);
+    cycles.avg_including_idle[ipu] += including / replicas;
+    cycles.avg_excluding_idle[ipu] += excluding / replicas;
   }
   if (!failed) {
     ++cs_runs_[static_cast<size_t>(compute_set)];
-  } else {  // a partial run: count the fixed cycles of the vertices that ran, one by one
+  } else {  // a partial run: count the fixed cycles of the vertices replica 0 ran, one by one
     for (int64_t i = 0; i < cs.num_groups; ++i) {
       const GroupRow &g = t_.groups[static_cast<size_t>(cs.first_group + i)];
-      const int64_t stop = results_[static_cast<size_t>(cs.first_group + i)].failed_vertex;
+      const int64_t stop = result(0, cs.first_group + i).failed_vertex;
       for (int64_t v = g.first_vertex; v < (stop >= 0 ? stop : g.first_vertex + g.num_vertices); ++v)
         counted_cycles_[static_cast<size_t>(v)] += fixed_cycles(runs_[static_cast<size_t>(v)]);
     }
   }
-  const double tiles = static_cast<double>(std::max<int64_t>(1, t_.num_tiles));
-  cycles.avg_including_idle /= tiles;
-  cycles.avg_excluding_idle /= tiles;
+  const int64_t num_ipus = std::max<int64_t>(1, t_.num_tiles / tiles_per_ipu);
+  const double tiles = static_cast<double>(tiles_per_ipu);
+  for (int64_t i = 0; i < num_ipus && i < MAX_IPUS_PER_REPLICA; ++i) {
+    cycles.avg_including_idle[i] /= tiles;
+    cycles.avg_excluding_idle[i] /= tiles;
+  }
   return error.status;
 }
 

@@ -21,22 +21,27 @@
 
 namespace popsim {
 
+// Per IPU of a replica; replicas run in lockstep, so each figure is the slowest
+// replica's (phase) or the mean over replicas (averages).
 struct ComputeSetCycles {
-  double compute_phase = 0;  // the slowest tile, including idle worker slots
-  double avg_including_idle = 0;
-  double avg_excluding_idle = 0;
+  double compute_phase[MAX_IPUS_PER_REPLICA] = {};  // the slowest tile, including idle worker slots
+  double avg_including_idle[MAX_IPUS_PER_REPLICA] = {};
+  double avg_excluding_idle[MAX_IPUS_PER_REPLICA] = {};
 };
 
 class ComputeEngine {
  public:
   // `tables` must have been validated (validate.hpp); it and `pool` must outlive this.
-  ComputeEngine(const VertexTables &tables, ThreadPool &pool);
+  // Every vertex runs once per replica, on that replica's tile memory and state.
+  ComputeEngine(const VertexTables &tables, ThreadPool &pool, int64_t num_replicas = 1);
 
-  // Construct every vertex's state object and bind its fields to tile memory.
-  void bind_all(uint8_t *arena);
+  // Construct every replica's vertex state objects and bind their fields to that
+  // replica's tile memory (replica r's at arena + r * arena_stride).
+  void bind_all(uint8_t *arena, int64_t arena_stride);
   Status run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles, ErrorRecord &error);
 
-  // Accumulated over runs: cycles per vertex (all its workers) and per tile group.
+  // Accumulated over runs: cycles per vertex (all its workers; replica 0's) and per
+  // tile group (the slowest replica's).
   std::vector<double> vertex_cycles() const;
   const std::vector<double> &group_cycles() const { return group_cycles_; }
   void reset_counters();
@@ -53,6 +58,7 @@ class ComputeEngine {
     int32_t result = 1;
     popsim_exec ctx{};
   };
+  uint8_t *replica_state(int64_t replica) const { return state_.get() + replica * state_stride_; }
   // What the loop over a group's vertices reads of each vertex.
   struct RunRow {
     double estimate;      // worker cycles per run, or -1: the codelet counts its own
@@ -63,7 +69,7 @@ class ComputeEngine {
   static constexpr uint32_t kCodeletShift = 7;
 
   template <bool kHost, bool kCounts>
-  void run_group(int64_t compute_set, int64_t group, const HostInterface *host, GroupResult &out);
+  void run_group(int64_t compute_set, int64_t group, int64_t replica, const HostInterface *host, GroupResult &out);
   // Throws MalformedExecutable unless every vertex's state object (of its codelet's
   // size) is aligned, inside the state memory and overlaps no other.
   void check_state_objects(const std::vector<uint64_t> &sizes) const;
@@ -71,17 +77,19 @@ class ComputeEngine {
   double fixed_cycles(const RunRow &row) const;  // per run, all its workers; 0 if counted
 
   const VertexTables &t_;
+  int64_t num_replicas_;
+  int64_t state_stride_;  // bytes of one replica's vertex state (a multiple of 64)
   CodeletLibraries libraries_;
   std::vector<Codelet> codelets_;
   std::vector<uint8_t> has_host_;      // per compute set
   std::vector<uint8_t> group_counts_;  // per group: has a vertex that counts its own cycles
   std::unique_ptr<uint8_t, void (*)(void *)> state_;
-  std::vector<popsim_span> spans_;
+  std::vector<popsim_span> spans_;  // num_replicas x spans
   std::vector<RunRow> runs_;          // per vertex
   std::vector<double> counted_cycles_;  // per vertex: what was not counted by compute set runs
   std::vector<uint64_t> cs_runs_;       // per compute set: runs completed without a failure
   std::vector<double> group_cycles_;
-  std::vector<GroupResult> results_;
+  std::vector<GroupResult> results_;  // num_replicas x groups
   const volatile int32_t *interrupt_;  // run_signals.hpp: set by Ctrl-C during a run
   ThreadPool &pool_;
 };

@@ -33,7 +33,8 @@ namespace popsim {
   X(RETURN, "back to the instruction after the last CALL")                              \
   X(ABORT, "a = message id")                                                            \
   X(ABORT_IF, "a = message id, b = arena offset, c = scalar type")                      \
-  X(EXECUTE, "a = compute set")
+  X(EXECUTE, "a = compute set")                                                        \
+  X(CROSS_REPLICA_COPY, "a = copy table (arena -> arena), b = replica map")
 
 #define POPSIM_ENUM_OP(name, doc) OP_##name,
 enum Op : int64_t { POPSIM_OPS(POPSIM_ENUM_OP) OP_COUNT };
@@ -92,6 +93,13 @@ struct CopySeg {
 
 struct SwitchCase {
   int64_t value, target;
+};
+
+// The IPUs (of one replica) a step charges, as bit masks: `involved` IPUs spend its
+// cycles; `join` IPUs first wait for each other (their clocks meet at the latest one),
+// as an inter-IPU transfer or an external sync makes them (clocks.hpp).
+struct StepIpus {
+  int64_t involved, join;
 };
 
 // Vertices and compute sets. A vertex's fields are rows of `fields`; each is an arena
@@ -154,7 +162,8 @@ struct VertexTables {
   std::vector<ComputeSetRow> compute_sets;
   // Per compute set: the cost vectors (NUM_COST_CATEGORIES each) of its exchange-in and
   // exchange-out phases, from the lowering; the superstep adds them (superstep.hpp).
-  std::vector<double> exchange_costs;  // num compute sets x 2 x NUM_COST_CATEGORIES
+  // Per IPU of a replica, as step costs are.
+  std::vector<double> exchange_costs;  // num compute sets x 2 x num_ipus x NUM_COST_CATEGORIES
   std::vector<CodeletInfo> codelets;
   // For reports the core writes itself (a vertex crashing): the vertex type name of each
   // codelet and the name of each compute set.
@@ -162,12 +171,23 @@ struct VertexTables {
   std::vector<std::string> compute_set_names;
   int64_t state_bytes = 0;   // vertex state objects, at VertexRow::state_offset
   int64_t num_workers = 6;
-  int64_t num_tiles = 1;     // for tile averages
+  int64_t num_tiles = 1;     // of one replica, for tile averages
+  int64_t tiles_per_ipu = 1;  // tile t is on IPU t / tiles_per_ipu (of its replica)
   double sync_cycles = 0;    // the internal sync ending a compute phase
 };
 
+// The most IPUs one replica has: a step's IPUs are the bits of a mask (StepIpus).
+constexpr int64_t MAX_IPUS_PER_REPLICA = 64;
+
 struct Executable {
-  int64_t arena_bytes = 0;                // tile memory: every variable, constant and buffer
+  int64_t arena_bytes = 0;                // one replica's tile memory: every variable, constant and buffer
+  // Replicas share everything below but tile memory, vertex state and stream endpoints:
+  // the machine holds num_replicas copies of those and runs every step on each.
+  int64_t num_replicas = 1;
+  int64_t num_ipus = 1;                   // IPUs of one replica, each with its own clock
+  std::vector<int64_t> replica_maps;      // num maps x num_replicas: destination of each source replica, or -1
+  std::vector<int64_t> replication_index_offsets;  // arena offsets of uint32 constants holding the replica index
+  std::vector<uint8_t> stream_broadcast;  // per stream: 1 = one transfer read by every replica
   std::vector<Instr> instrs;
   std::vector<int64_t> entries;           // program index -> first instruction
   Rows<CopySeg> segs;                     // all copy tables, concatenated
@@ -177,7 +197,8 @@ struct Executable {
   std::vector<int64_t> switch_begin;      // like table_begin
   std::vector<int64_t> switch_default;    // default target per switch table
   std::vector<int64_t> stream_transfer_bytes;
-  std::vector<double> step_costs;         // num_steps x NUM_COST_CATEGORIES
+  std::vector<double> step_costs;         // num_steps x num_ipus x NUM_COST_CATEGORIES
+  std::vector<StepIpus> step_ipus;        // per step
   int64_t num_steps = 0;
   int64_t num_loop_slots = 0;
   int64_t num_host_calls = 0;             // OP_HOST_CALL ids are below this

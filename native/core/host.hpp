@@ -8,7 +8,7 @@
 namespace popsim {
 
 enum HostCallKind : int {
-  HOST_CALLBACK = 0,         // id = host callback id
+  HOST_CALLBACK = 0,         // id = host callback id (once per replica)
   HOST_STREAM_FETCH = 1,     // id = stream; fill data[0..nbytes)
   HOST_STREAM_COMPLETE = 2,  // id = stream; data[0..nbytes) holds the transfer
   HOST_POLL = 3,             // periodic: return non-zero to stop the run
@@ -25,7 +25,8 @@ struct HostVertexCall {
 struct HostInterface {
   void *ctx = nullptr;
   // Returns 0 on success; non-zero stops the run with Status::HostError.
-  int (*call)(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes) = nullptr;
+  // `replica`: the replica the call is about (streams, vertices, PrintTensor), else 0.
+  int (*call)(void *ctx, int kind, int64_t id, uint8_t *data, int64_t nbytes, int64_t replica) = nullptr;
 };
 
 }  // namespace popsim

@@ -29,6 +29,7 @@ inline std::vector<RowLayout> row_layouts() {
       POPSIM_ROW("segs", CopySeg, POPSIM_COLUMN(CopySeg, src), POPSIM_COLUMN(CopySeg, dst),
                  POPSIM_COLUMN(CopySeg, len)),
       POPSIM_ROW("cases", SwitchCase, POPSIM_COLUMN(SwitchCase, value), POPSIM_COLUMN(SwitchCase, target)),
+      POPSIM_ROW("step_ipus", StepIpus, POPSIM_COLUMN(StepIpus, involved), POPSIM_COLUMN(StepIpus, join)),
       POPSIM_ROW("vertices", VertexRow, POPSIM_COLUMN(VertexRow, codelet), POPSIM_COLUMN(VertexRow, tile),
                  POPSIM_COLUMN(VertexRow, worker), POPSIM_COLUMN(VertexRow, state_offset),
                  POPSIM_COLUMN(VertexRow, first_field), POPSIM_COLUMN(VertexRow, num_fields),

@@ -8,6 +8,7 @@
 #include <new>
 #include <utility>
 
+#include "core/copy_tables.hpp"
 #include "core/scalars.hpp"
 #include "core/superstep.hpp"
 
@@ -17,33 +18,25 @@ namespace {
 // Calls into the host every this many instructions so a long run can be interrupted.
 constexpr uint64_t kPollInterval = 1u << 18;
 
-// acc += c over a step's cost vector, two categories per vector add (the compiler will
-// not vectorize the plain loop: it cannot rule out that the two overlap).
-inline void add_costs(double *acc, const double *c) {
-  typedef double Pair __attribute__((vector_size(16)));
-  static_assert(NUM_COST_CATEGORIES % 2 == 0, "cost vectors add two categories at a time");
-  for (int64_t k = 0; k < NUM_COST_CATEGORIES; k += 2) {
-    Pair a, b;
-    std::memcpy(&a, acc + k, sizeof a);
-    std::memcpy(&b, c + k, sizeof b);
-    a += b;
-    std::memcpy(acc + k, &a, sizeof a);
-  }
-}
+uint64_t mask_of(int64_t bits) { return static_cast<uint64_t>(bits); }
 }  // namespace
 
 Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
     : exe_(std::move(exe)), extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes),
-      trace_capacity_(static_cast<size_t>(std::max<int64_t>(trace_capacity, 0))), pool_(num_threads) {
+      arena_stride_((exe_.arena_bytes + 63) / 64 * 64), clocks_(exe_.num_steps, exe_.num_ipus, trace_capacity),
+      pool_(num_threads) {
   // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
-  arena_ = static_cast<uint8_t *>(std::calloc(arena_bytes_ > 0 ? arena_bytes_ : 1, 1));
+  const int64_t total = arena_stride_ * exe_.num_replicas;
+  arena_ = static_cast<uint8_t *>(std::calloc(total > 0 ? static_cast<size_t>(total) : 1, 1));
   if (!arena_) throw std::bad_alloc();
-  streams_.resize(exe_.stream_transfer_bytes.size());
-  for (size_t s = 0; s < streams_.size(); ++s) streams_[s].transfer_bytes = exe_.stream_transfer_bytes[s];
+  streams_.resize(exe_.stream_transfer_bytes.size() * static_cast<size_t>(exe_.num_replicas));
+  for (int64_t s = 0; s < num_streams(); ++s)
+    for (int64_t r = 0; r < exe_.num_replicas; ++r) endpoint(s, r).transfer_bytes = transfer_bytes(s);
   loop_counters_.assign(static_cast<size_t>(exe_.num_loop_slots), 0);
   call_stack_.reserve(64);
+  superstep_.assign(static_cast<size_t>(exe_.num_ipus * NUM_COST_CATEGORIES), 0.0);
   copies_ = std::make_unique<CopyTables>(exe_, pool_, streaming_bytes);
-  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_);
+  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_, exe_.num_replicas);
   reset_counters();
 }
 
@@ -51,11 +44,7 @@ Machine::~Machine() { std::free(arena_); }
 
 void Machine::reset_counters() {
   step_counts_.assign(static_cast<size_t>(exe_.num_steps), 0);
-  step_cycles_.assign(static_cast<size_t>(exe_.num_steps * NUM_COST_CATEGORIES), 0.0);
-  trace_.clear();
-  trace_.reserve(std::min<size_t>(trace_capacity_, 4096));
-  trace_truncated_ = false;
-  clock_ = 0;
+  clocks_.reset();
   if (compute_) compute_->reset_counters();
 }
 
@@ -69,22 +58,27 @@ bool Machine::host_table_fits(int64_t table, int64_t host_bytes, bool to_device)
 void Machine::load(int64_t table, const uint8_t *image, int64_t vertex_table, const uint8_t *vertex_image) {
   // A fresh arena is calloc's lazily zeroed memory: not touching it keeps a huge one
   // (a graph built with debug.allowOutOfMemory) from costing host memory.
-  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_bytes_));
+  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_stride_ * exe_.num_replicas));
   fresh_ = false;
-  if (table >= 0) run_table(table, image, arena_);
-  if (vertex_table >= 0) run_table(vertex_table, vertex_image, arena_);
-  compute_->bind_all(arena_);
+  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
+    if (table >= 0) run_table(table, image, arena(r));
+    if (vertex_table >= 0) run_table(vertex_table, vertex_image, arena(r));
+    const uint32_t index = static_cast<uint32_t>(r);
+    for (int64_t offset : exe_.replication_index_offsets) std::memcpy(arena(r) + offset, &index, sizeof index);
+  }
+  compute_->bind_all(arena_, arena_stride_);
   loaded_ = true;
 }
 
-void Machine::write(int64_t table, const uint8_t *host) {
+void Machine::write(int64_t table, const uint8_t *host, int64_t replica) {
   fresh_ = false;
-  run_table(table, host, arena_);
+  for (int64_t r = 0; r < exe_.num_replicas; ++r)
+    if (replica < 0 || replica == r) run_table(table, host, arena(r));
 }
-void Machine::read(int64_t table, uint8_t *host) { run_table(table, arena_, host); }
+void Machine::read(int64_t table, uint8_t *host, int64_t replica) { run_table(table, arena(replica), host); }
 
-void Machine::connect_buffer(int64_t stream, uint8_t *data, int64_t bytes) {
-  StreamEndpoint &s = streams_[stream];
+void Machine::connect_buffer(int64_t stream, int64_t replica, uint8_t *data, int64_t bytes) {
+  StreamEndpoint &s = endpoint(stream, replica);
   s.kind = StreamEndpoint::Buffer;
   s.buffer = data;
   s.buffer_bytes = bytes;
@@ -92,8 +86,8 @@ void Machine::connect_buffer(int64_t stream, uint8_t *data, int64_t bytes) {
   s.staging = nullptr;
 }
 
-void Machine::connect_callback(int64_t stream, uint8_t *staging) {
-  StreamEndpoint &s = streams_[stream];
+void Machine::connect_callback(int64_t stream, int64_t replica, uint8_t *staging) {
+  StreamEndpoint &s = endpoint(stream, replica);
   s.kind = StreamEndpoint::Callback;
   s.buffer = nullptr;
   s.buffer_bytes = 0;
@@ -101,16 +95,112 @@ void Machine::connect_callback(int64_t stream, uint8_t *staging) {
   s.staging = staging;
 }
 
-void Machine::disconnect(int64_t stream) { streams_[stream] = StreamEndpoint{StreamEndpoint::None, streams_[stream].transfer_bytes}; }
+void Machine::disconnect(int64_t stream, int64_t replica) {
+  endpoint(stream, replica) = StreamEndpoint{StreamEndpoint::None, transfer_bytes(stream)};
+}
 
-bool Machine::connected(int64_t stream) const { return streams_[stream].kind != StreamEndpoint::None; }
+bool Machine::connected(int64_t stream, int64_t replica) const {
+  return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)].kind != StreamEndpoint::None;
+}
 
-Status Machine::fail(Status status, int64_t pc, int64_t id) {
+Status Machine::fail(Status status, int64_t pc, int64_t id, int64_t replica) {
   error_.status = status;
   error_.pc = pc;
   error_.id = id;
+  error_.replica = replica;
   error_.step = (pc >= 0 && pc < static_cast<int64_t>(exe_.instrs.size())) ? exe_.instrs[pc].step : -1;
   return status;
+}
+
+// Replicas run one control program in lockstep: a decision they disagree on is an
+// error (ReplicasDiverge), never one replica's choice silently imposed on the others.
+bool Machine::uniform_true(const Instr &in, int64_t pc, bool &value) {
+  value = scalar_is_true(arena(0) + in.b, in.c);
+  for (int64_t r = 1; r < exe_.num_replicas; ++r)
+    if (scalar_is_true(arena(r) + in.b, in.c) != value) return fail(Status::ReplicasDiverge, pc, -1, r), false;
+  return true;
+}
+
+bool Machine::uniform_int(const Instr &in, int64_t pc, int64_t &value) {
+  value = scalar_as_int(arena(0) + in.b, in.c);
+  for (int64_t r = 1; r < exe_.num_replicas; ++r)
+    if (scalar_as_int(arena(r) + in.b, in.c) != value) return fail(Status::ReplicasDiverge, pc, -1, r), false;
+  return true;
+}
+
+bool Machine::all_connected(int64_t stream, int64_t pc) {
+  for (int64_t r = 0; r < stream_endpoints(stream); ++r)
+    if (endpoint(stream, r).kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, stream, r), false;
+  return true;
+}
+
+Status Machine::stream_to_device(const Instr &in, int64_t pc, const HostInterface &host) {
+  const int64_t stream = in.a, ends = stream_endpoints(stream);
+  if (transfer_bytes(stream) == 0) return Status::Ok;
+  if (!all_connected(stream, pc)) return error_.status;
+  for (int64_t r = 0; r < ends; ++r) {
+    StreamEndpoint &s = endpoint(stream, r);
+    const uint8_t *src;
+    if (s.kind == StreamEndpoint::Buffer) {
+      src = s.next_buffer_transfer();
+    } else {
+      // The host keeps the staging buffer alive until the run ends, even if the
+      // callback disconnects the stream.
+      src = s.staging;
+      if (host.call(host.ctx, HOST_STREAM_FETCH, stream, s.staging, s.transfer_bytes, r) != 0)
+        return fail(Status::HostError, pc, stream, r);
+    }
+    if (ends == 1) {  // broadcast (or one replica): every replica reads the one transfer
+      for (int64_t k = 0; k < exe_.num_replicas; ++k) run_table(in.b, src, arena(k));
+    } else {
+      run_table(in.b, src, arena(r));
+    }
+  }
+  return Status::Ok;
+}
+
+Status Machine::stream_from_device(const Instr &in, int64_t pc, const HostInterface &host) {
+  const int64_t stream = in.a, ends = stream_endpoints(stream);
+  if (transfer_bytes(stream) == 0) return Status::Ok;
+  if (!all_connected(stream, pc)) return error_.status;
+  for (int64_t r = 0; r < ends; ++r) {
+    StreamEndpoint &s = endpoint(stream, r);
+    if (s.kind == StreamEndpoint::Buffer) {
+      run_table(in.b, arena(r), s.next_buffer_transfer());
+    } else {
+      run_table(in.b, arena(r), s.staging);
+      if (host.call(host.ctx, HOST_STREAM_COMPLETE, stream, s.staging, s.transfer_bytes, r) != 0)
+        return fail(Status::HostError, pc, stream, r);
+    }
+  }
+  return Status::Ok;
+}
+
+// Source replica r's elements go to replica map[r]. All replicas send at once, as over
+// the IPU-Links: when source and destination overlap, every source is read before any
+// destination is written.
+void Machine::cross_replica_copy(int64_t table, int64_t map) {
+  const int64_t *dest = exe_.replica_maps.data() + map * exe_.num_replicas;
+  if (!exe_.table_overlaps[static_cast<size_t>(table)]) {
+    for (int64_t r = 0; r < exe_.num_replicas; ++r)
+      if (dest[r] >= 0) run_table(table, arena(r), arena(dest[r]));
+    return;
+  }
+  const CopySeg *first = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
+  const CopySeg *last = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
+  int64_t bytes = 0;
+  for (const CopySeg *s = first; s != last; ++s) bytes += s->len;
+  replica_scratch_.resize(static_cast<size_t>(bytes * exe_.num_replicas));
+  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
+    if (dest[r] < 0) continue;
+    uint8_t *tmp = replica_scratch_.data() + r * bytes;
+    for (const CopySeg *s = first; s != last; tmp += s->len, ++s) copy_bytes(tmp, arena(r) + s->src, s->len);
+  }
+  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
+    if (dest[r] < 0) continue;
+    const uint8_t *tmp = replica_scratch_.data() + r * bytes;
+    for (const CopySeg *s = first; s != last; tmp += s->len, ++s) copy_bytes(arena(dest[r]) + s->dst, tmp, s->len);
+  }
 }
 
 Status Machine::run(int64_t program, const HostInterface &host) {
@@ -119,26 +209,28 @@ Status Machine::run(int64_t program, const HostInterface &host) {
   if (program < 0 || program >= static_cast<int64_t>(exe_.entries.size())) return fail(Status::BadProgram, -1, program);
   call_stack_.clear();
   const Instr *instrs = exe_.instrs.data();
-  const int64_t ncat = NUM_COST_CATEGORIES;
+  const int64_t step_width = exe_.num_ipus * NUM_COST_CATEGORIES;
   const double *costs = exe_.step_costs.data();
-  double *cycles = step_cycles_.data();
   uint64_t *counts = step_counts_.data();
   uint64_t executed = 0;
   int64_t pc = exe_.entries[program];
+  const int64_t replicas = exe_.num_replicas;
+  struct FinishRun {  // however the run ends, its IPUs end together
+    IpuClocks &clocks;
+    ~FinishRun() { clocks.finish_run(); }
+  } finish{clocks_};
 
   for (;;) {
     const Instr &in = instrs[pc];
     if (in.step >= 0) {
       ++counts[in.step];
-      const double *c = costs + in.step * ncat;
-      add_costs(cycles + in.step * ncat, c);
-      if (trace_.size() < trace_capacity_)
-        trace_.push_back(TraceEntry{static_cast<double>(in.step), clock_, c[CAT_CYCLES]});
-      else
-        trace_truncated_ = true;
-      clock_ += c[CAT_CYCLES];
+      // An Execute's cost is known once its compute phase has run (below).
+      if (in.op != OP_EXECUTE) {
+        const StepIpus &ipus = exe_.step_ipus[static_cast<size_t>(in.step)];
+        clocks_.charge(in.step, costs + in.step * step_width, mask_of(ipus.involved), mask_of(ipus.join));
+      }
     }
-    if (++executed % kPollInterval == 0 && host.call(host.ctx, HOST_POLL, 0, nullptr, 0) != 0)
+    if (++executed % kPollInterval == 0 && host.call(host.ctx, HOST_POLL, 0, nullptr, 0, 0) != 0)
       return fail(Status::HostError, pc, -1);
     int64_t next = pc + 1;
     switch (in.op) {
@@ -148,7 +240,8 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         break;
       case OP_EXECUTE: {
         const ComputeSetRow &cs = exe_.vertex.compute_sets[static_cast<size_t>(in.a)];
-        if (cs.exchange_in >= 0) run_table(cs.exchange_in, arena_, arena_);
+        if (cs.exchange_in >= 0)
+          for (int64_t r = 0; r < replicas; ++r) run_table(cs.exchange_in, arena(r), arena(r));
         ComputeSetCycles cc;
         const Status status = compute_->run(in.a, host, cc, error_);
         if (status != Status::Ok) {
@@ -156,53 +249,36 @@ Status Machine::run(int64_t program, const HostInterface &host) {
           error_.step = in.step;
           return status;
         }
-        if (cs.exchange_out >= 0) run_table(cs.exchange_out, arena_, arena_);
+        if (cs.exchange_out >= 0)
+          for (int64_t r = 0; r < replicas; ++r) run_table(cs.exchange_out, arena(r), arena(r));
         std::fflush(stdout);  // what codelets printed appears before anything the host prints next
         if (in.step >= 0) {  // the superstep's cost, known only now that its compute phase has run
-          const double duration = account_superstep(
-              exe_.vertex.exchange_costs.data() + in.a * 2 * NUM_COST_CATEGORIES, exe_.vertex.sync_cycles, cc,
-              cycles + in.step * ncat);
-          clock_ += duration;
-          if (!trace_.empty() && trace_.back().step == static_cast<double>(in.step) && !trace_truncated_)
-            trace_.back().cycles += duration;
+          const StepIpus &ipus = exe_.step_ipus[static_cast<size_t>(in.step)];
+          compose_superstep(exe_.vertex.exchange_costs.data() + in.a * 2 * step_width, exe_.num_ipus,
+                            mask_of(ipus.involved), exe_.vertex.sync_cycles, cc, superstep_.data());
+          clocks_.charge(in.step, superstep_.data(), mask_of(ipus.involved), mask_of(ipus.join));
         }
         break;
       }
       case OP_COPY:
-        run_table(in.a, arena_, arena_);
+        for (int64_t r = 0; r < replicas; ++r) run_table(in.a, arena(r), arena(r));
+        break;
+      case OP_CROSS_REPLICA_COPY:
+        cross_replica_copy(in.a, in.b);
         break;
       case OP_STREAM_TO_DEVICE: {
-        StreamEndpoint &s = streams_[in.a];
-        if (s.transfer_bytes == 0) break;
-        if (s.kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, in.a);
-        const uint8_t *src;
-        if (s.kind == StreamEndpoint::Buffer) {
-          src = s.next_buffer_transfer();
-        } else {
-          // The host keeps the staging buffer alive until the run ends, even if the
-          // callback disconnects the stream.
-          src = s.staging;
-          if (host.call(host.ctx, HOST_STREAM_FETCH, in.a, s.staging, s.transfer_bytes) != 0)
-            return fail(Status::HostError, pc, in.a);
-        }
-        run_table(in.b, src, arena_);
+        const Status status = stream_to_device(in, pc, host);
+        if (status != Status::Ok) return status;
         break;
       }
       case OP_STREAM_FROM_DEVICE: {
-        StreamEndpoint &s = streams_[in.a];
-        if (s.transfer_bytes == 0) break;
-        if (s.kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, in.a);
-        if (s.kind == StreamEndpoint::Buffer) {
-          run_table(in.b, arena_, s.next_buffer_transfer());
-        } else {
-          run_table(in.b, arena_, s.staging);
-          if (host.call(host.ctx, HOST_STREAM_COMPLETE, in.a, s.staging, s.transfer_bytes) != 0)
-            return fail(Status::HostError, pc, in.a);
-        }
+        const Status status = stream_from_device(in, pc, host);
+        if (status != Status::Ok) return status;
         break;
       }
       case OP_HOST_CALL:
-        if (host.call(host.ctx, HOST_CALLBACK, in.a, nullptr, 0) != 0) return fail(Status::HostError, pc, in.a);
+        for (int64_t r = 0; r < replicas; ++r)
+          if (host.call(host.ctx, HOST_CALLBACK, in.a, nullptr, 0, r) != 0) return fail(Status::HostError, pc, in.a, r);
         break;
       case OP_JUMP:
         next = in.a;
@@ -214,14 +290,15 @@ Status Machine::run(int64_t program, const HostInterface &host) {
       case OP_LOOP_END:
         if (--loop_counters_[in.a] > 0) next = in.b;
         break;
-      case OP_BRANCH_IF_FALSE:
-        if (!scalar_is_true(arena_ + in.b, in.c)) next = in.a;
+      case OP_BRANCH_IF_FALSE: case OP_BRANCH_IF_TRUE: {
+        bool value;
+        if (!uniform_true(in, pc, value)) return error_.status;
+        if (value == (in.op == OP_BRANCH_IF_TRUE)) next = in.a;
         break;
-      case OP_BRANCH_IF_TRUE:
-        if (scalar_is_true(arena_ + in.b, in.c)) next = in.a;
-        break;
+      }
       case OP_SWITCH: {
-        const int64_t value = scalar_as_int(arena_ + in.b, in.c);
+        int64_t value;
+        if (!uniform_int(in, pc, value)) return error_.status;
         next = exe_.switch_default[in.a];
         for (int64_t i = exe_.switch_begin[in.a]; i < exe_.switch_begin[in.a + 1]; ++i) {
           if (exe_.cases[i].value == value) { next = exe_.cases[i].target; break; }
@@ -241,7 +318,8 @@ Status Machine::run(int64_t program, const HostInterface &host) {
       case OP_ABORT:
         return fail(Status::Aborted, pc, in.a);
       case OP_ABORT_IF:
-        if (scalar_is_true(arena_ + in.b, in.c)) return fail(Status::Aborted, pc, in.a);
+        for (int64_t r = 0; r < replicas; ++r)  // any replica's condition stops the run
+          if (scalar_is_true(arena(r) + in.b, in.c)) return fail(Status::Aborted, pc, in.a, replicas > 1 ? r : -1);
         break;
       default:
         return fail(Status::BadProgram, pc, in.op);

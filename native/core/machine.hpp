@@ -1,11 +1,12 @@
-// The machine: tile memory (one arena holding every variable and constant,
-// row-major), the instruction-list VM that walks control programs, host stream
-// endpoints, and per-step cycle counters.
+// The machine: tile memory (per replica, one arena holding every variable and
+// constant, row-major), the instruction-list VM that walks control programs, host
+// stream endpoints, and the IPUs' clocks (clocks.hpp).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/clocks.hpp"
 #include "core/compute_set.hpp"
 #include "core/copy_tables.hpp"
 #include "core/executable.hpp"
@@ -18,51 +19,58 @@ namespace popsim {
 
 class Machine {
  public:
-  // Validates `exe` first (throws MalformedExecutable), then allocates tile memory
-  // (std::bad_alloc) and starts the thread pool (std::runtime_error). Copy tables of at
-  // least `streaming_bytes` use non-temporal stores (0: from the host's cache size).
+  // Validates `exe` first (throws MalformedExecutable), then allocates tile memory for
+  // every replica (std::bad_alloc) and starts the thread pool (std::runtime_error). Copy
+  // tables of at least `streaming_bytes` use non-temporal stores (0: from the host's
+  // cache size).
   Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes = 0);
   ~Machine();
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
 
+  // Replica r's tile memory is arena() + r * arena_stride(), arena_bytes() long.
   uint8_t *arena() { return arena_; }
+  uint8_t *arena(int64_t replica) { return arena_ + replica * arena_stride_; }
   int64_t arena_bytes() const { return arena_bytes_; }
+  int64_t arena_stride() const { return arena_stride_; }
+  int64_t num_replicas() const { return exe_.num_replicas; }
   const Executable &executable() const { return exe_; }
 
   // Whether copy table `table` exists and, between a host buffer of `host_bytes` and
   // tile memory, stays inside both (to_device: host -> arena).
   bool host_table_fits(int64_t table, int64_t host_bytes, bool to_device) const;
-  // Zero the arena, then copy `image` in through copy table `table` and `vertex_image`
-  // through `vertex_table` (either none if -1): the graph's initial values and the
-  // vertex state values (popsim/lower/initial_image.py), before the vertices are bound.
-  // Host buffers must pass host_table_fits first.
+  // Zero tile memory, then copy `image` in through copy table `table` and `vertex_image`
+  // through `vertex_table` (either none if -1) on every replica: the graph's initial
+  // values and the vertex state values (popsim/lower/initial_image.py), then each
+  // replica's index into its replication-index constants, before the vertices are
+  // bound. Host buffers must pass host_table_fits first.
   void load(int64_t table, const uint8_t *image, int64_t vertex_table = -1, const uint8_t *vertex_image = nullptr);
   bool loaded() const { return loaded_; }
-  // Host <-> arena through a copy table whose host side is a contiguous buffer.
-  void write(int64_t table, const uint8_t *host);
-  void read(int64_t table, uint8_t *host);
+  // Host <-> replica `replica`'s tile memory through a copy table whose host side is a
+  // contiguous buffer; write with replica -1 writes every replica.
+  void write(int64_t table, const uint8_t *host, int64_t replica = -1);
+  void read(int64_t table, uint8_t *host, int64_t replica = 0);
 
-  // `bytes` must be a positive multiple of the stream's transfer size; `staging` holds
-  // one transfer. Both stay owned by the caller, who keeps them alive while connected.
-  void connect_buffer(int64_t stream, uint8_t *data, int64_t bytes);
-  void connect_callback(int64_t stream, uint8_t *staging);
-  int64_t transfer_bytes(int64_t stream) const { return streams_[static_cast<size_t>(stream)].transfer_bytes; }
-  void disconnect(int64_t stream);
-  bool connected(int64_t stream) const;
-  int64_t num_streams() const { return static_cast<int64_t>(streams_.size()); }
+  // The host side of stream `stream` for replica `replica` (a broadcast stream has one,
+  // replica 0's). `bytes` must be a positive multiple of the stream's transfer size;
+  // `staging` holds one transfer. Both stay owned by the caller, who keeps them alive
+  // while connected.
+  void connect_buffer(int64_t stream, int64_t replica, uint8_t *data, int64_t bytes);
+  void connect_callback(int64_t stream, int64_t replica, uint8_t *staging);
+  int64_t transfer_bytes(int64_t stream) const { return exe_.stream_transfer_bytes[static_cast<size_t>(stream)]; }
+  void disconnect(int64_t stream, int64_t replica);
+  bool connected(int64_t stream, int64_t replica) const;
+  // The replicas whose endpoint of `stream` a run uses: all, or just 0 for a broadcast stream.
+  int64_t stream_endpoints(int64_t stream) const {
+    return exe_.stream_broadcast[static_cast<size_t>(stream)] ? 1 : exe_.num_replicas;
+  }
+  int64_t num_streams() const { return static_cast<int64_t>(exe_.stream_transfer_bytes.size()); }
 
   Status run(int64_t program, const HostInterface &host);
   const ErrorRecord &error() const { return error_; }
 
   const std::vector<uint64_t> &step_counts() const { return step_counts_; }
-  const std::vector<double> &step_cycles() const { return step_cycles_; }
-  // The first steps run since the counters were reset: (step, start cycle, cycles).
-  struct TraceEntry {
-    double step, start, cycles;
-  };
-  const std::vector<TraceEntry> &trace() const { return trace_; }
-  bool trace_truncated() const { return trace_truncated_; }
+  const IpuClocks &clocks() const { return clocks_; }
   void reset_counters();
   const ComputeEngine &compute() const { return *compute_; }
   const CopyTables &copies() const { return *copies_; }
@@ -70,23 +78,32 @@ class Machine {
 
  private:
   void run_table(int64_t table, const uint8_t *src, uint8_t *dst) { copies_->run(table, src, dst); }
-  Status fail(Status status, int64_t pc, int64_t id);
+  StreamEndpoint &endpoint(int64_t stream, int64_t replica) {
+    return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)];
+  }
+  Status fail(Status status, int64_t pc, int64_t id, int64_t replica = -1);
+  // A control-flow scalar: replica 0's value, once every replica holds the same.
+  bool uniform_true(const Instr &in, int64_t pc, bool &value);
+  bool uniform_int(const Instr &in, int64_t pc, int64_t &value);
+  bool all_connected(int64_t stream, int64_t pc);  // else fails with StreamNotConnected
+  Status stream_to_device(const Instr &in, int64_t pc, const HostInterface &host);
+  Status stream_from_device(const Instr &in, int64_t pc, const HostInterface &host);
+  void cross_replica_copy(int64_t table, int64_t map);
 
   Executable exe_;
   TableExtents extents_;
   uint8_t *arena_ = nullptr;
   int64_t arena_bytes_ = 0;
+  int64_t arena_stride_ = 0;
   bool loaded_ = false;
   bool fresh_ = true;  // the arena is still all zeros from calloc
-  std::vector<StreamEndpoint> streams_;
+  std::vector<StreamEndpoint> streams_;  // num_streams x num_replicas
   std::vector<int64_t> loop_counters_;
   std::vector<int64_t> call_stack_;
   std::vector<uint64_t> step_counts_;
-  std::vector<double> step_cycles_;
-  std::vector<TraceEntry> trace_;
-  size_t trace_capacity_ = 0;
-  bool trace_truncated_ = false;
-  double clock_ = 0;  // cycles since the counters were reset
+  IpuClocks clocks_;
+  std::vector<double> superstep_;      // one Execute's cost vectors, num_ipus x categories
+  std::vector<uint8_t> replica_scratch_;  // overlapping cross-replica copies: every source first
   ThreadPool pool_;  // shared by compute sets and big copies (never both at once)
   std::unique_ptr<CopyTables> copies_;
   std::unique_ptr<ComputeEngine> compute_;

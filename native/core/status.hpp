@@ -15,7 +15,8 @@ namespace popsim {
   X(BadProgram, "malformed executable (a bug in lowering)")                     \
   X(CallStackOverflow, "Call nesting too deep")                                 \
   X(NotLoaded, "run before load()")                                             \
-  X(VertexFailed, "a vertex returned false: id = compute set, a = vertex")
+  X(VertexFailed, "a vertex returned false: id = compute set, a = vertex, replica = its replica") \
+  X(ReplicasDiverge, "replicas disagree on a control-flow decision: replica = the first that differs from 0")
 
 #define POPSIM_ENUM_STATUS(name, doc) name,
 enum class Status : int { POPSIM_STATUSES(POPSIM_ENUM_STATUS) };
@@ -27,6 +28,7 @@ struct ErrorRecord {
   int64_t a = -1;     // extra detail (vertex index, ...)
   int64_t pc = -1;    // instruction that failed
   int64_t step = -1;  // its step, for naming the program in messages
+  int64_t replica = -1;  // the replica it concerns, where one does (streams, vertices, aborts)
   // VertexFailed: the codelet's popsim_exec error details and its return value.
   int64_t vertex_result = 0, error_kind = 0, error_field = -1, error_line = 0, error_index = 0, error_size = 0;
 };

@@ -10,7 +10,7 @@ namespace popsim {
 struct StreamEndpoint {
   enum Kind { None, Buffer, Callback };
   Kind kind = None;
-  int64_t transfer_bytes = 0;
+  int64_t transfer_bytes = 0;  // set at connection, from the executable
   uint8_t *buffer = nullptr;  // Buffer: host memory owned by the binding's caller
   int64_t buffer_bytes = 0;   // a multiple of transfer_bytes
   int64_t position = 0;       // byte offset of the next transfer in the buffer

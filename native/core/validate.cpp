@@ -124,6 +124,11 @@ class Checker {
         case OP_EXECUTE:
           if (!in_range(in.a, ncs)) bad(where + ": compute set out of range");
           break;
+        case OP_CROSS_REPLICA_COPY:
+          table(in.a, arena, arena, where);
+          if (!in_range(in.b, static_cast<int64_t>(exe_.replica_maps.size()) / exe_.num_replicas))
+            bad(where + ": replica map out of range");
+          break;
         default: break;
       }
     }
@@ -147,8 +152,10 @@ class Checker {
     // indices into its per-vertex run rows (compute_set.hpp).
     if (v.state_bytes < 0 || v.state_bytes >= (int64_t{1} << 36)) bad("state_bytes out of range");
     if (v.codelets.size() >= (size_t{1} << 25)) bad("more than 2^25 codelets");
-    if (v.exchange_costs.size() != v.compute_sets.size() * 2 * NUM_COST_CATEGORIES)
-      bad("compute sets: two exchange cost vectors per compute set expected");
+    if (v.exchange_costs.size() != v.compute_sets.size() * 2 * static_cast<size_t>(exe_.num_ipus) * NUM_COST_CATEGORIES)
+      bad("compute sets: two exchange cost vectors per compute set and IPU expected");
+    if (v.tiles_per_ipu < 1 || v.tiles_per_ipu * exe_.num_ipus != v.num_tiles)
+      bad("tiles_per_ipu x num_ipus must be num_tiles");
     for (size_t c = 0; c < v.codelets.size(); ++c)
       for (const FieldLayout &f : v.codelets[c].fields)
         if ((f.base != FIELD_ARENA && f.base != FIELD_SPANS) || f.itemsize < 1)
@@ -173,6 +180,7 @@ class Checker {
       const GroupRow &g = v.groups[i];
       if (g.first_vertex < next || !fits(g.first_vertex, g.num_vertices, 1, static_cast<int64_t>(v.vertices.size())))
         bad(at("tile group", i) + ": vertex rows out of range or shared with another group");
+      if (!in_range(g.tile, v.num_tiles)) bad(at("tile group", i) + ": tile out of range");
       next = g.first_vertex + g.num_vertices;
     }
     next = 0;
@@ -211,10 +219,33 @@ class Checker {
 
 }  // namespace
 
+// Replicas and IPUs: counts in range, a cost vector per step and IPU, step IPU masks
+// naming IPUs that exist, replica maps naming replicas that exist.
+static void check_replicas_and_ipus(const Executable &exe) {
+  if (exe.num_replicas < 1 || exe.num_replicas > (int64_t{1} << 16)) bad("num_replicas out of range");
+  if (exe.num_ipus < 1 || exe.num_ipus > MAX_IPUS_PER_REPLICA) bad("num_ipus must be 1..64");
+  if (exe.arena_bytes > std::numeric_limits<int64_t>::max() / 2 / exe.num_replicas) bad("arena_bytes too large");
+  if (exe.num_steps < 0 ||
+      exe.step_costs.size() != static_cast<size_t>(exe.num_steps * exe.num_ipus) * NUM_COST_CATEGORIES)
+    bad("step costs: one cost vector per step and IPU expected");
+  if (exe.step_ipus.size() != static_cast<size_t>(exe.num_steps)) bad("step IPUs: one row per step expected");
+  const uint64_t all = exe.num_ipus == 64 ? ~uint64_t{0} : (uint64_t{1} << exe.num_ipus) - 1;
+  for (size_t s = 0; s < exe.step_ipus.size(); ++s) {
+    const uint64_t involved = static_cast<uint64_t>(exe.step_ipus[s].involved);
+    const uint64_t join = static_cast<uint64_t>(exe.step_ipus[s].join);
+    if (involved == 0 || (involved & ~all) || (join & ~all)) bad(at("step IPUs", s) + ": IPU mask out of range");
+  }
+  if (exe.replica_maps.size() % static_cast<size_t>(exe.num_replicas)) bad("replica maps: rows of num_replicas expected");
+  for (size_t i = 0; i < exe.replica_maps.size(); ++i)
+    if (exe.replica_maps[i] < -1 || exe.replica_maps[i] >= exe.num_replicas) bad(at("replica map entry", i) + ": out of range");
+  for (size_t i = 0; i < exe.replication_index_offsets.size(); ++i)
+    if (!fits(exe.replication_index_offsets[i], 1, 4, exe.arena_bytes)) bad(at("replication index", i) + ": outside tile memory");
+  if (exe.stream_broadcast.size() != exe.stream_transfer_bytes.size()) bad("streams: one broadcast flag per stream expected");
+}
+
 TableExtents validate(const Executable &exe) {
   if (exe.arena_bytes < 0) bad("arena_bytes is negative");
-  if (exe.num_steps < 0 || exe.step_costs.size() != static_cast<size_t>(exe.num_steps) * NUM_COST_CATEGORIES)
-    bad("step costs: one cost vector per step expected");
+  check_replicas_and_ipus(exe);
   if (exe.num_loop_slots < 0 || exe.num_loop_slots > static_cast<int64_t>(exe.instrs.size()))
     bad("num_loop_slots out of range");
   if (exe.num_host_calls < 0 || exe.num_messages < 0) bad("negative host callback or message count");

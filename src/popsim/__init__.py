@@ -16,7 +16,8 @@ from .errors import *  # noqa: F401,F403 - the error classes are part of the pub
 from .errors import __all__ as _error_names
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod
 from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTensor, Program, Repeat,
-                      RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef)
+                      RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef,
+                      CrossReplicaCopy)
 from .report import Report, open_report
 from .streams import DataStream, ReplicatedStreamMode, StreamCallback
 from .target import RelativeSyncDelayType, Target, TargetType
@@ -29,7 +30,7 @@ from .version import __version__  # noqa: F401 - the package version
 __all__ = [
     "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
     "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
-    "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef",
+    "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef", "CrossReplicaCopy",
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",
     "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
     "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",

@@ -70,7 +70,9 @@ def graph_digest(state, programs, *extra: str) -> str:
     for tensor, values in state.initial_values:  # which views, not the values (data: see above)
         d.text("initial", tensor_key(tensor), values.dtype.str, values.shape)
     for s in sorted(state.streams.values(), key=lambda s: s.index):
-        d.text("stream", s.index, s.handle, s.dtype.name, s.num_elements, s.direction.value)
+        d.text("stream", s.index, s.handle, s.dtype.name, s.num_elements, s.direction.value, s.replicated_mode.value)
+    for t in state.replication_index:
+        d.text("replication index", tensor_key(t))
     for kind, handles in (("write", state.host_writes), ("read", state.host_reads)):
         for handle, t in handles.items():
             d.text(kind, handle, tensor_key(t))
@@ -128,7 +130,7 @@ def _compute_set(d: _Digest, cs) -> None:
         code_of = {i: k for k, i in enumerate(by_id)}
         d.text("types", [_vertex_type(t) for t in by_id.values()])
         d.h.update(content_key(list(map(code_of.__getitem__, ids))))
-    d.h.update(_key(cs._tiles))  # -1: not placed
+    d.h.update(_key(cs.vertex_tiles.tolist()))  # -1: not placed
     perf = cs._perf
     key = content_key(perf)  # None when some vertex has no estimate of its own
     d.h.update(key if key is not None else _key([-1 if c is None else c for c in perf]))

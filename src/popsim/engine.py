@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import sys
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -126,8 +126,10 @@ class Engine(SnakeCaseNames):
         threads = int(self._options["popsim.numThreads"]) or config.num_threads()
         with phase("build core", self._exe.compilation.phases):
             self._machine = build_machine(lw, threads, int(self._options["popsim.traceLength"]))
+        self._replicas: int = lw.replication_factor
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
-        self._stream_callbacks: Dict[int, Callable[[np.ndarray], None]] = {}  # held here, where gc sees them
+        # (stream, replica) -> callback: held here, where gc sees them
+        self._stream_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
         self._program_runs: List[int] = [0] * lw.num_programs
         self._program_names: List[str] = list(lw.program_names)
         self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
@@ -176,9 +178,12 @@ class Engine(SnakeCaseNames):
         if not isinstance(device, Device):
             raise TypeError(f"load needs a Device, found {type(device).__name__}")
         mine, theirs = self._target, device.target
+        if self._replicas > 1:  # the graph's target is one replica of the device
+            mine = mine.with_changes(num_ipus=mine.num_ipus * self._replicas)
         if not _compatible(mine, theirs):
-            raise EngineStateError(f"cannot load onto {theirs}: the graph was built for {mine}; build the graph "
-                                   "with Graph(device) for the device you load onto")
+            replicated = f" replicated {self._replicas} times" if self._replicas > 1 else ""
+            raise EngineStateError(f"cannot load onto {theirs}: the graph was built for {mine}{replicated}; build "
+                                   "the graph with Graph(device) for the device you load onto")
         lw = self._lowered
         with self._guard.use("loading", allowed_in_callback=False):
             self._machine.load(lw.init_table, lw.init_image, lw.vertex_values_table, lw.vertex_values)
@@ -206,12 +211,14 @@ class Engine(SnakeCaseNames):
         with self._guard.use(f"running program {program_index}", allowed_in_callback=False):
             self._check_runnable()
             for s in self._lowered.programs.program_streams[program_index]:
-                if not self._machine.connected(s):
-                    handle = self._lowered.streams[s].handle
-                    raise StreamConnectionError(
-                        f"program {program_index} uses stream '{handle}', which is not connected: call "
-                        f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback('{handle}', "
-                        "fn) before running")
+                for r in range(self._machine.stream_endpoints(s)):
+                    if not self._machine.connected(s, r):
+                        handle = self._lowered.streams[s].handle
+                        which = f" for replica {r}" if self._machine.stream_endpoints(s) > 1 else ""
+                        raise StreamConnectionError(
+                            f"program {program_index} uses stream '{handle}', which is not connected{which}: call "
+                            f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback("
+                            f"'{handle}', fn) before running")
             sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
             status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call)
             if status != Status.OK:
@@ -222,25 +229,28 @@ class Engine(SnakeCaseNames):
             logger.debug("ran program %d (%s)", program_index, self._program_names[program_index])
             self._write_auto_report(after_run=True)
 
-    def _host_call(self, callback: int) -> None:
+    def _host_call(self, callback: int, replica: int) -> None:
+        """PrintTensor: once per replica, in replica order ("title (replica r)" when
+        there are several)."""
         cb = self._lowered.programs.callbacks[callback]
         values = np.empty(cb.shape, cb.dtype.numpy)
-        self._machine.read(cb.table, values)
-        sys.stdout.write(format_tensor(cb.title, values))
+        self._machine.read(cb.table, values, replica)
+        title = cb.title if self._replicas == 1 else f"{cb.title} (replica {replica})"
+        sys.stdout.write(format_tensor(title, values))
         sys.stdout.flush()
 
-    def _stream_call(self, stream: int, staging: np.ndarray) -> None:
+    def _stream_call(self, stream: int, replica: int, staging: np.ndarray) -> None:
         """A callback stream's transfer: its callback fills or reads ``staging`` (bytes),
         viewed as the stream's elements. The view keeps the buffer alive."""
         s = self._lowered.streams[stream]
-        self._stream_callbacks[stream](staging[:s.transfer_bytes].view(s.dtype.numpy))
+        self._stream_callbacks[stream, replica](staging[:s.transfer_bytes].view(s.dtype.numpy))
 
-    def _vertex_call(self, row: int, worker: int):
+    def _vertex_call(self, row: int, worker: int, replica: int):
         """Run one interpreted Python vertex on tile memory; returns (result, cycles)."""
         from .codelet.interpret import run_interpreted
-        values = self._vertex_fields.get(row)
+        values = self._vertex_fields.get((row, replica))
         if values is None:
-            values = self._vertex_fields[row] = self._field_arrays(row)
+            values = self._vertex_fields[row, replica] = self._field_arrays(row, replica)
         vt = self._lowered.vertices
         try:
             ok, cycles = run_interpreted(vt.vertex_types[vt.row_type[row]], values, worker,
@@ -249,8 +259,9 @@ class Engine(SnakeCaseNames):
             raise type(e)(f"{vt.location(row)}: {e}").with_traceback(e.__traceback__) from None
         return (1 if ok else 0), int(cycles)
 
-    def _field_arrays(self, row: int) -> list:
-        arena = self._machine.arena()
+    def _field_arrays(self, row: int, replica: int) -> list:
+        stride = self._machine.arena_stride
+        arena = self._machine.arena()[replica * stride:(replica + 1) * stride]
         vt = self._lowered.vertices
         out = []
         for spec, view in zip(vt.vertex_types[vt.row_type[row]].fields, vt.field_views(row)):
@@ -273,43 +284,80 @@ class Engine(SnakeCaseNames):
         raise UnknownHandleError(f"no host {kind} handle '{handle}': {did_you_mean(handle, registry)}; create it "
                                  f"with graph.create_host_{kind}('{handle}', tensor) before building the engine")
 
-    @staticmethod
-    def _check_array(h: HostHandle, data: np.ndarray, what: str) -> None:
+    def _replica_arg(self, replica, what: str) -> int:
+        if isinstance(replica, (bool, np.bool_)) or not isinstance(replica, (int, np.integer)):
+            raise TypeError(f"{what}: replica must be an integer, found {type(replica).__name__} {replica!r}")
+        if not 0 <= replica < self._replicas:
+            raise IndexError(f"{what}: replica {int(replica)} is out of range: the graph has {self._replicas} "
+                             f"replica(s), 0..{self._replicas - 1}")
+        return int(replica)
+
+    def _per_replica(self, h: HostHandle, data: np.ndarray, what: str, replica: Optional[int]) -> bool:
+        """Whether ``data`` holds one value per replica ([R, *shape], R > 1) rather than
+        one value (the tensor's shape, or 1-D with its element count); TensorIOError if
+        neither, or if its type is not the tensor's."""
         want = h.dtype.numpy
         if data.dtype != want:
             raise TensorIOError(f"{what} '{h.handle}': the tensor is {h.dtype.name} ({want}) but the array is "
                                 f"{data.dtype}; convert it with .astype(np.{want.name})")
         count = int(np.prod(h.shape, dtype=np.int64))
-        if tuple(data.shape) != tuple(h.shape) and not (data.ndim == 1 and data.size == count):
-            raise TensorIOError(f"{what} '{h.handle}': the tensor has shape {list(h.shape)} but the array has "
-                                f"shape {list(data.shape)}; pass an array of shape {list(h.shape)} (or 1-D with "
-                                f"{count} elements)")
+        shape = tuple(data.shape)
+        if shape == tuple(h.shape) or (data.ndim == 1 and data.size == count):
+            return False
+        r = self._replicas
+        if replica is None and r > 1 and data.ndim >= 1 and shape[0] == r and \
+                (shape[1:] == tuple(h.shape) or (data.ndim == 2 and shape[1] == count)):
+            return True
+        per = f" (or [{r}, {', '.join(map(str, h.shape))}]: one per replica)" if r > 1 and replica is None else ""
+        raise TensorIOError(f"{what} '{h.handle}': the tensor has shape {list(h.shape)} but the array has shape "
+                            f"{list(data.shape)}; pass an array of shape {list(h.shape)}{per} (or 1-D with {count} "
+                            "elements)")
 
-    def write_tensor(self, handle: str, data) -> None:
-        """Write ``data`` (the tensor's shape and dtype) to the tensor of a host write handle."""
+    def write_tensor(self, handle: str, data, replica: Optional[int] = None) -> None:
+        """Write ``data`` to the tensor of a host write handle: an array of the tensor's
+        shape goes to every replica (or to ``replica`` only); an array of shape [R,
+        *shape] gives replica r ``data[r]``."""
         h = self._handle(self._lowered.host_writes, self._lowered.host_reads, handle, "write")
+        if replica is not None:
+            replica = self._replica_arg(replica, f"write_tensor '{handle}'")
         if isinstance(data, (np.ndarray, np.generic)):
             arr = np.asarray(data)
         else:
             arr = typed_array(data, h.dtype, np.shape(data), f"write_tensor '{handle}'", TensorIOError)
-        self._check_array(h, arr, "write_tensor")
+        each = self._per_replica(h, arr, "write_tensor", replica)
         with self._guard.use(f"writing tensor '{handle}'"):
             self._check_runnable()
-            self._machine.write(h.table, np.ascontiguousarray(arr))
+            arr = np.ascontiguousarray(arr)
+            if each:
+                for r in range(self._replicas):
+                    self._machine.write(h.table, arr[r, ...], r)
+            else:
+                self._machine.write(h.table, arr, -1 if replica is None else replica)
 
-    def read_tensor(self, handle: str, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """The tensor of a host read handle as a new array (or written into ``out``)."""
+    def read_tensor(self, handle: str, out: Optional[np.ndarray] = None, replica: Optional[int] = None) -> np.ndarray:
+        """The tensor of a host read handle as a new array (or written into ``out``): of
+        the tensor's shape with one replica (or for ``replica``), else of shape [R,
+        *shape], replica r's value at [r]."""
         h = self._handle(self._lowered.host_reads, self._lowered.host_writes, handle, "read")
+        if replica is not None:
+            replica = self._replica_arg(replica, f"read_tensor '{handle}'")
+        each = self._replicas > 1 and replica is None
         if out is None:
-            out = np.empty(h.shape, h.dtype.numpy)
+            out = np.empty(((self._replicas,) if each else ()) + tuple(h.shape), h.dtype.numpy)
         elif not isinstance(out, np.ndarray):
             raise TensorIOError(f"read_tensor '{handle}': out must be a numpy array, found {type(out).__name__}")
-        self._check_array(h, out, "read_tensor")
+        if self._per_replica(h, out, "read_tensor", replica) != each:
+            want = [self._replicas, *h.shape] if each else list(h.shape)
+            raise TensorIOError(f"read_tensor '{handle}': out has shape {list(out.shape)}; pass one of shape {want}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise TensorIOError(f"read_tensor '{handle}': out must be a writable C-contiguous array")
         with self._guard.use(f"reading tensor '{handle}'"):
             self._check_runnable()
-            self._machine.read(h.table, out)
+            if each:
+                for r in range(self._replicas):
+                    self._machine.read(h.table, out[r, ...], r)
+            else:
+                self._machine.read(h.table, out, 0 if replica is None else replica)
         return out
 
     # -- streams --------------------------------------------------------------------------------
@@ -318,10 +366,15 @@ class Engine(SnakeCaseNames):
             raise UnknownHandleError(f"no stream named '{handle}': {did_you_mean(handle, self._stream_index)}")
         return self._lowered.streams[self._stream_index[handle]]
 
+    def _endpoints(self, s) -> int:
+        """How many host sides a stream has: one per replica, or one (broadcast, or R == 1)."""
+        return 1 if s.broadcast else self._replicas
+
     def connect_stream(self, handle: str, data) -> None:
         """Connect a FIFO stream to host memory. The array is used in place as a circular
         buffer of whole transfers: each Copy consumes (or fills) the next
-        ``num_elements`` elements, wrapping at the end."""
+        ``num_elements`` elements, wrapping at the end. With R > 1 replicas a stream that
+        is not BROADCAST needs an array of leading dimension R: replica r uses ``data[r]``."""
         s = self._stream(handle)
         want = s.dtype.numpy
         if not isinstance(data, np.ndarray):
@@ -338,34 +391,61 @@ class Engine(SnakeCaseNames):
         if not s.to_device and not data.flags.writeable:
             raise StreamConnectionError(f"connect_stream '{handle}': the device-to-host stream writes into the "
                                         "array, which is read-only; pass a writable array (e.g. np.empty)")
+        ends = self._endpoints(s)
+        if ends > 1 and (data.ndim < 1 or data.shape[0] != ends):
+            mode = "a REPLICATE stream" if s.to_device else "a device-to-host stream"
+            raise StreamConnectionError(
+                f"connect_stream '{handle}': the graph has {ends} replicas and this is {mode}, so the array's "
+                f"leading dimension must be {ends} (replica r reads data[r]), found shape {list(data.shape)}; make "
+                "the stream BROADCAST (add_host_to_device_fifo(..., ReplicatedStreamMode.BROADCAST)) to send one "
+                "buffer to every replica")
+        parts = [data.reshape(-1)] if ends == 1 else [data[r].reshape(-1) for r in range(ends)]
         n = s.num_elements
-        if n and (data.size == 0 or data.size % n):
-            raise StreamConnectionError(f"connect_stream '{handle}': the array has {data.size} elements, which is "
-                                        f"not a positive multiple of the {n} elements of one transfer")
+        for r, part in enumerate(parts):
+            if n and (part.size == 0 or part.size % n):
+                which = "the array" if ends == 1 else f"data[{r}] (replica {r})"
+                raise StreamConnectionError(f"connect_stream '{handle}': {which} has {part.size} elements, which is "
+                                            f"not a positive multiple of the {n} elements of one transfer")
         with self._guard.use(f"connecting stream '{handle}'"):
-            self._machine.connect_buffer(s.index, device_readable(data.reshape(-1)))
-            self._stream_callbacks.pop(s.index, None)
+            for r, part in enumerate(parts):
+                self._machine.connect_buffer(s.index, r, device_readable(part))
+                self._stream_callbacks.pop((s.index, r), None)
 
-    def connect_stream_to_callback(self, handle: str,
-                                   callback: Union[Callable[[np.ndarray], None], StreamCallback]) -> None:
+    def connect_stream_to_callback(self, handle: str, replica_or_callback, callback=None) -> None:
         """Connect a FIFO stream to ``callback(buffer)``, called once per transfer with a
         1-D array to fill (host-to-device) or to read (device-to-host), or to a
         :class:`~popsim.StreamCallback` (prefetch / fetch / complete). The buffer's
         contents are only meaningful during the call (the next transfer reuses it). A
         callback may disconnect its own stream: the transfer under way completes, and
-        the stream's next transfer needs a new connection."""
+        the stream's next transfer needs a new connection.
+
+        ``connect_stream_to_callback(handle, replica, callback)`` connects one replica's
+        side of a stream (Poplar's replica-index overload); without a replica the
+        callback serves every replica, called once per replica in replica order."""
         s = self._stream(handle)
+        if callback is None:
+            callback, replicas = replica_or_callback, list(range(self._endpoints(s)))
+        else:
+            replica = self._replica_arg(replica_or_callback, f"connect_stream_to_callback '{handle}'")
+            if self._endpoints(s) == 1 and self._replicas > 1:
+                raise StreamConnectionError(f"connect_stream_to_callback '{handle}': the stream is BROADCAST: one "
+                                            "transfer serves every replica, so connect one callback without a "
+                                            "replica index")
+            replicas = [replica]
         function = transfer_function(callback, handle, s.to_device)
         with self._guard.use(f"connecting stream '{handle}'"):
-            self._machine.connect_callback(s.index, np.zeros(max(s.transfer_bytes, 1), np.uint8))
-            self._stream_callbacks[s.index] = function
+            for r in replicas:
+                self._machine.connect_callback(s.index, r, np.zeros(max(s.transfer_bytes, 1), np.uint8))
+                self._stream_callbacks[s.index, r] = function
 
     def disconnect_stream(self, handle: str) -> None:
-        """Disconnect a stream; a program that uses it needs a new connection to run."""
+        """Disconnect a stream (every replica's side); a program that uses it needs a new
+        connection to run."""
         s = self._stream(handle)
         with self._guard.use(f"disconnecting stream '{handle}'"):
-            self._machine.disconnect(s.index)
-            self._stream_callbacks.pop(s.index, None)
+            for r in range(self._endpoints(s)):
+                self._machine.disconnect(s.index, r)
+                self._stream_callbacks.pop((s.index, r), None)
 
     def list_streams(self) -> List[str]:
         return [s.handle for s in self._lowered.streams]
@@ -381,8 +461,8 @@ class Engine(SnakeCaseNames):
         trace, truncated = m.trace()
         return ExecutionProfile(step_counts=m.step_counts(), step_cycles=m.step_cycles(),
                                 group_cycles=m.group_cycles(), vertex_cycles=m.vertex_cycles(), trace=trace,
-                                trace_truncated=truncated, program_runs=list(self._program_runs),
-                                program_names=list(self._program_names))
+                                trace_truncated=truncated, ipu_clocks=m.ipu_clocks(), ipu_idle=m.ipu_idle(),
+                                program_runs=list(self._program_runs), program_names=list(self._program_names))
 
     def get_report(self) -> Report:
         """What the graph holds and what the runs so far cost (see popsim.report)."""

@@ -125,7 +125,7 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
             raise TypeError(f"program {i} is a {type(p).__name__}, not a Program")
     if not progs:
         raise PopsimError("an Engine needs at least one program")
-    state = graph._state
+    state = graph.description
     interpreted = (config.codelet_mode() or opts["popsim.codeletMode"]) == "interpreted"
     compile_options = {k: opts[k] for k in COMPILE_OPTIONS}
     compile_options["popsim.codeletMode"] = "interpreted" if interpreted else "compiled"

@@ -38,7 +38,7 @@ from .version import __version__
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
-FORMAT_VERSION = 3  # 3: initial values apart from vertex state values, and optional (cache entries)
+FORMAT_VERSION = 4  # 4: replicas and per-IPU step costs; 3: initial values apart from vertex state values
 MAGIC = "popsim-executable"
 _HEADER = "header.json"
 _LIBRARY = "library/"

@@ -9,8 +9,8 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from .arguments import as_int, as_size, plain
-from .codelet.registry import CodeletRegistry
 from .device import Device
+from .graph_description import GraphDescription
 from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
@@ -21,7 +21,6 @@ from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
 from .tensor import Tensor
 from .types import as_type, typed_array
-from .variables import VariableTable
 from .vertices import ComputeSet, VertexBuilding, VertexRef, count_vertices_and_edges
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
@@ -47,32 +46,6 @@ class Function:
         return f"Function({self.name!r})"
 
 
-class _GraphState:
-    """Everything a top-level graph and its virtual graphs share."""
-
-    def __init__(self, target: Target, replication_factor: int):
-        self.target = target
-        self.replication_factor = replication_factor
-        self.table = VariableTable()
-        self.compute_sets: List[ComputeSet] = []
-        self.streams: Dict[str, DataStream] = {}
-        self.host_writes: Dict[str, Tensor] = {}
-        self.host_reads: Dict[str, Tensor] = {}
-        self.functions: List[Function] = []
-        self.initial_values: List[Tuple[Tensor, np.ndarray]] = []
-        self.names: Dict[str, int] = {}
-        self.codelets = CodeletRegistry()
-        self.estimators: Dict[str, object] = {}
-
-    def unique_name(self, name: Optional[str], default: str) -> str:
-        """Debug names as given; unnamed objects get ``default`` plus a counter."""
-        if name:
-            return str(name)
-        n = self.names.get(default, 0)
-        self.names[default] = n + 1
-        return f"{default}{n}" if n else default
-
-
 GraphTarget = Union[Target, Device]
 
 
@@ -89,12 +62,24 @@ class Graph(VertexBuilding, SnakeCaseNames):
             target = target.target
         if not isinstance(target, Target):
             raise TypeError(f"Graph needs a Target or a Device, found {type(target).__name__}")
-        if not isinstance(replication_factor, (int, np.integer)) or replication_factor < 1:
-            raise PopsimError(f"replication_factor must be a positive integer, found {replication_factor!r}")
-        self._state = _GraphState(target, int(replication_factor))
+        if isinstance(replication_factor, (bool, np.bool_)) or not isinstance(replication_factor, (int, np.integer)) \
+                or replication_factor < 1:
+            raise PopsimError(f"Graph: replication_factor must be a positive integer, found {replication_factor!r}")
+        r = int(replication_factor)
+        if target.num_ipus % r:
+            factors = [d for d in range(1, target.num_ipus + 1) if target.num_ipus % d == 0]
+            raise PopsimError(f"Graph: replication_factor {r} does not divide the target's {target.num_ipus} IPU(s): "
+                              "every replica has the same number of IPUs; use one of "
+                              f"{', '.join(map(str, factors))}, or a device with a multiple of {r} IPUs "
+                              "(IPUModel.num_ipus)")
+        # A replicated graph's target is ONE replica: the device's IPUs divided by the
+        # replication factor, tiles numbered from 0 (Poplar's rule).
+        replica = target if r == 1 else target.with_changes(num_ipus=target.num_ipus // r)
+        self._state = GraphDescription(replica, r)
         self._tiles: Optional[np.ndarray] = None  # virtual graphs: physical tile of each local tile
-        self._target = target
-        self._direct_tiles = target.num_tiles  # see set_tile_mapping
+        self._target = replica
+        self._direct_tiles = replica.num_tiles  # see set_tile_mapping
+        self._device_target = target  # what get_top_level_graph views
 
     # -- basics ---------------------------------------------------------------------------
     @property
@@ -106,7 +91,17 @@ class Graph(VertexBuilding, SnakeCaseNames):
 
     @property
     def replication_factor(self) -> int:
-        return self._state.replication_factor
+        """Replicas of this graph (1 for the top-level view of a replicated graph)."""
+        return 1 if self._top_of_replicas else self._state.replication_factor
+
+    def get_replication_factor(self) -> int:
+        return self.replication_factor
+
+    @property
+    def description(self) -> GraphDescription:
+        """What the graph holds, as lowering and the reference executor read it (shared
+        with its virtual graphs)."""
+        return self._state
 
     @property
     def num_vertices(self) -> int:
@@ -128,9 +123,15 @@ class Graph(VertexBuilding, SnakeCaseNames):
     def _physical_tile(self, tile, what: str) -> int:
         if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)):
             raise TypeError(f"{what}: a tile must be an integer, found {type(tile).__name__} {tile!r}")
+        if self._top_of_replicas:
+            raise InvalidTileMappingError(
+                f"{what}: this is the top-level view of a graph replicated {self._state.replication_factor} times; "
+                "popsim compiles one replica and runs it on every replica's IPUs, so tiles are placed in the "
+                f"replicated graph itself (tiles 0..{self._state.target.num_tiles - 1} of one replica)")
         n = self._target.num_tiles
         if not 0 <= tile < n:
-            scope = "virtual graph" if self._tiles is not None else "target"
+            scope = "virtual graph" if self._tiles is not None else \
+                ("replica" if self._state.replication_factor > 1 else "target")
             raise InvalidTileMappingError(f"{what}: tile {int(tile)} is out of range: the {scope} has {n} tiles "
                                           f"(0..{n - 1})")
         return int(tile) if self._tiles is None else int(self._tiles[tile])
@@ -167,15 +168,25 @@ class Graph(VertexBuilding, SnakeCaseNames):
         sub._tiles = physical
         sub._target = self._state.target.with_changes(num_ipus=1, tiles_per_ipu=int(physical.size))
         sub._direct_tiles = 0
+        sub._device_target = self._device_target
         return sub
 
     def get_top_level_graph(self) -> "Graph":
+        """The top-level graph: for a graph that is not replicated, the whole graph (not a
+        virtual graph of it); for a replicated graph, the non-replicated view of the whole
+        device (its target has every replica's IPUs, its replication factor is 1)."""
         top = object.__new__(Graph)
         top._state = self._state
         top._tiles = None
-        top._target = self._state.target
-        top._direct_tiles = top._target.num_tiles
+        top._device_target = self._device_target
+        top._target = self._state.target if self._state.replication_factor == 1 else self._device_target
+        top._direct_tiles = top._target.num_tiles if self._state.replication_factor == 1 else 0
         return top
+
+    @property
+    def _top_of_replicas(self) -> bool:
+        """The top-level view of a replicated graph: it describes the device, not a replica."""
+        return self._state.replication_factor > 1 and self._target is self._device_target
 
     def convert_virtual_tile_to_physical_tile(self, tile: int) -> int:
         return self._physical_tile(tile, "convert_virtual_tile_to_physical_tile")
@@ -226,6 +237,16 @@ class Graph(VertexBuilding, SnakeCaseNames):
         var = self._state.table.add(self._state.unique_name(name, "constant"), t, dims, is_constant=True,
                                     values=data.reshape(-1).copy())
         return Tensor._of_variable(self._state.table, var)
+
+    def add_replication_index_constant(self, name: Optional[str] = None) -> Tensor:
+        """An UNSIGNED_INT scalar constant holding each replica's index (0 .. R-1): one
+        graph, a different value on every replica. Map it like any constant."""
+        if self._top_of_replicas:
+            raise TensorCreationError("add_replication_index_constant: call it on the replicated graph, not on its "
+                                      "top-level view (each replica holds its own index)")
+        t = self.add_constant(as_type("UNSIGNED_INT"), (), 0, name or "replicationIndex")
+        self._state.replication_index.append(t)
+        return t
 
     def clone(self, tensor, name=None, dtype=None) -> Tensor:
         """A new variable with the shape and tile mapping of ``tensor`` (any view), element

@@ -35,7 +35,14 @@ def describe(lw) -> "_core.Description":
     d.switch_begin = p.switch_begin
     d.switch_default = p.switch_default
     d.stream_transfer_bytes = np.asarray([s.transfer_bytes for s in lw.streams], np.int64)
+    d.stream_broadcast = np.asarray([s.broadcast for s in lw.streams], np.uint8)
+    d.num_replicas = lw.replication_factor
+    d.num_ipus = lw.target.num_ipus
+    d.tiles_per_ipu = lw.target.tiles_per_ipu
+    d.replica_maps = np.ascontiguousarray(p.replica_maps, np.int64).reshape(-1)
+    d.replication_index_offsets = np.ascontiguousarray(lw.replication_index_offsets, np.int64)
     d.step_costs = p.step_costs
+    d.step_ipus = p.step_ipus
     d.num_loop_slots = p.num_loop_slots
     d.num_host_calls = len(p.callbacks)
     d.num_messages = len(p.messages)
@@ -83,7 +90,8 @@ def build_machine(lw, num_threads: int, trace_length: int) -> "_core.Machine":
     except MemoryError:
         raise EngineStateError(
             f"cannot allocate the engine's memory: {lw.layout.arena_bytes:,} bytes of tile memory (all variables, "
-            f"constants and exchange buffers) plus {lw.vertices.state_bytes:,} bytes of vertex state, more than "
+            f"constants and exchange buffers) plus {lw.vertices.state_bytes:,} bytes of vertex state"
+            f"{f', for each of {lw.replication_factor} replicas' if lw.replication_factor > 1 else ''}, more than "
             "this host can give; make the tensors smaller (with debug.allowOutOfMemory the graph may be far "
             "larger than a real IPU holds)") from None
     except (TypeError, ValueError) as e:  # a Description field of the wrong type or shape

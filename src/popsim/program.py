@@ -24,7 +24,7 @@ from .tensor import Tensor
 
 __all__ = [
     "Part", "PartKind", "REPEAT_COUNT_MAX",
-    "Program", "Sequence", "Execute", "Copy", "Repeat", "RepeatWhileTrue", "RepeatWhileFalse", "If",
+    "Program", "Sequence", "Execute", "Copy", "CrossReplicaCopy", "Repeat", "RepeatWhileTrue", "RepeatWhileFalse", "If",
     "Switch", "Call", "PrintTensor", "WriteUndef", "Sync", "SyncType", "Abort", "AbortOnCondition",
 ]
 
@@ -215,6 +215,55 @@ class Copy(Program):
         def side(x):
             return x.handle if isinstance(x, DataStream) else x.name
         return f"Copy {side(self.src)} -> {side(self.dst)}"
+
+
+class CrossReplicaCopy(Program):
+    """Copy ``src`` of each replica k in ``replica_map`` into ``dst`` of replica
+    ``replica_map[k]`` (Poplar's CrossReplicaCopy): every pair at once, over the
+    IPU-Links between the replicas' IPUs. Each replica is a source at most once and a
+    destination at most once, never of itself; the map is checked against the graph's
+    replication factor when the program is compiled."""
+
+    __slots__ = ("src", "dst", "replica_map")
+    PARTS = (Part("src", _TENSOR), Part("dst", _TENSOR), Part("replica_map", _VALUE))
+
+    def __init__(self, src: Tensor, dst: Tensor, replica_map, debug_name: str = ""):
+        super().__init__(debug_name)
+        Copy._check_tensors(src, dst)
+        try:
+            pairs = [(k, v) for k, v in dict(replica_map).items()]
+        except (TypeError, ValueError):
+            raise ControlProgramError(f"CrossReplicaCopy from '{src.name}' to '{dst.name}': replica_map must be a "
+                                      f"dict of source replica -> destination replica, found "
+                                      f"{type(replica_map).__name__}") from None
+        for k, v in pairs:
+            for what, x in (("source", k), ("destination", v)):
+                if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < 0:
+                    raise ControlProgramError(f"CrossReplicaCopy from '{src.name}' to '{dst.name}': {what} replica "
+                                              f"{x!r} in {replica_map!r} is not a replica index (0, 1, ...)")
+            if k == v:
+                raise ControlProgramError(f"CrossReplicaCopy from '{src.name}' to '{dst.name}': replica {k} is mapped "
+                                          "to itself; a replica may not copy to itself (use Copy within a replica)")
+        targets = [v for _, v in pairs]
+        repeated = sorted({v for v in targets if targets.count(v) > 1})
+        if repeated:
+            raise ControlProgramError(f"CrossReplicaCopy from '{src.name}' to '{dst.name}': replica {repeated[0]} is "
+                                      f"the destination of several replicas in {replica_map!r}; each replica may "
+                                      "receive from at most one")
+        self.src, self.dst = src, dst
+        self.replica_map = {int(k): int(v) for k, v in sorted(pairs)}
+
+    def check_replicas(self, replication_factor: int) -> None:
+        """Every replica in the map exists (ControlProgramError naming the first that does not)."""
+        for k, v in self.replica_map.items():
+            for what, x in (("source", k), ("destination", v)):
+                if x >= replication_factor:
+                    raise ControlProgramError(
+                        f"{self.describe()}: {what} replica {x} in {self.replica_map} is out of range: the graph has "
+                        f"{replication_factor} replica(s), 0..{replication_factor - 1}")
+
+    def describe(self) -> str:
+        return self.debug_name or f"CrossReplicaCopy {self.src.name} -> {self.dst.name}"
 
 
 def _check_writable(t: Tensor, what: str) -> None:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .contract import ErrorKind, Status
-from .errors import ApplicationRuntimeError, EngineStateError, IndexError, PopsimError, StreamConnectionError
+from .errors import (ApplicationRuntimeError, ControlProgramError, EngineStateError, IndexError, PopsimError,
+                     StreamConnectionError)
 
 __all__ = ["run_error"]
 
@@ -12,15 +13,27 @@ def run_error(status: int, err: dict, program_index: int, lowered) -> PopsimErro
     error record ``err`` (Machine.error())."""
     steps = lowered.programs.steps
     where = f" (at {steps[err['step']].name})" if 0 <= err["step"] < len(steps) else ""
+    replicated = lowered.replication_factor > 1
+    on_replica = f" on replica {err['replica']}" if replicated and err.get("replica", -1) >= 0 else ""
     if status == Status.ABORTED:
         message = lowered.programs.messages[err["id"]]
-        return ApplicationRuntimeError(f"program {program_index} aborted{where}: {message or '(no message)'}")
+        return ApplicationRuntimeError(f"program {program_index} aborted{on_replica}{where}: "
+                                       f"{message or '(no message)'}")
     if status == Status.VERTEX_FAILED:
-        return _vertex_error(err, lowered.vertices)
+        error = _vertex_error(err, lowered.vertices)
+        return type(error)(f"{error}{on_replica}") if on_replica else error
     if status == Status.STREAM_NOT_CONNECTED:
-        handle = lowered.streams[err["id"]].handle
-        return StreamConnectionError(f"stream '{handle}' is not connected: call engine.connect_stream first (or "
-                                     "connect it again if a callback disconnected it during the run)")
+        stream = lowered.streams[err["id"]]
+        which = f" for replica {err['replica']}" if replicated and not stream.broadcast else ""
+        return StreamConnectionError(f"stream '{stream.handle}' is not connected{which}: call engine.connect_stream "
+                                     "first (or connect it again if a callback disconnected it during the run)")
+    if status == Status.REPLICAS_DIVERGE:
+        return ControlProgramError(
+            f"program {program_index}{where}: the replicas disagree on a control-flow decision: replica "
+            f"{err['replica']} holds another predicate or Switch value than replica 0. popsim runs the "
+            f"{lowered.replication_factor} replicas of a replicated graph in lockstep on one control program, so "
+            "If, Switch and RepeatWhile must decide the same on every replica: compute the predicate from "
+            "replica-uniform data (e.g. all-reduce it), or select values with popops.select instead of branching")
     if status == Status.NOT_LOADED:
         return EngineStateError("the engine is not loaded: call engine.load(device) first")
     if status == Status.CALL_STACK_OVERFLOW:

@@ -19,8 +19,8 @@ class StreamDirection(enum.Enum):
 
 
 class ReplicatedStreamMode(enum.Enum):
-    REPLICATE = "REPLICATE"  # every replica receives the same data
-    BROADCAST = "BROADCAST"
+    REPLICATE = "REPLICATE"  # every replica its own data (a buffer with leading dimension R, or a callback each)
+    BROADCAST = "BROADCAST"  # one transfer read by every replica
 
 
 class DataStream:

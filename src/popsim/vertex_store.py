@@ -116,6 +116,16 @@ class ComputeSet:
     def num_vertices(self) -> int:
         return len(self._types)
 
+    @property
+    def variables(self):
+        """The VariableTable its vertices' fields connect to (the graph's)."""
+        return self._state.table
+
+    @property
+    def vertex_tiles(self) -> np.ndarray:
+        """The tile of each vertex, in creation order (NO_TILE: not placed yet)."""
+        return np.array(self._tiles, np.int64) if self._tiles else np.zeros(0, np.int64)
+
     def _slot_value(self, slot: int, spec: FieldSpec) -> object:
         """What slot ``slot`` connects, an edge record turned back into its Tensor."""
         c = self._slots[slot]

@@ -156,7 +156,7 @@ def test_errors(case, message, saved, tmp_path):
     elif case == "old_version":
         path.write_text(json.dumps(dict(good, schema_version=1)))
     elif case == "missing_fields":
-        path.write_text(json.dumps({"schema_version": 2, "target": good["target"]}))
+        path.write_text(json.dumps({"schema_version": good["schema_version"], "target": good["target"]}))
     elif case == "wrong_types":
         good["memory"]["by_category"] = 5
         path.write_text(json.dumps(good))

@@ -15,6 +15,7 @@ from ..log import phase
 from ..target import Target
 from ..types import Type
 from ..progress import Progress
+from ..streams import ReplicatedStreamMode
 from .compute_sets import ComputeSetLowerer, VertexTables
 from .cost_model import (CATEGORIES, CONTROL_CODE_BYTES, EXCHANGE_CODE_BYTES, SUPERVISOR_STACK_BYTES,
                          WORKER_STACK_BYTES, CostModel)
@@ -45,6 +46,7 @@ class StreamRecord:
     num_elements: int
     to_device: bool
     index: int
+    broadcast: bool = False  # host-to-device, ReplicatedStreamMode.BROADCAST: one transfer for every replica
 
     @property
     def transfer_bytes(self) -> int:
@@ -57,7 +59,8 @@ class Lowered:
     with no reference back to the graph, so that it can be saved and loaded. Saving is
     driven by the fields' annotations (popsim/codec.py): a new field is one edit."""
 
-    target: Target
+    target: Target                        # one replica's
+    replication_factor: int
     layout: MemoryLayout
     programs: LoweredPrograms
     vertices: VertexTables
@@ -74,6 +77,7 @@ class Lowered:
     init_sizes: np.ndarray                # int64: bytes of each of those values, in table order
     vertex_values_table: int              # copies vertex_values into tile memory (-1: nothing to copy)
     vertex_values: np.ndarray             # uint8: vertex state fields' values, packed
+    replication_index_offsets: np.ndarray  # int64: arena offsets of the replication-index constants (uint32)
     tiles_out_of_memory: np.ndarray
     program_names: List[str]
     variable_names: List[str]
@@ -95,7 +99,7 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
     variables = state.table.variables
     with phase("memory layout", timings):
         layout = plan_memory(variables, target)
-    cost = CostModel(target)
+    cost = CostModel(target, state.replication_factor)
     tables = CopyTables()
     planner = TransferPlanner(state.table, layout, cost)
     host_writes = {h: HostHandle(h, tables.add(planner.host_segments(t, to_device=True)), t.dtype, t.shape)
@@ -115,15 +119,19 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
     over = tiles_over(layout, target)
     segs, begin, overlaps = tables.arrays()
     layout.index = None  # only lowering needs the per-element tile lookup
-    streams = [StreamRecord(s.handle, s.dtype, s.num_elements, s.is_host_to_device, s.index)
-               for s in sorted(state.streams.values(), key=lambda s: s.index)]
+    streams = [StreamRecord(s.handle, s.dtype, s.num_elements, s.is_host_to_device, s.index,
+                            s.is_host_to_device and s.replicated_mode is ReplicatedStreamMode.BROADCAST)
+               for s in state.streams_by_index()]
+    index_offsets = np.asarray([planner.arena_offsets(t._element_ids()[:1])[0] for t in state.replication_index],
+                               np.int64)
     num_vertices, num_edges = compute_sets.count_vertices_and_edges(state.compute_sets)
     counts = {"num_vertices": num_vertices, "num_edges": num_edges, "num_variables": len(variables),
               "num_compute_sets": len(state.compute_sets)}
-    return Lowered(target=target, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),
+    return Lowered(target=target, replication_factor=state.replication_factor, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),
                    segs=segs, table_begin=begin, table_overlaps=overlaps, streams=streams,
                    host_writes=host_writes, host_reads=host_reads, init_table=init.table, init_image=init.image,
                    init_sizes=init.sizes, vertex_values_table=init.vertex_table, vertex_values=init.vertex_values,
+                   replication_index_offsets=index_offsets,
                    tiles_out_of_memory=over, program_names=[p.debug_name or f"program {i}" for i, p in
                                                             enumerate(programs)],
                    variable_names=[v.name for v in variables], graph_counts=counts)

@@ -144,7 +144,7 @@ class ComputeSetLowerer:
         if cs.index in self._lowered:
             return self._lowered[cs.index]
         nv = len(cs._types)
-        tiles = np.array(cs._tiles, np.int64) if nv else _EMPTY
+        tiles = cs.vertex_tiles if nv else _EMPTY
         unplaced = np.flatnonzero(tiles == NO_TILE)
         if unplaced.size:
             v = vertex_ref(cs, int(unplaced[0]))
@@ -197,7 +197,7 @@ class ComputeSetLowerer:
         self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out))
         exchange_in, exchange_out = placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost)
         self.exchange_costs.append(np.stack([exchange_in.vector, exchange_out.vector]))
-        static = self.cost.compute_set(exchange_in, exchange_out)
+        static = self.cost.compute_set(exchange_in, exchange_out, tile)
         self._lowered[cs.index] = (len(self.compute_sets) - 1, static)
         self._counts[cs.index] = (nv, edges.count)
         if self.progress is not None:
@@ -368,7 +368,7 @@ class ComputeSetLowerer:
             spans=joined(self._spans, "spans"), groups=groups,
             compute_sets=np.asarray(self.compute_sets, np.int64).reshape(-1, ROW_WIDTHS["compute_sets"]),
             codelets=self.codelets, codelet_fields=self.codelet_fields,
-            exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, NUM_CATEGORIES),
+            exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, self.target.num_ipus, NUM_CATEGORIES),
             sync_cycles=self.cost.sync_cycles, state_bytes=self.state_bytes,
             row_type=np.concatenate(self._row_type) if self._row_type else _EMPTY,
             row_index=np.concatenate(self._row_index) if self._row_index else _EMPTY,

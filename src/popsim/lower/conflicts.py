@@ -94,5 +94,5 @@ def _check_reads(cs, owners, s: np.ndarray, e: np.ndarray, o: np.ndarray, r_star
 
 
 def _elements(cs, lo, hi) -> str:
-    var = cs._state.table.variable_of(int(lo))
+    var = cs.variables.variable_of(int(lo))
     return f"elements [{int(lo) - var.base}:{int(hi) - var.base}) of {var.kind} '{var.name}'"

@@ -102,7 +102,13 @@ def check_lowered(lw) -> None:
     _array(p.instrs, "programs.instrs", _INT, (None, ROW_WIDTHS["instrs"]))
     _array(p.entries, "programs.entries", _INT, (None,))
     nsteps = len(p.steps)
-    _array(p.step_costs, "programs.step_costs", "f", (nsteps, NUM_CATEGORIES))
+    ipus = t.num_ipus
+    _need(isinstance(lw.replication_factor, int) and 1 <= lw.replication_factor <= 1 << 16,
+          "replication_factor out of range")
+    _array(p.step_costs, "programs.step_costs", "f", (nsteps, ipus, NUM_CATEGORIES))
+    _array(p.step_ipus, "programs.step_ipus", _INT, (nsteps, 2))
+    _array(p.replica_maps, "programs.replica_maps", _INT, (None, lw.replication_factor))
+    _array(lw.replication_index_offsets, "replication_index_offsets", _INT, (None,))
     _need(set(lw.graph_counts) == {"num_vertices", "num_edges", "num_variables", "num_compute_sets"},
           "graph_counts: unexpected keys")
     _need(len(lw.program_names) == p.entries.size and len(p.program_streams) == p.entries.size,
@@ -143,7 +149,7 @@ def check_lowered(lw) -> None:
     for i, step in enumerate(p.steps):
         c = step.cost
         _need(-1 <= step.compute_set < ncs, f"programs.steps.{i}.compute_set out of range")
-        _array(c.vector, f"programs.steps.{i}.cost.vector", "f", (NUM_CATEGORIES,))
+        _array(c.vector, f"programs.steps.{i}.cost.vector", "f", (ipus, NUM_CATEGORIES))
         for name in ("tile_compute", "tile_exchange"):
             if getattr(c, name) is not None:
                 _array(getattr(c, name), f"programs.steps.{i}.cost.{name}", "f" + _INT, (tiles,))
@@ -163,7 +169,7 @@ def check_lowered(lw) -> None:
           "vertices.cs_*: one per compute set expected")
     for i, (first, count) in enumerate(v.cs_groups):
         _need(0 <= first and 0 <= count and first + count <= ngroups, f"vertices.cs_groups.{i} out of range")
-    _array(v.exchange_costs, "vertices.exchange_costs", "f", (ncs, 2, NUM_CATEGORIES))
+    _array(v.exchange_costs, "vertices.exchange_costs", "f", (ncs, 2, ipus, NUM_CATEGORIES))
 
     # Memory layout.
     nvars = len(lw.variable_names)

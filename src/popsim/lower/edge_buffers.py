@@ -73,7 +73,7 @@ class EdgePlacer:
         used = direct & (n > 0)
         offsets[used] = self.planner.arena_offsets(gid[used])
         moved = ~direct
-        phases = (Traffic(ntiles), Traffic(ntiles))
+        phases = (Traffic(ntiles, self.target.num_ipus), Traffic(ntiles, self.target.num_ipus))
         segments: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
         separate_bytes = 0  # what the shared buffers would take unshared
 

@@ -86,7 +86,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     per record or Tensor row, one per sub-edge of list rows. Returns the table, the
     first edge of each row and the edges of each row (0 for rows that are not edges)."""
     slots = cs._slots
-    table = cs._state.table
+    table = cs.variables
     rows = row_slot.size
     is_record = row_kind == SLOT_RECORD
     is_list = row_kind == SLOT_LIST

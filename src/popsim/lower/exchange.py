@@ -23,17 +23,18 @@ from .cost_model import CostModel, StepCost
 class Traffic:
     """Bytes one exchange phase of a compute set moves, per tile."""
 
-    def __init__(self, num_tiles: int):
+    def __init__(self, num_tiles: int, num_ipus: int = 1):
         self.onchip = np.zeros(num_tiles)       # on-tile rearrangement bytes
         self.onchip_runs = np.zeros(num_tiles, np.int64)
         self.sent = np.zeros(num_tiles)
         self.received = np.zeros(num_tiles)
         self.global_sent = np.zeros(num_tiles)  # over IPU-Links
         self.global_received = np.zeros(num_tiles)
+        self.flows = np.zeros((num_ipus, num_ipus))  # bytes from IPU a to IPU b
 
     def cost(self, cost: CostModel) -> StepCost:
         return cost.copy(self.onchip, self.onchip_runs, self.sent, self.received, self.global_sent,
-                         self.global_received)
+                         self.global_received, self.flows)
 
     def add_runs(self, index: MappingIndex, tiles_per_ipu: int, multi_ipu: bool, tile: np.ndarray,
                  gid: np.ndarray, length: np.ndarray, itemsize: np.ndarray, incoming: bool) -> None:
@@ -44,6 +45,9 @@ class Traffic:
             tile, itemsize = tile[owner], itemsize[owner]
             remote = ipu != tile // tiles_per_ipu
             if remote.any():
+                mine = tile[remote] // tiles_per_ipu
+                pair = (ipu[remote], mine) if incoming else (mine, ipu[remote])
+                np.add.at(self.flows, pair, length[remote] * itemsize[remote])
                 self._add(index, tile[remote], gid[remote], length[remote], itemsize[remote], incoming,
                           self.global_sent, self.global_received)
                 local = ~remote

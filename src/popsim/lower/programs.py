@@ -31,6 +31,7 @@ OP_STREAM_FROM_DEVICE, OP_HOST_CALL, OP_JUMP, OP_LOOP_BEGIN = Op.STREAM_FROM_DEV
 OP_LOOP_END, OP_BRANCH_IF_FALSE, OP_BRANCH_IF_TRUE = Op.LOOP_END, Op.BRANCH_IF_FALSE, Op.BRANCH_IF_TRUE
 OP_SWITCH, OP_CALL, OP_RETURN, OP_ABORT, OP_ABORT_IF, OP_EXECUTE = (Op.SWITCH, Op.CALL, Op.RETURN, Op.ABORT,
                                                                    Op.ABORT_IF, Op.EXECUTE)
+OP_CROSS_REPLICA_COPY = Op.CROSS_REPLICA_COPY
 CALL_DEPTH_MAX = MAX_CALL_DEPTH  # the core's call stack (popsim/contract.py)
 
 
@@ -64,7 +65,9 @@ class LoweredPrograms:
     switch_default: np.ndarray
     num_loop_slots: int
     steps: List[Step]
-    step_costs: np.ndarray
+    step_costs: np.ndarray  # steps x IPUs of a replica x categories
+    step_ipus: np.ndarray   # steps x (involved, join) IPU masks (StepCost)
+    replica_maps: np.ndarray  # CrossReplicaCopy maps x replicas: destination of each source, or -1
     callbacks: List[HostCallback] = field(default_factory=list)
     messages: List[str] = field(default_factory=list)
     program_streams: List[List[int]] = field(default_factory=list)  # streams each entry program may use
@@ -85,6 +88,8 @@ class ProgramLowerer:
         self.loop_slots = 0
         self.callbacks: List[HostCallback] = []
         self.messages: List[str] = []
+        self.replicas = state.replication_factor
+        self.replica_maps: List[List[int]] = []
         self._function_addr: Dict[int, int] = {}
         self._calls: List[Tuple[int, object]] = []  # (instruction, function) to patch
         # Per context (("program", i) or ("function", index)): functions called, streams used.
@@ -117,7 +122,9 @@ class ProgramLowerer:
             self._emit(OP_HALT)
         self._lower_functions()
         self._check_call_graph()
-        costs = np.array([s.cost.vector for s in self.steps]).reshape(len(self.steps), NUM_CATEGORIES)
+        num_ipus = self.cost.num_ipus
+        costs = np.array([s.cost.vector for s in self.steps]).reshape(len(self.steps), num_ipus, NUM_CATEGORIES)
+        step_ipus = np.array([(s.cost.involved, s.cost.join) for s in self.steps], np.int64).reshape(-1, 2)
         cases = [row for rows, _ in self.switch_tables for row in rows]
         begins = np.cumsum([0] + [len(rows) for rows, _ in self.switch_tables])
         return LoweredPrograms(
@@ -126,7 +133,8 @@ class ProgramLowerer:
             cases=np.asarray(cases, np.int64).reshape(-1, ROW_WIDTHS["cases"]),
             switch_begin=np.asarray(begins, np.int64),
             switch_default=np.asarray([default for _, default in self.switch_tables], np.int64),
-            num_loop_slots=self.loop_slots, steps=self.steps, step_costs=costs,
+            num_loop_slots=self.loop_slots, steps=self.steps, step_costs=costs, step_ipus=step_ipus,
+            replica_maps=np.asarray(self.replica_maps, np.int64).reshape(-1, self.replicas),
             callbacks=self.callbacks, messages=self.messages,
             program_streams=[sorted(self._reachable_streams(("program", i))) for i in range(len(programs))])
 
@@ -217,9 +225,20 @@ class ProgramLowerer:
             table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
             self._emit(OP_COPY, self._step(p.describe(), "Copy", cost), table)
 
+    def _lower_CrossReplicaCopy(self, p: P.CrossReplicaCopy) -> None:
+        p.check_replicas(self.replicas)
+        dest = np.full(self.replicas, -1, np.int64)
+        for k, v in p.replica_map.items():
+            dest[k] = v
+        segs, cost = self.planner.copy(p.src, p.dst, replica_map=dest)
+        table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
+        self.replica_maps.append(dest.tolist())
+        self._emit(OP_CROSS_REPLICA_COPY, self._step(p.describe(), "CrossReplicaCopy", cost), table,
+                   len(self.replica_maps) - 1)
+
     def _stream_copy(self, p: P.Copy, stream, tensor, to_device: bool) -> None:
         table = self.tables.add(self.planner.host_segments(tensor, to_device))
-        cost = self.cost.host_transfer(stream.transfer_bytes)
+        cost = self.cost.host_transfer(stream.transfer_bytes, self.planner.tiles_of(tensor))
         step = self._step(p.describe(), "StreamCopy", cost)
         self._streams.setdefault(self._context, set()).add(stream.index)
         self._emit(OP_STREAM_TO_DEVICE if to_device else OP_STREAM_FROM_DEVICE, step, stream.index, table)

@@ -8,7 +8,7 @@ changes IPU on a multi-IPU target crosses IPU-Links and is costed as global exch
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -69,8 +69,10 @@ class TransferPlanner:
             return runs, np.zeros(runs.size, np.int64)
         return self.layout.index.split(runs)
 
-    def copy(self, src, dst) -> Tuple[np.ndarray, StepCost]:
-        """Segments and cost of copying view ``src`` into view ``dst`` element by element."""
+    def copy(self, src, dst, replica_map: Optional[np.ndarray] = None) -> Tuple[np.ndarray, StepCost]:
+        """Segments and cost of copying view ``src`` into view ``dst`` element by element
+        (from replica r's ``src`` to replica ``replica_map[r]``'s ``dst`` when given: a
+        CrossReplicaCopy, whose every byte crosses IPU-Links)."""
         size = src.dtype.size
         s_runs, s_tiles = self._tiles(runs_of(src))
         d_runs, d_tiles = self._tiles(runs_of(dst))
@@ -81,19 +83,33 @@ class TransferPlanner:
         dst_tile = _tile_of_pieces(d_runs, d_tiles, d_cut)
         nbytes = s_cut.length * size
         segs = merge_segments(self.arena_offsets(s_cut.gid), self.arena_offsets(d_cut.gid), nbytes)
-        on_tile = src_tile == dst_tile
         tiles_per_ipu = self.cost.target.tiles_per_ipu
-        cross = src_tile // tiles_per_ipu != dst_tile // tiles_per_ipu  # over IPU-Links
+        src_ipu, dst_ipu = src_tile // tiles_per_ipu, dst_tile // tiles_per_ipu
+        if replica_map is None:
+            on_tile = src_tile == dst_tile
+            cross = src_ipu != dst_ipu  # over IPU-Links
+        else:
+            on_tile, cross = np.zeros(src_tile.size, bool), np.ones(src_tile.size, bool)
         between = ~on_tile & ~cross
         n = self.num_tiles
+        flows = np.zeros((self.cost.num_ipus, self.cost.num_ipus))
+        np.add.at(flows, (src_ipu[cross], dst_ipu[cross]), nbytes[cross])
         cost = self.cost.copy(
             onchip_bytes=np.bincount(src_tile[on_tile], weights=nbytes[on_tile], minlength=n),
             onchip_runs=np.bincount(src_tile[on_tile], minlength=n),
             sent=np.bincount(src_tile[between], weights=nbytes[between], minlength=n),
             received=np.bincount(dst_tile[between], weights=nbytes[between], minlength=n),
             global_sent=np.bincount(src_tile[cross], weights=nbytes[cross], minlength=n),
-            global_received=np.bincount(dst_tile[cross], weights=nbytes[cross], minlength=n))
+            global_received=np.bincount(dst_tile[cross], weights=nbytes[cross], minlength=n),
+            flows=flows, replica_map=replica_map)
         return segs, cost
+
+    def tiles_of(self, tensor) -> np.ndarray:
+        """The tiles holding some element of ``tensor``."""
+        if not self.cost.enabled:
+            return np.zeros(1, np.int64)
+        _, tiles = self._tiles(runs_of(tensor))
+        return np.unique(tiles[tiles >= 0])
 
     def host_segments(self, tensor, to_device: bool) -> np.ndarray:
         """Segments between a contiguous host buffer (the view in row-major order) and

@@ -23,11 +23,13 @@ class ExecutionProfile:
     """What an engine's runs have counted so far (``Engine.execution_profile()``)."""
 
     step_counts: np.ndarray       # per step: how many times it ran
-    step_cycles: np.ndarray       # per step x CATEGORIES: cycles, summed over its runs
+    step_cycles: np.ndarray       # per step x IPU of a replica x CATEGORIES: cycles, summed over its runs
     group_cycles: np.ndarray      # per tile group of a compute set: compute cycles, summed
     vertex_cycles: np.ndarray     # per vertex row: cycles, summed
-    trace: np.ndarray             # (step, start cycle, cycles) rows of the first steps run
+    trace: np.ndarray             # (step, IPU, start cycle, cycles) rows of the first steps run
     trace_truncated: bool
+    ipu_clocks: np.ndarray        # per IPU: its clock (the total cycles it has run)
+    ipu_idle: np.ndarray          # per IPU: cycles it waited at the end of runs for the last IPU
     program_runs: List[int]       # per program: completed runs
     program_names: List[str]
 
@@ -85,14 +87,22 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
     vt = lw.vertices
     steps_meta = lw.programs.steps
     nsteps = len(steps_meta)
+    ipus = target.num_ipus
     if profile is not None:
-        counts, cycles = profile.step_counts, profile.step_cycles
+        counts, per_ipu = profile.step_counts, profile.step_cycles
         group_cycles, vertex_cycles = profile.group_cycles, profile.vertex_cycles
         trace, truncated = profile.trace, profile.trace_truncated
+        clocks, idle = profile.ipu_clocks, profile.ipu_idle
     else:
-        counts, cycles = np.zeros(nsteps, np.uint64), np.zeros((nsteps, len(CATEGORIES)))
+        counts, per_ipu = np.zeros(nsteps, np.uint64), np.zeros((nsteps, ipus, len(CATEGORIES)))
         group_cycles, vertex_cycles = np.zeros(len(vt.groups)), np.zeros(len(vt.vertices))
-        trace, truncated = np.zeros((0, 3)), False
+        trace, truncated = np.zeros((0, 4)), False
+        clocks, idle = np.zeros(ipus), np.zeros(ipus)
+    # A step's figures: its slowest IPU's cycles, and each activity's tile average over
+    # all the replica's tiles (the mean over its IPUs); one IPU: that IPU's.
+    cycles = per_ipu.mean(axis=1) if nsteps else np.zeros((0, len(CATEGORIES)))
+    if nsteps:
+        cycles[:, 0] = per_ipu[:, :, 0].max(axis=1)
     steps = []
     for i, step in enumerate(steps_meta):
         c = step.cost
@@ -106,8 +116,13 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
             name=step.name, kind=step.kind, program=step.program, count=int(counts[i]), cycles=float(cycles[i, 0]),
             categories={name: float(cycles[i, k]) for k, name in enumerate(CATEGORIES) if k},
             tile_compute=tile_compute, tile_exchange=None if c.tile_exchange is None else c.tile_exchange.tolist(),
-            compute_set=vt.cs_names[step.compute_set] if step.compute_set >= 0 else None))
-    totals = cycles.sum(axis=0) if cycles.size else np.zeros(len(CATEGORIES))
+            compute_set=vt.cs_names[step.compute_set] if step.compute_set >= 0 else None,
+            ipu_cycles=per_ipu[i, :, 0].tolist() if ipus > 1 else None))
+    # Over the whole execution: the last IPU's clock; each activity as a tile average
+    # over the replica's tiles, an IPU's wait for the others at the end of a run as sync.
+    totals = per_ipu.sum(axis=0).mean(axis=0) if nsteps else np.zeros(len(CATEGORIES))
+    totals[CATEGORIES.index("sync")] += float(np.mean(idle)) if len(idle) else 0.0
+    totals[0] = float(np.max(clocks)) if len(clocks) else 0.0
     by_type = np.bincount(vt.row_type, weights=vertex_cycles, minlength=len(vt.type_names)) if len(vt.row_type) \
         else np.zeros(0)
     instances = static.type_instances
@@ -126,7 +141,8 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
             programs_executed=[{"index": i, "name": names[i], "runs": r} for i, r in enumerate(runs) if r],
             steps=steps, categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k},
             vertex_types=[VertexTypeCycles(n, int(k), float(c)) for n, k, c in zip(vt.type_names, instances, by_type)],
-            compute_sets=compute_sets, trace=trace.tolist(), trace_truncated=bool(truncated)),
+            compute_sets=compute_sets, trace=trace.tolist(), trace_truncated=bool(truncated),
+            ipu_cycles=[float(c) for c in clocks]),
         compilation=exe.compilation, options=dict(options), warnings=list(vt.warnings), popsim_version=__version__)
 
 

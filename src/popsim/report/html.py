@@ -6,6 +6,8 @@ plotting code, in the package data files ``html_page.css``, ``html_plots.js`` an
 the text summary are written here, escaped, so they read without JavaScript; the plots
 (memory per tile, liveness, where the cycles go, the execution trace, one step per tile,
 cycles by compute set and by vertex type) are drawn by the script from the embedded data.
+The trace's rows are ``[step, IPU, start, cycles]``: with one IPU the page draws a lane per
+kind of step, with several a lane per IPU (its own clock), each bar coloured by its kind.
 
 For tests in a headless browser the page records JavaScript errors in
 ``<body data-js-errors>`` and, when it has drawn, the number of plots in
@@ -21,6 +23,7 @@ import os
 from typing import Iterable, List, Optional, Tuple
 
 from .report import Report
+from .summary import ipu_busy_cycles
 
 PLOTS = ("memory-plot", "liveness-plot", "cycles-parts", "trace-plot", "step-plot", "cs-plot", "vt-plot")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,8 +109,15 @@ def _overview(r: Report) -> str:
     else:
         cycles = f"{x.total_cycles:,.0f} (about {x.total_cycles / t.clock * 1e6:,.1f} microseconds)" if t.clock else \
             f"{x.total_cycles:,.0f}"
-    execution = [("programs executed", ran), ("total cycles", cycles), ("steps", f"{len(x.steps):,}"),
-                 ("trace", f"{len(x.trace):,} entries" + (" (truncated)" if x.trace_truncated else ""))]
+    execution = [("programs executed", ran), ("total cycles", cycles)]
+    busy = [] if cpu else ipu_busy_cycles(r)
+    if busy:
+        execution.append(("IPUs busy until", ", ".join(
+            f"IPU {i}: {c:,.0f} ({100.0 * c / x.total_cycles if x.total_cycles else 0.0:.1f}%)"
+            for i, c in enumerate(busy))))
+    execution += [("steps", f"{len(x.steps):,}"),
+                  ("trace", f"{len(x.trace):,} entries" + (" (truncated)" if x.trace_truncated else "")
+                   + (", one per step and IPU it charged" if t.num_ipus > 1 else ""))]
     compilation = [("executable", "loaded from the executable cache" if c.from_cache else "compiled")]
     if c.cache_reason:
         compilation.append(("cache", c.cache_reason))
@@ -137,7 +147,8 @@ _SECTIONS: List[Tuple[str, str, str]] = [
       "tile.")),
     ("execution", "Execution",
      ("Where the cycles go (tile averages over the whole execution), then the trace: the steps executed, over "
-      "cycles, one lane per kind of step. Drag to zoom, double-click to reset, click a step to see it per tile. "
+      "cycles, one lane per kind of step; with several IPUs, one lane per IPU (each keeps its own clock), each "
+      "step coloured by its kind. Drag to zoom, double-click to reset, click a step to see it per tile. "
       "The table lists every step; click a heading to sort, a row to see the step per tile.")),
     ("step", "One step, tile by tile",
      ("For the chosen step, the cycles of one run on each tile: compute, exchange, and sync (the rest of the "

@@ -12,7 +12,7 @@
   const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
   const KIND_COLORS = { Execute: "#4e79a7", Copy: "#f28e2b", StreamCopy: "#b07aa1", Sync: "#9c9c9c",
-    Repeat: "#59a14f", PrintTensor: "#edc948", Call: "#76b7b2" };
+    Repeat: "#59a14f", PrintTensor: "#edc948", Call: "#76b7b2", CrossReplicaCopy: "#e15759", Branch: "#ff9da7" };
   const kindColor = {};
   const colorOf = (kind) => kindColor[kind] || (kindColor[kind] = KIND_COLORS[kind] ||
     PALETTE[(Object.keys(kindColor).length + 4) % PALETTE.length]);
@@ -153,11 +153,19 @@
   });
 
   // -- execution trace --------------------------------------------------------------------------
+  // Rows [step, IPU, start, cycles]. One IPU: one lane per kind of step. Several: one lane per
+  // IPU, each bar coloured by its step's kind, so that work on different IPUs overlaps visibly.
   let timeline = null;
-  const firstEntry = {};
+  const firstEntry = {}; // per step: the longest row of its first run (one row per IPU it charged)
+  const kindOfStep = (i) => (steps[i] ? steps[i].kind : "?");
   plot("trace-plot", (host) => {
     const tr = E.trace || [];
-    for (const e of tr) if (!(e[0] in firstEntry)) firstEntry[e[0]] = e;
+    let open = -1; // the step whose first run's rows are being read
+    for (const e of tr) {
+      if (e[0] !== open) open = -1;
+      if (!(e[0] in firstEntry)) { firstEntry[e[0]] = e; open = e[0]; }
+      else if (e[0] === open && e[3] > firstEntry[e[0]][3]) firstEntry[e[0]] = e;
+    }
     const facts = P.html("div", { class: "notes" }, null, host);
     let slow = -1;
     steps.forEach((s, i) => { if (s.count && (slow < 0 || s.cycles > steps[slow].cycles)) slow = i; });
@@ -165,10 +173,10 @@
       note(facts, ["Slowest step: " + stepName(slow) + " (" + steps[slow].kind + "), " + P.fmtInt(steps[slow].cycles) +
         " cycles over " + steps[slow].count + " run(s), " + P.pct(steps[slow].cycles, total) + " of the total. ",
         { button: "per tile", onClick: () => selectStep(slow, true) }, " ",
-        { button: "in the trace", onClick: () => { const e = firstEntry[slow]; if (e && timeline) timeline.showSpan(e[1], e[2]); } }]);
+        { button: "in the trace", onClick: () => { const e = firstEntry[slow]; if (e && timeline) timeline.showSpan(e[2], e[3]); } }]);
     }
     if (!tr.length) { P.empty(host, "The trace is empty: no program has run yet."); return; }
-    const end = tr.reduce((a, e) => Math.max(a, e[1] + e[2]), 0);
+    const end = tr.reduce((a, e) => Math.max(a, e[2] + e[3]), 0);
     if (!(end > 0)) {
       P.empty(host, "The trace holds " + tr.length + " step(s), all of 0 cycles" +
         (cpu ? ": a CPU target has no cost model." : "."));
@@ -176,15 +184,23 @@
     }
     if (E.trace_truncated) note(facts, ["The trace holds the first " + tr.length +
       " steps executed (option popsim.traceLength); later ones are not shown."]).classList.add("warn");
-    const lanes = [], laneOf = {};
+    const kinds = [], seen = {};
+    let ipus = T.num_ipus || 1;
     for (const e of tr) {
-      const kind = steps[e[0]] ? steps[e[0]].kind : "?";
-      if (!(kind in laneOf)) { laneOf[kind] = lanes.length; lanes.push(kind); }
+      const kind = kindOfStep(e[0]);
+      if (!(kind in seen)) { seen[kind] = kinds.length; kinds.push(kind); }
+      ipus = Math.max(ipus, e[1] + 1);
     }
+    const perIpu = ipus > 1;
+    if (perIpu) note(facts, ["One lane per IPU (each keeps its own clock; a gap is an IPU waiting for others " +
+      "to join it); each step is coloured by its kind. The total is the last IPU's clock."]);
+    const lanes = perIpu ? Array.from({ length: ipus }, (_, i) => "IPU " + i) : kinds;
     timeline = new P.Timeline(host, {
-      entries: tr, lanes: lanes, colorOf: colorOf,
-      laneOf: (i) => laneOf[steps[i] ? steps[i].kind : "?"],
-      title: (i) => [stepName(i), ["kind", steps[i] ? steps[i].kind : "?"], ["program", steps[i] ? steps[i].program : "?"]],
+      entries: tr, lanes: lanes, kinds: kinds, colorOf: colorOf,
+      laneOf: perIpu ? (e) => e[1] : (e) => seen[kindOfStep(e[0])],
+      kindOf: (e) => kindOfStep(e[0]),
+      title: (e) => [stepName(e[0]), ["kind", kindOfStep(e[0])], ["program", steps[e[0]] ? steps[e[0]].program : "?"]]
+        .concat(perIpu ? [["IPU", String(e[1])]] : []),
       onClick: (i) => selectStep(i, true),
     });
   });
@@ -214,6 +230,9 @@
     row("runs", P.fmtInt(s.count));
     row("cycles", P.fmtInt(s.cycles) + " in all" + (s.count ? ", " + P.fmtInt(per) + " per run" : "") +
       (total > 0 ? " (" + P.pct(s.cycles, total) + " of the total)" : ""));
+    const ipuCycles = s.ipu_cycles || null; // several IPUs: what each spent on the step
+    if (ipuCycles) row("per IPU", ipuCycles.map((c, k) => "IPU " + k + ": " + P.fmtInt(c)).join(", ") +
+      " in all: each IPU's own time on the step, its waits to join other IPUs included");
     const cats = Object.keys(s.categories || {}).filter((k) => s.categories[k]);
     if (cats.length) row("tile average", cats.map((k) => k.replace(/_/g, " ") + " " + P.fmtInt(s.categories[k])).join(", "));
     if (!hasTiles(s)) {
@@ -223,12 +242,16 @@
     const n = (s.tile_compute || s.tile_exchange).length;
     const zero = new Array(n).fill(0);
     const comp = s.tile_compute || zero, exch = s.tile_exchange || zero;
-    const sync = comp.map((c, t) => Math.max(0, per - c - (+exch[t] || 0)));
+    // A tile waits until its IPU's end of the step (one IPU: the step's end).
+    const tpi = T.tiles_per_ipu || n;
+    const until = (t) => (ipuCycles && s.count ? (+ipuCycles[Math.floor(t / tpi)] || 0) / s.count : per);
+    const sync = comp.map((c, t) => Math.max(0, until(t) - c - (+exch[t] || 0)));
     if (!s.count) P.empty(host, "This step has not run: compute and exchange are the model's estimates; no sync.");
     new P.Columns(host, {
       count: n, xName: "tile", fmt: P.fmtInt, binary: false, height: 300,
       series: [{ name: "compute", color: "#4e79a7", values: comp }, { name: "exchange", color: "#f28e2b", values: exch },
-        { name: "sync (waiting for the slowest tile)", color: "#c8c8c8", values: sync }],
+        { name: ipuCycles ? "sync (waiting for the slowest tile, or for other IPUs)" : "sync (waiting for the slowest tile)",
+          color: "#c8c8c8", values: sync }],
       refLines: per > 0 ? [{ value: per, name: "step duration (" + P.fmtInt(per) + " cycles per run)", color: "#2c3e50" }] : [],
       rank: comp.map((c, t) => c + (+exch[t] || 0)), rankName: "busiest",
       title: (t) => "Tile " + t + ", " + stepName(i),

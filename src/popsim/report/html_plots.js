@@ -351,18 +351,25 @@ var PopsimPlots = (function () {
     }
   }
 
-  // -- the execution trace: steps over cycles, one lane per step kind, zoomable ----------------------
-  // o: {entries: [[step, start, cycles]], lanes: [kind], laneOf(step), colorOf(kind), title(step) -> lines,
-  //     onClick(step)}
+  // -- the execution trace: steps over cycles, one lane per step kind or per IPU, zoomable -------------
+  // o: {entries: [[step, ipu, start, cycles]], lanes: [name], laneOf(entry) -> lane, kinds: [kind] (the legend),
+  //     kindOf(entry) -> kind, colorOf(kind), title(entry) -> lines, onClick(step, entry)}
+  // Each lane's entries must not overlap (one IPU's clock, or one kind on one IPU): they are
+  // kept in start order, and a bar takes its kind's colour whatever its lane.
   class Timeline {
     constructor(host, o) {
       this.o = o;
       this.end = 0;
-      for (const e of o.entries) this.end = Math.max(this.end, e[1] + e[2]);
+      for (const e of o.entries) this.end = Math.max(this.end, e[2] + e[3]);
       this.t0 = 0;
       this.t1 = this.end;
       this.byLane = o.lanes.map(() => []);
-      for (const e of o.entries) this.byLane[o.laneOf(e[0])].push(e);
+      this.kindOf = new Map();
+      for (const e of o.entries) {
+        this.byLane[o.laneOf(e)].push(e);
+        this.kindOf.set(e, o.kindOf(e));
+      }
+      for (const list of this.byLane) list.sort((a, b) => a[2] - b[2]);
       const bar = html("div", { class: "controls" }, null, host);
       button(bar, "All", "show the whole trace", () => this.zoom(0, this.end));
       button(bar, "+", "zoom in", () => this.zoomBy(0.5));
@@ -370,8 +377,10 @@ var PopsimPlots = (function () {
       button(bar, "\u25c0", "move left", () => this.pan(-0.5));
       button(bar, "\u25b6", "move right", () => this.pan(0.5));
       this.rangeText = html("span", { class: "range" }, "", bar);
-      legend(host, o.lanes.map((k) => ({ name: k, color: o.colorOf(k) })));
-      this.height = 46 + 28 * Math.max(1, o.lanes.length);
+      legend(host, o.kinds.map((k) => ({ name: k, color: o.colorOf(k) })));
+      const n = Math.max(1, o.lanes.length);
+      this.lane = n > 16 ? Math.max(10, Math.floor(448 / n)) : 28; // many IPUs: thinner lanes
+      this.height = 46 + this.lane * n;
       this.root = svg("svg", { viewBox: "0 0 " + W + " " + this.height, class: "plot", role: "img" }, host);
       this.render();
     }
@@ -395,8 +404,8 @@ var PopsimPlots = (function () {
       this.zoom(start + cycles / 2 - span / 2, start + cycles / 2 + span / 2);
     }
     render() {
-      const o = this.o, root = this.root, H = this.height;
-      const ml = 110, mr = 12, mt = 8, lane = 28, pw = W - ml - mr, ph = lane * o.lanes.length;
+      const o = this.o, root = this.root, H = this.height, lane = this.lane;
+      const ml = 110, mr = 12, mt = 8, pw = W - ml - mr, ph = lane * o.lanes.length;
       root.textContent = "";
       const span = this.t1 - this.t0, k = span > 0 ? pw / span : 0;
       this.rangeText.textContent = "cycles " + fmtInt(this.t0) + "\u2013" + fmtInt(this.t1) + " of " + fmtInt(this.end);
@@ -407,18 +416,22 @@ var PopsimPlots = (function () {
         label(g, x, mt + ph + 14, fmtShort(v), { "text-anchor": "middle" });
       }
       label(g, ml + pw / 2, H - 4, "cycles", { "text-anchor": "middle", class: "axis-title" });
-      o.lanes.forEach((kind, l) => {
-        label(g, ml - 8, mt + l * lane + lane * 0.62, kind, { "text-anchor": "end" });
-        const d = [], y = mt + l * lane + 4;
+      const paths = new Map(); // kind -> the sub-paths of its bars, in every lane
+      const pad = lane >= 20 ? 4 : 1;
+      o.lanes.forEach((name, l) => {
+        label(g, ml - 8, mt + l * lane + lane * 0.62, name, { "text-anchor": "end" });
+        const y = mt + l * lane + pad;
         for (const e of this.byLane[l]) {
-          const s = e[1], f = e[1] + e[2];
+          const s = e[2], f = e[2] + e[3];
           if (f < this.t0 || s > this.t1) continue;
           const x0 = ml + Math.max(0, s - this.t0) * k, x1 = ml + Math.min(span, f - this.t0) * k;
-          d.push("M" + x0.toFixed(2) + " " + y + "h" + Math.max(0.8, x1 - x0).toFixed(2) + "v" + (lane - 8) +
-            "h" + (-Math.max(0.8, x1 - x0)).toFixed(2) + "z");
+          const w = Math.max(0.8, x1 - x0), kind = this.kindOf.get(e);
+          if (!paths.has(kind)) paths.set(kind, []);
+          paths.get(kind).push("M" + x0.toFixed(2) + " " + y + "h" + w.toFixed(2) + "v" + (lane - 2 * pad) +
+            "h" + (-w).toFixed(2) + "z");
         }
-        if (d.length) svg("path", { d: d.join(""), fill: o.colorOf(kind), class: "series" }, root);
       });
+      for (const [kind, d] of paths) svg("path", { d: d.join(""), fill: o.colorOf(kind), class: "series" }, root);
       const brush = svg("rect", { x: 0, y: mt, width: 0, height: ph, class: "brush", style: "display:none" }, root);
       const overlay = svg("rect", { x: ml, y: mt, width: pw, height: ph, class: "overlay" }, root);
       const find = (ev, x) => { // the longest entry of the lane under the mouse within 2 px
@@ -426,15 +439,15 @@ var PopsimPlots = (function () {
         if (l < 0 || l >= o.lanes.length || !(k > 0)) return null;
         const c = this.t0 + (x - ml) / k, slack = 2 / k, list = this.byLane[l];
         let lo = 0, hi = list.length;
-        while (lo < hi) { const m = (lo + hi) >> 1; if (list[m][1] + list[m][2] < c - slack) lo = m + 1; else hi = m; }
+        while (lo < hi) { const m = (lo + hi) >> 1; if (list[m][2] + list[m][3] < c - slack) lo = m + 1; else hi = m; }
         let best = null;
-        for (let i = lo; i < list.length && list[i][1] <= c + slack; i++) if (!best || list[i][2] > best[2]) best = list[i];
+        for (let i = lo; i < list.length && list[i][2] <= c + slack; i++) if (!best || list[i][3] > best[3]) best = list[i];
         return best;
       };
       dragZoom(root, overlay, brush, (ev, x) => {
         const e = find(ev, x);
         if (!e) { untip(); return; }
-        tip(ev, o.title(e[0]).concat([["start", fmtInt(e[1]) + " cycles"], ["duration", fmtInt(e[2]) + " cycles"]]));
+        tip(ev, o.title(e).concat([["start", fmtInt(e[2]) + " cycles"], ["duration", fmtInt(e[3]) + " cycles"]]));
       }, (x, ev) => {
         const e = find(ev, x);
         if (e && o.onClick) o.onClick(e[0], e);

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..compilation import CompilationInfo
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass
@@ -127,6 +127,9 @@ class StepInfo:
     tile_compute: Optional[List[float]] = None
     tile_exchange: Optional[List[float]] = None
     compute_set: Optional[str] = None
+    # Several IPUs: the cycles each IPU of a replica spent on it (its waits included);
+    # ``cycles`` is the most of them.
+    ipu_cycles: Optional[List[float]] = None
 
 
 @dataclass
@@ -156,9 +159,13 @@ class ExecutionInfo:
     categories: Dict[str, float]  # tile averages over the whole execution
     vertex_types: List[VertexTypeCycles] = field(default_factory=list)
     compute_sets: List[ComputeSetCycles] = field(default_factory=list)
-    # The first steps executed, in order: [step index, start cycle, cycles]; capped.
+    # The first steps executed, in order: [step index, IPU, start cycle, cycles], one
+    # row per IPU a step charges; capped.
     trace: List[List[float]] = field(default_factory=list)
     trace_truncated: bool = False
+    # Per IPU of a replica: its clock at the end (total_cycles is the largest). Each IPU
+    # keeps its own clock: work on one overlaps work on another (docs/multi_ipu.md).
+    ipu_cycles: List[float] = field(default_factory=list)
 
     def cycles_by_kind(self) -> Dict[str, float]:
         out: Dict[str, float] = {}

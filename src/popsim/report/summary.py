@@ -111,6 +111,37 @@ def _pct(x: float, total: float) -> str:
     return f"{x:,.1f} ({100.0 * x / total if total else 0.0:.1f}% of total)"
 
 
+def ipu_busy_cycles(r: Report) -> List[float]:
+    """Per IPU of a replica (a report of several IPUs): the cycles of its own clock when
+    its last step ended, summed over the runs: its steps' cycles, with the waits where
+    steps joined it to other IPUs, but not its waits for the last IPU at the ends of runs
+    (``total_cycles`` is the last IPU's clock). Empty with one IPU."""
+    e = r.execution
+    if r.target.num_ipus <= 1:
+        return []
+    per_step = [s.ipu_cycles for s in e.steps if s.ipu_cycles]
+    if not per_step:  # nothing has charged per IPU: the clocks as the report has them
+        return [float(c) for c in e.ipu_cycles]
+    n = max(len(c) for c in per_step)
+    return [float(sum(c[i] for c in per_step if i < len(c))) for i in range(n)]
+
+
+def _ipu_lines(r: Report) -> List[str]:
+    busy, total = ipu_busy_cycles(r), r.execution.total_cycles
+    if not busy:
+        return []
+    out = ["    The total is the last IPU's clock. Each IPU keeps its own; when it ended its last step (over all runs):"]
+    for i, c in enumerate(busy):
+        share = 100.0 * c / total if total else 0.0
+        out.append(_line(f"IPU {i} cycles", f"{c:,.0f} (busy until {share:.1f}% of total)", 4))
+    return out
+
+
+def _step_ipus(s) -> str:
+    """A step's cycles per IPU, compactly: "1,974/0"."""
+    return "/".join(f"{c:,.0f}" for c in s.ipu_cycles) if s.ipu_cycles else "-"
+
+
 def _execution(r: Report, options: Dict[str, str]) -> List[str]:
     e = r.execution
     out = ["Execution:", "", "Programs executed:", ""]
@@ -125,8 +156,8 @@ def _execution(r: Report, options: Dict[str, str]) -> List[str]:
     total = e.total_cycles
     c = e.categories
     micros = total / r.target.clock * 1e6
-    out += [_line("Total cycles", f"{total:,.0f} (approx {micros:,.1f} microseconds)"),
-            _line("Tile average compute cycles (including idle threads)", _pct(c["compute_including_idle"], total)),
+    out += [_line("Total cycles", f"{total:,.0f} (approx {micros:,.1f} microseconds)")] + _ipu_lines(r)
+    out += [_line("Tile average compute cycles (including idle threads)", _pct(c["compute_including_idle"], total)),
             _line("Tile average compute cycles (excluding idle threads)", _pct(c["compute_excluding_idle"], total)),
             _line("Tile average IPU exchange cycles", _pct(c["ipu_exchange"], total)),
             _line("Tile average global exchange cycles", _pct(c["global_exchange"], total)),
@@ -140,11 +171,18 @@ def _execution(r: Report, options: Dict[str, str]) -> List[str]:
             out.append(f"    {t.name} ({t.instances:,} instance{'s' if t.instances != 1 else ''}): {t.cycles:,.0f}")
         out.append("")
     if options.get("showExecutionSteps", "false") == "true":
-        out.append("  Execution steps (cycles are totals over all runs of a step):")
-        out.append(f"    {'#':>4}  {'kind':<12}{'runs':>10}{'cycles':>16}  name")
-        for i, s in enumerate(e.steps):
-            if s.count:
-                out.append(f"    {i:>4}  {s.kind:<12}{s.count:>10,}{s.cycles:>16,.0f}  {s.name}")
+        ran = [(i, s) for i, s in enumerate(e.steps) if s.count]
+        per_ipu = any(s.ipu_cycles for _, s in ran)
+        if per_ipu:  # several IPUs: each one's cycles (the step's are the most of them)
+            out.append("  Execution steps (cycles are totals over all runs of a step; per IPU: IPU 0/IPU 1/...):")
+            width = max([len("per IPU")] + [len(_step_ipus(s)) for _, s in ran])
+            out.append(f"    {'#':>4}  {'kind':<12}{'runs':>10}{'cycles':>16}  {'per IPU':<{width}}  name")
+        else:
+            out.append("  Execution steps (cycles are totals over all runs of a step):")
+            out.append(f"    {'#':>4}  {'kind':<12}{'runs':>10}{'cycles':>16}  name")
+        for i, s in ran:
+            ipus = f"{_step_ipus(s):<{width}}  " if per_ipu else ""
+            out.append(f"    {i:>4}  {s.kind:<12}{s.count:>10,}{s.cycles:>16,.0f}  {ipus}{s.name}")
         out.append("")
     return out
 
