@@ -51,3 +51,20 @@ def load_and_run(graph, device, programs, reads, writes=None, options=None, runs
         engine.run(program_index)
         results.append([engine.read_tensor(f"__read{i}") for i in range(len(reads))])
     return engine, results
+
+
+def replicated(replicas, ipus_per_replica=1, tiles=4):
+    """(device, graph): ``replicas`` replicas of ``ipus_per_replica`` IPUs of ``tiles`` tiles."""
+    device = small_model(tiles, num_ipus=replicas * ipus_per_replica).create_device()
+    return device, popsim.Graph(device, replication_factor=replicas)
+
+
+def runner(kind, graph, device, programs):
+    """A loaded engine ("engine") or a reference executor ("reference") of ``programs``:
+    both have the Engine's host interface."""
+    if kind == "engine":
+        engine = popsim.Engine(graph, programs)
+        engine.load(device)
+        return engine
+    from popsim.reference import ReferenceExecutor
+    return ReferenceExecutor(graph, programs)

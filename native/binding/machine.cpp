@@ -246,6 +246,17 @@ class PyMachine {
     buffers_[endpoint_index(stream, replica)] = array;
   }
 
+  // The staging array at `data` of a callback stream's endpoint: its own, or, when a
+  // callback disconnected the stream during the transfer under way, the retired one.
+  py::object staging_of(int64_t stream, int64_t replica, const uint8_t *data) const {
+    const py::object &current = buffers_[endpoint_index(stream, replica)];
+    if (current && py::reinterpret_borrow<py::array>(current).data() == data) return current;
+    for (const py::object &old : retired_)
+      if (py::reinterpret_borrow<py::array>(old).data() == data) return old;
+    throw std::runtime_error("stream " + std::to_string(stream) + ": no staging buffer for replica " +
+                             std::to_string(replica));
+  }
+
   // The stream's old buffer may still be in use by the transfer under way.
   void retire(int64_t stream, int64_t replica) {
     py::object &old = buffers_[endpoint_index(stream, replica)];
@@ -267,7 +278,7 @@ class PyMachine {
         call->result = r[0].cast<int32_t>();
         call->ctx.cycles = r[1].cast<uint64_t>();
       } else {
-        self->callbacks_.stream(id, replica, self->buffers_[self->endpoint_index(id, replica)]);
+        self->callbacks_.stream(id, replica, self->staging_of(id, replica, data));
       }
     } catch (py::error_already_set &e) {
       self->pending_.emplace(std::move(e));

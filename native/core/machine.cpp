@@ -128,18 +128,29 @@ bool Machine::uniform_int(const Instr &in, int64_t pc, int64_t &value) {
   return true;
 }
 
-bool Machine::all_connected(int64_t stream, int64_t pc) {
-  for (int64_t r = 0; r < stream_endpoints(stream); ++r)
+// Every endpoint a transfer of `stream` uses must be connected (else the run fails with
+// StreamNotConnected). A callback may disconnect its own stream: the transfer under way
+// completes on the endpoints it started with (transfer_endpoint).
+bool Machine::begin_transfer(int64_t stream, int64_t pc) {
+  const int64_t ends = stream_endpoints(stream);
+  for (int64_t r = 0; r < ends; ++r)
     if (endpoint(stream, r).kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, stream, r), false;
+  const auto first = streams_.begin() + stream * exe_.num_replicas;
+  started_.assign(first, first + ends);
   return true;
+}
+
+StreamEndpoint &Machine::transfer_endpoint(int64_t stream, int64_t replica) {
+  StreamEndpoint &now = endpoint(stream, replica);
+  return now.kind != StreamEndpoint::None ? now : started_[static_cast<size_t>(replica)];
 }
 
 Status Machine::stream_to_device(const Instr &in, int64_t pc, const HostInterface &host) {
   const int64_t stream = in.a, ends = stream_endpoints(stream);
   if (transfer_bytes(stream) == 0) return Status::Ok;
-  if (!all_connected(stream, pc)) return error_.status;
+  if (!begin_transfer(stream, pc)) return error_.status;
   for (int64_t r = 0; r < ends; ++r) {
-    StreamEndpoint &s = endpoint(stream, r);
+    StreamEndpoint &s = transfer_endpoint(stream, r);
     const uint8_t *src;
     if (s.kind == StreamEndpoint::Buffer) {
       src = s.next_buffer_transfer();
@@ -162,9 +173,9 @@ Status Machine::stream_to_device(const Instr &in, int64_t pc, const HostInterfac
 Status Machine::stream_from_device(const Instr &in, int64_t pc, const HostInterface &host) {
   const int64_t stream = in.a, ends = stream_endpoints(stream);
   if (transfer_bytes(stream) == 0) return Status::Ok;
-  if (!all_connected(stream, pc)) return error_.status;
+  if (!begin_transfer(stream, pc)) return error_.status;
   for (int64_t r = 0; r < ends; ++r) {
-    StreamEndpoint &s = endpoint(stream, r);
+    StreamEndpoint &s = transfer_endpoint(stream, r);
     if (s.kind == StreamEndpoint::Buffer) {
       run_table(in.b, arena(r), s.next_buffer_transfer());
     } else {
@@ -255,7 +266,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         if (in.step >= 0) {  // the superstep's cost, known only now that its compute phase has run
           const StepIpus &ipus = exe_.step_ipus[static_cast<size_t>(in.step)];
           compose_superstep(exe_.vertex.exchange_costs.data() + in.a * 2 * step_width, exe_.num_ipus,
-                            mask_of(ipus.involved), exe_.vertex.sync_cycles, cc, superstep_.data());
+                            mask_of(ipus.involved), mask_of(ipus.join), exe_.vertex.sync_cycles, cc, superstep_.data());
           clocks_.charge(in.step, superstep_.data(), mask_of(ipus.involved), mask_of(ipus.join));
         }
         break;

@@ -85,7 +85,8 @@ class Machine {
   // A control-flow scalar: replica 0's value, once every replica holds the same.
   bool uniform_true(const Instr &in, int64_t pc, bool &value);
   bool uniform_int(const Instr &in, int64_t pc, int64_t &value);
-  bool all_connected(int64_t stream, int64_t pc);  // else fails with StreamNotConnected
+  bool begin_transfer(int64_t stream, int64_t pc);
+  StreamEndpoint &transfer_endpoint(int64_t stream, int64_t replica);
   Status stream_to_device(const Instr &in, int64_t pc, const HostInterface &host);
   Status stream_from_device(const Instr &in, int64_t pc, const HostInterface &host);
   void cross_replica_copy(int64_t table, int64_t map);
@@ -98,6 +99,7 @@ class Machine {
   bool loaded_ = false;
   bool fresh_ = true;  // the arena is still all zeros from calloc
   std::vector<StreamEndpoint> streams_;  // num_streams x num_replicas
+  std::vector<StreamEndpoint> started_;  // the endpoints of the stream transfer under way
   std::vector<int64_t> loop_counters_;
   std::vector<int64_t> call_stack_;
   std::vector<uint64_t> step_counts_;

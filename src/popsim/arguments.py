@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import PopsimError
 
-__all__ = ["as_int", "as_size", "as_positive_float", "plain"]
+__all__ = ["as_int", "as_size", "as_positive_float", "plain", "replica_index"]
 
 
 def plain(value):
@@ -58,3 +58,15 @@ def as_positive_float(value, what: str, error: Type[PopsimError] = PopsimError) 
     if not (math.isfinite(value) and value > 0):
         raise error(f"{what} must be a positive finite number, found {plain(value)!r}")
     return float(value)
+
+
+def replica_index(replica, replicas: int, what: str) -> int:
+    """``replica`` as an int in 0..replicas-1: TypeError for a non-integer, popsim's
+    IndexError (a PopsimError) naming the replicas that exist for one out of range."""
+    from .errors import IndexError
+    if isinstance(replica, (bool, np.bool_)) or not isinstance(replica, (int, np.integer)):
+        raise TypeError(f"{what}: replica must be an integer, found {_found(replica)}")
+    if not 0 <= replica < replicas:
+        raise IndexError(f"{what}: replica {int(replica)} is out of range: the graph has {replicas} replica(s), "
+                         f"0..{replicas - 1}")
+    return int(replica)

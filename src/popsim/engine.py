@@ -49,7 +49,8 @@ from .report.build import ExecutionProfile, build_report
 from .report.files import AutoReportFiles, auto_report_wanted, write_report_files
 from .report.report import Report
 from .run_errors import run_error
-from .streams import StreamCallback, device_readable, transfer_function
+from .streams import StreamCallback, device_readable, replica_parts, transfer_function
+from .arguments import replica_index
 from .target import Target, TargetType
 from .types import typed_array
 
@@ -130,6 +131,9 @@ class Engine(SnakeCaseNames):
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
         # (stream, replica) -> callback: held here, where gc sees them
         self._stream_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
+        # Callbacks disconnected during a run: the transfer under way still calls them
+        # (for its other replicas); dropped when the run ends.
+        self._retired_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
         self._program_runs: List[int] = [0] * lw.num_programs
         self._program_names: List[str] = list(lw.program_names)
         self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
@@ -181,9 +185,10 @@ class Engine(SnakeCaseNames):
         if self._replicas > 1:  # the graph's target is one replica of the device
             mine = mine.with_changes(num_ipus=mine.num_ipus * self._replicas)
         if not _compatible(mine, theirs):
-            replicated = f" replicated {self._replicas} times" if self._replicas > 1 else ""
-            raise EngineStateError(f"cannot load onto {theirs}: the graph was built for {mine}{replicated}; build "
-                                   "the graph with Graph(device) for the device you load onto")
+            built = f"{self._target}" + (f" replicated {self._replicas} times (a device of {mine.num_ipus} IPUs)"
+                                         if self._replicas > 1 else "")
+            raise EngineStateError(f"cannot load onto {theirs}: the graph was built for {built}; build the graph "
+                                   "with Graph(device) for the device you load onto")
         lw = self._lowered
         with self._guard.use("loading", allowed_in_callback=False):
             self._machine.load(lw.init_table, lw.init_image, lw.vertex_values_table, lw.vertex_values)
@@ -220,7 +225,10 @@ class Engine(SnakeCaseNames):
                             f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback("
                             f"'{handle}', fn) before running")
             sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
-            status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call)
+            try:
+                status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call)
+            finally:
+                self._retired_callbacks.clear()
             if status != Status.OK:
                 raise run_error(status, self._machine.error(), program_index, self._lowered)
             self._program_runs[program_index] += 1
@@ -243,7 +251,8 @@ class Engine(SnakeCaseNames):
         """A callback stream's transfer: its callback fills or reads ``staging`` (bytes),
         viewed as the stream's elements. The view keeps the buffer alive."""
         s = self._lowered.streams[stream]
-        self._stream_callbacks[stream, replica](staging[:s.transfer_bytes].view(s.dtype.numpy))
+        callback = self._stream_callbacks.get((stream, replica)) or self._retired_callbacks[stream, replica]
+        callback(staging[:s.transfer_bytes].view(s.dtype.numpy))
 
     def _vertex_call(self, row: int, worker: int, replica: int):
         """Run one interpreted Python vertex on tile memory; returns (result, cycles)."""
@@ -285,12 +294,7 @@ class Engine(SnakeCaseNames):
                                  f"with graph.create_host_{kind}('{handle}', tensor) before building the engine")
 
     def _replica_arg(self, replica, what: str) -> int:
-        if isinstance(replica, (bool, np.bool_)) or not isinstance(replica, (int, np.integer)):
-            raise TypeError(f"{what}: replica must be an integer, found {type(replica).__name__} {replica!r}")
-        if not 0 <= replica < self._replicas:
-            raise IndexError(f"{what}: replica {int(replica)} is out of range: the graph has {self._replicas} "
-                             f"replica(s), 0..{self._replicas - 1}")
-        return int(replica)
+        return replica_index(replica, self._replicas, what)
 
     def _per_replica(self, h: HostHandle, data: np.ndarray, what: str, replica: Optional[int]) -> bool:
         """Whether ``data`` holds one value per replica ([R, *shape], R > 1) rather than
@@ -391,21 +395,7 @@ class Engine(SnakeCaseNames):
         if not s.to_device and not data.flags.writeable:
             raise StreamConnectionError(f"connect_stream '{handle}': the device-to-host stream writes into the "
                                         "array, which is read-only; pass a writable array (e.g. np.empty)")
-        ends = self._endpoints(s)
-        if ends > 1 and (data.ndim < 1 or data.shape[0] != ends):
-            mode = "a REPLICATE stream" if s.to_device else "a device-to-host stream"
-            raise StreamConnectionError(
-                f"connect_stream '{handle}': the graph has {ends} replicas and this is {mode}, so the array's "
-                f"leading dimension must be {ends} (replica r reads data[r]), found shape {list(data.shape)}; make "
-                "the stream BROADCAST (add_host_to_device_fifo(..., ReplicatedStreamMode.BROADCAST)) to send one "
-                "buffer to every replica")
-        parts = [data.reshape(-1)] if ends == 1 else [data[r].reshape(-1) for r in range(ends)]
-        n = s.num_elements
-        for r, part in enumerate(parts):
-            if n and (part.size == 0 or part.size % n):
-                which = "the array" if ends == 1 else f"data[{r}] (replica {r})"
-                raise StreamConnectionError(f"connect_stream '{handle}': {which} has {part.size} elements, which is "
-                                            f"not a positive multiple of the {n} elements of one transfer")
+        parts = replica_parts(handle, data, self._endpoints(s), s.num_elements, s.to_device)
         with self._guard.use(f"connecting stream '{handle}'"):
             for r, part in enumerate(parts):
                 self._machine.connect_buffer(s.index, r, device_readable(part))
@@ -445,7 +435,9 @@ class Engine(SnakeCaseNames):
         with self._guard.use(f"disconnecting stream '{handle}'"):
             for r in range(self._endpoints(s)):
                 self._machine.disconnect(s.index, r)
-                self._stream_callbacks.pop((s.index, r), None)
+                old = self._stream_callbacks.pop((s.index, r), None)
+                if old is not None and self._machine.running:
+                    self._retired_callbacks[s.index, r] = old
 
     def list_streams(self) -> List[str]:
         return [s.handle for s in self._lowered.streams]

@@ -183,6 +183,19 @@ class Graph(VertexBuilding, SnakeCaseNames):
         top._direct_tiles = top._target.num_tiles if self._state.replication_factor == 1 else 0
         return top
 
+    def create_replicated_graph(self, replication_factor: int) -> "Graph":
+        """Poplar's way to replicate a top-level graph; popsim builds the replicated graph
+        directly (the same one replica's target and lowering)."""
+        raise PopsimError(f"create_replicated_graph({replication_factor!r}): popsim builds a replicated graph directly: "
+                          "write popsim.Graph(device, replication_factor=R) with R the total replication factor "
+                          "(its target is one replica of the device)")
+
+    def get_non_replicated_tensor(self, tensor) -> Tensor:
+        """Poplar's view of a replicated tensor as one tensor of all replicas: not in popsim."""
+        raise PopsimError("get_non_replicated_tensor: popsim keeps each replica's tensors apart and has no view "
+                          "across replicas; read every replica's values with engine.read_tensor(handle) (shape "
+                          "[R, ...]) or move data between replicas with CrossReplicaCopy")
+
     @property
     def _top_of_replicas(self) -> bool:
         """The top-level view of a replicated graph: it describes the device, not a replica."""

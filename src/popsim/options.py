@@ -91,7 +91,7 @@ OPTIONS: Dict[str, OptionSpec] = {
     "popsim.cacheDir": _spec("", "directory for compiled codelets and cached executables"),
     "popsim.codeletMode": _spec("compiled", "compiled or interpreted Python vertices",
                                 choices=("compiled", "interpreted")),
-    "popsim.traceLength": _spec("10000", "steps recorded in the execution trace (from the last reset)",
+    "popsim.traceLength": _spec("10000", "rows recorded in the execution trace (one per IPU a step runs on, from the last reset)",
                                 check=_non_negative_int),
     "popsim.checkRaces": _flag("false", "a vertex reading what another vertex of its compute set writes is an "
                                         "error (POPSIM_CHECK_RACES overrides; the test suite turns it on)"),

@@ -167,21 +167,21 @@ class Copy(Program):
             self._check_tensors(src, dst)
 
     @staticmethod
-    def _check_tensors(src, dst) -> None:
+    def _check_tensors(src, dst, kind: str = "Copy") -> None:
         for side, t in (("source", src), ("destination", dst)):
             if not isinstance(t, Tensor):
-                raise ControlProgramError(f"Copy {side} must be a Tensor or DataStream, found {type(t).__name__}")
+                raise ControlProgramError(f"{kind} {side} must be a Tensor or DataStream, found {type(t).__name__}")
         if src._table is not dst._table:
-            raise ControlProgramError(f"Copy from '{src.name}' to '{dst.name}': the tensors belong to different "
+            raise ControlProgramError(f"{kind} from '{src.name}' to '{dst.name}': the tensors belong to different "
                                       "graphs")
         if src.dtype is not dst.dtype:
-            raise ControlProgramError(f"Copy from '{src.name}' ({src.dtype.name}) to '{dst.name}' "
+            raise ControlProgramError(f"{kind} from '{src.name}' ({src.dtype.name}) to '{dst.name}' "
                                       f"({dst.dtype.name}): the element types differ; cast first (popops.cast)")
         if src.num_elements() != dst.num_elements():
-            raise ControlProgramError(f"Copy from '{src.name}' {list(src.shape)} ({src.num_elements()} elements) to "
+            raise ControlProgramError(f"{kind} from '{src.name}' {list(src.shape)} ({src.num_elements()} elements) to "
                                       f"'{dst.name}' {list(dst.shape)} ({dst.num_elements()} elements): element "
                                       "counts must be equal (shapes may differ)")
-        _check_writable(dst, "Copy destination")
+        _check_writable(dst, f"{kind} destination")
 
     @staticmethod
     def _check_stream(stream: DataStream, tensor, into_device: bool) -> None:
@@ -229,7 +229,7 @@ class CrossReplicaCopy(Program):
 
     def __init__(self, src: Tensor, dst: Tensor, replica_map, debug_name: str = ""):
         super().__init__(debug_name)
-        Copy._check_tensors(src, dst)
+        Copy._check_tensors(src, dst, "CrossReplicaCopy")
         try:
             pairs = [(k, v) for k, v in dict(replica_map).items()]
         except (TypeError, ValueError):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .contract import ErrorKind, Status
+from .reference.replicas import replicas_diverge_message
 from .errors import (ApplicationRuntimeError, ControlProgramError, EngineStateError, IndexError, PopsimError,
                      StreamConnectionError)
 
@@ -28,12 +29,9 @@ def run_error(status: int, err: dict, program_index: int, lowered) -> PopsimErro
         return StreamConnectionError(f"stream '{stream.handle}' is not connected{which}: call engine.connect_stream "
                                      "first (or connect it again if a callback disconnected it during the run)")
     if status == Status.REPLICAS_DIVERGE:
-        return ControlProgramError(
-            f"program {program_index}{where}: the replicas disagree on a control-flow decision: replica "
-            f"{err['replica']} holds another predicate or Switch value than replica 0. popsim runs the "
-            f"{lowered.replication_factor} replicas of a replicated graph in lockstep on one control program, so "
-            "If, Switch and RepeatWhile must decide the same on every replica: compute the predicate from "
-            "replica-uniform data (e.g. all-reduce it), or select values with popops.select instead of branching")
+        step = steps[err["step"]].name if 0 <= err["step"] < len(steps) else "?"
+        return ControlProgramError(replicas_diverge_message(program_index, step, err["replica"],
+                                                            lowered.replication_factor))
     if status == Status.NOT_LOADED:
         return EngineStateError("the engine is not loaded: call engine.load(device) first")
     if status == Status.CALL_STACK_OVERFLOW:

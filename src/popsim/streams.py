@@ -10,7 +10,8 @@ import numpy as np
 from .errors import StreamConnectionError
 from .types import Type
 
-__all__ = ["DataStream", "StreamDirection", "ReplicatedStreamMode", "StreamCallback"]
+__all__ = ["DataStream", "StreamDirection", "ReplicatedStreamMode", "StreamCallback", "stream_endpoints",
+           "replica_parts"]
 
 
 class StreamDirection(enum.Enum):
@@ -147,3 +148,31 @@ def device_readable(array: np.ndarray) -> np.ndarray:
     if array.flags.writeable:
         return array
     return np.asarray(_DeviceReadsOnly(array))
+
+
+def stream_endpoints(stream: "DataStream", replicas: int) -> int:
+    """How many host sides a stream has in a graph of ``replicas`` replicas: one per
+    replica, or one for a BROADCAST host-to-device stream (or a graph of one replica)."""
+    broadcast = stream.is_host_to_device and stream.replicated_mode is ReplicatedStreamMode.BROADCAST
+    return 1 if broadcast else replicas
+
+
+def replica_parts(handle: str, data: np.ndarray, ends: int, num_elements: int, to_device: bool):
+    """The host buffer of each of a stream's ``ends`` endpoints in ``data`` (C-contiguous,
+    of the stream's type): the whole array, or ``data[r]`` for replica r when there are
+    several (its leading dimension must be ``ends``); each a positive multiple of one
+    transfer. StreamConnectionError saying what to pass otherwise."""
+    if ends > 1 and (data.ndim < 1 or data.shape[0] != ends):
+        mode = "a REPLICATE stream" if to_device else "a device-to-host stream"
+        raise StreamConnectionError(
+            f"connect_stream '{handle}': the graph has {ends} replicas and this is {mode}, so the array's "
+            f"leading dimension must be {ends} (replica r reads data[r]), found shape {list(data.shape)}; make "
+            "the stream BROADCAST (add_host_to_device_fifo(..., ReplicatedStreamMode.BROADCAST)) to send one "
+            "buffer to every replica")
+    parts = [data.reshape(-1)] if ends == 1 else [data[r].reshape(-1) for r in range(ends)]
+    for r, part in enumerate(parts):
+        if num_elements and (part.size == 0 or part.size % num_elements):
+            which = "the array" if ends == 1 else f"data[{r}] (replica {r})"
+            raise StreamConnectionError(f"connect_stream '{handle}': {which} has {part.size} elements, which is "
+                                        f"not a positive multiple of the {num_elements} elements of one transfer")
+    return parts

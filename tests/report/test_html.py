@@ -126,8 +126,24 @@ def _large_copies(device):
     return _large(device, vertices=False)
 
 
+def _two_ipus(_device):
+    """2 IPUs of 8 tiles: copies inside IPU 0 (IPU 1 has nothing to do meanwhile), then one
+    across the IPU-Link that joins the two clocks."""
+    model = popsim.IPUModel("ipu2")
+    model.num_ipus, model.tiles_per_ipu = 2, 8
+    device = model.create_device()
+    g = popsim.Graph(device)
+    a, b, c = (g.add_variable(FLOAT, [256], name) for name in "abc")
+    for tensor, tile in ((a, 0), (b, 3), (c, 12)):
+        g.set_tile_mapping(tensor, tile)
+    e = popsim.Engine(g, Sequence(Repeat(3, Copy(a, b)), Copy(b, c), Copy(b, a)))
+    e.load(device)
+    e.run(0)
+    return e.get_report()
+
+
 BUILDERS = {"named": _named, "vertices": _vertices, "out_of_memory": _out_of_memory, "not_run": _not_run,
-            "cpu": _cpu, "empty": _empty, "large": _large, "large_copies": _large_copies}
+            "cpu": _cpu, "empty": _empty, "large": _large, "large_copies": _large_copies, "two_ipus": _two_ipus}
 NEEDS_COMPILER = {"vertices", "large"}
 
 
@@ -258,6 +274,31 @@ def test_page_from_the_saved_text_is_the_same_page(name, reports):
         step.cycles, report.warnings[:] = cycles, warnings
 
 
+def test_page_data_of_several_ipus(reports):
+    """Several IPUs: the page embeds the rows of each IPU's lane ([step, IPU, start,
+    cycles], each IPU's rows one after another on its own clock) and each step's cycles
+    per IPU; the facts say how long each IPU was busy."""
+    report = reports["two_ipus"]
+    text = render_html(report)
+    data = json.loads(_embedded(text))
+    steps, trace = data["execution"]["steps"], data["execution"]["trace"]
+    assert data["target"]["num_ipus"] == 2 and all(len(row) == 4 for row in trace)
+    lanes = {ipu: [row for row in trace if row[1] == ipu] for ipu in (0, 1)}
+    assert {row[1] for row in trace} == {0, 1} and all(lanes.values())
+    for rows in lanes.values():  # one IPU's clock: its entries never overlap
+        assert all(later[2] >= row[2] + row[3] for row, later in zip(rows, rows[1:]))
+    kinds = {steps[int(row[0])]["name"]: row[1] for row in trace if steps[int(row[0])]["name"] == "Copy a -> b"}
+    assert kinds == {"Copy a -> b": 0}  # a copy inside IPU 0 is in IPU 0's lane only
+    joined = [row for row in trace if steps[int(row[0])]["name"] == "Copy b -> c"]
+    assert [row[1] for row in joined] == [0, 1] and joined[0][2] == joined[1][2]  # the clocks met
+    ends = [max(row[2] + row[3] for row in rows) for rows in lanes.values()]
+    assert max(ends) == data["execution"]["total_cycles"] > min(ends)
+    for s in steps:
+        assert len(s["ipu_cycles"]) == 2 and s["cycles"] == max(s["ipu_cycles"])
+    assert "IPUs busy until</th><td>IPU 0: " in text and "one per step and IPU it charged" in text
+    assert "IPU 1 cycles:" in text  # the text summary
+
+
 def test_page_data_is_the_report(reports):
     assert page_data(reports["cpu"]) == reports["cpu"].to_dict()
 
@@ -322,6 +363,23 @@ def test_page_content(name, pages, tmp_path):
 
 @browser
 @needs_chromium
+def test_trace_lanes(pages, tmp_path):
+    """One IPU: a lane per kind of step; several: a lane per IPU, bars coloured by kind."""
+    dom, attrs, _ = _load(pages["two_ipus"], tmp_path)
+    assert attrs["data-js-errors"] == ""
+    trace = dom.split('id="trace-plot"')[1].split('id="steps-table"')[0]
+    labels = re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', trace)
+    assert labels == ["IPU 0", "IPU 1"] and "One lane per IPU" in trace
+    assert sorted(re.findall(r'class="legend-item">.*?</span><span>([^<]*)</span>', trace)) == ["Copy", "Repeat"]
+    assert len(re.findall(r'<path d="M[^"]*" fill="[^"]*" class="series"', trace)) == 2  # one path per kind
+    dom, _, _ = _load(pages["named"], tmp_path)
+    trace = dom.split('id="trace-plot"')[1].split('id="steps-table"')[0]
+    labels = re.findall(r'<text[^>]*text-anchor="end"[^>]*>([^<]*)</text>', trace)
+    assert sorted(labels) == ["Copy", "Execute", "Repeat"] and "IPU 0" not in trace
+
+
+@browser
+@needs_chromium
 def test_page_shows_tiles_over_the_limit(pages, tmp_path):
     dom, attrs, _ = _load(pages["out_of_memory"], tmp_path)
     assert attrs["data-js-errors"] == ""
@@ -366,7 +424,7 @@ window.addEventListener("load", function () {
 
 @browser
 @needs_chromium
-@pytest.mark.parametrize("name", _names("named", "vertices", "large"))
+@pytest.mark.parametrize("name", _names("named", "vertices", "large", "two_ipus"))
 def test_page_interactions(name, pages, tmp_path):
     """Hover, drag-zoom, every button, every step: the handlers run without errors."""
     page = tmp_path / "interact.html"

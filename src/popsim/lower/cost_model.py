@@ -3,24 +3,24 @@
 Every figure the engine reports comes from here (and, for compute sets, from vertex
 estimates; a superstep's parts are added up in native/core/superstep.hpp, the one
 place that composes them). A step's cost is a vector over CATEGORIES (the core's
-cost categories, popsim/contract.py): its duration in cycles, and
-the *tile average* of the cycles tiles spend in each activity during it. For every
-step the activities add up to the duration: a tile that finishes early waits at
-the sync, and that wait is counted as sync, as Poplar's IPUModel does.
+cost categories, popsim/contract.py) for each IPU of a replica: its duration there in
+cycles, and the *tile average* of the cycles that IPU's tiles spend in each activity
+during it; with the IPUs it involves and the IPUs whose clocks it joins (StepCost,
+native/core/clocks.hpp). For every step the activities add up to the duration: a tile
+that finishes early waits at the sync, and that wait is counted as sync, as Poplar's
+IPUModel does.
 
-Constants (docs/cost_model.md explains each; targets carry the bandwidths, including
-the IPU-Link figures: ``ipu_link_bytes_per_cycle`` and ``ipu_link_latency_cycles``):
+Constants (docs/cost_model.md explains each; targets carry the bandwidths, the IPU-Link
+figures included, and IpuLinkTopology routes transfers between IPUs):
 
 ================================  ======  =====================================================
 constant                          value   meaning
 ================================  ======  =====================================================
 COPY_RUN_OVERHEAD_CYCLES          4       per contiguous run an on-tile copy moves
 EXCHANGE_OVERHEAD_CYCLES          10      per tile taking part in an exchange phase
-target.ipu_link_bytes_per_cycle   43.9    ipu2 (ipu1 36.5, ipu21 31.6): bytes one IPU sends
-                                          (or receives) per cycle over its IPU-Links: 4 links x
-                                          128 Gibit/s x 0.85 efficiency / tile clock
-target.ipu_link_latency_cycles    20      ipu2 (ipu1 24, ipu21 28): ceil(15 ns x clock x hops),
-                                          hops = 1 + IPUs/4
+IpuLinkTopology (topology.py)     10.98   ipu2: bytes per cycle of one IPU-Link (128 Gibit/s x
+                                          0.85 / clock); 4 links join card partners, 2 rail
+                                          neighbours; 20 cycles a hop (15 ns x clock)
 HOST_STREAM_OVERHEAD_CYCLES       100     per host stream transfer (host sync handshake)
 LOOP_ITERATION_CYCLES             4       per Repeat iteration (counted branch)
 CALL_CYCLES                       6       per Call (call and return)
@@ -197,10 +197,12 @@ class CostModel:
         per_tile = np.maximum(sent, received)
         port = math.ceil(float(per_tile.max()) / t.exchange_bytes_per_cycle)
         topology = self.topology
-        links = 0.0
+        links, hops = 0.0, 1
         if flows is not None:
-            links = topology.transfer_cycles(device_flows(flows, self.num_ipus, self.replication_factor, replica_map))
-        phase = float(max(links, port + topology.hop_latency_cycles))
+            moved = device_flows(flows, self.num_ipus, self.replication_factor, replica_map)
+            links = topology.transfer_cycles(moved)
+            hops = max((topology.hops(a, b) for a, b, _ in moved), default=1)
+        phase = float(max(links, port + topology.hop_latency_cycles * hops))
         return np.where(per_tile > 0, phase, 0.0), phase, int(sent.sum())
 
     def host_transfer(self, nbytes: int, tiles: Optional[np.ndarray] = None) -> StepCost:

@@ -156,7 +156,9 @@ class ReferenceExecutor:
         """The tensor of a host read handle (graph.create_host_read): see ``read``. With
         ``out``, written into it (the same elements, in that shape or flattened per replica)."""
         t = self._host_handle(self._graph.host_reads, handle, "read")
-        values = self.read(t, replica) if replica is not None else self.read(t)
+        if replica is not None:
+            replica = replica_arg(replica, self._replicas, f"read_tensor '{handle}'")
+        values = self.read(t, replica)
         if out is None:
             return values
         each = values.ndim > len(t.shape)  # [R, *shape]

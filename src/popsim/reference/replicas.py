@@ -13,19 +13,15 @@ from typing import Iterator, Optional, Tuple
 
 import numpy as np
 
-from ..errors import IndexError, TensorIOError
+from ..arguments import replica_index
+from ..errors import TensorIOError
 
 __all__ = ["replica_arg", "split_by_replica", "replicas_diverge_message"]
 
 
 def replica_arg(replica, replicas: int, what: str) -> int:
-    """``replica`` as an int in 0..replicas-1 (TypeError / popsim.IndexError otherwise)."""
-    if isinstance(replica, (bool, np.bool_)) or not isinstance(replica, (int, np.integer)):
-        raise TypeError(f"{what}: replica must be an integer, found {type(replica).__name__} {replica!r}")
-    if not 0 <= replica < replicas:
-        raise IndexError(f"{what}: replica {int(replica)} is out of range: the graph has {replicas} replica(s), "
-                         f"0..{replicas - 1}")
-    return int(replica)
+    """``replica`` as an int in 0..replicas-1 (popsim.arguments.replica_index)."""
+    return replica_index(replica, replicas, what)
 
 
 def split_by_replica(data: np.ndarray, shape, replicas: int, replica: Optional[int],

@@ -11,7 +11,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..errors import StreamConnectionError, UnknownHandleError, did_you_mean
-from ..streams import DataStream, ReplicatedStreamMode, transfer_function
+from ..streams import DataStream, replica_parts, stream_endpoints, transfer_function
 from .replicas import replica_arg
 
 __all__ = ["Endpoint", "StreamConnections"]
@@ -69,29 +69,17 @@ class StreamConnections:
 
     def ends(self, s: DataStream) -> int:
         """How many host sides ``s`` has: one per replica, or one (BROADCAST, or R == 1)."""
-        broadcast = s.is_host_to_device and s.replicated_mode is ReplicatedStreamMode.BROADCAST
-        return 1 if broadcast else self._replicas
+        return stream_endpoints(s, self._replicas)
 
     def connect_buffer(self, handle: str, data) -> None:
         """Use ``data`` in place as the circular buffer(s): with several endpoints,
         replica r uses ``data[r]``."""
         s = self.stream(handle)
         buffer = np.asarray(data)
-        ends = self.ends(s)
-        if ends > 1 and (buffer.ndim < 1 or buffer.shape[0] != ends):
-            mode = "a REPLICATE stream" if s.is_host_to_device else "a device-to-host stream"
-            raise StreamConnectionError(
-                f"connect_stream '{handle}': the graph has {ends} replicas and this is {mode}, so the array's "
-                f"leading dimension must be {ends} (replica r reads data[r]), found shape {list(buffer.shape)}; make "
-                "the stream BROADCAST (add_host_to_device_fifo(..., ReplicatedStreamMode.BROADCAST)) to send one "
-                "buffer to every replica")
-        parts = [buffer.reshape(-1)] if ends == 1 else [buffer[r].reshape(-1) for r in range(ends)]
-        n = s.num_elements
-        for r, part in enumerate(parts):
-            if part.dtype != s.dtype.numpy or (n and (part.size == 0 or part.size % n)):
-                which = "" if ends == 1 else f" (data[{r}], replica {r})"
-                raise StreamConnectionError(f"connect_stream '{handle}': needs a {s.dtype.numpy} array of a positive "
-                                            f"multiple of {n} elements{which}")
+        if buffer.dtype != s.dtype.numpy:
+            raise StreamConnectionError(f"connect_stream '{handle}': the stream carries {s.dtype.name} "
+                                        f"({s.dtype.numpy}) but the array is {buffer.dtype}")
+        parts = replica_parts(handle, buffer, self.ends(s), s.num_elements, s.is_host_to_device)
         for r, part in enumerate(parts):
             self._ends[handle, r] = Endpoint(s, buffer=part)
 

@@ -68,7 +68,7 @@ def static_parts(exe, shared: bool = True) -> StaticParts:
         target=TargetInfo(type=target.target_type.value, arch=target.arch, num_ipus=target.num_ipus,
                           tiles_per_ipu=target.tiles_per_ipu, num_tiles=target.num_tiles,
                           bytes_per_tile=target.bytes_per_tile, clock=target.tile_clock_frequency,
-                          num_worker_contexts=target.num_worker_contexts),
+                          num_worker_contexts=target.num_worker_contexts, replicas=lw.replication_factor),
         graph=GraphInfo(**lw.graph_counts), memory=_memory(lw, _StaticMemoryInfo if shared else MemoryInfo),
         cs_vertices=np.bincount(vt.row_cs, minlength=len(vt.cs_names)).tolist() if len(vt.row_cs)
         else [0] * len(vt.cs_names),
@@ -142,7 +142,7 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
             steps=steps, categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k},
             vertex_types=[VertexTypeCycles(n, int(k), float(c)) for n, k, c in zip(vt.type_names, instances, by_type)],
             compute_sets=compute_sets, trace=trace.tolist(), trace_truncated=bool(truncated),
-            ipu_cycles=[float(c) for c in clocks]),
+            ipu_cycles=[float(c) for c in np.asarray(clocks) - np.asarray(idle)]),
         compilation=exe.compilation, options=dict(options), warnings=list(vt.warnings), popsim_version=__version__)
 
 

@@ -29,6 +29,7 @@ class TargetInfo:
     bytes_per_tile: int
     clock: float  # Hz
     num_worker_contexts: int
+    replicas: int = 1  # a replicated graph: the figures above are one replica's
 
     @property
     def total_memory(self) -> int:
@@ -163,8 +164,9 @@ class ExecutionInfo:
     # row per IPU a step charges; capped.
     trace: List[List[float]] = field(default_factory=list)
     trace_truncated: bool = False
-    # Per IPU of a replica: its clock at the end (total_cycles is the largest). Each IPU
-    # keeps its own clock: work on one overlaps work on another (docs/multi_ipu.md).
+    # Per IPU of a replica: the cycles it ran, its clock less its waits for the last IPU
+    # at the ends of runs (total_cycles is the largest). Each IPU keeps its own clock:
+    # work on one overlaps work on another (docs/multi_ipu.md).
     ipu_cycles: List[float] = field(default_factory=list)
 
     def cycles_by_kind(self) -> Dict[str, float]:

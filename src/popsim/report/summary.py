@@ -32,8 +32,8 @@ def _target(r: Report) -> List[str]:
             _line("Memory Per-Tile", "unlimited" if t.type == "CPU" else _bytes(t.bytes_per_tile)),
             _line("Total Memory", "unlimited" if t.type == "CPU" else _bytes(t.total_memory)),
             _line("Clock Speed (approx)", f"{t.clock / 1e6:,.1f} MHz"),
-            _line("Architecture", f"{t.arch} ({t.type})"),
-            ""]
+            _line("Architecture", f"{t.arch} ({t.type})")] + \
+        ([_line("Replicas", f"{t.replicas:,} (the target above is one replica's)")] if t.replicas > 1 else []) + [""]
 
 
 def _graph(r: Report) -> List[str]:
@@ -112,25 +112,17 @@ def _pct(x: float, total: float) -> str:
 
 
 def ipu_busy_cycles(r: Report) -> List[float]:
-    """Per IPU of a replica (a report of several IPUs): the cycles of its own clock when
-    its last step ended, summed over the runs: its steps' cycles, with the waits where
-    steps joined it to other IPUs, but not its waits for the last IPU at the ends of runs
-    (``total_cycles`` is the last IPU's clock). Empty with one IPU."""
-    e = r.execution
-    if r.target.num_ipus <= 1:
-        return []
-    per_step = [s.ipu_cycles for s in e.steps if s.ipu_cycles]
-    if not per_step:  # nothing has charged per IPU: the clocks as the report has them
-        return [float(c) for c in e.ipu_cycles]
-    n = max(len(c) for c in per_step)
-    return [float(sum(c[i] for c in per_step if i < len(c))) for i in range(n)]
+    """Per IPU of a replica (a report of several IPUs): the cycles its clock ran, summed
+    over the runs, its waits for the last IPU at the ends of runs left out
+    (``execution.ipu_cycles``; ``total_cycles`` is the last IPU's clock). Empty with one IPU."""
+    return [float(c) for c in r.execution.ipu_cycles] if r.target.num_ipus > 1 else []
 
 
 def _ipu_lines(r: Report) -> List[str]:
     busy, total = ipu_busy_cycles(r), r.execution.total_cycles
     if not busy:
         return []
-    out = ["    The total is the last IPU's clock. Each IPU keeps its own; when it ended its last step (over all runs):"]
+    out = ["    The total is the last IPU's clock. Each IPU keeps its own; the cycles it ran (over all runs):"]
     for i, c in enumerate(busy):
         share = 100.0 * c / total if total else 0.0
         out.append(_line(f"IPU {i} cycles", f"{c:,.0f} (busy until {share:.1f}% of total)", 4))
