@@ -165,6 +165,33 @@ def test_popops_ops_per_replica(r):
     np.testing.assert_array_equal(results[0], results[1])
 
 
+@pytest.mark.parametrize("mode", ["compiled", "interpreted", "deserialized"])
+def test_a_replicated_executable_in_every_codelet_mode_and_from_a_file(mode, monkeypatch, tmp_path):
+    """Interpreted vertices run on each replica's tile memory; a saved executable keeps
+    its replicas."""
+    if mode == "interpreted":
+        monkeypatch.setenv("POPSIM_CODELET_MODE", "interpreted")
+    device, g = replicated(2, ipus_per_replica=2)
+    g.add_codelets([Axpy])
+    a, x, y = mapped(g, INT, (), "a", tile=0), mapped(g, INT, (3,), "x", tile=5), mapped(g, INT, (3,), "y", tile=1)
+    cs = g.add_compute_set("axpy")
+    g.set_tile_mapping(g.add_vertex(cs, "Axpy", {"a": a, "x": x, "y": y}), 1)
+    for name, t in (("a", a), ("x", x), ("y", y)):
+        g.create_host_write(name, t)
+    g.create_host_read("y", y)
+    exe = popsim.compile_graph(g, Execute(cs))
+    if mode == "deserialized":
+        exe.serialize(tmp_path / "axpy.popsimexe")
+        exe = popsim.Executable.deserialize(tmp_path / "axpy.popsimexe")
+    engine = popsim.Engine(exe)
+    engine.load(device)
+    engine.write_tensor("a", np.array([2, -3], np.int32))
+    engine.write_tensor("x", np.array([[1, 2, 3], [4, 5, 6]], np.int32))
+    engine.write_tensor("y", np.array([10, 20, 30], np.int32))  # the same on both replicas
+    engine.run(0)
+    np.testing.assert_array_equal(engine.read_tensor("y"), [[12, 24, 36], [-2, 5, 12]])
+
+
 @pytest.mark.parametrize("r, ipus", [(2, 1), (2, 2), (4, 1)])
 def test_a_python_vertex_per_replica_reading_across_ipus(r, ipus):
     device, g = replicated(r, ipus_per_replica=ipus)
