@@ -12,6 +12,8 @@ import pytest
 import popsim
 from popsim import FLOAT, Input, Output, Vector
 from popsim.program import Copy, Execute, Repeat, Sequence
+
+from test_summary import two_ipu_report
 from popsim.report.html import PLOTS, page_data, render_html, write_html
 
 INJECTED = '</script><b>bold</b>&"'  # a variable name that would break out of a <script> or make markup
@@ -128,18 +130,8 @@ def _large_copies(device):
 
 def _two_ipus(_device):
     """2 IPUs of 8 tiles: copies inside IPU 0 (IPU 1 has nothing to do meanwhile), then one
-    across the IPU-Link that joins the two clocks."""
-    model = popsim.IPUModel("ipu2")
-    model.num_ipus, model.tiles_per_ipu = 2, 8
-    device = model.create_device()
-    g = popsim.Graph(device)
-    a, b, c = (g.add_variable(FLOAT, [256], name) for name in "abc")
-    for tensor, tile in ((a, 0), (b, 3), (c, 12)):
-        g.set_tile_mapping(tensor, tile)
-    e = popsim.Engine(g, Sequence(Repeat(3, Copy(a, b)), Copy(b, c), Copy(b, a)))
-    e.load(device)
-    e.run(0)
-    return e.get_report()
+    across the IPU-Link that joins the two clocks (test_summary.two_ipu_report)."""
+    return two_ipu_report()
 
 
 BUILDERS = {"named": _named, "vertices": _vertices, "out_of_memory": _out_of_memory, "not_run": _not_run,
