@@ -1,9 +1,10 @@
 // Time on the modelled machine, kept in one place: each IPU of a replica has its own
 // cycle clock (docs/multi_ipu.md). A step charges only the IPUs it involves, so work on
 // one IPU overlaps work on another; a step that crosses IPUs (an inter-IPU copy, a
-// cross-replica copy, an external sync) first joins the clocks of the IPUs it names:
-// they wait for the latest, and that wait counts as the step's sync on each of them.
-// Replicas run in lockstep, so one replica's clocks stand for all.
+// cross-replica copy, an external sync) joins the clocks of the IPUs it names: they meet
+// at the latest (at the step's start, or, for a copy, once each has done its own local
+// phases), and that wait counts as the step's sync on each of them. Replicas run in
+// lockstep, so one replica's clocks stand for all.
 //
 // Per step and IPU, the cost categories are summed over the step's runs; the trace
 // keeps the first steps run, one entry per IPU they charge.
@@ -54,19 +55,25 @@ class IpuClocks {
   }
 
   // One run of `step`: `cost` holds num_ipus cost vectors (NUM_COST_CATEGORIES each),
-  // read for the IPUs in `involved`, after the IPUs in `join` have met.
-  void charge(int64_t step, const double *cost, uint64_t involved, uint64_t join) {
+  // read for the IPUs in `involved`. The IPUs in `join` meet before the last `tail`
+  // cycles of their durations (tail < 0: before the step): each reaches the meeting
+  // after its own first part, and waits there for the latest.
+  void charge(int64_t step, const double *cost, uint64_t involved, uint64_t join, double tail = -1) {
     double *acc = step_cycles_.data() + step * num_ipus_ * NUM_COST_CATEGORIES;
-    if (join & (join - 1)) {  // two IPUs or more: they meet at the latest clock
+    if (join & (join - 1)) {  // two IPUs or more
+      auto arrival = [&](int64_t i) {
+        const double before = tail < 0 ? 0.0 : cost[i * NUM_COST_CATEGORIES + CAT_CYCLES] - tail;
+        return clocks_[static_cast<size_t>(i)] + before;
+      };
       double latest = 0;
       for (int64_t i = 0; i < num_ipus_; ++i)
-        if (join >> i & 1) latest = std::max(latest, clocks_[static_cast<size_t>(i)]);
+        if (join >> i & 1) latest = std::max(latest, arrival(i));
       for (int64_t i = 0; i < num_ipus_; ++i) {
         if (!(join >> i & 1)) continue;
-        const double wait = latest - clocks_[static_cast<size_t>(i)];
+        const double wait = latest - arrival(i);
         acc[i * NUM_COST_CATEGORIES + CAT_CYCLES] += wait;
         acc[i * NUM_COST_CATEGORIES + CAT_SYNC] += wait;
-        clocks_[static_cast<size_t>(i)] = latest;
+        clocks_[static_cast<size_t>(i)] += wait;  // waits at the meeting, then runs its whole duration
       }
     }
     for (int64_t i = 0; i < num_ipus_; ++i) {

@@ -96,10 +96,12 @@ struct SwitchCase {
 };
 
 // The IPUs (of one replica) a step charges, as bit masks: `involved` IPUs spend its
-// cycles; `join` IPUs first wait for each other (their clocks meet at the latest one),
-// as an inter-IPU transfer or an external sync makes them (clocks.hpp).
+// cycles; `join` IPUs wait for each other (their clocks meet at the latest one), as an
+// inter-IPU transfer or an external sync makes them (clocks.hpp). They meet before the
+// last `tail` cycles of their durations (the phase they run together: a copy's link
+// phase and global sync, after each IPU's own local phases), or at the start (tail -1).
 struct StepIpus {
-  int64_t involved, join;
+  int64_t involved, join, tail;
 };
 
 // Vertices and compute sets. A vertex's fields are rows of `fields`; each is an arena

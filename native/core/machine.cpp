@@ -238,7 +238,8 @@ Status Machine::run(int64_t program, const HostInterface &host) {
       // An Execute's cost is known once its compute phase has run (below).
       if (in.op != OP_EXECUTE) {
         const StepIpus &ipus = exe_.step_ipus[static_cast<size_t>(in.step)];
-        clocks_.charge(in.step, costs + in.step * step_width, mask_of(ipus.involved), mask_of(ipus.join));
+        clocks_.charge(in.step, costs + in.step * step_width, mask_of(ipus.involved), mask_of(ipus.join),
+                       static_cast<double>(ipus.tail));
       }
     }
     if (++executed % kPollInterval == 0 && host.call(host.ctx, HOST_POLL, 0, nullptr, 0, 0) != 0)

@@ -234,6 +234,7 @@ static void check_replicas_and_ipus(const Executable &exe) {
     const uint64_t involved = static_cast<uint64_t>(exe.step_ipus[s].involved);
     const uint64_t join = static_cast<uint64_t>(exe.step_ipus[s].join);
     if (involved == 0 || (involved & ~all) || (join & ~all)) bad(at("step IPUs", s) + ": IPU mask out of range");
+    if (exe.step_ipus[s].tail < -1) bad(at("step IPUs", s) + ": negative joined tail");
   }
   if (exe.replica_maps.size() % static_cast<size_t>(exe.num_replicas)) bad("replica maps: rows of num_replicas expected");
   for (size_t i = 0; i < exe.replica_maps.size(); ++i)

@@ -285,6 +285,37 @@ def test_port_bound_copy_between_card_partners():
     assert ex.total_cycles == 250 + hop + t.global_sync_cycles == 250 + 20 + 40
 
 
+def test_a_copy_joins_the_ipus_after_their_own_local_phases():
+    """IPU 1 is ahead (a copy inside it: ceil(256 / 4) + 10 + 16 = 90). Then one Copy
+    moves 1 KiB inside IPU 0 (tile 0 -> tile 3: ceil(1024 / 4) + 10 exchange + 16 sync =
+    282 cycles, IPU 0 only) and 256 B from tile 1 to tile 12 on IPU 1 (card partners).
+    IPU 0 reaches the meeting at 0 + 282, IPU 1 at 90 + 0 (it has no local phase): they
+    meet at 282 (IPU 1 waits 192, counted as sync), then the link phase, max(links
+    ceil(256 / (4 x 10.98)) + 20 = 26, port ceil(256 / 4) + 20 = 84) = 84, and the global
+    sync 40: both end at 282 + 124 = 406 (joining at the step's start would give
+    90 + 282 + 124 = 496)."""
+    device = ipu_model(2, 8)
+    g = new_graph(device)
+    t = device.target
+    tiles = {"a": 0, "b": 3, "x": 1, "y": 12, "d": 9, "e": 14}
+    big, small = 256, 64  # FLOAT elements: 1 KiB and 256 B
+    v = {n: g.add_variable(FLOAT, [big if n in "ab" else small], n) for n in tiles}
+    for n, tile in tiles.items():
+        g.set_tile_mapping(v[n], tile)
+    both = Copy(popsim.concat([v["a"], v["x"]]), popsim.concat([v["b"], v["y"]]), debug_name="both")
+    _, ex = run(g, device, Sequence(Copy(v["d"], v["e"], debug_name="inside1"), both))
+    sync, gsync = t.max_ipu_sync_delay, t.global_sync_cycles
+    l, hop = link_figures(t)
+    ahead = math.ceil(4 * small / t.exchange_bytes_per_cycle) + cm.EXCHANGE_OVERHEAD_CYCLES + sync
+    local = math.ceil(4 * big / t.exchange_bytes_per_cycle) + cm.EXCHANGE_OVERHEAD_CYCLES + sync
+    link = max(math.ceil(4 * small / (4 * l)) + hop, math.ceil(4 * small / t.exchange_bytes_per_cycle) + hop)
+    assert (ahead, local, link) == (90, 282, 84)
+    assert ex.ipu_cycles == [local + link + gsync] * 2 == [406, 406]
+    # IPU 1 spent its wait (192) and the joined part (124) on the copy; IPU 0 all of it.
+    assert step_named(ex, "both").ipu_cycles == [406, 406 - ahead]
+    assert trace_rows(ex, "both") == {0: (0, 406), 1: (local, link + gsync)}
+
+
 def test_replicated_copy_costs_the_same_per_replica():
     """R = 2 replicas of 2 IPUs on a 4-IPU ladder: each replica copies from its IPU 0 to
     its IPU 1. Replica 0 uses the rung 0 -> 1, replica 1 the rung 2 -> 3: disjoint links,

@@ -106,7 +106,7 @@ def check_lowered(lw) -> None:
     _need(isinstance(lw.replication_factor, int) and 1 <= lw.replication_factor <= 1 << 16,
           "replication_factor out of range")
     _array(p.step_costs, "programs.step_costs", "f", (nsteps, ipus, NUM_CATEGORIES))
-    _array(p.step_ipus, "programs.step_ipus", _INT, (nsteps, 2))
+    _array(p.step_ipus, "programs.step_ipus", _INT, (nsteps, ROW_WIDTHS["step_ipus"]))
     _array(p.replica_maps, "programs.replica_maps", _INT, (None, lw.replication_factor))
     _array(lw.replication_index_offsets, "replication_index_offsets", _INT, (None,))
     _need(set(lw.graph_counts) == {"num_vertices", "num_edges", "num_variables", "num_compute_sets"},

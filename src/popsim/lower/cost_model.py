@@ -70,8 +70,10 @@ class StepCost:
     ``vector[i]``: the step's cost vector on IPU i of a replica (docs/multi_ipu.md): its
     duration there and the tile averages of each activity over that IPU's tiles.
     ``involved``: the IPUs that spend it (a bit each); ``join``: the IPUs whose clocks
-    meet before it (an inter-IPU transfer or an external sync). Replicas run in lockstep,
-    so one replica's IPUs stand for all."""
+    meet (an inter-IPU transfer or an external sync): at the start of the step, or,
+    with ``join_tail`` >= 0, before the last ``join_tail`` cycles of each one's duration
+    (what they run together, after each has done its own part). Replicas run in
+    lockstep, so one replica's IPUs stand for all."""
 
     vector: np.ndarray = field(default_factory=lambda: np.zeros((1, NUM_CATEGORIES)))
     # Per-tile detail for reports (tile -> cycles), only for steps that have it.
@@ -81,6 +83,7 @@ class StepCost:
     host_bytes: int = 0
     involved: int = 1
     join: int = 0
+    join_tail: int = -1
 
     @property
     def cycles(self) -> float:
@@ -166,8 +169,9 @@ class CostModel:
         duration = c_phase + x_phase + syncs * self.sync_cycles
         global_tiles, g_phase, global_bytes = self._global_exchange(global_sent, global_received, flows, replica_map)
         linked = self._per_ipu(global_tiles).max(axis=1) > 0
-        if linked.any():  # they start the link phase together, after the slowest one's local phases
-            duration[linked] = duration[linked].max() + g_phase + t.global_sync_cycles
+        together = int(g_phase + t.global_sync_cycles)
+        if linked.any():  # after its own local phases, each waits for the others, then the link phase
+            duration[linked] += together
         tiles = t.tiles_per_ipu
         avg_c = self._per_ipu(compute).sum(axis=1) / tiles
         avg_x = self._per_ipu(exchange).sum(axis=1) / tiles
@@ -181,7 +185,7 @@ class CostModel:
         return StepCost(vector, tile_compute=compute, tile_exchange=exchange + global_tiles,
                         exchange_bytes=int(sent.sum()) + global_bytes,
                         involved=mask_of(busy) if busy.any() else self.all_ipus,
-                        join=mask_of(linked) if linked.sum() > 1 else 0)
+                        join=mask_of(linked) if linked.sum() > 1 else 0, join_tail=together if linked.any() else -1)
 
     def _global_exchange(self, sent: Optional[np.ndarray], received: Optional[np.ndarray],
                          flows: Optional[np.ndarray], replica_map: Optional[np.ndarray]):

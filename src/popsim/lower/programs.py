@@ -66,7 +66,7 @@ class LoweredPrograms:
     num_loop_slots: int
     steps: List[Step]
     step_costs: np.ndarray  # steps x IPUs of a replica x categories
-    step_ipus: np.ndarray   # steps x (involved, join) IPU masks (StepCost)
+    step_ipus: np.ndarray   # steps x (involved, join, join_tail) (StepCost; native/core/executable.hpp StepIpus)
     replica_maps: np.ndarray  # CrossReplicaCopy maps x replicas: destination of each source, or -1
     callbacks: List[HostCallback] = field(default_factory=list)
     messages: List[str] = field(default_factory=list)
@@ -124,7 +124,8 @@ class ProgramLowerer:
         self._check_call_graph()
         num_ipus = self.cost.num_ipus
         costs = np.array([s.cost.vector for s in self.steps]).reshape(len(self.steps), num_ipus, NUM_CATEGORIES)
-        step_ipus = np.array([(s.cost.involved, s.cost.join) for s in self.steps], np.int64).reshape(-1, 2)
+        step_ipus = np.array([(s.cost.involved, s.cost.join, s.cost.join_tail) for s in self.steps],
+                             np.int64).reshape(-1, ROW_WIDTHS["step_ipus"])
         cases = [row for rows, _ in self.switch_tables for row in rows]
         begins = np.cumsum([0] + [len(rows) for rows, _ in self.switch_tables])
         return LoweredPrograms(
