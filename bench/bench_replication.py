@@ -36,7 +36,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 

@@ -401,7 +401,9 @@ class Engine(SnakeCaseNames):
                 self._machine.connect_buffer(s.index, r, device_readable(part))
                 self._stream_callbacks.pop((s.index, r), None)
 
-    def connect_stream_to_callback(self, handle: str, replica_or_callback, callback=None) -> None:
+    def connect_stream_to_callback(self, handle: str,
+                                   replica_or_callback: Union[int, Callable[[np.ndarray], None], StreamCallback],
+                                   callback: Union[Callable[[np.ndarray], None], StreamCallback, None] = None) -> None:
         """Connect a FIFO stream to ``callback(buffer)``, called once per transfer with a
         1-D array to fill (host-to-device) or to read (device-to-host), or to a
         :class:`~popsim.StreamCallback` (prefetch / fetch / complete). The buffer's

@@ -12,7 +12,7 @@ from popsim.program import (AbortOnCondition, Copy, CrossReplicaCopy, Execute, I
                             Sequence, Switch)
 from popsim.reference import ReferenceExecutor
 
-from graph_helpers import mapped, mapped_const, replicated, runner, small_model
+from graph_helpers import mapped, mapped_const, replicated, runner
 
 RUNNERS = ["engine", "reference"]
 
