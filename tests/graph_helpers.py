@@ -68,3 +68,8 @@ def runner(kind, graph, device, programs):
         return engine
     from popsim.reference import ReferenceExecutor
     return ReferenceExecutor(graph, programs)
+
+
+def runners(graph, device, programs):
+    """The engine (loaded) and the reference executor of the same programs."""
+    return runner("engine", graph, device, programs), runner("reference", graph, device, programs)

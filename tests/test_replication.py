@@ -7,8 +7,6 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import popsim
 from popsim import popops
@@ -17,20 +15,12 @@ from popsim.errors import (ApplicationRuntimeError, ControlProgramError, Invalid
                            StreamConnectionError, TensorCreationError, TensorIOError)
 from popsim.program import (AbortOnCondition, Copy, CrossReplicaCopy, Execute, If, PrintTensor, Repeat,
                             RepeatWhileTrue, Sequence, Switch)
-from popsim.reference import ReferenceExecutor
 
-from graph_helpers import mapped, mapped_const, replicated, runner, small_model
+from graph_helpers import mapped, mapped_const, replicated, runner, runners, small_model
 
 pytestmark = pytest.mark.compiler
 
 TUT3_CODELETS = os.path.join(os.path.dirname(__file__), "..", "tutorials", "codelets", "tut3_codelets.cpp")
-
-
-def runners(graph, device, programs):
-    """The engine (loaded) and the reference executor of the same programs."""
-    engine = popsim.Engine(graph, programs)
-    engine.load(device)
-    return engine, ReferenceExecutor(graph, programs)
 
 
 RUNNERS = ["engine", "reference"]
@@ -563,38 +553,3 @@ def test_print_tensor_prints_every_replica(kind, r, capsys):
     run.run()
     want = "x: [1 2]\n" if r == 1 else "x (replica 0): [1 2]\nx (replica 1): [3 4]\n"
     assert capsys.readouterr().out == want
-
-
-# -- the engine computes what the reference executor and numpy say -------------------------------
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(r=st.sampled_from([1, 2, 4]), ipus=st.sampled_from([1, 2]), data=st.data())
-def test_engine_matches_reference_and_numpy(r, ipus, data):
-    device, g = replicated(r, ipus_per_replica=ipus)
-    n = data.draw(st.integers(1, 6), label="n")
-    tiles = st.integers(0, g.target.num_tiles - 1)
-    a, b = (mapped(g, INT, (n,), name, tile=data.draw(tiles, label=name)) for name in "ab")
-    rid = g.add_replication_index_constant()
-    g.set_tile_mapping(rid, data.draw(tiles, label="rid"))
-    prog = Sequence()
-    c = popops.add(g, a, b, prog)            # c = a + b
-    shift = data.draw(st.integers(1, r - 1), label="shift") if r > 1 else 0
-    if r > 1:                                # c of replica k -> replica (k + shift) % r
-        prog.add(CrossReplicaCopy(c, c, {k: (k + shift) % r for k in range(r)}))
-    ridv = g.add_variable(INT, (), "ridv")
-    g.set_tile_mapping(ridv, data.draw(tiles, label="ridv"))
-    popops.cast_with_output(g, rid, ridv, prog)
-    d = popops.mul(g, c, ridv.reshape([1]).broadcast(n, 0), prog)   # d = c * replica index
-    for name, t in (("a", a), ("b", b)):
-        g.create_host_write(name, t)
-    g.create_host_read("d", d)
-    values = st.lists(st.integers(-1000, 1000), min_size=r * n, max_size=r * n)
-    A, B = (np.array(data.draw(values, label=name), np.int32).reshape(r, n) for name in "AB")
-    want = np.roll(A + B, shift, axis=0) * np.arange(r, dtype=np.int32)[:, None]
-    results = []
-    for run in runners(g, device, prog):
-        run.write_tensor("a", A if r > 1 else A[0])
-        run.write_tensor("b", B if r > 1 else B[0])
-        run.run()
-        results.append(run.read_tensor("d").reshape(r, n))
-    np.testing.assert_array_equal(results[0], want)
-    np.testing.assert_array_equal(results[1], want)

@@ -8,8 +8,8 @@ and each rail runs up the even or the odd IPUs (0, 2, 4, ... and 1, 3, 5, ...). 
 (IPU-POD16) the rails end at the first and the last rung; on a "torus" (IPU-POD64 and
 up) each rail wraps around from its last rung to its first.
 
-Link counts, per direction, taken from the IPUModel that PopLibs' own tests build
-(poplibs ``lib/poplibs_test/Util.cpp``, ``addGlobalExchangeConstraints``, which gives each
+Link counts, per direction, taken from the IPUModel that PopLibs' own tests build (the
+global exchange constraints of PopLibs' test utilities, which give each
 IPU 4 links to its card partner, 2 for traffic that crosses the rung on its way to another
 card, 2 up the rail and 2 down it: a GC200's 10 IPU-Links):
 
