@@ -213,7 +213,7 @@ class PyMachine {
 
   void check_endpoint(int64_t stream, int64_t replica) const {
     if (stream < 0 || stream >= machine_.num_streams()) throw py::index_error("stream index out of range");
-    if (replica < 0 || replica >= machine_.num_replicas()) throw py::index_error("replica index out of range");
+    check_replica(replica, false);
   }
   void check_replica(int64_t replica, bool all_allowed) const {
     if (replica < (all_allowed ? -1 : 0) || replica >= machine_.num_replicas())

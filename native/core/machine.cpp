@@ -100,7 +100,7 @@ void Machine::disconnect(int64_t stream, int64_t replica) {
 }
 
 bool Machine::connected(int64_t stream, int64_t replica) const {
-  return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)].kind != StreamEndpoint::None;
+  return endpoint(stream, replica).kind != StreamEndpoint::None;
 }
 
 Status Machine::fail(Status status, int64_t pc, int64_t id, int64_t replica) {
@@ -114,17 +114,12 @@ Status Machine::fail(Status status, int64_t pc, int64_t id, int64_t replica) {
 
 // Replicas run one control program in lockstep: a decision they disagree on is an
 // error (ReplicasDiverge), never one replica's choice silently imposed on the others.
-bool Machine::uniform_true(const Instr &in, int64_t pc, bool &value) {
-  value = scalar_is_true(arena(0) + in.b, in.c);
+// `read(scalar)` is what the decision takes from each replica's scalar.
+template <typename T, typename Read>
+bool Machine::uniform(const Instr &in, int64_t pc, Read read, T &value) {
+  value = read(arena(0) + in.b, in.c);
   for (int64_t r = 1; r < exe_.num_replicas; ++r)
-    if (scalar_is_true(arena(r) + in.b, in.c) != value) return fail(Status::ReplicasDiverge, pc, -1, r), false;
-  return true;
-}
-
-bool Machine::uniform_int(const Instr &in, int64_t pc, int64_t &value) {
-  value = scalar_as_int(arena(0) + in.b, in.c);
-  for (int64_t r = 1; r < exe_.num_replicas; ++r)
-    if (scalar_as_int(arena(r) + in.b, in.c) != value) return fail(Status::ReplicasDiverge, pc, -1, r), false;
+    if (read(arena(r) + in.b, in.c) != value) return fail(Status::ReplicasDiverge, pc, -1, r), false;
   return true;
 }
 
@@ -304,13 +299,13 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         break;
       case OP_BRANCH_IF_FALSE: case OP_BRANCH_IF_TRUE: {
         bool value;
-        if (!uniform_true(in, pc, value)) return error_.status;
+        if (!uniform(in, pc, scalar_is_true, value)) return error_.status;
         if (value == (in.op == OP_BRANCH_IF_TRUE)) next = in.a;
         break;
       }
       case OP_SWITCH: {
         int64_t value;
-        if (!uniform_int(in, pc, value)) return error_.status;
+        if (!uniform(in, pc, scalar_as_int, value)) return error_.status;
         next = exe_.switch_default[in.a];
         for (int64_t i = exe_.switch_begin[in.a]; i < exe_.switch_begin[in.a + 1]; ++i) {
           if (exe_.cases[i].value == value) { next = exe_.cases[i].target; break; }

@@ -81,10 +81,13 @@ class Machine {
   StreamEndpoint &endpoint(int64_t stream, int64_t replica) {
     return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)];
   }
+  const StreamEndpoint &endpoint(int64_t stream, int64_t replica) const {
+    return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)];
+  }
   Status fail(Status status, int64_t pc, int64_t id, int64_t replica = -1);
-  // A control-flow scalar: replica 0's value, once every replica holds the same.
-  bool uniform_true(const Instr &in, int64_t pc, bool &value);
-  bool uniform_int(const Instr &in, int64_t pc, int64_t &value);
+  // A control-flow decision: replica 0's, once every replica makes the same.
+  template <typename T, typename Read>
+  bool uniform(const Instr &in, int64_t pc, Read read, T &value);
   bool begin_transfer(int64_t stream, int64_t pc);
   StreamEndpoint &transfer_endpoint(int64_t stream, int64_t replica);
   Status stream_to_device(const Instr &in, int64_t pc, const HostInterface &host);

@@ -69,7 +69,7 @@ def graph_digest(state, programs, *extra: str) -> str:
     _variables(d, state)
     for tensor, values in state.initial_values:  # which views, not the values (data: see above)
         d.text("initial", tensor_key(tensor), values.dtype.str, values.shape)
-    for s in sorted(state.streams.values(), key=lambda s: s.index):
+    for s in state.streams_by_index():
         d.text("stream", s.index, s.handle, s.dtype.name, s.num_elements, s.direction.value, s.replicated_mode.value)
     for t in state.replication_index:
         d.text("replication index", tensor_key(t))

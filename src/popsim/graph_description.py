@@ -58,24 +58,12 @@ class GraphDescription:
 
     # -- the machine it describes ------------------------------------------------------------
     @property
-    def num_ipus(self) -> int:
-        """IPUs of one replica."""
-        return self.target.num_ipus
-
-    @property
     def device_ipus(self) -> int:
         """IPUs of the whole device: every replica's."""
         return self.target.num_ipus * self.replication_factor
 
-    def ipu_of_tiles(self, tiles: np.ndarray) -> np.ndarray:
-        """The IPU (within a replica) of each of a replica's tiles."""
-        return np.asarray(tiles, np.int64) // self.target.tiles_per_ipu
-
     def streams_by_index(self) -> List["DataStream"]:
         return sorted(self.streams.values(), key=lambda s: s.index)
-
-    def num_vertices(self) -> int:
-        return sum(cs.num_vertices() for cs in self.compute_sets)
 
     def unique_name(self, name: Optional[str], default: str) -> str:
         """Debug names as given; unnamed objects get ``default`` plus a counter."""

@@ -247,8 +247,7 @@ class CostModel:
         busy = np.zeros(self.num_ipus, bool)
         busy[np.unique(np.asarray(vertex_tiles, np.int64) // self.target.tiles_per_ipu)] = True
         for phase in (exchange_in, exchange_out):
-            if phase.vector[:, CAT["cycles"]].any():
-                busy |= phase.vector[:, CAT["cycles"]] > 0
+            busy |= phase.vector[:, CAT["cycles"]] > 0
         join = exchange_in.join | exchange_out.join
         return StepCost(np.zeros((self.num_ipus, NUM_CATEGORIES)), tile_exchange=tile_exchange,
                         exchange_bytes=exchange_in.exchange_bytes + exchange_out.exchange_bytes,
