@@ -154,7 +154,7 @@ POPLIBS = ROOT / "poplibs"
 # What a PopLibs library may import of popsim: its public face, and the libraries (each
 # other, and their own modules through relative imports).
 POPLIBS_MAY_IMPORT = {"popsim", "popsim.program"}
-POPLIBS_LIBRARIES = {"poputil", "popops", "poprand", "poplin", "popnn"}
+POPLIBS_LIBRARIES = {"poputil", "popops", "poprand", "poplin", "popnn", "gcl"}
 
 
 def test_poplibs_use_only_the_public_api():

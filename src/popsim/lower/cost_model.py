@@ -147,14 +147,14 @@ class CostModel:
     def copy(self, onchip_bytes: np.ndarray, onchip_runs: np.ndarray, sent: np.ndarray,
              received: np.ndarray, global_sent: Optional[np.ndarray] = None,
              global_received: Optional[np.ndarray] = None, flows: Optional[np.ndarray] = None,
-             replica_map: Optional[np.ndarray] = None) -> StepCost:
+             moved: Optional[list] = None) -> StepCost:
         """A Copy: on each IPU, an on-tile phase (memcpy on each tile), then an exchange
         phase for data that changes tile, each followed by a sync; then, for data that
         changes IPU, a global exchange phase over the IPU-Links followed by a global
         sync, which the IPUs taking part reach together (their clocks join). Arrays are
         per tile of a replica; ``global_*`` count only bytes that cross IPU-Links;
-        ``flows[a, b]``: bytes from IPU a to IPU b of a replica (to replica
-        ``replica_map[r]`` from replica r when given: a cross-replica copy)."""
+        ``flows[a, b]``: bytes from IPU a to IPU b within each replica; ``moved``, when
+        given instead, the device-wide flows of a cross-replica copy (device_flows)."""
         if not self.enabled:
             return self.zero()
         t = self.target
@@ -167,7 +167,7 @@ class CostModel:
         c_phase, x_phase = self._per_ipu(compute).max(axis=1), self._per_ipu(exchange).max(axis=1)
         syncs = (c_phase > 0).astype(float) + (x_phase > 0)
         duration = c_phase + x_phase + syncs * self.sync_cycles
-        global_tiles, g_phase, global_bytes = self._global_exchange(global_sent, global_received, flows, replica_map)
+        global_tiles, g_phase, global_bytes = self._global_exchange(global_sent, global_received, flows, moved)
         linked = self._per_ipu(global_tiles).max(axis=1) > 0
         together = int(g_phase + t.global_sync_cycles)
         if linked.any():  # after its own local phases, each waits for the others, then the link phase
@@ -188,7 +188,7 @@ class CostModel:
                         join=mask_of(linked) if linked.sum() > 1 else 0, join_tail=together if linked.any() else -1)
 
     def _global_exchange(self, sent: Optional[np.ndarray], received: Optional[np.ndarray],
-                         flows: Optional[np.ndarray], replica_map: Optional[np.ndarray]):
+                         flows: Optional[np.ndarray], moved: Optional[list]):
         """The IPU-Link phase: (cycles of each tile, phase cycles, bytes). Every replica
         moves its flows at once over the device's links (docs/multi_ipu.md): the phase
         lasts until the busiest link has carried what crosses it, or the busiest tile
@@ -202,8 +202,9 @@ class CostModel:
         port = math.ceil(float(per_tile.max()) / t.exchange_bytes_per_cycle)
         topology = self.topology
         links, hops = 0.0, 1
-        if flows is not None:
-            moved = device_flows(flows, self.num_ipus, self.replication_factor, replica_map)
+        if moved is None and flows is not None:
+            moved = device_flows(flows, self.num_ipus, self.replication_factor)
+        if moved is not None:
             links = topology.transfer_cycles(moved)
             hops = max((topology.hops(a, b) for a, b, _ in moved), default=1)
         phase = float(max(links, port + topology.hop_latency_cycles * hops))

@@ -208,7 +208,42 @@ class ProgramLowerer:
         return method(p)
 
     def _lower_Sequence(self, p: P.Sequence):
-        return iter(p.programs)
+        return self._sequence_children(list(p.programs))
+
+    def _sequence_children(self, programs):
+        """The children of a Sequence to lower one by one, except that adjacent
+        independent CrossReplicaCopy programs are lowered here as one exchange, as
+        Poplar merges them (GCL's two-way rings rely on it): none writes what another
+        reads or writes, so together they move what they would one after the other."""
+        i = 0
+        while i < len(programs):
+            group = [programs[i]]
+            while isinstance(group[0], P.CrossReplicaCopy) and i + len(group) < len(programs) \
+                    and _independent_copies(group, programs[i + len(group)]):
+                group.append(programs[i + len(group)])
+            if len(group) > 1:
+                for q in group:
+                    check_belongs_to(self.state, q, self._where)
+                self._cross_replica_copies(group)
+            else:
+                yield group[0]
+            i += len(group)
+
+    def _cross_replica_copies(self, copies) -> None:
+        maps = []
+        for p in copies:
+            p.check_replicas(self.replicas)
+            dest = np.full(self.replicas, -1, np.int64)
+            for k, v in p.replica_map.items():
+                dest[k] = v
+            maps.append(dest)
+        all_segs, cost = self.planner.cross_replica_copies([(p.src, p.dst, m) for p, m in zip(copies, maps)])
+        step = self._step(" + ".join(p.describe() for p in copies), "CrossReplicaCopy", cost)
+        for i, (p, segs, dest) in enumerate(zip(copies, all_segs, maps)):
+            table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
+            self.replica_maps.append(dest.tolist())
+            # the first instruction carries the merged exchange's cost; the others move their bytes in it
+            self._emit(OP_CROSS_REPLICA_COPY, step if i == 0 else -1, table, len(self.replica_maps) - 1)
 
     def _lower_Execute(self, p: P.Execute) -> None:
         row, cost = self.compute_sets.lower(p.compute_set)
@@ -227,15 +262,7 @@ class ProgramLowerer:
             self._emit(OP_COPY, self._step(p.describe(), "Copy", cost), table)
 
     def _lower_CrossReplicaCopy(self, p: P.CrossReplicaCopy) -> None:
-        p.check_replicas(self.replicas)
-        dest = np.full(self.replicas, -1, np.int64)
-        for k, v in p.replica_map.items():
-            dest[k] = v
-        segs, cost = self.planner.copy(p.src, p.dst, replica_map=dest)
-        table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
-        self.replica_maps.append(dest.tolist())
-        self._emit(OP_CROSS_REPLICA_COPY, self._step(p.describe(), "CrossReplicaCopy", cost), table,
-                   len(self.replica_maps) - 1)
+        self._cross_replica_copies([p])
 
     def _stream_copy(self, p: P.Copy, stream, tensor, to_device: bool) -> None:
         table = self.tables.add(self.planner.host_segments(tensor, to_device))
@@ -340,3 +367,12 @@ def _case_word(value: int) -> int:
     values from 2**63 up (only an UNSIGNED_LONGLONG control holds them; Switch.add checks
     the range) are stored as the same bits."""
     return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def _independent_copies(group, p) -> bool:
+    """``p`` is a CrossReplicaCopy that may join ``group`` in one exchange: no copy of
+    the group or ``p`` writes what another reads or writes, or overlaps itself."""
+    if not isinstance(p, P.CrossReplicaCopy) or p.src.intersects_with(p.dst):
+        return False
+    return all(not (q.src.intersects_with(q.dst) or q.dst.intersects_with(p.dst) or q.dst.intersects_with(p.src)
+                    or p.dst.intersects_with(q.src)) for q in group)

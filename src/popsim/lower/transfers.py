@@ -14,7 +14,7 @@ import numpy as np
 
 from ..contract import ROW_WIDTHS
 from ..runs import Runs, runs_of, split_at_positions
-from .cost_model import CostModel, StepCost
+from .cost_model import CostModel, StepCost, device_flows
 from .layout import MemoryLayout
 
 
@@ -73,6 +73,31 @@ class TransferPlanner:
         """Segments and cost of copying view ``src`` into view ``dst`` element by element
         (from replica r's ``src`` to replica ``replica_map[r]``'s ``dst`` when given: a
         CrossReplicaCopy, whose every byte crosses IPU-Links)."""
+        if replica_map is not None:
+            (segs,), cost = self.cross_replica_copies([(src, dst, replica_map)])
+            return segs, cost
+        segs, traffic = self._copy_traffic(src, dst, cross_replica=False)
+        return segs, self.cost.copy(**traffic)
+
+    def cross_replica_copies(self, copies) -> Tuple[List[np.ndarray], StepCost]:
+        """Segments of each of ``copies`` ((src, dst, replica_map) triples, independent
+        of each other) and the cost of one exchange that moves them all at once, as
+        Poplar merges adjacent CrossReplicaCopy programs: their bytes share the IPU-Links
+        and the exchange ports of the tiles."""
+        all_segs, total, moved = [], None, []
+        for src, dst, replica_map in copies:
+            segs, traffic = self._copy_traffic(src, dst, cross_replica=True)
+            all_segs.append(segs)
+            moved.extend(device_flows(traffic.pop("flows"), self.cost.num_ipus, self.cost.replication_factor,
+                                      replica_map))
+            total = traffic if total is None else {k: total[k] + v for k, v in traffic.items()}
+        return all_segs, self.cost.copy(**total, moved=moved)
+
+    def _copy_traffic(self, src, dst, cross_replica: bool):
+        """The segments of a copy and its traffic per tile (the keyword arguments of
+        CostModel.copy): on-tile bytes and runs, bytes sent and received between tiles,
+        and those crossing IPU-Links with their IPU-to-IPU flows (all of them in a
+        cross-replica copy)."""
         size = src.dtype.size
         s_runs, s_tiles = self._tiles(runs_of(src))
         d_runs, d_tiles = self._tiles(runs_of(dst))
@@ -85,24 +110,23 @@ class TransferPlanner:
         segs = merge_segments(self.arena_offsets(s_cut.gid), self.arena_offsets(d_cut.gid), nbytes)
         tiles_per_ipu = self.cost.target.tiles_per_ipu
         src_ipu, dst_ipu = src_tile // tiles_per_ipu, dst_tile // tiles_per_ipu
-        if replica_map is None:
+        if cross_replica:
+            on_tile, cross = np.zeros(src_tile.size, bool), np.ones(src_tile.size, bool)
+        else:
             on_tile = src_tile == dst_tile
             cross = src_ipu != dst_ipu  # over IPU-Links
-        else:
-            on_tile, cross = np.zeros(src_tile.size, bool), np.ones(src_tile.size, bool)
         between = ~on_tile & ~cross
         n = self.num_tiles
         flows = np.zeros((self.cost.num_ipus, self.cost.num_ipus))
         np.add.at(flows, (src_ipu[cross], dst_ipu[cross]), nbytes[cross])
-        cost = self.cost.copy(
+        return segs, dict(
             onchip_bytes=np.bincount(src_tile[on_tile], weights=nbytes[on_tile], minlength=n),
             onchip_runs=np.bincount(src_tile[on_tile], minlength=n),
             sent=np.bincount(src_tile[between], weights=nbytes[between], minlength=n),
             received=np.bincount(dst_tile[between], weights=nbytes[between], minlength=n),
             global_sent=np.bincount(src_tile[cross], weights=nbytes[cross], minlength=n),
             global_received=np.bincount(dst_tile[cross], weights=nbytes[cross], minlength=n),
-            flows=flows, replica_map=replica_map)
-        return segs, cost
+            flows=flows)
 
     def tiles_of(self, tensor) -> np.ndarray:
         """The tiles holding some element of ``tensor``."""

@@ -1,0 +1,208 @@
+"""The vertices GCL's ring steps run on each tile, and their cycle estimators.
+
+Every replica runs the same graph, but at a given ring step each replica handles a
+different fragment: the fragment's index is the replica's ring position plus a step
+offset, modulo the ring size. So each vertex reads ``position`` (this replica's place on
+its ring, set on every tile by ``gcl::RingPosition`` from the replication index) and
+picks its fragment at run time from a VectorList of this tile's pieces of every
+fragment, as GCL's Switch over the ring index picks a fragment copy.
+
+- ``gcl::RingPosition``: position = positions[replicationIndex].
+- ``gcl::ReduceStep<op,T>``: acc = f(local[j]) op received[0] op received[1] ...,
+  stored (rounded to T) after each operation; f squares for SQUARE_ADD; MEAN divides
+  the finished sum by the group size. j = (position + offset) mod len(local).
+- ``gcl::GatherStep<T>``: out[(position + offsets[k]) mod len(out)] = data[k] for each
+  k (all-gather: each received fragment lands in its slot).
+- ``gcl::SliceStep<T>``: out = src[j] (all-to-all: the row to send next).
+- ``gcl::BroadcastReduce<op,T>``: data = op over the group's values in rank order,
+  data's own value at this replica's rank, received[s] from rank (rank - 1 - s).
+
+MIN and MAX propagate NaN, like numpy's minimum and maximum.
+"""
+import popsim
+from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT
+
+from ..poputil.generated_vertex import vertex_from_source
+from .collective_types import CollectiveOperator as Op, MOVE_TYPES
+
+__all__ = ["ensure_vertex"]
+
+SUPERVISOR_OVERHEAD = 11
+WORKER_OVERHEAD = 20  # a worker's set-up: fields, the fragment's index, the loop
+
+#: a op b for each reducing operator (a the accumulator)
+_COMBINE = {
+    Op.ADD: "a + b", Op.MEAN: "a + b", Op.SQUARE_ADD: "a + b", Op.MUL: "a * b",
+    Op.MIN: "b if (b < a or b != b) else a", Op.MAX: "b if (b > a or b != b) else a",
+    Op.LOGICAL_AND: "a and b", Op.LOGICAL_OR: "a or b",
+}
+
+_REDUCE_STEP = """class V(MultiVertex):
+    position: Input[UNSIGNED_INT]
+    local: Input[VectorList[T]]
+    received: Input[VectorList[T]]
+    acc: InOut[Vector[T]]
+    offset: UNSIGNED_INT
+    divisor: UNSIGNED_INT
+
+    def compute(self, worker_id):
+        piece = self.local[(self.position + self.offset) % len(self.local)]
+        size = len(piece)
+        per_worker = (size + self.num_workers() - 1) // self.num_workers()
+        for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
+            x = piece[i]
+            self.acc[i] = {first}
+            for k in range(len(self.received)):
+                a = self.acc[i]
+                b = self.received[k][i]
+                self.acc[i] = {combine}
+            if self.divisor != 0:
+                self.acc[i] = self.acc[i] / self.divisor
+        return True
+"""
+
+_BROADCAST_REDUCE = """class V(MultiVertex):
+    position: Input[UNSIGNED_INT]
+    data: InOut[Vector[T]]
+    received: Input[VectorList[T]]
+    divisor: UNSIGNED_INT
+
+    def compute(self, worker_id):
+        n = len(self.received) + 1
+        size = len(self.data)
+        per_worker = (size + self.num_workers() - 1) // self.num_workers()
+        for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
+            own = self.data[i]
+            for q in range(n):
+                x = own
+                if q != self.position:
+                    x = self.received[(self.position + 2 * n - 1 - q) % n][i]
+                a = self.data[i]  # the fold so far (q > 0)
+                self.data[i] = {first}  # stored: rounded to T, as in a ring step
+                if q != 0:
+                    b = self.data[i]
+                    self.data[i] = {combine}
+            if self.divisor != 0:
+                self.data[i] = self.data[i] / self.divisor
+        return True
+"""
+
+_GATHER_STEP = """class V(MultiVertex):
+    position: Input[UNSIGNED_INT]
+    data: Input[VectorList[T]]
+    out: InOut[VectorList[T]]
+    offsets: Vector[UNSIGNED_INT]
+
+    def compute(self, worker_id):
+        for k in range(len(self.data)):
+            row = self.out[(self.position + self.offsets[k]) % len(self.out)]
+            size = len(row)
+            per_worker = (size + self.num_workers() - 1) // self.num_workers()
+            for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
+                row[i] = self.data[k][i]
+        return True
+"""
+
+_SLICE_STEP = """class V(MultiVertex):
+    position: Input[UNSIGNED_INT]
+    src: Input[VectorList[T]]
+    out: Output[Vector[T]]
+    offset: UNSIGNED_INT
+
+    def compute(self, worker_id):
+        row = self.src[(self.position + self.offset) % len(self.src)]
+        size = len(row)
+        per_worker = (size + self.num_workers() - 1) // self.num_workers()
+        for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
+            self.out[i] = row[i]
+        return True
+"""
+
+
+@popsim.vertex_template("gcl::ReduceStep", op=[o for o in Op if o is not Op.LOCAL],
+                        dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL])
+def ReduceStep(op, dtype):
+    first = "x * x" if op is Op.SQUARE_ADD else "x"
+    return vertex_from_source(_REDUCE_STEP.format(first=first, combine=_COMBINE[op]),
+                              f"gcl::ReduceStep<{op.name},{dtype.name}>", T=dtype)
+
+
+@popsim.vertex_template("gcl::BroadcastReduce", op=[o for o in Op if o is not Op.LOCAL],
+                        dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL])
+def BroadcastReduce(op, dtype):
+    first = "x * x" if op is Op.SQUARE_ADD else "x"
+    return vertex_from_source(_BROADCAST_REDUCE.format(first=first, combine=_COMBINE[op]),
+                              f"gcl::BroadcastReduce<{op.name},{dtype.name}>", T=dtype)
+
+
+@popsim.vertex_template("gcl::GatherStep", dtype=list(MOVE_TYPES))
+def GatherStep(dtype):
+    return vertex_from_source(_GATHER_STEP, f"gcl::GatherStep<{dtype.name}>", T=dtype)
+
+
+@popsim.vertex_template("gcl::SliceStep", dtype=list(MOVE_TYPES))
+def SliceStep(dtype):
+    return vertex_from_source(_SLICE_STEP, f"gcl::SliceStep<{dtype.name}>", T=dtype)
+
+
+class RingPosition(popsim.Vertex):
+    vertex_name = "gcl::RingPosition"
+    index: popsim.Input[UNSIGNED_INT]
+    positions: popsim.Input[popsim.Vector[UNSIGNED_INT]]
+    position: popsim.Output[UNSIGNED_INT]
+
+    def compute(self):
+        self.position = self.positions[self.index]
+        return True
+
+
+# -- cycle estimators --------------------------------------------------------------------------
+def _per_vector(dtype) -> int:
+    """Elements per 64-bit load: the data path the vertices stream through."""
+    return max(1, 8 // dtype.size)
+
+
+def elementwise_cycles(dtype, elements: int, operands: int, workers: int) -> int:
+    """A worker's cycles for its share of ``elements``, each needing ``operands``
+    64-bit loads per vector plus one store: WORKER_OVERHEAD + ceil(share / vector) x
+    (operands + 1)."""
+    share = -(-elements // workers)
+    return WORKER_OVERHEAD + -(-share // _per_vector(dtype)) * (operands + 1)
+
+
+def _estimator(kind: str, dtype, op=None):
+    def estimate(info, target):
+        workers = target.num_worker_contexts
+        if kind == "position":
+            return 15
+        if kind == "reduce":
+            extra = (1 if op is Op.SQUARE_ADD else 0) + (2 if int(info.initial_value("divisor") or 0) else 0)
+            return elementwise_cycles(dtype, info.field_size("acc"), 1 + info.field_size("received") + extra,
+                                      workers)
+        if kind == "broadcast":
+            extra = 2 if int(info.initial_value("divisor") or 0) else 0
+            return elementwise_cycles(dtype, info.field_size("data"), 1 + info.field_size("received") + extra,
+                                      workers)
+        if kind == "gather":
+            return sum(elementwise_cycles(dtype, size, 1, workers) for size in info.field_sizes("data"))
+        return elementwise_cycles(dtype, info.field_size("out"), 1, workers)
+    return estimate
+
+
+_TEMPLATES = {"reduce": ReduceStep, "broadcast": BroadcastReduce, "gather": GatherStep, "slice": SliceStep}
+
+
+def ensure_vertex(graph, kind: str, dtype=None, op=None) -> str:
+    """Register the ``kind`` vertex ("position", "reduce", "broadcast", "gather",
+    "slice") for ``dtype`` (and ``op``) with ``graph`` once, with its estimator; its
+    name."""
+    if kind == "position":
+        cls = RingPosition
+    else:
+        args = (op, dtype) if kind in ("reduce", "broadcast") else (dtype,)
+        cls = _TEMPLATES[kind][args]
+    name = cls.vertex_name
+    if not graph.has_codelet(name):
+        graph.add_codelets(cls)
+        graph.register_perf_estimator(name, _estimator(kind, dtype, op))
+    return name
