@@ -106,7 +106,9 @@ CopyTables::Plan CopyTables::plan(int64_t table, int64_t streaming_bytes) const 
     bytes = saturating_add(bytes, exe_.segs[static_cast<size_t>(i)].len);
     cost = saturating_add(cost, saturating_add(exe_.segs[static_cast<size_t>(i)].len, kSegmentCost));
   }
-  p.streaming = bytes >= streaming_bytes;
+  // A table runs once per replica, back to back (copies, exchanges, cross-replica copies):
+  // what passes through the cache is the replicas' bytes together.
+  p.streaming = bytes >= streaming_bytes / std::max<int64_t>(1, exe_.num_replicas);
   const int64_t pieces = std::min(kMaxPieces, cost / kPieceCost);
   if (pool_.size() < 2 || cost < kParallelCost || cost == std::numeric_limits<int64_t>::max() || pieces < 2)
     return p;

@@ -7,9 +7,9 @@
 // thread pool, when their destination segments are disjoint (and, for a table that is
 // not marked overlapping, do not meet its source): the bytes each piece writes then do
 // not depend on the order the pieces run in, so the result is the same for any thread
-// count. Tables bigger than the last-level cache are written with non-temporal stores
-// (the destination would not stay in the cache anyway, and they save reading each
-// destination line before overwriting it).
+// count. Tables bigger than the last-level cache (counting every replica's run of them)
+// are written with non-temporal stores (the destination would not stay in the cache
+// anyway, and they save reading each destination line before overwriting it).
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -63,23 +63,21 @@ def _check_writable(t, what: str, role: str) -> None:
 
 def _ring_all_reduce(call: _Call, op: Op, src, dst) -> None:
     """Reduce-scatter then all-gather, both by one method, on each tile's pieces of
-    ``src``; the result lands in ``dst`` (``src`` itself in place)."""
+    ``src``; the partial and final results land in ``dst`` (``src`` itself in place)."""
     graph, n = call.graph, call.size
     method = call.method("reduce_scatter", call.nbytes())
     rings = call.rings(method)
     cut = tile_elements(graph, src)
     out = cut.like(dst)
     ctx = RingContext.create(graph, src.dtype, rings, cut.tiles, call.prog, call.name)
-    ring_chains = chains_for(method, n)
-    parts = len(ring_chains)
+    reduce_rings, gather_rings = chains_for(method, n), chains_for(method, n, aligned=False)
+    parts = len(reduce_rings)
     reduce_plans, gather_plans = [], []
-    for r, chains in enumerate(ring_chains):
-        pieces = [cut.pieces(i, n, first=r * n, of=parts * n) for i in range(len(cut.tiles))]
-        slots = [out.pieces(i, n, first=r * n, of=parts * n) for i in range(len(cut.tiles))]
-        widths = [cut.width(i, parts * n) for i in range(len(cut.tiles))]
-        rs = ReduceScatterPlan(ctx, pieces, widths, chains, op)
-        reduce_plans.append(rs)
-        gather_plans.append(AllGatherPlan(ctx, rs.result, slots, widths, chains))
+    for r in range(parts):
+        local = [cut.pieces(i, n, first=r * n, of=parts * n) for i in range(len(cut.tiles))]
+        slots = local if dst is src else [out.pieces(i, n, first=r * n, of=parts * n) for i in range(len(cut.tiles))]
+        reduce_plans.append(ReduceScatterPlan(ctx, local, slots, reduce_rings[r], op))
+        gather_plans.append(AllGatherPlan(ctx, slots, gather_rings[r]))
     run_schedule(graph, call.prog, reduce_plans, f"{call.name}/reduceScatter")
     run_schedule(graph, call.prog, gather_plans, f"{call.name}/allGather")
 
@@ -211,19 +209,18 @@ def reduce_scatter_cross_replica(graph, data, op, prog, group=None, name: str = 
             zero(graph, table[q, hi - lo:], call.prog, f"{call.name}/padding")
     cut = tile_elements(graph, table[0])
     ctx = RingContext.create(graph, data.dtype, rings, cut.tiles, call.prog, call.name)
-    rows = [cut.like(table[q]) for q in range(n)]
+    rows, tiles = [cut.like(table[q]) for q in range(n)], range(len(cut.tiles))
     if op is Op.LOCAL:  # no reduction: each replica keeps its own chunk
         return _slice_rows(ctx, rows, 0, call)
-    ring_chains = chains_for(method, n)
-    parts = len(ring_chains)
-    plans = []
-    for r, chains in enumerate(ring_chains):
-        pieces = [[rows[q].pieces(i, 1, first=r, of=parts)[0] for q in range(n)] for i in range(len(cut.tiles))]
-        widths = [pieces[i][0].num_elements() for i in range(len(cut.tiles))]
-        plans.append(ReduceScatterPlan(ctx, pieces, widths, chains, op))
+    plans, results = [], []
+    for r, chains in enumerate(chains_for(method, n)):
+        parts = [[row.pieces(i, 1, first=r, of=len(chains_for(method, n)))[0] for row in rows] for i in tiles]
+        _, result = ctx.buffer([p[0].num_elements() for p in parts], f"chunk{r}")
+        results.append(result)
+        plans.append(ReduceScatterPlan(ctx, parts, [[piece] for piece in result], chains, op))
     run_schedule(graph, call.prog, plans, f"{call.name}/reduceScatter")
     # The chunk: on each tile, each ring's part, in the order the rows were cut.
-    return popsim.concat([plan.result[i] for i in range(len(cut.tiles)) for plan in plans])
+    return popsim.concat([result[i] for i in tiles for result in results])
 
 
 def all_gather_cross_replica(graph, data, prog, group=None, name: str = "", options=None):
@@ -248,13 +245,14 @@ def all_gather_cross_replica(graph, data, prog, group=None, name: str = "", opti
                                 for s in range(n - 1)]))
         _store(ctx, [cut.like(source) for source in [data] + received], rows, call)
         return out
-    ring_chains = chains_for(method, n)
-    parts = len(ring_chains)
-    plans = []
-    for r, chains in enumerate(ring_chains):
-        pieces = [cut.pieces(i, 1, first=r, of=parts)[0] for i in tiles]
-        slots = [[row.pieces(i, 1, first=r, of=parts)[0] for row in rows] for i in tiles]
-        plans.append(AllGatherPlan(ctx, pieces, slots, [p.num_elements() for p in pieces], chains))
+    # Each replica's own row first, then the rings carry the others.
+    cs = graph.add_compute_set(f"{call.name}/own")
+    for i in tiles:
+        ctx.add(cs, "gather", i, {"data": [cut.view(i)], "out": [row.view(i) for row in rows]}, offsets=[0])
+    call.prog.add(Execute(cs))
+    ring_chains = chains_for(method, n, aligned=False)
+    plans = [AllGatherPlan(ctx, [[row.pieces(i, 1, first=r, of=len(ring_chains))[0] for row in rows] for i in tiles],
+                           chains) for r, chains in enumerate(ring_chains)]
     run_schedule(graph, call.prog, plans, f"{call.name}/allGather")
     return out
 

@@ -3,25 +3,32 @@ replicas, step by step.
 
 A *chain* carries fragments one way around a ring for ``length`` steps, starting after
 ``delay`` steps: direction +1 sends from ring position q to q + 1, -1 to q - 1. A
-reduce-scatter's chain of length L brings the fragment owned by position q from
-position q - dL, each replica on the way adding its own piece: at sub-step s position p
+reduce-scatter's chain of length L brings the fragment owned by position o from
+position o - dL, each replica on the way adding its own piece: at sub-step s position p
 receives the partial result for the fragment of position p + d(L - s), and the owner
 (s = L) finishes it. A one-way ring is one chain of length n - 1; meet-in-the-middle
 is two chains, one each way, of lengths ceil((n-1)/2) and floor((n-1)/2), the shorter
 delayed so that both arrive at the owner at the last step. An all-gather's chain of
 length L carries each owner's fragment to the next L positions its way.
 
-Every step is one Sequence of CrossReplicaCopy programs (the chains' and rings' copies
-of one step are adjacent, so they move in one exchange) followed by one compute set.
-The order in which a fragment is reduced is therefore fixed by the ring: for the
-fragment of position q, a one-way ring folds x[q-d(n-1)], then x[q-d(n-2)], ..., and
-last x[q] (acc = x_next op acc); meet-in-the-middle computes
-(x[q] op cw) op acw, each side folded from its far end.
+Which fragment a replica sends depends on its ring position, but for each pair of
+neighbours it is fixed: so a step is one CrossReplicaCopy per position q (map
+{ring[q]: ring[q + d]} in every group), sending that fragment's pieces from where they
+lie, all adjacent in one Sequence so that they move as one exchange. Only what a
+replica does with what it received depends on its position: a reduce-scatter step's
+compute set (gcl::ReduceStep) picks the fragment by the ring position each tile holds.
+An all-gather needs no compute: each fragment is copied from its slot to the same slot
+of the next replica.
+
+The order in which a fragment is reduced is fixed by the ring: for the fragment of
+position o, a one-way ring folds x[o - d(n-1)], then x[o - d(n-2)], ..., and last x[o]
+(acc = x_next op acc); meet-in-the-middle computes (x[o] op cw) op acw, each side
+folded from its far end.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
 
 import popsim
 from popsim import UNSIGNED_INT
@@ -41,9 +48,11 @@ class Chain:
     delay: int = 0  # steps it waits before its first send
 
 
-def chains_for(method: str, n: int) -> List[List[Chain]]:
+def chains_for(method: str, n: int, aligned: bool = True) -> List[List[Chain]]:
     """The rings (each a list of chains sharing one set of fragments) a method runs over
-    a ring of n replicas: one ring, except the ring pair's two (half the data each)."""
+    a ring of n replicas: one ring, except the ring pair's two (half the data each).
+    ``aligned``: meet-in-the-middle's shorter chain waits to arrive with the other (a
+    reduce-scatter's owner combines both)."""
     if method == "clockwise_ring":
         return [[Chain(1, n - 1)]]
     if method == "anticlockwise_ring":
@@ -52,7 +61,7 @@ def chains_for(method: str, n: int) -> List[List[Chain]]:
         return [[Chain(1, n - 1)], [Chain(-1, n - 1)]]
     if method == "meet_in_middle_ring":
         cw, acw = n // 2, (n - 1) // 2
-        return [[Chain(1, cw)] + ([Chain(-1, acw, cw - acw)] if acw else [])]
+        return [[Chain(1, cw)] + ([Chain(-1, acw, cw - acw if aligned else 0)] if acw else [])]
     raise ValueError(method)
 
 
@@ -62,21 +71,24 @@ class RingContext:
     the tiles that take part and each tile's copy of this replica's ring position."""
     graph: object
     dtype: object
-    shift_map: object          # k -> the CrossReplicaCopy map from position q to q + k
-    size: int                  # replicas per ring
+    rings: object
     tiles: List[int]
     positions: List[popsim.Tensor]  # per tile: an UNSIGNED_INT scalar
     name: str
+
+    @property
+    def size(self) -> int:
+        return self.rings.size
 
     @classmethod
     def create(cls, graph, dtype, rings, tiles, prog, name: str) -> "RingContext":
         """Set up the positions: one compute set reading the replication index."""
         index = graph.add_replication_index_constant(f"{name}/replicationIndex")
         table = graph.add_constant(UNSIGNED_INT, (rings.replicas,), rings.positions(), f"{name}/ringPositions")
-        position = graph.add_variable(UNSIGNED_INT, (len(tiles),), f"{name}/ringPosition")
+        position = graph.add_variable(UNSIGNED_INT, (max(1, len(tiles)),), f"{name}/ringPosition")
         first = tiles[0] if tiles else 0
-        graph.set_tile_mapping(index, first)
-        graph.set_tile_mapping(table, first)
+        for t in (index, table, position):
+            graph.set_tile_mapping(t, first)
         cs = graph.add_compute_set(f"{name}/ringPosition")
         vertex = ensure_vertex(graph, "position")
         for i, tile in enumerate(tiles):
@@ -85,12 +97,12 @@ class RingContext:
             graph.set_tile_mapping(v, tile)
         if tiles:
             prog.add(Execute(cs))
-        return cls(graph, dtype, rings.shift_map, rings.size, list(tiles), [position[i] for i in range(len(tiles))],
-                   name)
+        return cls(graph, dtype, rings, list(tiles), [position[i] for i in range(len(tiles))], name)
 
-    def add(self, cs, kind: str, i: int, fields: dict, op=None, **state) -> None:
+    def add(self, cs, kind: str, i: int, fields: dict, op=None, in_place: bool = False, **state) -> None:
         graph = self.graph
-        v = graph.add_vertex(cs, ensure_vertex(graph, kind, self.dtype, op), {"position": self.positions[i], **fields})
+        v = graph.add_vertex(cs, ensure_vertex(graph, kind, self.dtype, op, in_place),
+                             {"position": self.positions[i], **fields})
         for key, value in state.items():
             graph.set_initial_value(v[key], value)
         graph.set_tile_mapping(v, self.tiles[i])
@@ -98,131 +110,146 @@ class RingContext:
     def buffer(self, widths, what: str):
         return per_tile_buffer(self.graph, self.dtype, self.tiles, widths, f"{self.name}/{what}")
 
+    def pair_copies(self, direction: int, src_of, dst_of, what: str) -> list:
+        """One CrossReplicaCopy per ring position q, from ``src_of(q)`` on the replica
+        at q to ``dst_of(q)`` on the one at q + direction (in every group)."""
+        n, out = self.size, []
+        for q in range(n):
+            pairs = {ring[q]: ring[(q + direction) % n] for ring in self.rings.orders}
+            out.append(CrossReplicaCopy(src_of(q), dst_of(q), pairs, f"{self.name}/{what}"))
+        return out
+
+
+def _fragment(pieces, o: int, lengths_of: Optional[list] = None):
+    """Fragment ``o``: its piece on every tile (``lengths_of``: cut to those pieces'
+    lengths, for the per-tile buffers the fragment lands in)."""
+    parts = [p[o] if lengths_of is None else p[:lengths_of[i][o].num_elements()] for i, p in enumerate(pieces)]
+    return popsim.concat(parts) if len(parts) > 1 else parts[0]
+
 
 @dataclass
 class ReduceScatterPlan:
-    """One ring's reduce-scatter: ``pieces[i]`` are tile i's n pieces in ring-position
-    order, ``widths[i]`` the longest. ``result`` (after the schedule): per tile, this
-    replica's finished fragment (its first len(piece) elements)."""
+    """One ring's reduce-scatter. ``local[i]``: tile i's n pieces of the data, in
+    ring-position order; ``result[i]``: where the owner's finished fragment goes: a
+    list of one static buffer, or n pieces like ``local`` (then the owner's own; they
+    may be ``local`` itself: in place). Each chain adds its partial results into a
+    buffer of its own and sends them on from there."""
     ctx: RingContext
-    pieces: List[List[popsim.Tensor]]
-    widths: List[int]
+    local: List[List[popsim.Tensor]]
+    result: List[List[popsim.Tensor]]
     chains: List[Chain]
     op: Op
     acc: list = field(default_factory=list)
     received: list = field(default_factory=list)
-    buffers: list = field(default_factory=list)
 
     def __post_init__(self):
+        # SQUARE_ADD squares every piece first (into the result's pieces when it has n,
+        # else in place), then adds: each replica's values are squared once, at home.
+        self.squares = None
+        if self.op is Op.SQUARE_ADD and self.steps > 0:
+            target = self.result if len(self.result[0]) > 1 else self.local
+            self.squares = (self.local, target)
+            self.local, self.op = target, Op.ADD
+        widths = [max((p.num_elements() for p in pieces), default=0) for pieces in self.local]
         for c, _ in enumerate(self.chains):
-            a, a_slices = self.ctx.buffer(self.widths, f"acc{c}")
-            b, b_slices = self.ctx.buffer(self.widths, f"received{c}")
-            self.acc.append(a_slices)
-            self.received.append(b_slices)
-            self.buffers.append((a, b))
+            self.acc.append(self.ctx.buffer(widths, f"partial{c}"))
+            self.received.append(self.ctx.buffer(widths, f"received{c}"))
 
     @property
     def steps(self) -> int:
         return max((c.length + c.delay for c in self.chains), default=0)
 
-    @property
-    def result(self):
-        return self.acc[0]
-
-    def _reduce(self, cs, i, acc, received, offset, divisor=0):
-        self.ctx.add(cs, "reduce", i, {"local": self.pieces[i], "received": received, "acc": acc},
-                     op=self.op, offset=offset % self.ctx.size, divisor=divisor)
+    def _reduce(self, cs, i, out, received, offset, divisor=0, op=None, local=None):
+        local = self.local[i] if local is None else local
+        fields = {"received": received, "out": out}
+        in_place = out is local
+        if not in_place:
+            fields["local"] = local
+        self.ctx.add(cs, "reduce", i, fields, op=op or self.op, in_place=in_place, offset=offset % self.ctx.size,
+                     divisor=divisor)
 
     def initial(self, cs) -> None:
-        done = self.steps == 0  # a ring of one: the first piece is the result
-        divisor = self.ctx.size if self.op is Op.MEAN and done else 0
-        for c, chain in enumerate(self.chains):
+        """The squares for SQUARE_ADD, the whole result for a ring of one; else nothing:
+        the first copies send the data itself."""
+        if self.steps == 0:
             for i in range(len(self.ctx.tiles)):
-                self._reduce(cs, i, self.acc[c][i], [], chain.direction * chain.length, divisor)
+                self._reduce(cs, i, self.result[i], [], 0, self.ctx.size if self.op is Op.MEAN else 0)
+        elif self.squares is not None:
+            source, target = self.squares
+            for i in range(len(self.ctx.tiles)):
+                for a, b in zip(source[i], target[i]):  # one vertex per piece: each writes its own
+                    self._reduce(cs, i, [b] if a is not b else [a], [], 0, op=Op.SQUARE_ADD,
+                                 local=[a] if a is not b else None)
 
     def copies(self, step: int) -> list:
         out = []
         for c, chain in enumerate(self.chains):
-            if 1 <= step - chain.delay <= chain.length:
-                a, b = self.buffers[c]
-                out.append(CrossReplicaCopy(a, b, self.ctx.shift_map(chain.direction),
-                                            f"{self.ctx.name}/ring{chain.direction:+d}"))
+            sub, d = step - chain.delay, chain.direction
+            if sub == 1:  # the data itself: from each position, the fragment its chain starts
+                sent = [(q + d * chain.length) % self.ctx.size for q in range(self.ctx.size)]
+                out += self.ctx.pair_copies(d, lambda q: _fragment(self.local, sent[q]),
+                                            lambda q: _fragment(self.received[c][1], sent[q], self.local),
+                                            f"ring{d:+d}")
+            elif 1 < sub <= chain.length:
+                out.append(CrossReplicaCopy(self.acc[c][0], self.received[c][0], self.ctx.rings.shift_map(d),
+                                            f"{self.ctx.name}/ring{d:+d}"))
         return out
 
     def compute(self, cs, step: int) -> None:
-        last = step == self.steps
         for c, chain in enumerate(self.chains):
             sub = step - chain.delay
             if 1 <= sub < chain.length:
                 for i in range(len(self.ctx.tiles)):
-                    self._reduce(cs, i, self.acc[c][i], [self.received[c][i]], chain.direction * (chain.length - sub))
-        if last:
+                    self._reduce(cs, i, [self.acc[c][1][i]], [self.received[c][1][i]],
+                                 chain.direction * (chain.length - sub))
+        if step == self.steps:
             divisor = self.ctx.size if self.op is Op.MEAN else 0
             for i in range(len(self.ctx.tiles)):
-                self._reduce(cs, i, self.acc[0][i], [b[i] for b in self.received], 0, divisor)
+                self._reduce(cs, i, self.result[i], [b[1][i] for b in self.received], 0, divisor)
 
 
 @dataclass
 class AllGatherPlan:
-    """One ring's all-gather: ``data[i]`` is tile i's part of this replica's fragment,
-    ``slots[i]`` tile i's n destinations in ring-position order (each as long as the
-    fragment's part, or shorter: the first elements are stored)."""
+    """One ring's all-gather: ``slots[i]`` are tile i's n destinations in ring-position
+    order, each replica's own slot already filled."""
     ctx: RingContext
-    data: List[popsim.Tensor]
     slots: List[List[popsim.Tensor]]
-    widths: List[int]
     chains: List[Chain]
-    buffers: list = field(default_factory=list)
-
-    def __post_init__(self):
-        for c, _ in enumerate(self.chains):
-            self.buffers.append([self.ctx.buffer(self.widths, f"gathered{c}_{k}") for k in range(2)])
 
     @property
     def steps(self) -> int:
         return max((c.length + c.delay for c in self.chains), default=0)
 
-    def _sent(self, c: int, sub: int):
-        """What chain c sends at its sub-step ``sub`` (1-based) and where it lands."""
-        src = popsim.concat(self.data) if sub == 1 else self.buffers[c][sub % 2][0]
-        return src, self.buffers[c][(sub + 1) % 2]
-
     def initial(self, cs) -> None:
-        for i in range(len(self.ctx.tiles)):
-            self.ctx.add(cs, "gather", i, {"data": [self.data[i]], "out": self.slots[i]}, offsets=[0])
+        pass
 
     def copies(self, step: int) -> list:
         out = []
-        for c, chain in enumerate(self.chains):
+        for chain in self.chains:
             sub = step - chain.delay
             if 1 <= sub <= chain.length:
-                src, (dst, _) = self._sent(c, sub)
-                out.append(CrossReplicaCopy(src, dst, self.ctx.shift_map(chain.direction),
-                                            f"{self.ctx.name}/ring{chain.direction:+d}"))
+                d = chain.direction
+                sent = [(q - d * (sub - 1)) % self.ctx.size for q in range(self.ctx.size)]
+                fragment = [_fragment(self.slots, o) for o in sent]
+                out += self.ctx.pair_copies(d, fragment.__getitem__, fragment.__getitem__, f"ring{d:+d}")
         return out
 
     def compute(self, cs, step: int) -> None:
-        arrivals = []  # (per-tile landing buffers, slot offset) of the chains that moved
-        for c, chain in enumerate(self.chains):
-            sub = step - chain.delay
-            if 1 <= sub <= chain.length:
-                arrivals.append((self._sent(c, sub)[1][1], (-chain.direction * sub) % self.ctx.size))
-        if arrivals:  # one vertex per tile stores them all: each slot is written once
-            for i in range(len(self.ctx.tiles)):
-                self.ctx.add(cs, "gather", i, {"data": [landed[i] for landed, _ in arrivals], "out": self.slots[i]},
-                             offsets=[offset for _, offset in arrivals])
+        pass
 
 
 def run_schedule(graph, prog, plans, name: str) -> None:
-    """The plans' initial compute set, then each step's copies (adjacent: one exchange)
-    and compute set."""
+    """The plans' initial compute set (when they have work in it), then each step's
+    copies (adjacent: one exchange) and compute set (when it has vertices)."""
     cs = graph.add_compute_set(f"{name}/start")
     for plan in plans:
         plan.initial(cs)
-    prog.add(Execute(cs))
+    if cs.num_vertices():
+        prog.add(Execute(cs))
     for step in range(1, max(plan.steps for plan in plans) + 1):
         prog.add(Sequence([c for plan in plans for c in plan.copies(step)]))
         cs = graph.add_compute_set(f"{name}/step{step}")
         for plan in plans:
             plan.compute(cs, step)
-        prog.add(Execute(cs))
+        if cs.num_vertices():
+            prog.add(Execute(cs))

@@ -8,9 +8,11 @@ picks its fragment at run time from a VectorList of this tile's pieces of every
 fragment, as GCL's Switch over the ring index picks a fragment copy.
 
 - ``gcl::RingPosition``: position = positions[replicationIndex].
-- ``gcl::ReduceStep<op,T>``: acc = f(local[j]) op received[0] op received[1] ...,
-  stored (rounded to T) after each operation; f squares for SQUARE_ADD; MEAN divides
-  the finished sum by the group size. j = (position + offset) mod len(local).
+- ``gcl::ReduceStep<op,T,inPlace>``: out[j] = f(local[j]) op received[0] op
+  received[1] ..., stored (rounded to T) after each operation; f squares for
+  SQUARE_ADD; MEAN divides the finished sum by the group size. j = position + offset,
+  modulo each list's length (``out`` may be a single static buffer). In place, there is
+  no ``local``: out[j] is also the input.
 - ``gcl::GatherStep<T>``: out[(position + offsets[k]) mod len(out)] = data[k] for each
   k (all-gather: each received fragment lands in its slot).
 - ``gcl::SliceStep<T>``: out = src[j] (all-to-all: the row to send next).
@@ -39,25 +41,39 @@ _COMBINE = {
 
 _REDUCE_STEP = """class V(MultiVertex):
     position: Input[UNSIGNED_INT]
-    local: Input[VectorList[T]]
-    received: Input[VectorList[T]]
-    acc: InOut[Vector[T]]
+{local_field}    received: Input[VectorList[T]]
+    out: InOut[VectorList[T]]
     offset: UNSIGNED_INT
     divisor: UNSIGNED_INT
 
     def compute(self, worker_id):
-        piece = self.local[(self.position + self.offset) % len(self.local)]
-        size = len(piece)
+        j = self.position + self.offset
+        dst = self.out[j % len(self.out)]
+        src = {source}[j % len({source})]
+        size = len(src)
         per_worker = (size + self.num_workers() - 1) // self.num_workers()
-        for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
-            x = piece[i]
-            self.acc[i] = {first}
+        begin = worker_id * per_worker
+        end = min(size, begin + per_worker)
+        if {fused} and len(self.received) == 1:  # one pass (not for a square rounded to T first)
+            row = self.received[0]
+            for i in range(begin, end):
+                x = src[i]
+                a = {first}
+                b = row[i]
+                dst[i] = {combine}
+        else:
+            for i in range(begin, end):
+                x = src[i]
+                dst[i] = {first}
             for k in range(len(self.received)):
-                a = self.acc[i]
-                b = self.received[k][i]
-                self.acc[i] = {combine}
-            if self.divisor != 0:
-                self.acc[i] = self.acc[i] / self.divisor
+                row = self.received[k]
+                for i in range(begin, end):
+                    a = dst[i]
+                    b = row[i]
+                    dst[i] = {combine}
+        if self.divisor != 0:
+            for i in range(begin, end):
+                dst[i] = dst[i] / self.divisor
         return True
 """
 
@@ -120,11 +136,14 @@ _SLICE_STEP = """class V(MultiVertex):
 
 
 @popsim.vertex_template("gcl::ReduceStep", op=[o for o in Op if o is not Op.LOCAL],
-                        dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL])
-def ReduceStep(op, dtype):
-    first = "x * x" if op is Op.SQUARE_ADD else "x"
-    return vertex_from_source(_REDUCE_STEP.format(first=first, combine=_COMBINE[op]),
-                              f"gcl::ReduceStep<{op.name},{dtype.name}>", T=dtype)
+                        dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL], in_place=[False, True])
+def ReduceStep(op, dtype, in_place):
+    square = op is Op.SQUARE_ADD
+    source = "self.out" if in_place else "self.local"
+    local_field = "" if in_place else "    local: Input[VectorList[T]]\n"
+    return vertex_from_source(_REDUCE_STEP.format(first="x * x" if square else "x", combine=_COMBINE[op],
+                                                  fused=not square, source=source, local_field=local_field),
+                              f"gcl::ReduceStep<{op.name},{dtype.name},{in_place}>", T=dtype)
 
 
 @popsim.vertex_template("gcl::BroadcastReduce", op=[o for o in Op if o is not Op.LOCAL],
@@ -170,14 +189,15 @@ def elementwise_cycles(dtype, elements: int, operands: int, workers: int) -> int
     return WORKER_OVERHEAD + -(-share // _per_vector(dtype)) * (operands + 1)
 
 
-def _estimator(kind: str, dtype, op=None):
+def _estimator(kind: str, dtype, op=None, in_place: bool = False):
     def estimate(info, target):
         workers = target.num_worker_contexts
         if kind == "position":
             return 15
         if kind == "reduce":
             extra = (1 if op is Op.SQUARE_ADD else 0) + (2 if int(info.initial_value("divisor") or 0) else 0)
-            return elementwise_cycles(dtype, info.field_size("acc"), 1 + info.field_size("received") + extra,
+            sizes = info.field_sizes("out" if in_place else "local")
+            return elementwise_cycles(dtype, max(sizes, default=0), 1 + info.field_size("received") + extra,
                                       workers)
         if kind == "broadcast":
             extra = 2 if int(info.initial_value("divisor") or 0) else 0
@@ -192,17 +212,17 @@ def _estimator(kind: str, dtype, op=None):
 _TEMPLATES = {"reduce": ReduceStep, "broadcast": BroadcastReduce, "gather": GatherStep, "slice": SliceStep}
 
 
-def ensure_vertex(graph, kind: str, dtype=None, op=None) -> str:
+def ensure_vertex(graph, kind: str, dtype=None, op=None, in_place: bool = False) -> str:
     """Register the ``kind`` vertex ("position", "reduce", "broadcast", "gather",
-    "slice") for ``dtype`` (and ``op``) with ``graph`` once, with its estimator; its
-    name."""
+    "slice") for ``dtype`` (and ``op``, ``in_place``) with ``graph`` once, with its
+    estimator; its name."""
     if kind == "position":
         cls = RingPosition
     else:
-        args = (op, dtype) if kind in ("reduce", "broadcast") else (dtype,)
+        args = {"reduce": (op, dtype, in_place), "broadcast": (op, dtype)}.get(kind, (dtype,))
         cls = _TEMPLATES[kind][args]
     name = cls.vertex_name
     if not graph.has_codelet(name):
         graph.add_codelets(cls)
-        graph.register_perf_estimator(name, _estimator(kind, dtype, op))
+        graph.register_perf_estimator(name, _estimator(kind, dtype, op, in_place))
     return name

@@ -240,7 +240,7 @@ class ProgramLowerer:
         all_segs, cost = self.planner.cross_replica_copies([(p.src, p.dst, m) for p, m in zip(copies, maps)])
         step = self._step(" + ".join(p.describe() for p in copies), "CrossReplicaCopy", cost)
         for i, (p, segs, dest) in enumerate(zip(copies, all_segs, maps)):
-            table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
+            table = self.tables.add(segs, overlaps=_overlaps_itself(p))
             self.replica_maps.append(dest.tolist())
             # the first instruction carries the merged exchange's cost; the others move their bytes in it
             self._emit(OP_CROSS_REPLICA_COPY, step if i == 0 else -1, table, len(self.replica_maps) - 1)
@@ -370,9 +370,27 @@ def _case_word(value: int) -> int:
 
 
 def _independent_copies(group, p) -> bool:
-    """``p`` is a CrossReplicaCopy that may join ``group`` in one exchange: no copy of
-    the group or ``p`` writes what another reads or writes, or overlaps itself."""
-    if not isinstance(p, P.CrossReplicaCopy) or p.src.intersects_with(p.dst):
+    """``p`` is a CrossReplicaCopy that may join ``group`` in one exchange: on no
+    replica does one of them write what another reads or writes there."""
+    if not isinstance(p, P.CrossReplicaCopy) or _overlaps_itself(p):
         return False
-    return all(not (q.src.intersects_with(q.dst) or q.dst.intersects_with(p.dst) or q.dst.intersects_with(p.src)
-                    or p.dst.intersects_with(q.src)) for q in group)
+    return not any(_overlaps_itself(q) or _conflict(q, p) or _conflict(p, q) for q in group)
+
+
+def _readers(c):
+    return set(c.replica_map)
+
+
+def _writers(c):
+    return set(c.replica_map.values())
+
+
+def _overlaps_itself(c) -> bool:
+    """A replica both sends and receives elements its source and destination share."""
+    return bool(_readers(c) & _writers(c)) and c.src.intersects_with(c.dst)
+
+
+def _conflict(a, b) -> bool:
+    """``a`` writes, on some replica, elements that ``b`` reads or writes there."""
+    return (bool(_writers(a) & _readers(b)) and a.dst.intersects_with(b.src)) or \
+        (bool(_writers(a) & _writers(b)) and a.dst.intersects_with(b.dst))

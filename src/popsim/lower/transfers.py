@@ -82,16 +82,24 @@ class TransferPlanner:
     def cross_replica_copies(self, copies) -> Tuple[List[np.ndarray], StepCost]:
         """Segments of each of ``copies`` ((src, dst, replica_map) triples, independent
         of each other) and the cost of one exchange that moves them all at once, as
-        Poplar merges adjacent CrossReplicaCopy programs: their bytes share the IPU-Links
-        and the exchange ports of the tiles."""
-        all_segs, total, moved = [], None, []
+        Poplar merges adjacent CrossReplicaCopy programs: their bytes share the IPU-Links,
+        and each tile's exchange port carries what its replica sends and receives in all
+        of them (the busiest replica's tile sets the pace: replicas run in lockstep)."""
+        all_segs, moved = [], []
+        replicas = self.cost.replication_factor
+        sent = np.zeros((replicas, self.num_tiles))
+        received = np.zeros((replicas, self.num_tiles))
         for src, dst, replica_map in copies:
             segs, traffic = self._copy_traffic(src, dst, cross_replica=True)
             all_segs.append(segs)
-            moved.extend(device_flows(traffic.pop("flows"), self.cost.num_ipus, self.cost.replication_factor,
-                                      replica_map))
-            total = traffic if total is None else {k: total[k] + v for k, v in traffic.items()}
-        return all_segs, self.cost.copy(**total, moved=moved)
+            moved.extend(device_flows(traffic["flows"], self.cost.num_ipus, replicas, replica_map))
+            senders = np.flatnonzero(np.asarray(replica_map) >= 0)
+            sent[senders] += traffic["global_sent"]
+            received[np.asarray(replica_map)[senders]] += traffic["global_received"]
+        zero = np.zeros(self.num_tiles)
+        cost = self.cost.copy(onchip_bytes=zero, onchip_runs=zero, sent=zero, received=zero,
+                              global_sent=sent.max(axis=0), global_received=received.max(axis=0), moved=moved)
+        return all_segs, cost
 
     def _copy_traffic(self, src, dst, cross_replica: bool):
         """The segments of a copy and its traffic per tile (the keyword arguments of
