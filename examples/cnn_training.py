@@ -13,7 +13,14 @@ A whole epoch is one engine run: a Repeat over the batches, each read from host 
 its per-image losses written to another. Testing is a second program on the same graph
 (batch norm then uses the running statistics the training kept).
 
-Run: python examples/cnn_training.py [--epochs N] [--mnist DIR]   (pip install ".[examples]")
+Data parallelism (data_parallel.py): ``--replicas R`` trains R replicas, one per IPU, each
+on its micro-batch of --batch-size images, with gradients all-reduced (MEAN) and batch norm
+synchronised: the same training as one replica on batches of R times the size.
+``--accumulate N`` updates every N micro-batches; ``--shard-optimizer`` keeps 1/R of the
+momentum buffer on each replica (reduce-scatter, local update, all-gather).
+
+Run: python examples/cnn_training.py [--epochs N] [--mnist DIR] [--replicas R] [--accumulate N]
+     [--shard-optimizer]   (pip install ".[examples]")
 """
 import argparse
 import os
@@ -30,6 +37,7 @@ from popsim import FLOAT, poplin, popnn, popops  # noqa: E402
 from popsim.popops import expr as pe  # noqa: E402
 from popsim.program import Copy, Sequence  # noqa: E402
 
+import data_parallel as dp  # noqa: E402
 import training_data  # noqa: E402
 from training_loop import Trainer, fit  # noqa: E402
 
@@ -51,6 +59,9 @@ class CnnConfig:
     bn_eps: float = 1e-5
     bn_momentum: float = 0.1           # running statistics: r = (1 - m) r + m batch
     tiles: int = 64
+    replicas: int = 1                  # data parallelism: one replica per IPU, batch_size each
+    accumulate: int = 1                # micro-batches per weight update
+    shard_optimizer: bool = False      # each replica keeps 1/replicas of the momentum buffer
 
     def conv_params(self, layer: int) -> poplin.ConvParams:
         field = self.image_shape if layer == 1 else tuple(s // 2 for s in self.image_shape)
@@ -88,9 +99,14 @@ def initial_weights(config: CnnConfig, seed: int = 0) -> dict:
 
 def initial_state(config: CnnConfig, weights=None) -> dict:
     """Everything the device holds between runs, as training starts: the weights (given,
-    or initial_weights'), zero velocities, running mean 0 and variance 1."""
+    or initial_weights'), zero velocities (one shard per replica with shard_optimizer),
+    running mean 0 and variance 1."""
     state = dict(weights or initial_weights(config))
-    state.update({f"{name}/velocity": np.zeros_like(state[name]) for name in PARAMETERS})
+    if config.shard_optimizer:
+        total = sum(state[name].size for name in PARAMETERS)
+        state["velocity/shard"] = np.zeros(dp.shard_length(total, config.replicas), np.float32)
+    else:
+        state.update({f"{name}/velocity": np.zeros_like(state[name]) for name in PARAMETERS})
     state["running_mean"] = np.zeros(config.channels[0], np.float32)
     state["running_var"] = np.ones(config.channels[0], np.float32)
     return state
@@ -100,8 +116,10 @@ class CnnOnIpu(Trainer):
     """The network's graph, programs and engine (training_loop.py) on ``config.tiles`` tiles."""
 
     def __init__(self, config: CnnConfig, train_batches: int, test_batches: int, weights=None):
-        super().__init__(config.tiles, config.batch_size, config.image_shape, train_batches, test_batches)
+        super().__init__(config.tiles, config.batch_size, config.image_shape, train_batches, test_batches,
+                         config.replicas)
         self.config = c = config
+        r = c.replicas
         g, b = self.graph, c.batch_size
         p1, p2 = c.conv_params(1), c.conv_params(2)
         cache = poplin.PlanningCache()
@@ -122,7 +140,7 @@ class CnnOnIpu(Trainer):
         conv1 = Sequence()
         z1 = poplin.convolution(g, self.x, w["conv1"], p1, False, conv1, "conv1", cache=cache)
         batch_stats = Sequence()
-        mean, inv_std = popnn.bn.batch_norm_statistics(g, z1, c.bn_eps, batch_stats, name="bn/statistics")
+        mean, inv_std = dp.batch_norm_statistics(g, z1, c.bn_eps, batch_stats, r, "bn/statistics")
         batch_stats.add(Copy(mean, stats["mean"]))
         batch_stats.add(Copy(inv_std, stats["inv_std"]))
         var = popops.map(g, 1.0 / (pe._1 * pe._1) - c.bn_eps, [inv_std], batch_stats, "bn/variance")
@@ -143,8 +161,10 @@ class CnnOnIpu(Trainer):
         poplin.add_bias(g, z2, w["conv2_bias"], rest, "conv2/bias")
         for name in PARAMETERS:
             self.add_parameter(name, w[name])
-        velocity = {name: self.add_parameter(f"{name}/velocity", g.clone(w[name], f"{name}/velocity"))
-                    for name in PARAMETERS}
+        self.optimizer = dp.MomentumSgd(g, {name: w[name] for name in PARAMETERS}, c.learning_rate, c.momentum, r,
+                                        c.accumulate, c.shard_optimizer)
+        for name, t in self.optimizer.state.items():
+            self.add_parameter(name, t)
         a2 = popnn.non_linearity(g, RELU, z2, rest, "relu2")
         pooled2 = popnn.pool(g, c.pool_params(2), a2, rest, "pool2")
         flat = pooled2.reshape((b, c.features))
@@ -172,17 +192,13 @@ class CnnOnIpu(Trainer):
         d_y1 = popnn.non_linearity_input_gradient(g, RELU, a1, d_a1, bwd, "relu1/grad")
         grads["gamma"], grads["beta"] = popnn.bn.batch_norm_param_gradients(g, z1_hat, d_y1, bwd,
                                                                             name="bn/paramDeltas")
-        d_z1 = popnn.bn.batch_norm_gradients(g, z1_hat, d_y1, stats["inv_std"], w["gamma"], bwd, name="bn/grad")
+        d_z1 = dp.batch_norm_gradients(g, z1_hat, d_y1, stats["inv_std"], w["gamma"], bwd, r, "bn/grad")
         grads["conv1"] = poplin.calculate_weight_deltas(g, d_z1, self.x, p1, bwd, "conv1/weightDeltas", cache=cache)
 
-        # -- SGD with momentum: v = momentum v + grad; w -= learning_rate v --------------------
-        update = Sequence()
-        for name in PARAMETERS:
-            popops.scaled_add_to(g, velocity[name], c.momentum, grads[name], 1.0, update, name=f"{name}/velocity")
-            popops.scaled_add_to(g, w[name], velocity[name], -c.learning_rate, update, name=f"{name}/update")
-
-        self.finish(Sequence(conv1, batch_stats, rest, loss, bwd, update), Sequence(conv1, running_stats, rest),
-                    probs)
+        # -- SGD with momentum: v = momentum v + mean grad; w -= learning_rate v -------------
+        self.optimizer.step(grads, bwd)   # the gradients' all-reduce (or accumulation), then the update
+        self.finish(Sequence(conv1, batch_stats, rest, loss, bwd), Sequence(conv1, running_stats, rest), probs,
+                    self.optimizer.update, c.accumulate, self.optimizer.prologue)
         self.write(initial_state(c, weights))
 
 
@@ -194,18 +210,34 @@ def main(argv=None) -> int:
     parser.add_argument("--tiles", type=int, default=CnnConfig.tiles, help="tiles of the modelled IPU")
     parser.add_argument("--mnist", metavar="DIR", help="read MNIST's IDX files from DIR instead of the digits")
     parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the shuffling")
+    parser.add_argument("--replicas", type=int, default=1, help="data-parallel replicas, one IPU each; "
+                        "--batch-size is each replica's micro-batch")
+    parser.add_argument("--accumulate", type=int, default=1, help="micro-batches per weight update")
+    parser.add_argument("--shard-optimizer", action="store_true",
+                        help="each replica keeps 1/R of the momentum buffer (replicated tensor sharding)")
     args = parser.parse_args(argv)
+    if args.replicas < 1 or args.accumulate < 1:
+        parser.error("--replicas and --accumulate must be at least 1")
 
     started = time.perf_counter()
     data = training_data.load(args.mnist)
     config = CnnConfig(image_shape=data.train.images.shape[1:], batch_size=args.batch_size,
-                       learning_rate=args.learning_rate, tiles=args.tiles)
-    train_batches = len(data.train.labels) // config.batch_size
-    test_batches = -(-len(data.test.labels) // config.batch_size)
-    print(f"Using the IPU Model ({config.tiles} tiles); {data.name}: {len(data.train.labels)} training and "
+                       learning_rate=args.learning_rate, tiles=args.tiles, replicas=args.replicas,
+                       accumulate=args.accumulate, shard_optimizer=args.shard_optimizer)
+    global_batch = config.replicas * config.batch_size
+    train_batches = len(data.train.labels) // global_batch // config.accumulate * config.accumulate
+    if train_batches == 0:
+        parser.error(f"{len(data.train.labels)} training images make no update of {config.accumulate} batches of "
+                     f"{global_batch}; lower --batch-size, --replicas or --accumulate")
+    test_batches = -(-len(data.test.labels) // global_batch)
+    ipus = f"{config.replicas} IPUs of {config.tiles} tiles, one replica each" if config.replicas > 1 \
+        else f"{config.tiles} tiles"
+    print(f"Using the IPU Model ({ipus}); {data.name}: {len(data.train.labels)} training and "
           f"{len(data.test.labels)} test images of {config.image_shape[0]}x{config.image_shape[1]}")
     net = CnnOnIpu(config, train_batches, test_batches, initial_weights(config, args.seed))
     print(f"graph built and compiled in {time.perf_counter() - started:.1f} s")
+    if config.shard_optimizer:
+        print(dp.momentum_memory(net.graph, net.optimizer))
     fit(net, data, args.epochs, args.seed, started)
     return 0
 

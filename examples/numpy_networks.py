@@ -101,6 +101,27 @@ class NumpyCnn:
                             flat=flat)
 
     def step(self, images, labels):
+        """One training step on a batch: its per-image losses."""
+        losses, g = self.gradients(images, labels)
+        self.apply(g)
+        return losses
+
+    def accumulated_step(self, micro_batches):
+        """One update from the mean gradient of several (images, labels) micro-batches
+        (gradient accumulation; batch norm takes each micro-batch's statistics): their losses."""
+        losses, grads = zip(*(self.gradients(x, y) for x, y in micro_batches))
+        self.apply({k: sum(g[k] for g in grads) for k in self.p}, 1.0 / len(grads))
+        return np.stack(losses)
+
+    def apply(self, g, scale=1.0):
+        """SGD with momentum: ``v = momentum v + scale g; p -= lr v``."""
+        for k, p in self.p.items():
+            self.v[k] = self.momentum * self.v[k] + scale * g[k]
+            p -= self.lr * self.v[k]
+
+    def gradients(self, images, labels):
+        """(per-image losses, the gradients of their mean); training mode: the running
+        statistics move on."""
         p = self.p
         logits, s = self.forward(images, True)
         losses, d = softmax_cross_entropy(logits, labels.astype(np.int64), len(labels))
@@ -118,7 +139,4 @@ class NumpyCnn:
         d_z1 = (p["gamma"] * s["inv_std"])[:, None, None] * (
             d_y1 - g["beta"][:, None, None] / n - z1_hat * g["gamma"][:, None, None] / n)
         g["conv1"] = conv3x3_weight_grad(s["x"], d_z1)[None]
-        for k in p:
-            self.v[k] = self.momentum * self.v[k] + g[k]
-            p[k] -= self.lr * self.v[k]
-        return losses
+        return losses, g

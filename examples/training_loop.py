@@ -6,6 +6,11 @@ A network subclasses Trainer, builds its graph between ``__init__`` and ``finish
 ``self.x`` (the batch of images, any shape of B * H * W elements), ``self.labels`` [B],
 ``self.loss`` [B], and hands ``finish`` its training step and the probabilities its
 forward pass ends with.
+
+With ``replicas`` R > 1 the graph is replicated (data parallelism, docs/multi_ipu.md): an
+IPUModel of R IPUs, one replica on each, and B is each replica's micro-batch. The host side
+still speaks in global batches of R * B samples: replica r reads rows [r B, (r + 1) B) of
+each, from its own side of the (REPLICATE) FIFOs.
 """
 import time
 
@@ -22,11 +27,13 @@ from progress_bar import ProgressBar
 class Trainer:
     TRAIN, TEST = 0, 1
 
-    def __init__(self, tiles: int, batch_size: int, image_shape, train_batches: int, test_batches: int):
+    def __init__(self, tiles: int, batch_size: int, image_shape, train_batches: int, test_batches: int,
+                 replicas: int = 1):
         model = popsim.IPUModel("ipu2")
-        model.tiles_per_ipu = tiles
+        model.tiles_per_ipu, model.num_ipus = tiles, replicas
         self.device = model.create_device()
-        self.graph = popsim.Graph(self.device.target)
+        self.graph = popsim.Graph(self.device, replication_factor=replicas)
+        self.replicas = replicas
         self.batch_size, self.image_shape = batch_size, tuple(image_shape)
         self.train_batches, self.test_batches = train_batches, test_batches
         self.parameters = {}  # name -> tensor, host-readable and -writable under its name
@@ -41,9 +48,16 @@ class Trainer:
         self.graph.create_host_read(name, tensor)
         return tensor
 
-    def finish(self, train_step, test_step, probs) -> None:
+    @property
+    def global_batch_size(self) -> int:
+        """The samples of one training step over all replicas."""
+        return self.replicas * self.batch_size
+
+    def finish(self, train_step, test_step, probs, update=None, accumulate: int = 1, prologue=None) -> None:
         """The two programs around the network's steps (which follow the batch's Copy
-        from the FIFOs), and the engine."""
+        from the FIFOs), and the engine. With ``update``, training runs ``update`` after
+        every ``accumulate`` steps (gradient accumulation; train_batches a multiple of it);
+        ``prologue`` before the first step of each training run."""
         g, b = self.graph, self.batch_size
         image_elements = b * int(np.prod(self.image_shape))
         feed = Sequence(Copy(g.add_host_to_device_fifo("images", FLOAT, image_elements),
@@ -55,7 +69,13 @@ class Trainer:
         for t in (num_correct, zero):
             g.set_tile_mapping(t, 0)
         popnn.calc_accuracy(g, probs, self.labels, num_correct, test_step, "accuracy")
-        programs = [Repeat(self.train_batches, Sequence(feed, train_step, Copy(self.loss, losses_out))),
+        step = Sequence(feed, train_step, Copy(self.loss, losses_out))
+        self.accumulate = accumulate if update is not None else 1
+        if update is not None:
+            assert self.train_batches % accumulate == 0, "train_batches must be a multiple of accumulate"
+            step = Sequence(Repeat(accumulate, step), update) if accumulate > 1 else Sequence(step, update)
+        train = Repeat(self.train_batches // accumulate if update is not None else self.train_batches, step)
+        programs = [train if prologue is None else Sequence(prologue, train),
                     Sequence(Copy(zero, num_correct), Repeat(self.test_batches, Sequence(feed, test_step)),
                              Copy(num_correct, g.add_device_to_host_fifo("numCorrect", UNSIGNED_INT, 1)))]
         self.engine = popsim.Engine(g, programs)
@@ -69,35 +89,51 @@ class Trainer:
     def read(self, names=None) -> dict:
         return {name: self.engine.read_tensor(name) for name in (names or self.parameters)}
 
-    def _feed(self, images: np.ndarray, labels: np.ndarray, bar=None) -> None:
-        self.engine.connect_stream("images", np.ascontiguousarray(images, np.float32).reshape(-1))
-        if bar is None:
-            self.engine.connect_stream("labels", np.ascontiguousarray(labels, np.uint32).reshape(-1))
-            return
-        batches = iter(np.ascontiguousarray(labels, np.uint32))
+    def per_replica(self, batches: np.ndarray) -> np.ndarray:
+        """Global batches [n, R B, ...] as the replicas' FIFO buffers: [n B ...] with one
+        replica, else [R, n B ...], replica r's row holding rows [r B, (r + 1) B) of each batch."""
+        n, r, b = len(batches), self.replicas, self.batch_size
+        if r == 1:
+            return np.ascontiguousarray(batches).reshape(-1)
+        split = batches.reshape((n, r, b) + batches.shape[2:])
+        return np.ascontiguousarray(np.moveaxis(split, 1, 0)).reshape(r, -1)
 
-        def next_labels(buffer):  # one call per batch: the bar moves while the device trains
-            buffer[:] = next(batches)
-            bar.advance()
-        self.engine.connect_stream_to_callback("labels", next_labels)
+    def _feed(self, images: np.ndarray, labels: np.ndarray, bar=None) -> None:
+        self.engine.connect_stream("images", self.per_replica(np.asarray(images, np.float32)))
+        labels = np.asarray(labels, np.uint32)
+        if bar is None:
+            self.engine.connect_stream("labels", self.per_replica(labels))
+            return
+        for replica in range(self.replicas):
+            batches = iter(labels.reshape(len(labels), self.replicas, self.batch_size)[:, replica])
+
+            def next_labels(buffer, batches=batches, replica=replica):  # one call per batch and replica:
+                buffer[:] = next(batches)                               # the bar moves while the device trains
+                if replica == 0:
+                    bar.advance()
+            if self.replicas == 1:
+                self.engine.connect_stream_to_callback("labels", next_labels)
+            else:
+                self.engine.connect_stream_to_callback("labels", replica, next_labels)
 
     def train_epoch(self, images: np.ndarray, labels: np.ndarray, bar=None) -> np.ndarray:
-        """One epoch over images [n, B, ...], labels [n, B] (n = train_batches) in one run:
-        the loss of every image of every step, [n, B]."""
-        losses = np.zeros((self.train_batches, self.batch_size), np.float32)
-        self._feed(images, labels, bar)
-        self.engine.connect_stream("losses", losses.reshape(-1))
+        """One epoch over images [n, R B, ...], labels [n, R B] (the first train_batches
+        global batches) in one run: the loss of every image of every step, [n, R B]."""
+        n, r, b = self.train_batches, self.replicas, self.batch_size
+        losses = np.zeros((r, n, b), np.float32)
+        self._feed(images[:n], labels[:n], bar)
+        self.engine.connect_stream("losses", losses.reshape(-1) if r == 1 else losses.reshape(r, -1))
         self.engine.run(self.TRAIN)
-        return losses
+        return np.moveaxis(losses, 0, 1).reshape(n, r * b)
 
     def test(self, images: np.ndarray, labels: np.ndarray) -> int:
-        """How many test images [n, B, ...] the network classifies as ``labels`` [n, B]
+        """How many test images [n, R B, ...] the network classifies as ``labels`` [n, R B]
         (n = test_batches; rows labelled MASKED_LABEL_CODE never count)."""
-        correct = np.zeros(1, np.uint32)
+        correct = np.zeros((self.replicas, 1), np.uint32)
         self._feed(images, labels)
-        self.engine.connect_stream("numCorrect", correct)
+        self.engine.connect_stream("numCorrect", correct if self.replicas > 1 else correct[0])
         self.engine.run(self.TEST)
-        return int(correct[0])
+        return int(correct.sum())
 
     def modelled_cycles(self) -> int:
         """IPU cycles the model counted since the last call."""
@@ -110,11 +146,12 @@ def fit(net: Trainer, data: training_data.Dataset, epochs: int, seed: int, start
     """Train ``epochs`` epochs (each shuffled by a generator seeded with ``seed``), test
     after each, print a line per epoch and the summary; returns the test accuracy (%)."""
     rng = np.random.default_rng(seed)
-    test_images, test_labels = training_data.padded_batches(data.test, net.batch_size, popsim.popops.MASKED_LABEL_CODE)
+    batch = net.global_batch_size
+    test_images, test_labels = training_data.padded_batches(data.test, batch, popsim.popops.MASKED_LABEL_CODE)
     train_cycles = train_seconds = 0.0
     accuracy = 0.0
     for epoch in range(1, epochs + 1):
-        images, labels = training_data.epoch_batches(data.train, net.batch_size, rng)
+        images, labels = training_data.epoch_batches(data.train, batch, rng)
         bar = ProgressBar(net.train_batches, f"Epoch {epoch}/{epochs}")
         t0 = time.perf_counter()
         losses = net.train_epoch(images, labels, bar)
@@ -126,8 +163,11 @@ def fit(net: Trainer, data: training_data.Dataset, epochs: int, seed: int, start
     steps = epochs * net.train_batches
     step_seconds = train_cycles / steps / net.device.target.tile_clock_frequency
     print(f"test accuracy: {accuracy:.1f}%")
-    print(f"modelled IPU: {step_seconds * 1e6:.1f} us per training step of {net.batch_size} images, "
-          f"{net.batch_size / step_seconds:,.0f} samples/s; host: {train_seconds / steps * 1e3:.2f} ms per step, "
-          f"{net.batch_size * steps / train_seconds:,.0f} samples/s ({time.perf_counter() - started:.1f} s in all, "
+    replicas = f" ({net.replicas} replicas of {net.batch_size})" if net.replicas > 1 else ""
+    if net.accumulate > 1:
+        replicas += f", an update every {net.accumulate}"
+    print(f"modelled IPU: {step_seconds * 1e6:.1f} us per training step of {batch} images{replicas}, "
+          f"{batch / step_seconds:,.0f} samples/s; host: {train_seconds / steps * 1e3:.2f} ms per step, "
+          f"{batch * steps / train_seconds:,.0f} samples/s ({time.perf_counter() - started:.1f} s in all, "
           "graph building and codelet compilation included)")
     return accuracy

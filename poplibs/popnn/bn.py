@@ -8,10 +8,18 @@ y = popnn.bn.batch_normalise(graph, x, combined_multiplicand, addend, prog)   # 
 d_gamma, d_beta = popnn.bn.batch_norm_param_gradients(graph, x_hat, dy, prog)  # or (x, dy, mean, inv_std, prog)
 dx = popnn.bn.batch_norm_gradients(graph, x_hat, dy, inv_std, gamma, prog)     # or (x, dy, mean, inv_std, gamma, prog)
 popnn.bn.batch_norm_param_update(graph, d_gamma, d_beta, -lr, gamma, beta, prog)  # gamma += scale * d_gamma
+# over the samples of several replicas (PopLibs' distributedBatchNorm*): the callback sums
+# the replicas' partial statistics, e.g. with gcl.all_reduce_cross_replica(..., ADD, ...)
+mean, inv_std = popnn.bn.distributed_batch_norm_statistics(graph, x, 1e-5, prog, False, callback, norm_batch_size)
+dx = popnn.bn.distributed_batch_norm_gradients(graph, x_hat, dy, inv_std, gamma, prog, callback, norm_batch_size)
 ```
-Options: PopLibs' batch norm has none; ``options`` must be empty.
+Options: PopLibs' batch norm has none; ``options`` must be empty. The callback is
+``callback(graph, tensors, prog, group_size, name, options) -> list of tensors``: each of
+``tensors`` summed over the ``group_size`` replicas that share the batch.
 """
 from popsim import FLOAT
+
+from ..poputil import PoplibsError
 
 from . import norm_core as core
 from .norm_checks import (check_acts, check_common, check_eps, check_like, check_options, check_partials,
@@ -19,7 +27,8 @@ from .norm_checks import (check_acts, check_common, check_eps, check_like, check
                           GRADIENT_FORMS, PARAM_GRADIENT_FORMS, gradient_call)
 
 __all__ = ["batch_norm_statistics", "batch_norm_whiten", "batch_normalise", "batch_norm_param_gradients",
-           "batch_norm_gradients", "batch_norm_param_update"]
+           "batch_norm_gradients", "batch_norm_param_update", "distributed_batch_norm_statistics",
+           "distributed_batch_norm_gradients"]
 
 _PER_CHANNEL = "one per channel C"
 
@@ -122,3 +131,57 @@ def param_update(graph, gamma_delta, beta_delta, scale, gamma, beta, prog, name,
         check_like(graph, delta, param, what, role)
     core.param_update(graph, gamma_delta, beta_delta, check_scale(graph, scale, what), gamma, beta, prog,
                       name or what)
+
+
+def distributed_batch_norm_statistics(graph, acts, eps, prog, unbiased_var_estimate, all_reduce_callback,
+                                      norm_batch_size, stable_algo=False, partials_type=FLOAT, name: str = "",
+                                      options=None):
+    """batch_norm_statistics over ``norm_batch_size`` samples spread over replicas in
+    equal micro-batches of ``acts.shape[0]`` (PopLibs' distributedBatchNormStatistics):
+    each replica's sums, scaled by the whole batch's count, are summed across the
+    replicas by ``all_reduce_callback``."""
+    what = "popnn.bn.distributed_batch_norm_statistics"
+    check_common(graph, prog, name, what)
+    check_acts(graph, acts, what)
+    check_options(options, what)
+    reduce, count = _distribution(graph, acts, all_reduce_callback, norm_batch_size, options, what)
+    return core.statistics(graph, acts, check_eps(eps, what), prog, bool(unbiased_var_estimate), bool(stable_algo),
+                           check_partials(partials_type, what), name or "BN/statistics", reduce, count)
+
+
+def distributed_batch_norm_gradients(graph, acts_whitened, grads_in, inv_std_dev, gamma, prog, reduction_callback,
+                                     norm_batch_size, partials_type=FLOAT, name: str = "", options=None):
+    """batch_norm_gradients whose means are over ``norm_batch_size`` samples on several
+    replicas (PopLibs' distributedBatchNormGradients), summed by ``reduction_callback``."""
+    what = "popnn.bn.distributed_batch_norm_gradients"
+    (inv_std, gamma), prog = gradient_call(graph, acts_whitened, grads_in, (inv_std_dev, gamma, prog),
+                                           GRADIENT_FORMS, partials_type, name, what)
+    check_options(options, what)
+    check_stats(graph, inv_std, acts_whitened, int(acts_whitened.shape[1]), what, "inv_std_dev", _PER_CHANNEL)
+    reduce, count = _distribution(graph, acts_whitened, reduction_callback, norm_batch_size, options, what)
+    grads = core.scale_by_stat(graph, grads_in, gamma, prog, name or "BN/gradients")
+    return core.statistics_gradients(graph, acts_whitened, grads, inv_std, prog, name or "BN/gradients", reduce,
+                                     count)
+
+
+def _distribution(graph, acts, callback, norm_batch_size, options, what):
+    """(reduce, elements per channel over all replicas) of a distributed batch norm."""
+    if not callable(callback):
+        raise TypeError(f"{what}: the callback must be callable (graph, tensors, prog, group_size, name, options) "
+                        f"-> tensors, found {type(callback).__name__}")
+    batch = int(acts.shape[0])
+    if isinstance(norm_batch_size, bool) or not isinstance(norm_batch_size, int) or norm_batch_size < batch \
+            or (batch and norm_batch_size % batch):
+        raise PoplibsError(f"{what}: norm_batch_size must be a whole multiple of the replica's batch {batch} (the "
+                           f"replicas' micro-batches together), found {norm_batch_size!r}")
+    group = norm_batch_size // batch if batch else 1
+
+    def reduce(tensors, prog, name):
+        out = list(callback(graph, list(tensors), prog, group, name, options or {}))
+        if len(out) != len(tensors) or any(o.shape != t.shape for o, t in zip(out, tensors)):
+            raise PoplibsError(f"{what}: the callback must return one tensor of each input's shape "
+                               f"({[list(t.shape) for t in tensors]}), found "
+                               f"{[list(getattr(o, 'shape', ())) for o in out]}")
+        return out
+    per_sample = acts.num_elements() // (batch * int(acts.shape[1])) if batch and acts.shape[1] else 0
+    return reduce, per_sample * norm_batch_size

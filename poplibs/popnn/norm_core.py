@@ -32,24 +32,33 @@ def _elements_per_stat(acts) -> int:
     return acts.num_elements() // acts.shape[1] if acts.shape[1] else 0
 
 
-def statistics(graph, acts, eps: float, prog, unbiased: bool, stable: bool, partials_type, name: str):
+def statistics(graph, acts, eps: float, prog, unbiased: bool, stable: bool, partials_type, name: str,
+               reduce=None, count: int = 0):
     """(mean, inverse standard deviation) per index of dimension 1, as PopLibs'
     normStatistics: the mean (acts' type) and the mean of squares (``partials_type``) in one
     reduction (the squares of the deviations after the mean with ``stable``), then
-    InverseStdDeviation."""
-    n = _elements_per_stat(acts)
+    InverseStdDeviation. Distributed (PopLibs' distributed forms): ``count`` elements per
+    statistic over all replicas, and ``reduce(list, prog, name)`` sums the replicas'
+    partial means across them."""
+    n = count or _elements_per_stat(acts)
     scale = 1.0 / n if n > 1 else 1.0
     scale_var = n / (n - 1) if unbiased and n > 1 else 1.0
     order = best_order(graph, acts)
     mean_op = _reduction(graph, acts, Operation.ADD, scale, acts.dtype, order)
     if stable:
         mean = popops.reduce_many(graph, [mean_op], prog, f"{name}/mean")[0]
+        if reduce is not None:
+            (mean,) = reduce([mean], prog, f"{name}/mean")
         centred = stat_op(graph, "CENTRE", [acts], [mean], prog, f"{name}/removeMean")
         power_op = _reduction(graph, centred, Operation.SQUARE_ADD, scale, partials_type)
         power = popops.reduce_many(graph, [power_op], prog, f"{name}/power")[0]
+        if reduce is not None:
+            (power,) = reduce([power], prog, f"{name}/power")
     else:
         power_op = _reduction(graph, acts, Operation.SQUARE_ADD, scale, partials_type, order)
         mean, power = popops.reduce_many(graph, [mean_op, power_op], prog, f"{name}/meanAndPower")
+        if reduce is not None:
+            mean, power = reduce([mean, power], prog, f"{name}/meanAndPower")
     inv_std = add_inverse_std_deviation(graph, mean, power, eps, scale_var, acts.dtype, stable, prog, name)
     return mean, inv_std
 
@@ -81,11 +90,14 @@ def scale_by_stat(graph, grads_in, gamma, prog, name: str):
     return stat_op(graph, "SCALE", [grads_in], [gamma], prog, f"{name}/normGrad")
 
 
-def statistics_gradients(graph, whitened, grads, inv_std, prog, name: str):
+def statistics_gradients(graph, whitened, grads, inv_std, prog, name: str, reduce=None, count: int = 0):
     """The gradient through whitening and its statistics (PopLibs' normStatisticsGradients):
-    ``inv_std · (g - mean(g) - whitened · mean(whitened · g))``, means per index of dimension 1."""
-    n = _elements_per_stat(whitened)
+    ``inv_std · (g - mean(g) - whitened · mean(whitened · g))``, means per index of dimension 1
+    (distributed: over ``count`` elements on all replicas, ``reduce`` summing across them)."""
+    n = count or _elements_per_stat(whitened)
     var_delta, mean_delta = param_gradients(graph, whitened, grads, prog, -1.0 / n if n else 1.0, name)
+    if reduce is not None:
+        var_delta, mean_delta = reduce([var_delta, mean_delta], prog, f"{name}/deltas")
     return stat_op(graph, "GRADIENT", [grads, whitened], [mean_delta, var_delta, inv_std], prog,
                    f"{name}/gradients")
 
