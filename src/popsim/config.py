@@ -1,5 +1,6 @@
 """Every environment variable popsim reads (POPSIM_*, and Poplar's POPLAR_ENGINE_OPTIONS),
-read in one place."""
+read in one place; ENVIRONMENT also lists GCL's GCL_OPTIONS, which popsim.gcl reads as a
+library of its own (poplibs/gcl/options.py)."""
 from __future__ import annotations
 
 import json
@@ -27,6 +28,8 @@ ENVIRONMENT = {
     "POPSIM_CHECK_RACES": "true or false: the read-after-write race check (option popsim.checkRaces)",
     "POPSIM_CHECKED_CODELETS": "1: compile C++ codelets with bounds-checked field access (an out-of-range index "
                                "raises popsim.IndexError instead of corrupting memory); default 0 (faster)",
+    "GCL_OPTIONS": "GCL's JSON object of collective options (popsim.gcl reads it, as GCL does); wins over the "
+                   "options a collective is given",
 }
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
