@@ -82,12 +82,12 @@ def check_operator(op, dtype, what: str) -> CollectiveOperator:
         op = CollectiveOperator[op.upper()]
     if not isinstance(op, CollectiveOperator):
         raise PoplibsError(f"{what}: the operator must be a gcl.CollectiveOperator "
-                                 f"({', '.join(CollectiveOperator.__members__)}), found {op!r}")
+                           f"({', '.join(CollectiveOperator.__members__)}), found {op!r}")
     allowed = OPERATOR_TYPES[op]
     if dtype not in allowed:
         raise PoplibsError(f"{what}: {op.name} does not take {dtype.name} tensors; it takes "
-                                 f"{', '.join(t.name for t in allowed)}"
-                                 + (" (cast the tensor, or use ADD and divide)" if op is CollectiveOperator.MEAN
+                           f"{', '.join(t.name for t in allowed)}"
+                           + (" (cast the tensor, or use ADD and divide)" if op is CollectiveOperator.MEAN
                                     else ""))
     return op
 
@@ -105,11 +105,11 @@ def group_members(group: Optional[CommGroup], replication_factor: int, what: str
     if group.type is CommGroupType.ALL:
         if size != r:
             raise PoplibsError(f"{what}: a CommGroup of type ALL spans all {r} replicas; its "
-                                     f"replica_group_size must be 0 or {r}, found {size}")
+                               f"replica_group_size must be 0 or {r}, found {size}")
         return [list(range(r))]
     if size > r or r % size:
         raise PoplibsError(f"{what}: a {group.type.name} group of {size} replicas does not divide the "
-                                 f"replication factor {r}; use a group size that divides {r}")
+                           f"replication factor {r}; use a group size that divides {r}")
     if group.type is CommGroupType.CONSECUTIVE:
         return [list(range(g * size, (g + 1) * size)) for g in range(r // size)]
     blocks = r // size

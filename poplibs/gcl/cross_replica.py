@@ -33,7 +33,7 @@ class _Call:
         replicas = graph.description.replication_factor
         if graph.replication_factor != replicas:
             raise PoplibsError(f"{what}: called on the top-level view of a graph of {replicas} replicas; "
-                                     "call it on the replicated graph (the collective runs across its replicas)")
+                               "call it on the replicated graph (the collective runs across its replicas)")
         self.what, self.graph, self.prog, self.data = f"{what} of '{data.name}'", graph, prog, data
         self.name = name or f"{fn}({data.name})"
         self.options = parse_options(options, self.what)
@@ -58,7 +58,7 @@ class _Call:
 def _check_writable(t, what: str, role: str) -> None:
     if t.contains_constant() or t.contains_aliases():
         raise PoplibsError(f"{what}: the {role} '{t.name}' must be writable: it contains a constant or some "
-                                 "elements more than once; pass a variable (graph.clone(t) makes one)")
+                           "elements more than once; pass a variable (graph.clone(t) makes one)")
 
 
 def _ring_all_reduce(call: _Call, op: Op, src, dst) -> None:
@@ -150,12 +150,12 @@ def all_reduce_to_destination_cross_replica(graph, data, destination, op, prog, 
     check_tensor(graph, destination, call.what, "destination")
     if destination.shape != data.shape or destination.dtype != data.dtype:
         raise PoplibsError(f"{call.what}: the destination '{destination.name}' is {destination.dtype.name}"
-                                 f"{list(destination.shape)}, the data {data.dtype.name}{list(data.shape)}; they must "
-                                 "have the same shape and type")
+                           f"{list(destination.shape)}, the data {data.dtype.name}{list(data.shape)}; they must "
+                           "have the same shape and type")
     _check_writable(destination, call.what, "destination")
     if destination.intersects_with(data) and not (destination is data):
         raise PoplibsError(f"{call.what}: the destination '{destination.name}' overlaps the data; use "
-                                 "all_reduce_in_place_cross_replica to reduce in place")
+                           "all_reduce_in_place_cross_replica to reduce in place")
     _all_reduce(call, op, destination)
 
 
@@ -168,7 +168,7 @@ def _all_reduce_many(graph, tensors: List, op, prog, group, name, options, in_pl
     types = {t.dtype for t in tensors if isinstance(t, popsim.Tensor)}
     if len(types) > 1:
         raise PoplibsError(f"gcl.{fn}: the tensors of one call must share an element type, found "
-                                 f"{', '.join(sorted(t.name for t in types))}; make one call per type")
+                           f"{', '.join(sorted(t.name for t in types))}; make one call per type")
     flat = popsim.concat([t.flatten() for t in tensors])
     if in_place:
         all_reduce_in_place_cross_replica(graph, flat, op, prog, group, name, options)
@@ -189,14 +189,14 @@ def reduce_scatter_cross_replica(graph, data, op, prog, group=None, name: str = 
     op = check_operator(op, data.dtype, call.what)
     if data.rank != 1:
         raise PoplibsError(f"{call.what}: the data must have rank 1, found shape {list(data.shape)}; pass "
-                                 "data.flatten()")
+                           "data.flatten()")
     n, size = call.size, data.num_elements()
     chunk = max(1, -(-size // n))
     method = call.method("reduce_scatter", call.nbytes())
     if method == "broadcast":
         raise PoplibsError(f"{call.what}: the broadcast method is for all-reduce and all-gather; "
-                                 "reduce-scatter runs on rings (clockwise_ring, anticlockwise_ring, "
-                                 "bidirectional_ring_pair, meet_in_middle_ring, or auto)")
+                           "reduce-scatter runs on rings (clockwise_ring, anticlockwise_ring, "
+                           "bidirectional_ring_pair, meet_in_middle_ring, or auto)")
     rings = call.rings(method)
     # The chunks as the rows of a table, in ring-position order, each row spread over the
     # tiles alike (GCL's rearrangement before the ring), the padding zeroed.
@@ -266,7 +266,7 @@ def all_to_all_cross_replica(graph, data, prog, group=None, name: str = "", opti
     n = call.size
     if data.rank < 1 or data.shape[0] != n:
         raise PoplibsError(f"{call.what}: the data must have one row per replica of the group "
-                                 f"(leading dimension {n}), found shape {list(data.shape)}")
+                           f"(leading dimension {n}), found shape {list(data.shape)}")
     rings = call.rings("broadcast")  # rank order: no ring to follow
     table = _rows_alike(graph, data.dtype, n, tuple(data.shape[1:]), data[0], f"{call.name}/rows")
     call.prog.add(Copy(data, table))
@@ -294,7 +294,7 @@ def all_to_all_cross_replica(graph, data, prog, group=None, name: str = "", opti
 def _check_moved_type(call: _Call) -> None:
     if call.data.dtype not in MOVE_TYPES:
         raise PoplibsError(f"{call.what}: {call.data.dtype.name} tensors are not supported; GCL moves "
-                                 f"{', '.join(t.name for t in MOVE_TYPES)}")
+                           f"{', '.join(t.name for t in MOVE_TYPES)}")
 
 
 def _rows_alike(graph, dtype, n: int, row_shape, like, name: str):

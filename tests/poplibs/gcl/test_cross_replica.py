@@ -269,3 +269,23 @@ def test_engine_and_reference_executor_agree():
         results.append(_run(g, device, prog, {"x": (t, x)}, {"y": y, "rs": rs, "ag": ag}, kind=kind))
     for name in results[0]:
         np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)
+
+
+def test_results_and_cycles_do_not_depend_on_threads():
+    """One thread or three: the same bits and the same modelled cycles."""
+    outcomes = []
+    for threads in (1, 3):
+        R = 4
+        device, g = _device(R)
+        t, _ = _spread(g, FLOAT, (40,), "x")
+        prog = Sequence()
+        y = gcl.all_reduce_cross_replica(g, t, Op.ADD, prog, options={"method": "bidirectional_ring_pair"})
+        g.create_host_write("x", t)
+        g.create_host_read("y", y)
+        e = popsim.Engine(g, [prog], {"popsim.numThreads": threads})
+        e.load(device)
+        e.write_tensor("x", _data(FLOAT, (R, 40), np.random.default_rng(11)))
+        e.run(0)
+        outcomes.append((e.read_tensor("y"), e.get_report().execution.total_cycles))
+    np.testing.assert_array_equal(outcomes[0][0], outcomes[1][0])
+    assert outcomes[0][1] == outcomes[1][1]
