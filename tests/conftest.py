@@ -17,7 +17,7 @@ from graph_helpers import load_and_run, mapped  # noqa: E402 (after the registra
 
 # Variables that change what popsim does; tests that want one set it themselves.
 _BEHAVIOUR = ("POPSIM_ENGINE_OPTIONS", "POPLAR_ENGINE_OPTIONS", "POPSIM_CODELET_MODE", "POPSIM_LOG_LEVEL",
-              "POPSIM_LOG_DEST")
+              "POPSIM_LOG_DEST", "GCL_OPTIONS")
 
 
 @pytest.fixture(scope="session", autouse=True)

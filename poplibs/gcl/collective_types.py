@@ -4,6 +4,7 @@ its arguments."""
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -56,8 +57,9 @@ class CommGroup:
                             f"{self.type!r}")
         for name in ("replica_group_size", "stride"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
                 raise ValueError(f"CommGroup: {name} must be a non-negative int, found {value!r}")
+            object.__setattr__(self, name, int(value))
         if self.stride != 1:
             raise ValueError(f"CommGroup: stride {self.stride} is not supported; popsim's groups are CONSECUTIVE or "
                              "ORTHOGONAL blocks with stride 1")

@@ -26,15 +26,26 @@ __all__ = ["all_reduce_cross_replica", "all_reduce_in_place_cross_replica",
 class _Call:
     """One collective's checked arguments and the facts its lowering needs."""
 
-    def __init__(self, fn: str, graph, data, prog, group, name: str, options):
+    def __init__(self, fn: str, graph, data, prog, group, name: str, options, op=None, moves=False):
         what = f"gcl.{fn}"
         check_tensor(graph, data, what, "data")
         check_prog(prog, what)
+        if not isinstance(name, str):
+            raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
         replicas = graph.description.replication_factor
         if graph.replication_factor != replicas:
             raise PoplibsError(f"{what}: called on the top-level view of a graph of {replicas} replicas; "
                                "call it on the replicated graph (the collective runs across its replicas)")
         self.what, self.graph, self.prog, self.data = f"{what} of '{data.name}'", graph, prog, data
+        self.op = None if moves else check_operator(op, data.dtype, self.what)
+        if moves and data.dtype not in MOVE_TYPES:
+            raise PoplibsError(f"{self.what}: {data.dtype.name} tensors are not supported; GCL moves "
+                               f"{', '.join(t.name for t in MOVE_TYPES)}")
+        mapping = graph.get_tile_mapping(data, require_complete=False)
+        unmapped = data.num_elements() - sum(b - a for intervals in mapping for a, b in intervals)
+        if unmapped:
+            raise PoplibsError(f"{self.what}: {unmapped} of the data's {data.num_elements()} elements are not mapped "
+                               "to a tile of this graph; map the data (set_tile_mapping) before the collective")
         self.name = name or f"{fn}({data.name})"
         self.options = parse_options(options, self.what)
         self.groups = group_members(group, replicas, self.what)
@@ -100,9 +111,8 @@ def _broadcast_all_reduce(call: _Call, op: Op, data) -> None:
     call.prog.add(Execute(cs))
 
 
-def _all_reduce(call: _Call, op, dst) -> None:
-    data = call.data
-    op = check_operator(op, data.dtype, call.what)
+def _all_reduce(call: _Call, dst) -> None:
+    data, op = call.data, call.op
     if data.num_elements() == 0:
         return
     if op is Op.LOCAL or call.size == 1 and op not in (Op.SQUARE_ADD,):
@@ -126,9 +136,9 @@ def all_reduce_cross_replica(graph, data, op, prog, group=None, name: str = "", 
     of tensors is reduced as one collective; the results come back as a list."""
     if isinstance(data, (list, tuple)):
         return _all_reduce_many(graph, list(data), op, prog, group, name, options)
-    call = _Call("all_reduce_cross_replica", graph, data, prog, group, name, options)
+    call = _Call("all_reduce_cross_replica", graph, data, prog, group, name, options, op)
     out = graph.clone(data, f"{call.name}/result")
-    _all_reduce(call, op, out)
+    _all_reduce(call, out)
     return out
 
 
@@ -137,16 +147,16 @@ def all_reduce_in_place_cross_replica(graph, data, op, prog, group=None, name: s
     if isinstance(data, (list, tuple)):
         _all_reduce_many(graph, list(data), op, prog, group, name, options, in_place=True)
         return
-    call = _Call("all_reduce_in_place_cross_replica", graph, data, prog, group, name, options)
+    call = _Call("all_reduce_in_place_cross_replica", graph, data, prog, group, name, options, op)
     _check_writable(data, call.what, "tensor reduced in place")
-    _all_reduce(call, op, data)
+    _all_reduce(call, data)
 
 
 def all_reduce_to_destination_cross_replica(graph, data, destination, op, prog, group=None, name: str = "",
                                             options=None) -> None:
     """GCL's allReduceToDestinationCrossReplica: the result goes into ``destination``
     (data's shape and type)."""
-    call = _Call("all_reduce_to_destination_cross_replica", graph, data, prog, group, name, options)
+    call = _Call("all_reduce_to_destination_cross_replica", graph, data, prog, group, name, options, op)
     check_tensor(graph, destination, call.what, "destination")
     if destination.shape != data.shape or destination.dtype != data.dtype:
         raise PoplibsError(f"{call.what}: the destination '{destination.name}' is {destination.dtype.name}"
@@ -156,7 +166,7 @@ def all_reduce_to_destination_cross_replica(graph, data, destination, op, prog, 
     if destination.intersects_with(data) and not (destination is data):
         raise PoplibsError(f"{call.what}: the destination '{destination.name}' overlaps the data; use "
                            "all_reduce_in_place_cross_replica to reduce in place")
-    _all_reduce(call, op, destination)
+    _all_reduce(call, destination)
 
 
 def _all_reduce_many(graph, tensors: List, op, prog, group, name, options, in_place: bool = False):
@@ -185,8 +195,8 @@ def reduce_scatter_cross_replica(graph, data, op, prog, group=None, name: str = 
     """GCL's reduceScatterCrossReplica: ``data`` (rank 1, n elements) reduced over the
     group, the replica of rank r getting chunk r: elements [r c, (r+1) c) with
     c = ceil(n / group size), the last chunk zero-padded."""
-    call = _Call("reduce_scatter_cross_replica", graph, data, prog, group, name, options)
-    op = check_operator(op, data.dtype, call.what)
+    call = _Call("reduce_scatter_cross_replica", graph, data, prog, group, name, options, op)
+    op = call.op
     if data.rank != 1:
         raise PoplibsError(f"{call.what}: the data must have rank 1, found shape {list(data.shape)}; pass "
                            "data.flatten()")
@@ -227,8 +237,7 @@ def all_gather_cross_replica(graph, data, prog, group=None, name: str = "", opti
     """GCL's allGatherCrossReplica: shape [group size, *data.shape]; row r holds the
     data of the group's replica of rank r, on every replica (each row mapped like
     ``data``)."""
-    call = _Call("all_gather_cross_replica", graph, data, prog, group, name, options)
-    _check_moved_type(call)
+    call = _Call("all_gather_cross_replica", graph, data, prog, group, name, options, moves=True)
     n = call.size
     out = _rows_alike(graph, data.dtype, n, tuple(data.shape), data, f"{call.name}/result")
     if data.num_elements() == 0:
@@ -261,8 +270,7 @@ def all_to_all_cross_replica(graph, data, prog, group=None, name: str = "", opti
     """GCL's allToAllCrossReplica: ``data`` has one row per replica of the group; the
     result's row j on the replica of rank r is row r of rank j's data. One exchange of
     direct copies (rank r sends row r + s to rank r + s, for every s at once)."""
-    call = _Call("all_to_all_cross_replica", graph, data, prog, group, name, options)
-    _check_moved_type(call)
+    call = _Call("all_to_all_cross_replica", graph, data, prog, group, name, options, moves=True)
     n = call.size
     if data.rank < 1 or data.shape[0] != n:
         raise PoplibsError(f"{call.what}: the data must have one row per replica of the group "
@@ -289,12 +297,6 @@ def all_to_all_cross_replica(graph, data, prog, group=None, name: str = "", opti
                             for s in range(1, n)]))
     _store(ctx, [cut.like(source) for source in [sent[0]] + arrived], out_rows, call)
     return out
-
-
-def _check_moved_type(call: _Call) -> None:
-    if call.data.dtype not in MOVE_TYPES:
-        raise PoplibsError(f"{call.what}: {call.data.dtype.name} tensors are not supported; GCL moves "
-                           f"{', '.join(t.name for t in MOVE_TYPES)}")
 
 
 def _rows_alike(graph, dtype, n: int, row_shape, like, name: str):

@@ -127,6 +127,19 @@ def _fragment(pieces, o: int, lengths_of: Optional[list] = None):
     return popsim.concat(parts) if len(parts) > 1 else parts[0]
 
 
+class _Fragments:
+    """Each fragment's view made once: a fragment is a view of thousands of pieces, and
+    several steps send it."""
+
+    def __init__(self, pieces, lengths_of=None):
+        self.pieces, self.lengths_of, self.made = pieces, lengths_of, {}
+
+    def __getitem__(self, o: int):
+        if o not in self.made:
+            self.made[o] = _fragment(self.pieces, o, self.lengths_of)
+        return self.made[o]
+
+
 @dataclass
 class ReduceScatterPlan:
     """One ring's reduce-scatter. ``local[i]``: tile i's n pieces of the data, in
@@ -187,9 +200,8 @@ class ReduceScatterPlan:
             sub, d = step - chain.delay, chain.direction
             if sub == 1:  # the data itself: from each position, the fragment its chain starts
                 sent = [(q + d * chain.length) % self.ctx.size for q in range(self.ctx.size)]
-                out += self.ctx.pair_copies(d, lambda q: _fragment(self.local, sent[q]),
-                                            lambda q: _fragment(self.received[c][1], sent[q], self.local),
-                                            f"ring{d:+d}")
+                src, dst = _Fragments(self.local), _Fragments(self.received[c][1], self.local)
+                out += self.ctx.pair_copies(d, lambda q: src[sent[q]], lambda q: dst[sent[q]], f"ring{d:+d}")
             elif 1 < sub <= chain.length:
                 out.append(CrossReplicaCopy(self.acc[c][0], self.received[c][0], self.ctx.rings.shift_map(d),
                                             f"{self.ctx.name}/ring{d:+d}"))
@@ -216,6 +228,9 @@ class AllGatherPlan:
     slots: List[List[popsim.Tensor]]
     chains: List[Chain]
 
+    def __post_init__(self):
+        self.fragments = _Fragments(self.slots)
+
     @property
     def steps(self) -> int:
         return max((c.length + c.delay for c in self.chains), default=0)
@@ -230,7 +245,7 @@ class AllGatherPlan:
             if 1 <= sub <= chain.length:
                 d = chain.direction
                 sent = [(q - d * (sub - 1)) % self.ctx.size for q in range(self.ctx.size)]
-                fragment = [_fragment(self.slots, o) for o in sent]
+                fragment = [self.fragments[o] for o in sent]
                 out += self.ctx.pair_copies(d, fragment.__getitem__, fragment.__getitem__, f"ring{d:+d}")
         return out
 

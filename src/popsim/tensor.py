@@ -39,7 +39,8 @@ class Tensor(SnakeCaseNames):
     or create state.
     """
 
-    __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids")
+    # _run_cache: an indexed view's runs, computed once (views never change)
+    __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids", "_run_cache")
 
     def __init__(self):
         raise TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
@@ -62,6 +63,7 @@ class Tensor(SnakeCaseNames):
         t._offset = 0
         t._strides = ()
         t._ids = ids
+        t._run_cache = None
         return t
 
     def _like(self, shape: Shape, offset: int, strides: Shape) -> "Tensor":
@@ -130,10 +132,9 @@ class Tensor(SnakeCaseNames):
     def _variables(self) -> List[Variable]:
         if self._var is not None:
             return [self._var]
-        ids = self._ids.reshape(-1)
-        if ids.size == 0:
+        if self._ids.size == 0:
             return []
-        idx = np.unique(self._table.index_of(ids))
+        idx = np.unique(self._table.index_of(self._runs()[0]))  # a run never crosses variables
         return [self._table.variables[i] for i in idx.tolist()]
 
     def _describe(self) -> str:
@@ -149,12 +150,14 @@ class Tensor(SnakeCaseNames):
         order; a run never crosses from one variable into another."""
         if self._ids is None:
             return views.strided_runs(self._var.base + self._offset, self._shape, self._strides)
-        ids = self._ids.reshape(-1)
-        owner = self._table.index_of(ids)
-        breaks = None
-        if ids.size > 1:
-            breaks = np.concatenate(([False], owner[1:] != owner[:-1]))
-        return views.ids_runs(ids, breaks)
+        if self._run_cache is None:
+            ids = self._ids.reshape(-1)
+            owner = self._table.index_of(ids)
+            breaks = None
+            if ids.size > 1:
+                breaks = np.concatenate(([False], owner[1:] != owner[:-1]))
+            self._run_cache = views.ids_runs(ids, breaks)
+        return self._run_cache
 
     def is_contiguous(self) -> bool:
         """Whether the view is one run of consecutive elements of one variable, in order."""
@@ -201,6 +204,7 @@ class Tensor(SnakeCaseNames):
                         t._offset = self._offset + (key + n if key < 0 else key) * self._strides[0]
                         t._strides = self._strides[1:]
                         t._ids = None
+                        t._run_cache = None
                         return t
             elif kind is tuple or kind is slice:
                 view = self._index_ints_and_slices(key if kind is tuple else (key,))
@@ -322,6 +326,7 @@ class Tensor(SnakeCaseNames):
                 t._offset = offset
                 t._strides = self._strides
                 t._ids = None
+                t._run_cache = None
                 return t
         return self._slice_general(begin, end, dim)
 
@@ -581,6 +586,7 @@ def _strided_view(table: VariableTable, var: Variable, dtype: Type, shape: Shape
     t._offset = offset
     t._strides = strides
     t._ids = None
+    t._run_cache = None
     return t
 
 
