@@ -82,13 +82,13 @@ def _ring_all_reduce(call: _Call, op: Op, src, dst) -> None:
     out = cut.like(dst)
     ctx = RingContext.create(graph, src.dtype, rings, cut.tiles, call.prog, call.name)
     reduce_rings, gather_rings = chains_for(method, n), chains_for(method, n, aligned=False)
-    parts = len(reduce_rings)
     reduce_plans, gather_plans = [], []
-    for r in range(parts):
-        local = [cut.pieces(i, n, first=r * n, of=parts * n) for i in range(len(cut.tiles))]
-        slots = local if dst is src else [out.pieces(i, n, first=r * n, of=parts * n) for i in range(len(cut.tiles))]
-        reduce_plans.append(ReduceScatterPlan(ctx, local, slots, reduce_rings[r], op))
-        gather_plans.append(AllGatherPlan(ctx, slots, gather_rings[r]))
+    for r, share in enumerate(cut.shares(len(reduce_rings))):
+        sub = ctx.subset([i for i, _, _ in share])
+        local = [cut.pieces(i, n, b, e) for i, b, e in share]
+        slots = local if dst is src else [out.pieces(i, n, b, e) for i, b, e in share]
+        reduce_plans.append(ReduceScatterPlan(sub, local, slots, reduce_rings[r], op))
+        gather_plans.append(AllGatherPlan(sub, slots, gather_rings[r]))
     run_schedule(graph, call.prog, reduce_plans, f"{call.name}/reduceScatter")
     run_schedule(graph, call.prog, gather_plans, f"{call.name}/allGather")
 
@@ -219,18 +219,20 @@ def reduce_scatter_cross_replica(graph, data, op, prog, group=None, name: str = 
             zero(graph, table[q, hi - lo:], call.prog, f"{call.name}/padding")
     cut = tile_elements(graph, table[0])
     ctx = RingContext.create(graph, data.dtype, rings, cut.tiles, call.prog, call.name)
-    rows, tiles = [cut.like(table[q]) for q in range(n)], range(len(cut.tiles))
+    rows = [cut.like(table[q]) for q in range(n)]
     if op is Op.LOCAL:  # no reduction: each replica keeps its own chunk
         return _slice_rows(ctx, rows, 0, call)
-    plans, results = [], []
-    for r, chains in enumerate(chains_for(method, n)):
-        parts = [[row.pieces(i, 1, first=r, of=len(chains_for(method, n)))[0] for row in rows] for i in tiles]
-        _, result = ctx.buffer([p[0].num_elements() for p in parts], f"chunk{r}")
-        results.append(result)
-        plans.append(ReduceScatterPlan(ctx, parts, [[piece] for piece in result], chains, op))
+    plans, parts = [], {}  # parts: (tile index, ring) -> this replica's finished part there
+    ring_chains = chains_for(method, n)
+    for r, share in enumerate(cut.shares(len(ring_chains))):
+        sub = ctx.subset([i for i, _, _ in share])
+        pieces = [[row.view(i, b, e) for row in rows] for i, b, e in share]
+        _, result = sub.buffer([e - b for _, b, e in share], f"chunk{r}")
+        parts.update({(i, r): part for (i, _, _), part in zip(share, result)})
+        plans.append(ReduceScatterPlan(sub, pieces, [[part] for part in result], ring_chains[r], op))
     run_schedule(graph, call.prog, plans, f"{call.name}/reduceScatter")
-    # The chunk: on each tile, each ring's part, in the order the rows were cut.
-    return popsim.concat([result[i] for i in tiles for result in results])
+    # The chunk: the rings' parts in the rows' order (tile after tile, the first ring first).
+    return popsim.concat([parts[key] for key in sorted(parts)])
 
 
 def all_gather_cross_replica(graph, data, prog, group=None, name: str = "", options=None):
@@ -260,8 +262,8 @@ def all_gather_cross_replica(graph, data, prog, group=None, name: str = "", opti
         ctx.add(cs, "gather", i, {"data": [cut.view(i)], "out": [row.view(i) for row in rows]}, offsets=[0])
     call.prog.add(Execute(cs))
     ring_chains = chains_for(method, n, aligned=False)
-    plans = [AllGatherPlan(ctx, [[row.pieces(i, 1, first=r, of=len(ring_chains))[0] for row in rows] for i in tiles],
-                           chains) for r, chains in enumerate(ring_chains)]
+    plans = [AllGatherPlan(ctx.subset([i for i, _, _ in share]), [[row.view(i, b, e) for row in rows] for i, b, e in share],
+                           ring_chains[r]) for r, share in enumerate(cut.shares(len(ring_chains)))]
     run_schedule(graph, call.prog, plans, f"{call.name}/allGather")
     return out
 

@@ -43,17 +43,28 @@ class TileElements:
             return self.flat[0:0]
         return popsim.concat(parts) if len(parts) > 1 else parts[0]
 
-    def pieces(self, i: int, n: int, first: int = 0, of: int = 0) -> List[popsim.Tensor]:
-        """Tile i's elements cut into ``of`` (default n) near-equal pieces; pieces
-        ``first .. first + n - 1`` of them."""
-        of = of or n
-        c = self.count(i)
-        bounds = [c * k // of for k in range(of + 1)]
-        return [self.view(i, bounds[k], bounds[k + 1]) for k in range(first, first + n)]
+    def pieces(self, i: int, n: int, begin: int = 0, end: int = -1) -> List[popsim.Tensor]:
+        """Tile i's elements [begin, end) (end -1: to the last) cut into n near-equal
+        pieces: element k of c goes to piece p when floor(cp/n) <= k < floor(c(p+1)/n)."""
+        end = self.count(i) if end < 0 else end
+        c = end - begin
+        return [self.view(i, begin + c * k // n, begin + c * (k + 1) // n) for k in range(n)]
 
-    def width(self, i: int, of: int) -> int:
-        """The longest of tile i's ``of`` pieces."""
-        return -(-self.count(i) // of)
+    def shares(self, parts: int) -> List[List[Tuple[int, int, int]]]:
+        """The elements, taken tile after tile (each tile's in the tensor's order), cut
+        into ``parts`` near-equal runs: for each run, the (tile index, begin, end) of
+        its elements on each tile that holds some (a run may start or end inside a tile)."""
+        counts = [self.count(i) for i in range(len(self.tiles))]
+        total = sum(counts)
+        bounds = [total * r // parts for r in range(parts + 1)]
+        out, start = [[] for _ in range(parts)], 0
+        for i, c in enumerate(counts):
+            for r in range(parts):
+                lo, hi = max(bounds[r], start), min(bounds[r + 1], start + c)
+                if lo < hi:
+                    out[r].append((i, lo - start, hi - start))
+            start += c
+        return out
 
     def like(self, other: popsim.Tensor) -> "TileElements":
         """The same cut of ``other``, a tensor of this one's shape and tile mapping."""

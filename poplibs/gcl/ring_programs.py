@@ -50,7 +50,8 @@ class Chain:
 
 def chains_for(method: str, n: int, aligned: bool = True) -> List[List[Chain]]:
     """The rings (each a list of chains sharing one set of fragments) a method runs over
-    a ring of n replicas: one ring, except the ring pair's two (half the data each).
+    a ring of n replicas: one ring, except the ring pair's two (half the data each: the
+    first half of the elements, tile after tile, clockwise, the rest anticlockwise).
     ``aligned``: meet-in-the-middle's shorter chain waits to arrive with the other (a
     reduce-scatter's owner combines both)."""
     if method == "clockwise_ring":
@@ -106,6 +107,11 @@ class RingContext:
         for key, value in state.items():
             graph.set_initial_value(v[key], value)
         graph.set_tile_mapping(v, self.tiles[i])
+
+    def subset(self, indices) -> "RingContext":
+        """The same collective on some of its tiles (``indices`` into ``tiles``)."""
+        return RingContext(self.graph, self.dtype, self.rings, [self.tiles[i] for i in indices],
+                           [self.positions[i] for i in indices], self.name)
 
     def buffer(self, widths, what: str):
         return per_tile_buffer(self.graph, self.dtype, self.tiles, widths, f"{self.name}/{what}")

@@ -28,15 +28,22 @@ def ring(members, ipus_per_replica=1):
     return members[0::2] + members[1::2][::-1]
 
 
-def pieces_of(tile_elements, parts):
-    """{flat element: its piece}: a tile holding c elements (``tile_elements``: each
-    tile's flat indices, in order) gives its k-th element to piece p when
-    floor(c p / parts) <= k < floor(c (p + 1) / parts)."""
-    out = {}
+def pieces_of(tile_elements, n, rings=1):
+    """{flat element: (ring, piece)}. The elements, tile after tile (``tile_elements``:
+    each tile's flat indices, in order), are cut into ``rings`` near-equal runs (run r:
+    positions [N r / rings, N (r+1) / rings) in that order); then each tile's elements of
+    a run, c of them, are cut into n pieces: its k-th goes to piece p when
+    floor(c p / n) <= k < floor(c (p + 1) / n)."""
+    total = sum(len(e) for e in tile_elements)
+    bounds = [total * r // rings for r in range(rings + 1)]
+    out, start = {}, 0
     for elements in tile_elements:
-        c = len(elements)
-        for k, e in enumerate(elements):
-            out[e] = next(p for p in range(parts) if c * p // parts <= k < c * (p + 1) // parts)
+        for r in range(rings):
+            share = [e for k, e in enumerate(elements) if bounds[r] <= start + k < bounds[r + 1]]
+            c = len(share)
+            for k, e in enumerate(share):
+                out[e] = (r, next(p for p in range(n) if c * p // n <= k < c * (p + 1) // n))
+        start += len(elements)
     return out
 
 

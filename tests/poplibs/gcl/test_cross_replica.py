@@ -70,8 +70,7 @@ def _all_reduce_reference(x, op, method, groups, per_tile, ipus=1):
     """x: [R, N] -> [R, N]."""
     out = np.empty_like(x)
     n = len(groups[0])
-    parts = 2 * n if method == "bidirectional_ring_pair" else n
-    piece = ref.pieces_of(per_tile, parts)
+    piece = ref.pieces_of(per_tile, n, 2 if method == "bidirectional_ring_pair" else 1)
     for members in groups:
         ring = ref.ring(members, ipus) if method != "broadcast" else members
         for e in range(x.shape[1]):
@@ -80,9 +79,9 @@ def _all_reduce_reference(x, op, method, groups, per_tile, ipus=1):
             elif method == "broadcast":
                 value = ref.fold(x[:, e], op, members)
             else:
-                p = piece[e]
-                chain = ("cw", "acw")[p // n] if method == "bidirectional_ring_pair" else _CHAIN[method]
-                value = ref.reduce_fragment(x[:, e], op, ring, p % n, chain)
+                r, p = piece[e]
+                chain = ("cw", "acw")[r] if method == "bidirectional_ring_pair" else _CHAIN[method]
+                value = ref.reduce_fragment(x[:, e], op, ring, p, chain)
             for r in members:
                 out[r, e] = x[r, e] if value is None else ref.finish(value, op, n)
     return out
