@@ -38,7 +38,7 @@ from data_parallel import tile_bytes  # noqa: E402
 
 MICRO_BATCH, TILES = 32, 64
 GRADIENT_COLLECTIVES = ("gradients/allReduce", "gradients/reduceScatter", "weights/allGather")  # bucket copies too
-BN_COLLECTIVES = ("bn/statistics/allReduce", "bn/grad/allReduce")
+BN_COLLECTIVES = ("bn/statistics/meanAndPower/allReduce", "bn/grad/deltas/allReduce")
 
 
 def measure(data, replicas: int, shard: bool, steps: int) -> dict:

@@ -55,7 +55,8 @@ def shard_length(num_elements: int, replicas: int) -> int:
 # -- synchronised batch norm --------------------------------------------------------------------
 def sum_across_replicas(graph, tensors, prog, group_size, name, options):
     """popnn's distributed-norm callback: each of ``tensors`` summed over the replicas."""
-    return gcl.all_reduce_cross_replica(graph, list(tensors), gcl.CollectiveOperator.ADD, prog, name=name)
+    return gcl.all_reduce_cross_replica(graph, list(tensors), gcl.CollectiveOperator.ADD, prog,
+                                        name=f"{name}/allReduce")
 
 
 def batch_norm_statistics(graph, acts, eps: float, prog, replicas: int, name: str):
