@@ -192,14 +192,11 @@ def _all_reduce_many(graph, tensors: List, op, prog, group, name, options, in_pl
 
 
 def reduce_scatter_cross_replica(graph, data, op, prog, group=None, name: str = "", options=None):
-    """GCL's reduceScatterCrossReplica: ``data`` (rank 1, n elements) reduced over the
-    group, the replica of rank r getting chunk r: elements [r c, (r+1) c) with
+    """GCL's reduceScatterCrossReplica: ``data`` (its n elements, flattened) reduced over
+    the group, the replica of rank r getting chunk r: elements [r c, (r+1) c) with
     c = ceil(n / group size), the last chunk zero-padded."""
     call = _Call("reduce_scatter_cross_replica", graph, data, prog, group, name, options, op)
-    op = call.op
-    if data.rank != 1:
-        raise PoplibsError(f"{call.what}: the data must have rank 1, found shape {list(data.shape)}; pass "
-                           "data.flatten()")
+    op, data = call.op, data.flatten()  # GCL takes rank 1; any shape reads as its flattened elements
     n, size = call.size, data.num_elements()
     chunk = max(1, -(-size // n))
     method = call.method("reduce_scatter", call.nbytes())

@@ -75,8 +75,6 @@ REFUSALS = [
     ("other-graph", lambda n, p: AG(n.g, n.foreign, p), PopsimError, "data 'foreign' belongs to another graph"),
     ("prog-none", lambda n, p: AR(n.g, n.x, Op.ADD, None), PopsimError,
      "prog must be a popsim.Sequence to append the op to, found NoneType"),
-    ("scatter-rank-2", lambda n, p: RS(n.g, n.m, Op.ADD, p), PopsimError,
-     r"the data must have rank 1, found shape \[2, 4\]; pass data.flatten\(\)"),
     ("all-to-all-rows", lambda n, p: A2A(n.g, n.m, p), PopsimError,
      r"one row per replica of the group \(leading dimension 4\), found shape \[2, 4\]"),
     ("in-place-constant", lambda n, p: IP(n.g, n.c, Op.ADD, p), PopsimError, _NOT_WRITABLE),

@@ -165,6 +165,20 @@ def test_reduce_scatter_chunks_and_padding(method, op):
         np.testing.assert_array_equal(got[r, hi - lo:], 0)
 
 
+def test_reduce_scatter_reads_any_shape_flattened():
+    """A [3, 10] tensor scatters as its 30 flattened elements (API.md: the flattened result)."""
+    R = 4
+    device, g = _device(R)
+    t, _ = _spread(g, FLOAT, (3, 10), "x")
+    prog = Sequence()
+    y = gcl.reduce_scatter_cross_replica(g, t, Op.ADD, prog, options={"method": "clockwise_ring"})
+    x = _data(FLOAT, (R, 3, 10), np.random.default_rng(12))
+    got = _run(g, device, prog, {"x": (t, x)}, {"y": y})["y"]
+    flat = x.reshape(R, 30).sum(0)
+    for r in range(R):
+        np.testing.assert_allclose(got[r, :min(8, 30 - 8 * r)], flat[8 * r:8 * r + 8], rtol=1e-5, atol=1e-3)
+
+
 _NP_REDUCE = {Op.ADD: lambda v: v.sum(0), Op.MEAN: lambda v: v.sum(0), Op.MAX: lambda v: v.max(0)}
 
 
