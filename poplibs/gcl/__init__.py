@@ -9,7 +9,7 @@ from .cross_replica import (all_gather_cross_replica, all_reduce_cross_replica, 
                             all_reduce_to_destination_cross_replica, all_to_all_cross_replica,
                             reduce_scatter_cross_replica)
 
-# the names with the variant last, as API.md spells them too
+# the names with the variant last, as popsim's API spells them too (docs/gcl.md)
 all_reduce_cross_replica_in_place = all_reduce_in_place_cross_replica
 all_reduce_cross_replica_to_destination = all_reduce_to_destination_cross_replica
 

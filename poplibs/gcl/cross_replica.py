@@ -83,8 +83,9 @@ def _ring_all_reduce(call: _Call, op: Op, src, dst) -> None:
     ctx = RingContext.create(graph, src.dtype, rings, cut.tiles, call.prog, call.name)
     reduce_rings, gather_rings = chains_for(method, n), chains_for(method, n, aligned=False)
     reduce_plans, gather_plans = [], []
-    for r, share in enumerate(cut.shares(len(reduce_rings))):
-        sub = ctx.subset([i for i, _, _ in share])
+    shares = cut.shares(len(reduce_rings))
+    for r, share in enumerate(shares):
+        sub = _ring_tiles(ctx, share, r, shares)
         local = [cut.pieces(i, n, b, e) for i, b, e in share]
         slots = local if dst is src else [out.pieces(i, n, b, e) for i, b, e in share]
         reduce_plans.append(ReduceScatterPlan(sub, local, slots, reduce_rings[r], op))
@@ -175,7 +176,7 @@ def _all_reduce_many(graph, tensors: List, op, prog, group, name, options, in_pl
         raise PoplibsError(f"gcl.{fn}: the list of tensors is empty")
     for k, t in enumerate(tensors):
         check_tensor(graph, t, f"gcl.{fn}", f"tensor {k} of the list")
-    types = {t.dtype for t in tensors if isinstance(t, popsim.Tensor)}
+    types = {t.dtype for t in tensors}
     if len(types) > 1:
         raise PoplibsError(f"gcl.{fn}: the tensors of one call must share an element type, found "
                            f"{', '.join(sorted(t.name for t in types))}; make one call per type")
@@ -221,8 +222,9 @@ def reduce_scatter_cross_replica(graph, data, op, prog, group=None, name: str = 
         return _slice_rows(ctx, rows, 0, call)
     plans, parts = [], {}  # parts: (tile index, ring) -> this replica's finished part there
     ring_chains = chains_for(method, n)
-    for r, share in enumerate(cut.shares(len(ring_chains))):
-        sub = ctx.subset([i for i, _, _ in share])
+    shares = cut.shares(len(ring_chains))
+    for r, share in enumerate(shares):
+        sub = _ring_tiles(ctx, share, r, shares)
         pieces = [[row.view(i, b, e) for row in rows] for i, b, e in share]
         _, result = sub.buffer([e - b for _, b, e in share], f"chunk{r}")
         parts.update({(i, r): part for (i, _, _), part in zip(share, result)})
@@ -259,8 +261,11 @@ def all_gather_cross_replica(graph, data, prog, group=None, name: str = "", opti
         ctx.add(cs, "gather", i, {"data": [cut.view(i)], "out": [row.view(i) for row in rows]}, offsets=[0])
     call.prog.add(Execute(cs))
     ring_chains = chains_for(method, n, aligned=False)
-    plans = [AllGatherPlan(ctx.subset([i for i, _, _ in share]), [[row.view(i, b, e) for row in rows] for i, b, e in share],
-                           ring_chains[r]) for r, share in enumerate(cut.shares(len(ring_chains)))]
+    plans = []
+    shares = cut.shares(len(ring_chains))
+    for r, share in enumerate(shares):
+        slots = [[row.view(i, b, e) for row in rows] for i, b, e in share]
+        plans.append(AllGatherPlan(_ring_tiles(ctx, share, r, shares), slots, ring_chains[r]))
     run_schedule(graph, call.prog, plans, f"{call.name}/allGather")
     return out
 
@@ -321,6 +326,11 @@ def _rows_alike(graph, dtype, n: int, row_shape, like, name: str):
             if bounds[k + 1] > bounds[k]:
                 graph.set_tile_mapping(row[bounds[k]:bounds[k + 1]], tile)
     return table
+
+
+def _ring_tiles(ctx: RingContext, share, r: int, shares) -> RingContext:
+    """The context of ring r of ``shares`` (named after its ring when there are several)."""
+    return ctx.subset([i for i, _, _ in share], f"ring{r}" if len(shares) > 1 else "")
 
 
 def _store(ctx: RingContext, sources, rows, call: _Call) -> None:

@@ -43,7 +43,8 @@ def parse_options(options, what: str) -> CollectiveOptions:
                                          f"{', '.join(METHODS)}")
             method = str(value)
         elif key == "syncful.maxBroadcastSize":
-            whole = isinstance(value, int) and not isinstance(value, bool) or isinstance(value, str) and value.isdigit()
+            whole = (isinstance(value, int) and not isinstance(value, bool)) or \
+                (isinstance(value, str) and value.isdigit())
             max_broadcast = int(value) if whole else -1
             if max_broadcast < 0:
                 raise popsim.InvalidOptionError(f"{what}: {source} sets syncful.maxBroadcastSize to {value!r}; expected a "

@@ -108,10 +108,11 @@ class RingContext:
             graph.set_initial_value(v[key], value)
         graph.set_tile_mapping(v, self.tiles[i])
 
-    def subset(self, indices) -> "RingContext":
-        """The same collective on some of its tiles (``indices`` into ``tiles``)."""
+    def subset(self, indices, part: str = "") -> "RingContext":
+        """The same collective on some of its tiles (``indices`` into ``tiles``); what it
+        adds is named after ``part`` (one ring of several) too."""
         return RingContext(self.graph, self.dtype, self.rings, [self.tiles[i] for i in indices],
-                           [self.positions[i] for i in indices], self.name)
+                           [self.positions[i] for i in indices], f"{self.name}/{part}" if part else self.name)
 
     def buffer(self, widths, what: str):
         return per_tile_buffer(self.graph, self.dtype, self.tiles, widths, f"{self.name}/{what}")

@@ -39,7 +39,8 @@ class Tensor(SnakeCaseNames):
     or create state.
     """
 
-    # _run_cache: an indexed view's runs, computed once (views never change)
+    # _run_cache: an indexed view's runs, computed once (views never change); strided
+    # views compute theirs from their strides and never set it
     __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids", "_run_cache")
 
     def __init__(self):
@@ -204,7 +205,6 @@ class Tensor(SnakeCaseNames):
                         t._offset = self._offset + (key + n if key < 0 else key) * self._strides[0]
                         t._strides = self._strides[1:]
                         t._ids = None
-                        t._run_cache = None
                         return t
             elif kind is tuple or kind is slice:
                 view = self._index_ints_and_slices(key if kind is tuple else (key,))
@@ -326,7 +326,6 @@ class Tensor(SnakeCaseNames):
                 t._offset = offset
                 t._strides = self._strides
                 t._ids = None
-                t._run_cache = None
                 return t
         return self._slice_general(begin, end, dim)
 
@@ -586,7 +585,6 @@ def _strided_view(table: VariableTable, var: Variable, dtype: Type, shape: Shape
     t._offset = offset
     t._strides = strides
     t._ids = None
-    t._run_cache = None
     return t
 
 

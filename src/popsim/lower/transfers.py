@@ -8,7 +8,7 @@ changes IPU on a multi-IPU target crosses IPU-Links and is costed as global exch
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import numpy as np
 
@@ -69,13 +69,9 @@ class TransferPlanner:
             return runs, np.zeros(runs.size, np.int64)
         return self.layout.index.split(runs)
 
-    def copy(self, src, dst, replica_map: Optional[np.ndarray] = None) -> Tuple[np.ndarray, StepCost]:
-        """Segments and cost of copying view ``src`` into view ``dst`` element by element
-        (from replica r's ``src`` to replica ``replica_map[r]``'s ``dst`` when given: a
-        CrossReplicaCopy, whose every byte crosses IPU-Links)."""
-        if replica_map is not None:
-            (segs,), cost = self.cross_replica_copies([(src, dst, replica_map)])
-            return segs, cost
+    def copy(self, src, dst) -> Tuple[np.ndarray, StepCost]:
+        """Segments and cost of copying view ``src`` into view ``dst`` element by element,
+        within each replica (cross_replica_copies: between replicas)."""
         segs, traffic = self._copy_traffic(src, dst, cross_replica=False)
         return segs, self.cost.copy(**traffic)
 

@@ -166,7 +166,7 @@ def test_reduce_scatter_chunks_and_padding(method, op):
 
 
 def test_reduce_scatter_reads_any_shape_flattened():
-    """A [3, 10] tensor scatters as its 30 flattened elements (API.md: the flattened result)."""
+    """A [3, 10] tensor scatters as its 30 flattened elements (docs/gcl.md: chunk r of the flattened result)."""
     R = 4
     device, g = _device(R)
     t, _ = _spread(g, FLOAT, (3, 10), "x")
