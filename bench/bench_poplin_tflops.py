@@ -2,7 +2,7 @@
 
 For [n, n] @ [n, n], n = 256 .. 4096, FLOAT and HALF (default options: AMP 0.6, float
 partials): 2·n³ FLOPs over the modelled seconds (cycles / 1.33 GHz), next to the target's
-peak (poplin.peak_flops: 62.6 TFLOPS float, 250.6 half; reference/poplibs.md 4). Sizes up
+peak (poplin.peak_flops: 62.6 TFLOPS float, 250.6 half; Graphcore's published hardware figures). Sizes up
 to --max-run are built and run on the engine and their cycles are the report's, with the
 losses broken down from the execution profile (tile averages, summing to the total):
 

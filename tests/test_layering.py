@@ -1,4 +1,4 @@
-"""The architecture's layering: imports point down only (DESIGN.md section 1)."""
+"""The architecture's layering: imports point down only (docs/architecture.md)."""
 import ast
 import pathlib
 import re

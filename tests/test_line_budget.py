@@ -1,4 +1,4 @@
-"""The line budget: no source file over 600 lines (DESIGN.md section 1: a file that grows
+"""The line budget: no source file over 600 lines (docs/architecture.md: a file that grows
 past it is split by concept). Test data files (tests/**/data) are exempt."""
 import pathlib
 

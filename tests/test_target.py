@@ -104,7 +104,7 @@ def test_graph_takes_device_or_target():
 def test_amp_figures_for_the_poplin_planner():
     from popsim import FLOAT, HALF, Target
     ipu2 = Target.create_ipu_target(version="ipu2")
-    # reference/poplibs.md 4: ipu2 AMP 64 fp16 / 16 fp32 MACs per cycle with 64-bit loads
+    # Graphcore's published hardware figures: ipu2 AMP 64 fp16 / 16 fp32 MACs per cycle with 64-bit loads
     assert ipu2.conv_unit_input_load_elems(HALF) == 4 and ipu2.conv_unit_input_load_elems(FLOAT) == 2
     assert ipu2.num_conv_units(HALF) == 16 and ipu2.num_conv_units(FLOAT) == 8
     ipu1 = Target.create_ipu_target(version="ipu1")

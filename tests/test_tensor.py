@@ -1,4 +1,4 @@
-"""Tensor views: every element of API.md's Tensor section, checked against numpy: queries,
+"""Tensor views: every element of the Tensor API (Poplar's Tensor), checked against numpy: queries,
 indexing, index / slice, the runs the lowering uses, views through the engine (shape
 operations: test_tensor_shape.py; concat: test_tensor_concat.py; predicates:
 test_tensor_predicates.py).

@@ -1,4 +1,4 @@
-"""Cholesky factorisation (PopLibs' poplin/Cholesky.hpp; reference/poplibs.md 1.3).
+"""Cholesky factorisation (PopLibs' poplin/Cholesky.hpp; PopLibs' documentation).
 
 ``cholesky(graph, a, lower, prog)`` returns L with A = L·Lᵀ (``lower``) or U with A = Uᵀ·U,
 for symmetric positive-definite A [..., N, N], batched over the leading dimensions; the

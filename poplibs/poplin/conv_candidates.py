@@ -1,4 +1,4 @@
-"""The candidates the planner searches (reference/poplibs.md 2.2 steps 3-4; PopLibs'
+"""The candidates the planner searches (PopLibs' planner steps 3-4; PopLibs'
 ConvPlan.cpp createPlan and ConvVertexType.cpp): swapOperands, then the AMP vertex
 configurations the target's conv units allow, in PopLibs' order of preference.
 

@@ -1,5 +1,5 @@
 """Cycle formulas of the AMP convolution vertices (PopLibs' lib/poplin/PerformanceEstimation.hpp,
-as reference/poplibs.md 3.4 gives them), as pure functions of sizes: no graph, no tensors.
+as PopLibs' cycle estimators give them), as pure functions of sizes: no graph, no tensors.
 
 The planner calls them to cost a tile's share of a convolution; the vertices' cycle
 estimators (conv_vertices) call them with the sizes of the vertex they were given, so the

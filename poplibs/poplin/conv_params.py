@@ -2,7 +2,7 @@
 description the planner, the executor and the tensor creators share. A matmul is the
 1-D convolution ``for_mat_mul`` gives (PopLibs' MatMul.cpp getConvParams).
 
-Per field dimension, as PopLibs' ConvParams.cpp sizes it (reference/poplibs.md 1.3):
+Per field dimension, as PopLibs' ConvParams.cpp sizes it (PopLibs' documentation):
 
     truncated   = size - truncation_lower - truncation_upper
     dilated     = 0 if truncated == 0 else 1 + (truncated - 1) * dilation

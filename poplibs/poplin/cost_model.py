@@ -1,5 +1,5 @@
-"""The planner's cost terms other than the vertex itself (reference/poplibs.md 2.3, 3.1, 3.3,
-3.5; PopLibs' ConvModel.cpp addEstimates, ConvReducePlan.cpp, ExchangeEstimator): exchange
+"""The planner's cost terms other than the vertex itself (PopLibs' planner and cycle
+estimators: ConvModel.cpp addEstimates, ConvReducePlan.cpp, ExchangeEstimator): exchange
 with the bus-sharing rule, the cross-tile reduction of partials over a multi-stage plan,
 casts, and the serial loop's slices, updates and in-place additions. Pure functions of
 sizes; the planner (planner.py) adds them up per candidate.

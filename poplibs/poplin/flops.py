@@ -1,4 +1,4 @@
-"""Throughput figures of a matmul (PopLibs' getFwdFlops family; reference/poplibs.md 1.3
+"""Throughput figures of a matmul (PopLibs' getFwdFlops family; PopLibs' documentation
 and 4): the FLOPs of a product, the target's peak rate and the rate a modelled cycle count
 achieves. The benchmarks use them to put modelled TFLOPS next to the peak.
 

@@ -1,4 +1,4 @@
-"""matmul and convolution options (reference/poplibs.md 1.3; PopLibs' MatMul.cpp
+"""matmul and convolution options (PopLibs' documentation; PopLibs' MatMul.cpp
 parseMatMulOptions and ConvOptions.cpp parseConvOptions), parsed once into a frozen
 ConvOptions that the planner and the PlanningCache key on.
 

@@ -1,5 +1,5 @@
-"""The plan of a convolution or matmul (PopLibs' lib/poplin/ConvPlan.hpp; reference/poplibs.md
-2.1): the seam between the planner, which chooses it (planner.py), and the executor, which
+"""The plan of a convolution or matmul (PopLibs' lib/poplin/ConvPlan.hpp; PopLibs'
+planner): the seam between the planner, which chooses it (planner.py), and the executor, which
 builds vertices from it. Plans are plain frozen data: they hash, compare and print, so a
 PlanningCache can key on them and users can read them (get_mat_mul_plan).
 

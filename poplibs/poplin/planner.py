@@ -1,4 +1,4 @@
-"""The convolution/matmul planner (reference/poplibs.md 2.2 and 2.3; PopLibs' ConvPlan.cpp and
+"""The convolution/matmul planner (PopLibs' planner; PopLibs' ConvPlan.cpp and
 ConvModel.cpp): choose how to cut a convolution over the tiles of a target.
 
 Search, as PopLibs does it:

@@ -1,5 +1,5 @@
 """Serial splits as a loop, as PopLibs runs them (Convolution.cpp's serial loop; the
-planner's "serial loop extras", reference/poplibs.md 2.3): one body built once and run
+planner's "serial loop extras", PopLibs' planner): one body built once and run
 by a Repeat, its compute sets working on temporaries that hold the current step's slice.
 
 A serial split cuts a dimension (out-channels or in-channels) of ``extent`` elements into

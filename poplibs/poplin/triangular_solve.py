@@ -1,4 +1,4 @@
-"""Triangular solves (PopLibs' poplin/TriangularSolve.hpp; reference/poplibs.md 1.3).
+"""Triangular solves (PopLibs' poplin/TriangularSolve.hpp; PopLibs' documentation).
 
 ``triangular_solve(graph, a, b, left_side, lower, unit_diagonal, prog)`` solves A·X = B
 (``left_side``) or X·A = B for a triangular A [..., N, N] and B [..., N, K] (left) or

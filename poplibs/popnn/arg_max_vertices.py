@@ -1,6 +1,6 @@
 """The vertices of popnn's arg max / arg min (PopLibs' popnn/codelets/ReduceMaxClass*.cpp,
 ReduceMinClass*.cpp), as Python vertices under PopLibs' names, with PopLibs' cycle
-estimators (popnnCycleEstimators.cpp; reference/poplibs.md 3 has no formula for them).
+estimators (popnnCycleEstimators.cpp; PopLibs' cycle estimators have no formula for them).
 
 - ``popnn::ReduceMaxClassGather<InType,LabelType>`` (and ``...Min...``): a MultiVertex over
   one contiguous piece of a row. The piece is cut into chunks of ``workerSize`` elements,

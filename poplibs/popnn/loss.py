@@ -128,7 +128,7 @@ def _parse_overload(args, kwargs, what: str):
     """PopLibs' four calcLoss overloads after ``deltas``, positionally: ``(lossType)``,
     ``(numCorrect, lossType)``, ``(deltasScale, modelOutputScaling, lossType)``,
     ``(deltasScale, modelOutputScaling, numCorrect, lossType)``, each optionally followed
-    by a name; and API.md's ``(num_correct)`` without a loss type."""
+    by a name; and popsim's API's ``(num_correct)`` without a loss type."""
     args = list(args)
     if args and isinstance(args[-1], str):
         kwargs.setdefault("name", "")

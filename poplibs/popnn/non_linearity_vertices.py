@@ -21,7 +21,7 @@ Gradients are functions of the activation PopLibs passes: the forward OUTPUT for
 RELU, TANH and HARD_SIGMOID, the forward INPUT for GELU, GELU_ERF and SWISH (their
 derivative is not a function of the output alone; PopLibs documents this for GELU).
 
-Estimators: reference/poplibs.md 3 gives none for popnn, so these are popsim's, in the
+Estimators: PopLibs' cycle estimators give none for popnn, so these are popsim's, in the
 frame of PopLibs' UnaryOp estimators (3.2), with a per-type loop cost ``(cycles, elements
 per loop)`` from ``FORWARD_PERF`` / ``GRAD_PERF``:
 ``inner(n) = ceil(n / elements) * cycles``;

@@ -3,8 +3,8 @@
 An entry names the public function (``add`` gives ``add``, ``add_in_place`` and
 ``add_with_output``), PopLibs' op type (the vertex template argument), the element types
 it takes, the type of its result (``"same"`` or ``"bool"``), what a vertex computes for
-one element, and its row of PopLibs' cycle-estimator table (reference/poplibs.md 3.1,
-3.2). The vertex body is Python-vertex code (docs/python_vertices.md) in terms of ``x``
+one element, and its row of PopLibs' cycle-estimator table. The vertex body is
+Python-vertex code (docs/python_vertices.md) in terms of ``x``
 (and ``y`` for binary ops), the operands as loaded: FLOAT and HALF give float32 (HALF is
 rounded back to fp16 when stored), INT int32, UNSIGNED_INT uint32, BOOL bool. It is one
 expression, or statements on separate lines followed by the expression on the last line.
@@ -49,7 +49,7 @@ class ElementwiseOp:
         return self.body.get(kind, self.body.get("any"))
 
     def perf_for(self, dtype) -> Perf:
-        """The op's PopLibs perf-table row for ``dtype``; where reference/poplibs.md lists
+        """The op's PopLibs perf-table row for ``dtype``; where PopLibs' sources list
         none, the integer row (7 cycles per element) or, for floats, 1 cycle per loop of
         the natural vector width plus loop overhead."""
         if dtype in self.perf:

@@ -15,7 +15,7 @@ The vertex code is written out from a source template and the op's body (vertex 
 cannot call helper functions, so each op's expression goes into the loop itself) and
 compiled like any Python vertex; the text is kept in ``linecache`` so that the
 translator, tracebacks and pdb in interpreted mode see it. The estimators are
-reference/poplibs.md 3.1 and 3.2; a MultiVertex's estimate is PopLibs' tile-cycle figure,
+PopLibs' cycle estimators; a MultiVertex's estimate is PopLibs' tile-cycle figure,
 which popsim charges as ceil(figure / workers) cycles on each of the tile's workers.
 """
 import itertools
@@ -128,7 +128,7 @@ TEMPLATES = {(b, d, p): _template("BinaryOp" if b else "UnaryOp", d, p)
 SCALAR_TEMPLATES = {(d, p): _template("BroadcastScalar", d, p, scalar=True) for d in (False, True) for p in (False, True)}
 
 
-# -- cycle estimators (reference/poplibs.md 3.1, 3.2) ------------------------------------------
+# -- cycle estimators (PopLibs' cycle estimators) ------------------------------------------
 def vector_width(dtype) -> int:
     """PopLibs' natural vector width: 64 bits' worth of elements (float 2, half 4)."""
     return max(1, 8 // dtype.size)
@@ -153,7 +153,7 @@ def unary_inner_cycles(op: UnaryOpType, dtype, n: int) -> int:
 
 
 def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool, sizes) -> int:
-    """broadcastArithmetic1DCycleEstimate (reference/poplibs.md 3.1) for the 1D vertex's
+    """broadcastArithmetic1DCycleEstimate (PopLibs' cycle estimators) for the 1D vertex's
     tile cycles; the 2D vertex, for which the reference gives no formula, as BinaryOp2D."""
     if two_d:
         return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)

@@ -84,7 +84,7 @@ def EncodeOneHotCustomValues(index_type, out_type):
 
 
 def encode_one_hot_cycles(out_type, num_elements: int, num_rows: int) -> int:
-    """popsim's model (reference/poplibs.md gives no EncodeOneHot formula): 20 cycles of
+    """popsim's model (PopLibs' sources give no EncodeOneHot formula): 20 cycles of
     setup, the piece filled with ``off`` at one 64-bit store per cycle, then 10 cycles per
     row to find and write its ``on`` element."""
     width = max(1, 8 // out_type.size)

@@ -121,7 +121,7 @@ def Cast2D(src_type, dst_type):
     return Cast2D
 
 
-# -- cycle estimators (reference/poplibs.md 3.3) ---------------------------------------------------
+# -- cycle estimators (PopLibs' cycle estimators) ---------------------------------------------------
 def fill_cycles(dtype, n: int) -> int:
     """PopLibs' _fillCycleEstimate: one Fill vertex over ``n`` elements."""
     if dtype in _LONG:
@@ -236,7 +236,7 @@ def _fill_estimator(dtype, two_d: bool):
 
 def fill(graph, t, value, prog, name: str = "") -> None:
     """Write ``value`` (a number ``t``'s type holds; FLOAT/HALF round it) into every
-    element of ``t`` (PopLibs' fill; API.md's argument order: value before prog).
+    element of ``t`` (PopLibs' fill; popsim's API's argument order: value before prog).
     Appends one compute set (or, for 4 bytes or fewer, a Copy) to ``prog``."""
     _fill(graph, t, value, prog, name, "popops.fill")
 

@@ -21,7 +21,7 @@ Estimator (popsim's; PopLibs' reference gives none for generated codelets): the
 element-wise per-op loop costs summed over the expression's ops, in UnaryOp's frame:
 1D ``W·(17 + Σ_ops inner_op(ceil(n/W))) + 20``, 2D ``20 + Σ_regions Σ_ops inner_op(n_i)``,
 where ``inner_op`` is ``binaryOpInnerLoopCycles`` / ``unaryOpInnerLoopCycles`` of the op on
-its operand type (reference/poplibs.md 3.1, 3.2), select costs MAXIMUM's loop, clamp
+its operand type (PopLibs' cycle estimators), select costs MAXIMUM's loop, clamp
 MAXIMUM's twice, a Cast 1 cycle per element; placeholders and constants cost nothing.
 """
 import ast

@@ -1,5 +1,5 @@
 """PopLibs' element-wise op enums (popops/ExprOp.hpp): the op template argument of every
-element-wise vertex. Vertex names spell it as API.md does, by the member's name
+element-wise vertex. Vertex names spell it as popsim's API does, by the member's name
 (``popops::BinaryOp1D<ADD,float>``); popc's reports qualify it
 (``popops::BinaryOp1D<popops::expr::BinaryOpType::ADD,float>``)."""
 import enum
@@ -32,7 +32,7 @@ class BinaryOpType(enum.Enum):
 
     @property
     def cpp(self) -> str:
-        return self.name  # API.md's form: popops::BinaryOp1D<ADD,float>
+        return self.name  # popsim's API's form: popops::BinaryOp1D<ADD,float>
 
 
 class UnaryOpType(enum.Enum):
@@ -70,4 +70,4 @@ class UnaryOpType(enum.Enum):
 
     @property
     def cpp(self) -> str:
-        return self.name  # API.md's form: popops::UnaryOp1D<EXPONENT,float>
+        return self.name  # popsim's API's form: popops::UnaryOp1D<EXPONENT,float>

@@ -3,7 +3,7 @@ ReductionPlan.cpp), free of any graph: how a tile's flat intervals of the input 
 boxes, which output elements a box feeds, and the cost estimates that choose where the
 last stage runs.
 
-The last-stage rule (reference/poplibs.md 1.2 "How the reduction is planned",
+The last-stage rule (PopLibs' documentation "How the reduction is planned",
 PL:lib/popops/reduction/ReductionPlan.cpp ``shouldReduceAtDestination``): with ``P`` the
 most partials any output element has, ``B`` the partials' bytes, ``w`` their vector width,
 ``x`` the exchange bytes per cycle and ``s`` the target's largest sync delay,

@@ -57,7 +57,7 @@ class ReductionSpecialisation(enum.Enum):
         return f"popops::ReductionSpecialisation::{self.name}"
 
 
-#: the element types each operation takes (reference/poplibs.md 1.2, "Supported types")
+#: the element types each operation takes (PopLibs' documentation, "Supported types")
 OP_TYPES = {
     Operation.ADD: (FLOAT, HALF, INT), Operation.SQUARE_ADD: (FLOAT, HALF, INT), Operation.MUL: (FLOAT, HALF, INT),
     Operation.MIN: (FLOAT, HALF, INT), Operation.MAX: (FLOAT, HALF, INT), Operation.LOG_ADD: (FLOAT, HALF),
@@ -180,7 +180,7 @@ def _factory(scaled: bool):
 TEMPLATES = {False: _factory(False), True: _factory(True)}
 
 
-# -- cycle estimator (reference/poplibs.md 3.5; PopLibs' getCyclesEstimateForReduce) ---------------
+# -- cycle estimator (PopLibs' cycle estimators; PopLibs' getCyclesEstimateForReduce) ---------------
 def _acc_vector_width(dtype) -> int:
     return 8 if dtype == HALF else 4 if dtype == FLOAT else 1
 

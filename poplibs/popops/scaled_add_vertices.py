@@ -1,5 +1,5 @@
 """The scaled-arithmetic vertices (PopLibs' elemwiseScaledAddCodelets) and their cycle
-estimators (reference/poplibs.md 3.3; PopLibs' PerformanceEstimation.cpp and
+estimators (PopLibs' cycle estimators; PopLibs' PerformanceEstimation.cpp and
 popopsCycleEstimators.cpp).
 
 Every vertex updates ``A`` (InOut) from ``B`` (Input, A's type) and one or two scales,
@@ -159,7 +159,7 @@ def vertex_name_and_args(kind: str, dtype, scale_type, is_constant: bool, superv
 
 # -- cycle estimators -------------------------------------------------------------------------------
 def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int) -> int:
-    """getScaledArithmeticSupervisorCycleEstimate (reference/poplibs.md 3.3), tile cycles
+    """getScaledArithmeticSupervisorCycleEstimate (PopLibs' cycle estimators), tile cycles
     for ``n`` elements, A and B of one type, no ScaledPtr64 layouts. As in PopLibs'
     source, the aXPlusbY (+12), subtract (+7) and branch (+6) supervisor terms apply to
     tensor scales only."""

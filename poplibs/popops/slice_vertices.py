@@ -15,7 +15,7 @@ unless the MSB of ``numBaseElements`` is set (``remapOutOfBoundIndices``): then 
 as 0. Multi-slice offsets outside ``[baseOffset, baseOffset + numBaseElements)`` are
 skipped: their output rows are not written, their update rows not applied.
 
-The estimators are reference/poplibs.md 3.3. A MultiVertex's estimate is PopLibs'
+The estimators are PopLibs' cycle estimators. A MultiVertex's estimate is PopLibs'
 tile-cycle figure, charged as ceil(figure / workers) on each worker (as the element-wise
 ops do).
 """
@@ -190,7 +190,7 @@ def MultiUpdateAdd(dtype, subword_writes):
     return MultiUpdateAdd
 
 
-# -- cycle estimators (reference/poplibs.md 3.3) ---------------------------------------------
+# -- cycle estimators (PopLibs' cycle estimators) ---------------------------------------------
 def _vector_width(dtype) -> int:
     """Elements per 64-bit data path access; 8-bit types 4, 64-bit types count as two
     32-bit words (PopLibs' getDynamicSlice1DEstimate)."""

@@ -125,7 +125,7 @@ COMPARE_KEY_VALUE = _compare_template(True)
 
 
 def compare_and_swap_cycles(run_lengths: List[int], key_value: bool) -> int:
-    """popsim's model (reference/poplibs.md gives no formula for these vertices): 10
+    """popsim's model (PopLibs' sources give no formula for these vertices): 10
     cycles of setup, 6 per run, then per pair 4 cycles (load both, compare, store both;
     6 when values move with the keys)."""
     return 10 + sum(6 + (6 if key_value else 4) * n for n in run_lengths)

@@ -5,7 +5,7 @@ The algorithm itself is popsim's ``Graph.linear_mapping`` (PopLibs' calcLinearTi
 which is ``split_regions`` of the one region [0, n) with partition v on tile v); these
 functions add PopLibs' argument handling and the rotation by an offset.
 
-``min_elements_per_tile`` and ``grain_size`` left out (or 0, API.md's spelling of the
+``min_elements_per_tile`` and ``grain_size`` left out (or 0, popsim's API's spelling of the
 defaults) take PopLibs' type-based defaults (what ``mapTensorLinearly(graph, t)`` uses):
 grain = the target's vector width for the type, minimum = ceil(128 bytes / type size).
 With a grain of 1 or more they mean what PopLibs' four-argument overload means: a
@@ -26,7 +26,7 @@ def _check_sizes(what: str, min_elements_per_tile, grain_size):
         grain_size = check_count(grain_size, what, "grain_size (0 or left out: the type's vector width)", low=0)
     if min_elements_per_tile is not None:
         min_elements_per_tile = check_count(min_elements_per_tile, what, "min_elements_per_tile", low=0)
-    if not grain_size:  # API.md's spelled defaults (0, 0) are PopLibs' type-based defaults
+    if not grain_size:  # popsim's API's spelled defaults (0, 0) are PopLibs' type-based defaults
         grain_size = None
         if min_elements_per_tile == 0:
             min_elements_per_tile = None

@@ -214,7 +214,7 @@ class Target(SnakeCaseNames):
         """Elements of ``t`` one data-path-wide vector instruction handles (FLOAT 2, HALF 4)."""
         return max(1, self.data_path_width // (8 * as_type(t).size))
 
-    # -- AMP and exchange figures the poplin planner uses (reference/poplibs.md 2.2, 4) ----
+    # -- AMP and exchange figures the poplin planner uses (PopLibs' planner, Graphcore's figures) ----
     def conv_unit_input_load_elems(self, t) -> int:
         """Input elements an AMP unit loads per cycle: one 64-bit load (HALF 4, FLOAT 2)."""
         return max(1, 8 // as_type(t).size)

@@ -1,4 +1,4 @@
-"""Tutorial 2 prints what Poplar's tutorial 2 prints (reference/poplar.md section 2.2)."""
+"""Tutorial 2 prints what Poplar's tutorial 2 prints (Poplar's tutorials)."""
 import pathlib
 import re
 import subprocess

@@ -1,5 +1,5 @@
-"""Tutorial 4 runs and prints what Poplar's tutorial 4 test looks for (reference/poplar.md
-2.4 and 2.9): "Program complete", "Memory Usage:", and a summary whose execution steps show
+"""Tutorial 4 runs and prints what Poplar's tutorial 4 test looks for (Poplar's
+tutorial and its test): "Program complete", "Memory Usage:", and a summary whose execution steps show
 each matMul's compute sets; with autoReport.all a report a reader can open."""
 import json
 import os

@@ -17,7 +17,7 @@ randomised tests compare the engine with (tests/reference/test_engine_matches_re
   its host buffer (a circular buffer of whole transfers, from its start at each
   connect) or fills one from its callback; device-to-host the other way round.
 - PrintTensor writes the tensor to sys.stdout in Poplar's format (printing.py).
-- Execute(cs) is one BSP superstep (DESIGN.md section 2): exchange-in (every field of
+- Execute(cs) is one BSP superstep (docs/architecture.md): exchange-in (every field of
   every vertex is read from memory before any vertex runs), compute (each vertex once,
   a MultiVertex once per worker, with the interpreted codelet runner), exchange-out
   (Output and InOut edges written back). A vertex reading what another vertex of the

@@ -1,4 +1,4 @@
-"""The AMP vertex cycle formulas (reference/poplibs.md 3.4) evaluated by hand."""
+"""The AMP vertex cycle formulas (PopLibs' cycle estimators) evaluated by hand."""
 from popsim.poplin import conv_estimates as ce
 
 

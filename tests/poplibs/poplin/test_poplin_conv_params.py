@@ -1,4 +1,4 @@
-"""ConvParams' sizes against PopLibs' formulas (reference/poplibs.md 1.3) worked by hand and
+"""ConvParams' sizes against PopLibs' formulas (PopLibs' documentation) worked by hand and
 against numpy's own convolution sizes, and its errors."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The planner's non-vertex cost terms (reference/poplibs.md 2.3, 3.1, 3.3, 3.5) by hand."""
+"""The planner's non-vertex cost terms (PopLibs' planner and PopLibs' cycle estimators) by hand."""
 import math
 
 from popsim.poplin import cost_model as cm

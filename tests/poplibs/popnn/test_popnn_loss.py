@@ -144,7 +144,7 @@ def test_poplibs_overloads_and_calc_accuracy_forms():
     prog.add(popnn.calc_loss(g, p, y, loss, deltas, SSQ))
     prog.add(popnn.calc_loss(g, p, y, loss, deltas, ncs[0], SSQ, "withName"))
     prog.add(popnn.calc_loss(g, p, y, loss, deltas, 1.0, 1.0, ncs[1], CE))
-    popnn.calc_accuracy(g, p, y, ncs[2], prog)                     # API.md: appended to prog
+    popnn.calc_accuracy(g, p, y, ncs[2], prog)                     # popsim's API: appended to prog
     prog.add(popnn.calc_accuracy(g, p, y, ncs[3], "accuracy"))   # PopLibs: a returned Program
     host_p, host_y = probabilities(rng, (5, 4)), labels_for(rng, 5, 4, UNSIGNED_INT, masked=(0,))
     host_y[1] = np.argmax(host_p[1])

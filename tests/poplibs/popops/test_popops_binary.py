@@ -170,7 +170,7 @@ def test_vertex_names_and_estimates_in_the_report(g, small_device):
     assert kinds[one_d]["instances"] == 2  # tiles 0 and 3 hold one region each
     assert kinds[two_d]["instances"] >= 2
     # 1D float ADD over n elements: 6 * (29 + ceil(ceil(n/6)/2) * (1 + 2)) + 11 tile cycles
-    # (reference/poplibs.md 3.1), charged as ceil(that / 6) on each of the 6 workers
+    # (PopLibs' cycle estimators), charged as ceil(that / 6) on each of the 6 workers
     tile0, tile3 = 6 * (29 + 1 * 3) + 11, 6 * (29 + 1 * 3) + 11
     assert kinds[one_d]["cycles"] == 6 * (-(-tile0 // 6)) + 6 * (-(-tile3 // 6))
     assert "Add" in [c["name"] for c in engine.get_report().to_dict()["execution"]["compute_sets"]]

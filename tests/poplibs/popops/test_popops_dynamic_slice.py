@@ -1,6 +1,6 @@
 """popops.dynamic_slice / dynamic_update / create_sliceable_tensor on the engine against
 numpy (wrapping offsets, several dims, tensors over several tiles with one or several
-regions per tile), the DynamicSlice estimators against reference/poplibs.md 3.3 by hand,
+regions per tile), the DynamicSlice estimators against PopLibs' cycle estimators by hand,
 and bad arguments."""
 import re
 
@@ -128,7 +128,7 @@ def test_sliceable_tensor_mapping_and_one_vertex_per_tile():
     np.testing.assert_array_equal(got, x[[8, 9, 0]])
     kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     assert kinds["popops::DynamicSlice1D<float>"]["instances"] == 4
-    # reference/poplibs.md 3.3 DynamicSlice1D, regionSize 2, numSubElements 3, vw 2:
+    # PopLibs' cycle estimators DynamicSlice1D, regionSize 2, numSubElements 3, vw 2:
     # 11+1+6+1+6 + 6 (39 + (24 + 2 floor(ceil(2/6)/2)) 3) = 25 + 6 * 111 = 691 tile cycles,
     # charged as ceil(691/6) = 116 on each worker of the 4 tiles
     assert dynamic_slice_1d_cycles(FLOAT, 2, 3) == 691

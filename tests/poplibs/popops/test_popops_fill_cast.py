@@ -121,7 +121,7 @@ def test_fill_of_four_bytes_or_fewer_is_a_copy(g, small_device):
 
 
 def test_estimators_match_the_reference_formulas(g, small_device):
-    # reference/poplibs.md 3.3, evaluated by hand
+    # PopLibs' cycle estimators, evaluated by hand
     assert fill_cast.fill_cycles(FLOAT, 7) == 16 + 3 + 6 + 1 + 1
     assert fill_cast.fill_cycles(HALF, 1) == 15 and fill_cast.fill_cycles(HALF, 9) == 26 + 2
     assert fill_cast.fill2d_cycles(FLOAT, [4, 5]) == 5 + (16 + 2 + 6 + 0 + 1) + (16 + 2 + 6 + 1 + 1) + 1 - 3 * 2

@@ -106,7 +106,7 @@ def test_vertices_and_estimate():
     engine, _ = run(g, device, prog, [], {off: np.arange(7)[:, None]})
     kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     assert kinds["popops::MultiSlice<float>"]["instances"] == 4  # one per tile of the sliceable tensor
-    # reference/poplibs.md 3.3: W (30 + inRange (19 + ceil(2/2) 2)), 7 offsets over 6 workers: 2 each
+    # PopLibs' cycle estimators: W (30 + inRange (19 + ceil(2/2) 2)), 7 offsets over 6 workers: 2 each
     assert multi_slice_cycles(FLOAT, 7, 2, False) == 6 * (30 + 2 * (19 + 1 * 2))
     assert multi_slice_cycles(popsim.CHAR, 7, 9, True, in_range=5) == 6 * (29 + 1 * (19 + 3 * 3) + 1 * 8)
     assert kinds["popops::MultiSlice<float>"]["cycles"] == 4 * 6 * -(-multi_slice_cycles(FLOAT, 7, 2, False) // 6)

@@ -1,5 +1,5 @@
 """The reduction plan for hand-worked cases (stages, where partials go) and the vertex
-estimator and last-stage costs against reference/poplibs.md 1.2 and 3.5 by hand."""
+estimator and last-stage costs against PopLibs' documentation and PopLibs' cycle estimators by hand."""
 import numpy as np
 import pytest
 

@@ -83,7 +83,7 @@ def test_vertex_names_and_estimates(g, small_device):
     assert kinds["popops::ScaledAdd2D<float,float,float,true,false>"]["instances"] >= 2
     assert "popops::ScaledSubtractSupervisor<float,float,float,false>" in kinds
     assert "popops::ScaledSubtract2D<float,float,false>" in kinds
-    # reference/poplibs.md 3.3 by hand: float, n = 4 (tile 0): 2 vectors, no remainder,
+    # PopLibs' cycle estimators by hand: float, n = 4 (tile 0): 2 vectors, no remainder,
     # 0 vectors per worker, 2 left over: supervisor 21 + 11 + 7 + 12, worker 2 the
     # remainder worker: 15 + 2 + 1 + 1 = 19; total 51 + 6 * 19
     assert sav.supervisor_cycles("add", FLOAT, True, 4) == 51 + 6 * 19

@@ -1,6 +1,6 @@
 """popops unary element-wise ops run on the engine against numpy (and math.erf), on
 tensors with one region (1D vertices) and several regions (2D vertices) per tile; the
-element-wise estimators against reference/poplibs.md 3.1/3.2 evaluated by hand."""
+element-wise estimators against PopLibs' cycle estimators evaluated by hand."""
 import math
 import re
 

@@ -1,5 +1,5 @@
 """poputil.split_regions and split_regions_between_workers: examples worked by hand from
-PopLibs' splitRegionsAux (reference/poplibs.md section 1.1), properties over random
+PopLibs' splitRegionsAux (PopLibs' documentation), properties over random
 regions, agreement with the linear tile mapping, and errors."""
 import re
 

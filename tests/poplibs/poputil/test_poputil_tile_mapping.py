@@ -1,5 +1,5 @@
 """poputil's linear tile mapping, against the mappings worked out by hand from PopLibs'
-algorithm in reference/poplar.md section 1.9 (tutorials 4 and 5, the MNIST example)."""
+algorithm in Poplar's tutorials (tutorials 4 and 5, the MNIST example)."""
 import re
 
 import pytest
@@ -101,7 +101,7 @@ def test_empty_tensor_maps_nowhere(graph):
 
 
 def test_zero_sizes_are_the_defaults_api_md_spells(graph):
-    """API.md writes the defaults as min_elements_per_tile=0, grain_size=0: passing them is
+    """popsim's API writes the defaults as min_elements_per_tile=0, grain_size=0: passing them is
     the same as leaving them out; a minimum of 0 with a real grain is PopLibs' no minimum."""
     t = graph.add_variable(FLOAT, (1000,), "t")
     default = poputil.calc_linear_tile_mapping(graph, t)
