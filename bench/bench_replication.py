@@ -131,7 +131,7 @@ def memory_child(replicas: int, tiles: int, iters: int) -> dict:
     machine = engine._machine
     return {"replicas": replicas, "cycles": engine.get_report().execution.total_cycles,
             "arena_bytes": machine.arena_bytes, "arena_stride": machine.arena_stride,
-            "num_replicas": machine.num_replicas, "rss_growth": rss1 - rss0}
+            "num_replicas": machine.local_replicas, "rss_growth": rss1 - rss0}
 
 
 def run_memory_child(replicas: int, tiles: int, iters: int) -> dict:

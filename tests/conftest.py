@@ -120,11 +120,14 @@ def run_and_read_fixture():
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked slow (long randomised runs) are skipped unless selected with
-    ``-m slow`` (or any -m expression naming slow), so the suite stays quick."""
-    if "slow" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="slow: select with -m slow")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    """Tests marked slow (long randomised runs) or mpi (several processes under mpiexec)
+    are skipped unless selected with ``-m slow`` / ``-m mpi`` (or any -m expression
+    naming them), so the suite stays quick."""
+    chosen = config.getoption("markexpr") or ""
+    for marker in ("slow", "mpi"):
+        if marker in chosen:
+            continue
+        skip = pytest.mark.skip(reason=f"{marker}: select with -m {marker}")
+        for item in items:
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(skip)

@@ -24,9 +24,12 @@ namespace {
 
 class PyMachine {
  public:
-  PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
-      : lent_(std::move(desc.lent)), machine_(desc.take(), num_threads, trace_capacity, streaming_bytes) {
-    buffers_.resize(static_cast<size_t>(machine_.num_streams() * machine_.num_replicas()));
+  // first_replica, local_replicas: the block of replicas this process holds (-1: all).
+  PyMachine(Description &desc, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes,
+            int64_t first_replica, int64_t local_replicas)
+      : lent_(std::move(desc.lent)),
+        machine_(desc.take(), num_threads, trace_capacity, streaming_bytes, first_replica, local_replicas) {
+    buffers_.resize(static_cast<size_t>(machine_.num_streams() * machine_.local_replicas()));
   }
 
   // The graph's initial values through `table`, then the vertex state values through
@@ -88,10 +91,14 @@ class PyMachine {
   // Returns the status code; a Python exception raised by a host call is re-raised.
   // host_callback(id) runs PrintTensor & co; vertex_callback(vertex, worker) runs an
   // interpreted vertex and returns (result, cycles); stream_callback(stream, staging)
-  // fills or reads a callback stream's staging buffer.
-  int run(int64_t program, py::object host_callback, py::object vertex_callback, py::object stream_callback) {
+  // fills or reads a callback stream's staging buffer; peer_callback(op, send,
+  // send_bytes, recv, recv_bytes) moves bytes between processes (core/peers.hpp; None
+  // when the machine holds every replica).
+  int run(int64_t program, py::object host_callback, py::object vertex_callback, py::object stream_callback,
+          py::object peer_callback) {
     enter("run", false);
-    callbacks_ = {std::move(host_callback), std::move(vertex_callback), std::move(stream_callback)};
+    callbacks_ = {std::move(host_callback), std::move(vertex_callback), std::move(stream_callback),
+                  std::move(peer_callback)};
     runner_ = std::this_thread::get_id();
     running_program_ = program;
     running_ = true;
@@ -175,7 +182,7 @@ class PyMachine {
   }
   int64_t arena_bytes() const { return machine_.arena_bytes(); }
   int64_t arena_stride() const { return machine_.arena_stride(); }
-  int64_t num_replicas() const { return machine_.num_replicas(); }
+  int64_t local_replicas() const { return machine_.local_replicas(); }
   unsigned num_threads() const { return machine_.num_threads(); }
   // How copy table `table` runs (for tests): {"pieces": run in parallel in this many
   // pieces between host and tile memory (1: on one thread), "pieces_in_arena": the same
@@ -216,11 +223,11 @@ class PyMachine {
     check_replica(replica, false);
   }
   void check_replica(int64_t replica, bool all_allowed) const {
-    if (replica < (all_allowed ? -1 : 0) || replica >= machine_.num_replicas())
+    if (replica < (all_allowed ? -1 : 0) || replica >= machine_.local_replicas())
       throw py::index_error("replica index out of range");
   }
   size_t endpoint_index(int64_t stream, int64_t replica) const {
-    return static_cast<size_t>(stream * machine_.num_replicas() + replica);
+    return static_cast<size_t>(stream * machine_.local_replicas() + replica);
   }
 
   void check_table(int64_t table, const py::buffer_info &info, bool to_device, const char *what) const {
@@ -272,6 +279,8 @@ class PyMachine {
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       } else if (kind == HOST_CALLBACK) {
         self->callbacks_.host(id, replica);
+      } else if (kind == HOST_PEERS) {
+        self->peers(*reinterpret_cast<const PeerCall *>(data));
       } else if (kind == HOST_VERTEX) {
         auto *call = reinterpret_cast<HostVertexCall *>(data);
         py::tuple r = self->callbacks_.vertex(id, nbytes, replica);
@@ -291,8 +300,32 @@ class PyMachine {
     return 0;
   }
 
+  // The bytes of a PeerCall, as views of the core's buffers (no copies).
+  void peers(const PeerCall &call) const {
+    const int64_t n = machine_.block().instances();
+    auto view = [](const uint8_t *p, int64_t bytes, bool readonly) {
+      return py::memoryview::from_memory(const_cast<uint8_t *>(p), static_cast<py::ssize_t>(bytes), readonly);
+    };
+    if (call.op == PEER_GATHER) {
+      const int64_t bytes = call.send_bytes[0];
+      callbacks_.peers(static_cast<int>(PEER_GATHER), view(call.send, bytes, true), py::none(),
+                       view(call.recv, bytes * n, false), py::none());
+      return;
+    }
+    py::list sends, recvs;
+    int64_t total_send = 0, total_recv = 0;
+    for (int64_t p = 0; p < n; ++p) {
+      sends.append(call.send_bytes[p]);
+      recvs.append(call.recv_bytes[p]);
+      total_send += call.send_bytes[p];
+      total_recv += call.recv_bytes[p];
+    }
+    callbacks_.peers(static_cast<int>(PEER_EXCHANGE), view(call.send, total_send, true), sends,
+                     view(call.recv, total_recv, false), recvs);
+  }
+
   struct Callbacks {
-    py::object host, vertex, stream;
+    py::object host, vertex, stream, peers;
   };
 
   std::vector<py::object> lent_;  // arrays whose memory the executable's tables borrow: they outlive machine_
@@ -310,8 +343,9 @@ class PyMachine {
 
 void bind_machine(py::module_ &m) {
   py::class_<PyMachine>(m, "Machine")
-      .def(py::init<Description &, unsigned, int64_t, int64_t>(), py::arg("description"), py::arg("num_threads"),
-           py::arg("trace_capacity"), py::arg("streaming_bytes") = 0)
+      .def(py::init<Description &, unsigned, int64_t, int64_t, int64_t, int64_t>(), py::arg("description"),
+           py::arg("num_threads"), py::arg("trace_capacity"), py::arg("streaming_bytes") = 0,
+           py::arg("first_replica") = 0, py::arg("local_replicas") = -1)
       .def("load", &PyMachine::load, py::arg("table"), py::arg("image"), py::arg("vertex_table") = -1,
            py::arg("vertex_image") = py::none())
       .def_property_readonly("loaded", &PyMachine::loaded)
@@ -326,8 +360,9 @@ void bind_machine(py::module_ &m) {
       .def("ipu_clocks", &PyMachine::ipu_clocks)
       .def("ipu_idle", &PyMachine::ipu_idle)
       .def_property_readonly("arena_stride", &PyMachine::arena_stride)
-      .def_property_readonly("num_replicas", &PyMachine::num_replicas)
-      .def("run", &PyMachine::run)
+      .def_property_readonly("local_replicas", &PyMachine::local_replicas)
+      .def("run", &PyMachine::run, py::arg("program"), py::arg("host_callback"), py::arg("vertex_callback"),
+           py::arg("stream_callback"), py::arg("peer_callback") = py::none())
       .def("error", &PyMachine::error)
       .def("step_counts", &PyMachine::step_counts)
       .def("step_cycles", &PyMachine::step_cycles)
@@ -342,7 +377,7 @@ void bind_machine(py::module_ &m) {
       // r * arena_stride (for interpreted vertices).
       .def("arena", [](py::object self) {
         auto &m = self.cast<PyMachine &>();
-        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_stride() * m.num_replicas())}, {1},
+        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_stride() * m.local_replicas())}, {1},
                                     m.arena_data(), self);
       });
 }

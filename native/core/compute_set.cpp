@@ -25,9 +25,10 @@ uint8_t *alloc_state(int64_t bytes) {
 }
 }  // namespace
 
-ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool, int64_t num_replicas)
-    : t_(tables), num_replicas_(std::max<int64_t>(num_replicas, 1)), state_stride_((tables.state_bytes + 63) / 64 * 64),
-      state_(alloc_state(state_stride_ * std::max<int64_t>(num_replicas, 1)), std::free), interrupt_(interrupt_flag()),
+ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool, const ReplicaBlock &block)
+    : t_(tables), block_(block), num_replicas_(std::max<int64_t>(block.local(), 1)),
+      state_stride_((tables.state_bytes + 63) / 64 * 64),
+      state_(alloc_state(state_stride_ * std::max<int64_t>(block.local(), 1)), std::free), interrupt_(interrupt_flag()),
       pool_(pool) {
   // The tables were validated with the executable (validate.hpp); what remains to check
   // needs the codelets themselves: the vertices' state objects (which hold the field
@@ -63,6 +64,12 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool, int64
       counts |= runs_[static_cast<size_t>(v)].estimate < 0;
     group_counts_.push_back(counts);
   }
+  for (const ComputeSetRow &cs : t_.compute_sets) {
+    uint8_t counts = 0;
+    for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) counts |= group_counts_[static_cast<size_t>(g)];
+    cs_counts_.push_back(counts);
+  }
+  if (block_.distributed()) counted_now_.assign(t_.vertices.size(), 0.0);
   results_.resize(t_.groups.size() * static_cast<size_t>(num_replicas_));
   reset_counters();
 }
@@ -209,8 +216,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replic
   const volatile int32_t *interrupt = interrupt_;
   const RunRow *rows = runs_.data();
   const Codelet *codelets = codelets_.data();
-  // Per-vertex counters are replica 0's: other replicas' runs would race on them.
-  double *counted = replica == 0 ? counted_cycles_.data() : nullptr;
+  // Per-vertex counters are replica 0's: other replicas' runs would race on them. Across
+  // processes, this run's go aside until combine_with_peers takes process 0's.
+  double *counted = replica != 0 ? nullptr : block_.distributed() ? counted_now_.data() : counted_cycles_.data();
   uint8_t *state = replica_state(replica);
   const uint32_t num_workers = static_cast<uint32_t>(workers);
   // Runs worker w of vertex v and adds its cycles; false (`out` says why) if it failed.
@@ -273,6 +281,14 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
   // results_[r * ngroups + g]: group g of replica r. Every (replica, tile) is a unit of
   // work for the pool: the replicas of one compute set run side by side.
   auto result = [&](int64_t r, int64_t g) -> GroupResult & { return results_[static_cast<size_t>(r * ngroups + g)]; };
+  const bool combine = block_.distributed() && cs_counts_[static_cast<size_t>(compute_set)];
+  if (combine) {
+    for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
+      const GroupRow &gr = t_.groups[static_cast<size_t>(g)];
+      if (group_counts_[static_cast<size_t>(g)])
+        std::fill_n(counted_now_.begin() + gr.first_vertex, gr.num_vertices, 0.0);
+    }
+  }
   if (has_host_[static_cast<size_t>(compute_set)]) {
     for (int64_t r = 0; r < num_replicas_; ++r)
       for (int64_t i = 0; i < cs.num_groups; ++i)
@@ -290,14 +306,16 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
   // In replica then tile order: the same sums, and the same failure reported, for any
   // thread count.
   for (int64_t r = 0; r < num_replicas_; ++r) {
+    const int64_t replica = block_.first() + r;
     for (int64_t i = 0; i < cs.num_groups; ++i) {
       const GroupResult &res = result(r, cs.first_group + i);
       failed = failed || res.failed_vertex >= 0;
-      if (res.failed_vertex >= 0 && (error.status == Status::Ok || (error.replica == r && res.failed_vertex < error.a))) {
+      if (res.failed_vertex >= 0 &&
+          (error.status == Status::Ok || (error.replica == replica && res.failed_vertex < error.a))) {
         error.status = res.result == -2 ? Status::HostError : Status::VertexFailed;
         error.id = compute_set;
         error.a = res.failed_vertex;
-        error.replica = r;
+        error.replica = replica;
         error.vertex_result = res.result;
         error.error_kind = res.ctx.error;
         error.error_field = res.ctx.error_field;
@@ -307,12 +325,26 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
       }
     }
   }
-  const double replicas = static_cast<double>(num_replicas_);
+  // Cycles are whole numbers, so these sums are exact in any order: the same whether
+  // one process adds every replica's or each adds its own and the sums are combined.
+  std::vector<int64_t> &combined = peer_all_;
+  if (combine && !failed && !combine_with_peers(cs, host, combined)) {
+    error.status = Status::HostError;
+    error.id = compute_set;
+    return error.status;
+  }
+  const bool across = combine && !failed;
+  const double replicas = static_cast<double>(across ? block_.total() : num_replicas_);
   for (int64_t i = 0; i < cs.num_groups; ++i) {
     const int64_t g = cs.first_group + i;
     const int64_t ipu = t_.groups[static_cast<size_t>(g)].tile / tiles_per_ipu;
     double slowest = 0, including = 0, excluding = 0;
-    for (int64_t r = 0; r < num_replicas_; ++r) {
+    if (across) {
+      slowest = static_cast<double>(combined[static_cast<size_t>(3 * i)]);
+      including = static_cast<double>(combined[static_cast<size_t>(3 * i + 1)]);
+      excluding = static_cast<double>(combined[static_cast<size_t>(3 * i + 2)]);
+    }
+    for (int64_t r = 0; r < num_replicas_ && !across; ++r) {
       const GroupResult &res = result(r, g);
       slowest = std::max(slowest, res.including_idle);
       including += res.including_idle;
@@ -340,6 +372,49 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
     cycles.avg_excluding_idle[i] /= tiles;
   }
   return error.status;
+}
+
+bool ComputeEngine::combine_with_peers(const ComputeSetRow &cs, const HostInterface &host,
+                                       std::vector<int64_t> &groups) {
+  const int64_t ngroups = static_cast<int64_t>(t_.groups.size());
+  std::vector<int64_t> &mine = peer_mine_;
+  mine.clear();
+  for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
+    int64_t slowest = 0, including = 0, excluding = 0;
+    for (int64_t r = 0; r < num_replicas_; ++r) {
+      const GroupResult &res = results_[static_cast<size_t>(r * ngroups + g)];
+      slowest = std::max(slowest, static_cast<int64_t>(res.including_idle));
+      including += static_cast<int64_t>(res.including_idle);
+      excluding += static_cast<int64_t>(res.excluding_idle);
+    }
+    mine.insert(mine.end(), {slowest, including, excluding});
+  }
+  for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
+    if (!group_counts_[static_cast<size_t>(g)]) continue;
+    const GroupRow &gr = t_.groups[static_cast<size_t>(g)];
+    for (int64_t v = gr.first_vertex; v < gr.first_vertex + gr.num_vertices; ++v)
+      mine.push_back(static_cast<int64_t>(counted_now_[static_cast<size_t>(v)]));
+  }
+  const size_t width = mine.size();
+  std::vector<int64_t> all(width * static_cast<size_t>(block_.instances()));
+  if (!block_.gather(host, mine.data(), static_cast<int64_t>(width * sizeof(int64_t)), all.data())) return false;
+  groups.assign(static_cast<size_t>(3 * cs.num_groups), 0);
+  for (int64_t p = 0; p < block_.instances(); ++p) {
+    const int64_t *theirs = all.data() + p * static_cast<int64_t>(width);
+    for (int64_t i = 0; i < cs.num_groups; ++i) {
+      groups[static_cast<size_t>(3 * i)] = std::max(groups[static_cast<size_t>(3 * i)], theirs[3 * i]);
+      groups[static_cast<size_t>(3 * i + 1)] += theirs[3 * i + 1];
+      groups[static_cast<size_t>(3 * i + 2)] += theirs[3 * i + 2];
+    }
+  }
+  const int64_t *first = all.data() + 3 * cs.num_groups;  // process 0's: it holds replica 0
+  for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
+    if (!group_counts_[static_cast<size_t>(g)]) continue;
+    const GroupRow &gr = t_.groups[static_cast<size_t>(g)];
+    for (int64_t v = gr.first_vertex; v < gr.first_vertex + gr.num_vertices; ++v)
+      counted_cycles_[static_cast<size_t>(v)] += static_cast<double>(*first++);
+  }
+  return true;
 }
 
 }  // namespace popsim

@@ -16,6 +16,7 @@
 #include "core/codelets.hpp"
 #include "core/executable.hpp"
 #include "core/host.hpp"
+#include "core/peers.hpp"
 #include "core/status.hpp"
 #include "core/thread_pool.hpp"
 
@@ -32,16 +33,17 @@ struct ComputeSetCycles {
 class ComputeEngine {
  public:
   // `tables` must have been validated (validate.hpp); it and `pool` must outlive this.
-  // Every vertex runs once per replica, on that replica's tile memory and state.
-  ComputeEngine(const VertexTables &tables, ThreadPool &pool, int64_t num_replicas = 1);
+  // Every vertex runs once per replica of `block` (this process's), on that replica's
+  // tile memory and state.
+  ComputeEngine(const VertexTables &tables, ThreadPool &pool, const ReplicaBlock &block = ReplicaBlock());
 
   // Construct every replica's vertex state objects and bind their fields to that
-  // replica's tile memory (replica r's at arena + r * arena_stride).
+  // replica's tile memory (the block's replica r's at arena + r * arena_stride).
   void bind_all(uint8_t *arena, int64_t arena_stride);
   Status run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles, ErrorRecord &error);
 
   // Accumulated over runs: cycles per vertex (all its workers; replica 0's) and per
-  // tile group (the slowest replica's).
+  // tile group (the slowest replica's), whichever process holds them.
   std::vector<double> vertex_cycles() const;
   const std::vector<double> &group_cycles() const { return group_cycles_; }
   void reset_counters();
@@ -75,9 +77,13 @@ class ComputeEngine {
   void check_state_objects(const std::vector<uint64_t> &sizes) const;
   std::vector<std::pair<int64_t, int64_t>> objects_in_order(const std::vector<uint64_t> &sizes) const;
   double fixed_cycles(const RunRow &row) const;  // per run, all its workers; 0 if counted
+  // Across processes: each group's slowest replica and sums over replicas, and the
+  // cycles replica 0's counting vertices counted (peers.hpp). False if the host failed.
+  bool combine_with_peers(const ComputeSetRow &cs, const HostInterface &host, std::vector<int64_t> &groups);
 
   const VertexTables &t_;
-  int64_t num_replicas_;
+  ReplicaBlock block_;
+  int64_t num_replicas_;  // this process's
   int64_t state_stride_;  // bytes of one replica's vertex state (a multiple of 64)
   CodeletLibraries libraries_;
   std::vector<Codelet> codelets_;
@@ -87,6 +93,9 @@ class ComputeEngine {
   std::vector<popsim_span> spans_;  // num_replicas x spans
   std::vector<RunRow> runs_;          // per vertex
   std::vector<double> counted_cycles_;  // per vertex: what was not counted by compute set runs
+  std::vector<double> counted_now_;     // per vertex, across processes: this run's, until combined
+  std::vector<uint8_t> cs_counts_;      // per compute set: a group counts its own cycles
+  std::vector<int64_t> peer_mine_, peer_all_;  // combine_with_peers' buffers
   std::vector<uint64_t> cs_runs_;       // per compute set: runs completed without a failure
   std::vector<double> group_cycles_;
   std::vector<GroupResult> results_;  // num_replicas x groups

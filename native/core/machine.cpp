@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <stdexcept>
 #include <utility>
 
 #include "core/copy_tables.hpp"
@@ -21,22 +22,26 @@ constexpr uint64_t kPollInterval = 1u << 18;
 uint64_t mask_of(int64_t bits) { return static_cast<uint64_t>(bits); }
 }  // namespace
 
-Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes)
-    : exe_(std::move(exe)), extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes),
-      arena_stride_((exe_.arena_bytes + 63) / 64 * 64), clocks_(exe_.num_steps, exe_.num_ipus, trace_capacity),
-      pool_(num_threads) {
+Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes,
+                 int64_t first_replica, int64_t local_replicas)
+    : exe_(std::move(exe)), block_(exe_.num_replicas, first_replica, local_replicas),
+      extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes), arena_stride_((exe_.arena_bytes + 63) / 64 * 64),
+      clocks_(exe_.num_steps, exe_.num_ipus, trace_capacity), pool_(num_threads) {
+  if (!block_.valid())
+    throw std::invalid_argument("the replicas a process holds must be a block of the graph's " +
+                                std::to_string(exe_.num_replicas) + ", of a size that divides it");
   // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
-  const int64_t total = arena_stride_ * exe_.num_replicas;
+  const int64_t total = arena_stride_ * block_.local();
   arena_ = static_cast<uint8_t *>(std::calloc(total > 0 ? static_cast<size_t>(total) : 1, 1));
   if (!arena_) throw std::bad_alloc();
-  streams_.resize(exe_.stream_transfer_bytes.size() * static_cast<size_t>(exe_.num_replicas));
+  streams_.resize(exe_.stream_transfer_bytes.size() * static_cast<size_t>(block_.local()));
   for (int64_t s = 0; s < num_streams(); ++s)
-    for (int64_t r = 0; r < exe_.num_replicas; ++r) endpoint(s, r).transfer_bytes = transfer_bytes(s);
+    for (int64_t r = 0; r < block_.local(); ++r) endpoint(s, r).transfer_bytes = transfer_bytes(s);
   loop_counters_.assign(static_cast<size_t>(exe_.num_loop_slots), 0);
   call_stack_.reserve(64);
   superstep_.assign(static_cast<size_t>(exe_.num_ipus * NUM_COST_CATEGORIES), 0.0);
   copies_ = std::make_unique<CopyTables>(exe_, pool_, streaming_bytes);
-  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_, exe_.num_replicas);
+  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_, block_);
   reset_counters();
 }
 
@@ -58,12 +63,12 @@ bool Machine::host_table_fits(int64_t table, int64_t host_bytes, bool to_device)
 void Machine::load(int64_t table, const uint8_t *image, int64_t vertex_table, const uint8_t *vertex_image) {
   // A fresh arena is calloc's lazily zeroed memory: not touching it keeps a huge one
   // (a graph built with debug.allowOutOfMemory) from costing host memory.
-  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_stride_ * exe_.num_replicas));
+  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_stride_ * block_.local()));
   fresh_ = false;
-  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
+  for (int64_t r = 0; r < block_.local(); ++r) {
     if (table >= 0) run_table(table, image, arena(r));
     if (vertex_table >= 0) run_table(vertex_table, vertex_image, arena(r));
-    const uint32_t index = static_cast<uint32_t>(r);
+    const uint32_t index = static_cast<uint32_t>(block_.first() + r);  // the graph's replica index
     for (int64_t offset : exe_.replication_index_offsets) std::memcpy(arena(r) + offset, &index, sizeof index);
   }
   compute_->bind_all(arena_, arena_stride_);
@@ -72,7 +77,7 @@ void Machine::load(int64_t table, const uint8_t *image, int64_t vertex_table, co
 
 void Machine::write(int64_t table, const uint8_t *host, int64_t replica) {
   fresh_ = false;
-  for (int64_t r = 0; r < exe_.num_replicas; ++r)
+  for (int64_t r = 0; r < block_.local(); ++r)
     if (replica < 0 || replica == r) run_table(table, host, arena(r));
 }
 void Machine::read(int64_t table, uint8_t *host, int64_t replica) { run_table(table, arena(replica), host); }
@@ -115,11 +120,38 @@ Status Machine::fail(Status status, int64_t pc, int64_t id, int64_t replica) {
 // Replicas run one control program in lockstep: a decision they disagree on is an
 // error (ReplicasDiverge), never one replica's choice silently imposed on the others.
 // `read(scalar)` is what the decision takes from each replica's scalar.
+// Across processes every process learns every other's first value and first dissenter,
+// so all decide the same, and name the same replica if they disagree.
 template <typename T, typename Read>
-bool Machine::uniform(const Instr &in, int64_t pc, Read read, T &value) {
+bool Machine::uniform(const Instr &in, int64_t pc, Read read, T &value, const HostInterface &host) {
   value = read(arena(0) + in.b, in.c);
-  for (int64_t r = 1; r < exe_.num_replicas; ++r)
-    if (read(arena(r) + in.b, in.c) != value) return fail(Status::ReplicasDiverge, pc, -1, r), false;
+  int64_t differs = -1;  // the first replica that differs from replica 0 (of this block, then of all)
+  for (int64_t r = 1; r < block_.local() && differs < 0; ++r)
+    if (read(arena(r) + in.b, in.c) != value) differs = block_.first() + r;
+  if (block_.distributed()) {
+    const int64_t mine[2] = {static_cast<int64_t>(value), differs};
+    peer_votes_.resize(static_cast<size_t>(2 * block_.instances()));
+    if (!block_.gather(host, mine, sizeof mine, peer_votes_.data())) return fail(Status::HostError, pc, -1), false;
+    value = static_cast<T>(peer_votes_[0]);
+    differs = -1;
+    for (int64_t p = 0; p < block_.instances() && differs < 0; ++p)
+      differs = peer_votes_[static_cast<size_t>(2 * p)] != peer_votes_[0] ? p * block_.local()
+                                                                         : peer_votes_[static_cast<size_t>(2 * p + 1)];
+  }
+  if (differs >= 0) return fail(Status::ReplicasDiverge, pc, -1, differs), false;
+  return true;
+}
+
+// Any replica's condition stops the run: the first one's, across processes too.
+bool Machine::first_aborting(const Instr &in, const HostInterface &host, int64_t &replica) {
+  replica = -1;
+  for (int64_t r = 0; r < block_.local() && replica < 0; ++r)
+    if (scalar_is_true(arena(r) + in.b, in.c)) replica = block_.first() + r;
+  if (!block_.distributed()) return true;
+  peer_votes_.resize(static_cast<size_t>(block_.instances()));
+  if (!block_.gather(host, &replica, sizeof replica, peer_votes_.data())) return false;
+  replica = -1;
+  for (int64_t p = 0; p < block_.instances() && replica < 0; ++p) replica = peer_votes_[static_cast<size_t>(p)];
   return true;
 }
 
@@ -129,8 +161,9 @@ bool Machine::uniform(const Instr &in, int64_t pc, Read read, T &value) {
 bool Machine::begin_transfer(int64_t stream, int64_t pc) {
   const int64_t ends = stream_endpoints(stream);
   for (int64_t r = 0; r < ends; ++r)
-    if (endpoint(stream, r).kind == StreamEndpoint::None) return fail(Status::StreamNotConnected, pc, stream, r), false;
-  const auto first = streams_.begin() + stream * exe_.num_replicas;
+    if (endpoint(stream, r).kind == StreamEndpoint::None)
+      return fail(Status::StreamNotConnected, pc, stream, block_.first() + r), false;
+  const auto first = streams_.begin() + stream * block_.local();
   started_.assign(first, first + ends);
   return true;
 }
@@ -154,10 +187,10 @@ Status Machine::stream_to_device(const Instr &in, int64_t pc, const HostInterfac
       // callback disconnects the stream.
       src = s.staging;
       if (host.call(host.ctx, HOST_STREAM_FETCH, stream, s.staging, s.transfer_bytes, r) != 0)
-        return fail(Status::HostError, pc, stream, r);
+        return fail(Status::HostError, pc, stream, block_.first() + r);
     }
     if (ends == 1) {  // broadcast (or one replica): every replica reads the one transfer
-      for (int64_t k = 0; k < exe_.num_replicas; ++k) run_table(in.b, src, arena(k));
+      for (int64_t k = 0; k < block_.local(); ++k) run_table(in.b, src, arena(k));
     } else {
       run_table(in.b, src, arena(r));
     }
@@ -176,7 +209,7 @@ Status Machine::stream_from_device(const Instr &in, int64_t pc, const HostInterf
     } else {
       run_table(in.b, arena(r), s.staging);
       if (host.call(host.ctx, HOST_STREAM_COMPLETE, stream, s.staging, s.transfer_bytes, r) != 0)
-        return fail(Status::HostError, pc, stream, r);
+        return fail(Status::HostError, pc, stream, block_.first() + r);
     }
   }
   return Status::Ok;
@@ -185,12 +218,13 @@ Status Machine::stream_from_device(const Instr &in, int64_t pc, const HostInterf
 // Source replica r's elements go to replica map[r]. All replicas send at once, as over
 // the IPU-Links: when source and destination overlap, every source is read before any
 // destination is written.
-void Machine::cross_replica_copy(int64_t table, int64_t map) {
+bool Machine::cross_replica_copy(int64_t table, int64_t map, const HostInterface &host) {
+  if (block_.distributed()) return cross_process_copy(table, map, host);
   const int64_t *dest = exe_.replica_maps.data() + map * exe_.num_replicas;
   if (!exe_.table_overlaps[static_cast<size_t>(table)]) {
     for (int64_t r = 0; r < exe_.num_replicas; ++r)
       if (dest[r] >= 0) run_table(table, arena(r), arena(dest[r]));
-    return;
+    return true;
   }
   const CopySeg *first = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
   const CopySeg *last = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
@@ -207,6 +241,53 @@ void Machine::cross_replica_copy(int64_t table, int64_t map) {
     const uint8_t *tmp = replica_scratch_.data() + r * bytes;
     for (const CopySeg *s = first; s != last; tmp += s->len, ++s) copy_bytes(arena(dest[r]) + s->dst, tmp, s->len);
   }
+  return true;
+}
+
+// The same across processes. The fragments for each other process go in one message, in
+// source replica order; every source here is read (into the messages, or into scratch
+// for this block's own pairs) before any destination here is written.
+bool Machine::cross_process_copy(int64_t table, int64_t map, const HostInterface &host) {
+  const int64_t *dest = exe_.replica_maps.data() + map * exe_.num_replicas;
+  const CopySeg *first = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
+  const CopySeg *last = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
+  int64_t bytes = 0;
+  for (const CopySeg *s = first; s != last; ++s) bytes += s->len;
+  const int64_t base = block_.first(), n = block_.instances();
+  std::vector<int64_t> send_bytes(static_cast<size_t>(n), 0), recv_bytes(static_cast<size_t>(n), 0);
+  int64_t local_pairs = 0;
+  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
+    const int64_t d = dest[r];
+    if (d < 0) continue;
+    if (block_.holds(r) && block_.holds(d)) ++local_pairs;
+    else if (block_.holds(r)) send_bytes[static_cast<size_t>(block_.owner(d))] += bytes;
+    else if (block_.holds(d)) recv_bytes[static_cast<size_t>(block_.owner(r))] += bytes;
+  }
+  int64_t total_send = 0, total_recv = 0;
+  for (int64_t p = 0; p < n; ++p) total_send += send_bytes[static_cast<size_t>(p)], total_recv += recv_bytes[static_cast<size_t>(p)];
+  peer_send_.resize(static_cast<size_t>(total_send));
+  peer_recv_.resize(static_cast<size_t>(total_recv));
+  replica_scratch_.resize(static_cast<size_t>(bytes * local_pairs));
+  auto gather_source = [&](int64_t r, uint8_t *out) {
+    for (const CopySeg *s = first; s != last; out += s->len, ++s) copy_bytes(out, arena(r - base) + s->src, s->len);
+  };
+  auto scatter_to = [&](int64_t d, const uint8_t *in) {
+    for (const CopySeg *s = first; s != last; in += s->len, ++s) copy_bytes(arena(d - base) + s->dst, in, s->len);
+  };
+  uint8_t *out = peer_send_.data(), *scratch = replica_scratch_.data();
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t r = base; r < base + block_.local(); ++r)
+      if (dest[r] >= 0 && !block_.holds(dest[r]) && block_.owner(dest[r]) == p) gather_source(r, out), out += bytes;
+  for (int64_t r = base; r < base + block_.local(); ++r)
+    if (dest[r] >= 0 && block_.holds(dest[r])) gather_source(r, scratch), scratch += bytes;
+  scratch = replica_scratch_.data();
+  for (int64_t r = base; r < base + block_.local(); ++r)
+    if (dest[r] >= 0 && block_.holds(dest[r])) scatter_to(dest[r], scratch), scratch += bytes;
+  if (!block_.exchange(host, peer_send_, send_bytes, peer_recv_, recv_bytes)) return false;
+  const uint8_t *in = peer_recv_.data();
+  for (int64_t r = 0; r < exe_.num_replicas; ++r)  // by source: process order, then replica order
+    if (dest[r] >= 0 && !block_.holds(r) && block_.holds(dest[r])) scatter_to(dest[r], in), in += bytes;
+  return true;
 }
 
 Status Machine::run(int64_t program, const HostInterface &host) {
@@ -220,7 +301,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
   uint64_t *counts = step_counts_.data();
   uint64_t executed = 0;
   int64_t pc = exe_.entries[program];
-  const int64_t replicas = exe_.num_replicas;
+  const int64_t replicas = block_.local();
   struct FinishRun {  // however the run ends, its IPUs end together
     IpuClocks &clocks;
     ~FinishRun() { clocks.finish_run(); }
@@ -271,7 +352,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         for (int64_t r = 0; r < replicas; ++r) run_table(in.a, arena(r), arena(r));
         break;
       case OP_CROSS_REPLICA_COPY:
-        cross_replica_copy(in.a, in.b);
+        if (!cross_replica_copy(in.a, in.b, host)) return fail(Status::HostError, pc, -1);
         break;
       case OP_STREAM_TO_DEVICE: {
         const Status status = stream_to_device(in, pc, host);
@@ -285,7 +366,8 @@ Status Machine::run(int64_t program, const HostInterface &host) {
       }
       case OP_HOST_CALL:
         for (int64_t r = 0; r < replicas; ++r)
-          if (host.call(host.ctx, HOST_CALLBACK, in.a, nullptr, 0, r) != 0) return fail(Status::HostError, pc, in.a, r);
+          if (host.call(host.ctx, HOST_CALLBACK, in.a, nullptr, 0, r) != 0)
+            return fail(Status::HostError, pc, in.a, block_.first() + r);
         break;
       case OP_JUMP:
         next = in.a;
@@ -299,13 +381,13 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         break;
       case OP_BRANCH_IF_FALSE: case OP_BRANCH_IF_TRUE: {
         bool value;
-        if (!uniform(in, pc, scalar_is_true, value)) return error_.status;
+        if (!uniform(in, pc, scalar_is_true, value, host)) return error_.status;
         if (value == (in.op == OP_BRANCH_IF_TRUE)) next = in.a;
         break;
       }
       case OP_SWITCH: {
         int64_t value;
-        if (!uniform(in, pc, scalar_as_int, value)) return error_.status;
+        if (!uniform(in, pc, scalar_as_int, value, host)) return error_.status;
         next = exe_.switch_default[in.a];
         for (int64_t i = exe_.switch_begin[in.a]; i < exe_.switch_begin[in.a + 1]; ++i) {
           if (exe_.cases[i].value == value) { next = exe_.cases[i].target; break; }
@@ -324,10 +406,12 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         break;
       case OP_ABORT:
         return fail(Status::Aborted, pc, in.a);
-      case OP_ABORT_IF:
-        for (int64_t r = 0; r < replicas; ++r)  // any replica's condition stops the run
-          if (scalar_is_true(arena(r) + in.b, in.c)) return fail(Status::Aborted, pc, in.a, replicas > 1 ? r : -1);
+      case OP_ABORT_IF: {
+        int64_t replica;
+        if (!first_aborting(in, host, replica)) return fail(Status::HostError, pc, -1);
+        if (replica >= 0) return fail(Status::Aborted, pc, in.a, exe_.num_replicas > 1 ? replica : -1);
         break;
+      }
       default:
         return fail(Status::BadProgram, pc, in.op);
     }

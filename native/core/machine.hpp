@@ -11,6 +11,7 @@
 #include "core/copy_tables.hpp"
 #include "core/executable.hpp"
 #include "core/host.hpp"
+#include "core/peers.hpp"
 #include "core/status.hpp"
 #include "core/streams.hpp"
 #include "core/validate.hpp"
@@ -20,20 +21,25 @@ namespace popsim {
 class Machine {
  public:
   // Validates `exe` first (throws MalformedExecutable), then allocates tile memory for
-  // every replica (std::bad_alloc) and starts the thread pool (std::runtime_error). Copy
-  // tables of at least `streaming_bytes` use non-temporal stores (0: from the host's
-  // cache size).
-  Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes = 0);
+  // the replicas [first_replica, first_replica + local_replicas) (-1: all of them; fewer
+  // when replicas are spread over processes; std::invalid_argument if that is not a
+  // block a process can hold, peers.hpp; std::bad_alloc) and
+  // starts the thread pool (std::runtime_error). Copy tables of at least
+  // `streaming_bytes` use non-temporal stores (0: from the host's cache size).
+  Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes = 0,
+          int64_t first_replica = 0, int64_t local_replicas = -1);
   ~Machine();
   Machine(const Machine &) = delete;
   Machine &operator=(const Machine &) = delete;
 
-  // Replica r's tile memory is arena() + r * arena_stride(), arena_bytes() long.
+  // Replica indices below are into this process's block (replica first() + r of the
+  // graph): replica r's tile memory is arena() + r * arena_stride(), arena_bytes() long.
   uint8_t *arena() { return arena_; }
   uint8_t *arena(int64_t replica) { return arena_ + replica * arena_stride_; }
   int64_t arena_bytes() const { return arena_bytes_; }
   int64_t arena_stride() const { return arena_stride_; }
-  int64_t num_replicas() const { return exe_.num_replicas; }
+  int64_t local_replicas() const { return block_.local(); }
+  const ReplicaBlock &block() const { return block_; }
   const Executable &executable() const { return exe_; }
 
   // Whether copy table `table` exists and, between a host buffer of `host_bytes` and
@@ -62,7 +68,7 @@ class Machine {
   bool connected(int64_t stream, int64_t replica) const;
   // The replicas whose endpoint of `stream` a run uses: all, or just 0 for a broadcast stream.
   int64_t stream_endpoints(int64_t stream) const {
-    return exe_.stream_broadcast[static_cast<size_t>(stream)] ? 1 : exe_.num_replicas;
+    return exe_.stream_broadcast[static_cast<size_t>(stream)] ? 1 : block_.local();
   }
   int64_t num_streams() const { return static_cast<int64_t>(exe_.stream_transfer_bytes.size()); }
 
@@ -79,22 +85,27 @@ class Machine {
  private:
   void run_table(int64_t table, const uint8_t *src, uint8_t *dst) { copies_->run(table, src, dst); }
   StreamEndpoint &endpoint(int64_t stream, int64_t replica) {
-    return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)];
+    return streams_[static_cast<size_t>(stream * block_.local() + replica)];
   }
   const StreamEndpoint &endpoint(int64_t stream, int64_t replica) const {
-    return streams_[static_cast<size_t>(stream * exe_.num_replicas + replica)];
+    return streams_[static_cast<size_t>(stream * block_.local() + replica)];
   }
+  // `replica`: of the graph (not the block's index), or -1.
   Status fail(Status status, int64_t pc, int64_t id, int64_t replica = -1);
   // A control-flow decision: replica 0's, once every replica makes the same.
   template <typename T, typename Read>
-  bool uniform(const Instr &in, int64_t pc, Read read, T &value);
+  bool uniform(const Instr &in, int64_t pc, Read read, T &value, const HostInterface &host);
+  // The first replica of the graph whose condition at (offset, type) holds, or -1.
+  bool first_aborting(const Instr &in, const HostInterface &host, int64_t &replica);
   bool begin_transfer(int64_t stream, int64_t pc);
   StreamEndpoint &transfer_endpoint(int64_t stream, int64_t replica);
   Status stream_to_device(const Instr &in, int64_t pc, const HostInterface &host);
   Status stream_from_device(const Instr &in, int64_t pc, const HostInterface &host);
-  void cross_replica_copy(int64_t table, int64_t map);
+  bool cross_replica_copy(int64_t table, int64_t map, const HostInterface &host);
+  bool cross_process_copy(int64_t table, int64_t map, const HostInterface &host);
 
   Executable exe_;
+  ReplicaBlock block_;
   TableExtents extents_;
   uint8_t *arena_ = nullptr;
   int64_t arena_bytes_ = 0;
@@ -109,6 +120,8 @@ class Machine {
   IpuClocks clocks_;
   std::vector<double> superstep_;      // one Execute's cost vectors, num_ipus x categories
   std::vector<uint8_t> replica_scratch_;  // overlapping cross-replica copies: every source first
+  std::vector<uint8_t> peer_send_, peer_recv_;  // cross-replica copy fragments to and from other processes
+  std::vector<int64_t> peer_votes_;             // a gather's answers
   ThreadPool pool_;  // shared by compute sets and big copies (never both at once)
   std::unique_ptr<CopyTables> copies_;
   std::unique_ptr<ComputeEngine> compute_;

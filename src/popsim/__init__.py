@@ -4,7 +4,7 @@ Build a :class:`Graph` of tensors mapped onto tiles, assemble control programs, 
 run them on an :class:`Engine` whose native core executes bulk-synchronous-parallel
 supersteps while modelling the cycles and memory an IPU would spend.
 """
-from . import program
+from . import dist, program
 from .codelet.python_vertex import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from .codelet.templates import VertexTemplate, template_vertex, vertex_template
 from .concat import append, concat
@@ -27,8 +27,10 @@ from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, 
 
 from .version import __version__  # noqa: F401 - the package version
 
+dist.start()  # one of several MPI processes: from here on, an uncaught exception ends them all
+
 __all__ = [
-    "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
+    "dist", "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
     "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
     "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef", "CrossReplicaCopy",
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",

@@ -35,6 +35,7 @@ from .errors import (
     UnknownHandleError,
     did_you_mean,
 )
+from .dist import replica_block, world
 from .executable import Executable, compile_executable
 from .graph import Graph
 from .lower import HostHandle, Lowered
@@ -42,6 +43,7 @@ from .log import configure as configure_logging
 from .log import logger, phase
 from .native import build_machine
 from .options import EngineOptions
+from .peers import PeerLink
 from .poplar_names import SnakeCaseNames
 from .printing import format_tensor
 from .program import Program
@@ -96,6 +98,7 @@ class Engine(SnakeCaseNames):
     """
 
     _machine = None  # so that close() and __del__ work however far __init__ got
+    _peers = None
 
     def __init__(self, graph_or_executable: Union[Graph, Executable],
                  programs: Union[Program, Sequence[Program], Dict[str, str], None] = None, options=None):
@@ -125,9 +128,16 @@ class Engine(SnakeCaseNames):
             raise PopsimError("this executable has interpreted vertices but not their Python classes: compile it "
                               "again in this process")
         threads = int(self._options["popsim.numThreads"]) or config.num_threads()
-        with phase("build core", self._exe.compilation.phases):
-            self._machine = build_machine(lw, threads, int(self._options["popsim.traceLength"]))
         self._replicas: int = lw.replication_factor
+        # Under MPI this process holds replicas [first, first + local) (popsim.dist).
+        self._first, self._local = replica_block(self._replicas, f"engine #{self._number}")
+        with phase("build core", self._exe.compilation.phases):
+            self._machine = build_machine(lw, threads, int(self._options["popsim.traceLength"]), self._first,
+                                          self._local)
+        comm = world()
+        self._peers: Optional[PeerLink] = None if comm is None else PeerLink(comm, f"engine #{self._number}")
+        if self._peers is not None:
+            self._peers.agree("graph, programs and initial values", _build_fingerprint(lw))
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
         # (stream, replica) -> callback: held here, where gc sees them
         self._stream_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
@@ -154,6 +164,8 @@ class Engine(SnakeCaseNames):
         if self._machine is None or not self._guard.close():
             return
         self._machine = None
+        if self._peers is not None:
+            self._peers.close()
         self._vertex_fields.clear()
         self._stream_callbacks.clear()
 
@@ -219,23 +231,42 @@ class Engine(SnakeCaseNames):
                 for r in range(self._machine.stream_endpoints(s)):
                     if not self._machine.connected(s, r):
                         handle = self._lowered.streams[s].handle
-                        which = f" for replica {r}" if self._machine.stream_endpoints(s) > 1 else ""
+                        which = f" for replica {self._first + r}" if self._replicas > 1 and \
+                            not self._lowered.streams[s].broadcast else ""
                         raise StreamConnectionError(
                             f"program {program_index} uses stream '{handle}', which is not connected{which}: call "
                             f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback("
                             f"'{handle}', fn) before running")
             sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
-            try:
-                status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call)
-            finally:
-                self._retired_callbacks.clear()
-            if status != Status.OK:
-                raise run_error(status, self._machine.error(), program_index, self._lowered)
+            if self._peers is None:
+                self._run_here(program_index)
+            else:
+                self._run_with_peers(program_index)
             self._program_runs[program_index] += 1
             if debug_name:
                 self._program_names[program_index] = debug_name
             logger.debug("ran program %d (%s)", program_index, self._program_names[program_index])
             self._write_auto_report(after_run=True)
+
+    def _run_here(self, program_index: int) -> None:
+        try:
+            status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call,
+                                       self._peers)
+        finally:
+            self._retired_callbacks.clear()
+        if status != Status.OK:
+            raise run_error(status, self._machine.error(), program_index, self._lowered)
+
+    def _run_with_peers(self, program_index: int) -> None:
+        """A run every process makes together: one that fails here tells the others, and
+        each ends only once every process has (or one has failed)."""
+        self._peers.begin_run()
+        try:
+            self._run_here(program_index)
+            self._peers.end_run()
+        except BaseException as e:
+            self._peers.failed(f"{type(e).__name__}: {e}")
+            raise
 
     def _host_call(self, callback: int, replica: int) -> None:
         """PrintTensor: once per replica, in replica order ("title (replica r)" when
@@ -243,7 +274,7 @@ class Engine(SnakeCaseNames):
         cb = self._lowered.programs.callbacks[callback]
         values = np.empty(cb.shape, cb.dtype.numpy)
         self._machine.read(cb.table, values, replica)
-        title = cb.title if self._replicas == 1 else f"{cb.title} (replica {replica})"
+        title = cb.title if self._replicas == 1 else f"{cb.title} (replica {self._first + replica})"
         sys.stdout.write(format_tensor(title, values))
         sys.stdout.flush()
 
@@ -294,7 +325,13 @@ class Engine(SnakeCaseNames):
                                  f"with graph.create_host_{kind}('{handle}', tensor) before building the engine")
 
     def _replica_arg(self, replica, what: str) -> int:
-        return replica_index(replica, self._replicas, what)
+        """The index into this process's replicas of the graph's ``replica``."""
+        r = replica_index(replica, self._replicas, what)
+        if not self._first <= r < self._first + self._local:
+            raise IndexError(f"{what}: replica {r} is held by process {r // self._local}; this process "
+                             f"(popsim.dist.instance_index() == {self._first // self._local}) holds replicas "
+                             f"{self._first}..{self._first + self._local - 1}")
+        return r - self._first
 
     def _per_replica(self, h: HostHandle, data: np.ndarray, what: str, replica: Optional[int]) -> bool:
         """Whether ``data`` holds one value per replica ([R, *shape], R > 1) rather than
@@ -308,11 +345,12 @@ class Engine(SnakeCaseNames):
         shape = tuple(data.shape)
         if shape == tuple(h.shape) or (data.ndim == 1 and data.size == count):
             return False
-        r = self._replicas
-        if replica is None and r > 1 and data.ndim >= 1 and shape[0] == r and \
+        r = self._local
+        if replica is None and self._replicas > 1 and data.ndim >= 1 and shape[0] == r and \
                 (shape[1:] == tuple(h.shape) or (data.ndim == 2 and shape[1] == count)):
             return True
-        per = f" (or [{r}, {', '.join(map(str, h.shape))}]: one per replica)" if r > 1 and replica is None else ""
+        per = f" (or [{r}, {', '.join(map(str, h.shape))}]: one per replica{' it holds' if r < self._replicas else ''})" \
+            if self._replicas > 1 and replica is None else ""
         raise TensorIOError(f"{what} '{h.handle}': the tensor has shape {list(h.shape)} but the array has shape "
                             f"{list(data.shape)}; pass an array of shape {list(h.shape)}{per} (or 1-D with {count} "
                             "elements)")
@@ -333,7 +371,7 @@ class Engine(SnakeCaseNames):
             self._check_runnable()
             arr = np.ascontiguousarray(arr)
             if each:
-                for r in range(self._replicas):
+                for r in range(self._local):
                     self._machine.write(h.table, arr[r, ...], r)
             else:
                 self._machine.write(h.table, arr, -1 if replica is None else replica)
@@ -347,18 +385,18 @@ class Engine(SnakeCaseNames):
             replica = self._replica_arg(replica, f"read_tensor '{handle}'")
         each = self._replicas > 1 and replica is None
         if out is None:
-            out = np.empty(((self._replicas,) if each else ()) + tuple(h.shape), h.dtype.numpy)
+            out = np.empty(((self._local,) if each else ()) + tuple(h.shape), h.dtype.numpy)
         elif not isinstance(out, np.ndarray):
             raise TensorIOError(f"read_tensor '{handle}': out must be a numpy array, found {type(out).__name__}")
         if self._per_replica(h, out, "read_tensor", replica) != each:
-            want = [self._replicas, *h.shape] if each else list(h.shape)
+            want = [self._local, *h.shape] if each else list(h.shape)
             raise TensorIOError(f"read_tensor '{handle}': out has shape {list(out.shape)}; pass one of shape {want}")
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise TensorIOError(f"read_tensor '{handle}': out must be a writable C-contiguous array")
         with self._guard.use(f"reading tensor '{handle}'"):
             self._check_runnable()
             if each:
-                for r in range(self._replicas):
+                for r in range(self._local):
                     self._machine.read(h.table, out[r, ...], r)
             else:
                 self._machine.read(h.table, out, 0 if replica is None else replica)
@@ -371,8 +409,9 @@ class Engine(SnakeCaseNames):
         return self._lowered.streams[self._stream_index[handle]]
 
     def _endpoints(self, s) -> int:
-        """How many host sides a stream has: one per replica, or one (broadcast, or R == 1)."""
-        return 1 if s.broadcast else self._replicas
+        """How many host sides a stream has here: one per replica this process holds, or
+        one (broadcast, or R == 1)."""
+        return 1 if s.broadcast else self._local
 
     def connect_stream(self, handle: str, data) -> None:
         """Connect a FIFO stream to host memory. The array is used in place as a circular
@@ -419,7 +458,7 @@ class Engine(SnakeCaseNames):
             callback, replicas = replica_or_callback, list(range(self._endpoints(s)))
         else:
             replica = self._replica_arg(replica_or_callback, f"connect_stream_to_callback '{handle}'")
-            if self._endpoints(s) == 1 and self._replicas > 1:
+            if s.broadcast and self._replicas > 1:
                 raise StreamConnectionError(f"connect_stream_to_callback '{handle}': the stream is BROADCAST: one "
                                             "transfer serves every replica, so connect one callback without a "
                                             "replica index")
@@ -489,6 +528,14 @@ class Engine(SnakeCaseNames):
         if self._auto_report is None:
             self._auto_report = AutoReportFiles(self._exe, options.explicit, options["autoReport.directory"])
         self._reports_written = self._auto_report.write(self._profile()) or self._reports_written
+
+
+def _build_fingerprint(lw) -> list:
+    """What every process must have built alike: its programs, copies, costs and
+    initial values (bytes to hash)."""
+    p = lw.programs
+    return [np.ascontiguousarray(a) for a in (p.instrs, p.step_costs, lw.segs, lw.init_image)] + \
+        [repr((lw.layout.arena_bytes, lw.replication_factor, len(lw.vertices.vertices))).encode()]
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

@@ -15,7 +15,7 @@ __all__ = [
     "StreamConnectionError", "InvalidOptionError", "ControlProgramError", "TensorCreationError",
     "IndexError", "ApplicationRuntimeError", "CodeletSyntaxError", "CodeletCompileError",
     "HandleError", "UnknownHandleError", "DuplicateHandleError", "EngineStateError", "TensorIOError",
-    "InvalidMachineModelError", "UnknownAttributeError",
+    "InvalidMachineModelError", "UnknownAttributeError", "PeerProcessError",
 ]
 
 
@@ -69,6 +69,10 @@ class IndexError(PopsimError, builtins.IndexError):  # noqa: A001 - Poplar's nam
 
 class ApplicationRuntimeError(PopsimError):
     """A program failed while running: Abort, AbortOnCondition, a vertex returning False."""
+
+
+class PeerProcessError(ApplicationRuntimeError):
+    """A run failed because another process of the job (popsim.dist) failed in it."""
 
 
 class CodeletSyntaxError(PopsimError, SyntaxError):

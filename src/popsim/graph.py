@@ -11,6 +11,7 @@ import numpy as np
 from .arguments import as_int, as_size, plain
 from .device import Device
 from .graph_description import GraphDescription
+from .dist import replica_block
 from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
@@ -72,6 +73,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
                               "every replica has the same number of IPUs; use one of "
                               f"{', '.join(map(str, factors))}, or a device with a multiple of {r} IPUs "
                               "(IPUModel.num_ipus)")
+        replica_block(r, "Graph")  # several processes must share the replicas evenly
         # A replicated graph's target is ONE replica: the device's IPUs divided by the
         # replication factor, tiles numbered from 0 (Poplar's rule).
         replica = target if r == 1 else target.with_changes(num_ipus=target.num_ipus // r)

@@ -73,8 +73,11 @@ def _codelet_names(v) -> List[str]:
     return names
 
 
-def build_machine(lw, num_threads: int, trace_length: int) -> "_core.Machine":
-    """The core for ``lw``; every way building can fail is a PopsimError."""
+def build_machine(lw, num_threads: int, trace_length: int, first_replica: int = 0,
+                  local_replicas: int = -1) -> "_core.Machine":
+    """The core for ``lw``, holding replicas [first_replica, first_replica +
+    local_replicas) (all by default; popsim.dist); every way building can fail is a
+    PopsimError."""
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or not 1 <= num_threads <= MAX_THREADS:
         raise InvalidOptionError(f"the engine's thread count must be an integer from 1 to {MAX_THREADS}, found "
                                  f"{num_threads!r}: set popsim.numThreads (or POPSIM_NUM_THREADS) to at most the "
@@ -83,7 +86,7 @@ def build_machine(lw, num_threads: int, trace_length: int) -> "_core.Machine":
         raise InvalidOptionError(f"popsim.traceLength must be a non-negative integer below 2**62, found "
                                  f"{trace_length!r}")
     try:
-        return _core.Machine(describe(lw), num_threads, trace_length)
+        return _core.Machine(describe(lw), num_threads, trace_length, 0, first_replica, local_replicas)
     except _core.MalformedExecutableError as e:
         raise PopsimError(f"the executable is malformed: {e}; it is corrupted or was not made by this popsim "
                           "(version mismatch): compile it again") from None

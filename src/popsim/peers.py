@@ -1,0 +1,151 @@
+"""An engine's link to the processes that hold its other replicas (popsim.dist).
+
+The core asks for two things while it runs (native/core/peers.hpp): an exchange of a
+cross-replica copy's fragments, point to point, one message per pair of processes in
+process order; and a gather of a few bytes from every process (a control-flow decision,
+an abort, the cycles of a compute set whose vertices count their own). Every wait also
+listens for a notice from a process whose run failed, so that no process waits for one
+that has stopped: each then fails its run with PeerProcessError, naming the process and
+its error. After a failed run the link starts afresh on a new communicator (all processes
+failed that run, so all do), and messages of the failed run can never be mistaken for
+those of the next.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import weakref
+
+import numpy as np
+
+from .errors import PeerProcessError, PopsimError
+
+_NOTICE_TAG = 1      # a failed run's notice
+_DATA_TAG = 2        # cross-replica copy fragments
+_NOTICE_BYTES = 4096  # the longest notice (the failure's message, cut)
+_CHUNK = 1 << 30      # the most bytes in one message (MPI counts are 32-bit ints)
+
+
+class PeerLink:
+    """The engine's communicator over the processes of ``world``."""
+
+    def __init__(self, world, name: str):
+        self._name = name
+        self._comm = world.Dup()
+        self._broken = False
+        self._sent_notices = []
+        self._abandoned = []  # collectives a failed run left pending, with their buffers
+        self._listen()
+        _open_links.add(self)
+
+    @property
+    def rank(self) -> int:
+        return self._comm.Get_rank()
+
+    @property
+    def size(self) -> int:
+        return self._comm.Get_size()
+
+    def _listen(self) -> None:
+        self._notice = bytearray(_NOTICE_BYTES)
+        self._notice_request = self._comm.Irecv(self._notice, source=_any_source(), tag=_NOTICE_TAG)
+
+    def agree(self, what: str, parts) -> None:
+        """PopsimError on every process unless all give the same ``parts`` (buffers: what
+        they built); only a digest travels."""
+        h = hashlib.sha256()
+        for part in parts:
+            h.update(memoryview(part).cast("B"))
+        digest = np.frombuffer(h.digest(), np.uint8)
+        everyone = np.empty((self.size, digest.size), np.uint8)
+        self._wait([self._comm.Iallgather(digest, everyone)], keep=(digest, everyone))
+        differ = [p for p in range(self.size) if not np.array_equal(everyone[p], everyone[0])]
+        if differ:
+            raise PopsimError(f"{self._name}: process {differ[0]} built a different {what} from process 0's; every "
+                              "process must build the same graph and programs (the same script, with the same "
+                              "data where it shapes the graph)")
+
+    def begin_run(self) -> None:
+        """Start a run; after a failed one, on a new communicator."""
+        if self._broken:
+            stale = self._comm
+            self._comm = stale.Dup()
+            if self._notice_request:
+                self._notice_request.Cancel()
+                self._notice_request.Wait()
+            self._listen()
+            self._broken = False
+
+    def end_run(self) -> None:
+        """Wait until every process has finished the run, or one has failed it."""
+        self._wait([self._comm.Ibarrier()])
+
+    def close(self) -> None:
+        """Stop listening for notices (before MPI ends, which would find the receive pending)."""
+        if self._notice_request:
+            self._notice_request.Cancel()
+            self._notice_request.Wait()
+        _open_links.discard(self)
+
+    def failed(self, message: str) -> None:
+        """Tell every other process that this one's run failed; the next run starts afresh."""
+        if not self._broken:
+            text = message.encode("utf-8", "replace")[:_NOTICE_BYTES]
+            for p in range(self.size):
+                if p != self.rank:
+                    self._sent_notices.append(self._comm.Isend(text, dest=p, tag=_NOTICE_TAG))
+        self._broken = True
+
+    # -- what the core asks for ---------------------------------------------------------------
+    def __call__(self, op: int, send, send_bytes, recv, recv_bytes) -> None:
+        if op == 1:  # PEER_GATHER: small; in buffers of its own, which a failed run may leave pending
+            mine, everyone = bytearray(send), bytearray(len(recv))
+            self._wait([self._comm.Iallgather(mine, everyone)], keep=(mine, everyone))
+            recv[:] = everyone
+            return
+        requests = []
+        for counts, buffer, post in ((recv_bytes, recv, self._comm.Irecv), (send_bytes, send, self._comm.Isend)):
+            offset = 0
+            for p, count in enumerate(counts):
+                for start in range(offset, offset + count, _CHUNK):
+                    piece = buffer[start:min(start + _CHUNK, offset + count)]
+                    requests.append(post(piece, p, _DATA_TAG))
+                offset += count
+        self._wait(requests, cancel=True)
+
+    def _wait(self, requests, cancel: bool = False, keep=()) -> None:
+        """Wait for ``requests``, or raise PeerProcessError when another process failed:
+        point-to-point requests (``cancel``) are cancelled then, as they use the core's
+        buffers; collectives cannot be, so they stay pending with ``keep``, their buffers."""
+        from mpi4py import MPI
+        pending = list(requests)
+        status = MPI.Status()
+        while pending:
+            index = MPI.Request.Waitany(pending + [self._notice_request], status)
+            if index == len(pending):
+                count = status.Get_count(MPI.BYTE)
+                if cancel:
+                    for request in pending:
+                        request.Cancel()
+                    MPI.Request.Waitall(pending)
+                else:
+                    self._abandoned.append((pending, keep))
+                self._broken = True
+                message = bytes(self._notice[:count]).decode("utf-8", "replace")
+                raise PeerProcessError(f"{self._name}: process {status.Get_source()} failed, so this run stops "
+                                       f"too: {message}")
+            pending.pop(index)
+
+
+_open_links = weakref.WeakSet()
+
+
+@atexit.register
+def _close_links() -> None:
+    for link in list(_open_links):
+        link.close()
+
+
+def _any_source() -> int:
+    from mpi4py import MPI
+    return MPI.ANY_SOURCE
