@@ -219,6 +219,8 @@ def main(argv=None) -> int:
     if args.replicas < 1 or args.accumulate < 1:
         parser.error("--replicas and --accumulate must be at least 1")
 
+    if popsim.dist.instance_index() > 0:  # under mpiexec, process 0 reports (poprun's --only-output-from-instance)
+        sys.stdout = open(os.devnull, "w")
     started = time.perf_counter()
     data = training_data.load(args.mnist)
     config = CnnConfig(image_shape=data.train.images.shape[1:], batch_size=args.batch_size,

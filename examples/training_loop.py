@@ -10,7 +10,9 @@ forward pass ends with.
 With ``replicas`` R > 1 the graph is replicated (data parallelism, docs/multi_ipu.md): an
 IPUModel of R IPUs, one replica on each, and B is each replica's micro-batch. The host side
 still speaks in global batches of R * B samples: replica r reads rows [r B, (r + 1) B) of
-each, from its own side of the (REPLICATE) FIFOs.
+each, from its own side of the (REPLICATE) FIFOs. Under MPI (``mpiexec -n N``,
+docs/scale_out.md) each process feeds and reads the replicas it holds, and the losses and
+counts it reports are summed over the processes.
 """
 import time
 
@@ -34,6 +36,8 @@ class Trainer:
         self.device = model.create_device()
         self.graph = popsim.Graph(self.device, replication_factor=replicas)
         self.replicas = replicas
+        # Under MPI this process holds replicas [first, first + local) (popsim.dist).
+        self.first, self.local = popsim.dist.replica_index_offset(), popsim.dist.num_local_replicas()
         self.batch_size, self.image_shape = batch_size, tuple(image_shape)
         self.train_batches, self.test_batches = train_batches, test_batches
         self.parameters = {}  # name -> tensor, host-readable and -writable under its name
@@ -90,13 +94,14 @@ class Trainer:
         return {name: self.engine.read_tensor(name) for name in (names or self.parameters)}
 
     def per_replica(self, batches: np.ndarray) -> np.ndarray:
-        """Global batches [n, R B, ...] as the replicas' FIFO buffers: [n B ...] with one
-        replica, else [R, n B ...], replica r's row holding rows [r B, (r + 1) B) of each batch."""
+        """Global batches [n, R B, ...] as the FIFO buffers of the replicas this process
+        holds: [n B ...] with one replica, else [local, n B ...], replica r's row holding
+        rows [r B, (r + 1) B) of each batch."""
         n, r, b = len(batches), self.replicas, self.batch_size
         if r == 1:
             return np.ascontiguousarray(batches).reshape(-1)
-        split = batches.reshape((n, r, b) + batches.shape[2:])
-        return np.ascontiguousarray(np.moveaxis(split, 1, 0)).reshape(r, -1)
+        split = batches.reshape((n, r, b) + batches.shape[2:])[:, self.first:self.first + self.local]
+        return np.ascontiguousarray(np.moveaxis(split, 1, 0)).reshape(self.local, -1)
 
     def _feed(self, images: np.ndarray, labels: np.ndarray, bar=None) -> None:
         self.engine.connect_stream("images", self.per_replica(np.asarray(images, np.float32)))
@@ -104,12 +109,12 @@ class Trainer:
         if bar is None:
             self.engine.connect_stream("labels", self.per_replica(labels))
             return
-        for replica in range(self.replicas):
+        for replica in range(self.first, self.first + self.local):
             batches = iter(labels.reshape(len(labels), self.replicas, self.batch_size)[:, replica])
 
             def next_labels(buffer, batches=batches, replica=replica):  # one call per batch and replica:
                 buffer[:] = next(batches)                               # the bar moves while the device trains
-                if replica == 0:
+                if replica == self.first:
                     bar.advance()
             if self.replicas == 1:
                 self.engine.connect_stream_to_callback("labels", next_labels)
@@ -118,28 +123,48 @@ class Trainer:
 
     def train_epoch(self, images: np.ndarray, labels: np.ndarray, bar=None) -> np.ndarray:
         """One epoch over images [n, R B, ...], labels [n, R B] (the first train_batches
-        global batches) in one run: the loss of every image of every step, [n, R B]."""
-        n, r, b = self.train_batches, self.replicas, self.batch_size
+        global batches) in one run: the loss of every image of every step, [n, R B] (under
+        MPI, of this process's replicas: [n, local B])."""
+        n, r, b = self.train_batches, self.local, self.batch_size
         losses = np.zeros((r, n, b), np.float32)
         self._feed(images[:n], labels[:n], bar)
-        self.engine.connect_stream("losses", losses.reshape(-1) if r == 1 else losses.reshape(r, -1))
+        self.engine.connect_stream("losses", losses.reshape(-1) if self.replicas == 1 else losses.reshape(r, -1))
         self.engine.run(self.TRAIN)
         return np.moveaxis(losses, 0, 1).reshape(n, r * b)
 
     def test(self, images: np.ndarray, labels: np.ndarray) -> int:
         """How many test images [n, R B, ...] the network classifies as ``labels`` [n, R B]
         (n = test_batches; rows labelled MASKED_LABEL_CODE never count)."""
-        correct = np.zeros((self.replicas, 1), np.uint32)
+        correct = np.zeros((self.local, 1), np.uint32)
         self._feed(images, labels)
         self.engine.connect_stream("numCorrect", correct if self.replicas > 1 else correct[0])
         self.engine.run(self.TEST)
-        return int(correct.sum())
+        return int(sum_over_processes(np.array([correct.sum()], np.int64))[0])
 
     def modelled_cycles(self) -> int:
         """IPU cycles the model counted since the last call."""
         cycles = self.engine.get_report().execution.total_cycles
         self.engine.reset_execution_profile()
         return int(cycles)
+
+
+def sum_over_processes(values: np.ndarray) -> np.ndarray:
+    """``values`` summed over the MPI processes (host-side figures only; the device's
+    arithmetic never goes through MPI)."""
+    if popsim.dist.num_instances() == 1:
+        return values
+    from mpi4py import MPI
+    total = np.empty_like(values)
+    MPI.COMM_WORLD.Allreduce(np.ascontiguousarray(values), total, MPI.SUM)
+    return total
+
+
+def mean_over_processes(losses: np.ndarray) -> float:
+    """The mean of every process's ``losses``."""
+    if popsim.dist.num_instances() == 1:
+        return float(losses.mean())
+    total, count = sum_over_processes(np.array([losses.astype(np.float64).sum(), losses.size]))
+    return float(total / count)
 
 
 def fit(net: Trainer, data: training_data.Dataset, epochs: int, seed: int, started: float) -> float:
@@ -152,14 +177,17 @@ def fit(net: Trainer, data: training_data.Dataset, epochs: int, seed: int, start
     accuracy = 0.0
     for epoch in range(1, epochs + 1):
         images, labels = training_data.epoch_batches(data.train, batch, rng)
-        bar = ProgressBar(net.train_batches, f"Epoch {epoch}/{epochs}")
+        bar = ProgressBar(net.train_batches, f"Epoch {epoch}/{epochs}") if popsim.dist.instance_index() == 0 else None
         t0 = time.perf_counter()
         losses = net.train_epoch(images, labels, bar)
         train_seconds += time.perf_counter() - t0
         train_cycles += net.modelled_cycles()
         accuracy = 100.0 * net.test(test_images, test_labels) / len(data.test.labels)
         net.modelled_cycles()
-        bar.finish(f"  loss {losses.mean():.4f}, test accuracy {accuracy:.1f}%")
+        if bar is not None:
+            bar.finish(f"  loss {mean_over_processes(losses):.4f}, test accuracy {accuracy:.1f}%")
+        elif popsim.dist.num_instances() > 1:
+            mean_over_processes(losses)  # every process takes part in the sum
     steps = epochs * net.train_batches
     step_seconds = train_cycles / steps / net.device.target.tile_clock_frequency
     print(f"test accuracy: {accuracy:.1f}%")

@@ -22,11 +22,11 @@ LAYERS = {
 LAYER_ROLES = {
     "base": "types, errors, config, options, printing, view algebra, mapping bookkeeping, the native contract, "
             "serialization, caches",
-    "target": "targets and devices",
+    "target": "targets, devices and the MPI processes that share their replicas",
     "codelet": "codelet front ends: know types and fields, never graphs or engines",
     "model": "graph building: tensors, graphs, vertices, programs, streams",
     "lower": "graph + programs -> executable description; the reference executor",
-    "runtime": "engine, executables, the hand-over to the native core, reports",
+    "runtime": "engine, executables, the hand-over to the native core, links between processes, reports",
     "api": "the package's public face",
 }
 MODULE_LAYER = {
@@ -35,6 +35,7 @@ MODULE_LAYER = {
     "poplar_names": "base", "arguments": "base", "code_fingerprint": "base", "contract": "base", "codec": "base",
     "cachedir": "base",
     "target": "target", "device": "target", "ipu_model": "target", "topology": "target",
+    "dist": "target",  # which MPI process holds which replicas
     "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
     "program": "model", "program_tree": "model", "graph_description": "model", "vertices": "model", "vertex_store": "model",
     "_vertex_build": "model",  # native/accel/vertex_build.cpp: add_vertex's common call in C
@@ -42,6 +43,7 @@ MODULE_LAYER = {
     "reference": "lower",  # reference: the pure-Python executor
     "report": "runtime", "engine": "runtime", "engine_guard": "runtime", "executable": "runtime",
     "executable_file": "runtime", "native": "runtime", "run_errors": "runtime", "digest": "runtime",
+    "peers": "runtime",  # an engine's link to the processes holding its other replicas
     "__init__": "api",
 }
 # Modules that may import the native core: the contract (its codes and layouts) and the

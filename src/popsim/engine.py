@@ -226,18 +226,6 @@ class Engine(SnakeCaseNames):
             raise PopsimError(f"run: program index {program_index} is out of range: this engine has {n} "
                               f"program(s), indices 0..{n - 1}")
         with self._guard.use(f"running program {program_index}", allowed_in_callback=False):
-            self._check_runnable()
-            for s in self._lowered.programs.program_streams[program_index]:
-                for r in range(self._machine.stream_endpoints(s)):
-                    if not self._machine.connected(s, r):
-                        handle = self._lowered.streams[s].handle
-                        which = f" for replica {self._first + r}" if self._replicas > 1 and \
-                            not self._lowered.streams[s].broadcast else ""
-                        raise StreamConnectionError(
-                            f"program {program_index} uses stream '{handle}', which is not connected{which}: call "
-                            f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback("
-                            f"'{handle}', fn) before running")
-            sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
             if self._peers is None:
                 self._run_here(program_index)
             else:
@@ -249,6 +237,18 @@ class Engine(SnakeCaseNames):
             self._write_auto_report(after_run=True)
 
     def _run_here(self, program_index: int) -> None:
+        self._check_runnable()
+        for s in self._lowered.programs.program_streams[program_index]:
+            for r in range(self._machine.stream_endpoints(s)):
+                if not self._machine.connected(s, r):
+                    handle = self._lowered.streams[s].handle
+                    which = f" for replica {self._first + r}" if self._replicas > 1 and \
+                        not self._lowered.streams[s].broadcast else ""
+                    raise StreamConnectionError(
+                        f"program {program_index} uses stream '{handle}', which is not connected{which}: call "
+                        f"engine.connect_stream('{handle}', array) or engine.connect_stream_to_callback("
+                        f"'{handle}', fn) before running")
+        sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
         try:
             status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call,
                                        self._peers)
@@ -258,8 +258,8 @@ class Engine(SnakeCaseNames):
             raise run_error(status, self._machine.error(), program_index, self._lowered)
 
     def _run_with_peers(self, program_index: int) -> None:
-        """A run every process makes together: one that fails here tells the others, and
-        each ends only once every process has (or one has failed)."""
+        """A run every process makes together: one that fails here (its checks included)
+        tells the others, and each ends only once every process has (or one has failed)."""
         self._peers.begin_run()
         try:
             self._run_here(program_index)

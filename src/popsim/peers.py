@@ -8,7 +8,8 @@ listens for a notice from a process whose run failed, so that no process waits f
 that has stopped: each then fails its run with PeerProcessError, naming the process and
 its error. After a failed run the link starts afresh on a new communicator (all processes
 failed that run, so all do), and messages of the failed run can never be mistaken for
-those of the next.
+those of the next. The new one is duplicated from a communicator kept for that alone:
+the failed one may hold collectives some processes started and others never will.
 """
 from __future__ import annotations
 
@@ -27,12 +28,18 @@ _CHUNK = 1 << 30      # the most bytes in one message (MPI counts are 32-bit int
 
 
 class PeerLink:
-    """The engine's communicator over the processes of ``world``."""
+    """The engine's communicator over the processes of ``world``. Runs are numbered alike
+    on every process (each engine.run is one, failed or not): a notice names its run, so
+    one from a process already in the next run (this one has ended everywhere, then)
+    waits for that run instead of failing this one."""
 
     def __init__(self, world, name: str):
         self._name = name
-        self._comm = world.Dup()
+        self._origin = world.Dup()  # only ever duplicated, so every process calls it alike
+        self._comm = self._origin.Dup()
+        self._run = 0
         self._broken = False
+        self._early = None  # (run, process, message) of a notice from a process ahead
         self._sent_notices = []
         self._abandoned = []  # collectives a failed run left pending, with their buffers
         self._listen()
@@ -50,6 +57,11 @@ class PeerLink:
         self._notice = bytearray(_NOTICE_BYTES)
         self._notice_request = self._comm.Irecv(self._notice, source=_any_source(), tag=_NOTICE_TAG)
 
+    def _stop_listening(self) -> None:
+        if self._notice_request:
+            self._notice_request.Cancel()
+            self._notice_request.Wait()
+
     def agree(self, what: str, parts) -> None:
         """PopsimError on every process unless all give the same ``parts`` (buffers: what
         they built); only a digest travels."""
@@ -66,15 +78,19 @@ class PeerLink:
                               "data where it shapes the graph)")
 
     def begin_run(self) -> None:
-        """Start a run; after a failed one, on a new communicator."""
+        """Start a run: after a failed one, on a new communicator; PeerProcessError if a
+        process already failed this one."""
+        self._run += 1
         if self._broken:
-            stale = self._comm
-            self._comm = stale.Dup()
-            if self._notice_request:
-                self._notice_request.Cancel()
-                self._notice_request.Wait()
+            self._stop_listening()
+            self._comm = self._origin.Dup()
             self._listen()
             self._broken = False
+        if self._early is not None:
+            run, process, message = self._early
+            self._early = None
+            if run == self._run:
+                self._peer_failed(process, message)
 
     def end_run(self) -> None:
         """Wait until every process has finished the run, or one has failed it."""
@@ -82,19 +98,29 @@ class PeerLink:
 
     def close(self) -> None:
         """Stop listening for notices (before MPI ends, which would find the receive pending)."""
-        if self._notice_request:
-            self._notice_request.Cancel()
-            self._notice_request.Wait()
+        try:
+            from mpi4py import MPI
+        except ImportError:  # the interpreter is shutting down
+            return
+        if not MPI.Is_finalized():
+            self._stop_listening()
         _open_links.discard(self)
+
+    def __del__(self) -> None:
+        self.close()
 
     def failed(self, message: str) -> None:
         """Tell every other process that this one's run failed; the next run starts afresh."""
         if not self._broken:
-            text = message.encode("utf-8", "replace")[:_NOTICE_BYTES]
+            text = self._run.to_bytes(8, "little") + message.encode("utf-8", "replace")[:_NOTICE_BYTES - 8]
             for p in range(self.size):
                 if p != self.rank:
                     self._sent_notices.append(self._comm.Isend(text, dest=p, tag=_NOTICE_TAG))
         self._broken = True
+
+    def _peer_failed(self, process: int, message: str):
+        self._broken = True
+        raise PeerProcessError(f"{self._name}: process {process} failed, so this run stops too: {message}")
 
     # -- what the core asks for ---------------------------------------------------------------
     def __call__(self, op: int, send, send_bytes, recv, recv_bytes) -> None:
@@ -114,27 +140,33 @@ class PeerLink:
         self._wait(requests, cancel=True)
 
     def _wait(self, requests, cancel: bool = False, keep=()) -> None:
-        """Wait for ``requests``, or raise PeerProcessError when another process failed:
-        point-to-point requests (``cancel``) are cancelled then, as they use the core's
-        buffers; collectives cannot be, so they stay pending with ``keep``, their buffers."""
+        """Wait for ``requests``, or raise PeerProcessError when another process failed
+        this run: point-to-point requests (``cancel``) are cancelled then, as they use the
+        core's buffers; collectives cannot be, so they stay pending with ``keep``, their
+        buffers."""
         from mpi4py import MPI
         pending = list(requests)
         status = MPI.Status()
         while pending:
             index = MPI.Request.Waitany(pending + [self._notice_request], status)
-            if index == len(pending):
-                count = status.Get_count(MPI.BYTE)
-                if cancel:
-                    for request in pending:
-                        request.Cancel()
-                    MPI.Request.Waitall(pending)
-                else:
-                    self._abandoned.append((pending, keep))
-                self._broken = True
-                message = bytes(self._notice[:count]).decode("utf-8", "replace")
-                raise PeerProcessError(f"{self._name}: process {status.Get_source()} failed, so this run stops "
-                                       f"too: {message}")
-            pending.pop(index)
+            if index < len(pending):
+                pending.pop(index)
+                continue
+            count = status.Get_count(MPI.BYTE)
+            run = int.from_bytes(self._notice[:8], "little")
+            message = bytes(self._notice[8:count]).decode("utf-8", "replace")
+            self._listen()
+            if run > self._run:  # from a process ahead: this run has ended everywhere
+                self._early = self._early or (run, status.Get_source(), message)
+            if run != self._run:
+                continue
+            if cancel:
+                for request in pending:
+                    request.Cancel()
+                MPI.Request.Waitall(pending)
+            else:
+                self._abandoned.append((pending, keep))
+            self._peer_failed(status.Get_source(), message)
 
 
 _open_links = weakref.WeakSet()

@@ -1,0 +1,183 @@
+"""Benchmark: replicas spread over MPI processes (popsim.dist), against one process and against MPI itself.
+
+(a) Compute-bound replicas. 8 replicas of an ipu2 IPUModel (one IPU and 1472 tiles each)
+    run poplin.mat_mul of FLOAT [256, 256] x [256, 256] (quick: 128) four times per
+    program, with one thread per process (popsim.numThreads = 1): engine.run on one
+    process (plain python) against the same script under mpiexec -n 2, where each process
+    runs 4 replicas. Both check the products against numpy. Target: 2 processes at least
+    1.7x faster (speed-up = one process's time / two processes' time).
+(b) An all-reduce across processes. gcl.all_reduce_in_place_cross_replica (ADD, FLOAT,
+    clockwise ring) of 16M elements (quick: 1M) per replica, 2 replicas on 2 processes
+    (mpiexec -n 2, one replica each), data mapped with poputil.map_tensor_linearly: the
+    host time of engine.run, in alternation with mpi4py's comm.Allreduce (SUM) of the same
+    bytes between the same processes; the first run's result is checked against numpy.
+    Target: within 2x of MPI's (ratio = popsim / Allreduce <= 2).
+
+Times are process 0's best of --repeat runs (default 3) after a warm-up run; every
+process's run ends only when all have (the run's closing barrier), so process 0's time
+is the job's. Needs mpi4py and mpiexec (pip install "popsim[mpi]"); without them it
+prints why and writes no rows.
+
+Run: python bench/bench_scale_out.py [--quick] [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import _common as C  # noqa: E402
+
+SPEEDUP_TARGET = 1.7
+ALLREDUCE_TARGET = 2.0
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes (CI smoke run)")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs (best is kept)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs first")
+    p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON")
+    p.add_argument("--child", choices=["compute", "allreduce"], default=None, help=argparse.SUPPRESS)
+    p.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# -- what each process runs ---------------------------------------------------------------------
+def _device(replicas: int):
+    import popsim
+    model = popsim.IPUModel("ipu2")
+    model.num_ipus = replicas
+    device = model.create_device()
+    return device, popsim.Graph(device, replication_factor=replicas)
+
+
+def _timed_runs(engine, repeat: int, warmup: int, extra=None):
+    """Best engine.run time (and, alternating with it, best ``extra()`` time)."""
+    fns = {"run": lambda: engine.run(0)}
+    if extra is not None:
+        fns["extra"] = extra
+    return C.best_of_interleaved(fns, repeat, warmup)
+
+
+def child_compute(args) -> dict:
+    import popsim
+    from popsim import FLOAT, poplin
+    from popsim.program import Repeat, Sequence
+    size, replicas = (128 if args.quick else 256), 8
+    device, g = _device(replicas)
+    poplin.add_codelets(g)
+    a = poplin.create_mat_mul_input_lhs(g, FLOAT, [size, size], [size, size], "a")
+    b = poplin.create_mat_mul_input_rhs(g, FLOAT, [size, size], [size, size], "b")
+    body = Sequence()
+    c = poplin.mat_mul(g, a, b, body, "c")
+    g.create_host_write("a", a)
+    g.create_host_write("b", b)
+    g.create_host_read("c", c)
+    rng = np.random.default_rng(0)
+    first, local = popsim.dist.replica_index_offset(), popsim.dist.num_local_replicas()
+    A = rng.standard_normal((replicas, size, size)).astype(np.float32)[first:first + local]
+    B = rng.standard_normal((size, size)).astype(np.float32)
+    with popsim.Engine(g, Repeat(4, body), {"popsim.numThreads": "1"}) as engine:
+        engine.load(device)
+        engine.write_tensor("a", A)
+        engine.write_tensor("b", B)
+        engine.run(0)
+        np.testing.assert_allclose(engine.read_tensor("c"), A @ B, rtol=1e-4, atol=1e-3)
+        best = _timed_runs(engine, args.repeat, args.warmup)
+    return {"run": best["run"], "size": size, "replicas": replicas}
+
+
+def child_allreduce(args) -> dict:
+    import popsim
+    from mpi4py import MPI
+    from popsim import FLOAT, gcl, poputil
+    from popsim.program import Sequence
+    n, replicas = (1 << 20 if args.quick else 16 << 20), 2
+    device, g = _device(replicas)
+    x = g.add_variable(FLOAT, (n,), "x")
+    poputil.map_tensor_linearly(g, x)
+    prog = Sequence()
+    gcl.all_reduce_in_place_cross_replica(g, x, gcl.CollectiveOperator.ADD, prog, name="ar",
+                                          options={"method": "clockwise_ring"})
+    g.create_host_write("x", x)
+    g.create_host_read("x_out", x)
+    data = np.random.default_rng(0).standard_normal((replicas, n), dtype=np.float32)
+    me = popsim.dist.replica_index_offset()
+    comm = MPI.COMM_WORLD
+    send, recv = data[me].copy(), np.empty(n, np.float32)
+    with popsim.Engine(g, prog, {"popsim.numThreads": "1"}) as engine:
+        engine.load(device)
+        engine.write_tensor("x", data[me:me + 1])
+        engine.run(0)
+        got = engine.read_tensor("x_out")[0]
+        np.testing.assert_allclose(got, data[0] + data[1], rtol=1e-6, atol=1e-6)
+        comm.Barrier()
+        best = _timed_runs(engine, args.repeat, args.warmup, extra=lambda: comm.Allreduce(send, recv, MPI.SUM))
+    return {"run": best["run"], "mpi": best["extra"], "elements": n}
+
+
+# -- the parent: launch, collect, report ---------------------------------------------------------
+def launch(kind: str, processes: int, args, tmp: str) -> dict:
+    out = os.path.join(tmp, f"{kind}-{processes}.json")
+    command = [sys.executable, os.path.abspath(__file__), "--child", kind, "--out", out,
+               "--repeat", str(args.repeat), "--warmup", str(args.warmup)] + (["--quick"] if args.quick else [])
+    if processes > 1:
+        command = [shutil.which("mpiexec"), "-n", str(processes)] + command
+    env = dict(os.environ, POPSIM_MPI="1" if processes > 1 else "0")
+    subprocess.run(command, check=True, env=env)
+    with open(out) as f:
+        return json.load(f)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.child:
+        import popsim
+        result = (child_compute if args.child == "compute" else child_allreduce)(args)
+        if popsim.dist.instance_index() == 0:
+            with open(args.out, "w") as f:
+                json.dump(result, f)
+        return 0
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        C.report("bench_scale_out: skipped", [], args, "mpi4py is not installed: pip install \"popsim[mpi]\"")
+        return 0
+    if shutil.which("mpiexec") is None:
+        C.report("bench_scale_out: skipped", [], args, "no mpiexec on PATH: pip install \"popsim[mpi]\"")
+        return 0
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        one, two = launch("compute", 1, args, tmp), launch("compute", 2, args, tmp)
+        reduce = launch("allreduce", 2, args, tmp)
+    speedup = one["run"] / two["run"]
+    ratio = reduce["run"] / reduce["mpi"]
+    size = f"{reduce['elements'] / (1 << 20):g}M FLOAT"
+    results = [
+        C.Result(bench="scale_out", metric=f"{one['replicas']} replicas of mat_mul {one['size']}^3 x4, 2 processes x 1 "
+                 "thread: host run", unit="s", value=two["run"], baseline=one["run"],
+                 baseline_label="1 process x 1 thread", ratio=two["run"] / one["run"],
+                 target=f"speed-up >= {SPEEDUP_TARGET:g}", passed=speedup >= SPEEDUP_TARGET,
+                 notes=[f"speed-up {speedup:.2f}x"]),
+        C.Result(bench="scale_out", metric=f"all-reduce {size}, 2 replicas on 2 processes: host run", unit="s",
+                 value=reduce["run"], baseline=reduce["mpi"], baseline_label="mpi4py Allreduce of the same bytes",
+                 ratio=ratio, target=f"ratio <= {ALLREDUCE_TARGET:g}", passed=ratio <= ALLREDUCE_TARGET),
+    ]
+    C.report("bench_scale_out: replicas over MPI processes vs one process and vs MPI's Allreduce", results, args,
+             f"(a) one process {one['run']:.3f} s, two {two['run']:.3f} s; (b) popsim {reduce['run'] * 1e3:.1f} ms, "
+             f"Allreduce {reduce['mpi'] * 1e3:.1f} ms; {time.perf_counter() - start:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
