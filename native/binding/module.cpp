@@ -9,6 +9,7 @@
 
 #include "binding/binding.hpp"
 #include "core/layouts.hpp"
+#include "core/peers.hpp"
 #include "core/status.hpp"
 #include "core/validate.hpp"
 #include "popsim_codelet.h"
@@ -68,6 +69,10 @@ void bind_contract(py::module_ &m) {
 #define POPSIM_EXPORT_KIND(name, code, doc) kinds.value(#name, POPSIM_##name, doc);
   POPSIM_ERROR_KINDS(POPSIM_EXPORT_KIND)
 #undef POPSIM_EXPORT_KIND
+
+  py::enum_<PeerOp>(m, "PeerOp", "What a run asks of the other processes (native/core/peers.hpp)")
+      .value("EXCHANGE", PEER_EXCHANGE)
+      .value("GATHER", PEER_GATHER);
 
   m.attr("STATE_ALIGNMENT") = STATE_ALIGNMENT;
   m.attr("MAX_CALL_DEPTH") = MAX_CALL_DEPTH;

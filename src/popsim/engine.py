@@ -434,7 +434,7 @@ class Engine(SnakeCaseNames):
         if not s.to_device and not data.flags.writeable:
             raise StreamConnectionError(f"connect_stream '{handle}': the device-to-host stream writes into the "
                                         "array, which is read-only; pass a writable array (e.g. np.empty)")
-        parts = replica_parts(handle, data, self._endpoints(s), s.num_elements, s.to_device)
+        parts = replica_parts(handle, data, self._endpoints(s), s.num_elements, s.to_device, self._replicas)
         with self._guard.use(f"connecting stream '{handle}'"):
             for r, part in enumerate(parts):
                 self._machine.connect_buffer(s.index, r, device_readable(part))

@@ -19,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from .contract import PeerOp
 from .errors import PeerProcessError, PopsimError
 
 _NOTICE_TAG = 1      # a failed run's notice
@@ -124,7 +125,7 @@ class PeerLink:
 
     # -- what the core asks for ---------------------------------------------------------------
     def __call__(self, op: int, send, send_bytes, recv, recv_bytes) -> None:
-        if op == 1:  # PEER_GATHER: small; in buffers of its own, which a failed run may leave pending
+        if op == PeerOp.GATHER:  # small; in buffers of its own, which a failed run may leave pending
             mine, everyone = bytearray(send), bytearray(len(recv))
             self._wait([self._comm.Iallgather(mine, everyone)], keep=(mine, everyone))
             recv[:] = everyone

@@ -3,7 +3,7 @@ StreamCallback protocol, plain callback functions, host arrays the device only r
 from __future__ import annotations
 
 import enum
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -157,15 +157,19 @@ def stream_endpoints(stream: "DataStream", replicas: int) -> int:
     return 1 if broadcast else replicas
 
 
-def replica_parts(handle: str, data: np.ndarray, ends: int, num_elements: int, to_device: bool):
+def replica_parts(handle: str, data: np.ndarray, ends: int, num_elements: int, to_device: bool,
+                  replicas: Optional[int] = None):
     """The host buffer of each of a stream's ``ends`` endpoints in ``data`` (C-contiguous,
     of the stream's type): the whole array, or ``data[r]`` for replica r when there are
     several (its leading dimension must be ``ends``); each a positive multiple of one
-    transfer. StreamConnectionError saying what to pass otherwise."""
+    transfer. StreamConnectionError saying what to pass otherwise. ``replicas``: the
+    graph's, when this process holds only ``ends`` of them (popsim.dist)."""
     if ends > 1 and (data.ndim < 1 or data.shape[0] != ends):
         mode = "a REPLICATE stream" if to_device else "a device-to-host stream"
+        held = f"the graph has {ends} replicas" if replicas in (None, ends) else \
+            f"this process holds {ends} of the graph's {replicas} replicas"
         raise StreamConnectionError(
-            f"connect_stream '{handle}': the graph has {ends} replicas and this is {mode}, so the array's "
+            f"connect_stream '{handle}': {held} and this is {mode}, so the array's "
             f"leading dimension must be {ends} (replica r reads data[r]), found shape {list(data.shape)}; make "
             "the stream BROADCAST (add_host_to_device_fifo(..., ReplicatedStreamMode.BROADCAST)) to send one "
             "buffer to every replica")
