@@ -92,8 +92,8 @@ class PyMachine {
   // host_callback(id) runs PrintTensor & co; vertex_callback(vertex, worker) runs an
   // interpreted vertex and returns (result, cycles); stream_callback(stream, staging)
   // fills or reads a callback stream's staging buffer; peer_callback(op, send,
-  // send_bytes, recv, recv_bytes) moves bytes between processes (core/peers.hpp; None
-  // when the machine holds every replica).
+  // send_bytes, recv, recv_bytes) moves bytes between processes (core/peers.hpp; for
+  // PEER_COPY: (op, table, map, None, None); None when the machine holds every replica).
   int run(int64_t program, py::object host_callback, py::object vertex_callback, py::object stream_callback,
           py::object peer_callback) {
     enter("run", false);
@@ -306,6 +306,10 @@ class PyMachine {
     auto view = [](const uint8_t *p, int64_t bytes, bool readonly) {
       return py::memoryview::from_memory(const_cast<uint8_t *>(p), static_cast<py::ssize_t>(bytes), readonly);
     };
+    if (call.op == PEER_COPY) {
+      callbacks_.peers(static_cast<int>(PEER_COPY), call.table, call.map, py::none(), py::none());
+      return;
+    }
     if (call.op == PEER_GATHER) {
       const int64_t bytes = call.send_bytes[0];
       callbacks_.peers(static_cast<int>(PEER_GATHER), view(call.send, bytes, true), py::none(),

@@ -72,7 +72,8 @@ void bind_contract(py::module_ &m) {
 
   py::enum_<PeerOp>(m, "PeerOp", "What a run asks of the other processes (native/core/peers.hpp)")
       .value("EXCHANGE", PEER_EXCHANGE)
-      .value("GATHER", PEER_GATHER);
+      .value("GATHER", PEER_GATHER)
+      .value("COPY", PEER_COPY);
 
   m.attr("STATE_ALIGNMENT") = STATE_ALIGNMENT;
   m.attr("MAX_CALL_DEPTH") = MAX_CALL_DEPTH;

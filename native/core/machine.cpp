@@ -244,11 +244,18 @@ bool Machine::cross_replica_copy(int64_t table, int64_t map, const HostInterface
   return true;
 }
 
-// The same across processes. The fragments for each other process go in one message, in
-// source replica order; every source here is read (into the messages, or into scratch
-// for this block's own pairs) before any destination here is written.
+// The same across processes. When the table's sources and destinations do not overlap,
+// this block's own pairs copy here and MPI moves the others' fragments straight between
+// tile memories (PEER_COPY). Otherwise the fragments for each other process go in one
+// message, in source replica order, and every source here is read (into the messages,
+// or into scratch for this block's own pairs) before any destination here is written.
 bool Machine::cross_process_copy(int64_t table, int64_t map, const HostInterface &host) {
   const int64_t *dest = exe_.replica_maps.data() + map * exe_.num_replicas;
+  if (!exe_.table_overlaps[static_cast<size_t>(table)]) {
+    for (int64_t r = block_.first(); r < block_.first() + block_.local(); ++r)
+      if (dest[r] >= 0 && block_.holds(dest[r])) run_table(table, arena(r - block_.first()), arena(dest[r] - block_.first()));
+    return block_.copy(host, table, map);
+  }
   const CopySeg *first = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
   const CopySeg *last = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
   int64_t bytes = 0;

@@ -20,6 +20,10 @@ enum PeerOp : int64_t {
   PEER_EXCHANGE = 0,
   // Every process sends the same send_bytes[0] bytes; recv gets them all, in process order.
   PEER_GATHER = 1,
+  // Cross-replica copy `table` with replica map `map` between this process's replicas
+  // and the others', straight from and into tile memory (the host knows both tables);
+  // only for a table whose source and destination do not overlap.
+  PEER_COPY = 2,
 };
 
 struct PeerCall {
@@ -28,6 +32,7 @@ struct PeerCall {
   const int64_t *send_bytes;  // PEER_EXCHANGE: one per process
   uint8_t *recv;
   const int64_t *recv_bytes;  // PEER_EXCHANGE: one per process
+  int64_t table = -1, map = -1;  // PEER_COPY
 };
 
 class ReplicaBlock {
@@ -51,6 +56,10 @@ class ReplicaBlock {
   bool gather(const HostInterface &host, const void *mine, int64_t bytes, void *all) const {
     PeerCall call{PEER_GATHER, static_cast<const uint8_t *>(mine), &bytes, static_cast<uint8_t *>(all), nullptr};
     return host.call(host.ctx, HOST_PEERS, PEER_GATHER, reinterpret_cast<uint8_t *>(&call), 0, 0) == 0;
+  }
+  bool copy(const HostInterface &host, int64_t table, int64_t map) const {
+    PeerCall call{PEER_COPY, nullptr, nullptr, nullptr, nullptr, table, map};
+    return host.call(host.ctx, HOST_PEERS, PEER_COPY, reinterpret_cast<uint8_t *>(&call), 0, 0) == 0;
   }
   bool exchange(const HostInterface &host, const std::vector<uint8_t> &send, const std::vector<int64_t> &send_bytes,
                 std::vector<uint8_t> &recv, const std::vector<int64_t> &recv_bytes) const {

@@ -138,6 +138,8 @@ class Engine(SnakeCaseNames):
         self._peers: Optional[PeerLink] = None if comm is None else PeerLink(comm, f"engine #{self._number}")
         if self._peers is not None:
             self._peers.agree("graph, programs and initial values", _build_fingerprint(lw))
+            self._peers.serve_copies(np.asarray(lw.segs), np.asarray(lw.table_begin), lw.programs.replica_maps,
+                                     self._machine.arena(), self._machine.arena_stride, self._first, self._local)
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
         # (stream, replica) -> callback: held here, where gc sees them
         self._stream_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}

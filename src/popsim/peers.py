@@ -1,9 +1,13 @@
 """An engine's link to the processes that hold its other replicas (popsim.dist).
 
-The core asks for two things while it runs (native/core/peers.hpp): an exchange of a
-cross-replica copy's fragments, point to point, one message per pair of processes in
-process order; and a gather of a few bytes from every process (a control-flow decision,
-an abort, the cycles of a compute set whose vertices count their own). Every wait also
+The core asks for three things while it runs (native/core/peers.hpp): a cross-replica
+copy's fragments moved between processes, point to point, straight between tile memories
+(one message per pair of replicas, described to MPI by the copy table's segments) or,
+for a copy whose sources and destinations overlap, packed by the core into one message
+per pair of processes; and a gather of a few bytes from every process (a control-flow
+decision, an abort, the cycles of a compute set whose vertices count their own).
+Messages between two processes are posted by both in source replica order, so they
+match in order. Every wait also
 listens for a notice from a process whose run failed, so that no process waits for one
 that has stopped: each then fails its run with PeerProcessError, naming the process and
 its error. After a failed run the link starts afresh on a new communicator (all processes
@@ -15,17 +19,20 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
+import os
 import weakref
 
 import numpy as np
 
-from .contract import PeerOp
+from .contract import COLUMNS, PeerOp
 from .errors import PeerProcessError, PopsimError
 
 _NOTICE_TAG = 1      # a failed run's notice
 _DATA_TAG = 2        # cross-replica copy fragments
 _NOTICE_BYTES = 4096  # the longest notice (the failure's message, cut)
 _CHUNK = 1 << 30      # the most bytes in one message (MPI counts are 32-bit ints)
+_SPINS = 1000         # polls of a wait before each further poll first yields the core
 
 
 class PeerLink:
@@ -38,10 +45,15 @@ class PeerLink:
         self._name = name
         self._origin = world.Dup()  # only ever duplicated, so every process calls it alike
         self._comm = self._origin.Dup()
+        host = self._origin.Split_type(_shared_memory())  # the processes on this host
+        self._oversubscribed = host.Get_size() > len(os.sched_getaffinity(0))
+        host.Free()
         self._run = 0
         self._broken = False
         self._early = None  # (run, process, message) of a notice from a process ahead
         self._sent_notices = []
+        self._tables = None   # for PEER_COPY: segments, table starts, replica maps, tile memory
+        self._datatypes = {}  # (table, "src" or "dst") -> committed MPI datatype over a replica's tile memory
         self._abandoned = []  # collectives a failed run left pending, with their buffers
         self._listen()
         _open_links.add(self)
@@ -62,6 +74,13 @@ class PeerLink:
         if self._notice_request:
             self._notice_request.Cancel()
             self._notice_request.Wait()
+
+    def serve_copies(self, segs: np.ndarray, table_begin: np.ndarray, replica_maps: np.ndarray, arena: np.ndarray,
+                     stride: int, first: int, local: int) -> None:
+        """What cross-replica copies between tile memories need: the copy tables (rows
+        src, dst, len), the replica maps, and this process's tile memory (replica
+        first + i at arena[i * stride:]), which holds replicas [first, first + local)."""
+        self._tables = (segs, table_begin, replica_maps, arena, stride, first, local)
 
     def agree(self, what: str, parts) -> None:
         """PopsimError on every process unless all give the same ``parts`` (buffers: what
@@ -105,6 +124,9 @@ class PeerLink:
             return
         if not MPI.Is_finalized():
             self._stop_listening()
+            for datatype in self._datatypes.values():
+                datatype.Free()
+            self._datatypes.clear()
         _open_links.discard(self)
 
     def __del__(self) -> None:
@@ -125,6 +147,9 @@ class PeerLink:
 
     # -- what the core asks for ---------------------------------------------------------------
     def __call__(self, op: int, send, send_bytes, recv, recv_bytes) -> None:
+        if op == PeerOp.COPY:
+            self._copy(send, send_bytes)
+            return
         if op == PeerOp.GATHER:  # small; in buffers of its own, which a failed run may leave pending
             mine, everyone = bytearray(send), bytearray(len(recv))
             self._wait([self._comm.Iallgather(mine, everyone)], keep=(mine, everyone))
@@ -140,6 +165,37 @@ class PeerLink:
                 offset += count
         self._wait(requests, cancel=True)
 
+    def _copy(self, table: int, map_index: int) -> None:
+        """Cross-replica copy ``table`` between this process's replicas and the others':
+        each fragment from the source replica's tile memory into the destination's."""
+        segs, begin, maps, arena, stride, first, local = self._tables
+        if begin[table] == begin[table + 1]:
+            return
+        requests = []
+        for r, d in enumerate(maps[map_index].tolist()):  # by source replica, as the other side posts them
+            if d < 0 or (first <= r < first + local) == (first <= d < first + local):
+                continue
+            if first <= r < first + local:
+                memory = arena[(r - first) * stride:(r - first + 1) * stride]
+                requests.append(self._comm.Isend([memory, 1, self._datatype(table, "src")], d // local, _DATA_TAG))
+            else:
+                memory = arena[(d - first) * stride:(d - first + 1) * stride]
+                requests.append(self._comm.Irecv([memory, 1, self._datatype(table, "dst")], r // local, _DATA_TAG))
+        self._wait(requests, cancel=True)
+
+    def _datatype(self, table: int, column: str):
+        """The bytes of copy table ``table``'s sources (column "src") or destinations
+        ("dst") in one replica's tile memory, as an MPI datatype (made once)."""
+        datatype = self._datatypes.get((table, column))
+        if datatype is None:
+            from mpi4py import MPI
+            segs, begin = self._tables[0], self._tables[1]
+            rows = segs[begin[table]:begin[table + 1]]
+            cols = COLUMNS["segs"]
+            datatype = MPI.BYTE.Create_hindexed(rows[:, cols["len"]].tolist(), rows[:, cols[column]].tolist()).Commit()
+            self._datatypes[table, column] = datatype
+        return datatype
+
     def _wait(self, requests, cancel: bool = False, keep=()) -> None:
         """Wait for ``requests``, or raise PeerProcessError when another process failed
         this run: point-to-point requests (``cancel``) are cancelled then, as they use the
@@ -149,7 +205,8 @@ class PeerLink:
         pending = list(requests)
         status = MPI.Status()
         while pending:
-            index = MPI.Request.Waitany(pending + [self._notice_request], status)
+            requests = pending + [self._notice_request]
+            index = _wait_yielding(requests, status) if self._oversubscribed else MPI.Request.Waitany(requests, status)
             if index < len(pending):
                 pending.pop(index)
                 continue
@@ -177,6 +234,24 @@ _open_links = weakref.WeakSet()
 def _close_links() -> None:
     for link in list(_open_links):
         link.close()
+
+
+def _wait_yielding(requests, status) -> int:
+    """MPI_Waitany for more processes than cores (mpiexec -n 4 on 2): once a wait is long
+    it gives up the core between polls, where MPI's own wait would spin and take the core
+    from the process it waits for."""
+    from mpi4py import MPI
+    for spin in itertools.count():
+        index, done = MPI.Request.Testany(requests, status)
+        if done:
+            return index
+        if spin >= _SPINS:
+            os.sched_yield()
+
+
+def _shared_memory() -> int:
+    from mpi4py import MPI
+    return MPI.COMM_TYPE_SHARED
 
 
 def _any_source() -> int:
