@@ -1,8 +1,21 @@
 """Small graph-building helpers shared by the tests: a variable or constant mapped to one
-tile, a small IPUModel, and building, loading and running an engine."""
+tile, a small IPUModel, building, loading and running an engine, and a vertex whose
+cycles depend on its data."""
 import numpy as np
 
 import popsim
+from popsim import InOut, Input, Vector, Vertex
+
+
+class Spin(Vertex):
+    """Loops n times: its counted cycles depend on the replica's data."""
+    n: Input[int]
+    x: InOut[Vector[float]]
+
+    def compute(self):
+        for k in range(self.n):
+            for i in range(len(self.x)):
+                self.x[i] = self.x[i] * 0.5 + 1.0
 
 
 def mapped(graph, dtype, shape, name, tile=0):

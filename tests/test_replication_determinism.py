@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 import popsim
 from popsim import popops
-from popsim import FLOAT, INT, InOut, Input, Vector, Vertex
+from popsim import FLOAT, INT
 from popsim.program import CrossReplicaCopy, Execute, Sequence
 
-from graph_helpers import mapped, replicated, runners
+from graph_helpers import Spin, mapped, replicated, runners
 
 pytestmark = pytest.mark.compiler
 
@@ -52,17 +52,6 @@ def test_engine_matches_reference_and_numpy(r, ipus, data):
 
 
 # -- determinism -------------------------------------------------------------------------------------
-class Spin(Vertex):
-    """Loops n times: its counted cycles depend on the replica's data."""
-    n: Input[int]
-    x: InOut[Vector[float]]
-
-    def compute(self):
-        for k in range(self.n):
-            for i in range(len(self.x)):
-                self.x[i] = self.x[i] * 0.5 + 1.0
-
-
 def test_results_and_cycles_do_not_depend_on_threads_or_replica_order():
     """4 replicas of 2 IPUs, data-dependent vertex cycles, float arithmetic and a ring:
     every replica's results and every cycle figure are the same on 1, 2 and 3 threads;

@@ -16,7 +16,6 @@ says what goes wrong:
 import sys
 from pathlib import Path
 
-import numpy as np
 
 import popsim
 from popsim import BOOL, FLOAT, INT, InOut, Input, Vector, Vertex, popops

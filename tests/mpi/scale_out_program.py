@@ -17,22 +17,14 @@ from pathlib import Path
 import numpy as np
 
 import popsim
-from popsim import FLOAT, INT, UNSIGNED_INT, InOut, Input, Vector, Vertex, gcl, popops, poprand
+from popsim import FLOAT, INT, UNSIGNED_INT, gcl, popops, poprand
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from graph_helpers import Spin  # noqa: E402 - the tests' helpers, one folder up
 from popsim.program import Copy, CrossReplicaCopy, Execute, PrintTensor, Repeat, RepeatWhileTrue, Sequence
 
 TILES = 4
 N = 24  # elements per replica
-
-
-class Spin(Vertex):
-    """Loops n times: its counted cycles depend on the replica's data."""
-    n: Input[int]
-    x: InOut[Vector[float]]
-
-    def compute(self):
-        for k in range(self.n):
-            for i in range(len(self.x)):
-                self.x[i] = self.x[i] * 0.5 + 1.0
 
 
 def build(replicas: int):
