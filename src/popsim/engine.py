@@ -534,10 +534,10 @@ class Engine(SnakeCaseNames):
 
 def _build_fingerprint(lw) -> list:
     """What every process must have built alike: its programs, copies, costs and
-    initial values (bytes to hash)."""
+    initial values (arrays to hash)."""
     p = lw.programs
-    return [np.ascontiguousarray(a) for a in (p.instrs, p.step_costs, lw.segs, lw.init_image)] + \
-        [repr((lw.layout.arena_bytes, lw.replication_factor, len(lw.vertices.vertices))).encode()]
+    sizes = np.array([lw.layout.arena_bytes, lw.replication_factor, len(lw.vertices.vertices)], np.int64)
+    return [np.asarray(a) for a in (p.instrs, p.step_costs, lw.segs, lw.init_image)] + [sizes]
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

@@ -83,11 +83,11 @@ class PeerLink:
         self._tables = (segs, table_begin, replica_maps, arena, stride, first, local)
 
     def agree(self, what: str, parts) -> None:
-        """PopsimError on every process unless all give the same ``parts`` (buffers: what
-        they built); only a digest travels."""
+        """PopsimError on every process unless all give the same ``parts`` (numpy arrays:
+        what they built); only a digest travels."""
         h = hashlib.sha256()
         for part in parts:
-            h.update(memoryview(part).cast("B"))
+            h.update(np.ascontiguousarray(part).reshape(-1).view(np.uint8))
         digest = np.frombuffer(h.digest(), np.uint8)
         everyone = np.empty((self.size, digest.size), np.uint8)
         self._wait([self._comm.Iallgather(digest, everyone)], keep=(digest, everyone))

@@ -78,6 +78,17 @@ def test_a_replication_factor_the_processes_cannot_share_is_refused():
         popsim.Graph(device, replication_factor=N + 1)
 
 
+def test_processes_that_built_different_graphs_are_refused():
+    if N == 1:
+        pytest.skip("one process cannot disagree with itself")
+    device, g = _graph(N)
+    c = g.add_constant(FLOAT, (2,), [1.0, float(K)], "c")   # process k's own value
+    g.set_tile_mapping(c, 0)
+    g.create_host_read("c", c)
+    with pytest.raises(popsim.PopsimError, match="process 1 built a different graph, programs and initial values"):
+        popsim.Engine(g, Sequence())
+
+
 def test_a_failed_run_on_one_process_fails_on_all_and_the_engine_stays_usable():
     replicas = 2 * N
     device, g = _graph(replicas)
