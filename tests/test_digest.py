@@ -422,8 +422,8 @@ def test_content_key_of_long_lists_read_by_two_threads():
 
 
 def test_slots_that_content_key_cannot_read_are_digested_by_content(device):
-    """Slot records with numpy integers (not plain ints) go through hash(): the digest
-    still depends on their values only."""
+    """Slot records with numpy integers (not plain ints) are read as plain ints: the
+    digest depends on their values only."""
     import numpy as np
 
     def digest_with(offset):
@@ -478,3 +478,41 @@ def test_mappings_are_digested_alike_before_and_after_their_calls_are_flushed(de
         g.set_tile_mapping(x[0:2], last_tile)
         return D.graph_digest(g._state, [Sync()])
     assert digest(False) == digest(True) != digest(False, last_tile=6)
+
+
+def test_views_differing_only_in_a_stride_of_minus_one_or_minus_two_get_different_digests(device):
+    """hash(-1) == hash(-2) in Python: keys are the views' exact descriptions, so
+    v[9::-1][:5] and v[9::-2][:5] are two programs."""
+    def digest_of(step):
+        g = popsim.Graph(device)
+        v, out = g.add_variable(INT, [10], "v"), g.add_variable(INT, [5], "out")
+        for t in (v, out):
+            g.set_tile_mapping(t, 0)
+        return D.graph_digest(g._state, [Copy(v[9::step][:5], out)])
+    assert digest_of(-1) != digest_of(-2)
+    assert D.tensor_key(popsim.Graph(device).add_variable(INT, [10], "v")[9::-1]) != \
+        D.tensor_key(popsim.Graph(device).add_variable(INT, [10], "v")[9::-2])
+
+
+def test_the_executable_cache_runs_each_of_two_views_differing_in_a_stride_of_minus_one_or_two(device, tmp_path):
+    results = []
+    for step in (-1, -2):
+        g = popsim.Graph(device)
+        v, out = g.add_variable(INT, [10], "v"), g.add_variable(INT, [5], "out")
+        for t in (v, out):
+            g.set_tile_mapping(t, 0)
+        g.create_host_write("v", v)
+        g.create_host_read("out", out)
+        with popsim.Engine(g, Copy(v[9::step][:5], out), {"popsim.cacheDir": str(tmp_path)}) as e:
+            e.load(device)
+            e.write_tensor("v", np.arange(10, dtype=np.int32))
+            e.run(0)
+            results.append(e.read_tensor("out").tolist())
+    assert results == [[9, 8, 7, 6, 5], [9, 7, 5, 3, 1]]
+
+
+def test_vectorlist_edges_and_state_values_are_digested_exactly():
+    """Sub-edges and state values are keyed by a 128-bit digest of their exact bytes,
+    not by hash()."""
+    assert D._digest_ints(b"\x01") != D._digest_ints(b"\x02")
+    assert len(D._digest_ints(b"")) == 2

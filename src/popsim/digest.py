@@ -49,13 +49,19 @@ class _Digest:
             self.h.update(bytes_key(memoryview(a.reshape(-1)).cast("B")))
 
 
-def tensor_key(t: Tensor) -> int:
-    """A stable integer naming the elements (and type) a view covers, in order."""
+def tensor_key(t: Tensor) -> tuple:
+    """The elements (and type) a view covers, in order, as a tuple of ints: exactly its
+    description for a view of one variable (never Python's hash(), where hash(-1) ==
+    hash(-2) would make two views one), else a 128-bit digest of its element ids."""
     if t._var is not None:
-        # hash() of a tuple of ints does not depend on the process (only str hashing is salted)
-        return hash((t._var.index, t._offset, t._shape, t._strides, t._dtype.code))
-    return int.from_bytes(hashlib.blake2b(t._ids.tobytes() + repr((t._shape, t._dtype.code)).encode(),
-                                          digest_size=8).digest(), "little", signed=True)
+        return (t._var.index, t._offset, t._shape, t._strides, t._dtype.code)
+    return (-5,) + _digest_ints(t._ids.tobytes() + repr((t._shape, t._dtype.code)).encode())
+
+
+def _digest_ints(data: bytes) -> tuple:
+    """A 128-bit digest of ``data`` as two signed 64-bit ints (content_key reads them)."""
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    return (int.from_bytes(digest[:8], "little", signed=True), int.from_bytes(digest[8:], "little", signed=True))
 
 
 def graph_digest(state, programs, *extra: str) -> str:
@@ -140,12 +146,13 @@ def _compute_set(d: _Digest, cs) -> None:
 
 def _key(items: list) -> bytes:
     """content_key of ``items`` (ints and tuples of ints), also when some are integers of
-    another type (numpy's: the same key as plain ints) or beyond int64 (then through
-    hash(), which does not depend on the process for numbers and tuples of them)."""
+    another type (numpy's: the same key as plain ints); items content_key cannot read
+    (integers beyond int64, tuples nested deeper) are keyed by their exact text."""
     key = content_key(items)
     if key is None:
-        key = content_key([_plain(x) for x in items])
-    return key if key is not None else b"hashed" + content_key([hash(x) for x in items])
+        items = [_plain(x) for x in items]
+        key = content_key(items)
+    return key if key is not None else b"text" + hashlib.sha256(repr(items).encode()).digest()
 
 
 def _plain(x):
@@ -174,11 +181,10 @@ def _canonical_slots(slots: list, types: list, first: list) -> list:
                 add(_connection(c, spec.dtype))
             elif c is None:
                 add((-1,))
-            elif isinstance(c, list):  # sub-edges: one int each (hash() of a tuple of ints is the same in every process)
-                add((-2, tuple(-1 if t is None else hash(_connection(t, t.dtype)) for t in c)))
+            elif isinstance(c, list):  # sub-edges: a digest of their exact text
+                add((-2,) + _digest_ints(repr([None if t is None else _connection(t, t.dtype) for t in c]).encode()))
             else:  # plain state values
-                add((-3, int.from_bytes(hashlib.blake2b(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode(),
-                                                        digest_size=8).digest(), "little", signed=True)))
+                add((-3,) + _digest_ints(np.ascontiguousarray(c).tobytes() + c.dtype.str.encode()))
     return out
 
 
