@@ -229,17 +229,18 @@ def _fields(parser: Parser, vx: VertexClass) -> List[Optional[FieldSpec]]:
 
 # ---- the entry point ---------------------------------------------------------------
 
-_memo: Dict[str, Tuple[List[Tuple[str, int, int]], List[VertexType]]] = {}
+_memo: Dict[str, Tuple[List[Tuple[str, str]], List[VertexType]]] = {}
 
 
-def _dependencies(files: List[str]) -> List[Tuple[str, int, int]]:
+def _dependencies(files: List[str]) -> List[Tuple[str, str]]:
+    """Each file the codelet file reads, with a digest of its content: a file replaced by
+    another of the same size and time (cp -p, tar, rsync -a) is a change."""
     out = []
     for f in files:
         try:
-            st = os.stat(f)
-            out.append((os.path.realpath(f), st.st_mtime_ns, st.st_size))
+            out.append((os.path.realpath(f), hashlib.sha256(Path(f).read_bytes()).hexdigest()))
         except OSError:
-            out.append((f, -1, -1))
+            out.append((f, ""))
     return out
 
 
