@@ -125,6 +125,7 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
         if shape != tuple(out.shape):
             raise PoplibsError(f"{what}: the in-place operand {describe(out)} must have the operands' broadcast "
                                f"shape {shape}; the other operand broadcasts to it, never it to the other")
+        operands = [operands[0]] + [_unaliased(graph, t, out, prog, name) for t in operands[1:]]
     elif out is not None:
         check_tensor(graph, out, what, "output")
         check_writable(out, what, "output")
@@ -135,6 +136,17 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
         out = per_tile.create_output(graph, operands, result, name)
     _run(graph, spec, operands, dtype, out, in_place, prog, name, what, scalar)
     return out
+
+
+def _unaliased(graph, operand, out, prog, name: str):
+    """``operand``, or a copy of it made first when it shares elements with the in-place
+    output: ``add_in_place(g, a, a, prog)`` reads every element as it was before the op,
+    whichever order the vertices read and write them in."""
+    if not operand.intersects_with(out):
+        return operand
+    copy = graph.clone(operand, f"{name or 'operand'}/before")
+    prog.add(popsim.program.Copy(operand, copy))
+    return copy
 
 
 def _functions(spec: ElementwiseOp):

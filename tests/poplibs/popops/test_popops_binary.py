@@ -13,7 +13,7 @@ from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
 from popsim.popops.elementwise_ops import BINARY_OPS, OPS
 from popsim.program import Sequence
 
-from popops_harness import MAPPING, run
+from popops_harness import MAPPING, mapped, run
 
 
 def _trunc_div(a, b):
@@ -215,3 +215,18 @@ def test_errors(g, small_device):
         popops.add(g, a, a, None)
     assert g.num_vertices == 0  # nothing was added by the refused calls
     assert OPS["add"].result_type(FLOAT) == FLOAT and OPS["eq"].result_type(INT) == BOOL
+
+
+@pytest.mark.parametrize("first, second", [(slice(None), slice(None)), (slice(1, None), slice(None, -1)),
+                                            (slice(None, -1), slice(1, None)), (slice(None), slice(None, None, -1))])
+def test_an_in_place_operand_aliasing_the_other_reads_values_from_before_the_op(g, small_device, first, second):
+    """add_in_place(g, a, a) (legal in PopLibs, and under the race check) doubles a; an
+    overlapping shifted or reversed view reads every element as it was before the op."""
+    a = mapped(g, FLOAT, "a", shape=(24,))
+    prog = Sequence()
+    popops.sub_in_place(g, a[first], a[second], prog)
+    before = np.arange(24, dtype=np.float32) ** 2
+    want = before.copy()
+    want[first] = before[first] - before[second]
+    _, (got,) = run(g, small_device, prog, [a], {a: before})
+    np.testing.assert_array_equal(got, want)
