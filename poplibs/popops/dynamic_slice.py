@@ -11,11 +11,15 @@ of it in one region whose column of ``t2d`` is contiguous in memory gets one
 vertex reads the offset (a scalar of the offset tensor) at run time; slices wrap
 around: entry i comes from ``(offset + i) mod dimSize``; an offset >= dimSize leaves
 the output unwritten (PopLibs' vertices return), or with the option
-``remapOutOfBoundIndices`` reads as 0. ``dynamic_update`` slices the outer dimensions
+``remapOutOfBoundIndices`` reads as 0. When several dimensions are sliced, each stage
+after the first reads its offset through a one-vertex map that makes it out of range too
+when an earlier one was (the earlier stage left its temporary unwritten: the output
+must stay untouched, as PopLibs documents, not get stale rows). ``dynamic_update`` slices the outer dimensions
 into temporaries, updates the innermost with ``s`` and writes each back
 (``DynamicUpdateSlice1D/2D``), as PopLibs does.
 """
 import bisect
+import functools
 import numbers
 from typing import List, Sequence as Seq, Tuple
 
@@ -25,6 +29,8 @@ from popsim.program import Copy, Execute
 from .. import poputil
 from ..poputil import PoplibsError
 from ..poputil.checks import check_prog, check_graph, check_tensor
+from . import expr as pe
+from .map_expr import map as map_expr
 from .slice_vertices import REMAP_FLAG, SLICE_TYPES, ensure_vertex
 
 __all__ = ["create_sliceable_tensor", "dynamic_slice", "dynamic_update"]
@@ -182,9 +188,25 @@ def dynamic_slice(graph, t, offset, dims, sizes, prog, name: str = "", options=N
             out = out.slice(0, size, d)
         return out
     out = t
-    for i in best_slice_order(t.shape, dims, sizes):
-        out = _slice_one(graph, out, offset[i], dims[i], sizes[i], prog, f"{name}/d{dims[i]}", remap)
+    order = best_slice_order(t.shape, dims, sizes)
+    for k, i in enumerate(order):
+        stage_offset = offset[i] if k == 0 or remap else \
+            _unless_out_of_range(graph, t, offset, dims, order[:k + 1], prog, f"{name}/d{dims[i]}")
+        out = _slice_one(graph, out, stage_offset, dims[i], sizes[i], prog, f"{name}/d{dims[i]}", remap)
     return out
+
+
+def _unless_out_of_range(graph, t, offset, dims, stages, prog, name: str):
+    """The offset of the last of ``stages`` (indices into dims), or that dimension's size
+    (out of range: its vertices write nothing) when an earlier stage's offset is out of
+    range. That stage left its temporary unwritten, and the output must stay untouched,
+    as PopLibs documents, not get the temporary's rows from an earlier run."""
+    *earlier, last = stages
+    in_range = functools.reduce(pe.logical_and, [pe.PlaceHolder(k + 2) < pe.Const(t.shape[dims[i]], popsim.UNSIGNED_INT)
+                                                 for k, i in enumerate(earlier)])
+    beyond = pe.Const(t.shape[dims[last]], popsim.UNSIGNED_INT)
+    return map_expr(graph, pe.select(pe.PlaceHolder(1), beyond, in_range),
+                    [offset[last]] + [offset[i] for i in earlier], prog, f"{name}/offset")
 
 
 def dynamic_update(graph, t, s, offset, dims, sizes, prog, name: str = "", options=None) -> None:

@@ -191,3 +191,31 @@ def test_errors():
         popops.dynamic_slice(g, t, off, [0], [1], prog, options={"remap": "true"})
     with pytest.raises(poputil.PoplibsError, match="prog must be a popsim.Sequence"):
         popops.dynamic_slice(g, t, off, [0], [1], None)
+
+
+@pytest.mark.parametrize("offsets", [[9, 2], [1, 9], [9, 9], [8, 0], [0, 6]])
+def test_an_out_of_range_offset_leaves_the_output_untouched_across_runs(small_device, offsets):
+    """Slicing two dimensions: whichever offset is out of range, the output keeps what
+    it held (here: what the host wrote after an earlier run), never the rows an earlier
+    run sliced."""
+    g = popsim.Graph(small_device)
+    t = g.add_variable(FLOAT, (8, 6), "t")
+    poputil.map_tensor_linearly(g, t)
+    off = g.add_variable(UNSIGNED_INT, (2,), "off")
+    g.set_tile_mapping(off, 0)
+    prog = Sequence()
+    out = popops.dynamic_slice(g, t, off, [0, 1], [2, 3], prog)
+    for handle, tensor in (("t", t), ("off", off), ("out", out)):
+        g.create_host_write(handle, tensor)
+    g.create_host_read("out_r", out)
+    with popsim.Engine(g, prog) as e:
+        e.load(small_device)
+        e.write_tensor("t", np.arange(48, dtype=np.float32).reshape(8, 6))
+        e.write_tensor("off", np.array([1, 2], np.uint32))
+        e.run(0)
+        np.testing.assert_array_equal(e.read_tensor("out_r"), [[8, 9, 10], [14, 15, 16]])
+        for _ in range(2):
+            e.write_tensor("out", np.full((2, 3), -7, np.float32))
+            e.write_tensor("off", np.array(offsets, np.uint32))
+            e.run(0)
+            np.testing.assert_array_equal(e.read_tensor("out_r"), np.full((2, 3), -7, np.float32))
