@@ -303,3 +303,41 @@ def test_array_headers_numpy_can_read_are_read_others_refused(device, header):
             popsim.Executable.deserialize(_rezip(data, rewrite))
     else:
         np.testing.assert_array_equal(popsim.Executable.deserialize(_rezip(data, rewrite)).lowered.segs, original)
+
+
+def test_pipes_and_devices_are_read_only_as_far_as_the_zip_records_say(device, tmp_path):
+    """An executable arrives through a pipe as from a file; /dev/zero, as a path or a
+    pipe, and an empty stream fail at once with a PopsimError instead of being read for
+    ever."""
+    import os
+    import threading
+    g, progs = build(device)
+    exe = popsim.compile_graph(g, progs)
+    data = _saved(device)
+
+    def piped(blob):
+        read_end, write_end = os.pipe()
+
+        def feed():
+            with os.fdopen(write_end, "wb") as w:
+                try:
+                    w.write(blob)
+                except BrokenPipeError:
+                    pass
+        threading.Thread(target=feed, daemon=True).start()
+        return os.fdopen(read_end, "rb")
+    with piped(data) as f:
+        _compare(exe.lowered, popsim.Executable.deserialize(f).lowered, "lowered", set())
+    with pytest.raises(popsim.PopsimError, match="not a zip file"):
+        popsim.Executable.deserialize("/dev/zero")
+    zeros = subprocess.Popen(["head", "-c", str(1 << 30), "/dev/zero"], stdout=subprocess.PIPE)
+    try:
+        with pytest.raises(popsim.PopsimError, match=r"<file descriptor \d+>: it is not a zip file"):
+            popsim.Executable.deserialize(zeros.stdout)
+    finally:
+        zeros.kill()
+        zeros.wait()
+    with piped(b"") as f, pytest.raises(popsim.PopsimError, match="truncated"):
+        popsim.Executable.deserialize(f)
+    with piped(data[:len(data) // 2]) as f, pytest.raises(popsim.PopsimError, match="truncated"):
+        popsim.Executable.deserialize(f)

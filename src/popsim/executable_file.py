@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import stat
 import struct
 import zipfile
 import zlib
@@ -35,6 +36,7 @@ from .lower import Lowered
 from .lower.compute_sets import VertexTables
 from .lower.consistency import check_lowered
 from .version import __version__
+from .zip_stream import read_zip_stream
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
@@ -44,6 +46,8 @@ _HEADER = "header.json"
 _LIBRARY = "library/"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,200}")
 _NPY_KINDS = "biuf"
+#: The most bytes read from a stream that cannot seek (the zip's own records bound it first).
+MAX_FILE_BYTES = 1 << 40
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -83,6 +87,18 @@ def write_executable(target, lowered: Lowered, options: Dict[str, str]) -> None:
 
 
 # -- reading ------------------------------------------------------------------------------------
+def _regular(source) -> bool:
+    """Whether ``source`` (a path or a binary file object) can be read as a file of known
+    size: a regular file, or an in-memory or other seekable file object that is not a
+    device, pipe or socket."""
+    if not hasattr(source, "read"):
+        return stat.S_ISREG(os.stat(source).st_mode)
+    try:
+        return stat.S_ISREG(os.fstat(source.fileno()).st_mode)
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return hasattr(source, "seekable") and source.seekable() and hasattr(source, "readinto")
+
+
 def _size_of(source) -> int:
     if hasattr(source, "seek"):
         here = source.tell()
@@ -211,10 +227,13 @@ def read_executable(source, verified: bool = False, with_values: bool = True) ->
     runs. ``with_values``: the file must hold its initial values (an executable-cache
     entry does not: its reader packs them from the graph)."""
     where = getattr(source, "name", None) or source
+    if isinstance(where, int):
+        where = f"<file descriptor {where}>"
     try:
-        if hasattr(source, "read") and not (hasattr(source, "seekable") and source.seekable()
-                                            and hasattr(source, "readinto")):
-            source = io.BytesIO(source.read())
+        if not _regular(source):  # a pipe or a device: read only what the zip's records say it holds
+            with contextlib.ExitStack() as opened:
+                stream = source if hasattr(source, "read") else opened.enter_context(open(source, "rb"))
+                source = io.BytesIO(read_zip_stream(stream, MAX_FILE_BYTES))
         size = _size_of(source)
         with contextlib.ExitStack() as stack:
             f = source if hasattr(source, "read") else stack.enter_context(open(source, "rb"))
