@@ -91,3 +91,10 @@ def test_json_array_in_environment(tiny_graph, monkeypatch):
     monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", "[1, 2]")
     with pytest.raises(popsim.InvalidOptionError, match="POPSIM_ENGINE_OPTIONS must be a JSON object.*list"):
         popsim.Engine(tiny_graph, Sequence())
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "-1", "1.5"])
+def test_integer_options_take_ascii_digits_only(tiny_graph, no_env_options, value):
+    """"²".isdigit() is True but int("²") fails: such a value is an InvalidOptionError."""
+    with pytest.raises(popsim.InvalidOptionError, match="popsim.numThreads"):
+        popsim.Engine(tiny_graph, Sequence(), {"popsim.numThreads": value})

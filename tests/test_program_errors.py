@@ -158,3 +158,11 @@ def test_switch_duplicate_and_bad_case(small_device):
 def test_call_needs_a_function():
     with pytest.raises(popsim.ControlProgramError, match="Call takes a Function.*found Sequence"):
         Call(Sequence())
+
+
+@pytest.mark.parametrize("cases", ["x", 3, [1, 2], [(1,)], Sequence()])
+def test_switch_cases_that_are_not_value_program_pairs(small_device, cases):
+    g = popsim.Graph(small_device)
+    c = mapped(g, INT, (), "c")
+    with pytest.raises(popsim.ControlProgramError, match="Switch cases must be"):
+        Switch(c, cases)

@@ -151,3 +151,11 @@ def test_dimension_out_of_range_names_valid_dimensions(small_device):
     v = g.add_variable(FLOAT, (2, 3), "v")
     with pytest.raises(popsim.IndexError, match=r"reverse: dimension 2 .*'v'.*valid dimensions are 0\.\.1"):
         v.reverse(2)
+
+
+@pytest.mark.parametrize("other", [None, 3, "t"])
+def test_intersects_with_needs_a_tensor(small_device, other):
+    g = popsim.Graph(small_device)
+    t = mapped(g, FLOAT, (4,), "t")
+    with pytest.raises(TypeError, match="intersects_with needs a Tensor"):
+        t.intersects_with(other)

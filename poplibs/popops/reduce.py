@@ -258,8 +258,10 @@ class _Reduction:
                     if rows:
                         flat = view.flatten()
                         kept = [box[d] for d in self.kept]
-                        index = np.unravel_index(np.arange(flat.num_elements() // rows), [hi - lo for lo, hi in kept])
-                        for j, point in enumerate(zip(*index)):
+                        count = flat.num_elements() // rows
+                        points = zip(*np.unravel_index(np.arange(count), [hi - lo for lo, hi in kept])) if kept \
+                            else [()] * count  # to a scalar: one row, one output
+                        for j, point in enumerate(points):
                             key = tuple((lo + int(i), lo + int(i) + 1) for (lo, _), i in zip(kept, point))
                             per_tile.setdefault(key, []).append(flat.slice(j * rows, (j + 1) * rows))
                         continue

@@ -27,7 +27,8 @@ class OptionSpec:
 
 
 def _non_negative_int(v: str) -> bool:
-    return v.isdigit()
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses
+    return v.isascii() and v.isdigit()
 
 
 def _spec(default: str, help: str = "", choices=None, check=None) -> OptionSpec:

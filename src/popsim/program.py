@@ -344,9 +344,15 @@ class Switch(Program):
         super().__init__(debug_name)
         self.control = _scalar_predicate(control, "Switch control")
         self.cases: Dict[int, Program] = {}
-        items = cases.items() if isinstance(cases, Mapping) else (cases or ())
-        for value, prog in items:
-            self.add(value, prog)
+        items = cases.items() if isinstance(cases, Mapping) else (() if cases is None else cases)
+        if isinstance(items, (str, bytes, Program)) or not isinstance(items, Iterable):
+            raise ControlProgramError(f"Switch cases must be a dict {{value: program}} or (value, program) pairs, "
+                                      f"found {type(cases).__name__} {cases!r}")
+        for item in items:
+            if not isinstance(item, tuple) or len(item) != 2:
+                raise ControlProgramError(f"Switch cases must be (value, program) pairs, found {item!r}; write "
+                                          "Switch(control, {value: program, ...}, default)")
+            self.add(*item)
         self.default = _program(default, "Switch default") if default is not None else Sequence()
 
     def add(self, value: int, program: Program) -> None:

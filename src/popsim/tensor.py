@@ -179,6 +179,8 @@ class Tensor(SnakeCaseNames):
 
     def intersects_with(self, other: "Tensor") -> bool:
         """Whether the two views share an element."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"intersects_with needs a Tensor, found {type(other).__name__}")
         if self._table is not other._table:
             return False
         return views.runs_overlap(self._runs(), other._runs())

@@ -224,3 +224,17 @@ def test_errors(device16):
     with pytest.raises(popsim.InvalidOptionError, match="accumType"):
         popops.reduce(g, t, [0], add, prog, options={"accumType.bogus": "float"})
     assert len(prog) == 0 if hasattr(prog, "__len__") else True
+
+
+@pytest.mark.parametrize("n, tiles", [(16, 1), (16, 4), (1000, 4)])
+@pytest.mark.parametrize("op, ref", [(Operation.ADD, np.sum), (Operation.MAX, np.max)])
+def test_a_vector_reduced_to_a_scalar(small_device, n, tiles, op, ref):
+    g = popsim.Graph(small_device)
+    t = g.add_variable(FLOAT, (n,), "t")
+    g.set_tile_mapping(t, [[(k * n // tiles, (k + 1) * n // tiles)] for k in range(tiles)])
+    prog = Sequence()
+    r = popops.reduce(g, t, [0], ReduceParams(op), prog)
+    assert tuple(r.shape) == ()
+    x = (np.arange(n, dtype=np.float32) % 97) - 40
+    _, (got,) = run(g, small_device, prog, [r], {t: x})
+    assert got == ref(x)
