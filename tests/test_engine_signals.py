@@ -126,3 +126,95 @@ def test_a_crashing_vertex_is_named_before_the_process_ends(tmp_path, how, signu
     assert "not reached" not in result.stdout
     assert f"popsim: {signal.Signals(signum).name}" in result.stderr
     assert "in vertex 'Crash' on tile 5 in compute set 'update weights'" in result.stderr
+
+
+LOOP_IN_A_THREAD = textwrap.dedent("""
+    import threading, time
+    import popsim
+    from popsim.program import Copy, RepeatWhileTrue, Sequence
+
+    device = popsim.IPUModel().create_device()
+    graph = popsim.Graph(device)
+    flag = graph.add_constant(popsim.INT, [], 1, "flag")
+    x = graph.add_variable(popsim.INT, [], "x")
+    graph.set_tile_mapping(flag, 0)
+    graph.set_tile_mapping(x, 0)
+    engine = popsim.Engine(graph, RepeatWhileTrue(Sequence(), flag, Copy(flag, x)))   # never ends
+    engine.load(device)
+    ended, done = [], threading.Event()
+
+    def run():
+        try:
+            engine.run(0)
+        except KeyboardInterrupt:
+            ended.append("KeyboardInterrupt")
+        done.set()
+    worker = threading.Thread(target=run)
+    worker.start()
+    print("running", flush=True)
+    try:
+        while not done.wait(0.1):   # (Ctrl-C during Thread.join can leave the Thread's state wrong)
+            pass
+    except KeyboardInterrupt:
+        done.wait(10)
+    print("worker ended:", ended, "done:", done.is_set(), flush=True)
+    worker.join()
+""")
+
+
+def test_ctrl_c_stops_an_endless_control_loop_run_on_another_thread(tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP_IN_A_THREAD)
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "running"
+        time.sleep(1.0)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert "worker ended: ['KeyboardInterrupt'] done: True" in out, out + err[-2000:]
+
+
+def test_the_run_time_limit_stops_control_loops_and_vertex_loops_and_the_engine_stays_usable():
+    import popsim
+    from popsim import INT, InOut, Vertex
+    from popsim.program import Copy, Execute, RepeatWhileTrue, Sequence
+
+    class Spin(Vertex):
+        x: InOut[int]
+
+        def compute(self):
+            n = 0
+            while self.x == 0:      # x stays 0: never ends
+                n += 1
+            self.x = n
+
+    device = popsim.IPUModel().create_device()
+    graph = popsim.Graph(device)
+    flag, x, y = graph.add_constant(INT, [], 1, "flag"), graph.add_variable(INT, [], "x"), graph.add_variable(INT, [], "y")
+    for t in (flag, x, y):
+        graph.set_tile_mapping(t, 0)
+    spin = graph.add_compute_set("spin")
+    graph.set_tile_mapping(graph.add_vertex(spin, Spin, {"x": x}), 0)
+    graph.create_host_read("y", y)
+    programs = [RepeatWhileTrue(Sequence(), flag, Copy(flag, y)), Execute(spin), Copy(flag, y)]
+    with popsim.Engine(graph, programs, {"popsim.runTimeout": "0.5"}) as engine:
+        engine.load(device)
+        for program, where in ((0, "RepeatWhileTrue"), (1, "spin")):
+            start = time.monotonic()
+            with pytest.raises(popsim.ApplicationRuntimeError,
+                               match=rf"program {program} ran longer than popsim.runTimeout \(0.5 s\)"):
+                engine.run(program)
+            assert time.monotonic() - start < 5
+        engine.run(2)
+        assert engine.read_tensor("y") == 1
+
+
+def test_poplars_host_sync_timeout_is_refused_with_popsims_own_named():
+    import popsim
+    with pytest.raises(popsim.InvalidOptionError, match="set popsim.runTimeout"):
+        popsim.Engine(popsim.Graph(popsim.IPUModel().create_device()), popsim.Sequence(),
+                      {"target.hostSyncTimeout": "30"})
+    with pytest.raises(popsim.InvalidOptionError, match="must be a non-negative number of seconds"):
+        popsim.Engine(popsim.Graph(popsim.IPUModel().create_device()), popsim.Sequence(), {"popsim.runTimeout": "-1"})

@@ -4,7 +4,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -21,6 +25,36 @@ namespace popsim_binding {
 using namespace popsim;
 
 namespace {
+
+// Calls `expire` once `seconds` pass (if > 0), unless the scope ends first.
+class Watchdog {
+ public:
+  template <typename F>
+  Watchdog(double seconds, F expire) {
+    if (!(seconds > 0)) return;
+    thread_ = std::thread([this, seconds, expire] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!done_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) expire();
+    });
+  }
+  ~Watchdog() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog &) = delete;
+  Watchdog &operator=(const Watchdog &) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 class PyMachine {
  public:
@@ -94,8 +128,10 @@ class PyMachine {
   // fills or reads a callback stream's staging buffer; peer_callback(op, send,
   // send_bytes, recv, recv_bytes) moves bytes between processes (core/peers.hpp; for
   // PEER_COPY: (op, table, map, None, None); None when the machine holds every replica).
+  // With `timeout` > 0 seconds a watchdog stops the run then (Status::Stopped, or a
+  // vertex's INTERRUPTED error; `timed_out` says so afterwards).
   int run(int64_t program, py::object host_callback, py::object vertex_callback, py::object stream_callback,
-          py::object peer_callback) {
+          py::object peer_callback, double timeout) {
     enter("run", false);
     callbacks_ = {std::move(host_callback), std::move(vertex_callback), std::move(stream_callback),
                   std::move(peer_callback)};
@@ -115,10 +151,16 @@ class PyMachine {
     host.call = &PyMachine::host_call;
     Status status;
     bool interrupted;
+    timed_out_ = false;
+    machine_.clear_stop();
     {
       EndOfRun end{this};
       py::gil_scoped_release release;
-      RunSignals signals;  // Ctrl-C reaches compiled vertices; a crashing vertex is named
+      RunSignals signals(machine_.stop_flag());  // Ctrl-C reaches compiled vertices; a crashing vertex is named
+      Watchdog watchdog(timeout, [this] {
+        timed_out_ = true;
+        machine_.request_stop();
+      });
       status = machine_.run(program, host);
       interrupted = signals.interrupted();
     }
@@ -130,8 +172,10 @@ class PyMachine {
     if (interrupted) {
       // SIGINT also reached Python's handler: run it now (KeyboardInterrupt by default).
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      if (status == Status::VertexFailed && machine_.error().error_kind == POPSIM_INTERRUPTED) {
-        PyErr_SetNone(PyExc_KeyboardInterrupt);  // cut short, though the handler did not raise
+      // Cut short, though the handler did not raise (the run was on another thread).
+      if (status == Status::Stopped ||
+          (status == Status::VertexFailed && machine_.error().error_kind == POPSIM_INTERRUPTED)) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
         throw py::error_already_set();
       }
     }
@@ -198,6 +242,7 @@ class PyMachine {
   }
   uint8_t *arena_data() { return machine_.arena(); }
   bool running() const { return running_; }
+  bool timed_out() const { return timed_out_; }
 
  private:
   template <typename T>
@@ -338,6 +383,7 @@ class PyMachine {
   std::vector<py::object> retired_;  // buffers replaced during the current run
   Callbacks callbacks_;              // only during run()
   bool running_ = false;             // guarded by the GIL
+  std::atomic<bool> timed_out_{false};  // the last run's watchdog stopped it
   std::thread::id runner_;
   int64_t running_program_ = -1;
   std::optional<py::error_already_set> pending_;
@@ -354,6 +400,7 @@ void bind_machine(py::module_ &m) {
            py::arg("vertex_image") = py::none())
       .def_property_readonly("loaded", &PyMachine::loaded)
       .def_property_readonly("running", &PyMachine::running)
+      .def_property_readonly("timed_out", &PyMachine::timed_out)
       .def("write", &PyMachine::write, py::arg("table"), py::arg("host"), py::arg("replica") = -1)
       .def("read", &PyMachine::read, py::arg("table"), py::arg("host"), py::arg("replica") = 0)
       .def("connect_buffer", &PyMachine::connect_buffer)
@@ -366,7 +413,7 @@ void bind_machine(py::module_ &m) {
       .def_property_readonly("arena_stride", &PyMachine::arena_stride)
       .def_property_readonly("local_replicas", &PyMachine::local_replicas)
       .def("run", &PyMachine::run, py::arg("program"), py::arg("host_callback"), py::arg("vertex_callback"),
-           py::arg("stream_callback"), py::arg("peer_callback") = py::none())
+           py::arg("stream_callback"), py::arg("peer_callback") = py::none(), py::arg("timeout") = 0.0)
       .def("error", &PyMachine::error)
       .def("step_counts", &PyMachine::step_counts)
       .def("step_cycles", &PyMachine::step_cycles)

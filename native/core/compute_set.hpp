@@ -35,7 +35,9 @@ class ComputeEngine {
   // `tables` must have been validated (validate.hpp); it and `pool` must outlive this.
   // Every vertex runs once per replica of `block` (this process's), on that replica's
   // tile memory and state.
-  ComputeEngine(const VertexTables &tables, ThreadPool &pool, const ReplicaBlock &block = ReplicaBlock());
+  // `stop`: the flag vertex code polls (popsim_exec::interrupt), set to stop the run.
+  ComputeEngine(const VertexTables &tables, ThreadPool &pool, const ReplicaBlock &block,
+                const volatile int32_t *stop);
 
   // Construct every replica's vertex state objects and bind their fields to that
   // replica's tile memory (the block's replica r's at arena + r * arena_stride).
@@ -99,7 +101,7 @@ class ComputeEngine {
   std::vector<uint64_t> cs_runs_;       // per compute set: runs completed without a failure
   std::vector<double> group_cycles_;
   std::vector<GroupResult> results_;  // num_replicas x groups
-  const volatile int32_t *interrupt_;  // run_signals.hpp: set by Ctrl-C during a run
+  const volatile int32_t *interrupt_;  // the machine's stop flag: Ctrl-C, the run-time limit
   ThreadPool &pool_;
 };
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/copy_tables.hpp"
+#include "core/run_signals.hpp"
 #include "core/scalars.hpp"
 #include "core/superstep.hpp"
 
@@ -41,7 +42,7 @@ Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, i
   call_stack_.reserve(64);
   superstep_.assign(static_cast<size_t>(exe_.num_ipus * NUM_COST_CATEGORIES), 0.0);
   copies_ = std::make_unique<CopyTables>(exe_, pool_, streaming_bytes);
-  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_, block_);
+  compute_ = std::make_unique<ComputeEngine>(exe_.vertex, pool_, block_, &stop_);
   reset_counters();
 }
 
@@ -325,8 +326,10 @@ Status Machine::run(int64_t program, const HostInterface &host) {
                        static_cast<double>(ipus.tail));
       }
     }
-    if (++executed % kPollInterval == 0 && host.call(host.ctx, HOST_POLL, 0, nullptr, 0, 0) != 0)
-      return fail(Status::HostError, pc, -1);
+    if (++executed % kPollInterval == 0) {
+      if (stop_ || *interrupt_flag()) return fail(Status::Stopped, pc, -1);
+      if (host.call(host.ctx, HOST_POLL, 0, nullptr, 0, 0) != 0) return fail(Status::HostError, pc, -1);
+    }
     int64_t next = pc + 1;
     switch (in.op) {
       case OP_HALT:

@@ -73,6 +73,11 @@ class Machine {
   int64_t num_streams() const { return static_cast<int64_t>(exe_.stream_transfer_bytes.size()); }
 
   Status run(int64_t program, const HostInterface &host);
+  // The run's stop flag: set from any thread (a watchdog, the SIGINT handler), it ends the
+  // run within about a poll interval (Status::Stopped) or its vertex code's next poll.
+  volatile int32_t *stop_flag() { return &stop_; }
+  void request_stop() { stop_ = 1; }
+  void clear_stop() { stop_ = 0; }
   const ErrorRecord &error() const { return error_; }
 
   const std::vector<uint64_t> &step_counts() const { return step_counts_; }
@@ -112,6 +117,7 @@ class Machine {
   int64_t arena_stride_ = 0;
   bool loaded_ = false;
   bool fresh_ = true;  // the arena is still all zeros from calloc
+  volatile int32_t stop_ = 0;
   std::vector<StreamEndpoint> streams_;  // num_streams x num_replicas
   std::vector<StreamEndpoint> started_;  // the endpoints of the stream transfer under way
   std::vector<int64_t> loop_counters_;

@@ -18,6 +18,8 @@ namespace {
 volatile int32_t g_interrupt = 0;              // read by vertex code, set by on_sigint
 std::atomic<uint64_t> g_sigints{0};            // SIGINTs that arrived during runs
 std::atomic<int> g_active{0};                  // runs in progress
+constexpr int kMaxStopFlags = 256;             // runs at once whose stop flag SIGINT sets
+std::atomic<volatile int32_t *> g_stop_flags[kMaxStopFlags];
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
               "the signal handlers need lock-free atomics");
 
@@ -58,6 +60,10 @@ void on_sigint(int sig, siginfo_t *info, void *context) {
   if (g_active.load(std::memory_order_relaxed) > 0) {
     g_interrupt = 1;
     g_sigints.fetch_add(1, std::memory_order_relaxed);
+    for (auto &slot : g_stop_flags) {
+      volatile int32_t *flag = slot.load(std::memory_order_relaxed);
+      if (flag) *flag = 1;
+    }
   }
   // Python's handler only sets its own flag (async-signal-safe) and raises
   // KeyboardInterrupt once the interpreter runs again.
@@ -164,16 +170,21 @@ const volatile int32_t *interrupt_flag() { return &g_interrupt; }
 
 RunningVertex &running_vertex() { return t_running; }
 
-RunSignals::RunSignals() {
+RunSignals::RunSignals(volatile int32_t *stop) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     install();
+  }
+  for (int i = 0; stop && i < kMaxStopFlags && slot_ < 0; ++i) {
+    volatile int32_t *empty = nullptr;
+    if (g_stop_flags[i].compare_exchange_strong(empty, stop)) slot_ = i;
   }
   if (g_active.fetch_add(1, std::memory_order_acq_rel) == 0) g_interrupt = 0;  // a fresh start
   sigints_at_start_ = g_sigints.load(std::memory_order_relaxed);
 }
 
 RunSignals::~RunSignals() {
+  if (slot_ >= 0) g_stop_flags[slot_].store(nullptr);
   if (g_active.fetch_sub(1, std::memory_order_acq_rel) == 1) g_interrupt = 0;
 }
 

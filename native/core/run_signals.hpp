@@ -2,8 +2,9 @@
 //
 // Ctrl-C: the GIL is released while the core runs, so Python's SIGINT handler cannot run
 // until the run returns. While a run is in progress (a RunSignals scope is open), a SIGINT
-// handler sets the interrupt flag (compiled vertex code polls it on loop back-edges
-// through popsim_exec::interrupt; the compute engine checks it between vertices); it
+// handler sets the interrupt flag and every running machine's stop flag (compiled vertex
+// code polls it on loop back-edges through popsim_exec::interrupt; the compute engine
+// checks it between vertices, the machine every so many instructions); it
 // always forwards the signal to the handler it replaced (Python's), so KeyboardInterrupt
 // is raised as soon as Python runs again. The binding asks interrupted() after the run.
 //
@@ -23,13 +24,15 @@ namespace popsim {
 
 class ComputeEngine;
 
-// The flag vertex code polls: non-zero once SIGINT arrived during a run.
+// Non-zero once SIGINT arrived during a run.
 const volatile int32_t *interrupt_flag();
 
-// One run's signal handling; scopes nest and may overlap across threads.
+// One run's signal handling; scopes nest and may overlap across threads. `stop` is the
+// run's own stop flag (what its vertex code polls): SIGINT sets it too, in every run in
+// progress, on whichever thread each runs.
 class RunSignals {
  public:
-  RunSignals();
+  explicit RunSignals(volatile int32_t *stop = nullptr);
   ~RunSignals();
   RunSignals(const RunSignals &) = delete;
   RunSignals &operator=(const RunSignals &) = delete;
@@ -39,6 +42,7 @@ class RunSignals {
 
  private:
   uint64_t sigints_at_start_;
+  int slot_ = -1;  // where `stop` is registered, or -1
 };
 
 // What the current thread is running, for the fatal-signal report. The compute engine

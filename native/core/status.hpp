@@ -16,7 +16,8 @@ namespace popsim {
   X(CallStackOverflow, "Call nesting too deep")                                 \
   X(NotLoaded, "run before load()")                                             \
   X(VertexFailed, "a vertex returned false: id = compute set, a = vertex, replica = its replica") \
-  X(ReplicasDiverge, "replicas disagree on a control-flow decision: replica = the first that differs from 0")
+  X(ReplicasDiverge, "replicas disagree on a control-flow decision: replica = the first that differs from 0") \
+  X(Stopped, "stopped from outside (Ctrl-C, or the run-time limit) between instructions")
 
 #define POPSIM_ENUM_STATUS(name, doc) name,
 enum class Status : int { POPSIM_STATUSES(POPSIM_ENUM_STATUS) };

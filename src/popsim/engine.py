@@ -253,11 +253,12 @@ class Engine(SnakeCaseNames):
         sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
         try:
             status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call,
-                                       self._peers)
+                                       self._peers, float(self._options["popsim.runTimeout"]))
         finally:
             self._retired_callbacks.clear()
         if status != Status.OK:
-            raise run_error(status, self._machine.error(), program_index, self._lowered)
+            raise run_error(status, self._machine.error(), program_index, self._lowered,
+                            float(self._options["popsim.runTimeout"]) if self._machine.timed_out else None)
 
     def _run_with_peers(self, program_index: int) -> None:
         """A run every process makes together: one that fails here (its checks included)

@@ -6,6 +6,7 @@ override what a program passes (POPSIM_ENGINE_OPTIONS wins a key both set).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
@@ -24,6 +25,15 @@ class OptionSpec:
     check: Optional[Callable[[str], bool]] = None
     help: str = ""
     maximum: Optional[int] = None  # integer options with an upper bound
+    wanted: str = "a non-negative integer"  # what check accepts, for the error
+    refused: str = ""  # Poplar's key, which popsim refuses with this advice when given
+
+
+def _non_negative_number(v: str) -> bool:
+    try:
+        return v.isascii() and math.isfinite(float(v)) and float(v) >= 0
+    except ValueError:
+        return False
 
 
 def _non_negative_int(v: str) -> bool:
@@ -67,7 +77,9 @@ OPTIONS: Dict[str, OptionSpec] = {
     # Target behaviour (Poplar's keys).
     "target.deterministicWorkers": _spec("true", choices=("true", "false", "portable")),
     "target.syncReplicasIndependently": _flag("false"),
-    "target.hostSyncTimeout": _spec("300", check=_non_negative_int),
+    "target.hostSyncTimeout": OptionSpec("300", None, _non_negative_int, refused=(
+        "popsim has no device for the host to wait on, so Poplar's host-sync timeout cannot apply; to stop a run "
+        "that takes too long, set popsim.runTimeout (seconds of wall-clock time)")),
     "target.extendedMemory": _flag("false"),
     "target.saveArchive": _spec(""),
     # Compiler optimisation and exchange (Poplar's keys; accepted, recorded in the report).
@@ -94,6 +106,9 @@ OPTIONS: Dict[str, OptionSpec] = {
                                 choices=("compiled", "interpreted")),
     "popsim.traceLength": _spec("10000", "rows recorded in the execution trace (one per IPU a step runs on, from the last reset)",
                                 check=_non_negative_int),
+    "popsim.runTimeout": OptionSpec("0", None, _non_negative_number,
+                                    "seconds a run may take on the host before it is stopped with an "
+                                    "ApplicationRuntimeError (0: no limit)", wanted="a non-negative number of seconds"),
     "popsim.checkRaces": _flag("false", "a vertex reading what another vertex of its compute set writes is an "
                                         "error (POPSIM_CHECK_RACES overrides; the test suite turns it on)"),
 }
@@ -127,6 +142,8 @@ class EngineOptions(Mapping[str, str]):
                 raise InvalidOptionError(f"Unrecognised option '{key}'{source}: {did_you_mean(key, OPTIONS)}")
             text = _as_option_string(key, value)
             spec = OPTIONS[key]
+            if spec.refused:
+                raise InvalidOptionError(f"option '{key}'{source}: {spec.refused}")
             if spec.choices is not None and text not in spec.choices:
                 raise InvalidOptionError(f"option '{key}'{source} must be one of {', '.join(spec.choices)}; "
                                          f"found {text!r}")
@@ -134,7 +151,7 @@ class EngineOptions(Mapping[str, str]):
                 raise InvalidOptionError(f"option '{key}'{source} must be an integer in 0..{spec.maximum}; found "
                                          f"{text!r} ({spec.help})")
             if spec.check is not None and not spec.check(text):
-                raise InvalidOptionError(f"option '{key}'{source} must be a non-negative integer; found {text!r}")
+                raise InvalidOptionError(f"option '{key}'{source} must be {spec.wanted}; found {text!r}")
             self._set[key] = text
 
     def __getitem__(self, key: str) -> str:

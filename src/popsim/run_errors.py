@@ -1,6 +1,8 @@
 """What went wrong in a run, in words: the core's error record made a PopsimError."""
 from __future__ import annotations
 
+from typing import Optional
+
 from .contract import ErrorKind, Status
 from .reference.replicas import replicas_diverge_message
 from .errors import (ApplicationRuntimeError, ControlProgramError, EngineStateError, IndexError, PopsimError,
@@ -9,11 +11,16 @@ from .errors import (ApplicationRuntimeError, ControlProgramError, EngineStateEr
 __all__ = ["run_error"]
 
 
-def run_error(status: int, err: dict, program_index: int, lowered) -> PopsimError:
+def run_error(status: int, err: dict, program_index: int, lowered, timed_out: Optional[float] = None) -> PopsimError:
     """The error for a run of ``program_index`` that ended with ``status`` and the core's
-    error record ``err`` (Machine.error())."""
+    error record ``err`` (Machine.error()); ``timed_out``: the run-time limit (seconds)
+    that stopped it, if one did."""
     steps = lowered.programs.steps
     where = f" (at {steps[err['step']].name})" if 0 <= err["step"] < len(steps) else ""
+    if timed_out is not None:
+        return ApplicationRuntimeError(f"program {program_index} ran longer than popsim.runTimeout ({timed_out:g} s) "
+                                       f"and was stopped{where}; the engine stays usable (tile memory holds what the "
+                                       "run had written so far)")
     replicated = lowered.replication_factor > 1
     on_replica = f" on replica {err['replica']}" if replicated and err.get("replica", -1) >= 0 else ""
     if status == Status.ABORTED:
