@@ -1,10 +1,21 @@
 """Small graph-building helpers shared by the tests: a variable or constant mapped to one
-tile, a small IPUModel, building, loading and running an engine, and a vertex whose
-cycles depend on its data."""
+tile, a small IPUModel, building, loading and running an engine, a vertex whose cycles
+depend on its data and one stuck in a loop."""
 import numpy as np
 
 import popsim
 from popsim import InOut, Input, Vector, Vertex
+
+
+class Stuck(Vertex):
+    """Never ends while x is 0 (a vertex stuck in a loop); then sets x to its rounds."""
+    x: InOut[int]
+
+    def compute(self):
+        n = 0
+        while self.x == 0:
+            n += 1
+        self.x = n
 
 
 class Spin(Vertex):

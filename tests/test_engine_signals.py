@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,18 +15,11 @@ pytestmark = pytest.mark.compiler
 
 SPIN = textwrap.dedent("""
     import sys
+    sys.path.insert(0, sys.argv[2])
     import popsim
     from popsim import InOut, Vertex
     from popsim.program import Execute
-
-    class Spin(Vertex):
-        x: InOut[int]
-
-        def compute(self):
-            n = 0
-            while self.x == 0:      # x stays 0: never ends
-                n += 1
-            self.x = n
+    from graph_helpers import Stuck as Spin   # x stays 0: never ends
 
     class Increment(Vertex):
         x: InOut[int]
@@ -101,8 +95,8 @@ CRASH = textwrap.dedent("""
 def test_ctrl_c_stops_a_vertex_stuck_in_a_loop(tmp_path, mode):
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
-    child = subprocess.Popen([sys.executable, str(script), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen([sys.executable, str(script), mode, str(Path(__file__).parent)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "running"
         time.sleep(1.0)  # well inside engine.run, in the vertex's loop
@@ -178,17 +172,9 @@ def test_ctrl_c_stops_an_endless_control_loop_run_on_another_thread(tmp_path):
 
 def test_the_run_time_limit_stops_control_loops_and_vertex_loops_and_the_engine_stays_usable():
     import popsim
-    from popsim import INT, InOut, Vertex
+    from popsim import INT
     from popsim.program import Copy, Execute, RepeatWhileTrue, Sequence
-
-    class Spin(Vertex):
-        x: InOut[int]
-
-        def compute(self):
-            n = 0
-            while self.x == 0:      # x stays 0: never ends
-                n += 1
-            self.x = n
+    from graph_helpers import Stuck
 
     device = popsim.IPUModel().create_device()
     graph = popsim.Graph(device)
@@ -196,7 +182,7 @@ def test_the_run_time_limit_stops_control_loops_and_vertex_loops_and_the_engine_
     for t in (flag, x, y):
         graph.set_tile_mapping(t, 0)
     spin = graph.add_compute_set("spin")
-    graph.set_tile_mapping(graph.add_vertex(spin, Spin, {"x": x}), 0)
+    graph.set_tile_mapping(graph.add_vertex(spin, Stuck, {"x": x}), 0)
     graph.create_host_read("y", y)
     programs = [RepeatWhileTrue(Sequence(), flag, Copy(flag, y)), Execute(spin), Copy(flag, y)]
     with popsim.Engine(graph, programs, {"popsim.runTimeout": "0.5"}) as engine:

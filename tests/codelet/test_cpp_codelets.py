@@ -2,7 +2,6 @@
 templates, the half type, and errors. Every codelet is a real file under data/ (or
 tutorials/codelets/) compiled by the host compiler and run through the codelet ABI
 with numpy arrays (popsim.codelet.abi.run_compiled); results are checked against numpy."""
-import os
 from pathlib import Path
 
 import numpy as np
@@ -506,43 +505,6 @@ def test_second_load_runs_no_compiler(templates, monkeypatch):
     cpp._memo.clear()  # as a new process would: from the record in the cache directory
     again = load(DATA / "template_codelets.cpp", STRICT)
     assert again["Copy<float>"].fields == templates["Copy<float>"].fields
-
-
-def test_changing_an_included_header_recompiles(tmp_path):
-    """The cache key covers the codelet's own headers, not just the file itself."""
-    (tmp_path / "scale.hpp").write_text("constexpr float kScale = 2.0f;\n")
-    src = tmp_path / "scaled.cpp"
-    src.write_text('#include <poplar/Vertex.hpp>\n#include <scale.hpp>  // the file\'s directory is on the path\n'
-                   "struct Scaled : poplar::Vertex {\n  poplar::Input<float> in;\n  poplar::Output<float> out;\n"
-                   "  void compute() { *out = in * kScale; }\n};\n")
-    out = zeros(1)
-    run_ok(cpp.vertex_types_from_file(src)[0], [f32(3.0), out])
-    assert out[0] == 6.0
-    (tmp_path / "scale.hpp").write_text("constexpr float kScale = 10.0f;\n")
-    run_ok(cpp.vertex_types_from_file(src)[0], [f32(3.0), out])
-    assert out[0] == 30.0
-
-
-def test_a_file_replaced_by_one_of_the_same_size_and_time_recompiles(tmp_path):
-    """cp -p, tar and rsync -a keep a file's size and time: the cache keys the file by
-    its content, in this process and in the next."""
-    src = tmp_path / "scaled.cpp"
-
-    def write(scale: str):
-        src.write_text("#include <poplar/Vertex.hpp>\nstruct Scaled : poplar::Vertex {\n  poplar::Input<float> in;\n"
-                       f"  poplar::Output<float> out;\n  void compute() {{ *out = in * {scale}f; }}\n}};\n")
-        os.utime(src, ns=(1_000_000_000, 1_000_000_000))
-    write("2.0")
-    out = zeros(1)
-    run_ok(cpp.vertex_types_from_file(src)[0], [f32(3.0), out])
-    assert out[0] == 6.0
-    write("7.0")   # same length, same time
-    run_ok(cpp.vertex_types_from_file(src)[0], [f32(3.0), out])
-    assert out[0] == 21.0
-    cpp._memo.clear()  # a new process: from the record in the cache directory
-    write("5.0")
-    run_ok(cpp.vertex_types_from_file(src)[0], [f32(3.0), out])
-    assert out[0] == 15.0
 
 
 def test_registry_loads_cpp_files():
