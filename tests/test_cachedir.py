@@ -55,6 +55,24 @@ def test_an_unusable_directory_falls_back_with_one_warning(tmp_path, popsim_warn
 
 
 @pytest.mark.compiler
+def test_a_codelet_library_that_matches_its_digest_but_does_not_load_is_rebuilt(tmp_path, monkeypatch,
+                                                                               popsim_warnings):
+    """Damaged with its digest rewritten (or built for another machine): evicted and built
+    again, not used (nor embedded in executables) for ever."""
+    monkeypatch.setenv("POPSIM_CACHE_DIR", str(tmp_path))
+    sources = {"v.c": "int popsim_test_unloadable(void) { return 7; }\n"}
+    lib = compiler.compile_library(sources, "c", "unloadable")
+    good = lib.read_bytes()
+    cachedir.store_verified(lib, b"\x7fELF not really a library")   # the digest matches what is there
+    monkeypatch.setattr(compiler, "_loaded", set())                 # as a new process finds it
+    before = compiler.stats["compiled"]
+    again = compiler.compile_library(sources, "c", "unloadable")
+    assert again == lib and compiler.stats["compiled"] == before + 1 and again.read_bytes() == good
+    assert "does not load" in popsim_warnings.text
+    assert cachedir.is_verified(again, "codelet library")
+
+
+@pytest.mark.compiler
 def test_a_truncated_codelet_library_is_rebuilt(tmp_path, monkeypatch, popsim_warnings):
     monkeypatch.setenv("POPSIM_CACHE_DIR", str(tmp_path))
     sources = {"v.c": "int popsim_test_value(void) { return 42; }\n"}

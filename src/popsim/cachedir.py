@@ -151,9 +151,17 @@ def is_verified(path: Path, what: str, expected: str = "") -> bool:
         return True
     logger.warning("cached %s %s does not match its digest (truncated or replaced since it was stored); "
                    "rebuilding it", what, path)
+    evict(path)
+    return False
+
+
+def evict(path: Path) -> None:
+    """Remove cache entry ``path`` and its digest (what is gone is rebuilt)."""
+    path = Path(path)
+    with _lock:
+        _verified.pop(str(path), None)
     for p in (path, _digest_file(path)):
         try:
             os.unlink(p)
         except OSError:
             pass
-    return False

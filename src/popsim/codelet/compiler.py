@@ -8,6 +8,7 @@ checked before use (popsim/cachedir.py): a truncated or replaced library is rebu
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import os
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import Dict, Iterable, Mapping, Sequence
 
 from .. import config
-from ..cachedir import is_verified, store_verified, usable_dir
+from ..cachedir import evict, is_verified, store_verified, usable_dir
 from ..errors import CodeletCompileError
+from ..log import logger
 from . import diagnostics
 
 INCLUDE_DIR = Path(__file__).resolve().parent / "include"
@@ -109,12 +111,32 @@ def compile_library(sources: Mapping[str, str], language: str, name: str = "code
     safe = re.sub(r"[^A-Za-z0-9_]+", "_", name)[:40] or "codelets"
     target = cache_dir() / f"{safe}-{key}.so"
     with _lock:
-        if is_verified(target, "codelet library"):
+        if is_verified(target, "codelet library") and loadable(target):
             stats["cache_hits"] += 1
             return target
         _build(dict(sources), language, flags, includes, target)
         stats["compiled"] += 1
     return target
+
+
+_loaded: set = set()  # libraries this process has loaded once
+
+
+def loadable(library: Path) -> bool:
+    """Whether the cached ``library`` loads (once per process); one that matches its
+    digest but does not (built for another machine, or damaged with its digest
+    rewritten) is evicted, so that it is built again rather than used, or embedded in an
+    executable, for ever."""
+    if str(library) in _loaded:
+        return True
+    try:
+        ctypes.CDLL(str(library))
+    except OSError as e:
+        logger.warning("cached codelet library %s does not load (%s); building it again", library, e)
+        evict(library)
+        return False
+    _loaded.add(str(library))
+    return True
 
 
 def _build(sources: Dict[str, str], language: str, flags, includes, target: Path) -> None:

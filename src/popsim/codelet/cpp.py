@@ -260,7 +260,8 @@ def _cached(real: Path, key: str) -> Optional[List[VertexType]]:
             return None
     deps, types = hit
     if _dependencies([d[0] for d in deps]) != deps or \
-            not all(is_verified(Path(t.library), "codelet library") for t in types):
+            not all(is_verified(Path(t.library), "codelet library") and compiler.loadable(Path(t.library))
+                    for t in types):
         return None
     _memo[key] = hit
     return types
