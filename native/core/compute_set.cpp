@@ -328,8 +328,8 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
   }
   // Cycles are whole numbers, so these sums are exact in any order: the same whether
   // one process adds every replica's or each adds its own and the sums are combined.
-  std::vector<int64_t> &combined = peer_all_;
-  if (combine && !failed && !combine_with_peers(cs, host, combined)) {
+  const std::vector<int64_t> &combined = combined_;
+  if (combine && !failed && !combine_with_peers(cs, host, combined_)) {
     error.status = Status::HostError;
     error.id = compute_set;
     return error.status;
@@ -397,7 +397,8 @@ bool ComputeEngine::combine_with_peers(const ComputeSetRow &cs, const HostInterf
       mine.push_back(static_cast<int64_t>(counted_now_[static_cast<size_t>(v)]));
   }
   const size_t width = mine.size();
-  std::vector<int64_t> all(width * static_cast<size_t>(block_.instances()));
+  std::vector<int64_t> &all = peer_all_;
+  all.resize(width * static_cast<size_t>(block_.instances()));
   if (!block_.gather(host, mine.data(), static_cast<int64_t>(width * sizeof(int64_t)), all.data())) return false;
   groups.assign(static_cast<size_t>(3 * cs.num_groups), 0);
   for (int64_t p = 0; p < block_.instances(); ++p) {

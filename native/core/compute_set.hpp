@@ -97,7 +97,9 @@ class ComputeEngine {
   std::vector<double> counted_cycles_;  // per vertex: what was not counted by compute set runs
   std::vector<double> counted_now_;     // per vertex, across processes: this run's, until combined
   std::vector<uint8_t> cs_counts_;      // per compute set: a group counts its own cycles
-  std::vector<int64_t> peer_mine_, peer_all_;  // combine_with_peers' buffers
+  // combine_with_peers: this process's figures, every process's, and the combination
+  // (per group: slowest replica, sums including and excluding idle).
+  std::vector<int64_t> peer_mine_, peer_all_, combined_;
   std::vector<uint64_t> cs_runs_;       // per compute set: runs completed without a failure
   std::vector<double> group_cycles_;
   std::vector<GroupResult> results_;  // num_replicas x groups

@@ -128,6 +128,7 @@ class Engine(SnakeCaseNames):
             raise PopsimError("this executable has interpreted vertices but not their Python classes: compile it "
                               "again in this process")
         threads = int(self._options["popsim.numThreads"]) or config.num_threads()
+        self._run_timeout = float(self._options["popsim.runTimeout"])  # seconds; 0: none
         self._replicas: int = lw.replication_factor
         # Under MPI this process holds replicas [first, first + local) (popsim.dist).
         self._first, self._local = replica_block(self._replicas, f"engine #{self._number}")
@@ -253,12 +254,12 @@ class Engine(SnakeCaseNames):
         sys.stdout.flush()  # codelets print through C stdio: keep the order of what was printed before
         try:
             status = self._machine.run(int(program_index), self._host_call, self._vertex_call, self._stream_call,
-                                       self._peers, float(self._options["popsim.runTimeout"]))
+                                       self._peers, self._run_timeout)
         finally:
             self._retired_callbacks.clear()
         if status != Status.OK:
             raise run_error(status, self._machine.error(), program_index, self._lowered,
-                            float(self._options["popsim.runTimeout"]) if self._machine.timed_out else None)
+                            self._run_timeout if self._machine.timed_out else None)
 
     def _run_with_peers(self, program_index: int) -> None:
         """A run every process makes together: one that fails here (its checks included)
