@@ -26,3 +26,19 @@ def test_error_classes_are_exported_and_rooted():
     assert issubclass(popsim.UnknownHandleError, KeyError)
     assert issubclass(popsim.TensorIOError, ValueError)
     assert popsim.IndexError is not builtins.IndexError
+
+
+def test_type_error_is_a_popsim_error_and_a_type_error():
+    """An argument of the wrong kind: catchable as popsim's (every error of the library
+    is a PopsimError) and as Python's TypeError; a star import keeps the builtin."""
+    assert issubclass(popsim.TypeError, popsim.PopsimError)
+    assert issubclass(popsim.TypeError, builtins.TypeError) and popsim.TypeError is not builtins.TypeError
+    names = {}
+    exec("from popsim import *", names)
+    assert "TypeError" not in names and "TypeError" not in popsim.__all__
+
+
+def test_did_you_mean_of_a_name_that_is_not_a_string():
+    """A handle or option key passed as a number is named in the message, not a crash in difflib."""
+    assert popsim.errors.closest(3.5, ["a", "b"]) is None
+    assert popsim.errors.did_you_mean(None, ["abc", "abd"]) == "known: 'abc', 'abd'"

@@ -316,7 +316,7 @@ def test_bad_replication_factor(small_device, factor):
 
 
 def test_graph_needs_a_target():
-    with pytest.raises(TypeError, match="Graph needs a Target or a Device, found str"):
+    with pytest.raises(popsim.TypeError, match="Graph needs a Target or a Device, found str"):
         popsim.Graph("ipu2")
 
 
@@ -336,3 +336,73 @@ def test_owns_tells_a_graphs_tensors_from_others(device):
     other = popsim.Graph(device)
     assert not other.owns(v) and not g.owns(other.add_variable(FLOAT, [1], "w"))
     assert not g.owns("v") and not g.owns(None)
+
+
+# -- sizes no graph can hold, and arguments of the wrong kind (found by tests/test_api_fuzz.py) --
+
+@pytest.mark.parametrize("shape", [[2 ** 62], [2 ** 64], [2 ** 31, 2 ** 31], [0, 2 ** 64], [2 ** 51]])
+@pytest.mark.parametrize("make", ["variable", "constant"])
+def test_a_shape_past_the_graph_limit_is_a_tensor_creation_error(small_device, shape, make):
+    """Was an OverflowError (ids past 64 bits) or numpy's ValueError 'array is too big' (a
+    constant's values) or, later, a MemoryError; now refused when made, naming the limit,
+    before anything is added or allocated."""
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TensorCreationError, match=r"popsim's graphs hold at most 1,125,899,906,842,624 bytes "
+                                                         r"\(2\*\*50\).*make the tensor smaller"):
+        g.add_variable(FLOAT, shape, "huge") if make == "variable" else g.add_constant(FLOAT, shape, 0, "huge")
+    assert len(g.description.table) == 0
+
+
+def test_the_graph_limit_counts_every_tensor(small_device):
+    g = popsim.Graph(small_device)
+    g.add_variable(popsim.CHAR, [2 ** 49], "a")  # half the limit, twice: fine (the engine refuses it)
+    g.add_variable(popsim.CHAR, [2 ** 49], "b")
+    with pytest.raises(popsim.TensorCreationError, match="with the 1,125,899,906,842,624 bytes the graph holds "
+                                                         "already"):
+        g.add_variable(popsim.CHAR, [1], "c")
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda g, v: g.create_virtual_graph(3), popsim.TypeError, "expected .lower_tile, upper_tile. or a list of tiles"),
+    (lambda g, v: g.create_virtual_graph(["a"]), popsim.InvalidTileMappingError, "a tile of the list must be an "
+                                                                                  "integer, found str 'a'"),
+    (lambda g, v: g.create_virtual_graph([2 ** 64]), popsim.InvalidTileMappingError, "in 0..3"),
+    (lambda g, v: g.set_tile_mapping(v, [FLOAT]), popsim.InvalidTileMappingError,
+     "the entry for tile 0 must be a list of .begin, end. intervals, found Type"),
+    (lambda g, v: g.set_tile_mapping(v, [[3]]), popsim.InvalidTileMappingError, "3 for tile 0 is not a .begin, end."),
+    (lambda g, v: g.set_tile_mapping(v, float("nan")), popsim.TypeError, "expected a tile number or a list"),
+    (lambda g, v: g.get_sorted_contiguous_regions(v, 3.5), popsim.TypeError, "regions must be a list of"),
+    (lambda g, v: g.get_sorted_contiguous_regions(v, [[(2, 1)]]), popsim.InvalidTileMappingError,
+     "is not a .begin, end. interval"),
+    (lambda g, v: g.linear_mapping(None), popsim.TypeError, "linear_mapping: expected a Tensor, found NoneType"),
+    (lambda g, v: g.get_stream(np.zeros(2)), popsim.TypeError, "get_stream: a stream handle is a string"),
+    (lambda g, v: g.get_stream(3), popsim.TypeError, "found int 3"),
+    (lambda g, v: g.add_variable(FLOAT, [2], np.zeros(2)), popsim.TypeError, "a debug name must be a string, found "
+                                                                             "ndarray"),
+    (lambda g, v: g.add_compute_set(7), popsim.TypeError, "a debug name must be a string, found int 7"),
+    (lambda g, v: g.add_host_to_device_fifo("in", FLOAT, 4, "BROADCAST"), popsim.StreamConnectionError,
+     "replicated_mode must be popsim.ReplicatedStreamMode.REPLICATE or BROADCAST, found str"),
+    (lambda g, v: g.add_device_to_host_fifo("out", FLOAT, 4, -2), popsim.InvalidOptionError,
+     "options must be a dict"),
+    (lambda g, v: g.add_variable([1], [2]), popsim.TypeError, "is not an element type"),
+    (lambda g, v: g.clone(v, np.zeros((2, 2))), popsim.TypeError, "a debug name must be a string, found ndarray"),
+    (lambda g, v: g.get_tile_mapping(v, np.zeros((2, 2))), popsim.TypeError, "require_complete must be True or False"),
+])
+def test_arguments_of_the_wrong_kind(small_device, call, error, message):
+    g = popsim.Graph(small_device)
+    v = mapped(g, FLOAT, (4,), "v")
+    with pytest.raises(error, match=message):
+        call(g, v)
+
+
+def test_an_empty_region_list_has_no_sorted_regions(small_device):
+    g = popsim.Graph(small_device)
+    v = mapped(g, FLOAT, (4,), "v")
+    assert g.get_sorted_contiguous_regions(v, []) == [] == g.get_sorted_contiguous_regions(v, [(2, 2)])
+
+
+def test_a_bad_mapping_method_adds_no_variable(small_device):
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TypeError, match="mapping must be a VariableMappingMethod, found int 0"):
+        g.add_variable(FLOAT, [4], "v", mapping=0)
+    assert len(g.description.table) == 0

@@ -86,7 +86,7 @@ def test_vertex_placement_fast_path_matches_general_path_and_its_errors():
         with pytest.raises(Exception) as general:
             graph._set_tile_mapping_general(v, bad)
         assert (fast.type, str(fast.value)) == (general.type, str(general.value))
-        assert fast.type in (TypeError, InvalidTileMappingError)
+        assert fast.type in (popsim.TypeError, InvalidTileMappingError)  # both PopsimErrors
     assert v.tile == 3
 
 

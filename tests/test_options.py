@@ -98,3 +98,10 @@ def test_integer_options_take_ascii_digits_only(tiny_graph, no_env_options, valu
     """"²".isdigit() is True but int("²") fails: such a value is an InvalidOptionError."""
     with pytest.raises(popsim.InvalidOptionError, match="popsim.numThreads"):
         popsim.Engine(tiny_graph, Sequence(), {"popsim.numThreads": value})
+
+
+@pytest.mark.parametrize("key", [1.5, None, 3])
+def test_an_option_key_that_is_not_a_string(tiny_graph, no_env_options, key):
+    """Was Python's TypeError from difflib's did-you-mean; the key is named instead."""
+    with pytest.raises(popsim.InvalidOptionError, match=f"Unrecognised option '{key}'"):
+        popsim.Engine(tiny_graph, Sequence(), {key: "1"})

@@ -281,7 +281,7 @@ def test_host_io_errors(kind):
                  lambda: run.read_tensor("x", replica=2), lambda: run.read_tensor("x", replica=-1)):
         with pytest.raises(popsim.IndexError, match=r"replica -?\d is out of range: the graph has 2 replica"):
             call()
-    with pytest.raises(TypeError, match="replica must be an integer"):
+    with pytest.raises(popsim.TypeError, match="replica must be an integer"):  # a PopsimError, and a TypeError
         run.read_tensor("x", replica=1.0)
     for bad in ((3, 2, 3), (2, 2, 2), (4, 3)):
         with pytest.raises(TensorIOError, match=r"one per replica"):

@@ -1,4 +1,5 @@
 """Targets and devices: Poplar's IPUModel presets and Target getters."""
+import numpy as np
 import pytest
 
 import popsim
@@ -112,3 +113,21 @@ def test_amp_figures_for_the_poplin_planner():
     assert ipu2.conv_unit_max_pipeline_depth == 4
     assert ipu2.supports_exchange_bus_sharing and ipu2.tiles_per_shared_exchange_bus == 2
     assert not Target.create_cpu_target().supports_exchange_bus_sharing
+
+
+@pytest.mark.parametrize("args, error, message", [
+    (([], None), popsim.InvalidMachineModelError, "Target.num_ipus must be an integer, found list"),
+    ((float("nan"),), popsim.InvalidMachineModelError, "Target.num_ipus must be an integer, found float nan"),
+    ((1, 5000), popsim.InvalidMachineModelError, r"Target.tiles_per_ipu must be an integer in 1..1472, found 5000"),
+    ((1, None, ["ipu2"]), popsim.PopsimError, r"unknown IPU version \['ipu2'\]"),
+])
+def test_create_ipu_target_checks_its_arguments(args, error, message):
+    """Were Python's TypeError and ValueError from the sync latency worked out from them
+    (list // int, NaN to integer), or an unhashable-type TypeError for the version."""
+    with pytest.raises(error, match=message):
+        popsim.Target.create_ipu_target(*args)
+
+
+def test_an_ipu_model_version_that_is_not_a_string():
+    with pytest.raises(popsim.PopsimError, match="unknown IPU version"):
+        popsim.IPUModel(np.zeros(2))

@@ -63,10 +63,11 @@ def test_dim_len_and_iteration(v234):
 
 
 def test_len_of_rank0_raises(graph):
+    """popsim.TypeError: a PopsimError, and the TypeError Python's len() raises."""
     s = graph.add_variable(FLOAT, (), "s")
-    with pytest.raises(TypeError):
+    with pytest.raises(popsim.TypeError):
         len(s)
-    with pytest.raises(TypeError):
+    with pytest.raises(popsim.TypeError):
         list(s)
 
 

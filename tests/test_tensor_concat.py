@@ -1,5 +1,6 @@
 """popsim.concat in both of Poplar's forms: concat([a, b, ...], dim) and concat(a, b, dim)."""
 import builtins
+import re
 
 import numpy as np
 import pytest
@@ -193,3 +194,25 @@ def test_append_default_dim_and_errors(v34):
         popsim.append(t, t)
     with pytest.raises(popsim.TensorCreationError):
         popsim.append(t, t[0], 1)  # t[0] has 4 elements, a column needs 3
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda t: popsim.concat(float("-inf"), 0), "concat takes a list of Tensors, found float -inf"),
+    (lambda t: popsim.concat([t, None], 0), "concat takes Tensors, found NoneType"),
+    (lambda t: popsim.append(t, [None]), "append: the second argument must be a Tensor, found list"),
+    (lambda t: popsim.append(3, t), "append: the first argument must be a Tensor, found int"),
+])
+def test_concat_of_what_is_not_a_tensor(views_graph, call, message):
+    """Was Python's TypeError ('float' object is not iterable) or AttributeError (a list
+    has no rank): a popsim.TypeError naming what was found."""
+    _, t, _ = views_graph
+    with pytest.raises(popsim.TypeError, match=re.escape(message)):
+        call(t)
+
+
+def test_a_concat_too_big_to_list_is_refused(views_graph):
+    _, t, m = views_graph
+    huge = t[:1].broadcast(2 ** 40, 0)  # a strided view; joined with another variable it must be listed
+    with pytest.raises(popsim.TensorCreationError, match="concat of 2 tensors: the view would list 1,099,511,627,780 "
+                                                         "element ids"):
+        popsim.concat([huge, m[0]])

@@ -157,5 +157,68 @@ def test_dimension_out_of_range_names_valid_dimensions(small_device):
 def test_intersects_with_needs_a_tensor(small_device, other):
     g = popsim.Graph(small_device)
     t = mapped(g, FLOAT, (4,), "t")
-    with pytest.raises(TypeError, match="intersects_with needs a Tensor"):
+    with pytest.raises(popsim.TypeError, match="intersects_with needs a Tensor"):
         t.intersects_with(other)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.reshape(1.5), r"reshape: the shape must be a list of integers, found float 1\.5"),
+    (lambda m: m.reshape(["²"]), "reshape: dimension size must be an integer, found str '²'"),
+    (lambda m: m.dim_shuffle(3), "dim_shuffle: the permutation must be a list of integers, found int 3"),
+    (lambda m: m.dim_shuffle_partial(8, [1]), "dim_shuffle_partial: source must be a list of integers"),
+    (lambda m: m.expand(3), "expand: dims must be a list of integers, found int 3"),
+    (lambda m: m.squeeze(FLOAT), "squeeze: dims must be a list of integers, found Type"),
+    (lambda m: m.index(-4), "index: indices must be a list of integers, found int -4"),
+    (lambda m: m.slices(3), r"slices: intervals must be a list of \(begin, end\) pairs, found int 3"),
+    (lambda m: m.slices([(0, 1, 2)]), r"slices: intervals must be a list of \(begin, end\) pairs"),
+    (lambda m: m.slice([0, 0], 2), r"slice: end \(a list, as begin is\) must be a list of integers, found int 2"),
+    (lambda m: m.reshape_partial(None, 1, [4]), "reshape_partial: begin_dim must be an integer, found NoneType"),
+    (lambda m: m.flatten(0, m), "flatten: end_dim must be an integer, found Tensor"),
+    (lambda m: m.same_elements([1]), "same_elements needs a Tensor, found list"),
+    (lambda m: m[0:1.5], r"cannot slice dimension 0 of tensor 'm' .* must be integers or None, found float"),
+    (lambda m: m[::"x"], "slice bounds and steps must be integers or None, found str"),
+    (lambda m: len(m[0, 0]), r"len\(\) of a rank-0 tensor"),
+])
+def test_arguments_of_the_wrong_kind_are_popsim_type_errors(views_graph, call, message):
+    """Found by the API fuzz test (tests/test_api_fuzz.py): each was Python's TypeError or
+    ValueError from deep inside ('float' object is not iterable, '<' not supported...)."""
+    _, _, m = views_graph
+    with pytest.raises(popsim.TypeError, match=message):
+        call(m)
+
+
+def test_a_slice_step_of_zero_is_an_index_error(views_graph):
+    _, t, m = views_graph
+    for view in (t, m[:, 1:3].transpose()):  # a strided view and one of another shape: every path
+        assert "the step must not be 0" in _index_error(lambda: view[::0])
+
+
+@pytest.mark.parametrize("view, what", [
+    (lambda t: t.broadcast(2 ** 31, 0), "broadcast of tensor 't' of shape \\[4\\] 2147483648 times"),
+    (lambda t: t.upsample(2 ** 62, 0), "upsample of tensor 't'"),
+    (lambda t: t.broadcast(2 ** 64, 0), "broadcast"),
+    (lambda t: t[:1].broadcast(2 ** 62, 0).reshape([2 ** 61, 2])[:, :1], "a view of shape"),
+])
+def test_a_view_too_big_to_list_is_refused_not_allocated(views_graph, view, what):
+    """A view that lists its element ids (a broadcast of a dimension longer than 1, an
+    upsample, a strided view whose runs are asked for) over MAX_LISTED_IDS is a
+    TensorCreationError, never a MemoryError, an OverflowError or gigabytes allocated."""
+    g, t, _ = views_graph
+    with pytest.raises(popsim.TensorCreationError, match=f"{what}.*element ids one by one.*Use fewer elements"):
+        g.set_tile_mapping(view(t), 1)
+
+
+def test_a_broadcast_of_a_size_one_dimension_stays_a_strided_view(views_graph):
+    """Only listing is limited: a huge broadcast that keeps a stride is a view like any other."""
+    _, t, _ = views_graph
+    big = t[:1].broadcast(2 ** 62, 0)
+    assert big.shape == (2 ** 62,) and big[2 ** 62 - 1].same_elements(t[0])
+
+
+def test_a_view_with_no_elements_but_a_dimension_past_64_bits(views_graph):
+    """No ids to list, but numpy cannot hold the shape: was an OverflowError."""
+    _, t, m = views_graph
+    for view in (lambda: m[:, :0].broadcast(2 ** 67, 0), lambda: m[:, :0].upsample(2 ** 67, 0)):
+        with pytest.raises(popsim.TensorCreationError, match="the view's shape is too large for popsim to list"):
+            view()
+    assert m[:, :0].broadcast(5, 0).shape == (20, 0) and t.broadcast(0, 0).shape == (0,)

@@ -69,3 +69,26 @@ def test_bogus_element_type(small_device):
         g.add_variable(np.complex64, (2,), "v")
     with pytest.raises(TypeError, match="is not an element type"):
         mapped(g, FLOAT, (4,), "f").reinterpret("nope")
+
+
+@pytest.mark.parametrize("t", [[1], np.zeros(2), {}, 1.5, None, "²"])
+def test_what_is_not_a_type_is_a_popsim_type_error(small_device, t):
+    """Was Python's TypeError (unhashable type) or numpy's ValueError (a tensor, whose
+    .dtype numpy tried to read) for some of these."""
+    with pytest.raises(popsim.TypeError, match="is not an element type"):
+        as_type(t)
+    g = popsim.Graph(small_device)
+    with pytest.raises(popsim.TypeError, match="is not an element type"):
+        mapped(g, FLOAT, (4,), "f").reinterpret(g.add_variable(FLOAT, [1]) if t is None else t)
+
+
+def test_values_the_host_cannot_hold_are_the_callers_error(small_device):
+    """A constant within the graph limit but past the host's memory: the caller's
+    PopsimError naming the bytes, not a MemoryError (the address space is capped so that
+    the allocation fails at once however the host overcommits memory)."""
+    from api_fuzz import guarded
+    g = popsim.Graph(small_device)
+    with guarded(), pytest.raises(popsim.TensorCreationError,
+                                  match=r"add_constant 'c': the host cannot allocate 35,184,372,088,832 values of "
+                                        r"CHAR \(35,184,372,088,832 bytes\)"):
+        g.add_constant(popsim.CHAR, [2 ** 45], 1, "c")

@@ -181,3 +181,23 @@ def test_a_typed_array_for_a_plain_member_is_copied_and_others_are_checked(small
     np.testing.assert_array_equal(engine.read_tensor("y"), [3.0, 6.0, 9.0, 12.0])
     with pytest.raises(popsim.GraphConnectionError, match="non-integral"):
         g.set_initial_value(v["k"], np.array([1.5]))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda g, cs: g.has_codelet([]), "has_codelet: a vertex type is named by a string, found list"),
+    (lambda g, cs: g.vertex_type(1), "vertex_type: a vertex type is named by a string, found int 1"),
+    (lambda g, cs: g.add_vertex(cs, "Copy1", "٣"), r"add_vertex: connections must be a dict \{field name: tensor\}, "
+                                                   "found str '٣'"),
+    (lambda g, cs: g.get_field_size(3), r"get_field_size: expected a vertex field \(v\['name'\]\), found int"),
+    (lambda g, cs: g.get_perf_estimate("v"), "get_perf_estimate: expected a vertex, found str"),
+    (lambda g, cs: g.add_codelets(Copy1, ["-O3"]), "add_codelets: compile_flags must be a string such as '-O3', "
+                                                   "found list"),
+    (lambda g, cs: g.add_codelets(float), "add_codelets: float is not a popsim.Vertex"),
+])
+def test_arguments_of_the_wrong_kind(graph, call, message):
+    """Found by tests/test_api_fuzz.py: Python's TypeError (unhashable type, difflib on an
+    int) or AttributeError ('str' object has no attribute 'items')."""
+    cs = graph.add_compute_set("cs")
+    with pytest.raises(popsim.TypeError, match=message):
+        call(graph, cs)
+    assert len(cs.vertices) == 0  # refused before a vertex was added

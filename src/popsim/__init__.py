@@ -14,6 +14,7 @@ from .executable import Executable
 from .ipu_model import IPUModel
 from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names
+from .errors import TypeError  # noqa: A004 - popsim.TypeError; not in __all__, so a star import keeps the builtin
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod
 from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTensor, Program, Repeat,
                       RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef,

@@ -6,6 +6,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import errors, views
+from .arguments import found
 from .errors import TensorCreationError
 from .tensor import Tensor
 
@@ -13,12 +15,15 @@ __all__ = ["concat", "append"]
 
 
 def _check_concat(tensors: Sequence[Tensor], dim: int) -> Tuple[List[Tensor], int]:
+    if isinstance(tensors, (str, bytes, dict)) or not hasattr(tensors, "__iter__"):
+        raise errors.TypeError(f"concat takes a list of Tensors, found {found(tensors)}; write concat([a, b], dim) "
+                               "or concat(a, b, dim)")
     tensors = list(tensors)
     if not tensors:
         raise TensorCreationError("concat needs at least one tensor")
     for t in tensors:
         if not isinstance(t, Tensor):
-            raise TypeError(f"concat takes Tensors, found {type(t).__name__}")
+            raise errors.TypeError(f"concat takes Tensors, found {type(t).__name__}")
     first = tensors[0]
     dim = first._check_dim(dim, "concat")
     for t in tensors[1:]:
@@ -83,12 +88,16 @@ def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
         joined = merged
     else:
         return joined
-    ids = np.concatenate([t._id_array() for t in tensors], axis=dim)
+    ids = views.listed(lambda: np.concatenate([t._id_array() for t in tensors], axis=dim),
+                       sum(t.num_elements() for t in tensors), f"concat of {len(tensors)} tensors")
     return Tensor._indexed(tensors[0]._table, tensors[0]._dtype, ids)
 
 
 def append(first: Tensor, second: Tensor, dim: int = 0) -> Tensor:
     """``second`` (rank one less) added as one more slice of ``first`` along ``dim``."""
+    for role, t in (("first", first), ("second", second)):
+        if not isinstance(t, Tensor):
+            raise errors.TypeError(f"append: the {role} argument must be a Tensor, found {type(t).__name__}")
     if second.rank + 1 != first.rank:
         raise TensorCreationError(f"append: {second._describe()} must have rank {first.rank - 1} to be appended "
                                   f"to {first._describe()}")

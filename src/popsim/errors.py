@@ -98,6 +98,13 @@ class DuplicateHandleError(HandleError):
     """A handle already registered in the graph."""
 
 
+class TypeError(PopsimError, builtins.TypeError):  # noqa: A001 - Poplar's type_error, also a builtin TypeError
+    """An argument of the wrong kind: a string where a tile number goes, a list where a
+    program goes, something that is not an element type. Also a TypeError, so code that
+    catches Python's TypeError catches it too. Not in ``__all__``: ``from popsim import *``
+    must not hide the builtin TypeError (write ``popsim.TypeError``)."""
+
+
 class TensorIOError(PopsimError, ValueError):
     """A host array of the wrong shape or dtype for a tensor read or write."""
 
@@ -118,8 +125,11 @@ class UnknownAttributeError(PopsimError, AttributeError):
 
 
 def closest(name: str, choices: Iterable[str]) -> Optional[str]:
-    """The most similar known name, for "did you mean" hints."""
-    matches = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    """The most similar known name, for "did you mean" hints (none for a name that is not a
+    string: the message names what was found)."""
+    if not isinstance(name, str):
+        return None
+    matches = difflib.get_close_matches(name, [c for c in choices if isinstance(c, str)], n=1, cutoff=0.5)
     return matches[0] if matches else None
 
 

@@ -8,7 +8,8 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .arguments import as_int, as_size, plain
+from . import errors
+from .arguments import as_int, as_size, found, plain
 from .device import Device
 from .graph_description import GraphDescription
 from .dist import replica_block
@@ -22,6 +23,7 @@ from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
 from .tensor import Tensor
 from .types import as_type, typed_array
+from .variables import check_size
 from .vertices import ComputeSet, VertexBuilding, VertexRef, count_vertices_and_edges
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
@@ -62,7 +64,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         if isinstance(target, Device):
             target = target.target
         if not isinstance(target, Target):
-            raise TypeError(f"Graph needs a Target or a Device, found {type(target).__name__}")
+            raise errors.TypeError(f"Graph needs a Target or a Device, found {type(target).__name__}")
         if isinstance(replication_factor, (bool, np.bool_)) or not isinstance(replication_factor, (int, np.integer)) \
                 or replication_factor < 1:
             raise PopsimError(f"Graph: replication_factor must be a positive integer, found {replication_factor!r}")
@@ -124,7 +126,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
     # -- tiles of virtual graphs -------------------------------------------------------------
     def _physical_tile(self, tile, what: str) -> int:
         if isinstance(tile, (bool, np.bool_)) or not isinstance(tile, (int, np.integer)):
-            raise TypeError(f"{what}: a tile must be an integer, found {type(tile).__name__} {tile!r}")
+            raise errors.TypeError(f"{what}: a tile must be an integer, found {found(tile)}")
         if self._top_of_replicas:
             raise InvalidTileMappingError(
                 f"{what}: this is the top-level view of a graph replicated {self._state.replication_factor} times; "
@@ -153,7 +155,11 @@ class Graph(VertexBuilding, SnakeCaseNames):
         """A graph over tiles [lower, upper) of this one (or over a list of its tiles),
         sharing its variables; tiles in the new graph are numbered from 0."""
         if upper_tile is None:
-            local = np.asarray(list(lower_or_tiles), np.int64)
+            if isinstance(lower_or_tiles, (str, bytes)) or not hasattr(lower_or_tiles, "__iter__"):
+                raise errors.TypeError(f"create_virtual_graph: expected (lower_tile, upper_tile) or a list of tiles, "
+                                       f"found {found(lower_or_tiles)}")
+            local = np.asarray([as_int(t, "create_virtual_graph: a tile of the list", InvalidTileMappingError,
+                                       low=0, high=self._target.num_tiles - 1) for t in lower_or_tiles], np.int64)
             if local.size == 0 or np.unique(local).size != local.size:
                 raise InvalidTileMappingError(f"create_virtual_graph: the tile list {local.tolist()} must be "
                                               "non-empty and without repeats")
@@ -235,18 +241,19 @@ class Graph(VertexBuilding, SnakeCaseNames):
             name = name_or_mapping
         t = as_type(dtype)
         dims = self._shape_arg(shape, "add_variable")
+        if mapping not in (None, VariableMappingMethod.NONE, VariableMappingMethod.LINEAR):  # before anything is added
+            raise errors.TypeError(f"add_variable: mapping must be a VariableMappingMethod, found {found(mapping)}")
         var = self._state.table.add(self._state.unique_name(name, "variable"), t, dims)
         tensor = Tensor._of_variable(self._state.table, var)
         if mapping is VariableMappingMethod.LINEAR:
             self.set_tile_mapping(tensor, self.linear_mapping(tensor))
-        elif mapping not in (None, VariableMappingMethod.NONE):
-            raise TypeError(f"add_variable: mapping must be a VariableMappingMethod, found {mapping!r}")
         return tensor
 
     def add_constant(self, dtype, shape, values, name: Optional[str] = None) -> Tensor:
         """A constant of ``dtype`` and ``shape`` holding ``values`` (a scalar fills it)."""
         t = as_type(dtype)
         dims = self._shape_arg(shape, "add_constant")
+        check_size(dims, t, "constant", name, self._state.table.nbytes)  # before its values are made
         data = typed_array(values, t, dims, f"add_constant '{name}'" if name else "add_constant",
                            TensorCreationError)
         var = self._state.table.add(self._state.unique_name(name, "constant"), t, dims, is_constant=True,
@@ -271,7 +278,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
             tensor, name, dtype = name, dtype, tensor
         self._check_tensor(tensor, "clone")
         out_type = tensor.dtype if dtype is None else as_type(dtype)
-        out = self.add_variable(out_type, tensor.shape, name or f"{tensor.name}_clone")
+        unnamed = name is None or (isinstance(name, str) and not name)  # never an array's truth value
+        out = self.add_variable(out_type, tensor.shape, f"{tensor.name}_clone" if unnamed else name)
         pieces, tiles = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
         mapped = tiles >= 0
         if mapped.any():
@@ -287,7 +295,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
 
     def _check_tensor(self, tensor, what: str) -> None:
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"{what}: expected a Tensor, found {type(tensor).__name__}")
+            raise errors.TypeError(f"{what}: expected a Tensor, found {type(tensor).__name__}")
         if tensor._table is not self._state.table:
             raise TensorCreationError(f"{what}: tensor '{tensor.name}' belongs to a different graph")
 
@@ -318,7 +326,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
         if not isinstance(target, Tensor):
             set_vertex_tile = getattr(target, "_set_tile", None)
             if set_vertex_tile is None:
-                raise TypeError(f"set_tile_mapping: expected a Tensor or a vertex, found {type(target).__name__}")
+                raise errors.TypeError(f"set_tile_mapping: expected a Tensor or a vertex, found "
+                                       f"{type(target).__name__}")
             if getattr(target, "_state", self._state) is not self._state:
                 raise GraphConnectionError(f"set_tile_mapping of {target.describe()}: the vertex belongs to another "
                                            "graph than the one placing it; call set_tile_mapping on the graph (or a "
@@ -355,11 +364,10 @@ class Graph(VertexBuilding, SnakeCaseNames):
         return True
 
     def _split_by_intervals(self, tensor: Tensor, runs, mapping, what: str):
-        try:
-            per_tile = list(mapping)
-        except TypeError:
-            raise TypeError(f"{what}: expected a tile number or a list of interval lists per tile, "
-                            f"found {type(mapping).__name__}") from None
+        if isinstance(mapping, (str, bytes, dict)) or not hasattr(mapping, "__iter__"):
+            raise errors.TypeError(f"{what}: expected a tile number or a list of interval lists per tile, "
+                                   f"found {found(mapping)}")
+        per_tile = list(mapping)
         n_tiles = self._target.num_tiles
         if len(per_tile) > n_tiles:
             extra = next((t for t in range(n_tiles, len(per_tile)) if per_tile[t]), n_tiles)
@@ -368,8 +376,11 @@ class Graph(VertexBuilding, SnakeCaseNames):
         n = tensor.num_elements()
         begins, ends, tiles = [], [], []
         for tile, intervals in enumerate(per_tile):
-            for interval in intervals or ():
-                if len(interval) != 2:
+            if intervals is not None and (isinstance(intervals, (str, dict)) or not hasattr(intervals, "__iter__")):
+                raise InvalidTileMappingError(f"{what}: the entry for tile {tile} must be a list of (begin, end) "
+                                              f"intervals, found {found(intervals)}; e.g. [[(0, 4)], [(4, 8)]]")
+            for interval in () if intervals is None else intervals:
+                if not isinstance(interval, (tuple, list, np.ndarray)) or len(interval) != 2:
                     raise InvalidTileMappingError(f"{what}: {interval!r} for tile {tile} is not a (begin, end) "
                                                   "interval")
                 b, e = (x if type(x) is int else as_int(x, f"{what}: an interval bound for tile {tile}",
@@ -414,6 +425,9 @@ class Graph(VertexBuilding, SnakeCaseNames):
         """``mapping[tile]``: the [begin, end) intervals of the view's flat elements on each
         tile of this graph."""
         self._check_tensor(tensor, "get_tile_mapping")
+        if not isinstance(require_complete, (bool, np.bool_)):  # an array's truth value is ambiguous
+            raise errors.TypeError(f"get_tile_mapping: require_complete must be True or False, found "
+                                   f"{found(require_complete)}")
         pieces, physical = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
         tiles = self._local_tiles(physical)
         if require_complete and (tiles < 0).any():
@@ -443,11 +457,22 @@ class Graph(VertexBuilding, SnakeCaseNames):
         regions of contiguous memory, in memory order: each inner list is the intervals,
         in order, whose elements are one run of one variable."""
         self._check_tensor(tensor, "get_sorted_contiguous_regions")
-        spans = np.asarray([(int(b), int(e)) for b, e in regions if int(e) > int(b)], np.int64).reshape(-1, 2)
+        what = f"get_sorted_contiguous_regions of tensor '{tensor.name}'"
         size = tensor.num_elements()
-        if spans.size and (spans.min() < 0 or spans.max() > size):
-            raise InvalidTileMappingError(f"get_sorted_contiguous_regions of tensor '{tensor.name}': the regions "
-                                          f"must lie in [0, {size}), found {regions!r}")
+        if isinstance(regions, (str, bytes, dict)) or not hasattr(regions, "__iter__"):
+            raise errors.TypeError(f"{what}: regions must be a list of (begin, end) intervals, found {found(regions)}")
+        pairs = []
+        for r in regions:
+            if not isinstance(r, (tuple, list, np.ndarray)) or len(r) != 2:
+                raise InvalidTileMappingError(f"{what}: {found(r)} is not a (begin, end) interval")
+            b, e = (as_int(x, f"{what}: an interval bound", InvalidTileMappingError) for x in r)
+            if e > b:
+                if b < 0 or e > size:
+                    raise InvalidTileMappingError(f"{what}: the regions must lie in [0, {size}), found [{b}, {e})")
+                pairs.append((b, e))
+        if not pairs:
+            return []
+        spans = np.asarray(pairs, np.int64)
         runs = split_at_positions(runs_of(tensor), spans.reshape(-1))
         start = np.searchsorted(spans[:, 0], runs.pos, side="right") - 1
         inside = (start >= 0) & (runs.pos < spans[np.maximum(start, 0), 1])
@@ -470,6 +495,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
     def linear_mapping(self, tensor: Tensor, min_elements_per_tile: Optional[int] = None,
                        grain_size: Optional[int] = None) -> List[List[Tuple[int, int]]]:
         """PopLibs' linear mapping of the tensor's flat elements over this graph's tiles."""
+        self._check_tensor(tensor, "linear_mapping")
         if min_elements_per_tile is not None:
             min_elements_per_tile = as_size(min_elements_per_tile, "linear_mapping: min_elements_per_tile",
                                             InvalidTileMappingError)
@@ -485,8 +511,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
         if not isinstance(target, Tensor):
             set_field = getattr(target, "_set_initial_value", None)
             if set_field is None:
-                raise TypeError(f"set_initial_value: expected a Tensor or a vertex field, found "
-                                f"{type(target).__name__}")
+                raise errors.TypeError(f"set_initial_value: expected a Tensor or a vertex field, found "
+                                       f"{type(target).__name__}")
             self._check_own_vertex(target.vertex, "set_initial_value")
             set_field(values)
             return
@@ -512,7 +538,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         """Outline ``program`` so that ``Call(function)`` runs it; its code exists once."""
         from .program import Program
         if not isinstance(program, Program):
-            raise TypeError(f"add_function: expected a Program, found {type(program).__name__}")
+            raise errors.TypeError(f"add_function: expected a Program, found {type(program).__name__}")
         f = Function(self._state, len(self._state.functions), program, self._state.unique_name(name, "function"))
         self._state.functions.append(f)
         return f
@@ -564,6 +590,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
         self._add_handle(self._state.host_reads, "read", handle, tensor)
 
     def get_stream(self, handle: str) -> DataStream:
+        if not isinstance(handle, str):
+            raise errors.TypeError(f"get_stream: a stream handle is a string, found {found(handle)}")
         try:
             return self._state.streams[handle]
         except KeyError:

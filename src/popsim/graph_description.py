@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import errors
+from .arguments import found
 from .codelet.registry import CodeletRegistry
 from .target import Target
 from .variables import VariableTable
@@ -67,8 +69,10 @@ class GraphDescription:
 
     def unique_name(self, name: Optional[str], default: str) -> str:
         """Debug names as given; unnamed objects get ``default`` plus a counter."""
+        if name is not None and not isinstance(name, str):
+            raise errors.TypeError(f"a debug name must be a string, found {found(name)} (for a {default})")
         if name:
-            return str(name)
+            return name
         n = self.names.get(default, 0)
         self.names[default] = n + 1
         return f"{default}{n}" if n else default

@@ -3,11 +3,13 @@ StreamCallback protocol, plain callback functions, host arrays the device only r
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Callable, Optional
 
 import numpy as np
 
-from .errors import StreamConnectionError
+from .arguments import found
+from .errors import InvalidOptionError, StreamConnectionError
 from .types import Type
 
 __all__ = ["DataStream", "StreamDirection", "ReplicatedStreamMode", "StreamCallback", "stream_endpoints",
@@ -35,6 +37,12 @@ class DataStream:
 
     def __init__(self, state, index: int, handle: str, dtype: Type, num_elements: int,
                  direction: StreamDirection, replicated_mode=ReplicatedStreamMode.REPLICATE, options=None):
+        if not isinstance(replicated_mode, ReplicatedStreamMode):
+            raise StreamConnectionError(f"stream '{handle}': replicated_mode must be popsim.ReplicatedStreamMode."
+                                        f"REPLICATE or BROADCAST, found {found(replicated_mode)}")
+        if options is not None and (not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options)):
+            raise InvalidOptionError(f"stream '{handle}': options must be a dict of option names to values, found "
+                                     f"{found(options)}")
         self._state = state
         self.index = index
         self.handle = handle

@@ -65,7 +65,7 @@ IPU_LINK_TOPOLOGIES = tuple(t.value for t in IpuLinkTopologyType)
 
 
 def check_version(version: str) -> str:
-    if version not in ARCHITECTURES:
+    if not isinstance(version, str) or version not in ARCHITECTURES:
         from .errors import PopsimError
         raise PopsimError(f"unknown IPU version {version!r}: expected one of {', '.join(ARCHITECTURES)}")
     return version
@@ -146,6 +146,11 @@ class Target(SnakeCaseNames):
     def create_ipu_target(num_ipus: int = 1, tiles_per_ipu: int | None = None, version: str = "ipu2") -> "Target":
         """A target of ``num_ipus`` IPUs of architecture ``version`` ("ipu1", "ipu2", "ipu21")."""
         arch = ARCHITECTURES[check_version(version)]
+        # checked here too, before the sync latency is worked out from them
+        num_ipus = as_int(num_ipus, "Target.num_ipus", InvalidMachineModelError, low=1, high=MAX_IPUS)
+        if tiles_per_ipu is not None:  # at most the tiles of one IPU of the architecture, as IPUModel's
+            tiles_per_ipu = as_int(tiles_per_ipu, "Target.tiles_per_ipu", InvalidMachineModelError, low=1,
+                                   high=arch.tiles_per_ipu)
         return Target(
             num_ipus=num_ipus,
             tiles_per_ipu=tiles_per_ipu if tiles_per_ipu is not None else arch.tiles_per_ipu,

@@ -12,7 +12,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import views
+from . import errors, views
+from .arguments import as_index, as_indices, found
 from .errors import IndexError, TensorCreationError
 from .poplar_names import SnakeCaseNames
 from .types import Type, as_type
@@ -23,12 +24,6 @@ __all__ = ["Tensor"]
 Shape = Tuple[int, ...]
 
 _new = object.__new__
-
-
-def _as_index(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an integer, found {type(value).__name__} {value!r}")
-    return int(value)
 
 
 class Tensor(SnakeCaseNames):
@@ -44,7 +39,7 @@ class Tensor(SnakeCaseNames):
     __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids", "_run_cache")
 
     def __init__(self):
-        raise TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
+        raise errors.TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
 
     # -- construction (internal) ------------------------------------------------------------
     # _strided(table, var, dtype, shape, offset, strides): a strided view; bound to
@@ -120,7 +115,7 @@ class Tensor(SnakeCaseNames):
 
     def __len__(self) -> int:
         if not self._shape:
-            raise TypeError(f"len() of a rank-0 tensor ({self.name})")
+            raise errors.TypeError(f"len() of a rank-0 tensor ({self.name})")
         return self._shape[0]
 
     def __iter__(self):
@@ -180,7 +175,7 @@ class Tensor(SnakeCaseNames):
     def intersects_with(self, other: "Tensor") -> bool:
         """Whether the two views share an element."""
         if not isinstance(other, Tensor):
-            raise TypeError(f"intersects_with needs a Tensor, found {type(other).__name__}")
+            raise errors.TypeError(f"intersects_with needs a Tensor, found {type(other).__name__}")
         if self._table is not other._table:
             return False
         return views.runs_overlap(self._runs(), other._runs())
@@ -233,7 +228,10 @@ class Tensor(SnakeCaseNames):
                     return None
                 offset += (k + n if k < 0 else k) * s
             elif kind is slice:
-                start, stop, step = k.indices(n)
+                try:
+                    start, stop, step = k.indices(n)
+                except (TypeError, ValueError):
+                    return None  # a bound that is not an integer, a step of 0: the general path says so
                 length = len(range(start, stop, step))
                 out_shape.append(length)
                 out_strides.append(s * step)
@@ -247,64 +245,19 @@ class Tensor(SnakeCaseNames):
 
     def _index_general(self, key) -> "Tensor":
         """numpy basic indexing, every key form and every error (see __getitem__)."""
-        if not isinstance(key, tuple):
-            key = (key,)
-        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
-        if sum(1 for k in key if k is Ellipsis) > 1:
-            raise IndexError(f"an index can only have a single ellipsis ('...'), indexing {self._describe()}")
-        if n_real > self.rank:
-            raise IndexError(f"too many indices for {self._describe()}: {n_real} given for rank {self.rank}")
-        expanded: List[object] = []
-        for k in key:
-            if k is Ellipsis:
-                expanded.extend([slice(None)] * (self.rank - n_real))
-            else:
-                expanded.append(k)
-        expanded.extend([slice(None)] * (self.rank - sum(1 for k in expanded if k is not None)))
-
-        shape: List[int] = []
-        strides: List[int] = []
-        offset = self._offset
-        np_key: List[object] = []
-        dim = 0
-        for k in expanded:
-            if k is None:
-                shape.append(1)
-                strides.append(0)
-                np_key.append(None)
-                continue
-            n = self._shape[dim]
-            s = self._strides[dim] if self._ids is None else 0
-            if isinstance(k, slice):
-                start, stop, step = k.indices(n)
-                length = len(range(start, stop, step))
-                shape.append(length)
-                strides.append(s * step)
-                if length:
-                    offset += start * s
-                np_key.append(k)
-            elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
-                i = int(k)
-                if not -n <= i < n:
-                    raise IndexError(f"index {i} is out of range for dimension {dim} of {self._describe()}: "
-                                     f"valid indices are {-n}..{n - 1}")
-                offset += (i % n) * s
-                np_key.append(i % n)
-            else:
-                raise IndexError(f"cannot index {self._describe()} with {type(k).__name__} {k!r}: use integers, "
-                                 "slices, ... or None (for element lists, concat the pieces)")
-            dim += 1
+        shape, strides, offset, np_key = views.basic_index(self._shape, self._strides if self._ids is None else None,
+                                                           self._offset, key, self._describe)
         if self._ids is not None:
-            return self._with_ids(self._ids[tuple(np_key)])
-        return self._like(tuple(shape), offset, tuple(strides))
+            return self._with_ids(self._ids[np_key])
+        return self._like(shape, offset, strides)
 
     def index(self, indices: Sequence[int]) -> "Tensor":
         """``t.index([i, j])`` is ``t[i][j]``."""
-        return self[tuple(_as_index(i, "index") for i in indices)]
+        return self[tuple(as_indices(indices, "index: indices", "index"))]
 
     def _check_dim(self, dim: int, op: str, rank: Optional[int] = None) -> int:
         rank = self.rank if rank is None else rank
-        dim = _as_index(dim, f"{op}: dimension")
+        dim = as_index(dim, f"{op}: dimension")
         if not 0 <= dim < rank:
             raise IndexError(f"{op}: dimension {dim} is out of range for {self._describe()}: valid dimensions are "
                              f"0..{rank - 1}" if rank else f"{op}: {self._describe()} has no dimensions")
@@ -333,8 +286,9 @@ class Tensor(SnakeCaseNames):
 
     def _slice_general(self, begin, end, dim: int = 0) -> "Tensor":
         """Every form of ``slice`` and every error (see slice)."""
-        if isinstance(begin, (list, tuple, np.ndarray)):
-            begin, end = list(begin), list(end)
+        if isinstance(begin, (list, tuple, np.ndarray)) or isinstance(end, (list, tuple, np.ndarray)):
+            begin = as_indices(begin, "slice: begin (a list, as end is)", "slice begin")
+            end = as_indices(end, "slice: end (a list, as begin is)", "slice end")
             if len(begin) != self.rank or len(end) != self.rank:
                 raise IndexError(f"slice: begin {begin} and end {end} must both have one entry per dimension of "
                                  f"{self._describe()}")
@@ -343,7 +297,7 @@ class Tensor(SnakeCaseNames):
                 out = out.slice(b, e, d)
             return out
         dim = self._check_dim(dim, "slice")
-        b, e = _as_index(begin, "slice begin"), _as_index(end, "slice end")
+        b, e = as_index(begin, "slice begin"), as_index(end, "slice end")
         n = self._shape[dim]
         if not 0 <= b <= e <= n:
             raise IndexError(f"slice [{b}, {e}) is out of range for dimension {dim} of {self._describe()}: "
@@ -358,7 +312,11 @@ class Tensor(SnakeCaseNames):
 
     def slices(self, intervals: Sequence[Tuple[int, int]], dim: int = 0) -> List["Tensor"]:
         """One slice per (begin, end) interval along ``dim``."""
-        return [self.slice(b, e, dim) for b, e in intervals]
+        pairs = list(intervals) if isinstance(intervals, (list, tuple, np.ndarray)) else None
+        if pairs is None or not all(isinstance(k, (list, tuple, np.ndarray)) and len(k) == 2 for k in pairs):
+            raise errors.TypeError(f"slices: intervals must be a list of (begin, end) pairs, found {found(intervals)}; "
+                                   "e.g. t.slices([(0, 2), (2, 4)], dim)")
+        return [self.slice(b, e, dim) for b, e in pairs]
 
     # -- shape transforms -------------------------------------------------------------------
     def reshape(self, shape) -> "Tensor":
@@ -371,9 +329,9 @@ class Tensor(SnakeCaseNames):
 
     def _reshape_general(self, shape) -> "Tensor":
         """Every form of ``reshape`` and every error; the fast path must agree with it."""
-        if isinstance(shape, (int, np.integer)):
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
             shape = (shape,)
-        new_shape = [_as_index(n, "reshape: dimension size") for n in shape]
+        new_shape = as_indices(shape, "reshape: the shape", "reshape: dimension size")
         total = self.num_elements()
         if new_shape.count(-1) > 1:
             raise TensorCreationError(f"reshape of {self._describe()}: only one dimension may be -1, got {new_shape}")
@@ -412,6 +370,9 @@ class Tensor(SnakeCaseNames):
 
     def reshape_partial(self, begin_dim: int, end_dim: int, new_dims: Sequence[int]) -> "Tensor":
         """Reshape only dimensions [begin_dim, end_dim)."""
+        begin_dim = as_index(begin_dim, "reshape_partial: begin_dim")
+        end_dim = as_index(end_dim, "reshape_partial: end_dim")
+        new_dims = as_indices(new_dims, "reshape_partial: new_dims", "reshape_partial: dimension size")
         if not 0 <= begin_dim <= end_dim <= self.rank:
             raise IndexError(f"reshape_partial: [{begin_dim}, {end_dim}) is not a dimension range of "
                              f"{self._describe()}")
@@ -421,7 +382,8 @@ class Tensor(SnakeCaseNames):
         """All elements as 1-D, or dimensions [begin_dim, end_dim) merged into one."""
         if begin_dim is None:
             return self.reshape([self.num_elements()])
-        end_dim = self.rank if end_dim is None else end_dim
+        begin_dim = as_index(begin_dim, "flatten: begin_dim")
+        end_dim = self.rank if end_dim is None else as_index(end_dim, "flatten: end_dim")
         if not 0 <= begin_dim < end_dim <= self.rank:
             raise IndexError(f"flatten: [{begin_dim}, {end_dim}) is not a non-empty dimension range of "
                              f"{self._describe()}")
@@ -445,7 +407,7 @@ class Tensor(SnakeCaseNames):
 
     def _dim_shuffle_general(self, permutation: Sequence[int]) -> "Tensor":
         """Every form of ``dim_shuffle`` and every error; the fast path must agree with it."""
-        perm = [_as_index(p, "dim_shuffle: permutation entry") for p in permutation]
+        perm = as_indices(permutation, "dim_shuffle: the permutation", "dim_shuffle: permutation entry")
         if sorted(perm) != list(range(self.rank)):
             raise IndexError(f"dim_shuffle: {perm} is not a permutation of the {self.rank} dimensions of "
                              f"{self._describe()}")
@@ -455,8 +417,10 @@ class Tensor(SnakeCaseNames):
 
     def dim_shuffle_partial(self, source: Sequence[int], destination: Sequence[int]) -> "Tensor":
         """Move dimensions ``source[i]`` to positions ``destination[i]``; others keep their order."""
-        src = [self._check_dim(d, "dim_shuffle_partial") for d in source]
-        dst = [self._check_dim(d, "dim_shuffle_partial") for d in destination]
+        src = [self._check_dim(d, "dim_shuffle_partial") for d in
+               as_indices(source, "dim_shuffle_partial: source", "dim_shuffle_partial: dimension")]
+        dst = [self._check_dim(d, "dim_shuffle_partial") for d in
+               as_indices(destination, "dim_shuffle_partial: destination", "dim_shuffle_partial: dimension")]
         if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
             raise IndexError(f"dim_shuffle_partial: source {list(source)} and destination {list(destination)} must "
                              "be equal-length lists of distinct dimensions")
@@ -488,7 +452,7 @@ class Tensor(SnakeCaseNames):
     def expand(self, dims: Sequence[int]) -> "Tensor":
         """Insert a singleton dimension before each listed source dimension (``rank`` means
         at the end); repeat an index to insert several there."""
-        dims = [_as_index(d, "expand: dimension") for d in dims]
+        dims = as_indices(dims, "expand: dims", "expand: dimension")
         for d in dims:
             if not 0 <= d <= self.rank:
                 raise IndexError(f"expand: position {d} is out of range for {self._describe()}: need 0..{self.rank}")
@@ -503,7 +467,7 @@ class Tensor(SnakeCaseNames):
         if dims is None:
             drop = {d for d, n in enumerate(self._shape) if n == 1}
         else:
-            drop = {self._check_dim(d, "squeeze") for d in dims}
+            drop = {self._check_dim(d, "squeeze") for d in as_indices(dims, "squeeze: dims", "squeeze: dimension")}
             for d in sorted(drop):
                 if self._shape[d] != 1:
                     raise TensorCreationError(f"squeeze: dimension {d} of {self._describe()} has size "
@@ -516,7 +480,7 @@ class Tensor(SnakeCaseNames):
 
     def broadcast(self, n: int, dim: int) -> "Tensor":
         """``n`` copies of the tensor concatenated along ``dim``."""
-        n = _as_index(n, "broadcast: count")
+        n = as_index(n, "broadcast: count")
         dim = self._check_dim(dim, "broadcast")
         if n < 0:
             raise TensorCreationError(f"broadcast: count must be >= 0, found {n}")
@@ -526,12 +490,16 @@ class Tensor(SnakeCaseNames):
             if self._shape[dim] == 1:
                 shape[dim], strides[dim] = n, 0
             return self._like(tuple(shape), self._offset, tuple(strides))
-        return self._with_ids(np.concatenate([self._id_array()] * n, axis=dim) if n else
-                              np.empty(self._shape[:dim] + (0,) + self._shape[dim + 1:], np.int64))
+        what = f"broadcast of {self._describe()} {n} times"
+        if not n or not self.num_elements():  # no ids, only a shape (and numpy's shapes stop short of 2**63)
+            shape = self._shape[:dim] + (self._shape[dim] * n,) + self._shape[dim + 1:]
+            return self._with_ids(views.listed(lambda: np.empty(shape, np.int64), 0, what))
+        return self._with_ids(views.listed(lambda: np.concatenate([self._id_array()] * n, axis=dim),  # listed() checks
+                                           self.num_elements() * n, what))
 
     def upsample(self, scale: int, dim: int) -> "Tensor":
         """Each element repeated ``scale`` times along ``dim`` (np.repeat)."""
-        scale = _as_index(scale, "upsample: scale")
+        scale = as_index(scale, "upsample: scale")
         dim = self._check_dim(dim, "upsample")
         if scale < 0:
             raise TensorCreationError(f"upsample: scale must be >= 0, found {scale}")
@@ -539,7 +507,9 @@ class Tensor(SnakeCaseNames):
             return self
         if self._ids is None and self._shape[dim] == 1:
             return self.broadcast(scale, dim)
-        return self._with_ids(np.repeat(self._id_array(), scale, axis=dim))
+        return self._with_ids(views.listed(lambda: np.repeat(self._id_array(), scale, axis=dim),
+                                           self.num_elements() * scale,
+                                           f"upsample of {self._describe()} by {scale} along dimension {dim}"))
 
     def reverse(self, dim: int) -> "Tensor":
         """The elements along ``dim`` in reverse order."""
@@ -550,7 +520,7 @@ class Tensor(SnakeCaseNames):
 
     def subsample(self, stride: int, dim: int) -> "Tensor":
         """Every ``stride``-th element along ``dim``, starting with the first."""
-        stride = _as_index(stride, "subsample: stride")
+        stride = as_index(stride, "subsample: stride")
         dim = self._check_dim(dim, "subsample")
         if stride < 1:
             raise TensorCreationError(f"subsample: stride must be >= 1, found {stride}")
@@ -572,6 +542,8 @@ class Tensor(SnakeCaseNames):
     def same_elements(self, other: "Tensor") -> bool:
         """Whether both views have the same shape and the same elements in the same order
         (Poplar's ``operator==``)."""
+        if not isinstance(other, Tensor):
+            raise errors.TypeError(f"same_elements needs a Tensor, found {type(other).__name__}")
         return (self._table is other._table and self._shape == other._shape
                 and bool(np.array_equal(self._element_ids(), other._element_ids())))
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import errors
 from .contract import ScalarType
 
 __all__ = [
@@ -72,10 +73,10 @@ _BY_PYTHON = {float: FLOAT, int: INT, bool: BOOL}
 
 def as_type(t) -> Type:
     """Accept a popsim Type, a Type name ("FLOAT", "float"), its C++ spelling ("unsigned
-    int"), a numpy dtype, or float/int/bool."""
+    int"), a numpy dtype, or float/int/bool; anything else is a popsim.TypeError."""
     if isinstance(t, Type):
         return t
-    if t in _BY_PYTHON:
+    if isinstance(t, type) and t in _BY_PYTHON:
         return _BY_PYTHON[t]
     if isinstance(t, str) and t.upper() in _BY_NAME:
         return _BY_NAME[t.upper()]
@@ -83,36 +84,43 @@ def as_type(t) -> Type:
         return _BY_CPP[" ".join(t.split())]
     try:
         dt = np.dtype(t)
-    except TypeError:
+    except (TypeError, ValueError):  # numpy's words for "not a dtype"
         dt = None
     if dt is not None and dt in _BY_DTYPE:
         return _BY_DTYPE[dt]
     names = ", ".join(_BY_NAME)
-    raise TypeError(f"{t!r} is not an element type: use one of popsim.{{{names}}}, a numpy dtype "
-                    "such as np.float32, or float/int/bool")
+    shown = repr(t) if len(repr(t)) <= 60 else f"{type(t).__name__} {repr(t)[:57]}..."
+    raise errors.TypeError(f"{shown} is not an element type: use one of popsim.{{{names}}}, a numpy dtype "
+                           "such as np.float32, or float/int/bool")
 
 
 def typed_array(values, dtype: Type, shape, what: str, error: type) -> np.ndarray:
     """Host ``values`` (scalar, nested lists, array) as a C-contiguous array of ``dtype``
     and ``shape`` (a single value fills it). Refuses, with ``error``, values the type
     cannot hold exactly: fractions or out-of-range numbers for integer types, finite
-    numbers that overflow a float type."""
+    numbers that overflow a float type; and values the host has no memory for."""
     try:
         arr = np.asarray(values)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OverflowError) as e:
         raise error(f"{what}: cannot read the values as an array ({e})") from None
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise error(f"{what}: values must be numbers, found {str(values)[:60]}")
     shape = tuple(shape)
-    count = int(np.prod(shape, dtype=np.int64))
+    count = 1
+    for n in shape:  # a Python product: np.prod wraps around past 2**63
+        count *= int(n)
     if arr.size != 1 and arr.size != count:
         raise error(f"{what}: {arr.size} values given for shape {list(shape)} ({count} elements)")
     target = dtype.numpy
     if arr.size and arr.dtype != target:
         _check_fits(arr, dtype, what, error)
-    arr = arr.reshape(shape) if arr.size != 1 else np.broadcast_to(arr.reshape(()), shape)
-    with np.errstate(all="ignore"):
-        return np.ascontiguousarray(arr.astype(target))
+    try:
+        arr = arr.reshape(shape) if arr.size != 1 else np.broadcast_to(arr.reshape(()), shape)
+        with np.errstate(all="ignore"):
+            return np.ascontiguousarray(arr.astype(target))
+    except (MemoryError, ValueError):  # ValueError: numpy's "array is too big" for sizes past its limit
+        raise error(f"{what}: the host cannot allocate {count:,} values of {dtype.name} "
+                    f"({count * dtype.size:,} bytes); use fewer elements") from None
 
 
 def _check_fits(arr: np.ndarray, dtype: Type, what: str, error: type) -> None:

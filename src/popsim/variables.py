@@ -10,8 +10,14 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from .errors import TensorCreationError
 from .mapping import VariableMapping
 from .types import Type
+
+# The bytes all variables and constants of a graph may hold together: 1 PiB, a million
+# times an ipu2's memory, yet small enough that every element id, arena offset and byte
+# count (times any replication factor) stays a 64-bit integer.
+MAX_GRAPH_BYTES = 1 << 50
 
 
 class Variable:
@@ -46,6 +52,24 @@ class Variable:
         return f"<{self.kind} {self.name!r} {self.dtype.name} {list(self.shape)}>"
 
 
+def check_size(shape: Tuple[int, ...], dtype: Type, kind: str, name: Optional[str], held: int = 0) -> None:
+    """Refuse (TensorCreationError) a ``kind`` of ``shape`` that would take the graph past
+    MAX_GRAPH_BYTES (``held``: the bytes it holds already), or has a dimension
+    past it (even with another dimension 0, such a size overflows strides and offsets)."""
+    size = 1
+    for d in shape:
+        size *= d
+    nbytes = size * dtype.size
+    if nbytes + held <= MAX_GRAPH_BYTES and all(d <= MAX_GRAPH_BYTES for d in shape):
+        return
+    what = f"{kind} '{name}'" if name else kind
+    held_text = f" with the {held:,} bytes the graph holds already" if held and nbytes <= MAX_GRAPH_BYTES else ""
+    raise TensorCreationError(
+        f"{what} of shape {list(shape)} ({dtype.name}) is {nbytes:,} bytes{held_text}: popsim's graphs hold at most "
+        f"{MAX_GRAPH_BYTES:,} bytes (2**50) of variables and constants, each dimension at most 2**50, far more "
+        "than any IPU's memory (an ipu2 has 1472 tiles of 624 KiB); make the tensor smaller")
+
+
 class VariableTable:
     """All variables and constants of one graph, in creation order."""
 
@@ -53,9 +77,11 @@ class VariableTable:
         self.variables: List[Variable] = []
         self._bases = np.zeros(64, np.int64)  # grown by doubling: index_of stays cheap while building
         self.next_base = 0
+        self.nbytes = 0  # of all variables and constants, for check_size
 
     def add(self, name: str, dtype: Type, shape: Tuple[int, ...], is_constant: bool = False,
             values: Optional[np.ndarray] = None) -> Variable:
+        check_size(shape, dtype, "constant" if is_constant else "variable", name, self.nbytes)
         var = Variable(len(self.variables), name, dtype, shape, self.next_base, is_constant, values)
         n = len(self.variables)
         if n == self._bases.size:
@@ -63,6 +89,7 @@ class VariableTable:
         self._bases[n] = self.next_base
         self.variables.append(var)
         self.next_base += var.size
+        self.nbytes += var.nbytes
         return var
 
     def __len__(self) -> int:

@@ -9,6 +9,7 @@ columns as the Python path here, which it hands everything else to.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from sys import getrefcount
 from typing import Callable, Dict, List, Optional
 
@@ -17,7 +18,8 @@ import numpy as np
 from .codelet.fields import FieldKind, FieldSpec
 from .codelet.registry import CodeletRegistry
 from .codelet.vertex_type import VertexType
-from .arguments import as_size
+from . import errors
+from .arguments import as_size, found
 from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
@@ -96,9 +98,13 @@ class VertexBuilding:
         return [vt.name for vt in self._codelets.add(src, compile_flags)]
 
     def has_codelet(self, name: str) -> bool:
+        if not isinstance(name, str):
+            raise errors.TypeError(f"has_codelet: a vertex type is named by a string, found {found(name)}")
         return name in self._codelets
 
     def vertex_type(self, name: str) -> VertexType:
+        if not isinstance(name, str):
+            raise errors.TypeError(f"vertex_type: a vertex type is named by a string, found {found(name)}")
         return self._codelets.get(name)
 
     # -- vertices -----------------------------------------------------------------------------
@@ -117,7 +123,10 @@ class VertexBuilding:
         """Every form of add_vertex and every error. The C path takes only the calls this one
         completes on its lean branch, with the same result (tests/test_vertex_build.py)."""
         if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
-            raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {compute_set!r}")
+            raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {found(compute_set)}")
+        if connections is not None and not isinstance(connections, Mapping):  # checked before the vertex exists
+            raise errors.TypeError(f"add_vertex: connections must be a dict {{field name: tensor}}, found "
+                                   f"{found(connections)}")
         state = self._state
         vt = state.codelets.types.get(vertex_type) if type(vertex_type) is str else None
         if vt is None:
@@ -187,7 +196,7 @@ class VertexBuilding:
     def _connect_general(self, field: FieldRef, value) -> None:
         """Every form of connect and every error (the lean paths must agree with it)."""
         if not isinstance(field, FieldRef):
-            raise TypeError(f"connect: expected a vertex field (v['name']), found {type(field).__name__}")
+            raise errors.TypeError(f"connect: expected a vertex field (v['name']), found {type(field).__name__}")
         self._check_own_vertex(field.vertex, "connect")
         spec = field.spec
         if not spec.kind.is_edge:
@@ -259,6 +268,8 @@ class VertexBuilding:
         field.vertex._connect(field.position, [None] * n)
 
     def get_field_size(self, field: FieldRef) -> int:
+        if not isinstance(field, FieldRef):
+            raise errors.TypeError(f"get_field_size: expected a vertex field (v['name']), found {type(field).__name__}")
         c = field.vertex.connection(field.position)
         return 0 if c is None else len(c)
 
@@ -270,7 +281,7 @@ class VertexBuilding:
             vertex.compute_set._perf[vertex.index] = cycles  # the common call, kept lean
             return
         if not isinstance(vertex, VertexRef):
-            raise TypeError(f"set_perf_estimate: expected a vertex, found {type(vertex).__name__}")
+            raise errors.TypeError(f"set_perf_estimate: expected a vertex, found {type(vertex).__name__}")
         self._check_own_vertex(vertex, "set_perf_estimate")
         if type(cycles) is not int or cycles < 0:  # ints are the hot path (one call per vertex in tutorial 6)
             cycles = as_size(cycles, f"set_perf_estimate of {vertex.describe()}: cycles", GraphConnectionError)
@@ -279,13 +290,15 @@ class VertexBuilding:
         vertex.perf_estimate = cycles
 
     def get_perf_estimate(self, vertex: VertexRef) -> Optional[int]:
+        if not isinstance(vertex, VertexRef):
+            raise errors.TypeError(f"get_perf_estimate: expected a vertex, found {type(vertex).__name__}")
         return vertex.perf_estimate
 
     def register_perf_estimator(self, vertex_type: str, estimator: Callable) -> None:
         """``estimator(vertex_info, target) -> cycles`` for every vertex of the type
         without its own perf estimate."""
         if not callable(estimator):
-            raise TypeError("register_perf_estimator needs a callable estimator(vertex_info, target)")
+            raise errors.TypeError("register_perf_estimator needs a callable estimator(vertex_info, target)")
         if not isinstance(vertex_type, str):
             raise UnknownVertexTypeError(f"register_perf_estimator: the vertex type must be a registered name, found "
                                          f"{type(vertex_type).__name__} {vertex_type!r}")

@@ -12,7 +12,108 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import errors
+from .errors import TensorCreationError
+
 Shape = Tuple[int, ...]
+
+# A view whose strides cannot describe it lists its element ids one by one (int64, 8 bytes
+# each). A listing longer than this is refused rather than allocated: 8 GiB of ids, more
+# ids than an ipu2 has bytes of memory, so no copy or vertex could use such a view.
+MAX_LISTED_IDS = 1 << 30
+
+
+def check_listing(count: int, what: str) -> None:
+    """Refuse (TensorCreationError) to list ``count`` element ids for ``what`` when that is
+    more than MAX_LISTED_IDS."""
+    if count > MAX_LISTED_IDS:
+        raise TensorCreationError(
+            f"{what}: the view would list {count:,} element ids one by one ({count * 8:,} bytes of host memory), "
+            f"more than popsim lists for one view ({MAX_LISTED_IDS:,}): no copy or vertex could use it on a "
+            "modelled IPU. Use fewer elements, or a view that keeps a stride (a slice, a broadcast of a "
+            "dimension of size 1)")
+
+
+def listed(make, count: int, what: str) -> np.ndarray:
+    """``make()``, the array of ``count`` element ids of ``what``, after check_listing; a
+    host that cannot allocate it, or a shape numpy cannot hold (a dimension of 2**63 or
+    more, even with no elements), is a TensorCreationError too."""
+    check_listing(count, what)
+    try:
+        return make()
+    except MemoryError:
+        raise TensorCreationError(f"{what}: the host cannot allocate the {count:,} element ids "
+                                  f"({count * 8:,} bytes) of the view; use fewer elements") from None
+    except (OverflowError, ValueError) as e:  # numpy's "maximum allowed dimension exceeded" and kin
+        raise TensorCreationError(f"{what}: the view's shape is too large for popsim to list its elements ({e}); "
+                                  "use smaller sizes") from None
+
+
+def slice_bounds(k: slice, n: int, where) -> Tuple[int, int, int]:
+    """``k.indices(n)``, refusing bounds that are not integers (popsim.TypeError) and a step
+    of 0 (popsim.IndexError); ``where()`` names what is sliced."""
+    for part in (k.start, k.stop, k.step):
+        if part is not None and (isinstance(part, (bool, np.bool_)) or not isinstance(part, (int, np.integer))):
+            raise errors.TypeError(f"cannot slice {where()} with {repr(k)[:60]}: slice bounds and steps must be "
+                                   f"integers or None, found {type(part).__name__}")
+    if k.step == 0:
+        raise errors.IndexError(f"cannot slice {where()} with {k!r}: the step must not be 0")
+    return k.indices(n)
+
+
+def basic_index(shape: Shape, strides: Optional[Shape], offset: int, key, describe):
+    """numpy basic indexing of a view (``strides`` None: one that lists its ids) by ``key``
+    (integers, slices, ``...``, None), every key form and every error (popsim.IndexError,
+    popsim.TypeError; ``describe()`` names the view): the result's (shape, strides, offset)
+    and the key to index an id array with."""
+    rank = len(shape)
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise errors.IndexError(f"an index can only have a single ellipsis ('...'), indexing {describe()}")
+    if n_real > rank:
+        raise errors.IndexError(f"too many indices for {describe()}: {n_real} given for rank {rank}")
+    expanded: List[object] = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (rank - n_real))
+        else:
+            expanded.append(k)
+    expanded.extend([slice(None)] * (rank - sum(1 for k in expanded if k is not None)))
+
+    out_shape: List[int] = []
+    out_strides: List[int] = []
+    np_key: List[object] = []
+    dim = 0
+    for k in expanded:
+        if k is None:
+            out_shape.append(1)
+            out_strides.append(0)
+            np_key.append(None)
+            continue
+        n = shape[dim]
+        s = strides[dim] if strides is not None else 0
+        if isinstance(k, slice):
+            start, stop, step = slice_bounds(k, n, lambda: f"dimension {dim} of {describe()}")
+            length = len(range(start, stop, step))
+            out_shape.append(length)
+            out_strides.append(s * step)
+            if length:
+                offset += start * s
+            np_key.append(k)
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            i = int(k)
+            if not -n <= i < n:
+                raise errors.IndexError(f"index {i} is out of range for dimension {dim} of {describe()}: "
+                                        f"valid indices are {-n}..{n - 1}")
+            offset += (i % n) * s
+            np_key.append(i % n)
+        else:
+            raise errors.IndexError(f"cannot index {describe()} with {type(k).__name__} {repr(k)[:60]}: use "
+                                    "integers, slices, ... or None (for element lists, concat the pieces)")
+        dim += 1
+    return tuple(out_shape), tuple(out_strides), offset, tuple(np_key)
 
 
 def c_strides(shape: Sequence[int]) -> Shape:
@@ -77,6 +178,10 @@ def reshape_strides(shape: Shape, strides: Shape, new_shape: Shape) -> Optional[
 
 def strided_ids(start: int, shape: Shape, strides: Shape) -> np.ndarray:
     """The element ids of a strided view, as an int64 array of its shape."""
+    return listed(lambda: _strided_ids(start, shape, strides), num_elements(shape), f"a view of shape {list(shape)}")
+
+
+def _strided_ids(start: int, shape: Shape, strides: Shape) -> np.ndarray:
     ids = np.full((), start, dtype=np.int64)
     rank = len(shape)
     for k, (n, s) in enumerate(zip(shape, strides)):

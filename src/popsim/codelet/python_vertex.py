@@ -24,7 +24,7 @@ import sys
 import threading
 from typing import Dict, List, Tuple
 
-from .. import types as _types
+from .. import errors, types as _types
 from ..errors import CodeletSyntaxError
 from .fields import Direction, FieldKind, FieldSpec
 from .vertex_type import VertexType
@@ -123,7 +123,7 @@ class _MarkerFactory:
 
     def __getitem__(self, arg) -> _Marker:
         if isinstance(arg, tuple):
-            raise TypeError(f"{self.kind}[...] takes one argument, found {len(arg)}: write "
+            raise errors.TypeError(f"{self.kind}[...] takes one argument, found {len(arg)}: write "
                             f"{self.kind}[float] or {self.kind}[Vector[float]]")
         return _Marker(self.kind, arg)
 
@@ -269,7 +269,7 @@ def vertex_types_from_classes(classes) -> List[VertexType]:
     for c in classes:
         if not is_vertex_class(c):
             what = c.__name__ if inspect.isclass(c) else type(c).__name__
-            raise TypeError(f"add_codelets: {what} is not a popsim.Vertex or popsim.MultiVertex subclass with a "
+            raise errors.TypeError(f"add_codelets: {what} is not a popsim.Vertex or popsim.MultiVertex subclass with a "
                             "compute method")
     unique = list(dict.fromkeys(classes))
     translations = [translation_of(c) for c in unique]

@@ -6,6 +6,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Dict, List
 
+from .. import errors
 from ..errors import PopsimError, UnknownVertexTypeError, did_you_mean
 from .templates import VertexTemplate, unknown_instantiation
 from .vertex_type import VertexType
@@ -25,6 +26,9 @@ class CodeletRegistry:
         self._sources: Dict[object, List[VertexType]] = {}  # add_codelets is idempotent per source
 
     def add(self, src, compile_flags: str = "") -> List[VertexType]:
+        if not isinstance(compile_flags, str):
+            raise errors.TypeError(f"add_codelets: compile_flags must be a string such as '-O3', found "
+                                   f"{type(compile_flags).__name__}")
         key = _source_key(src, compile_flags)
         if key in self._sources:
             return self._sources[key]

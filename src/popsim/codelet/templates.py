@@ -32,7 +32,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import types as _types
+from .. import errors, types as _types
 from ..errors import CodeletSyntaxError, PopsimError, UnknownVertexTypeError, did_you_mean
 
 __all__ = ["VertexTemplate", "vertex_template", "template_vertex", "template_argument"]
@@ -241,7 +241,7 @@ def vertex_template(name: str, **domains: Sequence) -> Callable[[Callable], Vert
 
     def decorate(factory: Callable) -> VertexTemplate:
         if not callable(factory):
-            raise TypeError(f"@vertex_template decorates a factory function, found {type(factory).__name__}")
+            raise errors.TypeError(f"@vertex_template decorates a factory function, found {type(factory).__name__}")
         params = [p for p in inspect.signature(factory).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         others = [p.name for p in inspect.signature(factory).parameters.values() if p not in params]
