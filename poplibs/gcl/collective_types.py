@@ -8,6 +8,7 @@ import numbers
 from dataclasses import dataclass
 from typing import List, Optional
 
+import popsim
 from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT
 
 from ..poputil import PoplibsError
@@ -53,8 +54,8 @@ class CommGroup:
 
     def __post_init__(self):
         if not isinstance(self.type, CommGroupType):
-            raise TypeError(f"CommGroup: type must be a gcl.CommGroupType (ALL, CONSECUTIVE, ORTHOGONAL), found "
-                            f"{self.type!r}")
+            raise popsim.TypeError(f"CommGroup: type must be a gcl.CommGroupType (ALL, CONSECUTIVE, ORTHOGONAL), found "
+                                   f"{self.type!r}")
         for name in ("replica_group_size", "stride"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:

@@ -31,7 +31,7 @@ class _Call:
         check_tensor(graph, data, what, "data")
         check_prog(prog, what)
         if not isinstance(name, str):
-            raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+            raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
         replicas = graph.description.replication_factor
         if graph.replication_factor != replicas:
             raise PoplibsError(f"{what}: called on the top-level view of a graph of {replicas} replicas; "

@@ -68,7 +68,7 @@ def _check_common(graph, prog, name, options, what: str) -> None:
     check_graph(graph, what)
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     method = parse_options(options, what).method
     if method not in ("auto", "clockwise_ring"):
         raise popsim.InvalidOptionError(f"{what}: method must be auto or clockwise_ring (the IPUs of a replica form "

@@ -21,7 +21,7 @@ not check either. Options: ``blockSize`` and the matmul options (triangular_solv
 from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog
+from ..poputil.checks import check_flag, check_prog
 from . import linalg_vertices
 from .mat_mul import mat_mul_grouped_acc
 from .planner import PlanningCache
@@ -82,6 +82,7 @@ def cholesky(graph, a, lower: bool, prog, name: str = "", options=None, cache=No
     what = "poplin.cholesky"
     check_square(graph, a, what)
     check_prog(prog, what)
+    check_flag(lower, what, "lower")
     name = name or "Cholesky"
     out = graph.clone(a, f"{name}/out")
     prog.add(Copy(a, out))
@@ -92,6 +93,7 @@ def cholesky(graph, a, lower: bool, prog, name: str = "", options=None, cache=No
 def _factorise(graph, a, lower, prog, name, options, cache, what) -> None:
     check_square(graph, a, what)
     check_prog(prog, what)
+    lower = check_flag(lower, what, "lower")
     block, mat_mul_options = split_options(options, what)
     if cache is not None and not isinstance(cache, PlanningCache):
         raise PoplibsError(f"{what}: cache must be a poplin.PlanningCache or None, found {type(cache).__name__}")

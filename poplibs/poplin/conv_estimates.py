@@ -79,19 +79,48 @@ def _unflatten(index: int, shape: Tuple[int, ...]) -> Tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def worker_item_sizes(total_positions: int, row_size: int, num_workers: int = 6) -> List[List[int]]:
+class ItemSizes(Sequence):
+    """One worker's item sizes as (size, count) runs: a worker's items are a partial row,
+    full rows and a partial row, so a field of any size is described, and costed, in O(1)
+    (one item per row was a loop of 2**29 rows for a batch of 2**31 on 4 tiles). Reads
+    like the list of sizes it stands for."""
+
+    def __init__(self, runs):
+        self.runs = tuple((k, n) for k, n in runs if n)
+
+    def __len__(self) -> int:
+        return sum(n for _, n in self.runs)
+
+    def __iter__(self):
+        for k, n in self.runs:
+            for _ in range(n):
+                yield k
+
+    def __getitem__(self, index):
+        return list(self)[index]
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, tuple, ItemSizes)) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"ItemSizes({list(self.runs)})"
+
+
+def _runs(item_sizes) -> Sequence[Tuple[int, int]]:
+    """(size, count) runs of a worklist: an ItemSizes' own, else each item once."""
+    return item_sizes.runs if isinstance(item_sizes, ItemSizes) else [(k, 1) for k in item_sizes]
+
+
+def worker_item_sizes(total_positions: int, row_size: int, num_workers: int = 6) -> List[ItemSizes]:
     """The item sizes ``partition_conv_partial_by_worker`` gives, for ``total_positions``
-    positions in rows of ``row_size``, without building the rows (the planner's fast path)."""
+    positions in rows of ``row_size``, without building the rows (the planner's fast path):
+    per worker, the rest of the row it starts in, whole rows, the start of its last row."""
     result = []
     for w in range(num_workers):
         begin, end = total_positions * w // num_workers, total_positions * (w + 1) // num_workers
-        sizes = []
-        pos = begin
-        while pos < end:
-            n = min(row_size - pos % row_size, end - pos)
-            sizes.append(n)
-            pos += n
-        result.append(sizes)
+        first = min(row_size - begin % row_size, end - begin)
+        rows, last = divmod(end - begin - first, row_size) if end > begin else (0, 0)
+        result.append(ItemSizes([(first, 1), (row_size, rows), (last, 1 if last else 0)] if end > begin else []))
     return result
 
 
@@ -119,30 +148,31 @@ def conv_partial_1x1_worker_cycles(item_sizes: Sequence[int], zero_output: bool,
     zero = 1 if zero_output else 0
     common_zero = 1 if zero_output else 2
     cycles = 0
-    for k in item_sizes:
+    for k, count in _runs(item_sizes):
         if k == 0:
-            cycles += 20 + common_zero if (common and not float_activations) else 24
+            cost = 20 + common_zero if (common and not float_activations) else 24
         elif k == 1:
             if float_activations:
-                cycles += 47 + (2 + z) * zero
+                cost = 47 + (2 + z) * zero
             elif common:
-                cycles += 31 + common_zero
+                cost = 31 + common_zero
             else:
-                cycles += 39 + (2 + z) * zero
+                cost = 39 + (2 + z) * zero
         elif k == 2:
             if float_activations:
-                cycles += 46 + (2 + 2 * z) * zero
+                cost = 46 + (2 + 2 * z) * zero
             elif common:
-                cycles += 40 + common_zero
+                cost = 40 + common_zero
             else:
-                cycles += 40 + (2 + 2 * z) * zero
+                cost = 40 + (2 + 2 * z) * zero
         else:
             if float_activations:
-                cycles += 46 + (2 + z * k) * zero + (k - 3) * core
+                cost = 46 + (2 + z * k) * zero + (k - 3) * core
             elif common:
-                cycles += (37 if zero_output else 38) + (k - 3) * core
+                cost = (37 if zero_output else 38) + (k - 3) * core
             else:
-                cycles += 41 + (2 + z * k) * zero + (k - 3) * core
+                cost = 41 + (2 + z * k) * zero + (k - 3) * core
+        cycles += cost * count
     if _retention_savings_apply(float_activations, float_partials, conv_units):
         cycles = max(0, cycles - 7)
     return cycles
@@ -234,7 +264,7 @@ def conv_partial_nx1_worker_cycles(item_sizes: Sequence[int], float_activations:
     extra = 1 if (not float_activations and ((not float_partials and conv_units == 16)
                                               or (float_partials and conv_units == 8))) else 0
     cycles = 17 + (0 if float_partials else 1)
-    for k in item_sizes:
+    for k, count in _runs(item_sizes):
         if k == 0:
             cost = 17
         elif k == 1:
@@ -243,7 +273,7 @@ def conv_partial_nx1_worker_cycles(item_sizes: Sequence[int], float_activations:
             cost = 44 if float_activations else 33 + extra
         else:
             cost = (45 if float_activations else 34) + (k - 3) * core
-        cycles += 3 + cost - 9
+        cycles += (3 + cost - 9) * count
     return cycles
 
 

@@ -225,5 +225,5 @@ def _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks) ->
 
 def check_types(in_type, out_type, what: str) -> None:
     for role, t in (("input", in_type), ("output", out_type)):
-        if t not in (FLOAT, HALF):
+        if not isinstance(t, popsim.Type) or t not in (FLOAT, HALF):
             raise PoplibsError(f"{what}: the {role} type must be FLOAT or HALF, found {t!r}")

@@ -19,6 +19,7 @@ from typing import Optional, Sequence, Tuple
 import popsim
 
 from ..poputil import PoplibsError
+from ..poputil.checks import check_count, check_flag, check_whole_numbers
 
 Shape = Tuple[int, ...]
 
@@ -28,7 +29,12 @@ def _per_dim(name: str, values: Optional[Sequence], rank: int, default, minimum=
     least ``minimum`` when given."""
     if values is None:
         return (default,) * rank
-    values = tuple(kind(v) for v in values)
+    if kind is bool:
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise PoplibsError(f"ConvParams: {name} must be a list of True/False, found {values!r:.60}")
+        values = tuple(check_flag(v, "ConvParams", f"each entry of {name}") for v in values)
+    else:
+        values = check_whole_numbers(values, "ConvParams", name)
     if len(values) != rank:
         raise PoplibsError(f"ConvParams: {name} has {len(values)} entries, expected one per field dimension "
                            f"({rank})")
@@ -76,14 +82,13 @@ class ConvParams:
     def __post_init__(self):
         if not isinstance(self.data_type, popsim.Type) or self.data_type not in (popsim.FLOAT, popsim.HALF):
             raise PoplibsError(f"ConvParams: data_type must be FLOAT or HALF, found {self.data_type!r}")
-        field = tuple(int(s) for s in self.input_field_shape)
-        kernel = tuple(int(s) for s in self.kernel_shape)
+        field = check_whole_numbers(self.input_field_shape, "ConvParams", "input_field_shape")
+        kernel = check_whole_numbers(self.kernel_shape, "ConvParams", "kernel_shape")
         if len(kernel) != len(field):
             raise PoplibsError(f"ConvParams: kernel_shape {kernel} and input_field_shape {field} must have the same "
                                "number of dimensions")
         for name in ("batch_size", "input_channels_per_group", "output_channels_per_group", "num_conv_groups"):
-            if int(getattr(self, name)) < 0:
-                raise PoplibsError(f"ConvParams: {name} must be >= 0, found {getattr(self, name)}")
+            check_count(getattr(self, name), "ConvParams", name)
         if any(s < 0 for s in field + kernel):
             raise PoplibsError(f"ConvParams: field {field} and kernel {kernel} sizes must be >= 0")
         rank = len(field)

@@ -128,14 +128,14 @@ def _check_conv(graph, in_, weights, params, transpose, prog, what):
     _check_params(params, what)
     check_prog(prog, what)
     _check_operand(graph, in_, params.input_shape(), params.data_type, what, "in", " [B, G*Cin, *field]")
+    if not isinstance(transpose, bool):  # before its truth value is taken
+        raise PoplibsError(f"{what}: transpose_and_flip_weights must be True or False, found {transpose!r:.60}")
     shape = params.weights_shape()
     if transpose:
         shape = (shape[0], shape[2], shape[1]) + tuple(shape[3:])
     hint = " ([G, Cin, Cout, *kernel]: the forward weights, transposed and flipped here)" if transpose else \
         " [G, Cout, Cin, *kernel]"
     _check_operand(graph, weights, shape, params.data_type, what, "weights", hint)
-    if not isinstance(transpose, bool):
-        raise PoplibsError(f"{what}: transpose_and_flip_weights must be True or False, found {transpose!r}")
 
 
 def convolution_with_output(graph, in_, weights, out, params: ConvParams, transpose_and_flip_weights: bool, prog,

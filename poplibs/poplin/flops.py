@@ -9,6 +9,7 @@ achieves. The benchmarks use them to put modelled TFLOPS next to the peak.
   the published 62.5 and 250 (reference 4).
 * ``achieved_flops(flops, cycles, target)`` = flops / (cycles / clock).
 """
+import popsim
 from popsim import FLOAT, HALF
 
 from ..poputil import PoplibsError
@@ -26,6 +27,11 @@ def mat_mul_flops(groups: int, m: int, k: int, n: int) -> int:
 
 def peak_flops(target, dtype) -> float:
     """The target's peak matmul rate for ``dtype`` inputs (FLOAT or HALF), FLOP/s."""
+    if not isinstance(target, popsim.Target):
+        raise popsim.TypeError(f"poplin.peak_flops: expected a popsim.Target (graph.target), found "
+                               f"{type(target).__name__}")
+    if not isinstance(dtype, popsim.Type):
+        raise PoplibsError(f"poplin.peak_flops: the type must be FLOAT or HALF, found {dtype!r:.60}")
     if dtype == FLOAT:
         macs = target.amp_fp32_macs_per_cycle
     elif dtype == HALF:

@@ -11,7 +11,7 @@ import popsim
 from popsim import FLOAT, HALF
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_prog, check_tensor
+from ..poputil.checks import check_graph, check_prog, check_tensor, check_whole_numbers
 from . import conv_execute, mat_mul_layout
 from .conv_params import for_mat_mul
 from .planner import get_plan, graph_cache
@@ -21,8 +21,7 @@ def _check_operands(graph, a, b, prog, rank: int, what: str) -> None:
     check_graph(graph, what)
     check_tensor(graph, a, what, "A")
     check_tensor(graph, b, what, "B")
-    if prog is not None:
-        check_prog(prog, what)
+    check_prog(prog, what)  # every matmul appends its programs: None would fail half-way
     kind = "[M, K] @ [K, N]" if rank == 2 else "[G, M, K] @ [G, K, N]"
     for role, t in (("A", a), ("B", b)):
         if t.rank != rank:
@@ -155,7 +154,7 @@ def transpose_grouped_matrix(t):
 # -- tensor creation -----------------------------------------------------------------------------
 
 def _shapes(a_shape, b_shape, rank: int, what: str):
-    a_shape, b_shape = tuple(int(s) for s in a_shape), tuple(int(s) for s in b_shape)
+    a_shape, b_shape = (check_whole_numbers(s, what, n, low=0) for s, n in ((a_shape, "a_shape"), (b_shape, "b_shape")))
     if len(a_shape) != rank or len(b_shape) != rank:
         raise PoplibsError(f"{what}: a_shape {a_shape} and b_shape {b_shape} must both have rank {rank}")
     if a_shape[-1] != b_shape[-2] or (rank == 3 and a_shape[0] != b_shape[0]):

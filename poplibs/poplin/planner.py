@@ -417,6 +417,35 @@ def _unsatisfiable(target, params: ConvParams, options: ConvOptions) -> PoplibsE
                         f"{found}")
 
 
+# The most elements a tensor of a planned convolution (or matmul) may have: more than any
+# IPU's memory holds, and as many element ids as popsim lists for one view (its layouts
+# are built from views). Past it, planning and laying out would run for hours or fail
+# part-way through; the convolution is refused first.
+MAX_TENSOR_ELEMENTS = 1 << 30
+
+
+def _check_sizes(params: ConvParams) -> None:
+    for role, shape in (("input", params.input_shape()), ("weights", params.weights_shape()),
+                        ("output", params.output_shape())):
+        if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+            kind = "matmul (planned as the convolution)" if is_mat_mul_shaped(params) else "convolution"
+            raise PoplibsError(f"poplin: the {kind}'s {role} {tuple(shape)} has {math.prod(shape):,} elements, more "
+                               f"than popsim plans for one tensor ({MAX_TENSOR_ELEMENTS:,}, more than any IPU's "
+                               "memory holds); split it into smaller convolutions or matmuls")
+
+
+def _without_empty_sizes(params: ConvParams) -> ConvParams:
+    """The convolution planned for ``params``: a batch, channel or group count of 0 planned
+    as 1. Such a convolution has no products to spread over tiles (an empty output, or for
+    no input channels, as for a [M, 0] @ [0, N] matmul, an output of zeros: PopLibs'
+    getZeroConv); the plan still lays out its tensors, and the executor does no more than
+    zero the output."""
+    sizes = ("batch_size", "input_channels_per_group", "output_channels_per_group", "num_conv_groups")
+    if all(getattr(params, name) for name in sizes):
+        return params
+    return params.replace(**{name: max(1, getattr(params, name)) for name in sizes})
+
+
 def _parse(options, params: ConvParams) -> ConvOptions:
     if isinstance(options, ConvOptions):
         return options
@@ -496,13 +525,14 @@ def plan_with_details(target, params: ConvParams, options=None,
         raise PoplibsError(f"get_plan: params must be a poplin.ConvParams, found {type(params).__name__}")
     if cache is not None and not isinstance(cache, PlanningCache):
         raise PoplibsError(f"get_plan: cache must be a poplin.PlanningCache or None, found {type(cache).__name__}")
+    _check_sizes(params)
     opts = _parse(options, params)
     key = (target, params, opts)
     if cache is not None:
         hit = cache._get(key)
         if hit is not None:
             return hit
-    result = _plan(target, params, opts)
+    result = _plan(target, _without_empty_sizes(params), opts)
     if cache is not None:
         cache._put(key, result)
     return result

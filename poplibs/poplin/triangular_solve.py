@@ -31,7 +31,7 @@ from popsim.popops import expr as pe
 from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_prog, check_tensor
+from ..poputil.checks import check_flag, check_graph, check_prog, check_tensor
 from . import linalg_vertices
 from .mat_mul import mat_mul_grouped_acc
 from .options import parse_mat_mul_options
@@ -171,6 +171,8 @@ def triangular_solve(graph, a, b, left_side: bool, lower: bool, unit_diagonal: b
     check_square(graph, a, what)
     check_tensor(graph, b, what, "B")
     check_prog(prog, what)
+    left_side, lower, unit_diagonal = (check_flag(f, what, n) for f, n in ((left_side, "left_side"), (lower, "lower"),
+                                                                          (unit_diagonal, "unit_diagonal")))
     block, mat_mul_options = split_options(options, what)
     if b.rank != a.rank:
         raise PoplibsError(f"{what}: A '{a.name}' of shape {tuple(a.shape)} and B '{b.name}' of shape "

@@ -157,7 +157,7 @@ def reduce_class(graph, t, is_max: bool, label_type, prog, name: str):
 def _arg(graph, t, prog, name: str, is_max: bool, what: str):
     check_rows(graph, t, prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     return reduce_class(graph, t, is_max, UNSIGNED_INT, prog, name or what)
 
 

@@ -17,6 +17,7 @@ Options: PopLibs' batch norm has none; ``options`` must be empty. The callback i
 ``callback(graph, tensors, prog, group_size, name, options) -> list of tensors``: each of
 ``tensors`` summed over the ``group_size`` replicas that share the batch.
 """
+import popsim
 from popsim import FLOAT
 
 from ..poputil import PoplibsError
@@ -167,8 +168,8 @@ def distributed_batch_norm_gradients(graph, acts_whitened, grads_in, inv_std_dev
 def _distribution(graph, acts, callback, norm_batch_size, options, what):
     """(reduce, elements per channel over all replicas) of a distributed batch norm."""
     if not callable(callback):
-        raise TypeError(f"{what}: the callback must be callable (graph, tensors, prog, group_size, name, options) "
-                        f"-> tensors, found {type(callback).__name__}")
+        raise popsim.TypeError(f"{what}: the callback must be callable (graph, tensors, prog, group_size, name, "
+                               f"options) -> tensors, found {type(callback).__name__}")
     batch = int(acts.shape[0])
     if isinstance(norm_batch_size, bool) or not isinstance(norm_batch_size, int) or norm_batch_size < batch \
             or (batch and norm_batch_size % batch):

@@ -80,7 +80,7 @@ class GruWeights:
 
 def check_params(params, what: str):
     if not isinstance(params, GruParams):
-        raise TypeError(f"{what}: expected popnn.gru.GruParams, found {type(params).__name__}")
+        raise popsim.TypeError(f"{what}: expected popnn.gru.GruParams, found {type(params).__name__}")
     ru.check_common_params(params, NUM_UNITS, what)
     if not isinstance(params.reset_after, bool):
         raise PoplibsError(f"{what}: params.reset_after must be True or False, found {params.reset_after!r}")
@@ -95,7 +95,7 @@ def _bias_shape(params):
 
 def _check_weights(graph, params, weights, what: str):
     if not isinstance(weights, GruWeights):
-        raise TypeError(f"{what}: expected popnn.gru.GruWeights as the weights, found {type(weights).__name__}")
+        raise popsim.TypeError(f"{what}: expected popnn.gru.GruWeights as the weights, found {type(weights).__name__}")
     n_in, n_out, dt = params.input_size, params.output_size, params.data_type
     ru.check_shape(graph, weights.input_weights, (NUM_UNITS, n_in, n_out), dt, what, "weights.input_weights",
                    "[3 gates, input_size, output_size]")

@@ -114,7 +114,7 @@ def calc_accuracy(graph, model_outputs, expected, num_correct, prog=None, name: 
     _check_labels(graph, model_outputs, expected, what)
     _check_num_correct(graph, num_correct, what)
     if prog is not None and not isinstance(prog, Sequence):
-        raise TypeError(f"{what}: prog must be a popsim.program.Sequence or None, found {type(prog).__name__}")
+        raise popsim.TypeError(f"{what}: prog must be a popsim.program.Sequence or None, found {type(prog).__name__}")
     name = name or "Accuracy"
     seq = Sequence()
     label_check(graph, model_outputs, expected, seq, name)
@@ -221,7 +221,7 @@ def calc_loss(graph, model_outputs, expected, loss, deltas, *args, deltas_scale=
     if not isinstance(loss_type, LossType):
         raise PoplibsError(f"{what}: loss_type must be a popnn.LossType, found {loss_type!r}")
     if not isinstance(kw["name"], str):
-        raise TypeError(f"{what}: name must be a str, found {type(kw['name']).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(kw['name']).__name__}")
     check_graph(graph, what)
     check_rows(graph, model_outputs, None, what, "model outputs", FP_TYPES)
     rows, classes = model_outputs.shape

@@ -91,7 +91,7 @@ class LstmWeights:
 
 def check_params(params, what: str):
     if not isinstance(params, LstmParams):
-        raise TypeError(f"{what}: expected popnn.lstm.LstmParams, found {type(params).__name__}")
+        raise popsim.TypeError(f"{what}: expected popnn.lstm.LstmParams, found {type(params).__name__}")
     ru.check_common_params(params, NUM_UNITS, what)
     return (ru.activation_name(params.activation, what, "params.activation"),
             ru.activation_name(params.recurrent_activation, what, "params.recurrent_activation"))
@@ -100,7 +100,7 @@ def check_params(params, what: str):
 
 def _check_weights(graph, params, weights, what: str, role: str = "weights"):
     if not isinstance(weights, LstmWeights):
-        raise TypeError(f"{what}: expected popnn.lstm.LstmWeights as the {role}, found {type(weights).__name__}")
+        raise popsim.TypeError(f"{what}: expected popnn.lstm.LstmWeights as the {role}, found {type(weights).__name__}")
     n_in, n_out, dt = params.input_size, params.output_size, params.data_type
     ru.check_shape(graph, weights.input_weights, (NUM_UNITS, n_in, n_out), dt, what, f"{role}.input_weights",
                    "[4 gates, input_size, output_size]")
@@ -112,7 +112,7 @@ def _check_weights(graph, params, weights, what: str, role: str = "weights"):
 
 def _check_state(graph, params, state, what: str, role: str = "init_state"):
     if not isinstance(state, LstmState):
-        raise TypeError(f"{what}: expected popnn.lstm.LstmState as the {role}, found {type(state).__name__}")
+        raise popsim.TypeError(f"{what}: expected popnn.lstm.LstmState as the {role}, found {type(state).__name__}")
     shape = (params.batch_size, params.output_size)
     for field in ("output", "cell"):
         ru.check_shape(graph, getattr(state, field), shape, params.data_type, what, f"{role}.{field}",
@@ -146,7 +146,7 @@ def zero_initial_state(graph, state: LstmState, prog, name: str = "") -> None:
     what = "popnn.lstm.zero_initial_state"
     check_prog(prog, what)
     if not isinstance(state, LstmState):
-        raise TypeError(f"{what}: expected popnn.lstm.LstmState, found {type(state).__name__}")
+        raise popsim.TypeError(f"{what}: expected popnn.lstm.LstmState, found {type(state).__name__}")
     popops.zero(graph, popsim.concat([state.output.flatten(), state.cell.flatten()]), prog,
                 name or "lstm/zeroInitialState")
 

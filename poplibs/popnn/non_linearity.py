@@ -9,6 +9,7 @@ split in grains of the vector width, at least two grains each). ``non_linearity`
 a new tensor mapped like the input (PopLibs' createOutputForElementWiseOp); the gradient
 a new tensor mapped like the activation. The softmaxes are softmax.py's.
 """
+import popsim
 from popsim.program import Execute
 
 from ..poputil import PoplibsError, per_tile
@@ -32,7 +33,7 @@ def _check_common(graph, nl_type, t, prog, name, what: str) -> NonLinearityType:
     check_fp_tensor(graph, t, what, "input")
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     return nl_type
 
 
@@ -96,7 +97,7 @@ def non_linearity_input_gradient(graph, nl_type, act, out_grad, prog, name: str 
     check_fp_tensor(graph, out_grad, what, "output gradient out_grad")
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if tuple(act.shape) != tuple(out_grad.shape) or act.dtype != out_grad.dtype:
         raise PoplibsError(f"{what}: the activation act {describe(act)} and the output gradient out_grad "
                            f"{describe(out_grad)} must have the same shape and type")

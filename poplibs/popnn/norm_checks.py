@@ -7,7 +7,7 @@ import popsim.program
 from popsim import FLOAT, HALF
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_prog, check_tensor
+from ..poputil.checks import as_float, check_graph, check_prog, check_tensor
 
 __all__ = ["check_acts", "check_per_channel", "check_stats", "check_like", "check_partials", "check_name",
            "check_common"]
@@ -25,7 +25,7 @@ def check_common(graph, prog, name, what: str) -> None:
 
 def check_name(name, what: str) -> None:
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
 
 def check_acts(graph, acts, what: str, role: str = "acts") -> None:
@@ -78,8 +78,8 @@ def check_partials(partials_type, what: str):
 
 def check_eps(eps, what: str) -> float:
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not eps >= 0:
-        raise PoplibsError(f"{what}: eps must be a number >= 0 (added to the variance), found {eps!r}")
-    return float(eps)
+        raise PoplibsError(f"{what}: eps must be a number >= 0 (added to the variance), found {eps!r:.60}")
+    return as_float(eps, what, "eps")
 
 
 def check_scale(graph, scale, what: str):
@@ -130,7 +130,7 @@ def check_options(options, what: str, known=()) -> dict:
     """Options: a dict of str -> str with PopLibs' keys (``known``)."""
     options = {} if options is None else options
     if not isinstance(options, dict):
-        raise TypeError(f"{what}: options must be a dict of str -> str, found {type(options).__name__}")
+        raise popsim.TypeError(f"{what}: options must be a dict of str -> str, found {type(options).__name__}")
     for key in options:
         if key not in known:
             raise popsim.InvalidOptionError(f"{what}: unknown option {key!r}; "

@@ -21,7 +21,7 @@ from popsim.program import Copy, Execute
 from .. import popops
 from ..poplin.conv_params import ConvParams
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_prog, check_tensor
+from ..poputil.checks import check_count, check_graph, check_prog, check_tensor, check_whole_numbers
 from . import pooling_vertices as pv
 from .pooling_worklists import plane_work, scale_runs, split_rows, tile_work, valid_counts
 
@@ -34,12 +34,7 @@ class PoolingType(enum.Enum):
 
 
 def _ints(what: str, values, rank: int, low: Optional[int] = None) -> Tuple[int, ...]:
-    try:
-        out = tuple(int(v) for v in values)
-    except TypeError:
-        raise PoplibsError(f"PoolParams: {what} must be a sequence of whole numbers, found {values!r}") from None
-    if any(isinstance(v, bool) or int(v) != v for v in values):
-        raise PoplibsError(f"PoolParams: {what} must be whole numbers, found {values!r}")
+    out = check_whole_numbers(values, "PoolParams", what)
     if len(out) != rank:
         raise PoplibsError(f"PoolParams: {what} has {len(out)} entries, expected one per field dimension "
                            f"({rank}, as input_field_shape)")
@@ -60,10 +55,10 @@ class PoolParams:
         if not isinstance(pooling_type, PoolingType):
             raise PoplibsError(f"PoolParams: pooling_type must be a popnn.PoolingType (MAX, AVG, SUM), found "
                                f"{pooling_type!r}")
-        if dtype not in (FLOAT, HALF):
+        if not isinstance(dtype, popsim.Type) or dtype not in (FLOAT, HALF):
             raise PoplibsError(f"PoolParams: dtype must be FLOAT or HALF (PopLibs' pooling vertices' types), "
                                f"found {dtype!r}")
-        rank = len(tuple(input_field_shape))
+        rank = len(check_whole_numbers(input_field_shape, "PoolParams", "input_field_shape"))
         if rank == 0:
             raise PoplibsError("PoolParams: input_field_shape is empty; pooling needs at least one field dimension")
         self.pooling_type = pooling_type
@@ -74,10 +69,8 @@ class PoolParams:
                                                        input_truncation_or_padding_lower, rank)
         self.input_truncation_or_padding_upper = _ints("input_truncation_or_padding_upper",
                                                        input_truncation_or_padding_upper, rank)
-        for name in ("num_channels", "batch_size"):
-            value = locals()[name]
-            if isinstance(value, bool) or int(value) != value or int(value) < 1:
-                raise PoplibsError(f"PoolParams: {name} must be a whole number >= 1, found {value!r}")
+        for name, value in (("num_channels", num_channels), ("batch_size", batch_size)):
+            check_count(value, "PoolParams", name, low=1)
         self.num_channels, self.batch_size, self.dtype = int(num_channels), int(batch_size), dtype
         for d in range(rank):
             padded = self.input_field_shape[d] + self.input_truncation_or_padding_lower[d] \

@@ -113,7 +113,7 @@ def parse_options(options, what: str) -> dict:
     if options is None:
         return {}
     if not isinstance(options, dict):
-        raise TypeError(f"{what}: options must be a dict of str -> str, found {type(options).__name__}")
+        raise popsim.TypeError(f"{what}: options must be a dict of str -> str, found {type(options).__name__}")
     for key, value in options.items():
         if key not in _OPTION_VALUES:
             raise popsim.InvalidOptionError(f"{what}: unknown option {key!r}; the options are "

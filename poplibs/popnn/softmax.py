@@ -15,6 +15,7 @@ A rank-1 tensor is one row. Rows are the tensor flattened to [rows, innermost].
 """
 import math
 
+import popsim
 from popsim import FLOAT, HALF
 
 from .. import popops
@@ -101,7 +102,7 @@ def _log_softmax(graph, t, prog, name: str, in_place: bool, what: str):
     check_fp_tensor(graph, t, what, "input")
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if in_place:
         check_writable(t, what, "input")
     x = _rows(t, what)

@@ -30,7 +30,7 @@ def add_codelets(graph) -> None:
     """PopLibs' popops::addCodelets, for parity: popsim's ops register the vertices they
     use when they add them, so this only checks the graph and is idempotent."""
     if not isinstance(graph, popsim.Graph):
-        raise TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
+        raise popsim.TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
 
 
 __all__ = [

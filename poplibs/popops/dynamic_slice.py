@@ -28,7 +28,7 @@ from popsim.program import Copy, Execute
 
 from .. import poputil
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog, check_graph, check_tensor
+from ..poputil.checks import check_count, check_prog, check_graph, check_tensor, check_whole_numbers
 from . import expr as pe
 from .map_expr import map as map_expr
 from .slice_vertices import REMAP_FLAG, SLICE_TYPES, ensure_vertex
@@ -44,11 +44,7 @@ def describe(t) -> str:
 
 def check_dims(t, dims, sizes, what: str) -> Tuple[List[int], List[int]]:
     """``dims`` distinct dimensions of ``t`` and ``sizes`` (one each) no larger than them."""
-    dims, sizes = list(dims), list(sizes)
-    for name, values in (("dims", dims), ("sizes", sizes)):
-        for v in values:
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                raise PoplibsError(f"{what}: {name} must be whole numbers >= 0, found {values!r}")
+    dims, sizes = (list(check_whole_numbers(v, what, name, low=0)) for v, name in ((dims, "dims"), (sizes, "sizes")))
     if len(dims) != len(sizes):
         raise PoplibsError(f"{what}: dims {dims} and sizes {sizes} must have the same length "
                            "(one slice size per sliced dimension)")
@@ -252,9 +248,9 @@ def create_sliceable_tensor(graph, dtype, shape, dims, sizes, name: str = "", mi
     is one contiguous region (one DynamicSlice1D / MultiSlice vertex per tile)."""
     what = "popops.create_sliceable_tensor"
     check_graph(graph, what)
-    shape = tuple(int(x) for x in shape)
+    shape = check_whole_numbers(shape, what, "shape", low=0)
     dims, sizes = check_dims(_Shape(shape, dtype), dims, sizes, what)
-    grain = max(1, int(min_grain_size))
+    grain = max(1, check_count(min_grain_size, what, "min_grain_size"))
     rest = [d for d in range(len(shape)) if d not in dims]
     sliced_shape = [shape[d] for d in dims]
     rest_shape = [shape[d] for d in rest]

@@ -35,7 +35,8 @@ def _operands(graph, spec: ElementwiseOp, operands, what: str):
         if isinstance(t, popsim.Tensor):
             check_tensor(graph, t, what, f"operand {i + 1}")
         elif not isinstance(t, (numbers.Number, np.generic)):
-            raise TypeError(f"{what}: operand {i + 1} must be a popsim.Tensor or a number, found {type(t).__name__}")
+            raise popsim.TypeError(f"{what}: operand {i + 1} must be a popsim.Tensor or a number, "
+                                   f"found {type(t).__name__}")
     tensors = [t for t in operands if isinstance(t, popsim.Tensor)]
     if not tensors:
         raise PoplibsError(f"{what}: needs at least one tensor operand, found only numbers "
@@ -100,7 +101,7 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
     check_graph(graph, what)
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if in_place and not isinstance(operands[0], popsim.Tensor):
         raise PoplibsError(f"{what}: the first operand is written in place and must be a tensor, found "
                            f"{type(operands[0]).__name__} {operands[0]!r}")

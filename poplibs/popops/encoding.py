@@ -27,6 +27,7 @@ from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_graph, check_tensor
 from . import elementwise
 from .dynamic_slice import check_prog, describe
+from .op_checks import convert
 from .multi_slice import multi_slice
 
 __all__ = ["MASKED_LABEL_CODE", "encode_one_hot", "gather"]
@@ -103,13 +104,16 @@ def _ensure(graph, custom: bool, index_type, out_type) -> str:
     return name
 
 
+def _check_number(value, what: str, role: str):
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        raise PoplibsError(f"{what}: {role} must be a number, found {type(value).__name__} {value!r:.60}")
+
+
 def _value(graph, value, dtype, what: str, role: str):
-    if isinstance(value, bool) or not isinstance(value, (numbers.Number, np.generic)):
-        raise PoplibsError(f"{what}: {role} must be a number, found {type(value).__name__} {value!r}")
-    converted = np.asarray(value).astype(dtype.numpy)
-    if dtype.name not in ("FLOAT", "HALF") and converted.item() != value:
-        raise PoplibsError(f"{what}: {role} {value!r} does not fit the encoded tensor's type {dtype.name} exactly")
-    constant = graph.add_constant(dtype, (), converted.item(), f"{what}/{role}")
+    converted, fits = convert(value, dtype)
+    if not fits:
+        raise PoplibsError(f"{what}: {role} {value!r:.60} does not fit the encoded tensor's type {dtype.name} exactly")
+    constant = graph.add_constant(dtype, (), converted, f"{what}/{role}")
     graph.set_tile_mapping(constant, 0)
     return constant
 
@@ -133,6 +137,8 @@ def encode_one_hot(graph, indices, encoded, prog, on=1, off=0, name: str = "") -
     if encoded.contains_constant() or encoded.contains_aliases():
         raise PoplibsError(f"{what}: {describe(encoded)} is written and must be a variable without constants or "
                            "aliased elements")
+    _check_number(on, what, "on")  # before they are compared: an array's truth value is ambiguous
+    _check_number(off, what, "off")
     custom = (on, off) != (1, 0)
     extra = {"on": _value(graph, on, encoded.dtype, what, "on"),
              "off": _value(graph, off, encoded.dtype, what, "off")} if custom else {}

@@ -48,8 +48,8 @@ def _node(value, what: str) -> "Expr":
         return value
     if isinstance(value, (numbers.Real, np.bool_, np.number)) and not isinstance(value, np.complexfloating):
         return Const(value)
-    raise TypeError(f"{what}: operands must be expression nodes (pe._1, pe.Const(2.0), ...) or numbers, found "
-                    f"{type(value).__name__} {value!r}")
+    raise popsim.TypeError(f"{what}: operands must be expression nodes (pe._1, pe.Const(2.0), ...) or numbers, found "
+                           f"{type(value).__name__} {value!r}")
 
 
 class Expr:
@@ -94,12 +94,13 @@ class Expr:
     def __abs__(self): return UnaryOp("abs", self)
 
     def __floordiv__(self, o):
-        raise TypeError("pe: // has no PopLibs op; '/' is PopLibs' DIVIDE (truncating for integers, as C)")
+        raise popsim.TypeError("pe: // has no PopLibs op; '/' is PopLibs' DIVIDE (truncating for integers, as C)")
 
     def __bool__(self):
-        raise TypeError(f"pe: the expression {self!r} has no truth value while it is being built: Python's and/or/"
-                        "not, 'if' and chained comparisons (a < b < c) need one; write pe.logical_and(a, b), "
-                        "pe.logical_or(a, b), pe.logical_not(a) (or & | ~ on BOOL nodes) and split chains")
+        raise popsim.TypeError(f"pe: the expression {self!r} has no truth value while it is being built: Python's "
+                               "and/or/not, 'if' and chained comparisons (a < b < c) need one; write "
+                               "pe.logical_and(a, b), pe.logical_or(a, b), pe.logical_not(a) (or & | ~ on BOOL nodes) "
+                               "and split chains")
 
 
 class PlaceHolder(Expr):
@@ -123,8 +124,8 @@ class Const(Expr):
     def __init__(self, value, dtype=None):
         if isinstance(value, Expr) or not isinstance(value, (numbers.Real, np.bool_, np.number)) \
                 or isinstance(value, np.complexfloating):
-            raise TypeError(f"pe.Const: the value must be a real number or a bool, found {type(value).__name__} "
-                            f"{value!r}")
+            raise popsim.TypeError(f"pe.Const: the value must be a real number or a bool, found {type(value).__name__} "
+                                   f"{value!r}")
         if dtype is not None and dtype not in TYPES:
             raise PoplibsError(f"pe.Const: dtype must be one of {', '.join(t.name for t in TYPES)} or None, found "
                                f"{dtype!r}")

@@ -27,6 +27,7 @@ import popsim
 from ..poputil import PoplibsError
 from . import expr as pe
 from .elementwise_ops import OPS
+from .op_checks import convert
 
 FLOATS = (popsim.FLOAT, popsim.HALF)
 _BOOL_FORMS = {"bitwise_and": "logical_and", "bitwise_or": "logical_or", "bitwise_xor": "neq",
@@ -89,8 +90,8 @@ class _Typer:
                 self.type_of(node.args[2])  # checked in resolve: BOOL or an untyped constant
                 return self.common(node, node.args[:2])
             return self.common(node, node.args)
-        raise TypeError(f"{self.what}: expected an expression node (pe._1, pe.Const(...), pe.exp(...)), found "
-                        f"{type(node).__name__} {node!r}")
+        raise popsim.TypeError(f"{self.what}: expected an expression node (pe._1, pe.Const(...), pe.exp(...)), found "
+                               f"{type(node).__name__} {node!r}")
 
     def common(self, node, operands) -> Optional[object]:
         found = [self.type_of(a) for a in operands]
@@ -147,10 +148,10 @@ class _Typer:
         value = node.value
         if isinstance(value, bool) and dtype != popsim.BOOL and node.dtype is None:
             self.fail(node, f"a bool constant meets a {dtype.name} operand; write a number of that type")
-        converted = np.asarray(value).astype(dtype.numpy).item()
-        if dtype not in FLOATS and converted != value:
-            self.fail(node, f"the constant {value!r} does not fit {dtype.name} exactly ({dtype.name} would hold "
-                            f"{converted!r}); write a value of that type or pe.Cast(pe.Const({value!r}), "
+        converted, fits = convert(value, dtype)
+        if not fits:
+            self.fail(node, f"the constant {value!r:.60} does not fit {dtype.name} exactly ({dtype.name} would hold "
+                            f"{converted!r}); write a value of that type or pe.Cast(pe.Const({value!r:.60}), "
                             f"{dtype.name})")
         return Typed("const", dtype, detail=converted)
 
@@ -180,8 +181,8 @@ def infer(expr, dtypes: Sequence, what: str = "popops.map") -> Typed:
     """``expr`` typed for tensors of ``dtypes`` (PoplibsError on a bad placeholder index,
     an unsupported type, operands of different types)."""
     if not isinstance(expr, pe.Expr):
-        raise TypeError(f"{what}: expected an expression (pe._1 + 1, pe.exp(pe._1), ...), found "
-                        f"{type(expr).__name__} {expr!r}")
+        raise popsim.TypeError(f"{what}: expected an expression (pe._1 + 1, pe.exp(pe._1), ...), found "
+                               f"{type(expr).__name__} {expr!r}")
     for i, t in enumerate(dtypes):
         if t not in pe.TYPES:
             raise PoplibsError(f"{what}: tensor {i + 1} (_{i + 1}) is {t.name}; map takes "

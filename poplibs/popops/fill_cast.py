@@ -180,8 +180,9 @@ def _ensure(graph, template, args, estimate) -> str:
 # -- fill -------------------------------------------------------------------------------------------
 def _fill_value(value, dtype, what: str, t):
     """``value`` as a number ``dtype`` holds exactly (floats: rounded to ``dtype``)."""
-    if isinstance(value, popsim.Tensor) or not isinstance(value, (numbers.Number, np.generic)):
-        raise TypeError(f"{what}: the fill value must be a number, found {type(value).__name__}")
+    if isinstance(value, popsim.Tensor) or not isinstance(value, (numbers.Real, np.bool_)):  # complex: no type holds it
+        raise popsim.TypeError(f"{what}: the fill value must be a number, found {type(value).__name__}"
+                               + (" (no device type holds a complex number)" if isinstance(value, complex) else ""))
     if isinstance(value, (bool, np.bool_)) and dtype != BOOL:
         raise PoplibsError(f"{what}: a bool value goes with BOOL tensors, not {describe(t)}")
     if dtype in (FLOAT, HALF):
@@ -199,7 +200,7 @@ def _fill(graph, t, value, prog, name: str, what: str) -> None:
     check_tensor(graph, t, what)
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if t.dtype not in FILL_TYPES:
         raise PoplibsError(f"{what}: cannot fill {describe(t)}; Fill takes {', '.join(x.name for x in FILL_TYPES)}")
     value = _fill_value(value, t.dtype, what, t)
@@ -289,7 +290,7 @@ def _check_cast_args(graph, src, prog, name, what):
     check_tensor(graph, src, what, "source")
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
 
 def cast(graph, src, dtype, prog, name: str = ""):
@@ -298,7 +299,7 @@ def cast(graph, src, dtype, prog, name: str = ""):
     what = "popops.cast"
     _check_cast_args(graph, src, prog, name, what)
     if not isinstance(dtype, popsim.Type):
-        raise TypeError(f"{what}: dtype must be a popsim type (popsim.HALF...), found {type(dtype).__name__}")
+        raise popsim.TypeError(f"{what}: dtype must be a popsim type (popsim.HALF...), found {type(dtype).__name__}")
     if not cast_allowed(src.dtype, dtype):
         raise PoplibsError(f"{what}: casting {describe(src)} to {dtype.name} is not supported; PopLibs casts "
                            f"between {', '.join(x.name for x in CAST_TYPES)} and from integers to LONGLONG")

@@ -29,12 +29,12 @@ __all__ = ["map", "map_in_place", "map_with_output"]
 
 def _tensors(graph, tensors, what: str) -> List:
     if isinstance(tensors, popsim.Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{what}: tensors must be a list of popsim.Tensor (the placeholders _1, _2, ... index it), "
-                        f"found {type(tensors).__name__}; write [t]")
+        raise popsim.TypeError(f"{what}: tensors must be a list of popsim.Tensor (the placeholders _1, _2, ... index "
+                               f"it), found {type(tensors).__name__}; write [t]")
     for i, t in enumerate(tensors):
         if not isinstance(t, popsim.Tensor):
-            raise TypeError(f"{what}: tensors[{i}] (_{i + 1}) must be a popsim.Tensor, found {type(t).__name__} "
-                            f"{t!r}; put numbers into the expression as pe.Const")
+            raise popsim.TypeError(f"{what}: tensors[{i}] (_{i + 1}) must be a popsim.Tensor, found {type(t).__name__} "
+                                   f"{t!r}; put numbers into the expression as pe.Const")
         check_tensor(graph, t, what, f"tensor _{i + 1}")
     return list(tensors)
 
@@ -44,7 +44,7 @@ def _apply(graph, expr, tensors, prog, name: str, out=None, in_place: bool = Fal
     check_graph(graph, what)
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     tensors = _tensors(graph, tensors, what)
     typed = infer(expr, [t.dtype for t in tensors], what)
     if in_place:
@@ -112,5 +112,5 @@ def map_with_output(graph, expr, tensors, out, prog, name: str = "") -> None:
     """PopLibs' mapWithOutput: ``expr`` over ``tensors`` written into ``out`` (the
     expression's type; the tensors broadcast to its shape)."""
     if out is None:
-        raise TypeError("popops.map_with_output: out must be a popsim.Tensor, found None")
+        raise popsim.TypeError("popops.map_with_output: out must be a popsim.Tensor, found None")
     _apply(graph, expr, tensors, prog, name, out=out)

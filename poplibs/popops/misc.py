@@ -27,7 +27,7 @@ from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, Input, Output, VectorLi
 from popsim.program import Execute
 
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_tensor
+from ..poputil.checks import check_tensor, check_whole_numbers
 from .elementwise import apply
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
@@ -139,7 +139,7 @@ def pad(graph, t, lower, upper, value=0.0, name: str = ""):
     ``lower``/``upper`` list one count per dimension; negative counts truncate."""
     what = "popops.pad"
     check_tensor(graph, t, what)
-    lower, upper = list(lower), list(upper)
+    lower, upper = (list(check_whole_numbers(p, what, n)) for p, n in ((lower, "lower"), (upper, "upper")))
     if len(lower) != t.rank or len(upper) != t.rank:
         raise PoplibsError(f"{what}: lower {lower} and upper {upper} must have one entry per dimension of "
                            f"{describe(t)}")

@@ -1,12 +1,14 @@
 """The argument checks popops' ops share (element-wise, map, fill/cast, scaled add, select
 and clamp, misc): how a tensor is named in an error, numbers as values of a tensor's type,
 writable outputs, the program an op appends to."""
+import math
+
 import numpy as np
 
 from ..poputil import PoplibsError
 from ..poputil.checks import check_prog  # noqa: F401 - popops' ops take it from here with the rest
 
-__all__ = ["describe", "scalar_value", "scalar_constant", "check_writable", "check_prog"]
+__all__ = ["describe", "convert", "scalar_value", "scalar_constant", "check_writable", "check_prog"]
 
 
 def describe(t) -> str:
@@ -14,16 +16,32 @@ def describe(t) -> str:
     return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
 
 
+def convert(value, dtype):
+    """(the number ``value`` as ``dtype`` holds it, whether it fits): an integer type must
+    hold it exactly, a float type may round it but not overflow to infinity; a number numpy
+    cannot convert at all (an integer past 64 bits for an integer type, past 1.8e308 for a
+    float type) fits nothing (its value is then None)."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # what does not fit is refused by the caller
+            converted = np.asarray(value).astype(dtype.numpy).item()
+    except OverflowError:  # numpy cannot even read it
+        return None, False
+    if dtype.name in ("FLOAT", "HALF"):
+        infinite = isinstance(value, (float, np.floating)) and math.isinf(value)
+        return converted, infinite or not math.isinf(converted)
+    return converted, converted == value
+
+
 def scalar_value(value, dtype, what: str, other):
     """A Python number as a value of ``dtype`` (refused where it would change)."""
     if isinstance(value, (bool, np.bool_)) and dtype.name != "BOOL":
         raise PoplibsError(f"{what}: a bool operand goes with BOOL tensors, not {describe(other)}; "
                            "pass a number of the tensor's type")
-    converted = np.asarray(value).astype(dtype.numpy)
-    if dtype.name not in ("FLOAT", "HALF") and converted.item() != value:
-        raise PoplibsError(f"{what}: the scalar {value!r} does not fit {describe(other)} exactly "
-                           f"({dtype.name} would hold {converted.item()!r}); pass a value of the tensor's type")
-    return converted.item()
+    converted, fits = convert(value, dtype)
+    if not fits:
+        raise PoplibsError(f"{what}: the scalar {value!r:.60} does not fit {describe(other)} exactly "
+                           f"({dtype.name} would hold {converted!r}); pass a value of the tensor's type")
+    return converted
 
 
 def scalar_constant(graph, value, dtype, what: str, other):

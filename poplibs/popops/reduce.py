@@ -25,6 +25,7 @@ tensor view per vertex edge only when the vertices are made.
 import bisect
 import math
 import numbers
+from collections.abc import Mapping
 from typing import List, Sequence
 
 import numpy as np
@@ -112,6 +113,9 @@ def _check_dims(t, dims, what: str) -> List[int]:
 
 
 def _accum_type(op, out_type, options, what):
+    if options is not None and not isinstance(options, Mapping):
+        raise popsim.InvalidOptionError(f"{what}: options must be a dict of option names to values, found "
+                                        f"{type(options).__name__}")
     options = dict(options or {})
     unknown = [k for k in options if k not in _OPTIONS]
     if unknown:
@@ -493,7 +497,7 @@ def _start(graph, prog, what, name):
     check_graph(graph, what)
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
 
 def _prepare(graph, t, dims, params, out, out_type, what):

@@ -36,7 +36,7 @@ from popsim import FLOAT, HALF, INT, UNSIGNED_INT
 from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import as_float, check_graph, check_tensor
 from .elementwise import apply
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
@@ -62,12 +62,13 @@ def _check_scale(graph, scale, dtype, what: str, role: str):
             raise PoplibsError(f"{what}: the {role} {describe(scale)} must be FLOAT, HALF, INT or UNSIGNED_INT")
         return scale
     if not _is_number(scale):
-        raise TypeError(f"{what}: the {role} must be a number or a scalar tensor, found {type(scale).__name__}")
-    if dtype in (INT, UNSIGNED_INT) and not float(scale).is_integer():
+        raise popsim.TypeError(f"{what}: the {role} must be a number or a scalar tensor, found {type(scale).__name__}")
+    if dtype in (INT, UNSIGNED_INT) and not isinstance(scale, numbers.Integral) \
+            and not as_float(scale, what, f"the {role}").is_integer():
         raise PoplibsError(f"{what}: the {role} {scale!r} is not a whole number, which {dtype.name} data cannot use; "
                            "cast the tensors to FLOAT or pass an integral scale")
     if dtype in (FLOAT, HALF):
-        return float(scale)
+        return as_float(scale, what, f"the {role}")
     if not -2 ** 31 <= int(scale) < 2 ** 32:
         raise PoplibsError(f"{what}: the {role} {scale!r} does not fit 32 bits")
     return int(scale)
@@ -91,7 +92,7 @@ def _scaled(graph, a, scale_a, b, scale_b, prog, subtract: bool, name: str, what
     check_tensor(graph, b, what, "tensor b")
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if a.dtype not in DATA_TYPES:
         raise PoplibsError(f"{what}: {describe(a)} must be FLOAT, HALF, INT or UNSIGNED_INT")
     if tuple(a.shape) != tuple(b.shape):
@@ -175,8 +176,8 @@ def _forms(args, what: str):
     if len(args) in (4, 5):
         scale_a, b, scale_b, prog, *rest = args
         return scale_a, b, scale_b, prog, (rest[0] if rest else "")
-    raise TypeError(f"{what}: expected (graph, a, b, scale, prog[, name]) or (graph, a, scale_a, b, scale_b, "
-                    f"prog[, name]), found {len(args) + 2} arguments")
+    raise popsim.TypeError(f"{what}: expected (graph, a, b, scale, prog[, name]) or (graph, a, scale_a, b, scale_b, "
+                           f"prog[, name]), found {len(args) + 2} arguments")
 
 
 def scaled_add_to(graph, a, *args, name: str = "") -> None:

@@ -28,7 +28,7 @@ from popsim import FLOAT, HALF, INT, UNSIGNED_INT, InOut, VectorList, Vertex
 from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_flag, check_graph, check_tensor
 from .dynamic_slice import check_prog, describe
 
 __all__ = ["SortOrder", "TopKParams", "sort", "sort_key_value", "top_k_with_permutation"]
@@ -53,7 +53,8 @@ class TopKParams:
             raise PoplibsError(f"popops.TopKParams: k must be a whole number >= 0, found {k!r}")
         if not isinstance(sort_order, SortOrder):
             raise PoplibsError(f"popops.TopKParams: sort_order must be a popops.SortOrder, found {sort_order!r}")
-        if stable_sort:
+        largest = check_flag(largest, "popops.TopKParams", "largest")
+        if check_flag(stable_sort, "popops.TopKParams", "stable_sort"):
             raise PoplibsError("popops.TopKParams: stable_sort=True is not supported (popsim's bitonic network "
                                "does not keep the order of equal keys); pass stable_sort=False")
         self.k, self.largest, self.sort_order, self.stable_sort = int(k), bool(largest), sort_order, False

@@ -119,7 +119,7 @@ def _as_tensors(graph, operands, roles, what: str):
         if isinstance(t, popsim.Tensor):
             check_tensor(graph, t, what, role)
         elif not isinstance(t, (numbers.Number, np.generic)):
-            raise TypeError(f"{what}: {role} must be a popsim.Tensor or a number, found {type(t).__name__}")
+            raise popsim.TypeError(f"{what}: {role} must be a popsim.Tensor or a number, found {type(t).__name__}")
     tensors = [t for t in operands if isinstance(t, popsim.Tensor)]
     if not tensors:
         raise PoplibsError(f"{what}: needs a tensor among {', '.join(roles)}, found only numbers")
@@ -135,7 +135,7 @@ def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_pl
     check_graph(graph, what)
     check_prog(prog, what)
     if not isinstance(name, str):
-        raise TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
     if in_place and not isinstance(first, popsim.Tensor):
         raise PoplibsError(f"{what}: the first operand is written in place and must be a tensor, found "
                            f"{type(first).__name__}")

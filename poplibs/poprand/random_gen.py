@@ -15,7 +15,7 @@ import numpy as np
 import popsim
 from popsim.program import Execute
 from popsim.poputil import PoplibsError, split_regions_between_workers
-from popsim.poputil.checks import check_prog
+from popsim.poputil.checks import as_float, check_prog
 
 from . import cycles
 from .seed import add_codelets, check_modifier, check_owned, check_seed, op_state
@@ -28,23 +28,24 @@ _PYTHON_TYPES = {float: popsim.FLOAT, int: popsim.INT}
 
 def _out_type(out_type, allowed, op: str):
     """``out_type`` as a popsim type, one of ``allowed``."""
-    t = _PYTHON_TYPES.get(out_type, out_type)
+    t = _PYTHON_TYPES.get(out_type, out_type) if isinstance(out_type, type) else out_type
     if not isinstance(t, popsim.Type):
         try:
-            dt = np.dtype(t)
+            dt = np.dtype(t) if isinstance(t, (str, type, np.dtype)) else None
         except TypeError:
             dt = None
         t = next((a for a in allowed if dt is not None and np.dtype(a.numpy) == dt), t)
-    if t not in allowed:
-        shown = getattr(t, "name", repr(out_type))
+    if not isinstance(t, popsim.Type) or t not in allowed:
+        shown = t.name if isinstance(t, popsim.Type) else f"{type(out_type).__name__} {out_type!r:.40}"
         raise PoplibsError(f"{op}: output type {shown} is not supported; use one of "
                            f"{', '.join(a.name for a in allowed)}")
     return t
 
 
 def _real(value, what: str, op: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not math.isfinite(value):
-        raise PoplibsError(f"{op}: {what} must be a finite number, found {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) \
+            or not math.isfinite(as_float(value, op, what)):
+        raise PoplibsError(f"{op}: {what} must be a finite number, found {value!r:.60}")
     return float(value)
 
 

@@ -14,7 +14,7 @@ from .errors import PoplibsError
 
 def _check(t, what: str) -> None:
     if not isinstance(t, popsim.Tensor):
-        raise TypeError(f"{what}: expected a popsim.Tensor, found {type(t).__name__}")
+        raise popsim.TypeError(f"{what}: expected a popsim.Tensor, found {type(t).__name__}")
 
 
 def _with_rank(t, rank: int):
@@ -88,7 +88,7 @@ def broadcast_to_match(a, b, c=None):
             raise PoplibsError(f"{what}: cannot broadcast tensor '{a.name}' of shape {tuple(a.shape)} to shape "
                                f"{shape}: only dimensions of size 1 broadcast (NumPy rules)")
         if c is not None:
-            raise TypeError(f"{what}: a third argument goes with tensors, not with a shape")
+            raise popsim.TypeError(f"{what}: a third argument goes with tensors, not with a shape")
         return _broadcast_view(a, shape)
     tensors = [a, b] if c is None else [a, b, c]
     shape = common_shape(tensors, what)
@@ -99,7 +99,8 @@ def _shape(shape, what: str) -> Tuple[int, ...]:
     try:
         dims = tuple(shape)
     except TypeError:
-        raise TypeError(f"{what}: expected a Tensor or a shape to broadcast to, found {type(shape).__name__}") from None
+        raise popsim.TypeError(f"{what}: expected a Tensor or a shape to broadcast to, "
+                               f"found {type(shape).__name__}") from None
     if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0 for d in dims):
         raise PoplibsError(f"{what}: the shape {shape!r} must be whole numbers >= 0")
     return tuple(int(d) for d in dims)

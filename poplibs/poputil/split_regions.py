@@ -27,7 +27,8 @@ def _intervals(regions, what: str) -> List[Interval]:
     try:
         items = list(regions)
     except TypeError:
-        raise TypeError(f"{what}: expected a list of (begin, end) regions, found {type(regions).__name__}") from None
+        raise popsim.TypeError(f"{what}: expected a list of (begin, end) regions, "
+                               f"found {type(regions).__name__}") from None
     out = []
     for i, region in enumerate(items):
         try:
@@ -108,7 +109,7 @@ def split_regions_between_workers(target, regions: Sequence[Interval], grain_siz
     an IPU): what each worker thread of a tile's vertices works on (PopLibs'
     splitRegionsBetweenWorkers; pass ``graph.target``)."""
     if not isinstance(target, popsim.Target):
-        raise TypeError(f"split_regions_between_workers: expected a popsim.Target (graph.target), found "
-                        f"{type(target).__name__}")
+        raise popsim.TypeError(f"split_regions_between_workers: expected a popsim.Target (graph.target), found "
+                               f"{type(target).__name__}")
     return split_regions(regions, grain_size, target.num_worker_contexts, min_elements_per_partition,
                          max_elements_per_partition, max_elements_per_region)

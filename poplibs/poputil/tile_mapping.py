@@ -47,7 +47,7 @@ def _rotate(mapping: Mapping, offset: int) -> Mapping:
 def _linear(graph, t, min_elements_per_tile, grain_size, offset, what: str) -> Mapping:
     check_graph(graph, what)
     if not isinstance(t, popsim.Tensor):
-        raise TypeError(f"{what}: expected a popsim.Tensor, found {type(t).__name__}")
+        raise popsim.TypeError(f"{what}: expected a popsim.Tensor, found {type(t).__name__}")
     min_elements_per_tile, grain_size = _check_sizes(what, min_elements_per_tile, grain_size)
     offset = check_count(offset, what, "offset", low=0)
     return _rotate(graph.linear_mapping(t, min_elements_per_tile, grain_size), offset)

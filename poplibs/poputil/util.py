@@ -19,7 +19,7 @@ def duplicate(graph, t, prog, name: str = ""):
         raise PoplibsError(f"{what} of tensor '{t.name}': prog must be a popsim.Sequence to append the Copy to, "
                            f"found {type(prog).__name__}; create one with popsim.Sequence()")
     if not isinstance(name, str):
-        raise TypeError(f"{what} of tensor '{t.name}': name must be a str, found {type(name).__name__}")
+        raise popsim.TypeError(f"{what} of tensor '{t.name}': name must be a str, found {type(name).__name__}")
     out = graph.clone(t, name or f"{t.name}_duplicate")
     prog.add(Copy(t, out))
     return out

@@ -97,3 +97,14 @@ def test_errors():
         poplin.cholesky(g, sq, True, Sequence(), options={"blockSize": "x"})
     with pytest.raises(PoplibsError, match=r"cache must be a poplin.PlanningCache"):
         poplin.cholesky(g, sq, True, Sequence(), cache={})
+
+
+@pytest.mark.parametrize("lower", [np.zeros((2, 2)), 1, "yes", None])
+def test_lower_must_be_true_or_false(lower):
+    """An array was a ValueError (its truth value is ambiguous); 1 or "yes" were guessed."""
+    g = popsim.Graph(small_device())
+    a = g.add_variable(FLOAT, (3, 3), "a")
+    map_tensor_linearly(g, a)
+    for call in (poplin.cholesky, poplin.cholesky_in_place):
+        with pytest.raises(PoplibsError, match="lower must be True or False, found"):
+            call(g, a, lower, Sequence())

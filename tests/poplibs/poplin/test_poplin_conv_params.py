@@ -73,3 +73,20 @@ def test_plan_is_plain_data():
     with pytest.raises(ValueError, match="unknown convolution method"):
         poplin.Method("FFT")
     np.testing.assert_equal(part.field_split, (1,))
+
+
+@pytest.mark.parametrize("args, kw, message", [
+    ((FLOAT, 1, ["4", 4], [3, 3], 1, 1), {}, "input_field_shape must be whole numbers, found str '4'"),
+    ((FLOAT, 1, [4.0, 4], [3, 3], 1, 1), {}, "input_field_shape must be whole numbers, found float"),
+    ((FLOAT, 1, [4, 4], INT, 1, 1), {}, "kernel_shape must be a list of whole numbers, found Type"),
+    ((FLOAT, 1, 4, [3], 1, 1), {}, "input_field_shape must be a list of whole numbers, found int"),
+    ((FLOAT, "1", [4], [3], 1, 1), {}, "batch_size must be a whole number >= 0, found str '1'"),
+    ((FLOAT, 1, [4], [3], 1.5, 1), {}, "input_channels_per_group must be a whole number >= 0, found float"),
+    ((FLOAT, 1, [4], [3], 1, 1), {"stride": ["²"]}, "stride must be whole numbers, found str '²'"),
+    ((FLOAT, 1, [4], [3], 1, 1), {"input_flip": [1]}, "each entry of input_flip must be True or False, found int"),
+])
+def test_sizes_are_whole_numbers_never_converted(args, kw, message):
+    """int("4") and int(4.0) were taken as 4, int("²") was a ValueError, a Tensor a
+    TypeError; Poplar's unsigned sizes are whole numbers."""
+    with pytest.raises(poputil.PoplibsError, match=message):
+        poplin.ConvParams(*args, **kw)

@@ -240,3 +240,29 @@ def test_bad_input():
         poplin.get_gradient_params(p.replace(output_padding_lower=(1,)))
     with pytest.raises(PoplibsError, match="zdeltas 'x' must have shape"):
         poplin.calculate_weight_deltas(g, x, x, p, prog)
+
+
+@pytest.mark.parametrize("in_chans, out_chans, batch", [(0, 2, 1), (2, 0, 1), (1, 2, 0)])
+def test_a_convolution_without_channels_or_batch(in_chans, out_chans, batch):
+    """PopLibs' zero convolution: no input channels give an output of zeros, no output
+    channels or batch an empty output (planned with those sizes as 1; was a
+    ZeroDivisionError or 'no plan satisfies')."""
+    device = small_device()
+    g = popsim.Graph(device)
+    params = poplin.ConvParams(FLOAT, batch, [4, 4], [3, 3], in_chans, out_chans)
+    x, w = poplin.create_input(g, params), poplin.create_weights(g, params)
+    prog = Sequence()
+    out = poplin.convolution(g, x, w, params, False, prog)
+    assert out.shape == (batch, out_chans, 2, 2)
+    if out.num_elements():
+        got, = run_program(g, device, prog, {out: np.full(out.shape, 7.0)}, [out])
+        np.testing.assert_array_equal(got, np.zeros(out.shape))
+
+
+def test_transpose_and_flip_weights_must_be_true_or_false():
+    """An array was a ValueError before the check (its truth value was taken first)."""
+    g = popsim.Graph(small_device())
+    params = poplin.ConvParams(FLOAT, 1, [4, 4], [3, 3], 1, 1)
+    x, w = poplin.create_input(g, params), poplin.create_weights(g, params)
+    with pytest.raises(PoplibsError, match="transpose_and_flip_weights must be True or False, found array"):
+        poplin.convolution(g, x, w, params, np.zeros((2, 2)), Sequence())

@@ -1,5 +1,6 @@
 """poplin.flops: FLOP counts, the ipu2 peak rates (reference 4) and the achieved rate of a
 modelled run, checked on a small matmul whose cycles cannot beat the peak."""
+import numpy as np
 import pytest
 
 import popsim
@@ -46,3 +47,12 @@ def test_errors():
         poplin.peak_flops(target, INT)
     with pytest.raises(PoplibsError, match="cycles must be > 0, found 0"):
         poplin.achieved_flops(10, 0, target)
+
+
+def test_peak_flops_checks_its_arguments():
+    """A number for the target was an AttributeError; an array for the type a ValueError."""
+    with pytest.raises(popsim.TypeError, match=r"poplin.peak_flops: expected a popsim.Target \(graph.target\), "
+                                               "found int"):
+        poplin.peak_flops(6, FLOAT)
+    with pytest.raises(PoplibsError, match="the type must be FLOAT or HALF, found array"):
+        poplin.peak_flops(popsim.Target.create_ipu_target(), np.zeros(2))

@@ -137,3 +137,53 @@ def test_errors():
         poplin.mat_mul_acc(g, _var(g, FLOAT, (4, 3), "c2"), "x", a, _var(g, FLOAT, (5, 3), "b3"), prog)
     with pytest.raises(PoplibsError, match=r"do not multiply"):
         poplin.create_mat_mul_input_lhs(g, FLOAT, (4, 5), (6, 3), "x")
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((4, 0), (0, 3)), ((70, 0), (0, 50)), ((2, 5, 0), (2, 0, 3))])
+def test_an_inner_dimension_of_zero_gives_zeros(a_shape, b_shape):
+    """PopLibs' semantics (a convolution without input channels is its getZeroConv): A [M, 0]
+    @ B [0, N] is an [M, N] of zeros, through the normal path: planned (as K = 1), created
+    as the plan lays it out, and zeroed by the program. mat_mul_acc adds nothing. It was a
+    ZeroDivisionError in the planner."""
+    device = small_device()
+    g = popsim.Graph(device)
+    a, b = _var(g, FLOAT, a_shape, "a"), _var(g, FLOAT, b_shape, "b")
+    grouped = len(a_shape) == 3
+    prog = Sequence()
+    c = (poplin.mat_mul_grouped if grouped else poplin.mat_mul)(g, a, b, prog)
+    shape = a_shape[:-1] + b_shape[-1:]
+    assert c.shape == shape
+    assert sum(n for tile in g.get_tile_mapping(c) for b0, e in tile for n in [e - b0]) == c.num_elements()
+    acc = _var(g, FLOAT, shape, "acc")
+    (poplin.mat_mul_grouped_acc if grouped else poplin.mat_mul_acc)(g, acc, 2.0, a, b, prog)
+    # garbage in c beforehand: the program must zero it
+    got_c, got_acc = run_program(g, device, prog, {c: np.full(shape, 7.0), acc: np.full(shape, 3.0)}, [c, acc])
+    np.testing.assert_array_equal(got_c, np.zeros(shape))
+    np.testing.assert_array_equal(got_acc, np.full(shape, 3.0))
+
+
+def test_empty_matmuls_are_empty():
+    """M, N or G of 0: an empty result (it was 'no plan satisfies' a convolution of those sizes)."""
+    g = popsim.Graph(small_device())
+    for a_shape, b_shape in (((0, 3), (3, 4)), ((4, 3), (3, 0)), ((0, 0), (0, 0))):
+        assert poplin.mat_mul(g, _var(g, FLOAT, a_shape, "a"), _var(g, FLOAT, b_shape, "b"), Sequence()).shape == \
+            (a_shape[0], b_shape[1])
+    assert poplin.mat_mul_grouped(g, _var(g, FLOAT, (0, 4, 3), "a"), _var(g, FLOAT, (0, 3, 2), "b"),
+                                  Sequence()).shape == (0, 4, 2)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda g, a, b: poplin.mat_mul(g, a, b, None), "prog must be a popsim.Sequence"),
+    (lambda g, a, b: poplin.create_mat_mul_input_lhs(g, FLOAT, 1.5, (3, 2)), "a_shape must be a list of whole "
+                                                                              "numbers, found float"),
+    (lambda g, a, b: poplin.create_mat_mul_input_rhs(g, FLOAT, (4, "3"), (3, 2)), "a_shape must be whole numbers, "
+                                                                                  "found str '3'"),
+    (lambda g, a, b: poplin.create_mat_mul_input_lhs(g, np.zeros(2), (4, 3), (3, 2)), "the input type must be FLOAT "
+                                                                                      "or HALF"),
+])
+def test_arguments_of_the_wrong_kind(call, message):
+    """Found by tests/poplibs/test_poplibs_fuzz.py: an AttributeError half-way through
+    (prog None), int() of a string or a float, the truth value of an array."""
+    g = popsim.Graph(small_device())
+    with pytest.raises(PoplibsError, match=message):
+        call(g, _var(g, FLOAT, (4, 3), "a"), _var(g, FLOAT, (3, 2), "b"))

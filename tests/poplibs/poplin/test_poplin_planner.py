@@ -185,3 +185,30 @@ def test_tiny_and_degenerate_shapes():
     for shapes in (((1, 1), (1, 1)), ((1, 3), (3, 1)), ((7, 1), (1, 9)), ((2, 1, 1), (2, 1, 1))):
         params = for_mat_mul(HALF, *shapes)
         check_consistent(target, params, poplin.get_plan(target, params))
+
+
+@pytest.mark.parametrize("params, role", [
+    (poplin.ConvParams(FLOAT, 2 ** 31, [4, 4], [3, 3], 1, 1), "input"),
+    (poplin.ConvParams(FLOAT, 1, [4, 4], [3, 3], 1, 2 ** 31), "weights"),
+    (for_mat_mul(FLOAT, (2 ** 16, 2 ** 15), (2 ** 15, 2)), "input"),
+])
+def test_a_convolution_past_the_tensor_limit_is_refused_before_planning(params, role):
+    """A batch or channel count of 2**31 made the planner's worklists, or the layout's
+    blocks, loop for hours; now refused at once, naming the tensor."""
+    with pytest.raises(poputil.PoplibsError, match=f"'s {role} .* elements, more than popsim plans for one tensor "
+                                                   r"\(1,073,741,824"):
+        poplin.get_plan(popsim.Target.create_ipu_target(tiles_per_ipu=4), params)
+
+
+def test_worklists_of_a_big_field_are_runs():
+    """A worker's items are a partial row, whole rows and a partial row: described and
+    costed without a loop over the rows, with the costs of the items one by one."""
+    from popsim.poplin import conv_estimates as ce
+    lists = ce.worker_item_sizes(2 ** 40, 1000, 6)
+    assert sum(len(w) for w in lists) > 10 ** 9 and all(len(w.runs) <= 3 for w in lists)
+    small = ce.worker_item_sizes(50, 7, 6)
+    for w in small:
+        assert ce.conv_partial_nx1_worker_cycles(w, True, True, 8) == \
+            ce.conv_partial_nx1_worker_cycles(list(w), True, True, 8)
+        assert ce.conv_partial_1x1_worker_cycles(w, True, True, True, 8) == \
+            ce.conv_partial_1x1_worker_cycles(list(w), True, True, True, 8)

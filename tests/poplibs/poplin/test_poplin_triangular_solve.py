@@ -190,3 +190,13 @@ def test_errors():
         poplin.triangular_solve(g, sq, b, True, True, False, None)
     with pytest.raises(PoplibsError, match=r"poplin.triangular_mask: A 'rect' must be square"):
         poplin.triangular_mask(g, rect, True, False, Sequence())
+
+
+@pytest.mark.parametrize("flag", ["left_side", "lower", "unit_diagonal"])
+def test_flags_must_be_true_or_false(flag):
+    """An array was a ValueError (its truth value is ambiguous)."""
+    g = popsim.Graph(small_device())
+    a, b = _var(g, FLOAT, (3, 3), "a"), _var(g, FLOAT, (3, 2), "b")
+    flags = {"left_side": True, "lower": True, "unit_diagonal": False, flag: np.zeros((2, 2))}
+    with pytest.raises(PoplibsError, match=f"{flag} must be True or False, found ndarray"):
+        poplin.triangular_solve(g, a, b, flags["left_side"], flags["lower"], flags["unit_diagonal"], Sequence())

@@ -163,3 +163,9 @@ def test_bad_input_names_tensor_and_layout(g):
     with pytest.raises(popsim.InvalidOptionError, match="takes no options"):
         popnn.bn.batch_norm_statistics(g, x, EPS, prog, options={"groupNormStridedChannelGrouping": "true"})
     assert len(prog) == 0
+
+
+def test_an_eps_too_large_for_a_float(g):
+    """An integer past 1.8e308 was float()'s OverflowError."""
+    with pytest.raises(PoplibsError, match="eps 1000000000.* is too large for a floating-point number"):
+        popnn.bn.batch_norm_statistics(g, _variable(g, (2, 3, 4), "x"), 10 ** 400, Sequence())

@@ -66,7 +66,7 @@ def test_distributed_argument_errors():
     x = _mapped(g, (B, C, F), "x")
     with pytest.raises(PoplibsError, match="norm_batch_size must be a whole multiple of the replica's batch 3"):
         popnn.bn.distributed_batch_norm_statistics(g, x, EPS, Sequence(), False, _sum, 4)
-    with pytest.raises(TypeError, match="the callback must be callable"):
+    with pytest.raises(popsim.TypeError, match="the callback must be callable"):
         popnn.bn.distributed_batch_norm_statistics(g, x, EPS, Sequence(), False, None, 6)
 
     def wrong(graph, tensors, prog, group_size, name, options):

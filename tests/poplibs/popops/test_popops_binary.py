@@ -230,3 +230,12 @@ def test_an_in_place_operand_aliasing_the_other_reads_values_from_before_the_op(
     want[first] = before[first] - before[second]
     _, (got,) = run(g, small_device, prog, [a], {a: before})
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype, value", [(FLOAT, 1e300), (FLOAT, 10 ** 400), (INT, 2 ** 100), (INT, float("inf"))])
+def test_a_scalar_operand_that_fits_no_value_of_the_type(g, dtype, value):
+    """An integer past 64 bits was numpy's OverflowError; 1e300 became inf in FLOAT unseen."""
+    t = g.add_variable(dtype, (4, 6), "t")
+    g.set_tile_mapping(t, MAPPING)
+    with pytest.raises(poputil.PoplibsError, match="popops.add: the scalar .* does not fit tensor 't'"):
+        popops.add(g, t, value, Sequence())

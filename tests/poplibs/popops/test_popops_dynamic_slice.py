@@ -219,3 +219,21 @@ def test_an_out_of_range_offset_leaves_the_output_untouched_across_runs(small_de
             e.write_tensor("off", np.array(offsets, np.uint32))
             e.run(0)
             np.testing.assert_array_equal(e.read_tensor("out_r"), np.full((2, 3), -7, np.float32))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda g, t, o: popops.dynamic_slice(g, t, o, 0, [2], Sequence()), "dims must be a list of whole numbers, found "
+                                                                         "int 0"),
+    (lambda g, t, o: popops.dynamic_slice(g, t, o, [0], 2.5, Sequence()), "sizes must be a list of whole numbers"),
+    (lambda g, t, o: popops.create_sliceable_tensor(g, FLOAT, [8, "4"], [0], [1]), "shape must be whole numbers, "
+                                                                                   "found str '4'"),
+    (lambda g, t, o: popops.create_sliceable_tensor(g, FLOAT, [8, 4], [0], [1], min_grain_size=None),
+     "min_grain_size must be a whole number >= 0, found NoneType"),
+])
+def test_dims_sizes_and_shapes_are_lists_of_whole_numbers(call, message):
+    """Were Python's TypeError ('int' object is not iterable) or int()'s ValueError."""
+    g = popsim.Graph(small_device())
+    t = g.add_variable(FLOAT, (4, 3), "t", mapping=popsim.VariableMappingMethod.LINEAR)
+    o = g.add_variable(UNSIGNED_INT, (1,), "o", mapping=popsim.VariableMappingMethod.LINEAR)
+    with pytest.raises(poputil.PoplibsError, match=message):
+        call(g, t, o)

@@ -115,3 +115,12 @@ def test_errors():
         popops.gather(g, enc, idx, 2, prog)
     with pytest.raises(poputil.PoplibsError, match=r"the indices must be INT or UNSIGNED_INT, found tensor 'h'"):
         popops.gather(g, enc, g.add_variable(HALF, (2,), "h"), 0, prog)
+
+
+@pytest.mark.parametrize("on", [np.zeros((2, 2)), "1", None])
+def test_on_and_off_are_numbers(on):
+    """An array was numpy's ValueError (the truth value of comparing (on, off) with (1, 0))."""
+    g = popsim.Graph(small_device())
+    enc, idx = g.add_variable(FLOAT, (4, 3), "enc"), g.add_variable(UNSIGNED_INT, (4,), "idx")
+    with pytest.raises(poputil.PoplibsError, match="popops.encode_one_hot: on must be a number, found"):
+        popops.encode_one_hot(g, idx, enc, Sequence(), on=on)

@@ -132,3 +132,10 @@ def test_bad_node_types():
         pe._1 // 2
     with pytest.raises(poputil.PoplibsError, match="unknown unary op 'exp2'"):
         pe.UnaryOp("exp2", pe._1)
+
+
+@pytest.mark.parametrize("dtype, value", [(FLOAT, 1e300), (FLOAT, 10 ** 400), (INT, 2 ** 100)])
+def test_a_constant_that_fits_no_value_of_its_type(dtype, value):
+    """An integer past 64 bits was numpy's OverflowError; 1e300 became inf in FLOAT unseen."""
+    with pytest.raises(poputil.PoplibsError, match=f"the constant .* does not fit {dtype.name} exactly"):
+        infer(pe._1 + pe.Const(value), [dtype])

@@ -150,14 +150,16 @@ def test_errors(g, small_device):
         popops.fill(g, mapped(g, UNSIGNED_INT, "u"), -1, prog)
     with pytest.raises(poputil.PoplibsError, match="popops.zero: the tensor tensor 'c'.*contains constants"):
         popops.zero(g, g.add_constant(FLOAT, (4,), 1.0, "c"), prog)
-    with pytest.raises(TypeError, match="popops.fill: the fill value must be a number"):
+    with pytest.raises(popsim.TypeError, match="popops.fill: the fill value must be a number"):
         popops.fill(g, a, a, prog)
+    with pytest.raises(popsim.TypeError, match="found complex .no device type holds a complex number"):
+        popops.fill(g, a, 1 + 1j, prog)  # was float()'s TypeError
     with pytest.raises(poputil.PoplibsError, match="popops.cast_with_output: the source tensor 'a'.*and the "
                                                    "destination tensor 'o'.*same shape"):
         popops.cast_with_output(g, a, g.add_variable(HALF, (3,), "o"), prog)
     with pytest.raises(poputil.PoplibsError, match="popops.cast: casting tensor 'a'.*to LONGLONG is not supported"):
         popops.cast(g, a, popsim.LONGLONG, prog)
-    with pytest.raises(TypeError, match="popops.cast: dtype must be a popsim type"):
+    with pytest.raises(popsim.TypeError, match="popops.cast: dtype must be a popsim type"):
         popops.cast(g, a, "half", prog)
     with pytest.raises(poputil.PoplibsError, match="prog must be a popsim.Sequence"):
         popops.cast(g, a, HALF, None)

@@ -193,9 +193,9 @@ def test_errors(g):
         popops.map(g, pe._1 + pe._3, [a, a], prog)
     with pytest.raises(poputil.PoplibsError, match=r"operands of different types \(FLOAT, INT\)"):
         popops.map(g, pe._1 + pe._2, [a, n], prog)
-    with pytest.raises(TypeError, match="tensors must be a list of popsim.Tensor .* write \\[t\\]"):
+    with pytest.raises(popsim.TypeError, match="tensors must be a list of popsim.Tensor .* write \\[t\\]"):
         popops.map(g, pe._1, a, prog)
-    with pytest.raises(TypeError, match=r"tensors\[1\] \(_2\) must be a popsim.Tensor, found float"):
+    with pytest.raises(popsim.TypeError, match=r"tensors\[1\] \(_2\) must be a popsim.Tensor, found float"):
         popops.map(g, pe._1, [a, 2.0], prog)
     with pytest.raises(poputil.PoplibsError, match="no tensors given"):
         popops.map(g, pe.Const(1.0), [], prog)

@@ -84,3 +84,10 @@ def test_errors(g, small_device):
     with pytest.raises(poputil.PoplibsError, match="truncating 3 \\+ 2 elements of dimension 0"):
         popops.pad(g, t, [-3, 0], [-2, 0])
     assert g.num_vertices == 0
+
+
+@pytest.mark.parametrize("lower", [5.5, "1", None])
+def test_pad_counts_are_a_list_of_whole_numbers(g, lower):
+    """A float was Python's TypeError ('float' object is not iterable)."""
+    with pytest.raises(poputil.PoplibsError, match="popops.pad: lower must be a list of whole numbers"):
+        popops.pad(g, mapped(g, FLOAT, "t"), lower, [0])

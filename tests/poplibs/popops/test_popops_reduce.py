@@ -238,3 +238,13 @@ def test_a_vector_reduced_to_a_scalar(small_device, n, tiles, op, ref):
     x = (np.arange(n, dtype=np.float32) % 97) - 40
     _, (got,) = run(g, small_device, prog, [r], {t: x})
     assert got == ref(x)
+
+
+@pytest.mark.parametrize("options", [-8.5, np.zeros(2), ["accumType.interTile"]])
+def test_options_that_are_not_a_dict(device16, options):
+    """A float was Python's TypeError, an array numpy's ValueError (truth value)."""
+    g = popsim.Graph(device16)
+    t = g.add_variable(FLOAT, (4, 5), "tens")
+    g.set_tile_mapping(t, 0)
+    with pytest.raises(popsim.InvalidOptionError, match="options must be a dict of option names to values"):
+        popops.reduce(g, t, [1], ReduceParams(Operation.ADD), Sequence(), options=options)

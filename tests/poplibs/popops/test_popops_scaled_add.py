@@ -121,4 +121,6 @@ def test_errors(g, small_device):
         popops.scaled_add_to(g, a, b, prog)
     with pytest.raises(TypeError, match="the scale of b must be a number or a scalar tensor, found str"):
         popops.scaled_add_to(g, a, b, "0.5", prog)
+    with pytest.raises(poputil.PoplibsError, match="the scale of b 1000000000.* is too large for a floating-point"):
+        popops.scaled_add_to(g, a, b, 10 ** 400, prog)  # was float()'s OverflowError
     assert g.num_vertices == 0

@@ -129,3 +129,10 @@ def test_errors():
         popops.TopKParams(2, stable_sort=True)
     with pytest.raises(poputil.PoplibsError, match="must be one of FLOAT, HALF, INT, UNSIGNED_INT"):
         popops.sort(g, g.add_variable(popsim.BOOL, (3,), "b"), 0, prog)
+
+
+@pytest.mark.parametrize("kw", [{"largest": np.zeros(2)}, {"largest": "yes"}, {"stable_sort": np.zeros(2)}])
+def test_top_k_flags_are_true_or_false(kw):
+    """An array was a ValueError (its truth value is ambiguous); "yes" was taken as True."""
+    with pytest.raises(poputil.PoplibsError, match=f"{next(iter(kw))} must be True or False"):
+        popops.TopKParams(2, **kw)

@@ -160,5 +160,5 @@ def test_errors(small_device):
         popops.is_nan_in_place(g, f, prog)
     with pytest.raises(poputil.PoplibsError, match="popops.neg_in_place: the in-place operand tensor 'k'.*constants"):
         popops.neg_in_place(g, g.add_constant(FLOAT, (3,), 1.0, "k"), prog)
-    with pytest.raises(TypeError, match="operand 1 must be a popsim.Tensor or a number, found str"):
+    with pytest.raises(popsim.TypeError, match="operand 1 must be a popsim.Tensor or a number, found str"):
         popops.neg(g, "x", prog)

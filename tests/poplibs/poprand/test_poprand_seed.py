@@ -104,9 +104,14 @@ def test_tensors_of_another_graph_are_refused():
     (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.FLOAT, 2.0, 1.0, p), "must not be greater than"),
     (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.INT, 0, 2.5, p), "max_val must be a 32-bit integer"),
     (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.FLOAT, 0.0, float("inf"), p), "must be a finite number"),
+    (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.FLOAT, 0.0, 10 ** 400, p),  # was an OverflowError
+     "max_val 1000000000"),
     (lambda g, r, p: poprand.log_uniform(g, None, 0, r, popsim.FLOAT, 0.0, 1.0, p), "needs 0 < min_val < max_val"),
     (lambda g, r, p: poprand.log_uniform(g, None, 0, r, popsim.FLOAT, 1.0, 2.0, p, base=1.0), "base must be"),
     (lambda g, r, p: poprand.normal(g, None, 0, r, popsim.INT, 0.0, 1.0, p), "output type INT is not supported"),
+    # an array was an unhashable-type TypeError, a tensor numpy's ValueError (its .dtype read as a numpy dtype)
+    (lambda g, r, p: poprand.bernoulli(g, None, 0, r, np.zeros((2, 2)), 0.5, p), "output type ndarray array("),
+    (lambda g, r, p: poprand.bernoulli(g, None, 0, r, r, 0.5, p), "output type Tensor Tensor('ref'"),
     (lambda g, r, p: poprand.uniform(g, None, -1, r, popsim.FLOAT, 0.0, 1.0, p), "seed_modifier must be an unsigned"),
     (lambda g, r, p: poprand.uniform(g, None, 0, r, popsim.FLOAT, 0.0, 1.0, [p]), "prog must be a popsim.Sequence"),
 ])

@@ -75,5 +75,5 @@ def test_errors_name_both_shapes(small_device):
         poputil.broadcast_to_match(a, (3,))
     with pytest.raises(poputil.PoplibsError, match="must be whole numbers >= 0"):
         poputil.broadcast_to_match(a, (2, -3))
-    with pytest.raises(TypeError, match="expected a popsim.Tensor"):
+    with pytest.raises(popsim.TypeError, match="expected a popsim.Tensor"):
         poputil.can_broadcast_to_match(a, np.zeros(3))

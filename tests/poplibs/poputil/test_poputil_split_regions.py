@@ -135,7 +135,7 @@ def test_bad_arguments(args, message):
 
 
 def test_bad_objects(graph):
-    with pytest.raises(TypeError, match="expected a list of"):
+    with pytest.raises(popsim.TypeError, match="expected a list of"):
         poputil.split_regions(5, 1, 6)
-    with pytest.raises(TypeError, match=re.escape("expected a popsim.Target (graph.target), found Graph")):
+    with pytest.raises(popsim.TypeError, match=re.escape("expected a popsim.Target (graph.target), found Graph")):
         poputil.split_regions_between_workers(graph, [(0, 4)], 1)

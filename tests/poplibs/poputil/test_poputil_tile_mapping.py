@@ -132,11 +132,11 @@ def test_bad_sizes(graph, kwargs, message):
 
 def test_bad_objects(graph):
     t = graph.add_variable(FLOAT, (4,), "t")
-    with pytest.raises(TypeError, match="expected a popsim.Graph"):
+    with pytest.raises(popsim.TypeError, match="expected a popsim.Graph"):
         poputil.map_tensor_linearly(t, graph)
-    with pytest.raises(TypeError, match="expected a popsim.Tensor"):
+    with pytest.raises(popsim.TypeError, match="expected a popsim.Tensor"):
         poputil.calc_linear_tile_mapping(graph, [1, 2])
     with pytest.raises(poputil.PoplibsError, match="offset must be >= 0, found -2"):
         poputil.map_tensor_linearly_with_offset(graph, t, -2)
-    with pytest.raises(TypeError):  # PopLibs' (min, grain, offset) order is refused, not misread
+    with pytest.raises(TypeError):  # PopLibs' (min, grain, offset) order is refused, not misread (Python's arity)
         poputil.map_tensor_linearly_with_offset(graph, t, 1, 1, 5)
