@@ -8,10 +8,13 @@
 // always forwards the signal to the handler it replaced (Python's), so KeyboardInterrupt
 // is raised as soon as Python runs again. The binding asks interrupted() after the run.
 //
-// Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) in vertex code end the process,
-// as on Poplar's IPUModel, but first say which vertex was running: its type, tile and
-// compute set, written with write(2) from what the compute engine recorded for the
-// crashing thread (RunningVertex). The signal then goes to the disposition the handler
+// Faults in vertex code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) end only the vertex: the
+// handler jumps back to the compute engine (vertex_guard.hpp), and the run fails with the
+// vertex's error. Fatal signals it cannot recover from (SIGABRT, e.g. a codelet's failed
+// assert; a fault on a thread with no recovery point) end the process, as on Poplar's
+// IPUModel, but first say which vertex was running: its type, tile and compute set,
+// written with write(2) from what the compute engine recorded for the crashing thread
+// (RunningVertex). The signal then goes to the disposition the handler
 // replaced (faulthandler, if enabled, still prints its traceback; the default action ends
 // the process). Outside vertex code the handler only passes signals on.
 //

@@ -140,7 +140,7 @@ class Engine(SnakeCaseNames):
         if self._peers is not None:
             self._peers.agree("graph, programs and initial values", _build_fingerprint(lw))
             self._peers.serve_copies(np.asarray(lw.segs), np.asarray(lw.table_begin), lw.programs.replica_maps,
-                                     self._machine.arena(), self._machine.arena_stride, self._first, self._local)
+                                     self._machine.arena(), self._first, self._local)
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
         # (stream, replica) -> callback: held here, where gc sees them
         self._stream_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
@@ -304,8 +304,7 @@ class Engine(SnakeCaseNames):
         return (1 if ok else 0), int(cycles)
 
     def _field_arrays(self, row: int, replica: int) -> list:
-        stride = self._machine.arena_stride
-        arena = self._machine.arena()[replica * stride:(replica + 1) * stride]
+        arena = self._machine.arena()[replica]
         vt = self._lowered.vertices
         out = []
         for spec, view in zip(vt.vertex_types[vt.row_type[row]].fields, vt.field_views(row)):
