@@ -4,7 +4,8 @@
 // until the run returns. While a run is in progress (a RunSignals scope is open), a SIGINT
 // handler sets the interrupt flag and every running machine's stop flag (compiled vertex
 // code polls it on loop back-edges through popsim_exec::interrupt; the compute engine
-// checks it between vertices, the machine every so many instructions); it
+// checks it between vertices, the machine every so many instructions; C++ codelets,
+// which poll nothing, are stopped by a signal: vertex_guard.hpp); it
 // always forwards the signal to the handler it replaced (Python's), so KeyboardInterrupt
 // is raised as soon as Python runs again. The binding asks interrupted() after the run.
 //
