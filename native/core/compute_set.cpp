@@ -217,7 +217,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replic
   RunningScope running(this, compute_set);
   // Locals, not members: the compiler must assume a call may change what members hold.
   RunningVertex &current = running.running;
-  VertexGuard &guard = vertex_guard();
+  // Host-run vertices run Python, which must not be jumped out of: such a group marks
+  // only its compiled vertices as vertex code (vertex_guard.hpp); others are marked whole.
+  std::atomic<const volatile int32_t *> *inside = kHost ? vertex_guard().inside() : nullptr;
   const volatile int32_t *interrupt = interrupt_;
   const RunRow *rows = runs_.data();
   const Codelet *codelets = codelets_.data();
@@ -239,9 +241,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replic
       ctx = call.ctx;
       result = call.result;
     } else {
-      guard.enter(interrupt);
+      if (kHost) inside->store(interrupt, std::memory_order_relaxed);
       result = c.compute(obj, static_cast<uint32_t>(w), &ctx);
-      guard.leave();
+      if (kHost) inside->store(nullptr, std::memory_order_relaxed);
     }
     const double cycles = !kCounts || estimate >= 0 ? estimate : static_cast<double>(ctx.cycles);
     busy[w] += cycles;
@@ -302,7 +304,10 @@ void ComputeEngine::run_guarded(int64_t compute_set, int64_t group, int64_t repl
     return;
   }
   guard.armed = 1;
+  std::atomic<const volatile int32_t *> *inside = guard.inside();
+  if (!kHost) inside->store(interrupt_, std::memory_order_relaxed);
   run_group<kHost, kCounts>(compute_set, group, replica, host, out);
+  if (!kHost) inside->store(nullptr, std::memory_order_relaxed);
   guard.armed = 0;
 }
 

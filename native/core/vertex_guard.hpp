@@ -3,8 +3,8 @@
 //
 // Vertex code is native code that popsim cannot check as it runs (C++ codelets, compiled
 // Python codelets). Each thread that runs it keeps a recovery point (a sigjmp_buf, set by
-// the compute engine around a group of vertices) and says when it is inside a vertex's
-// compute function. Then:
+// the compute engine around a group of vertices) and says when it is inside vertex code.
+// Then:
 //  - a synchronous fault there (SIGSEGV: an access outside tile memory, which lies between
 //    guard regions (tile_memory.hpp), or past the thread's stack; SIGBUS; SIGFPE: integer
 //    division by zero; SIGILL) jumps back to the recovery point, which reports the vertex
@@ -47,15 +47,13 @@ class VertexGuard {
   // vertex code then runs unguarded, as before.
   bool prepare();
 
-  // Around one vertex's compute call: `stop` is the run's stop flag (non-null).
-  void enter(const volatile int32_t *stop) {
-    if (slot_) slot_->store(stop, std::memory_order_relaxed);
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  void leave() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (slot_) slot_->store(nullptr, std::memory_order_relaxed);
-  }
+  // Where the thread says it is inside vertex code: it stores its run's stop flag
+  // (non-null) there before the code runs, and nullptr after. (A slot of its own, or a
+  // dummy if prepare() failed: the caller stores without a test.) The compute engine marks
+  // a whole group of compiled vertices at once (its own code between them holds no lock
+  // and allocates nothing, so it may be jumped out of too, and marking costs nothing per
+  // vertex); in a group with host-run (Python) vertices, each compiled vertex alone.
+  std::atomic<const volatile int32_t *> *inside() { return slot_ ? slot_ : &unguarded_; }
 
   // The recovery point: sigsetjmp(guard.recovery, 0) returns non-zero after a jump back.
   // Armed while `armed` is set.
@@ -69,6 +67,7 @@ class VertexGuard {
 
  private:
   std::atomic<const volatile int32_t *> *slot_ = nullptr;
+  std::atomic<const volatile int32_t *> unguarded_{nullptr};
   uintptr_t stack_low_ = 0;  // the lowest address of the thread's stack (overflow goes below it)
   bool prepared_ = false;
 };
