@@ -32,8 +32,8 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool, const
                              const volatile int32_t *stop)
     : t_(tables), block_(block), num_replicas_(std::max<int64_t>(block.local(), 1)),
       state_stride_((tables.state_bytes + 63) / 64 * 64),
-      state_(alloc_state(state_stride_ * std::max<int64_t>(block.local(), 1)), std::free), interrupt_(stop ? stop : &kNeverStopped),
-      pool_(pool) {
+      state_(alloc_state(state_stride_ * std::max<int64_t>(block.local(), 1)), std::free),
+      interrupt_(stop ? stop : &kNeverStopped), pool_(pool) {
   // The tables were validated with the executable (validate.hpp); what remains to check
   // needs the codelets themselves: the vertices' state objects (which hold the field
   // pointers bind() sets) must be aligned, fit, and not overlap.
