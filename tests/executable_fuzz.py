@@ -1,18 +1,24 @@
-"""Fuzzing executable files: a real serialized executable, tampered with in many ways
-(array values, shapes and dtypes, header values and types, zip structure), each
-loaded, built, run and read like a user would. Every case must end in a PopsimError or
-run: anything else (a crash, another exception) fails. Run as a script, in its own
-process, so that a crash is a failure rather than the end of the test session:
+"""Fuzzing executables: a real compiled executable, tampered with in many ways (array
+values, shapes and dtypes, header values and types, zip structure), each loaded, built,
+run and reported on like a user would. Every case must end in a PopsimError or run:
+anything else (a crash, another exception) fails. Run as a script, in its own process,
+so that a crash is a failure rather than the end of the test session:
 
-    python tests/executable_fuzz.py EXE_FILE SEED CASES
+    python tests/executable_fuzz.py SAMPLE PATH SEED CASES
 
-prints one line per case and "DONE" at the end; a crash leaves the last case printed.
+SAMPLE: ``one`` (executable_sample.build: every part of an executable) or ``replicated``
+(build_replicated: 2 replicas of 2 IPUs). PATH: ``file`` (Executable.deserialize) or
+``cache`` (an executable-cache entry of the graph, rewritten with a matching digest, as
+anyone who can write the cache directory can: only the executable's own checks stand
+between it and the core). Prints one line per case and "DONE" with the outcomes at the
+end; a crash leaves the last case printed.
 """
 import io
 import json
 import random
 import signal
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -21,7 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import popsim  # noqa: E402
-from executable_sample import drive  # noqa: E402
+from popsim.cachedir import store_verified  # noqa: E402
+from popsim.report.html import render_html  # noqa: E402
+from executable_sample import build, build_replicated, drive, drive_replicated  # noqa: E402
 
 # Values that probe the edges of whatever a number means.
 EDGES = [-(2 ** 63), -(2 ** 31), -2, -1, 0, 1, 2, 3, 7, 8, 255, 2 ** 16, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 40,
@@ -143,7 +151,58 @@ def tamper_zip(rng, data: bytes, members):
     return write_members(members), f"{name} replaced by noise"
 
 
-def one_case(rng, original: bytes, device):
+class FileLoader:
+    """Tampered files through Executable.deserialize."""
+
+    def __init__(self, graph, programs, workdir: Path):
+        data = io.BytesIO()
+        popsim.compile_graph(graph, programs).serialize(data)
+        self.original = data.getvalue()
+
+    def engine(self, data: bytes):
+        """(engine, how it was made)."""
+        return popsim.Engine(popsim.Executable.deserialize(io.BytesIO(data))), "loaded"
+
+
+class CacheLoader:
+    """Tampered executable-cache entries of ``graph``, each stored with its sha256 (so that
+    it is verified) and found by building an Engine of the graph."""
+
+    def __init__(self, graph, programs, workdir: Path):
+        self.graph, self.programs = graph, programs
+        self.options = {"popsim.cacheDir": tempfile.mkdtemp(dir=workdir, prefix="cache-")}
+        engine = popsim.Engine(graph, programs, self.options)
+        key = engine.get_report().compilation.cache_key
+        engine.close()
+        self.entry = Path(self.options["popsim.cacheDir"]) / "executables" / f"{key}.popsimexe"
+        self.original = self.entry.read_bytes()
+
+    def engine(self, data: bytes):
+        store_verified(self.entry, data)
+        engine = popsim.Engine(self.graph, self.programs, self.options)
+        # An entry refused when read is compiled again (and must then run as compiled).
+        return engine, "loaded" if engine.get_report().compilation.from_cache else "compiled again"
+
+
+def _one():
+    device = popsim.IPUModel("ipu2").create_device()
+    return (device, *build(device), drive)
+
+
+# Each: () -> (device, graph, programs, how to drive an engine of them).
+SAMPLES = {"one": _one, "replicated": lambda: (*build_replicated(), drive_replicated)}
+LOADERS = {"file": FileLoader, "cache": CacheLoader}
+
+
+def read_reports(engine) -> None:
+    """Everything a report shows of the runs so far (a failed one included): per step,
+    per tile, per vertex type, the trace and the memory tables, as text, JSON and HTML."""
+    report = engine.get_report()
+    report.summary({"showExecutionSteps": "true"})
+    render_html(report, report.to_json_text())
+
+
+def one_case(rng, original: bytes, device, loader, run):
     members = read_members(original)
     arena_bytes = json.loads(members["header.json"])["lowered"]["layout"]["arena_bytes"]
     kind = rng.randrange(10)
@@ -158,12 +217,17 @@ def one_case(rng, original: bytes, device):
     print(what, flush=True)
     signal.alarm(3)
     try:
-        engine = popsim.Engine(popsim.Executable.deserialize(io.BytesIO(data)))
+        engine, how = loader.engine(data)
         try:
-            drive(engine, device)
+            try:
+                run(engine, device)
+                outcome = "ran" if how == "loaded" else how
+            except popsim.PopsimError as e:
+                outcome = f"refused: {type(e).__name__} when run: {str(e)[:100]}"
+            read_reports(engine)
         finally:
             engine.close()
-        return "ran"
+        return outcome
     except popsim.PopsimError as e:
         return f"refused: {type(e).__name__}: {str(e)[:100]}"
     except TimedOut:
@@ -172,19 +236,19 @@ def one_case(rng, original: bytes, device):
         signal.alarm(0)
 
 
-def main(path: str, seed: int, cases: int) -> None:
+def main(sample: str, path: str, seed: int, cases: int) -> None:
     signal.signal(signal.SIGALRM, _alarm)
-    original = Path(path).read_bytes()
-    device = popsim.IPUModel("ipu2").create_device()
+    device, graph, programs, run = SAMPLES[sample]()
+    loader = LOADERS[path](graph, programs, Path.cwd())
     rng = random.Random(seed)
     outcomes = {}
     for case in range(cases):
         print(f"case {case}: ", end="", flush=True)
-        outcome = one_case(rng, original, device)
+        outcome = one_case(rng, loader.original, device, loader, run)
         outcomes[outcome.split(":")[0]] = outcomes.get(outcome.split(":")[0], 0) + 1
         print(f"  -> {outcome}", flush=True)
     print("DONE", json.dumps(outcomes))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

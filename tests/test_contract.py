@@ -126,8 +126,8 @@ def test_lowered_tables_put_each_value_in_its_named_column(device):
     segs = lw.segs
     assert (segs[:, COLUMNS["segs"]["len"]] > 0).all()
     # the codelets' field layouts the core checks rows against
-    assert v.codelet_fields[0] == [(FieldBase.ARENA, 4), (FieldBase.ARENA, 4)]
-    assert v.codelet_fields[1] == [(FieldBase.SPANS, 4), (FieldBase.ARENA, 4)]
+    assert v.codelet_fields[0] == [(FieldBase.ARENA, 4, 0), (FieldBase.ARENA, 4, 1)]  # a vector, a scalar
+    assert v.codelet_fields[1] == [(FieldBase.SPANS, 4, 0), (FieldBase.ARENA, 4, 1)]
     assert v.exchange_costs.shape == (1, 2, 1, contract.NUM_CATEGORIES)  # compute sets, in/out, IPUs
 
 

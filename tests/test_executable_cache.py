@@ -10,8 +10,11 @@ import pytest
 import popsim
 from popsim import FLOAT, INT
 from popsim.cachedir import store_verified
+from popsim.contract import COLUMNS
 from popsim.executable_file import read_executable, write_executable
 from popsim.program import Copy, Execute, Sequence
+
+from executable_sample import build, drive
 
 
 def weights_program(device, weights, bias=(1.0, 2.0, 3.0), view=slice(0, 6), tile=2, overwrite=None):
@@ -194,3 +197,44 @@ def test_vertex_state_values_are_compiled_in_tensor_values_are_not(device, tmp_p
     x, c4 = scaled(device, tmp_path, 3.0, [1, 1, 1, 1])
     assert c4.from_cache
     np.testing.assert_array_equal(x, [3, 3, 3, 3])
+
+
+def _row(table, column, value):
+    def change(lowered):
+        rows = getattr(lowered.vertices, table).copy()  # arrays read from a file are read-only
+        rows[0, COLUMNS[table][column]] = value
+        setattr(lowered.vertices, table, rows)
+    return change
+
+
+def _host_read_table(lowered):
+    lowered.host_reads["y"].table = 10 ** 6
+
+
+def _region_var(lowered):
+    lowered.layout.region_var = lowered.layout.region_var + 100
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("tamper, field", [
+    (_row("vertices", "codelet", 7), "vertices.vertices (codelet column) row 0"),
+    (_row("groups", "tile", 10 ** 6), "vertices.groups (tile column) row 0"),
+    (_host_read_table, "host_reads.y: copy table 1000000 does not exist"),
+    (_region_var, "layout.region_var row 0"),
+])
+def test_a_cache_entry_is_checked_like_a_file_whatever_its_digest_says(device, tmp_path, caplog, tamper, field):
+    """Whoever can write the cache directory can rewrite an entry's digest too: an entry
+    whose digest matches is checked like any file, and one that does not hold together
+    is compiled again (the log and the compilation record say why), never run."""
+    g, progs = build(device)
+    options = {"popsim.cacheDir": str(tmp_path)}
+    expected = drive(popsim.Engine(g, progs, options), device)
+    key = popsim.Engine(g, progs, options).get_report().compilation.cache_key
+    rewrite_entry(tmp_path / "executables" / f"{key}.popsimexe", tamper)
+    caplog.set_level(logging.WARNING, logger="popsim")
+    engine = popsim.Engine(g, progs, options)
+    compilation = engine.get_report().compilation
+    assert not compilation.from_cache and field in compilation.cache_reason and field in caplog.text
+    got = drive(engine, device)
+    np.testing.assert_array_equal(got["y"], expected["y"])
+    assert got["cycles"] == expected["cycles"]

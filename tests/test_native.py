@@ -13,6 +13,8 @@ from popsim import FLOAT
 from popsim.contract import COLUMNS, Op
 from popsim.program import Copy, Sequence
 
+import executable_sample
+
 
 def small_graph(device):
     g = popsim.Graph(device)
@@ -200,3 +202,30 @@ def test_vertex_state_objects_are_checked_in_any_order(device):
             state_offsets_case(device, change)
     with pytest.raises(popsim.PopsimError, match="state object is misaligned"):
         state_offsets_case(device, lambda o: o + 8)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("table, row, column, value, message", [
+    ("fields", 1, "offset", 34, r"vertex row 0: field 1 at offset 34 is not aligned to 4 bytes"),
+    ("spans", 1, "offset", 22, r"vertex row 0: field 0: sub-edge \(span row 1\) at offset 22 is not aligned to 4 "
+                               r"bytes"),
+    ("fields", 3, "offset", 1 << 20, r"vertex row 1: field 0 \(3 elements of 4 bytes at offset 1048576\) reaches "
+                                     r"past tile memory \(\d+ bytes\)"),
+    ("fields", 2, "size", 0, r"vertex row 0: field 2 is a scalar, but its row has 0 elements"),
+    ("vertices", 1, "tile", 3, r"vertex row 1: on tile 3, but its tile group \(row 1\) runs on tile 1"),
+    ("vertices", 0, "tile", 1472, r"vertex row 0: tile 1472 out of range \(expected 0..1471\)"),
+])
+def test_vertex_rows_are_checked_against_tile_memory_alignment_and_their_group(device, table, row, column, value,
+                                                                               message):
+    """A field's elements are aligned to their size (compiled vertices may load them with
+    aligned vector loads) and in tile memory; a scalar has one element (its codelet reads
+    one, whatever the row says: at the end of tile memory, with none, it would read or
+    write past it); a vertex is on its group's tile. Each failure names the vertex row,
+    the field and what was found."""
+    g, progs = executable_sample.build(device)
+    exe = popsim.compile_graph(g, progs)
+    bad = copy.deepcopy(exe)
+    getattr(bad.lowered.vertices, table)[row, COLUMNS[table][column]] = value
+    with pytest.raises(popsim.PopsimError, match="executable is malformed: " + message):
+        popsim.Engine(bad)
+    executable_sample.drive(popsim.Engine(exe), device)  # the original runs

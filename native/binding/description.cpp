@@ -34,12 +34,14 @@ void Description::set_codelets(const py::handle &v) {
     py::sequence t = py::reinterpret_borrow<py::sequence>(item);
     if (!py::isinstance<py::tuple>(item) || py::len(t) != 3 || !py::isinstance<py::str>(t[0]) ||
         !py::isinstance<py::str>(t[1]))
-      wrong(field, "(path: str, symbol: str, fields: list of (base, itemsize)) items", item);
+      wrong(field, "(path: str, symbol: str, fields: list of (base, itemsize, elements)) items", item);
     CodeletInfo info{t[0].cast<std::string>(), t[1].cast<std::string>(), {}};
     for (py::handle f : py::reinterpret_borrow<py::sequence>(t[2])) {
-      py::sequence pair = py::reinterpret_borrow<py::sequence>(f);
-      if (!py::isinstance<py::tuple>(f) || py::len(pair) != 2) wrong(field, "(base, itemsize) field layouts", f);
-      info.fields.push_back(FieldLayout{as_int64(pair[0], field), as_int64(pair[1], field)});
+      py::sequence layout = py::reinterpret_borrow<py::sequence>(f);
+      if (!py::isinstance<py::tuple>(f) || py::len(layout) != 3)
+        wrong(field, "(base, itemsize, elements) field layouts", f);
+      info.fields.push_back(
+          FieldLayout{as_int64(layout[0], field), as_int64(layout[1], field), as_int64(layout[2], field)});
     }
     out.push_back(std::move(info));
   }
@@ -50,7 +52,7 @@ py::list Description::codelets() const {
   py::list out;
   for (const CodeletInfo &c : exe.vertex.codelets) {
     py::list fields;
-    for (const FieldLayout &f : c.fields) fields.append(py::make_tuple(f.base, f.itemsize));
+    for (const FieldLayout &f : c.fields) fields.append(py::make_tuple(f.base, f.itemsize, f.elements));
     out.append(py::make_tuple(c.path, c.symbol, fields));
   }
   return out;

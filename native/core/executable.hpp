@@ -144,10 +144,12 @@ struct ComputeSetRow {
 };
 
 // What a codelet's bind() expects of each of its fields, in declaration order: where
-// the field points (FieldBase) and the bytes of one element, so that a field row can
-// be checked against tile memory before any vertex runs.
+// the field points (FieldBase), the bytes of one element, and how many elements the
+// codelet reads there whatever the row's size says (for a list field: at each sub-edge):
+// 1 for a scalar (include/popsim_codelet.h: its size is 1), 0 for a vector (it reads
+// size elements). A field row is checked against it before any vertex runs.
 struct FieldLayout {
-  int64_t base, itemsize;
+  int64_t base, itemsize, elements;
 };
 struct CodeletInfo {
   std::string path;    // shared library; empty: a host-run (interpreted) codelet

@@ -21,6 +21,14 @@ std::string operator+(const Where &where, const char *text) { return at(where.ta
 
 bool in_range(int64_t v, int64_t size) { return v >= 0 && v < size; }
 
+// What a field's elements are aligned to: their size's largest power of two, at most 16.
+// The lowering places every element at a multiple of its size (allocations are 16-byte
+// aligned, views step by whole elements), and a codelet's typed pointers rely on it: a
+// compiler may vectorize a vertex's loop with aligned loads.
+int64_t alignment_of(int64_t itemsize) { return std::min<int64_t>(itemsize & -itemsize, 16); }
+
+std::string str(int64_t v) { return std::to_string(v); }
+
 // offset + count * itemsize <= limit, without overflow.
 bool fits(int64_t offset, int64_t count, int64_t itemsize, int64_t limit) {
   if (offset < 0 || count < 0 || itemsize < 0 || offset > limit) return false;
@@ -158,7 +166,7 @@ class Checker {
       bad("tiles_per_ipu x num_ipus must be num_tiles");
     for (size_t c = 0; c < v.codelets.size(); ++c)
       for (const FieldLayout &f : v.codelets[c].fields)
-        if ((f.base != FIELD_ARENA && f.base != FIELD_SPANS) || f.itemsize < 1)
+        if ((f.base != FIELD_ARENA && f.base != FIELD_SPANS) || f.itemsize < 1 || f.elements < 0 || f.elements > 1)
           bad(at("codelet", c) + ": bad field layout");
     for (size_t i = 0; i < v.vertices.size(); ++i) {
       const VertexRow &row = v.vertices[i];
@@ -166,6 +174,8 @@ class Checker {
       if (!in_range(row.codelet, static_cast<int64_t>(v.codelets.size()))) bad(where + ": codelet out of range");
       if ((row.flags & ~static_cast<int64_t>(VERTEX_MULTI)) != 0) bad(where + ": unknown flags");
       if (!(row.flags & VERTEX_MULTI) && !in_range(row.worker, v.num_workers)) bad(where + ": worker out of range");
+      if (!in_range(row.tile, v.num_tiles))
+        bad(where + ": tile " + str(row.tile) + " out of range (expected 0.." + str(v.num_tiles - 1) + ")");
       if (row.state_offset < 0 || row.state_offset > v.state_bytes) bad(where + ": state offset out of range");
       const std::vector<FieldLayout> &layout = v.codelets[static_cast<size_t>(row.codelet)].fields;
       if (row.num_fields != static_cast<int64_t>(layout.size()))
@@ -173,7 +183,7 @@ class Checker {
       if (!fits(row.first_field, row.num_fields, 1, static_cast<int64_t>(v.fields.size())))
         bad(where + ": field rows out of range");
       for (int64_t f = 0; f < row.num_fields; ++f) field(v.fields[static_cast<size_t>(row.first_field + f)],
-                                                          layout[static_cast<size_t>(f)], arena, where);
+                                                          layout[static_cast<size_t>(f)], arena, where, f);
     }
     int64_t next = 0;
     for (size_t i = 0; i < v.groups.size(); ++i) {
@@ -181,6 +191,12 @@ class Checker {
       if (g.first_vertex < next || !fits(g.first_vertex, g.num_vertices, 1, static_cast<int64_t>(v.vertices.size())))
         bad(at("tile group", i) + ": vertex rows out of range or shared with another group");
       if (!in_range(g.tile, v.num_tiles)) bad(at("tile group", i) + ": tile out of range");
+      // A group runs its vertices on its tile: the tile whose clock (IPU) their cycles
+      // count on, and the one messages and reports name for each vertex.
+      for (int64_t k = g.first_vertex; k < g.first_vertex + g.num_vertices; ++k)
+        if (v.vertices[static_cast<size_t>(k)].tile != g.tile)
+          bad(at("vertex", static_cast<size_t>(k)) + ": on tile " + str(v.vertices[static_cast<size_t>(k)].tile) +
+              ", but its tile group (row " + std::to_string(i) + ") runs on tile " + str(g.tile));
       next = g.first_vertex + g.num_vertices;
     }
     next = 0;
@@ -199,17 +215,39 @@ class Checker {
   }
 
  private:
-  void field(const FieldRow &row, const FieldLayout &layout, int64_t arena, const Where &where) const {
-    if (row.base != layout.base) bad(where + ": a field row does not match its codelet's field");
+  // Field `f` of a vertex: its row (or each of its sub-edges) inside tile memory and
+  // aligned to its elements.
+  void field(const FieldRow &row, const FieldLayout &layout, int64_t arena, const Where &where, int64_t f) const {
+    // Spelled out only when a check fails (see Where).
+    auto which = [&where, f] { return where + ": field " + str(f); };
+    if (row.base != layout.base)
+      bad(which() + " has base " + str(row.base) + ", its codelet's field " + str(layout.base));
+    const int64_t align = alignment_of(layout.itemsize);
     if (row.base == FIELD_ARENA) {
-      if (!fits(row.offset, row.size, layout.itemsize, arena)) bad(where + ": a field reaches past tile memory");
+      if (!fits(row.offset, row.size, layout.itemsize, arena))
+        bad(which() + " (" + str(row.size) + " elements of " + str(layout.itemsize) + " bytes at offset " +
+            str(row.offset) + ") reaches past tile memory (" + str(arena) + " bytes)");
+      if (row.offset % align)
+        bad(which() + " at offset " + str(row.offset) + " is not aligned to " + str(align) + " bytes");
+      if (layout.elements && row.size != layout.elements)  // a scalar's codelet reads it whatever its size
+        bad(which() + " is a scalar, but its row has " + str(row.size) + " elements");
       return;
     }
     const int64_t nspans = static_cast<int64_t>(exe_.vertex.spans.size());
-    if (!fits(row.offset, row.size, 1, nspans)) bad(where + ": a list field's spans are out of range");
+    if (!fits(row.offset, row.size, 1, nspans))
+      bad(which() + ": sub-edges " + str(row.offset) + " + " + str(row.size) + " out of range (expected within " +
+          str(nspans) + " spans)");
     for (int64_t s = row.offset; s < row.offset + row.size; ++s) {
       const SpanRow &span = exe_.vertex.spans[static_cast<size_t>(s)];
-      if (!fits(span.offset, span.size, layout.itemsize, arena)) bad(where + ": a sub-edge reaches past tile memory");
+      if (!fits(span.offset, span.size, layout.itemsize, arena))
+        bad(which() + ": sub-edge (span row " + str(s) + ", " + str(span.size) + " elements of " +
+            str(layout.itemsize) + " bytes at offset " + str(span.offset) + ") reaches past tile memory (" +
+            str(arena) + " bytes)");
+      if (span.offset % align)
+        bad(which() + ": sub-edge (span row " + str(s) + ") at offset " + str(span.offset) +
+            " is not aligned to " + str(align) + " bytes");
+      if (layout.elements && span.size != layout.elements)
+        bad(which() + ": sub-edge (span row " + str(s) + ") is a scalar, but has " + str(span.size) + " elements");
     }
   }
 

@@ -146,7 +146,8 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
         if present and is_verified(path, "executable"):
             try:
                 with phase("load cached executable", timings):
-                    # is_verified checked its sha256; its initial values come from the graph
+                    # is_verified checked its sha256 (so no CRC-32s), not who wrote it: it is
+                    # checked like any file; its initial values come from the graph
                     lowered, options = read_executable(path, verified=True, with_values=False)
                 with phase("pack initial values", timings):
                     _pack_graph_values(lowered, state)

@@ -40,7 +40,7 @@ from .zip_stream import read_zip_stream
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
-FORMAT_VERSION = 4  # 4: replicas and per-IPU step costs; 3: initial values apart from vertex state values
+FORMAT_VERSION = 5  # 5: field layouts say which fields are scalars; 4: replicas and per-IPU step costs
 MAGIC = "popsim-executable"
 _HEADER = "header.json"
 _LIBRARY = "library/"
@@ -221,11 +221,13 @@ def _extract_libraries(z, members, names: List[str]) -> List[str]:
 def read_executable(source, verified: bool = False, with_values: bool = True) -> Tuple[Lowered, Dict[str, str]]:
     """(lowered, options) of the executable in ``source`` (a path or a binary file
     object); PopsimError when it is not a well-formed popsim executable. ``verified``:
-    the file's content was just checked against a digest (a cache entry, written by this
-    build of popsim from a graph it lowered), so neither its members' CRC-32s nor the
-    record's consistency are checked again; the core still validates every table it
-    runs. ``with_values``: the file must hold its initial values (an executable-cache
-    entry does not: its reader packs them from the graph)."""
+    the file's content was just checked against a digest (a cache entry), so its
+    members' CRC-32s are not checked again: the sha256 covers every byte they do. The
+    record's consistency is checked all the same: a digest says the file is what was
+    stored, not who stored it (whoever can write a cache directory can rewrite its digest
+    files too), so a cache entry is trusted no more than a file from elsewhere.
+    ``with_values``: the file must hold its initial values (an executable-cache entry does
+    not: its reader packs them from the graph)."""
     where = getattr(source, "name", None) or source
     if isinstance(where, int):
         where = f"<file descriptor {where}>"
@@ -267,8 +269,7 @@ def read_executable(source, verified: bool = False, with_values: bool = True) ->
             raise PopsimError("it was saved without its initial values (an executable-cache entry, which runs "
                               "only with the graph it was compiled from); save a compiled executable with "
                               "exe.serialize to run it on its own")
-        if not verified:  # a verified entry is the bytes this build wrote from its own lowering
-            check_lowered(lowered)
+        check_lowered(lowered)
         return lowered, options
     except PopsimError as e:
         raise PopsimError(f"cannot read executable {where}: {e}") from None

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ..codec import NOT_SAVED
+from ..codelet.fields import FieldKind
 from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, VERTEX_MULTI, FieldBase
 from ..errors import GraphConnectionError, InvalidTileMappingError
 from ..runs import distinct
@@ -38,6 +39,14 @@ _TILE, _FIRST_FIELD, _NUM_FIELDS = (COLUMNS["vertices"][c] for c in ("tile", "fi
 _FIELD, _SPAN = COLUMNS["fields"], COLUMNS["spans"]
 
 
+def _elements_read(spec) -> int:
+    """How many elements a codelet reads at field ``spec``'s pointer (at each sub-edge's,
+    for a list) whatever size the row gives: a scalar's one (include/popsim_codelet.h);
+    0 for a vector, which reads the size it is given."""
+    scalar = (FieldKind.SCALAR_EDGE, FieldKind.STATE)
+    return int(spec.kind in scalar or (spec.kind is FieldKind.EDGE_VECTOR and spec.element_kind in scalar))
+
+
 @dataclass
 class VertexTables:
     """What the core needs to run compute sets (rows described in native/core/executable.hpp)."""
@@ -50,8 +59,9 @@ class VertexTables:
     codelets: List[Tuple[str, str]]
     state_bytes: int
     # Per codelet (as ``codelets``): what its bind() expects of each field, (FieldBase,
-    # bytes per element), so that the core can check every field row against tile memory.
-    codelet_fields: List[List[Tuple[int, int]]] = field(default_factory=list)
+    # bytes per element, elements read: 1 for a scalar, 0 for a vector), so that the core
+    # can check every field row against tile memory (FieldLayout in executable.hpp).
+    codelet_fields: List[List[Tuple[int, int, int]]] = field(default_factory=list)
     # Per compute set row: the cost vectors of its exchange-in and exchange-out phases
     # (rows, 2, NUM_CATEGORIES); the core adds them to the superstep's compute phase.
     exchange_costs: np.ndarray = None
@@ -320,8 +330,8 @@ class ComputeSetLowerer:
         if key not in self._codelet_index:
             self._codelet_index[key] = len(self.codelets)
             self.codelets.append(key)
-            self.codelet_fields.append([(FIELD_SPANS if f.kind.is_list else FIELD_ARENA, f.dtype.size)
-                                        for f in vt.fields])
+            self.codelet_fields.append([(FIELD_SPANS if f.kind.is_list else FIELD_ARENA, f.dtype.size,
+                                         _elements_read(f)) for f in vt.fields])
         return self._codelet_index[key]
 
     def _estimates(self, cs, order: np.ndarray) -> np.ndarray:

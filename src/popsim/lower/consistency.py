@@ -18,6 +18,7 @@ from .layout import MEMORY_CATEGORIES
 __all__ = ["check_lowered", "check_initial_image"]
 
 _INT = "iu"
+_ROWS = "i"  # the tables of rows the core runs: int64 in the hand-over (native.describe)
 
 
 def _need(ok: bool, what: str) -> None:
@@ -27,25 +28,58 @@ def _need(ok: bool, what: str) -> None:
 
 def _array(a, name: str, kinds: str, shape) -> np.ndarray:
     """``a`` is a numpy array of one of ``kinds`` with ``shape`` (None: any length)."""
-    _need(isinstance(a, np.ndarray) and a.dtype.kind in kinds and a.ndim == len(shape) and
-          all(want is None or have == want for have, want in zip(a.shape, shape)),
-          f"{name}: expected a {'/'.join(kinds)} array of shape {shape}, found "
-          f"{getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
+    if not (isinstance(a, np.ndarray) and a.dtype.kind in kinds and a.ndim == len(shape) and
+            all(want is None or have == want for have, want in zip(a.shape, shape))):
+        # The message only when it fails: this runs for every step's arrays of every load.
+        raise ValueError(f"{name}: expected a {'/'.join(kinds)} array of shape {shape}, found "
+                         f"{getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')}")
     return a
 
 
 def _indices(a: np.ndarray, limit: int, name: str, low: int = 0) -> None:
-    _need(a.size == 0 or (int(a.min()) >= low and int(a.max()) < limit), f"{name}: values out of range")
+    """Every value of ``a`` in [low, limit); else the first one that is not, by its row."""
+    if a.size == 0:
+        return
+    if low == 0:  # one pass, not two: negative values read as unsigned are past any limit
+        if int(a.view(a.dtype.str.replace("i", "u")).max()) < limit:
+            return
+    elif int(a.min()) >= low and int(a.max()) < limit:
+        return
+    flat = a.reshape(-1)
+    i = int(np.argmax((flat < low) | (flat >= limit)))
+    where = f" row {i}" if a.ndim == 1 else f" row {i // a.shape[1]}, column {i % a.shape[1]}"
+    raise ValueError(f"{name}{where}: expected {low}..{limit - 1}, found {int(flat[i])}")
+
+
+def _column(table: np.ndarray, table_name: str, column: str) -> np.ndarray:
+    """Column ``column`` of the rows of ``table`` (named in the contract's COLUMNS)."""
+    return table[:, COLUMNS[table_name][column]]
+
+
+def _same(have: np.ndarray, want: np.ndarray, name: str, source: str) -> None:
+    """``have`` repeats ``want`` (what the core runs, for the report's sake): the first
+    row where they differ is named."""
+    _need(have.shape == want.shape, f"{name}: {have.shape[0] if have.ndim else 0} rows, but {source} has "
+                                    f"{want.shape[0] if want.ndim else 0}")
+    differ = np.flatnonzero(np.any((have != want).reshape(have.shape[0], -1), axis=1)) if have.size else []
+    if len(differ):
+        row = int(differ[0])
+        raise ValueError(f"{name} row {row}: expected {want[row].tolist()} (as {source}), found {have[row].tolist()}")
 
 
 def _host_extents(lw):
-    """Per copy table: the bytes its host-side (source) and arena-side reach."""
+    """Per copy table: the bytes its host-side (source) and arena-side reach. Tables are
+    consecutive runs of segs (table_begin is checked first), so each is one reduceat
+    range: a non-empty table's reaches to the next non-empty one's start."""
     segs, begin = lw.segs, lw.table_begin
     ntables = begin.size - 1
     src, dst = np.zeros(ntables, np.int64), np.zeros(ntables, np.int64)
-    table = np.repeat(np.arange(ntables), np.diff(begin))
-    np.maximum.at(src, table, segs[:, 0] + segs[:, 2])
-    np.maximum.at(dst, table, segs[:, 1] + segs[:, 2])
+    filled = np.flatnonzero(np.diff(begin) > 0)
+    if filled.size:
+        col, starts = COLUMNS["segs"], begin[filled]
+        length = segs[:, col["len"]]
+        src[filled] = np.maximum.reduceat(segs[:, col["src"]] + length, starts)
+        dst[filled] = np.maximum.reduceat(segs[:, col["dst"]] + length, starts)
     return src, dst
 
 
@@ -93,20 +127,20 @@ def check_lowered(lw) -> None:
     p, v, m = lw.programs, lw.vertices, lw.layout
 
     # Tables the core runs (the core checks their contents; here, their shapes).
-    _array(lw.segs, "segs", _INT, (None, ROW_WIDTHS["segs"]))
+    _array(lw.segs, "segs", _ROWS, (None, ROW_WIDTHS["segs"]))
     _array(lw.table_begin, "table_begin", _INT, (None,))
     _need(lw.table_begin.size >= 1 and lw.table_begin[0] == 0 and lw.table_begin[-1] == lw.segs.shape[0] and
           bool(np.all(np.diff(lw.table_begin) >= 0)), "table_begin: bad table ranges")
-    _need(bool(np.all(lw.segs >= 0)), "segs: negative offsets or lengths")
+    _need(lw.segs.size == 0 or int(lw.segs.min()) >= 0, "segs: negative offsets or lengths")
     extents = _host_extents(lw)
-    _array(p.instrs, "programs.instrs", _INT, (None, ROW_WIDTHS["instrs"]))
+    _array(p.instrs, "programs.instrs", _ROWS, (None, ROW_WIDTHS["instrs"]))
     _array(p.entries, "programs.entries", _INT, (None,))
     nsteps = len(p.steps)
     ipus = t.num_ipus
     _need(isinstance(lw.replication_factor, int) and 1 <= lw.replication_factor <= 1 << 16,
           "replication_factor out of range")
     _array(p.step_costs, "programs.step_costs", "f", (nsteps, ipus, NUM_CATEGORIES))
-    _array(p.step_ipus, "programs.step_ipus", _INT, (nsteps, ROW_WIDTHS["step_ipus"]))
+    _array(p.step_ipus, "programs.step_ipus", _ROWS, (nsteps, ROW_WIDTHS["step_ipus"]))
     _array(p.replica_maps, "programs.replica_maps", _INT, (None, lw.replication_factor))
     _array(lw.replication_index_offsets, "replication_index_offsets", _INT, (None,))
     _need(set(lw.graph_counts) == {"num_vertices", "num_edges", "num_variables", "num_compute_sets"},
@@ -154,21 +188,34 @@ def check_lowered(lw) -> None:
             if getattr(c, name) is not None:
                 _array(getattr(c, name), f"programs.steps.{i}.cost.{name}", "f" + _INT, (tiles,))
 
-    # Vertices: what messages and reports index with.
-    nverts = _array(v.vertices, "vertices.vertices", _INT, (None, ROW_WIDTHS["vertices"])).shape[0]
-    ngroups = _array(v.groups, "vertices.groups", _INT, (None, ROW_WIDTHS["groups"])).shape[0]
-    _array(v.compute_sets, "vertices.compute_sets", _INT, (None, ROW_WIDTHS["compute_sets"]))
+    # Vertices: what messages, reports and the hand-over (native.describe) index with.
+    # The core checks the rows it runs when an engine is built; the report may be built
+    # without one, so the ranges it slices with are checked here too.
+    nverts = _array(v.vertices, "vertices.vertices", _ROWS, (None, ROW_WIDTHS["vertices"])).shape[0]
+    ngroups = _array(v.groups, "vertices.groups", _ROWS, (None, ROW_WIDTHS["groups"])).shape[0]
+    _array(v.compute_sets, "vertices.compute_sets", _ROWS, (None, ROW_WIDTHS["compute_sets"]))
     _need(len(v.codelet_fields) == len(v.codelets), "vertices.codelet_fields: one per codelet expected")
     ntypes = len(v.type_names)
     _need(len(v.type_fields) == ntypes and len(v.type_sources) == ntypes, "vertices.type_*: one per type expected")
     for name, limit in (("row_type", ntypes), ("row_cs", ncs), ("row_index", 1 << 62)):
         _indices(_array(getattr(v, name), f"vertices.{name}", _INT, (nverts,)), limit, f"vertices.{name}")
-    _indices(v.vertices[:, COLUMNS["vertices"]["tile"]], tiles, "vertices.vertices (tile column)")
-    _indices(_array(v.group_tiles, "vertices.group_tiles", _INT, (ngroups,)), tiles, "vertices.group_tiles")
-    _need(len(v.cs_names) == ncs and len(v.cs_buffer_bytes) == ncs and len(v.cs_groups) == ncs,
-          "vertices.cs_*: one per compute set expected")
-    for i, (first, count) in enumerate(v.cs_groups):
-        _need(0 <= first and 0 <= count and first + count <= ngroups, f"vertices.cs_groups.{i} out of range")
+    _indices(_column(v.vertices, "vertices", "codelet"), len(v.codelets), "vertices.vertices (codelet column)")
+    _indices(_column(v.vertices, "vertices", "tile"), tiles, "vertices.vertices (tile column)")
+    _indices(_column(v.groups, "groups", "tile"), tiles, "vertices.groups (tile column)")
+    _need(len(v.cs_names) == ncs and len(v.cs_buffer_bytes) == ncs and len(v.cs_shared_bytes) == ncs and
+          len(v.cs_groups) == ncs, "vertices.cs_*: one per compute set expected")
+    # group_tiles and cs_groups repeat columns of the tables the core runs, for the
+    # report: each group's compute cycles are added to the tile group_tiles names.
+    _same(_array(v.group_tiles, "vertices.group_tiles", _INT, (ngroups,)), _column(v.groups, "groups", "tile"),
+          "vertices.group_tiles", "vertices.groups' tile column")
+    first = _column(v.compute_sets, "compute_sets", "first_group")
+    count = _column(v.compute_sets, "compute_sets", "num_groups")
+    bad = np.flatnonzero((first < 0) | (count < 0) | (first > ngroups - count))
+    _need(bad.size == 0, f"vertices.compute_sets row {int(bad[0]) if bad.size else 0}: tile groups out of range "
+                         f"(expected within the {ngroups} groups)")
+    cs_groups = np.array(v.cs_groups, np.int64).reshape(len(v.cs_groups), 2)
+    _same(cs_groups, np.stack([first, count], axis=1), "vertices.cs_groups",
+          "vertices.compute_sets' first_group and num_groups columns")
     _array(v.exchange_costs, "vertices.exchange_costs", "f", (ncs, 2, ipus, NUM_CATEGORIES))
 
     # Memory layout.
