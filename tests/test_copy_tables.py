@@ -66,10 +66,10 @@ def run_table_and_compare(lowered, table, threads, streaming_bytes):
     """Runs program 0 on a machine and checks the whole tile memory against
     run_in_order; returns the machine's copy plan of ``table``."""
     m = build(lowered, threads, streaming_bytes)
-    before = m.arena().copy()
+    before = m.arena()[0].copy()
     run(m)
     expected = run_in_order(before, segments(lowered, table), bool(lowered.table_overlaps[table]))
-    np.testing.assert_array_equal(m.arena(), expected)
+    np.testing.assert_array_equal(m.arena()[0], expected)
     return m.copy_plan(table)
 
 

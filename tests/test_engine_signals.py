@@ -1,7 +1,8 @@
 """Signals during engine.run (native/core/run_signals.cpp): Ctrl-C stops a vertex stuck
-in a loop with KeyboardInterrupt and leaves the engine usable; a C++ vertex that crashes
-ends the process after naming the vertex type, tile and compute set. Each case runs in
-its own Python process."""
+in a loop (compiled, interpreted, or a C++ codelet) with KeyboardInterrupt and leaves the
+engine usable; a C++ vertex that aborts ends the process after naming the vertex type,
+tile and compute set (faults it survives: tests/test_vertex_faults.py). Each case runs
+in its own Python process."""
 import signal
 import subprocess
 import sys
@@ -58,10 +59,12 @@ CRASH_CODELET = textwrap.dedent("""
       Input<int> how;
       Output<int> out;
       bool compute() {
-        if (*how == 1)  // a write through a wild pointer
+        if (*how == 1)  // a write through a wild pointer: the vertex's error, the process lives on
           *reinterpret_cast<volatile int *>(std::uintptr_t(*how) * 8) = 42;
-        if (*how == 2)
+        if (*how == 2)  // abort() (a failed assert): the process ends
           std::abort();
+        for (volatile int i = 0; *how == 3; i = i + 1) {  // stuck in a loop
+        }
         *out = 1;
         return true;
       }
@@ -84,9 +87,18 @@ CRASH = textwrap.dedent("""
     cs = graph.add_compute_set("update weights")
     for i in range(3):
         graph.set_tile_mapping(graph.add_vertex(cs, "Crash", {"how": how[i], "out": out[i]}), 5)
-    engine = popsim.Engine(graph, Execute(cs))
+    ok = graph.add_compute_set("ok")
+    graph.set_tile_mapping(graph.add_vertex(ok, "Crash", {"how": how[0], "out": out[0]}), 5)
+    graph.create_host_read("out", out)
+    engine = popsim.Engine(graph, [Execute(cs), Execute(ok)])
     engine.load(device)
-    engine.run(0)
+    print("running", flush=True)
+    try:
+        engine.run(0)
+    except (KeyboardInterrupt, popsim.ApplicationRuntimeError) as e:
+        engine.run(1)
+        print(f"usable after {type(e).__name__}:", engine.read_tensor("out")[0], flush=True)
+        raise
     print("not reached", flush=True)
 """)
 
@@ -108,18 +120,40 @@ def test_ctrl_c_stops_a_vertex_stuck_in_a_loop(tmp_path, mode):
     assert err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
 
 
-@pytest.mark.parametrize("how,signum", [(1, signal.SIGSEGV), (2, signal.SIGABRT)])
-def test_a_crashing_vertex_is_named_before_the_process_ends(tmp_path, how, signum):
+def crash_script(tmp_path, how):
     codelet = tmp_path / "crash.cpp"
     codelet.write_text(CRASH_CODELET)
     script = tmp_path / "crash.py"
     script.write_text(CRASH)
-    result = subprocess.run([sys.executable, str(script), str(codelet), str(how)], capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == -signum
+    return [sys.executable, str(script), str(codelet), str(how)]
+
+
+def test_an_aborting_vertex_is_named_before_the_process_ends(tmp_path):
+    result = subprocess.run(crash_script(tmp_path, 2), capture_output=True, text=True, timeout=120)
+    assert result.returncode == -signal.SIGABRT
     assert "not reached" not in result.stdout
-    assert f"popsim: {signal.Signals(signum).name}" in result.stderr
+    assert "popsim: SIGABRT" in result.stderr
     assert "in vertex 'Crash' on tile 5 in compute set 'update weights'" in result.stderr
+
+
+def test_a_vertex_that_faults_fails_the_run_and_the_process_lives_on(tmp_path):
+    result = subprocess.run(crash_script(tmp_path, 1), capture_output=True, text=True, timeout=120)
+    assert "usable after ApplicationRuntimeError: 1" in result.stdout, result.stderr[-2000:]
+    assert "vertex 'Crash' (#1) on tile 5 in compute set 'update weights' crashed: an invalid memory access " \
+           "(SIGSEGV) at address 0x8" in result.stderr
+
+
+def test_ctrl_c_stops_a_cpp_codelet_stuck_in_a_loop(tmp_path):
+    child = subprocess.Popen(crash_script(tmp_path, 3), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "running"
+        time.sleep(1.0)  # well inside engine.run, in the vertex's loop
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)  # before vertex_guard: the loop never returns
+    finally:
+        child.kill()
+    assert "usable after KeyboardInterrupt: 1" in out, err[-2000:]
+    assert err.rstrip().endswith("KeyboardInterrupt"), err[-2000:]
 
 
 LOOP_IN_A_THREAD = textwrap.dedent("""

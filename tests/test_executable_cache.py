@@ -238,3 +238,24 @@ def test_a_cache_entry_is_checked_like_a_file_whatever_its_digest_says(device, t
     got = drive(engine, device)
     np.testing.assert_array_equal(got["y"], expected["y"])
     assert got["cycles"] == expected["cycles"]
+
+
+@pytest.mark.compiler
+def test_a_cache_entry_the_core_refuses_is_evicted_and_compiled_again(device, tmp_path, caplog):
+    """An entry that passes the file's checks but not the core's (a field offset that
+    is not aligned to its elements: only the core knows what each codelet reads) is
+    removed from the cache and compiled again once, so it does not stay there refused
+    at every Engine."""
+    g, progs = build(device)
+    options = {"popsim.cacheDir": str(tmp_path)}
+    expected = drive(popsim.Engine(g, progs, options), device)
+    key = popsim.Engine(g, progs, options).get_report().compilation.cache_key
+    entry = tmp_path / "executables" / f"{key}.popsimexe"
+    rewrite_entry(entry, _row("fields", "offset", 1))
+    caplog.set_level(logging.WARNING, logger="popsim")
+    engine = popsim.Engine(g, progs, options)
+    assert "compiling it again" in caplog.text and "malformed" in caplog.text
+    assert not engine.get_report().compilation.from_cache
+    got = drive(engine, device)
+    np.testing.assert_array_equal(got["y"], expected["y"])
+    assert popsim.Engine(g, progs, options).get_report().compilation.from_cache  # the entry stored again is good

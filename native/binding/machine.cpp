@@ -424,12 +424,13 @@ void bind_machine(py::module_ &m) {
       .def_property_readonly("arena_bytes", &PyMachine::arena_bytes)
       .def_property_readonly("num_threads", &PyMachine::num_threads)
       .def("copy_plan", &PyMachine::copy_plan)
-      // Every replica's tile memory as one writable uint8 array, replica r's at
-      // r * arena_stride (for interpreted vertices).
+      // Every replica's tile memory as one writable uint8 array of shape (replicas,
+      // arena_bytes), replica r's row r (for interpreted vertices). The rows are
+      // arena_stride apart, with inaccessible guard regions between them.
       .def("arena", [](py::object self) {
         auto &m = self.cast<PyMachine &>();
-        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.arena_stride() * m.local_replicas())}, {1},
-                                    m.arena_data(), self);
+        return py::array_t<uint8_t>({static_cast<py::ssize_t>(m.local_replicas()), static_cast<py::ssize_t>(m.arena_bytes())},
+                                    {static_cast<py::ssize_t>(m.arena_stride()), py::ssize_t{1}}, m.arena_data(), self);
       });
 }
 

@@ -70,6 +70,11 @@ void bind_contract(py::module_ &m) {
   POPSIM_ERROR_KINDS(POPSIM_EXPORT_KIND)
 #undef POPSIM_EXPORT_KIND
 
+  py::enum_<FaultPlace>(m, "FaultPlace", "Where a vertex's code faulted (core/status.hpp)")
+#define POPSIM_EXPORT_PLACE(name, code, doc) .value(#name + 6, name, doc)  // without "FAULT_"
+      POPSIM_FAULT_PLACES(POPSIM_EXPORT_PLACE);
+#undef POPSIM_EXPORT_PLACE
+
   py::enum_<PeerOp>(m, "PeerOp", "What a run asks of the other processes (native/core/peers.hpp)")
       .value("EXCHANGE", PEER_EXCHANGE)
       .value("GATHER", PEER_GATHER)

@@ -11,10 +11,13 @@
 #include "core/validate.hpp"
 
 #include "core/run_signals.hpp"
+#include "core/vertex_guard.hpp"
 
 namespace popsim {
 
 namespace {
+const volatile int32_t kNeverStopped = 0;  // the stop flag of a machine that gives none
+
 uint8_t *alloc_state(int64_t bytes) {
   // 64-byte alignment covers any vertex class. Not zeroed here: bind_all zeroes the
   // state before it constructs the objects, at every load.
@@ -29,8 +32,8 @@ ComputeEngine::ComputeEngine(const VertexTables &tables, ThreadPool &pool, const
                              const volatile int32_t *stop)
     : t_(tables), block_(block), num_replicas_(std::max<int64_t>(block.local(), 1)),
       state_stride_((tables.state_bytes + 63) / 64 * 64),
-      state_(alloc_state(state_stride_ * std::max<int64_t>(block.local(), 1)), std::free), interrupt_(stop),
-      pool_(pool) {
+      state_(alloc_state(state_stride_ * std::max<int64_t>(block.local(), 1)), std::free),
+      interrupt_(stop ? stop : &kNeverStopped), pool_(pool) {
   // The tables were validated with the executable (validate.hpp); what remains to check
   // needs the codelets themselves: the vertices' state objects (which hold the field
   // pointers bind() sets) must be aligned, fit, and not overlap.
@@ -214,6 +217,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replic
   RunningScope running(this, compute_set);
   // Locals, not members: the compiler must assume a call may change what members hold.
   RunningVertex &current = running.running;
+  // Host-run vertices run Python, which must not be jumped out of: such a group marks
+  // only its compiled vertices as vertex code (vertex_guard.hpp); others are marked whole.
+  std::atomic<const volatile int32_t *> *inside = kHost ? vertex_guard().inside() : nullptr;
   const volatile int32_t *interrupt = interrupt_;
   const RunRow *rows = runs_.data();
   const Codelet *codelets = codelets_.data();
@@ -235,7 +241,9 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replic
       ctx = call.ctx;
       result = call.result;
     } else {
+      if (kHost) inside->store(interrupt, std::memory_order_relaxed);
       result = c.compute(obj, static_cast<uint32_t>(w), &ctx);
+      if (kHost) inside->store(nullptr, std::memory_order_relaxed);
     }
     const double cycles = !kCounts || estimate >= 0 ? estimate : static_cast<double>(ctx.cycles);
     busy[w] += cycles;
@@ -275,6 +283,34 @@ void ComputeEngine::run_group(int64_t compute_set, int64_t group, int64_t replic
   out.result = 1;
 }
 
+template <bool kHost, bool kCounts>
+void ComputeEngine::run_guarded(int64_t compute_set, int64_t group, int64_t replica, const HostInterface *host,
+                                GroupResult &out) {
+  VertexGuard &guard = vertex_guard();
+  guard.prepare();
+  // The recovery point (vertex_guard.hpp): a jump back means the vertex running then
+  // (running_vertex().vertex) faulted, or its run was stopped while it ran.
+  if (sigsetjmp(guard.recovery, 0) != 0) {
+    RunningVertex &running = running_vertex();
+    const VertexFault &fault = guard.fault;
+    out = GroupResult{};
+    out.failed_vertex = running.vertex;
+    out.result = -1;
+    out.ctx.error = fault.signal ? POPSIM_FAULT : POPSIM_INTERRUPTED;
+    out.ctx.error_index = fault.signal;
+    out.ctx.error_field = fault.stack_overflow ? FAULT_STACK_OVERFLOW : FAULT_ELSEWHERE;
+    out.ctx.error_size = static_cast<int64_t>(fault.address);
+    running.engine = nullptr;  // the jump skipped run_group's RunningScope
+    return;
+  }
+  guard.armed = 1;
+  std::atomic<const volatile int32_t *> *inside = guard.inside();
+  if (!kHost) inside->store(interrupt_, std::memory_order_relaxed);
+  run_group<kHost, kCounts>(compute_set, group, replica, host, out);
+  if (!kHost) inside->store(nullptr, std::memory_order_relaxed);
+  guard.armed = 0;
+}
+
 Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles,
                           ErrorRecord &error) {
   const ComputeSetRow &cs = t_.compute_sets[static_cast<size_t>(compute_set)];
@@ -293,12 +329,12 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
   if (has_host_[static_cast<size_t>(compute_set)]) {
     for (int64_t r = 0; r < num_replicas_; ++r)
       for (int64_t i = 0; i < cs.num_groups; ++i)
-        run_group<true, true>(compute_set, cs.first_group + i, r, &host, result(r, cs.first_group + i));
+        run_guarded<true, true>(compute_set, cs.first_group + i, r, &host, result(r, cs.first_group + i));
   } else {
     pool_.parallel_for(cs.num_groups * num_replicas_, [&](int64_t k) {
       const int64_t r = k / cs.num_groups, g = cs.first_group + k % cs.num_groups;
-      if (group_counts_[static_cast<size_t>(g)]) run_group<false, true>(compute_set, g, r, nullptr, result(r, g));
-      else run_group<false, false>(compute_set, g, r, nullptr, result(r, g));
+      if (group_counts_[static_cast<size_t>(g)]) run_guarded<false, true>(compute_set, g, r, nullptr, result(r, g));
+      else run_guarded<false, false>(compute_set, g, r, nullptr, result(r, g));
     });
   }
   cycles = ComputeSetCycles{};

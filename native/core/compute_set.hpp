@@ -72,8 +72,15 @@ class ComputeEngine {
   static constexpr uint32_t kMulti = 1u << 6;
   static constexpr uint32_t kCodeletShift = 7;
 
+  // Runs a group's vertices from a recovery point (vertex_guard.hpp): a fault in their
+  // code, or a stop while it runs, fails the group at that vertex.
   template <bool kHost, bool kCounts>
-  void run_group(int64_t compute_set, int64_t group, int64_t replica, const HostInterface *host, GroupResult &out);
+  void run_guarded(int64_t compute_set, int64_t group, int64_t replica, const HostInterface *host, GroupResult &out);
+  // Not inlined into run_guarded: a function that calls sigsetjmp keeps its variables in
+  // memory, and this loop is the hot one.
+  template <bool kHost, bool kCounts>
+  __attribute__((noinline)) void run_group(int64_t compute_set, int64_t group, int64_t replica,
+                                           const HostInterface *host, GroupResult &out);
   // Throws MalformedExecutable unless every vertex's state object (of its codelet's
   // size) is aligned, inside the state memory and overlaps no other.
   void check_state_objects(const std::vector<uint64_t> &sizes) const;

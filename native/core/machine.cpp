@@ -26,15 +26,14 @@ uint64_t mask_of(int64_t bits) { return static_cast<uint64_t>(bits); }
 Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, int64_t streaming_bytes,
                  int64_t first_replica, int64_t local_replicas)
     : exe_(std::move(exe)), block_(exe_.num_replicas, first_replica, local_replicas),
-      extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes), arena_stride_((exe_.arena_bytes + 63) / 64 * 64),
+      extents_(validate(exe_)), arena_bytes_(exe_.arena_bytes),
       clocks_(exe_.num_steps, exe_.num_ipus, trace_capacity), pool_(num_threads) {
   if (!block_.valid())
     throw std::invalid_argument("the replicas a process holds must be a block of the graph's " +
                                 std::to_string(exe_.num_replicas) + ", of a size that divides it");
-  // calloc: zero pages come lazily from the OS, so big arenas cost nothing up front.
-  const int64_t total = arena_stride_ * block_.local();
-  arena_ = static_cast<uint8_t *>(std::calloc(total > 0 ? static_cast<size_t>(total) : 1, 1));
-  if (!arena_) throw std::bad_alloc();
+  memory_ = std::make_unique<TileMemory>(arena_bytes_, block_.local());
+  arena_ = memory_->base();
+  arena_stride_ = memory_->stride();
   streams_.resize(exe_.stream_transfer_bytes.size() * static_cast<size_t>(block_.local()));
   for (int64_t s = 0; s < num_streams(); ++s)
     for (int64_t r = 0; r < block_.local(); ++r) endpoint(s, r).transfer_bytes = transfer_bytes(s);
@@ -46,7 +45,21 @@ Machine::Machine(Executable exe, unsigned num_threads, int64_t trace_capacity, i
   reset_counters();
 }
 
-Machine::~Machine() { std::free(arena_); }
+Machine::~Machine() = default;
+
+void Machine::request_stop() {
+  stop_ = 1;
+  stop_vertex_code();  // vertex code that does not poll the flag (C++ codelets)
+}
+
+void Machine::locate_fault() {
+  int64_t replica = 0, offset = 0;
+  if (error_.error_field == FAULT_ELSEWHERE &&
+      memory_->locate(static_cast<uintptr_t>(error_.error_size), replica, offset)) {
+    error_.error_field = FAULT_BESIDE_TILE_MEMORY;
+    error_.error_size = offset;
+  }
+}
 
 void Machine::reset_counters() {
   step_counts_.assign(static_cast<size_t>(exe_.num_steps), 0);
@@ -62,9 +75,9 @@ bool Machine::host_table_fits(int64_t table, int64_t host_bytes, bool to_device)
 }
 
 void Machine::load(int64_t table, const uint8_t *image, int64_t vertex_table, const uint8_t *vertex_image) {
-  // A fresh arena is calloc's lazily zeroed memory: not touching it keeps a huge one
-  // (a graph built with debug.allowOutOfMemory) from costing host memory.
-  if (!fresh_) std::memset(arena_, 0, static_cast<size_t>(arena_stride_ * block_.local()));
+  // A fresh arena is lazily zeroed memory: not touching it keeps a huge one (a graph
+  // built with debug.allowOutOfMemory) from costing host memory.
+  if (!fresh_) memory_->zero();
   fresh_ = false;
   for (int64_t r = 0; r < block_.local(); ++r) {
     if (table >= 0) run_table(table, image, arena(r));
@@ -345,6 +358,7 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         if (status != Status::Ok) {
           error_.pc = pc;
           error_.step = in.step;
+          if (error_.error_kind == POPSIM_FAULT) locate_fault();
           return status;
         }
         if (cs.exchange_out >= 0)

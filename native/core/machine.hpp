@@ -14,7 +14,9 @@
 #include "core/peers.hpp"
 #include "core/status.hpp"
 #include "core/streams.hpp"
+#include "core/tile_memory.hpp"
 #include "core/validate.hpp"
+#include "core/vertex_guard.hpp"
 
 namespace popsim {
 
@@ -76,7 +78,7 @@ class Machine {
   // The run's stop flag: set from any thread (a watchdog, the SIGINT handler), it ends the
   // run within about a poll interval (Status::Stopped) or its vertex code's next poll.
   volatile int32_t *stop_flag() { return &stop_; }
-  void request_stop() { stop_ = 1; }
+  void request_stop();
   void clear_stop() { stop_ = 0; }
   const ErrorRecord &error() const { return error_; }
 
@@ -95,6 +97,8 @@ class Machine {
   const StreamEndpoint &endpoint(int64_t stream, int64_t replica) const {
     return streams_[static_cast<size_t>(stream * block_.local() + replica)];
   }
+  // A vertex's fault: whether its address lies in a guard beside a replica's tile memory.
+  void locate_fault();
   // `replica`: of the graph (not the block's index), or -1.
   Status fail(Status status, int64_t pc, int64_t id, int64_t replica = -1);
   // A control-flow decision: replica 0's, once every replica makes the same.
@@ -112,11 +116,12 @@ class Machine {
   Executable exe_;
   ReplicaBlock block_;
   TableExtents extents_;
+  std::unique_ptr<TileMemory> memory_;  // arena_ and arena_stride_ are its base and stride
   uint8_t *arena_ = nullptr;
   int64_t arena_bytes_ = 0;
   int64_t arena_stride_ = 0;
   bool loaded_ = false;
-  bool fresh_ = true;  // the arena is still all zeros from calloc
+  bool fresh_ = true;  // the arena is still all zeros from the OS
   volatile int32_t stop_ = 0;
   std::vector<StreamEndpoint> streams_;  // num_streams x num_replicas
   std::vector<StreamEndpoint> started_;  // the endpoints of the stream transfer under way

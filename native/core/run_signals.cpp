@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "core/compute_set.hpp"
+#include "core/vertex_guard.hpp"
 
 namespace popsim {
 
@@ -64,6 +65,7 @@ void on_sigint(int sig, siginfo_t *info, void *context) {
       volatile int32_t *flag = slot.load(std::memory_order_relaxed);
       if (flag) *flag = 1;
     }
+    stop_vertex_code();  // and vertex code that does not poll them
   }
   // Python's handler only sets its own flag (async-signal-safe) and raises
   // KeyboardInterrupt once the interpreter runs again.
@@ -122,6 +124,9 @@ void report_running_vertex(int sig) {
 
 void on_fatal(int sig, siginfo_t *info, void *context) {
   const int saved_errno = errno;
+  // A fault in guarded vertex code ends the vertex (a jump, no return). Not abort(): it
+  // holds glibc's abort lock, and a codelet's failed assert() ends the process as before.
+  if (sig != SIGABRT) vertex_guard().recover(sig, info);
   report_running_vertex(sig);
   for (int k = 0; k < kNumFatal; ++k) {
     if (kFatal[k] != sig || forward(g_prev_fatal[k], sig, info, context)) continue;
@@ -147,6 +152,7 @@ struct sigaction handler_action(void (*fn)(int, siginfo_t *, void *), int extra_
 // handler is checked each run, since Python code may have replaced it since: it is
 // (re)installed over a handler someone installed, never over "ignore" or "default".
 void install() {
+  install_vertex_stopper();
   struct sigaction current;
   if (sigaction(SIGINT, nullptr, &current) == 0 && !is_handler(current, on_sigint) &&
       (current.sa_flags & SA_SIGINFO ? current.sa_sigaction != nullptr

@@ -4,14 +4,18 @@
 // until the run returns. While a run is in progress (a RunSignals scope is open), a SIGINT
 // handler sets the interrupt flag and every running machine's stop flag (compiled vertex
 // code polls it on loop back-edges through popsim_exec::interrupt; the compute engine
-// checks it between vertices, the machine every so many instructions); it
+// checks it between vertices, the machine every so many instructions; C++ codelets,
+// which poll nothing, are stopped by a signal: vertex_guard.hpp); it
 // always forwards the signal to the handler it replaced (Python's), so KeyboardInterrupt
 // is raised as soon as Python runs again. The binding asks interrupted() after the run.
 //
-// Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) in vertex code end the process,
-// as on Poplar's IPUModel, but first say which vertex was running: its type, tile and
-// compute set, written with write(2) from what the compute engine recorded for the
-// crashing thread (RunningVertex). The signal then goes to the disposition the handler
+// Faults in vertex code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) end only the vertex: the
+// handler jumps back to the compute engine (vertex_guard.hpp), and the run fails with the
+// vertex's error. Fatal signals it cannot recover from (SIGABRT, e.g. a codelet's failed
+// assert; a fault on a thread with no recovery point) end the process, as on Poplar's
+// IPUModel, but first say which vertex was running: its type, tile and compute set,
+// written with write(2) from what the compute engine recorded for the crashing thread
+// (RunningVertex). The signal then goes to the disposition the handler
 // replaced (faulthandler, if enabled, still prints its traceback; the default action ends
 // the process). Outside vertex code the handler only passes signals on.
 //

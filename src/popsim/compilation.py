@@ -15,4 +15,5 @@ class CompilationInfo:
     from_cache: bool = False
     cache_reason: str = ""
     cache_key: str = ""
+    cache_path: str = ""  # the executable-cache entry it was loaded from, if it was
     phases: Dict[str, float] = field(default_factory=dict)

@@ -20,6 +20,7 @@ VERTEX_MULTI           the vertex-row flag of a MultiVertex
 STATE_ALIGNMENT        vertex state objects start at multiples of this many bytes
 MAX_CALL_DEPTH         how deep Calls may nest (the VM's return stack)
 ErrorKind              what a codelet's popsim_exec.error holds (ErrorKind.INDEX_ERROR)
+FaultPlace             where a vertex's code faulted (FaultPlace.STACK_OVERFLOW)
 PeerOp                 what a run asks of the other MPI processes (PeerOp.EXCHANGE, GATHER)
 CATEGORIES, CAT        the cost categories of a step's cost vector, and name -> index
 NUM_CATEGORIES         len(CATEGORIES)
@@ -39,7 +40,7 @@ from typing import Dict, Tuple
 
 from . import _core
 
-__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT", "MAX_CALL_DEPTH", "ErrorKind", "PeerOp",
+__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT", "MAX_CALL_DEPTH", "ErrorKind", "FaultPlace", "PeerOp",
            "CATEGORIES", "CAT", "NUM_CATEGORIES", "ROW_WIDTHS", "COLUMNS", "EXEC_FIELDS", "EXEC_SIZE",
            "SPAN_FIELDS", "SPAN_SIZE", "ExecContext", "Span"]
 
@@ -61,6 +62,7 @@ ScalarType = _int_enum("ScalarType", _core.ScalarType, "Scalar type codes of con
 Status = _int_enum("Status", _core.Status, "How a run of the core ended (native/core/status.hpp).")
 FieldBase = _int_enum("FieldBase", _core.FieldBase, "Where a vertex field row points.")
 ErrorKind = _int_enum("ErrorKind", _core.ErrorKind, "What a codelet reports in popsim_exec.error.")
+FaultPlace = _int_enum("FaultPlace", _core.FaultPlace, "Where a vertex's code faulted (native/core/status.hpp).")
 PeerOp = _int_enum("PeerOp", _core.PeerOp, "What a run asks of the other MPI processes (native/core/peers.hpp).")
 
 #: ScalarType -> (bytes, numpy kind)

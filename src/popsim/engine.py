@@ -36,7 +36,7 @@ from .errors import (
     did_you_mean,
 )
 from .dist import replica_block, world
-from .executable import Executable, compile_executable
+from .executable import Executable, compile_executable, evict_from_cache
 from .graph import Graph
 from .lower import HostHandle, Lowered
 from .log import configure as configure_logging
@@ -132,15 +132,25 @@ class Engine(SnakeCaseNames):
         self._replicas: int = lw.replication_factor
         # Under MPI this process holds replicas [first, first + local) (popsim.dist).
         self._first, self._local = replica_block(self._replicas, f"engine #{self._number}")
-        with phase("build core", self._exe.compilation.phases):
-            self._machine = build_machine(lw, threads, int(self._options["popsim.traceLength"]), self._first,
-                                          self._local)
+        trace = int(self._options["popsim.traceLength"])
+        try:
+            with phase("build core", self._exe.compilation.phases):
+                self._machine = build_machine(lw, threads, trace, self._first, self._local)
+        except PopsimError as e:
+            if not (isinstance(graph_or_executable, Graph) and self._exe.compilation.from_cache):
+                raise
+            # A cache entry that passed the file's checks but not the core's: compiled again, once.
+            evict_from_cache(self._exe, str(e))
+            self._exe = compile_graph(graph_or_executable, programs, self._options)
+            self._lowered = lw = self._exe.lowered
+            with phase("build core", self._exe.compilation.phases):
+                self._machine = build_machine(lw, threads, trace, self._first, self._local)
         comm = world()
         self._peers: Optional[PeerLink] = None if comm is None else PeerLink(comm, f"engine #{self._number}")
         if self._peers is not None:
             self._peers.agree("graph, programs and initial values", _build_fingerprint(lw))
             self._peers.serve_copies(np.asarray(lw.segs), np.asarray(lw.table_begin), lw.programs.replica_maps,
-                                     self._machine.arena(), self._machine.arena_stride, self._first, self._local)
+                                     self._machine.arena(), self._first, self._local)
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
         # (stream, replica) -> callback: held here, where gc sees them
         self._stream_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
@@ -304,8 +314,7 @@ class Engine(SnakeCaseNames):
         return (1 if ok else 0), int(cycles)
 
     def _field_arrays(self, row: int, replica: int) -> list:
-        stride = self._machine.arena_stride
-        arena = self._machine.arena()[replica * stride:(replica + 1) * stride]
+        arena = self._machine.arena()[replica]
         vt = self._lowered.vertices
         out = []
         for spec, view in zip(vt.vertex_types[vt.row_type[row]].fields, vt.field_views(row)):

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence, Union
 
 from . import config
-from .cachedir import is_verified, store_verified, usable_dir
+from .cachedir import evict, is_verified, store_verified, usable_dir
 from .compilation import CompilationInfo
 from .digest import graph_digest
 from .errors import GraphMemoryAllocationError, PopsimError
@@ -47,7 +47,7 @@ from .program import Program
 from .target import Target
 from .version import __version__
 
-__all__ = ["Executable", "compile_executable", "FORMAT_VERSION"]
+__all__ = ["Executable", "compile_executable", "evict_from_cache", "FORMAT_VERSION"]
 
 # The options that shape what is compiled (the rest only affect how it runs or reports).
 COMPILE_OPTIONS = ("debug.allowOutOfMemory", "popsim.codeletMode", "popsim.checkRaces")
@@ -152,7 +152,8 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
                 with phase("pack initial values", timings):
                     _pack_graph_values(lowered, state)
                 exe = Executable(lowered, options, CompilationInfo(from_cache=True, cache_reason=f"loaded from {path}",
-                                                                   cache_key=info.cache_key, phases=timings))
+                                                                   cache_key=info.cache_key, cache_path=str(path),
+                                                                   phases=timings))
                 logger.info("executable %s loaded from the cache", info.cache_key)
                 return exe
             except PopsimError as e:
@@ -182,6 +183,13 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
             info.cache_reason = f"compiled; could not save to the cache ({e})"
             logger.warning("could not save executable %s to the cache: %s", info.cache_key, e)
     return exe
+
+
+def evict_from_cache(exe: Executable, why: str) -> None:
+    """Remove the executable-cache entry ``exe`` was loaded from: it passed the file's
+    checks but the core refused it (``why``), so the next compile lowers the graph again."""
+    logger.warning("cached executable %s is unusable (%s); compiling it again", exe.compilation.cache_path, why)
+    evict(Path(exe.compilation.cache_path))
 
 
 def _pack_graph_values(lowered: Lowered, state) -> None:

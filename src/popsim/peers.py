@@ -76,11 +76,11 @@ class PeerLink:
             self._notice_request.Wait()
 
     def serve_copies(self, segs: np.ndarray, table_begin: np.ndarray, replica_maps: np.ndarray, arena: np.ndarray,
-                     stride: int, first: int, local: int) -> None:
+                     first: int, local: int) -> None:
         """What cross-replica copies between tile memories need: the copy tables (rows
         src, dst, len), the replica maps, and this process's tile memory (replica
-        first + i at arena[i * stride:]), which holds replicas [first, first + local)."""
-        self._tables = (segs, table_begin, replica_maps, arena, stride, first, local)
+        first + i's is arena[i]), which holds replicas [first, first + local)."""
+        self._tables = (segs, table_begin, replica_maps, arena, first, local)
 
     def agree(self, what: str, parts) -> None:
         """PopsimError on every process unless all give the same ``parts`` (numpy arrays:
@@ -168,7 +168,7 @@ class PeerLink:
     def _copy(self, table: int, map_index: int) -> None:
         """Cross-replica copy ``table`` between this process's replicas and the others':
         each fragment from the source replica's tile memory into the destination's."""
-        segs, begin, maps, arena, stride, first, local = self._tables
+        segs, begin, maps, arena, first, local = self._tables
         if begin[table] == begin[table + 1]:
             return
         requests = []
@@ -176,10 +176,10 @@ class PeerLink:
             if d < 0 or (first <= r < first + local) == (first <= d < first + local):
                 continue
             if first <= r < first + local:
-                memory = arena[(r - first) * stride:(r - first + 1) * stride]
+                memory = arena[r - first]
                 requests.append(self._comm.Isend([memory, 1, self._datatype(table, "src")], d // local, _DATA_TAG))
             else:
-                memory = arena[(d - first) * stride:(d - first + 1) * stride]
+                memory = arena[d - first]
                 requests.append(self._comm.Irecv([memory, 1, self._datatype(table, "dst")], r // local, _DATA_TAG))
         self._wait(requests, cancel=True)
 

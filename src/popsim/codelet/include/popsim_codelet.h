@@ -44,7 +44,8 @@ typedef popsim_span popsim_field;
   X(OK, 0, "no error")                                                           \
   X(INDEX_ERROR, 1, "an index out of range: error_field, error_index, error_size") \
   X(EXCEPTION, 2, "a C++ codelet threw (its message went to stderr)")             \
-  X(INTERRUPTED, 3, "stopped early: *interrupt became non-zero (Ctrl-C)")
+  X(INTERRUPTED, 3, "stopped early: *interrupt became non-zero (Ctrl-C)")           \
+  X(FAULT, 4, "set by the engine, not codelets: the vertex's code faulted; error_index = the signal, error_field = where (the engine's FAULT_*), error_size = the address or offset")
 
 #define POPSIM_ENUM_ERROR_KIND(name, value, doc) POPSIM_##name = value,
 enum popsim_error_kind { POPSIM_ERROR_KINDS(POPSIM_ENUM_ERROR_KIND) };
