@@ -418,3 +418,30 @@ def test_load_needs_a_device(small_device):
     e = popsim.Engine(g, Sequence())
     with pytest.raises(TypeError, match="load needs a Device, found Target"):
         e.load(small_device.target)
+
+
+def test_arguments_of_the_wrong_kind_are_popsims_type_errors(device):
+    """Engine, compile_graph, load, run and the host-transfer calls raise popsim.TypeError
+    (a PopsimError) for an argument of the wrong kind, never Python's own errors."""
+    g = popsim.Graph(device)
+    x = mapped(g, FLOAT, [2], "x")
+    g.create_host_write("x", x)
+    checks = [
+        (lambda: popsim.Engine(3), "Engine needs a Graph"),
+        (lambda: popsim.compile_graph(3, Sequence()), "compile needs a Graph, found int"),
+        (lambda: popsim.compile_graph(g, 3), "programs must be a Program or a list of them, found int"),
+        (lambda: popsim.compile_graph(g, [Sequence(), "x"]), "program 1 is a str, not a Program"),
+    ]
+    for call, message in checks:
+        with pytest.raises(popsim.TypeError, match=message):
+            call()
+    engine = popsim.Engine(g, Sequence())
+    with pytest.raises(popsim.TypeError, match="load needs a Device"):
+        engine.load(3)
+    engine.load(device)
+    for call, message in [(lambda: engine.run("0"), "program_index must be an integer"),
+                          (lambda: engine.write_tensor(["x"], [1, 2]), "write_tensor: a handle is a string, found list"),
+                          (lambda: engine.read_tensor(["x"]), "read_tensor: a handle is a string, found list"),
+                          (lambda: engine.connect_stream(["s"], np.zeros(2)), "a stream handle is a string")]:
+        with pytest.raises(popsim.TypeError, match=message):
+            call()

@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import config
+from . import config, errors
 from .contract import Status
 from .device import Device
 from .engine_guard import UseGuard
@@ -109,16 +109,16 @@ class Engine(SnakeCaseNames):
             if options is None and isinstance(programs, dict):
                 options, programs = programs, None
             if programs is not None:
-                raise TypeError("Engine(executable, options): an executable already holds its programs")
+                raise errors.TypeError("Engine(executable, options): an executable already holds its programs")
             self._options = EngineOptions(options)
             self._exe = graph_or_executable
         elif isinstance(graph_or_executable, Graph):
             if programs is None:
-                raise TypeError("Engine(graph, programs, options) needs the programs to run")
+                raise errors.TypeError("Engine(graph, programs, options) needs the programs to run")
             self._options = EngineOptions(options)
             self._exe = compile_graph(graph_or_executable, programs, self._options)
         else:
-            raise TypeError(f"Engine needs a Graph (and programs) or an Executable, found "
+            raise errors.TypeError(f"Engine needs a Graph (and programs) or an Executable, found "
                             f"{type(graph_or_executable).__name__}")
         lw = self._exe.lowered
         self._lowered: Lowered = lw
@@ -205,7 +205,7 @@ class Engine(SnakeCaseNames):
         """Load onto ``device``: tile memory gets its initial contents (constants, initial
         values, zeros elsewhere). Stream connections are kept."""
         if not isinstance(device, Device):
-            raise TypeError(f"load needs a Device, found {type(device).__name__}")
+            raise errors.TypeError(f"load needs a Device, found {type(device).__name__}")
         mine, theirs = self._target, device.target
         if self._replicas > 1:  # the graph's target is one replica of the device
             mine = mine.with_changes(num_ipus=mine.num_ipus * self._replicas)
@@ -233,7 +233,7 @@ class Engine(SnakeCaseNames):
     def run(self, program_index: int = 0, debug_name: str = "") -> None:
         """Run program ``program_index`` to completion."""
         if isinstance(program_index, bool) or not isinstance(program_index, (int, np.integer)):
-            raise TypeError(f"run: program_index must be an integer, found {type(program_index).__name__}")
+            raise errors.TypeError(f"run: program_index must be an integer, found {type(program_index).__name__}")
         n = self.num_programs
         if not 0 <= program_index < n:
             raise PopsimError(f"run: program index {program_index} is out of range: this engine has {n} "
@@ -328,6 +328,8 @@ class Engine(SnakeCaseNames):
     # -- host transfers -------------------------------------------------------------------------
     def _handle(self, registry: Dict[str, HostHandle], other: Dict[str, HostHandle], handle: str,
                 kind: str) -> HostHandle:
+        if not isinstance(handle, str):
+            raise errors.TypeError(f"{kind}_tensor: a handle is a string, found {type(handle).__name__}")
         if handle in registry:
             return registry[handle]
         if handle in other:
@@ -417,6 +419,8 @@ class Engine(SnakeCaseNames):
 
     # -- streams --------------------------------------------------------------------------------
     def _stream(self, handle: str):
+        if not isinstance(handle, str):
+            raise errors.TypeError(f"a stream handle is a string, found {type(handle).__name__}")
         if handle not in self._stream_index:
             raise UnknownHandleError(f"no stream named '{handle}': {did_you_mean(handle, self._stream_index)}")
         return self._lowered.streams[self._stream_index[handle]]

@@ -30,11 +30,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Union
 
-from . import config
+from . import config, errors
 from .cachedir import evict, is_verified, store_verified, usable_dir
 from .compilation import CompilationInfo
 from .digest import graph_digest
 from .errors import GraphMemoryAllocationError, PopsimError
+from .graph import Graph
 from .executable_file import FORMAT_VERSION, read_executable, write_executable
 from .lower import Lowered, lower_graph
 from .lower.consistency import check_initial_image
@@ -119,10 +120,17 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
         debug.allowOutOfMemory is set); ``.executable`` holds what was compiled."""
     configure_logging()
     opts = options if isinstance(options, EngineOptions) else EngineOptions(options)
-    progs = [programs] if isinstance(programs, Program) else list(programs)
+    if not isinstance(graph, Graph):
+        raise errors.TypeError(f"compile needs a Graph, found {type(graph).__name__}")
+    if isinstance(programs, Program):
+        progs = [programs]
+    elif isinstance(programs, (list, tuple)):
+        progs = list(programs)
+    else:
+        raise errors.TypeError(f"programs must be a Program or a list of them, found {type(programs).__name__}")
     for i, p in enumerate(progs):
         if not isinstance(p, Program):
-            raise TypeError(f"program {i} is a {type(p).__name__}, not a Program")
+            raise errors.TypeError(f"program {i} is a {type(p).__name__}, not a Program")
     if not progs:
         raise PopsimError("an Engine needs at least one program")
     state = graph.description
