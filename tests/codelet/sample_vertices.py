@@ -308,6 +308,36 @@ class MathFns(Vertex):
             self.out[11][i] = math.log10(x) + math.log2(x) + math.exp2(x)
 
 
+class EveryUnaryMath(Vertex):
+    """Each math function vertex code calls with one argument (pyruntime.UNARY_MATH), in
+    that order: a test checks the list against the runtime's."""
+    in_: Input[Vector[float]]
+    out: Output[VectorList[float]]
+
+    def compute(self):
+        for i in range(len(self.in_)):
+            x = self.in_[i]
+            self.out[0][i] = math.exp(x)
+            self.out[1][i] = math.exp2(x)
+            self.out[2][i] = math.expm1(x)
+            self.out[3][i] = math.log(x)
+            self.out[4][i] = math.log2(x)
+            self.out[5][i] = math.log10(x)
+            self.out[6][i] = math.log1p(x)
+            self.out[7][i] = math.sqrt(x)
+            self.out[8][i] = math.sin(x)
+            self.out[9][i] = math.cos(x)
+            self.out[10][i] = math.tan(x)
+            self.out[11][i] = math.asin(x)
+            self.out[12][i] = math.acos(x)
+            self.out[13][i] = math.atan(x)
+            self.out[14][i] = math.sinh(x)
+            self.out[15][i] = math.cosh(x)
+            self.out[16][i] = math.tanh(x)
+            self.out[17][i] = math.erf(x)
+            self.out[18][i] = math.erfc(x)
+
+
 class Casts(Vertex):
     f: Input[Vector[float]]
     i32: Output[Vector[int]]

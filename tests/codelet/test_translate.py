@@ -1,7 +1,10 @@
 """The supported subset of Python in vertex code, translated (popsim.codelet.translate)
 and run compiled and interpreted, checked against numpy / plain-Python references:
 both modes must agree bit for bit, outputs and cycle counts."""
+import inspect
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ from popsim.codelet.op_costs import CYCLES
 from popsim.codelet.python_vertex import translation_of
 from popsim.codelet.typed_ir import T
 
-from sample_vertices import (Accumulate, CNames, Casts, ClipScale, Dot, EdgeMax, Empty, Fails, FirstAbove, FloatDivMod,
+from sample_vertices import (Accumulate, CNames, Casts, EveryUnaryMath, ClipScale, Dot, EdgeMax, Empty, Fails, FirstAbove, FloatDivMod,
                              FloatOps, FloatToHalf, HalfAxpy, HalfToFloat, IntDivMod, IntOps, Logic, MathFns, Misc,
                              MultiFails, MultiScale, Narrow, Ranges, RowSums, ScalarEdges, Sum, SumHalf, Unsigned,
                              Views, WideInts)
@@ -234,6 +237,27 @@ def test_math_functions_use_double_libm_rounded_to_float():
             assert g == ref or (math.isnan(g) and math.isnan(ref))
     assert got[1][-2] != got[1][-2] and got[1][-1] == -math.inf       # log(-1) = nan, log(0) = -inf
     assert got[10][0] == f32(f32(f32(math.pi) * f32(0.5)) + f32(math.e))
+
+
+@pytest.mark.compiler
+def test_every_unary_math_function_is_libm_in_double_rounded_to_float_in_both_modes():
+    """The runtime's list (pyruntime.UNARY_MATH, and its C twin POPSIM_PY_MATH1 in
+    popsim_python_runtime.h) against a vertex calling each, compiled and interpreted."""
+    source = inspect.getsource(EveryUnaryMath)
+    assert tuple(re.findall(r"math\.(\w+)\(x\)", source)) == pyruntime.UNARY_MATH
+    header = (Path(pyruntime.__file__).parent / "include" / "popsim_python_runtime.h").read_text()
+    assert set(re.findall(r"POPSIM_PY_MATH1\((\w+)\)", header)) - {"NAME"} == set(pyruntime.UNARY_MATH)
+    x = arr([0.5, -0.25, 1e-7, 3.0, 0.0, -1e-30])
+    out = [np.zeros(len(x), F32) for _ in pyruntime.UNARY_MATH]
+    (_, got), _, _ = run_both(EveryUnaryMath, [x, out])
+    for name, row in zip(pyruntime.UNARY_MATH, got):
+        for v, g in zip(x, row):
+            try:
+                ref = f32(getattr(math, name)(float(v)))
+            except ValueError:  # Python's math raises where libm gives NaN (log(-1)) or -inf (log(0))
+                assert math.isnan(g) or math.isinf(g), (name, v, g)
+                continue
+            assert g == ref or (math.isnan(g) and math.isnan(ref)), (name, v, g, ref)
 
 
 @pytest.mark.compiler

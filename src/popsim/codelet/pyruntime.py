@@ -238,7 +238,7 @@ def _libm():
 
 _M = _libm()
 UNARY_MATH = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan", "asin",
-              "acos", "atan", "sinh", "cosh", "tanh")
+              "acos", "atan", "sinh", "cosh", "tanh", "erf", "erfc")
 BINARY_MATH = ("pow", "atan2", "hypot", "fmod", "copysign")
 MATH = {}
 for _name in UNARY_MATH + BINARY_MATH:

@@ -30,7 +30,7 @@ from .typed_ir import Function
 # the same libm, so both modes round identically.
 _NO_BUILTIN_MATH = [f"-fno-builtin-{n}" for n in (
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-    "sinh", "cosh", "tanh", "pow", "hypot")]
+    "sinh", "cosh", "tanh", "erf", "erfc", "pow", "hypot")]
 
 
 def compile_flags(checked: bool = True) -> List[str]:
