@@ -4,7 +4,16 @@ data (popnn's own codelets where PopLibs has them, popops and poplin underneath)
 
 docs/poplibs.md, section popnn, describes each family of ops.
 """
-__all__ = []
+from ..poputil.checks import check_graph
+
+__all__ = ["add_codelets"]
+
+
+def add_codelets(graph) -> None:
+    """PopLibs' popnn::addCodelets, for ports: popnn's ops register the vertices they use
+    as they add them, so this only checks the graph and is idempotent."""
+    check_graph(graph, "popnn.add_codelets")
+
 
 # -- non-linearities and softmax (non_linearity.py, softmax.py, non_linearity_vertices.py) --
 from . import non_linearity as _non_linearity

@@ -1,6 +1,5 @@
 """popops: element-wise operations, expressions, reductions, slicing and sorting
 (PopLibs' include/popops), each op built from vertices on the tiles that hold its data."""
-import popsim
 
 from . import elementwise
 from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
@@ -21,6 +20,8 @@ from .scaled_add import scaled_add_to, scaled_subtract_from
 from .misc import all_true, has_nan, iota, pad
 from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
+from ..poputil.checks import check_graph
+
 # expressions and map (expr.py, map_expr.py)
 from . import expr
 from .map_expr import map, map_in_place, map_with_output  # noqa: A004 - PopLibs' name
@@ -29,8 +30,7 @@ from .map_expr import map, map_in_place, map_with_output  # noqa: A004 - PopLibs
 def add_codelets(graph) -> None:
     """PopLibs' popops::addCodelets, for parity: popsim's ops register the vertices they
     use when they add them, so this only checks the graph and is idempotent."""
-    if not isinstance(graph, popsim.Graph):
-        raise popsim.TypeError(f"popops.add_codelets: expected a popsim.Graph, found {type(graph).__name__}")
+    check_graph(graph, "popops.add_codelets")
 
 
 __all__ = [
