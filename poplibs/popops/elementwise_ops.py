@@ -95,6 +95,7 @@ BINARY_OPS = [
     ElementwiseOp("bitwise_and", BinaryOpType.BITWISE_AND, INTS, {"int": "x & y"}),
     ElementwiseOp("bitwise_or", BinaryOpType.BITWISE_OR, INTS, {"int": "x | y"}),
     ElementwiseOp("bitwise_xor", BinaryOpType.BITWISE_XOR, INTS, {"int": "x ^ y"}),
+    ElementwiseOp("bitwise_xnor", BinaryOpType.BITWISE_XNOR, INTS, {"int": "~(x ^ y)"}),
     ElementwiseOp("shift_left", BinaryOpType.SHIFT_LEFT, INTS, {"int": "x << y"}),
     # PopLibs' SHIFT_RIGHT is logical, also for INT: (unsigned)x >> y
     ElementwiseOp("shift_right", BinaryOpType.SHIFT_RIGHT, INTS, {"int": "np.uint32(x) >> y"}),

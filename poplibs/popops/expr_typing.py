@@ -31,7 +31,7 @@ from .op_checks import convert
 
 FLOATS = (popsim.FLOAT, popsim.HALF)
 _BOOL_FORMS = {"bitwise_and": "logical_and", "bitwise_or": "logical_or", "bitwise_xor": "neq",
-               "bitwise_not": "logical_not"}
+               "bitwise_xnor": "eq", "bitwise_not": "logical_not"}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ REFERENCES = {
     "eq": np.equal, "neq": np.not_equal, "lt": np.less, "lteq": np.less_equal, "gt": np.greater,
     "gteq": np.greater_equal, "logical_and": np.logical_and, "logical_or": np.logical_or,
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "shift_left": np.left_shift,
+    "bitwise_xnor": lambda a, b: np.invert(np.bitwise_xor(a, b)), "shift_left": np.left_shift,
     "shift_right": lambda a, b: (a.view(np.uint32) >> b.view(np.uint32)).view(a.dtype),
 }
 
