@@ -31,6 +31,7 @@ constexpr int kNumFatal = sizeof(kFatal) / sizeof(kFatal[0]);
 std::mutex g_mutex;
 struct sigaction g_prev_int;
 struct sigaction g_prev_fatal[kNumFatal];
+struct sigaction g_prev_stop;
 bool g_fatal_installed = false;
 
 thread_local RunningVertex t_running
@@ -138,6 +139,13 @@ void on_fatal(int sig, siginfo_t *info, void *context) {
   errno = saved_errno;
 }
 
+// kStopSignal: jumps out of vertex code of a stopped run (vertex_guard.hpp); any other
+// delivery goes to the disposition it replaced.
+void on_stop_signal(int sig, siginfo_t *info, void *context) {
+  vertex_guard().recover(sig, info);
+  forward(g_prev_stop, sig, info, context);  // (the default action of SIGURG is to ignore it)
+}
+
 struct sigaction handler_action(void (*fn)(int, siginfo_t *, void *), int extra_flags) {
   struct sigaction a;
   memset(&a, 0, sizeof a);
@@ -163,6 +171,10 @@ void install() {
   }
   if (g_fatal_installed) return;
   g_fatal_installed = true;
+  if (sigaction(kStopSignal, nullptr, &g_prev_stop) == 0 && !is_handler(g_prev_stop, on_stop_signal)) {
+    const struct sigaction mine = handler_action(on_stop_signal, SA_RESTART);
+    sigaction(kStopSignal, &mine, nullptr);
+  }
   for (int k = 0; k < kNumFatal; ++k) {
     if (sigaction(kFatal[k], nullptr, &g_prev_fatal[k]) != 0 || is_handler(g_prev_fatal[k], on_fatal)) continue;
     const struct sigaction mine = handler_action(on_fatal, 0);

@@ -19,7 +19,8 @@
 // replaced (faulthandler, if enabled, still prints its traceback; the default action ends
 // the process). Outside vertex code the handler only passes signals on.
 //
-// The handlers are installed by the first run and stay (sigaction costs a system call,
+// The handlers (and the one for vertex_guard.hpp's kStopSignal) are installed by the
+// first run and stay (sigaction costs a system call,
 // and runs can be microseconds); each run re-checks only the SIGINT handler, once.
 #pragma once
 #include <cstdint>

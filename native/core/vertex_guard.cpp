@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <semaphore.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +30,6 @@ std::mutex g_slots_mutex;  // claiming and releasing slots; held by the stopper 
 sem_t g_wake;
 std::atomic<bool> g_started{false};
 std::mutex g_start_mutex;
-struct sigaction g_prev_stop;
 
 thread_local VertexGuard t_guard
 #if defined(__GNUC__)
@@ -94,29 +92,8 @@ void stopper_loop() {
   }
 }
 
-void on_stop_signal(int sig, siginfo_t *info, void *context) {
-  t_guard.recover(sig, info);  // jumps out of vertex code of a stopped run
-  if ((g_prev_stop.sa_flags & SA_SIGINFO) && g_prev_stop.sa_sigaction) {
-    g_prev_stop.sa_sigaction(sig, info, context);
-  } else if (!(g_prev_stop.sa_flags & SA_SIGINFO) && g_prev_stop.sa_handler != SIG_DFL &&
-             g_prev_stop.sa_handler != SIG_IGN && g_prev_stop.sa_handler != nullptr) {
-    g_prev_stop.sa_handler(sig);
-  }
-}
-
 void start_stopper() {
   sem_init(&g_wake, 0, 0);
-  struct sigaction current;
-  if (sigaction(kStopSignal, nullptr, &current) == 0 &&
-      !((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_stop_signal)) {
-    struct sigaction mine;
-    memset(&mine, 0, sizeof mine);
-    mine.sa_sigaction = on_stop_signal;
-    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&mine.sa_mask);
-    g_prev_stop = current;
-    sigaction(kStopSignal, &mine, nullptr);
-  }
   std::thread(stopper_loop).detach();
 }
 

@@ -79,8 +79,8 @@ VertexGuard &vertex_guard();
 // flag is set get kStopSignal until they leave it.
 void stop_vertex_code();
 
-// Installs the kStopSignal handler and starts the stopper thread, once (not
-// async-signal-safe: RunSignals calls it at the start of a run).
+// Starts the stopper thread, once (not async-signal-safe: RunSignals calls it at the start
+// of a run, and installs the kStopSignal handler, which calls VertexGuard::recover).
 void install_vertex_stopper();
 
 }  // namespace popsim
