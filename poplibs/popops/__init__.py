@@ -9,7 +9,8 @@ from .op_types import BinaryOpType, UnaryOpType
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
 from .multi_slice import multi_slice, multi_update, multi_update_add
 from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
-from .sort import SortOrder, TopKParams, sort, sort_key_value, top_k_with_permutation
+from .sort import (SortOrder, TopKParams, sort, sort_in_place, sort_key_value, sort_key_value_in_place,
+                   top_k_with_permutation)
 
 # reductions (reduce.py, reduce_plan.py, reduce_vertices.py)
 from .reduce import Operation, ReduceParams, SingleReduceOp, reduce, reduce_many, reduce_with_output
@@ -46,6 +47,6 @@ __all__ = [
     # slicing, gathering, encoding and sorting
     "create_sliceable_tensor", "dynamic_slice", "dynamic_update", "multi_slice", "multi_update",
     "multi_update_add", "MASKED_LABEL_CODE", "encode_one_hot", "gather", "SortOrder", "TopKParams", "sort",
-    "sort_key_value", "top_k_with_permutation",
+    "sort_in_place", "sort_key_value", "sort_key_value_in_place", "top_k_with_permutation",
 ]
 __all__ += elementwise.__all__  # the named element-wise ops, from the op table

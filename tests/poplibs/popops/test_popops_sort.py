@@ -105,9 +105,11 @@ def test_top_k_with_permutation(largest, order):
 
 
 def test_estimate_by_hand():
-    # 10 + per run (6 + 4 per pair), key-value 6 per pair
-    assert compare_and_swap_cycles([3, 1], False) == 10 + (6 + 12) + (6 + 4)
-    assert compare_and_swap_cycles([3], True) == 10 + 6 + 18
+    # the busiest worker's: 10 + 4 per entry + 3 per piece + 4 per pair (key-value 6)
+    # worker 0 from position 0: 1 piece of 3 pairs, 2 of 1; worker 1 from 10: 1 piece of 4
+    two_workers = [2, 0, 2, 3, 1, 1, 2, 10, 1, 4, 1]
+    assert compare_and_swap_cycles(two_workers, False) == max(10 + 8 + 9 + 20, 10 + 4 + 3 + 16)
+    assert compare_and_swap_cycles([1, 0, 1, 3, 2], True) == 10 + 4 + 6 + 36
 
 
 def test_errors():
