@@ -64,9 +64,10 @@ def work_parts(tile_counts: np.ndarray) -> List[Tuple[int, int, int]]:
     (the last part excepted), in tile order."""
     total = int(tile_counts.sum())
     bounds = np.minimum(total, 2 * np.round(np.cumsum(tile_counts) / 2).astype(np.int64))
-    bounds[-1] = total
+    tiles = np.flatnonzero(tile_counts)
+    bounds[tiles[-1]] = total
     parts, begin = [], 0
-    for tile in np.flatnonzero(tile_counts):
+    for tile in tiles:
         end = int(bounds[tile])
         if end > begin:
             parts.append((int(tile), begin, end))
@@ -184,6 +185,7 @@ def sort_rows(graph, keys, values, descending: bool, prog, name: str):
     vertex_type = ensure_compare(graph, keys.dtype, None if values is None else values.dtype, descending)
     workers = graph.target.num_worker_contexts
     where: Optional[np.ndarray] = None  # where[i]: the position of row element i in the current work tensor
+    previous: Optional[np.ndarray] = None  # the last stage's order
     current = 0
     for s, stage in enumerate(stages):
         order, chunks = stage_plan(stage, rows, n, parts, workers)

@@ -65,6 +65,9 @@ POPOPS = [
     entry("popops.gather", lambda env, t, i, a: popops.gather(env.g, t, i, a, env.p), M, Ref("u"), 0),
     entry("popops.sort", lambda env, t, d: popops.sort(env.g, t, d, env.p), M, 1),
     entry("popops.sort_key_value", lambda env, k, v, d: popops.sort_key_value(env.g, k, v, d, env.p), M, D, 1),
+    entry("popops.sort_in_place", lambda env, t, d: popops.sort_in_place(env.g, t, d, env.p), M, 0),
+    entry("popops.sort_key_value_in_place", lambda env, k, v, d: popops.sort_key_value_in_place(env.g, k, v, d,
+                                                                                                 env.p), M, D, 1),
     entry("popops.top_k_with_permutation", lambda env, t, k, big: popops.top_k_with_permutation(
         env.g, env.p, t, popops.TopKParams(k, big)), M, 2, True),
 ]

@@ -138,3 +138,78 @@ def test_top_k_flags_are_true_or_false(kw):
     """An array was a ValueError (its truth value is ambiguous); "yes" was taken as True."""
     with pytest.raises(poputil.PoplibsError, match=f"{next(iter(kw))} must be True or False"):
         popops.TopKParams(2, **kw)
+
+
+@settings(max_examples=10, deadline=None)
+@given(sort_cases())
+def test_sort_in_place_and_sort_key_value_in_place_against_numpy(case):
+    """PopLibs' sortInPlace and sortKeyValueInPlace: ``t`` and the keys end up as
+    np.sort's; with distinct keys the values as argsort permutes them."""
+    shape, dim, seed = case
+    device = small_device()
+    g = popsim.Graph(device)
+    rng = np.random.default_rng(seed)
+    tensors = {}
+    for name, dtype in (("t", INT), ("k", FLOAT), ("v", UNSIGNED_INT)):
+        tensors[name] = g.add_variable(dtype, shape, name)
+        g.set_tile_mapping(tensors[name], scattered_mapping(tensors[name].num_elements(), 4, rng))
+    t, k, v = tensors["t"], tensors["k"], tensors["v"]
+    prog = Sequence()
+    popops.sort_in_place(g, t, dim, prog)
+    popops.sort_key_value_in_place(g, k, v, dim, prog, "kv")
+    x = rng.integers(-5, 5, shape).astype(np.int32)  # repeats
+    keys = (rng.permutation(np.prod(shape)).reshape(shape) - 7.5).astype(np.float32)  # distinct keys
+    vals = rng.integers(0, 1000, shape).astype(np.uint32)
+    _, (got_t, got_k, got_v) = run(g, device, prog, [t, k, v], {t: x, k: keys, v: vals})
+    np.testing.assert_array_equal(got_t, np.sort(x, axis=dim))
+    np.testing.assert_array_equal(got_k, np.sort(keys, axis=dim))
+    np.testing.assert_array_equal(got_v, np.take_along_axis(vals, np.argsort(keys, axis=dim), axis=dim))
+
+
+def test_sort_key_value_in_place_with_equal_keys():
+    """Equal keys: PopLibs' sort is not stable, so only the keys' order and each row's
+    (key, value) pairs are defined."""
+    device = small_device()
+    g = popsim.Graph(device)
+    rng = np.random.default_rng(21)
+    k, v = g.add_variable(HALF, (4, 29), "k"), g.add_variable(INT, (4, 29), "v")
+    for t in (k, v):
+        g.set_tile_mapping(t, scattered_mapping(t.num_elements(), 4, rng))
+    prog = Sequence()
+    popops.sort_key_value_in_place(g, k.transpose(), v.transpose(), 0, prog)  # views, sorted along dim 0
+    keys = rng.integers(0, 4, (4, 29)).astype(np.float16)
+    vals = np.arange(4 * 29, dtype=np.int32).reshape(4, 29)
+    _, (got_k, got_v) = run(g, device, prog, [k, v], {k: keys, v: vals})
+    np.testing.assert_array_equal(got_k, np.sort(keys, axis=1))
+    for row in range(4):
+        assert sorted(zip(got_k[row], got_v[row])) == sorted(zip(keys[row], vals[row]))
+
+
+def test_in_place_errors():
+    device = small_device()
+    g = popsim.Graph(device)
+    t = g.add_variable(FLOAT, (4, 6), "t")
+    w = g.add_variable(INT, (4, 5), "w")
+    prog = Sequence()
+    with pytest.raises(poputil.PoplibsError, match=r"popops.sort_in_place: dim must be a dimension of the tensor "
+                                                   r"tensor 't' \(FLOAT, shape \(4, 6\)\) \(0 to 1\), found 3"):
+        popops.sort_in_place(g, t, 3, prog)
+    with pytest.raises(poputil.PoplibsError, match=r"sort_key_value_in_place: the keys tensor 't' .* and values "
+                                                   r"tensor 'w' \(INT, shape \(4, 5\)\) must have the same shape"):
+        popops.sort_key_value_in_place(g, t, w, 1, prog)
+    with pytest.raises(poputil.PoplibsError, match=r"sort_key_value_in_place: dim must be a dimension of the keys "
+                                                   r"tensor 't' \(FLOAT, shape \(4,\)\) \(0 to 0\), found 1"):
+        popops.sort_key_value_in_place(g, t[:, :1].reshape((4,)), w[:, 0], 1, prog)
+    c = g.add_constant(FLOAT, (4, 6), np.zeros((4, 6)), "c")
+    with pytest.raises(poputil.PoplibsError, match=r"sort_in_place: the tensor .*'c'.* is sorted in place, so it "
+                                                   r"must not hold constants"):
+        popops.sort_in_place(g, c, 0, prog)
+    with pytest.raises(poputil.PoplibsError, match="must not refer to any element twice"):
+        popops.sort_in_place(g, t[0].broadcast(3, 0), 0, prog)
+    with pytest.raises(poputil.PoplibsError, match=r"keys tensor 't' .* and values .* share elements"):
+        popops.sort_key_value_in_place(g, t, t.reverse(1), 1, prog)
+    with pytest.raises(poputil.PoplibsError, match="must be one of FLOAT, HALF, INT, UNSIGNED_INT"):
+        popops.sort_key_value_in_place(g, t, g.add_variable(popsim.BOOL, (4, 6), "b"), 1, prog)
+    with pytest.raises(popsim.TypeError, match="name must be a str"):
+        popops.sort_in_place(g, t, 0, prog, name=3)
+    assert len(prog) == 0  # nothing was added by the calls that failed
