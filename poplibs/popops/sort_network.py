@@ -14,10 +14,11 @@ the other in that stage's order: the stage's pairs are shared out between the ti
 proportion to their part) and each tile's share between its workers; a tile's pairs lie
 at the start of its part as pieces ``[lower elements, upper elements]``, each worker's
 one after the other, and the elements no comparator of the stage touches fill the rest of
-the part. One compare-and-swap MultiVertex a tile then takes that region as one edge and
-its workers' pieces as a short worklist (sort_vertices.py). Vertex state and edges are a
-few words per worker and stage on each tile, whatever the size of the data; the data
-itself takes two copies of the keys (and two of the values) besides the input.
+the part (a stage whose order is the last one's copies nothing). One compare-and-swap
+MultiVertex a tile then takes that region as one edge and its workers' pieces as a short
+worklist (sort_vertices.py). Vertex state and edges are a few words per worker and stage
+on each tile, whatever the size of the data; the data itself takes two copies of the keys
+(and two of the values) besides the input.
 """
 from typing import List, Optional, Tuple
 
@@ -90,6 +91,22 @@ def _pairs(stage, rows: int, n: int):
             (np.arange(rows)[:, None] * len(stage) + run).ravel())
 
 
+def _worker_splits(begin: int, count: int, workers: int, run_starts: np.ndarray) -> List[int]:
+    """Where a part's ``count`` pairs from ``begin`` are cut between its workers: evenly,
+    each cut moved to the nearest start of a run within an eighth of a worker's share (a
+    run kept whole keeps its elements in order, so the copies move fewer regions)."""
+    used = min(workers, count)
+    bounds = [begin + count * w // used for w in range(used + 1)] if used else [begin]
+    slack = count // max(used, 1) // 8
+    for w in range(1, used):
+        k = int(np.searchsorted(run_starts, bounds[w]))
+        near = [int(run_starts[x]) for x in (k - 1, k) if 0 <= x < len(run_starts)]
+        best = min(near, key=lambda y: abs(y - bounds[w]))
+        if abs(best - bounds[w]) <= slack:
+            bounds[w] = best
+    return bounds
+
+
 def stage_plan(stage, rows: int, n: int, parts, workers: int):
     """One stage's layout: ``(order, chunks)``. ``order[p]`` is the flat row element at
     position p of the work tensor; ``chunks`` lists ``(tile, begin, end, worklist)`` per
@@ -109,12 +126,10 @@ def stage_plan(stage, rows: int, n: int, parts, workers: int):
     starts = np.zeros(comparisons, dtype=bool)
     starts[0] = True
     starts[1:] = run[1:] != run[:-1]
-    chunks = []
-    for i, (tile, begin, _) in enumerate(parts):
-        count = int(share[i])
-        used = min(workers, count)
-        for w in range(used):
-            starts[first[i] + count * w // used] = True
+    run_starts = np.flatnonzero(starts)
+    splits = [_worker_splits(int(first[i]), int(share[i]), workers, run_starts) for i in range(len(parts))]
+    for bounds in splits:
+        starts[bounds[:-1]] = True
     piece_start = np.flatnonzero(starts)
     piece = np.cumsum(starts) - 1
     piece_len = np.diff(np.append(piece_start, comparisons))
@@ -129,17 +144,16 @@ def stage_plan(stage, rows: int, n: int, parts, workers: int):
     idle = np.ones(total, dtype=bool)
     idle[lo] = idle[hi] = False
     order[order < 0] = np.flatnonzero(idle)
+    chunks = []
     for i, (tile, begin, _) in enumerate(parts):
-        count = int(share[i])
-        used = min(workers, count)
-        worklist = [used]
-        for w in range(used):
-            c0, c1 = first[i] + count * w // used, first[i] + count * (w + 1) // used
+        count, bounds = int(share[i]), splits[i]
+        worklist = [len(bounds) - 1]
+        for c0, c1 in zip(bounds, bounds[1:]):
             lengths = piece_len[piece[c0]:piece[c1 - 1] + 1]
-            run_starts = np.concatenate([[0], np.flatnonzero(np.diff(lengths)) + 1])
-            repeats = np.diff(np.append(run_starts, len(lengths)))
-            worklist += [2 * (c0 - first[i]), len(run_starts)]
-            worklist += np.column_stack([lengths[run_starts], repeats]).ravel().tolist()
+            same = np.concatenate([[0], np.flatnonzero(np.diff(lengths)) + 1])  # pieces of one length
+            repeats = np.diff(np.append(same, len(lengths)))
+            worklist += [2 * (c0 - first[i]), len(same)]
+            worklist += np.column_stack([lengths[same], repeats]).ravel().tolist()
         if count:
             chunks.append((tile, begin, begin + 2 * count, [int(x) for x in worklist]))
     return order, chunks

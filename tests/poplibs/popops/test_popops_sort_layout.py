@@ -171,3 +171,41 @@ def test_memory_grows_with_the_data():
     def total(m):
         return np.sum([m[c] for c in m], axis=0)
     assert (total(big) <= 4 * total(small)).all()
+
+
+@pytest.mark.parametrize("rows,n,per_tile", [(16, 64, 256), (2, 1024, 512)])
+def test_short_runs_keep_the_order_so_stages_copy_nothing(rows, n, per_tile):
+    """Workers' shares are cut where runs start (within an eighth of a share), so a stage
+    of short runs lays the rows out as the stage before did and sort_rows copies nothing:
+    at most half the stages move data, none between stages of runs of 1 or 2 pairs."""
+    parts = work_parts(np.full(4, per_tile))
+    stages = network_stages(n)
+    orders = [stage_plan(stage, rows, n, parts, 6)[0] for stage in stages]
+    moved = [not np.array_equal(a, b) for a, b in zip(orders, orders[1:])]
+    assert 0 < sum(moved) <= len(stages) // 2
+    for s, move in enumerate(moved):
+        if max(r[2] for r in stages[s]) <= 2 and max(r[2] for r in stages[s + 1]) <= 2:
+            assert not move, s
+
+
+def test_device_where_stages_copy_nothing():
+    """Rows of 64 on 4 tiles: most stages keep the last one's order and run without a
+    copy; the result is still the network's (key-value, with repeats)."""
+    device = device_of()
+    g = popsim.Graph(device)
+    keys, values = g.add_variable(FLOAT, (16, 64), "keys"), g.add_variable(UNSIGNED_INT, (16, 64), "values")
+    for t in (keys, values):
+        g.set_tile_mapping(t, [[(i * 256, (i + 1) * 256)] for i in range(4)])
+    prog = Sequence()
+    popops.sort_key_value_in_place(g, keys, values, 1, prog, "kv")
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 20, (16, 64)).astype(np.float32)
+    y = rng.permutation(1024).astype(np.uint32).reshape(16, 64)
+    engine, (got_k, got_v) = run(g, device, prog, [keys, values], {keys: x, values: y})
+    want_k, want_v = network_on_host(x, y)
+    np.testing.assert_array_equal(got_k, want_k)
+    np.testing.assert_array_equal(got_v, want_v)
+    steps = engine.get_report().to_dict()["execution"]["steps"]
+    stages = sum(s["kind"] == "Execute" for s in steps)
+    copies = sum(s["kind"] == "Copy" and s["name"].startswith("Copy kv/keys/work") for s in steps)
+    assert stages == len(network_stages(64)) and 0 < copies <= stages // 2
