@@ -169,6 +169,20 @@ def test_archive_is_the_executable(small_device, tmp_path, no_env_options):
         np.testing.assert_array_equal(out, data)
 
 
+def test_the_report_tools_read_the_archive(small_device, tmp_path, no_env_options, capsys):
+    """As Poplar's tools read archive.a without profile.pop: the target, graph and memory."""
+    e = engine(small_device, tmp_path, {"autoReport.outputArchive": "true"}, with_vertex=True)
+    expected = e.get_report()
+    for where in (tmp_path / "archive.popsimexe", tmp_path):  # the file, or its directory (no profile.json)
+        report = popsim.open_report(where)
+        assert (report.target, report.graph) == (expected.target, expected.graph)
+        assert report.memory.by_category == expected.memory.by_category
+        assert report.execution.programs_executed == [] and report.execution.total_cycles == 0
+    from popsim.report.cli import main
+    assert main([str(tmp_path)]) == 0
+    assert "Memory Usage:" in capsys.readouterr().out
+
+
 def test_archive_of_interpreted_vertices_is_refused_clearly(small_device, tmp_path, no_env_options):
     with pytest.raises(popsim.InvalidOptionError, match="outputArchive.*interpreted.*outputArchive=false"):
         engine(small_device, tmp_path, {"autoReport.outputArchive": "true", "popsim.codeletMode": "interpreted"},
