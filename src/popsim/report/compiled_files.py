@@ -26,6 +26,8 @@ from typing import Dict
 
 import numpy as np
 
+from ..version import __version__
+
 __all__ = ["COMPILED_FILES", "write_compiled_file", "debug_info", "lowered_vars", "lowered_vars_text",
            "serialized_graph"]
 
@@ -60,7 +62,6 @@ def write_compiled_file(output: str, path: str, exe, graph) -> None:
 
 
 def _head(kind: str) -> Dict[str, object]:
-    from ..version import __version__
     return {"format": f"popsim-{kind}", "version": VERSION, "popsim_version": __version__}
 
 
