@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import weakref
 from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -48,7 +49,7 @@ from .poplar_names import SnakeCaseNames
 from .printing import format_tensor
 from .program import Program
 from .report.build import ExecutionProfile, build_report
-from .report.files import AutoReportFiles, auto_report_wanted, write_report_files
+from .report.files import AutoReportFiles, auto_report_outputs, auto_report_wanted, write_report_files
 from .report.report import Report
 from .run_errors import run_error
 from .streams import StreamCallback, device_readable, replica_parts, transfer_function
@@ -99,6 +100,7 @@ class Engine(SnakeCaseNames):
 
     _machine = None  # so that close() and __del__ work however far __init__ got
     _peers = None
+    _auto_report: Optional[AutoReportFiles] = None
 
     def __init__(self, graph_or_executable: Union[Graph, Executable],
                  programs: Union[Program, Sequence[Program], Dict[str, str], None] = None, options=None):
@@ -160,9 +162,12 @@ class Engine(SnakeCaseNames):
         self._program_runs: List[int] = [0] * lw.num_programs
         self._program_names: List[str] = list(lw.program_names)
         self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
-        self._reports_written: List[str] = []
-        self._auto_report: Optional[AutoReportFiles] = None  # made at the first write
-        self._write_auto_report(after_run=False)
+        if auto_report_outputs(self._options):
+            graph = graph_or_executable.description if isinstance(graph_or_executable, Graph) else None
+            self._auto_report = AutoReportFiles(self._exe, self._options, graph)
+            self._auto_report.at_build(self._profile())
+            # autoReport.streamAtEachRun=false: the profile is written when the engine is closed or collected
+            weakref.finalize(self, self._auto_report.at_close)
 
     def __repr__(self) -> str:
         guard, lowered = getattr(self, "_guard", None), getattr(self, "_lowered", None)
@@ -176,6 +181,8 @@ class Engine(SnakeCaseNames):
         Later calls raise EngineStateError; closing again does nothing."""
         if self._machine is None or not self._guard.close():
             return
+        if self._auto_report is not None:
+            self._auto_report.at_close()  # autoReport.streamAtEachRun=false: the execution profile
         self._machine = None
         if self._peers is not None:
             self._peers.close()
@@ -247,7 +254,8 @@ class Engine(SnakeCaseNames):
             if debug_name:
                 self._program_names[program_index] = debug_name
             logger.debug("ran program %d (%s)", program_index, self._program_names[program_index])
-            self._write_auto_report(after_run=True)
+            if self._auto_report is not None:
+                self._auto_report.after_run(self._program_runs[program_index], self._profile)
 
     def _run_here(self, program_index: int) -> None:
         self._check_runnable()
@@ -532,19 +540,7 @@ class Engine(SnakeCaseNames):
     @property
     def report_files(self) -> List[str]:
         """The files autoReport options have written so far."""
-        return list(self._reports_written)
-
-    def _write_auto_report(self, after_run: bool) -> None:
-        """autoReport: the report files when the engine is built and after each of the
-        first executionProfileProgramRunCount runs."""
-        options = self._options
-        if not auto_report_wanted(options):
-            return
-        if after_run and sum(self._program_runs) > int(options["autoReport.executionProfileProgramRunCount"]):
-            return
-        if self._auto_report is None:
-            self._auto_report = AutoReportFiles(self._exe, options.explicit, options["autoReport.directory"])
-        self._reports_written = self._auto_report.write(self._profile()) or self._reports_written
+        return [] if self._auto_report is None else list(self._auto_report.written)
 
 
 def _build_fingerprint(lw) -> list:

@@ -13,7 +13,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 from . import config
 from .errors import InvalidOptionError, did_you_mean
 
-__all__ = ["EngineOptions", "OPTIONS"]
+__all__ = ["EngineOptions", "OPTIONS", "NOT_POPLAR_KEYS"]
 
 _BOOL = ("true", "false")
 
@@ -50,15 +50,19 @@ def _flag(default: str, help: str = "") -> OptionSpec:
 
 
 OPTIONS: Dict[str, OptionSpec] = {
-    # Reports (Poplar's keys).
-    "autoReport.all": _flag("false", "write every report output"),
+    # Reports (Poplar's keys; what each writes: popsim/report/files.py, docs/profiling.md).
+    "autoReport.all": _flag("false", "turn on every autoReport.output* option not set to false"),
     "autoReport.directory": _spec(".", "where report files go"),
-    "autoReport.outputGraphProfile": _flag("false", "write the memory/graph part of the report"),
-    "autoReport.outputExecutionProfile": _flag("false", "write the execution part of the report"),
-    "autoReport.outputDebugInfo": _flag("false"),
-    "autoReport.outputLoweredVars": _flag("false"),
-    "autoReport.outputSerializedGraph": _flag("false"),
-    "autoReport.executionProfileProgramRunCount": _spec("2", check=_non_negative_int),
+    "autoReport.outputGraphProfile": _flag("false", "profile.json (and report.html) when the engine is built"),
+    "autoReport.outputExecutionProfile": _flag("false", "profile.json (and report.html) with what the runs cost"),
+    "autoReport.outputDebugInfo": _flag("false", "debug.json: the debug names of programs, steps, compute sets"),
+    "autoReport.outputLoweredVars": _flag("false", "vars.json: where each variable's regions lie"),
+    "autoReport.outputArchive": _flag("false", "archive.popsimexe: the compiled executable"),
+    "autoReport.outputSerializedGraph": _flag("false", "serialized_graph.json: the graph's tensors and vertices"),
+    "autoReport.streamAtEachRun": _flag("true", "rewrite the execution profile after each counted run (false: "
+                                                "once, when the engine is closed or destroyed)"),
+    "autoReport.executionProfileProgramRunCount": _spec("2", "runs of each program the execution profile counts",
+                                                        check=_non_negative_int),
     # Debugging (Poplar's keys).
     "debug.allowOutOfMemory": _flag("false", "build the engine even when tiles are over memory"),
     "debug.retainDebugInformation": _flag("true"),
@@ -123,6 +127,13 @@ def _as_option_string(key: str, value) -> str:
                              f"{type(value).__name__} {value!r}")
 
 
+# Keys that are not Poplar's but look like one: the error names the key to use.
+NOT_POPLAR_KEYS = {
+    "autoReport.outputExecutionReport": "autoReport.outputExecutionProfile",
+    "autoReport.outputGraphReport": "autoReport.outputGraphProfile",
+}
+
+
 class EngineOptions(Mapping[str, str]):
     """Validated engine options with defaults; read like a dict of strings."""
 
@@ -138,6 +149,9 @@ class EngineOptions(Mapping[str, str]):
 
     def _add(self, options: Mapping[str, object], source: str) -> None:
         for key, value in options.items():
+            if key in NOT_POPLAR_KEYS:
+                raise InvalidOptionError(f"Unrecognised option '{key}'{source}: Poplar has no such option; use "
+                                         f"'{NOT_POPLAR_KEYS[key]}'")
             if key not in OPTIONS:
                 raise InvalidOptionError(f"Unrecognised option '{key}'{source}: {did_you_mean(key, OPTIONS)}")
             text = _as_option_string(key, value)

@@ -224,10 +224,12 @@ def test_page_facts(reports):
 def test_auto_report_writes_the_page(tmp_path, device):
     g = popsim.Graph(device)
     a = g.add_variable(FLOAT, [16], "a", mapping=popsim.VariableMappingMethod.LINEAR)
-    e = popsim.Engine(g, Copy(a, a), {"autoReport.all": "true", "autoReport.directory": str(tmp_path / "rep")})
+    e = popsim.Engine(g, Copy(a, a), {"autoReport.outputGraphProfile": "true",
+                                      "autoReport.outputExecutionProfile": "true",
+                                      "autoReport.directory": str(tmp_path / "rep")})
     e.load(device)
     e.run(0)
-    assert sorted(os.listdir(tmp_path / "rep")) == ["profile.json", "report.html"]
+    assert sorted(os.listdir(tmp_path / "rep")) == ["profile.json", "report.html"]  # the profile's two files
     text = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert json.loads(_embedded(text))["execution"]["programs_executed"][0]["runs"] == 1
 

@@ -1,6 +1,7 @@
 """``popsim-report``: read a saved report on the command line.
 
-    popsim-report PATH                  the text summary (PATH: profile.json or its directory)
+    popsim-report PATH                  the text summary (PATH: profile.json or its directory, or
+                                        an archive.popsimexe: autoReport.outputArchive's executable)
     popsim-report PATH --steps          ... with every execution step
     popsim-report PATH --html OUT       write the report as one HTML page
     popsim-report PATH --compare OTHER  what changed from PATH to OTHER
@@ -24,7 +25,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="popsim-report",
         description="Show a popsim profile saved by autoReport (or report.to_json): its text summary, an HTML page "
                     "with plots, or its differences from another report.")
-    p.add_argument("path", metavar="PATH", help="a profile.json file, or the directory holding one")
+    p.add_argument("path", metavar="PATH", help="a profile.json file, or the directory holding one, or an "
+                                                "archive.popsimexe (the report of its graph and memory, no runs)")
     p.add_argument("--html", metavar="OUT", help="write the report as a self-contained HTML page to OUT")
     p.add_argument("--compare", metavar="OTHER", help="print what changed from PATH (A) to the report OTHER (B)")
     p.add_argument("--steps", action="store_true",
