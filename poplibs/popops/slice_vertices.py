@@ -1,5 +1,5 @@
 """The slicing vertices (PopLibs' lib/popops/codelets DynamicSlice*, DynamicUpdateSlice*,
-MultiSlice, MultiUpdate, MultiUpdateAdd) and their cycle estimators.
+MultiSlice, MultiUpdate, MultiUpdateAdd, MultiUpdateOp) and their cycle estimators.
 
 Names are PopLibs' instantiations: ``popops::DynamicSlice1D<float>`` (a MultiVertex over
 one contiguous region: the slice dimension outermost, ``regionSize`` elements per slice),
@@ -7,7 +7,8 @@ one contiguous region: the slice dimension outermost, ``regionSize`` elements pe
 entries ``r*numBaseElements ..`` of ``baseT`` and ``r*numSubElements ..`` of ``subT``),
 the same for ``popops::DynamicUpdateSlice1D/2D``, and ``popops::MultiSlice<float>``,
 ``popops::MultiUpdate<float>``, ``popops::MultiUpdateAdd<float,false>`` (the bool is
-PopLibs' subwordWritesSupported, false on IPU targets).
+PopLibs' subwordWritesSupported, false on IPU targets) and
+``popops::MultiUpdateOp<float,false,popops::Operation::MAX>`` (multiUpdateMax).
 
 Dynamic slices wrap: slice element i comes from ``(offset + i) mod numBaseElements``. An
 offset >= numBaseElements makes the vertex return at once (the output is not written),
@@ -29,10 +30,11 @@ from ..poputil.generated_vertex import vertex_from_source
 SLICE_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_LONGLONG, LONGLONG)
 #: MultiSlice and MultiUpdate (PopLibs instantiates fewer)
 MULTI_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR)
-#: MultiUpdateAdd
+#: MultiUpdateAdd and MultiUpdateOp
 ADD_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 REMAP_FLAG = 0x80000000  # MSB of numBaseElements: remap out-of-bound offsets to 0
 WORKERS = 6
+MAX = "popops::Operation::MAX"  # MultiUpdateOp's operation, as PopLibs spells the template argument
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 
 
@@ -190,6 +192,34 @@ def MultiUpdateAdd(dtype, subword_writes):
     return MultiUpdateAdd
 
 
+@popsim.vertex_template("popops::MultiUpdateOp", dtype=ADD_TYPES, subword_writes=[False], op=[MAX])
+def MultiUpdateOp(dtype, subword_writes, op):
+    class MultiUpdateOp(MultiVertex):
+        offsets: Input[Vector[UNSIGNED_INT]]
+        subT: Input[Vector[dtype]]
+        baseT: InOut[Vector[dtype]]
+        regionSize: UNSIGNED_INT
+        baseOffset: UNSIGNED_INT
+        numBaseElements: UNSIGNED_INT
+
+        def compute(self, worker_id):
+            # baseT = baseT > subT ? baseT : subT for each in-range offset, as PopLibs'
+            # updateOp: a NaN in either gives subT
+            size = self.regionSize
+            per_worker = (size + self.num_workers() - 1) // self.num_workers()
+            begin = worker_id * per_worker
+            end = min(begin + per_worker, size)
+            for o in range(len(self.offsets)):
+                index = self.offsets[o] - self.baseOffset
+                if index < self.numBaseElements:
+                    for e in range(begin, end):
+                        base = self.baseT[index * size + e]
+                        value = self.subT[o * size + e]
+                        self.baseT[index * size + e] = base if base > value else value
+            return True
+    return MultiUpdateOp
+
+
 # -- cycle estimators (PopLibs' cycle estimators) ---------------------------------------------
 def _vector_width(dtype) -> int:
     """Elements per 64-bit data path access; 8-bit types 4, 64-bit types count as two
@@ -256,7 +286,7 @@ _TEMPLATES = {
     "DynamicSlice1D": (DynamicSlice1D, "1D"), "DynamicUpdateSlice1D": (DynamicUpdateSlice1D, "1D"),
     "DynamicSlice2D": (DynamicSlice2D, "2D"), "DynamicUpdateSlice2D": (DynamicUpdateSlice2D, "2D"),
     "MultiSlice": (MultiSlice, "slice"), "MultiUpdate": (MultiUpdate, "update"),
-    "MultiUpdateAdd": (MultiUpdateAdd, "update"),
+    "MultiUpdateAdd": (MultiUpdateAdd, "update"), "MultiUpdateMax": (MultiUpdateOp, "update"),
 }
 
 
@@ -264,7 +294,7 @@ def ensure_vertex(graph, kind: str, dtype) -> str:
     """Register vertex ``kind`` (a key of _TEMPLATES) for ``dtype`` with ``graph`` once,
     with its estimator; return its name."""
     template, estimator_kind = _TEMPLATES[kind]
-    args = (dtype, False) if kind == "MultiUpdateAdd" else (dtype,)
+    args = {"MultiUpdateAdd": (dtype, False), "MultiUpdateMax": (dtype, False, MAX)}.get(kind, (dtype,))
     name = template.vertex_name(*args)
     if not graph.has_codelet(name):
         graph.add_codelets(template[args])
