@@ -92,7 +92,8 @@ def test_norms(module, prefix, extra, shape):
     dx = getattr(ns, f"{prefix}_norm_gradients")(g, x_hat, dy, inv_std, gamma, prog)
     dx2 = getattr(ns, f"{prefix}_norm_gradients")(g, x, dy, mean, inv_std, gamma, prog)
     getattr(ns, f"{prefix}_norm_param_update")(g, dgamma, dbeta, -0.5, gamma, beta, prog)
-    for t in (whitened, y, x_hat, dx, dx2):
+    inference = [ns.batch_normalise(g, x, gamma, beta, prog)] if module == "bn" else []  # the combined form
+    for t in [whitened, y, x_hat, dx, dx2] + inference:
         assert tuple(t.shape) == shape
     assert tuple(dgamma.shape) == tuple(dbeta.shape) == (shape[1],)
     gv, bv = np.arange(shape[1], dtype=np.float32), np.ones(shape[1], np.float32)
