@@ -265,6 +265,20 @@ def multi_slice_cycles(dtype, num_offsets: int, region_size: int, update: bool, 
                       + per_worker_out * 8)
 
 
+def multi_update_op_cycles(dtype, num_offsets: int, region_size: int, workers: int = WORKERS) -> int:
+    """MultiUpdateOp (multiUpdateMax; tile cycles, PopLibs' getMultiUpdateOpCycleEstimate
+    unscaled, unsorted, every offset in range): W (3 + (29 for 4-byte types, else 30) +
+    offsets (11 or 12 + (ceil(regionSize / elemsPerAtom) - 1) 3)), elemsPerAtom the
+    elements in a 4-byte atomic write; with no offsets just 3 + 29 (30), not times W."""
+    four = dtype.size == 4
+    cycles = 3 + (29 if four else 30)
+    if num_offsets == 0:
+        return cycles
+    per_atom = max(1, 4 // dtype.size)
+    per_offset = (11 if four else 12) + (-(-region_size // per_atom) - 1) * 3
+    return (cycles + per_offset * num_offsets) * workers
+
+
 def _estimator(kind: str, dtype):
     def estimate(info, target):
         workers = target.num_worker_contexts
@@ -272,6 +286,10 @@ def _estimator(kind: str, dtype):
             num_sub = int(info.initial_value("numSubElements"))
             sizes = info.field_sizes("subT")[::max(num_sub, 1)]
             return dynamic_slice_2d_cycles(dtype, sizes, num_sub)
+        if kind == "op":
+            figure = multi_update_op_cycles(dtype, info.field_size("offsets"), int(info.initial_value("regionSize")),
+                                            workers)
+            return -(-figure // workers)
         if kind == "1D":
             figure = dynamic_slice_1d_cycles(dtype, int(info.initial_value("regionSize")),
                                              int(info.initial_value("numSubElements")), workers)
@@ -286,7 +304,7 @@ _TEMPLATES = {
     "DynamicSlice1D": (DynamicSlice1D, "1D"), "DynamicUpdateSlice1D": (DynamicUpdateSlice1D, "1D"),
     "DynamicSlice2D": (DynamicSlice2D, "2D"), "DynamicUpdateSlice2D": (DynamicUpdateSlice2D, "2D"),
     "MultiSlice": (MultiSlice, "slice"), "MultiUpdate": (MultiUpdate, "update"),
-    "MultiUpdateAdd": (MultiUpdateAdd, "update"), "MultiUpdateMax": (MultiUpdateOp, "update"),
+    "MultiUpdateAdd": (MultiUpdateAdd, "update"), "MultiUpdateMax": (MultiUpdateOp, "op"),
 }
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
-from popsim.popops.slice_vertices import multi_slice_cycles
+from popsim.popops.slice_vertices import multi_slice_cycles, multi_update_op_cycles
 from popsim.program import Sequence
 
 from popops_harness import run, scattered_mapping
@@ -152,6 +152,27 @@ def test_vertices_and_estimate():
     assert multi_slice_cycles(FLOAT, 7, 2, False) == 6 * (30 + 2 * (19 + 1 * 2))
     assert multi_slice_cycles(popsim.CHAR, 7, 9, True, in_range=5) == 6 * (29 + 1 * (19 + 3 * 3) + 1 * 8)
     assert kinds["popops::MultiSlice<float>"]["cycles"] == 4 * 6 * -(-multi_slice_cycles(FLOAT, 7, 2, False) // 6)
+    # MultiUpdateOp (PopLibs' getMultiUpdateOpCycleEstimate): W (3 + 29 + offsets (11 + (2 - 1) 3)); HALF
+    # 30 and 12, two elements per 4-byte atom; no offsets: 3 + 29, not per worker
+    assert multi_update_op_cycles(FLOAT, 7, 2) == 6 * (3 + 29 + 7 * (11 + 1 * 3))
+    assert multi_update_op_cycles(HALF, 5, 6) == 6 * (3 + 30 + 5 * (12 + 2 * 3))
+    assert multi_update_op_cycles(INT, 0, 4) == 3 + 29
+
+
+def test_update_max_estimate_in_the_report():
+    device = small_device()
+    g = popsim.Graph(device)
+    t = popops.create_sliceable_tensor(g, FLOAT, (10, 8), [0], [1], "emb")
+    off = g.add_variable(UNSIGNED_INT, (7, 1), "off")
+    g.set_tile_mapping(off, 0)
+    u = g.add_variable(FLOAT, (7, 1, 8), "u")
+    g.set_tile_mapping(u, 1)
+    prog = Sequence()
+    popops.multi_update_max(g, t, u, off, [0], [1], prog)
+    engine, _ = run(g, device, prog, [], {off: np.arange(7)[:, None]})
+    kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    kind = kinds["popops::MultiUpdateOp<float,false,popops::Operation::MAX>"]
+    assert kind["instances"] == 4 and kind["cycles"] == 4 * 6 * -(-multi_update_op_cycles(FLOAT, 7, 2) // 6)
 
 
 def test_errors():
