@@ -31,13 +31,14 @@ __all__ += ["create_mat_mul_grouped_input_lhs", "create_mat_mul_grouped_input_rh
             "mat_mul_with_output", "transpose_grouped_matrix", "add_codelets"]
 
 # convolution (convolution.py): the passes, tensor creation, biases
-from .convolution import (add_bias, calculate_weight_deltas, convolution, convolution_with_output, create_biases,
-                          create_conv_output, create_input, create_weights, weights_transpose_chans_flip_xy)
+from .convolution import (add_bias, calculate_weight_deltas, convolution, convolution_weight_update,
+                          convolution_with_output, create_biases, create_conv_output, create_input, create_weights,
+                          weights_transpose_chans_flip_xy)
 from .conv_transforms import get_gradient_params
 
-__all__ += ["add_bias", "calculate_weight_deltas", "convolution", "convolution_with_output", "create_biases",
-            "create_conv_output", "create_input", "create_weights", "get_gradient_params",
-            "weights_transpose_chans_flip_xy"]
+__all__ += ["add_bias", "calculate_weight_deltas", "convolution", "convolution_weight_update",
+            "convolution_with_output", "create_biases", "create_conv_output", "create_input", "create_weights",
+            "get_gradient_params", "weights_transpose_chans_flip_xy"]
 
 # linear algebra: triangular_solve.py, cholesky.py, their vertices linalg_vertices.py
 from .cholesky import cholesky, cholesky_in_place

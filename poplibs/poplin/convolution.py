@@ -5,9 +5,15 @@ Layouts (PopLibs'): input [B, G*Cin, *field], weights [G, Cout, Cin, *kernel], o
 [B, G*Cout, *out_field]. The passes: the backward pass is ``convolution`` with the params
 ``get_gradient_params`` gives and ``transpose_and_flip_weights=True`` (the forward weights
 with in and out channels swapped and the kernel flipped, as views); the weight deltas are
-the convolution ``calculate_weight_deltas`` builds (conv_transforms.weight_update).
+the convolution ``calculate_weight_deltas`` builds (conv_transforms.weight_update), which
+``convolution_weight_update`` adds to the weights (``weights += scale * deltas``).
 Types: input and weights of params.data_type; the output of params.output_type.
 """
+import numbers
+
+import numpy as np
+
+import popsim
 from popsim import FLOAT, HALF, popops
 from popsim.program import Copy
 
@@ -182,6 +188,32 @@ def calculate_weight_deltas(graph, zdeltas, activations, params: ConvParams, pro
     return weight_deltas_view(params, out)
 
 
+def convolution_weight_update(graph, zdeltas, weights, activations, params: ConvParams, scale, prog, name: str = "",
+                              options=None, cache=None) -> None:
+    """PopLibs' convolutionWeightUpdate: ``weights += scale * deltas``, the deltas
+    calculate_weight_deltas gives (computed in params.data_type, as PopLibs sets the
+    output type to the input type) added by popops.scaled_add_to. ``scale``: a number or
+    a one-element tensor (FLOAT or the weights' type)."""
+    what = "poplin.convolution_weight_update"
+    check_graph(graph, what)
+    _check_params(params, what)
+    check_prog(prog, what)
+    _check_operand(graph, weights, params.weights_shape(), params.data_type, what, "weights",
+                   " [G, Cout, Cin, *kernel]")
+    if isinstance(scale, popsim.Tensor):
+        check_tensor(graph, scale, what, "scale")
+        if scale.num_elements() != 1 or scale.dtype not in (FLOAT, weights.dtype):
+            raise PoplibsError(f"{what}: the scale tensor '{scale.name}' must be one element of FLOAT or "
+                               f"{weights.dtype.name}, found {scale.dtype.name} of shape {tuple(scale.shape)}")
+        scale = scale.reshape(())
+    elif isinstance(scale, bool) or not isinstance(scale, (numbers.Real, np.integer, np.floating)):
+        raise PoplibsError(f"{what}: scale must be a number or a scalar tensor, found {type(scale).__name__} "
+                           f"{scale!r:.60}")
+    params = params.replace(output_type=params.data_type)
+    deltas = calculate_weight_deltas(graph, zdeltas, activations, params, prog, name, options, cache)
+    popops.scaled_add_to(graph, weights, deltas, scale, prog, name=f"{name or 'WeightUpdate'}/UpdateWeights")
+
+
 #: PopLibs' floor on the bias bytes a tile holds (fewer exchange programs)
 MIN_BIAS_BYTES_PER_TILE = 8
 
@@ -247,6 +279,6 @@ def add_bias(graph, acts, biases, prog, name: str = "") -> None:
     popops.add_in_place(graph, acts, view, prog, name or "AddBias")
 
 
-__all__ = ["add_bias", "calculate_weight_deltas", "convolution", "convolution_with_output", "create_biases",
-           "create_conv_output", "create_input", "create_weights", "get_gradient_params",
-           "weights_transpose_chans_flip_xy"]
+__all__ = ["add_bias", "calculate_weight_deltas", "convolution", "convolution_weight_update",
+           "convolution_with_output", "create_biases", "create_conv_output", "create_input", "create_weights",
+           "get_gradient_params", "weights_transpose_chans_flip_xy"]

@@ -41,15 +41,17 @@ def describe(t) -> str:
 
 
 def check_rows(graph, t, prog, what: str, role: str = "input", types=IN_TYPES) -> None:
-    """``t`` a 2-D tensor of ``graph`` with at least one row and column, of ``types``."""
+    """``t`` a 2-D tensor of ``graph`` of ``types`` with at least one column (no rows: empty
+    results; an empty row has no largest element)."""
     check_tensor(graph, t, what, role)
     if prog is not None:
         check_prog(prog, what)
     if t.rank != 2:
         raise PoplibsError(f"{what}: the {role} must be a 2-D tensor [rows, columns], found {describe(t)} "
                            f"of rank {t.rank}")
-    if t.shape[0] == 0 or t.shape[1] == 0:
-        raise PoplibsError(f"{what}: the {role} {describe(t)} must have at least one row and one column")
+    if t.shape[1] == 0 and t.shape[0]:
+        raise PoplibsError(f"{what}: the {role} {describe(t)} must have at least one column: an empty row has no "
+                           "largest or smallest element")
     if t.dtype not in types:
         raise PoplibsError(f"{what}: the {role} must be one of {', '.join(x.name for x in types)}, "
                            f"found {describe(t)}")
@@ -107,6 +109,12 @@ def _first_stage(graph, t, is_max: bool, label_type, prog, name: str):
     return runs
 
 
+def _empty(graph, dtype, shape, name: str):
+    t = graph.add_variable(dtype, shape, name)
+    graph.set_tile_mapping(t, 0)
+    return t
+
+
 def _concat(views):
     return views[0] if len(views) == 1 else popsim.concat(views)
 
@@ -114,6 +122,9 @@ def _concat(views):
 def reduce_class(graph, t, is_max: bool, label_type, prog, name: str):
     """PopLibs' maxMinArgMaxMin: ``(values, indices)`` of each row's largest (smallest)
     element, 1-D views of ``t.shape[0]`` elements (values FLOAT for FLOAT/HALF input)."""
+    if t.shape[0] == 0:  # no rows: empty results
+        return tuple(_empty(graph, dtype, (0,), f"{name}/{role}") for dtype, role in
+                     ((partials_type(t.dtype), "values"), (label_type, "indices")))
     runs = _first_stage(graph, t, is_max, label_type, prog, name)
     ptype = partials_type(t.dtype)
     kind = "max" if is_max else "min"
@@ -216,6 +227,12 @@ def top_k(graph, t, indices, k, sort, prog, name: str = ""):
             raise PoplibsError(f"{what}: the indices tensor must be UNSIGNED_INT of shape {shape}, found "
                                f"{describe(indices)}")
     order = popops.SortOrder.DESCENDING if sort else popops.SortOrder.NONE
+    if t.shape[0] == 0:  # no rows: empty results
+        values, positions = _empty(graph, t.dtype, shape, f"{name or 'topK'}/values"), \
+            _empty(graph, UNSIGNED_INT, shape, f"{name or 'topK'}/indices")
+        if isinstance(indices, list):
+            indices[:] = [positions]
+        return values
     values, positions = popops.top_k_with_permutation(graph, prog, t, popops.TopKParams(int(k), True, order),
                                                       name or "topK")
     values, positions = values.expand([1]), positions.expand([1])

@@ -7,6 +7,10 @@ Grouping (PopLibs' option ``groupNormStridedChannelGrouping``, here also the key
 or ``c + (C/G)·g`` (false: the conventional grouping). The ops work on a view of the
 activations ``[C/G, B·G, ...field]`` (PopLibs' groupActs), whose dimension 1 is the
 statistic, with the shared core (norm_core.py).
+
+Empty activations: with no channels, num_groups may be 0 (instance norm's one group per
+channel): no statistics. Statistics of length 0 with an empty batch or no channels say
+nothing about G; the whitened and gradient results are then empty.
 """
 from popsim import FLOAT
 
@@ -61,6 +65,8 @@ def ungroup_acts(t, channels: int, groups: int, is_strided: bool):
 
 def _check_groups(acts, groups, what):
     channels = int(acts.shape[1])
+    if channels == 0 and groups == 0 and not isinstance(groups, bool):
+        return 0  # no channels, no groups: no statistics
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or channels % groups:
         raise PoplibsError(f"{what}: num_groups must be a whole number >= 1 dividing the {channels} channels of "
                            f"'{acts.name}' [B, C, ...field] = {tuple(acts.shape)}, found {groups!r}")
@@ -68,9 +74,14 @@ def _check_groups(acts, groups, what):
 
 
 def _groups_of(graph, acts, stats, what):
-    """num_groups from the statistics' length ``B·G`` (as PopLibs does), checked."""
+    """num_groups from the statistics' length ``B·G`` (as PopLibs does), checked; None for
+    empty activations with no statistics (the grouping does not matter)."""
     batch = int(acts.shape[0])
     count = int(stats[0].shape[0]) if stats[0].rank == 1 else -1
+    if count == 0 and (batch == 0 or int(acts.shape[1]) == 0):
+        for t, role in zip(stats, ("mean", "inv_std_dev")[-len(stats):]):
+            check_stats(graph, t, acts, 0, what, role, "one per batch element and group, b·G + g")
+        return None
     groups = count // batch if batch and count > 0 and count % batch == 0 else 0
     if not groups or int(acts.shape[1]) % groups:
         raise PoplibsError(f"{what}: mean/inv_std_dev '{stats[0].name}' must have shape (B·G,) with G dividing "
@@ -85,13 +96,24 @@ def _statistics(graph, acts, eps, prog, groups, unbiased, stable, partials_type,
     check_common(graph, prog, name, what)
     check_acts(graph, acts, what)
     groups = _check_groups(acts, groups, what)
-    grouped = group_acts(acts, groups, strided(options, keyword, what))
+    is_strided = strided(options, keyword, what)
+    if groups == 0:
+        return _empty(graph, acts, (0,), f"{name}/mean"), _empty(graph, acts, (0,), f"{name}/invStdDev")
+    grouped = group_acts(acts, groups, is_strided)
     return core.statistics(graph, grouped, check_eps(eps, what), prog, bool(unbiased), bool(stable),
                            check_partials(partials_type, what), name)
 
 
+def _empty(graph, like, shape, name):
+    t = graph.add_variable(like.dtype, shape, name)
+    graph.set_tile_mapping(t, 0)
+    return t
+
+
 def _whiten(graph, acts, mean, inv_std, prog, name, is_strided, what):
     groups = _groups_of(graph, acts, [mean, inv_std], what)
+    if groups is None:
+        return _empty(graph, acts, tuple(acts.shape), f"{name}/whiten")
     whitened = core.whiten(graph, group_acts(acts, groups, is_strided), mean, inv_std, prog, name)
     return ungroup_acts(whitened, int(acts.shape[1]), groups, is_strided)
 
@@ -149,6 +171,8 @@ def group_norm_gradients(graph, acts, grads_in, *args, partials_type=FLOAT, name
     if len(stats) == 2:
         acts = _whiten(graph, acts, stats[0], stats[1], prog, name or "GN", is_strided, what)
     grads = core.scale_by_stat(graph, grads_in, gamma, prog, name or "GN/gradients")
+    if groups is None:
+        return grads  # empty, like acts
     out = core.statistics_gradients(graph, group_acts(acts, groups, is_strided), group_acts(grads, groups, is_strided),
                                     stats[-1], prog, name or "GN/gradients")
     return ungroup_acts(out, int(acts.shape[1]), groups, is_strided)

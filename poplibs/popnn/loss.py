@@ -16,6 +16,10 @@ calc_loss builds a Program (not appended anywhere, as PopLibs returns one):
    map on the loss).
 5. ``popops.reduce_with_output`` ADD over dimension 1 into ``loss``.
 6. With ``num_correct``: calc_accuracy's program.
+
+Empty model outputs: no rows give an empty Program (nothing to compute, num_correct
+unchanged); no classes leave every label out of range but MASKED_LABEL_CODE (step 1 still
+checks them), so the loss is 0 (a sum over no classes) and no row is correct.
 """
 import enum
 import numbers
@@ -31,6 +35,7 @@ from ..popops import expr as pe
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_graph, check_tensor
 from .arg_max import check_rows, describe, reduce_class
+from .arg_max_vertices import IN_TYPES
 from .loss_vertices import (FP_TYPES, LABEL_TYPES, accuracy_vertex, label_check_vertex, masked_code,
                             transform_vertex)
 
@@ -58,6 +63,13 @@ def _check_labels(graph, outputs, expected, what: str) -> None:
     if expected.shape[0] != outputs.shape[0]:
         raise PoplibsError(f"{what}: the labels {describe(expected)} must have one element per row of "
                            f"{describe(outputs)}: expected shape ({outputs.shape[0]},)")
+
+
+def _check_outputs(graph, t, what: str, types) -> None:
+    """The 2-D model outputs; rows or columns may be empty (arg_max's check_rows refuses those)."""
+    check_tensor(graph, t, what, "model outputs")
+    if t.rank != 2 or 0 not in t.shape or t.dtype not in types:
+        check_rows(graph, t, None, what, "model outputs", types)
 
 
 def _check_writable(t, what: str, role: str) -> None:
@@ -110,15 +122,17 @@ def calc_accuracy(graph, model_outputs, expected, num_correct, prog=None, name: 
     what = "popnn.calc_accuracy"
     if isinstance(prog, str) and not name:  # PopLibs' signature: the debug name in prog's place
         prog, name = None, prog
-    check_rows(graph, model_outputs, None, what, "model outputs")
+    _check_outputs(graph, model_outputs, what, IN_TYPES)
     _check_labels(graph, model_outputs, expected, what)
     _check_num_correct(graph, num_correct, what)
     if prog is not None and not isinstance(prog, Sequence):
         raise popsim.TypeError(f"{what}: prog must be a popsim.program.Sequence or None, found {type(prog).__name__}")
     name = name or "Accuracy"
     seq = Sequence()
-    label_check(graph, model_outputs, expected, seq, name)
-    accuracy_program(graph, model_outputs, expected, num_correct, seq, name)
+    if model_outputs.shape[0]:
+        label_check(graph, model_outputs, expected, seq, name)
+    if model_outputs.num_elements():
+        accuracy_program(graph, model_outputs, expected, num_correct, seq, name)
     if prog is not None:
         prog.add(seq)
     return seq
@@ -223,7 +237,7 @@ def calc_loss(graph, model_outputs, expected, loss, deltas, *args, deltas_scale=
     if not isinstance(kw["name"], str):
         raise popsim.TypeError(f"{what}: name must be a str, found {type(kw['name']).__name__}")
     check_graph(graph, what)
-    check_rows(graph, model_outputs, None, what, "model outputs", FP_TYPES)
+    _check_outputs(graph, model_outputs, what, FP_TYPES)
     rows, classes = model_outputs.shape
     dtype = model_outputs.dtype
     _check_labels(graph, model_outputs, expected, what)
@@ -250,7 +264,12 @@ def calc_loss(graph, model_outputs, expected, loss, deltas, *args, deltas_scale=
         scales = tuple(_scale(graph, 1.0 if kw[k] is None else kw[k], dtype, what, k)
                        for k in ("deltas_scale", "model_output_scaling"))
     seq = Sequence()
+    if rows == 0:
+        return seq
     label_check(graph, model_outputs, expected, seq, name)
+    if classes == 0:  # only masked labels pass the check: the loss is a sum over no classes
+        popops.zero(graph, loss, seq, f"{name}/reduce_loss")
+        return seq
     one_hot = graph.clone(model_outputs, f"{name}/OneHotEncoded")
     popops.encode_one_hot(graph, expected, one_hot, seq, name=f"{name}/OneHotEncode")
     transformed = _transform(graph, model_outputs, one_hot, deltas, scales, dtype, seq, name)

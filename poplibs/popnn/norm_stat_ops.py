@@ -96,6 +96,10 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
     assert len(data) == num_data and len(stats) == num_stats, op
     first = data[0]
     shape, dtype = tuple(first.shape), first.dtype
+    if first.num_elements() == 0:  # nothing to compute: an empty result
+        out = graph.add_variable(dtype, shape, name)
+        graph.set_tile_mapping(out, 0)
+        return out
     order = best_order(graph, first)
     views = [indexed(d.dim_shuffle(order)).flatten() for d in data]
     stat_index = np.broadcast_to(np.arange(shape[1], dtype=np.int64).reshape((1, -1) + (1,) * (len(shape) - 2)),

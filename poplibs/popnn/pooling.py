@@ -70,7 +70,7 @@ class PoolParams:
         self.input_truncation_or_padding_upper = _ints("input_truncation_or_padding_upper",
                                                        input_truncation_or_padding_upper, rank)
         for name, value in (("num_channels", num_channels), ("batch_size", batch_size)):
-            check_count(value, "PoolParams", name, low=1)
+            check_count(value, "PoolParams", name, low=0)  # 0: empty results
         self.num_channels, self.batch_size, self.dtype = int(num_channels), int(batch_size), dtype
         for d in range(rank):
             padded = self.input_field_shape[d] + self.input_truncation_or_padding_lower[d] \
@@ -260,6 +260,8 @@ def pool(graph, params: PoolParams, in_, prog, name: str = "", options=None):
     _check_options(options, what)
     _check_shape(graph, in_, params.input_shape(), params, what, "input", "input_field_shape")
     name = name or f"popnn.pool/{params.pooling_type.name.lower()}Pool"
+    if in_.num_elements() == 0:
+        return _empty(graph, params, params.output_shape(), name)
     pv.ensure_codelets(graph)
     out_field = params.get_output_field_shape()
     cpg = _chans_per_group(graph, in_, params, out_field)
@@ -282,6 +284,13 @@ def pool(graph, params: PoolParams, in_, prog, name: str = "", options=None):
     if counts is not None:
         _add_selective_scaling(graph, plan, counts, prog, f"{name}/scale")
     return _ungrouped(plan.var)
+
+
+def _empty(graph, params: PoolParams, shape, name: str):
+    """The result when the batch or the channels are empty: no elements, no vertices."""
+    t = graph.add_variable(params.dtype, shape, name)
+    graph.set_tile_mapping(t, 0)
+    return t
 
 
 def _check_options(options, what: str) -> None:
@@ -351,6 +360,8 @@ def _full_gradient(graph, params, in_, pooled, pooled_grad, use_scaled_gradient,
     _check_shape(graph, pooled, params.output_shape(), params, what, "pooled", "output field")
     _check_shape(graph, pooled_grad, params.output_shape(), params, what, "pooled_grad", "output field")
     name = name or f"popnn.pool_input_gradient/{params.pooling_type.name.lower()}PoolGrad"
+    if pooled_grad.num_elements() == 0:
+        return _empty(graph, params, params.input_shape(), name)
     pv.ensure_codelets(graph)
     cpg = _chans_per_group(graph, in_, params, params.input_field_shape)
     if params.pooling_type == PoolingType.MAX:
@@ -377,6 +388,8 @@ def pool_input_gradient_avg_sum(graph, params: PoolParams, fwd_chans_per_group: 
                            f"({params.num_channels}), found {fwd_chans_per_group!r}")
     _check_shape(graph, pooled_grad, params.output_shape(), params, what, "pooled_grad", "output field")
     name = name or f"popnn.pool_input_gradient/{params.pooling_type.name.lower()}PoolGrad"
+    if pooled_grad.num_elements() == 0:
+        return _empty(graph, params, params.input_shape(), name)
     pv.ensure_codelets(graph)
     return _sum_gradient(graph, params, pooled_grad, int(fwd_chans_per_group), prog, name)
 

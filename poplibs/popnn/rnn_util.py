@@ -179,13 +179,13 @@ def check_common_params(params, units: int, what: str):
         raise PoplibsError(f"{what}: params.data_type must be FLOAT or HALF, found {params.data_type}")
     for name in ("batch_size", "time_steps"):
         v = getattr(params, name)
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise PoplibsError(f"{what}: params.{name} must be a whole number >= 1, found {v!r}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise PoplibsError(f"{what}: params.{name} must be a whole number >= 0, found {v!r}")
     sizes = list(params.layer_sizes)
-    if len(sizes) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1
+    if len(sizes) != 2 or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0
                               for v in sizes):
         raise PoplibsError(f"{what}: params.layer_sizes must be [input_size, output_size] (two whole "
-                           f"numbers >= 1), found {params.layer_sizes!r}")
+                           f"numbers >= 0), found {params.layer_sizes!r}")
     order = [int(u) for u in params.cell_order]
     if sorted(order) != list(range(units)):
         raise PoplibsError(f"{what}: params.cell_order must name each of the {units} gates once, found "
@@ -236,7 +236,8 @@ def gates(t, units: Iterable[int]):
 
 class TimeLoop:
     """One Repeat over the time steps, forward (0 .. T-1) or reverse (T-1 .. 0), with a
-    device counter selecting each step's slices."""
+    device counter selecting each step's slices. With no time steps the body is built
+    (its slices are unwritten temporaries) but never added to the program."""
 
     def __init__(self, graph, steps: int, name: str, reverse: bool = False):
         self.graph, self.steps, self.name, self.reverse = graph, steps, name, reverse
@@ -246,17 +247,23 @@ class TimeLoop:
 
     def slice(self, seq, what: str):
         """This step's slice of the [T, ...] tensor ``seq`` (a [...] temporary)."""
+        if self.steps == 0:
+            return state_tensor(self.graph, seq.dtype, tuple(seq.shape[1:]), f"{self.name}/{what}")
         s = popops.dynamic_slice(self.graph, seq, self.counter, [0], [1], self.body, f"{self.name}/{what}")
         return s.squeeze([0])
 
     def update(self, seq, value, what: str) -> None:
         """Write ``value`` [...] into this step's slice of ``seq`` [T, ...]."""
+        if self.steps == 0:
+            return
         popops.dynamic_update(self.graph, seq, value.expand([0]), self.counter, [0], [1], self.body,
                               f"{self.name}/{what}")
 
     def close(self, prog) -> None:
         """Append to ``prog``: the counter set to the first step, then the body (followed by
         the counter's step) once per time step."""
+        if self.steps == 0:
+            return
         one = self.graph.add_constant(UNSIGNED_INT, (1,), 1, f"{self.name}/one")
         self.graph.set_tile_mapping(one, 0)
         popops.fill(self.graph, self.counter, self.steps - 1 if self.reverse else 0, prog,
@@ -269,6 +276,8 @@ class TimeLoop:
 def previous_outputs(init_output, outputs):
     """h_{t-1} for every step: the initial output, then outputs 0 .. T-2 ([T, B, out] view)."""
     steps = outputs.shape[0]
+    if steps == 0:
+        return outputs
     parts = [init_output.expand([0])]
     if steps > 1:
         parts.append(outputs.slice(0, steps - 1, 0))

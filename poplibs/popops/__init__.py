@@ -7,7 +7,7 @@ from .op_types import BinaryOpType, UnaryOpType
 
 # slicing, gathering, encoding and sorting (dynamic_slice.py, multi_slice.py, encoding.py, sort.py)
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
-from .multi_slice import multi_slice, multi_update, multi_update_add
+from .multi_slice import multi_slice, multi_update, multi_update_add, multi_update_max
 from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
 from .sort import (SortOrder, TopKParams, sort, sort_in_place, sort_key_value, sort_key_value_in_place,
                    top_k_with_permutation)
@@ -46,7 +46,7 @@ __all__ = [
     "select_with_output",
     # slicing, gathering, encoding and sorting
     "create_sliceable_tensor", "dynamic_slice", "dynamic_update", "multi_slice", "multi_update",
-    "multi_update_add", "MASKED_LABEL_CODE", "encode_one_hot", "gather", "SortOrder", "TopKParams", "sort",
-    "sort_in_place", "sort_key_value", "sort_key_value_in_place", "top_k_with_permutation",
+    "multi_update_add", "multi_update_max", "MASKED_LABEL_CODE", "encode_one_hot", "gather", "SortOrder",
+    "TopKParams", "sort", "sort_in_place", "sort_key_value", "sort_key_value_in_place", "top_k_with_permutation",
 ]
 __all__ += elementwise.__all__  # the named element-wise ops, from the op table

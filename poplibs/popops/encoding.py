@@ -3,8 +3,9 @@ Gather.hpp): ``encode_one_hot``, ``MASKED_LABEL_CODE`` and the simple ``gather``
 
 encode_one_hot writes ``encoded[i][indices[i]] = on`` and ``off`` everywhere else, with
 vertices on the tiles that hold ``encoded``: one ``popops::EncodeOneHot<unsigned
-int,float>`` (``...CustomValues`` with ``on``/``off`` fields when they are not 1 and 0)
-per contiguous piece of a tile's regions, the pieces shared between the workers. A
+int,float>`` (``...CustomValues`` with ``on``/``off`` fields when they are not 1 and 0,
+or are tensors: PopLibs' overload with ``on``/``off`` Tensors, read by the vertices) per
+contiguous piece of a tile's regions, the pieces shared between the workers. A
 vertex reads the indices of the rows its piece touches. An index equal to
 ``MASKED_LABEL_CODE`` (or any index >= the number of classes) matches no column: an
 all-``off`` row.
@@ -106,10 +107,17 @@ def _ensure(graph, custom: bool, index_type, out_type) -> str:
 
 def _check_number(value, what: str, role: str):
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
-        raise PoplibsError(f"{what}: {role} must be a number, found {type(value).__name__} {value!r:.60}")
+        raise PoplibsError(f"{what}: {role} must be a number or a scalar tensor, found {type(value).__name__} "
+                           f"{value!r:.60}")
 
 
 def _value(graph, value, dtype, what: str, role: str):
+    if isinstance(value, popsim.Tensor):
+        check_tensor(graph, value, what, role)
+        if value.num_elements() != 1 or value.dtype != dtype:
+            raise PoplibsError(f"{what}: {role} must be a scalar (one element) of the encoded tensor's type "
+                               f"{dtype.name}, found {describe(value)}; cast it or pass a number")
+        return value.reshape(())
     converted, fits = convert(value, dtype)
     if not fits:
         raise PoplibsError(f"{what}: {role} {value!r:.60} does not fit the encoded tensor's type {dtype.name} exactly")
@@ -121,7 +129,8 @@ def _value(graph, value, dtype, what: str, role: str):
 def encode_one_hot(graph, indices, encoded, prog, on=1, off=0, name: str = "") -> None:
     """PopLibs' encodeOneHot: ``encoded`` (N x C) gets ``on`` at column ``indices[i]`` of
     row i and ``off`` elsewhere; ``indices`` is a 1-D INT or UNSIGNED_INT tensor of N
-    entries. MASKED_LABEL_CODE (and any index outside [0, C)) gives an all-off row."""
+    entries. ``on``/``off``: numbers, or one-element tensors of ``encoded``'s type (read
+    at run time). MASKED_LABEL_CODE (and any index outside [0, C)) gives an all-off row."""
     what = "popops.encode_one_hot"
     check_graph(graph, what)
     check_prog(prog, what)
@@ -137,9 +146,11 @@ def encode_one_hot(graph, indices, encoded, prog, on=1, off=0, name: str = "") -
     if encoded.contains_constant() or encoded.contains_aliases():
         raise PoplibsError(f"{what}: {describe(encoded)} is written and must be a variable without constants or "
                            "aliased elements")
-    _check_number(on, what, "on")  # before they are compared: an array's truth value is ambiguous
-    _check_number(off, what, "off")
-    custom = (on, off) != (1, 0)
+    tensors = isinstance(on, popsim.Tensor) or isinstance(off, popsim.Tensor)
+    for value, role in ((on, "on"), (off, "off")):
+        if not isinstance(value, popsim.Tensor):  # before they are compared: an array's truth value is ambiguous
+            _check_number(value, what, role)
+    custom = tensors or (on, off) != (1, 0)
     extra = {"on": _value(graph, on, encoded.dtype, what, "on"),
              "off": _value(graph, off, encoded.dtype, what, "off")} if custom else {}
     classes = encoded.shape[1]

@@ -1,17 +1,18 @@
 """Multi-slicing (PopLibs' popops/DynamicSlice.hpp multiSlice, multiUpdate,
-multiUpdateAdd): many single-entry slices of one dimension at once, e.g. embedding
+multiUpdateAdd, multiUpdateMax): many single-entry slices of one dimension at once, e.g. embedding
 lookups and their gradient updates.
 
 ``t`` is viewed as ``t2d`` = [numEntries, columns] (the sliced dimension rolled to the
 front). The vertices follow the mapping of ``t2d[0]``, as PopLibs' unplanned slices do:
-one ``popops::MultiSlice`` (``MultiUpdate``, ``MultiUpdateAdd``) MultiVertex per region of
+one ``popops::MultiSlice`` (``MultiUpdate``, ``MultiUpdateAdd``, ``MultiUpdateOp``) MultiVertex per region of
 it, reading or writing every entry of its columns (no exchange when ``t`` comes from
 ``create_sliceable_tensor``). The output's columns live on the tile of the vertex that
 writes them. Offsets outside ``[0, numEntries)`` are not wrapped: the vertices skip them,
 so multi_slice does not write their output rows (their contents are undefined, as in
 PopLibs: popsim may hand a vertex a gathered copy of a non-contiguous output and write
 all of it back) and the updates ignore their rows.
-Repeated offsets: multi_update keeps the last row, multi_update_add adds them all.
+Repeated offsets: multi_update keeps the last row, multi_update_add adds them all,
+multi_update_max takes the maximum of them all.
 """
 import numbers
 
@@ -25,7 +26,7 @@ from ..poputil.checks import check_graph, check_tensor
 from .dynamic_slice import check_dims, check_prog, describe
 from .slice_vertices import ADD_TYPES, MULTI_TYPES, ensure_vertex
 
-__all__ = ["multi_slice", "multi_update", "multi_update_add"]
+__all__ = ["multi_slice", "multi_update", "multi_update_add", "multi_update_max"]
 
 
 def _check(graph, t, offsets, dims, sizes, prog, what: str, types):
@@ -141,3 +142,15 @@ def multi_update_add(graph, t, s, offsets, scale, dims, sizes, prog, name: str =
     if s.num_elements():
         _add_vertices(graph, name or what, "MultiUpdateAdd", t, _view_2d(s, 0), offsets, dim, prog,
                       {"scale": scale})
+
+
+def multi_update_max(graph, t, s, offsets, dims, sizes, prog, name: str = "") -> None:
+    """PopLibs' multiUpdateMax: ``t`` at entry ``offsets[i, 0]`` of ``dims[0]`` =
+    ``max(t[...], s[i])`` element-wise (PopLibs' ``t > s ? t : s``: a NaN in either gives
+    ``s``'s element). Out-of-range offsets are ignored; with repeated offsets ``t`` ends up
+    with the maximum of them all. Types: FLOAT, HALF, INT, UNSIGNED_INT."""
+    what = "popops.multi_update_max"
+    dim = _check(graph, t, offsets, dims, sizes, prog, what, ADD_TYPES)
+    _check_slices(graph, t, s, dim, offsets, what)
+    if s.num_elements():
+        _add_vertices(graph, name or what, "MultiUpdateMax", t, _view_2d(s, 0), offsets, dim, prog)

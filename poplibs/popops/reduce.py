@@ -19,6 +19,13 @@ ReductionStages.cpp) from the reduce vertices of reduce_vertices.py.
    linearly (grain: the partials' vector width, at least 4 vectors a tile) and reduced
    there. Scale and update are applied in the last stage only.
 
+``prog`` may be a list of compute sets instead of a Sequence (PopLibs' deprecated
+``std::vector<ComputeSet> &css`` overloads of reduce and reduceWithOutput): stage k then
+adds its vertices to ``css[k]``, appending a new compute set when the list is shorter
+(PopLibs' ComputeSetList), so reductions given the same list run side by side; the last
+stage then always reduces at the destination (a list holds no Copy). The caller runs
+them: ``Execute(cs)`` for each.
+
 The stages work on numpy arrays of output ranges (reduce_plan.cover_regions) and make a
 tensor view per vertex edge only when the vertices are made.
 """
@@ -83,17 +90,26 @@ class SingleReduceOp:
 
 
 class _Stages:
-    """Compute sets shared by the reductions of one call, by stage index."""
+    """Compute sets shared by the reductions of one call, by stage index; with a list
+    ``css`` (one reduction, whose stages come in order) the n-th stage used is ``css[n]``."""
 
-    def __init__(self, graph, name: str):
-        self.graph, self.name, self.sets, self.copies = graph, name, {}, []
+    def __init__(self, graph, name: str, css=None):
+        self.graph, self.name, self.sets, self.copies, self.css = graph, name, {}, [], css
 
     def get(self, index: int, label: str):
         if index not in self.sets:
-            self.sets[index] = self.graph.add_compute_set(f"{self.name}/{label}")
+            css, n = self.css, len(self.sets)
+            if css is not None and n < len(css):
+                self.sets[index] = css[n]
+            else:
+                self.sets[index] = self.graph.add_compute_set(f"{self.name}/{label}")
+                if css is not None:
+                    css.append(self.sets[index])
         return self.sets[index]
 
     def append_to(self, prog) -> None:
+        if self.css is not None:
+            return
         for index in sorted(self.sets):
             prog.add(Execute(self.sets[index]))
         for source, dest in self.copies:
@@ -429,7 +445,7 @@ class _Reduction:
             out = self._new_output()
             graph.set_tile_mapping(out, graph.linear_mapping(out, **linear))
             dest = out
-        elif plan.should_reduce_at_destination(target, partial_type, self.out_type, max_partials,
+        elif self.stages.css is not None or plan.should_reduce_at_destination(target, partial_type, self.out_type, max_partials,
                                                out.num_elements(), graph.get_tile_mapping(out)):
             dest = out
         else:
@@ -493,8 +509,15 @@ class _Reduction:
         return out
 
 
-def _start(graph, prog, what, name):
+def _start(graph, prog, what, name, css_ok=False):
     check_graph(graph, what)
+    if css_ok and isinstance(prog, list):
+        bad = [i for i, cs in enumerate(prog) if not isinstance(cs, popsim.ComputeSet)]
+        if bad:
+            raise PoplibsError(f"{what}: prog is a list, so it must hold compute sets (PopLibs' css form), found "
+                               f"{type(prog[bad[0]]).__name__} at index {bad[0]}; pass a popsim.Sequence or a list "
+                               "of graph.add_compute_set() results")
+        return
     check_prog(prog, what)
     if not isinstance(name, str):
         raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
@@ -524,34 +547,40 @@ def reduce(graph, t, dims, params: ReduceParams, prog, name: str = "", out_type=
     """PopLibs' reduce: ``t`` reduced over ``dims`` with ``params.op`` (scaled by
     ``params.scale``) into a new tensor of ``t``'s shape without ``dims`` (all dims: shape
     ``()``; no dims: an element-wise copy). Its type is ``out_type`` or ``t``'s. Appends
-    the stages' compute sets to ``prog``."""
+    the stages' compute sets to ``prog`` (a Sequence, or a list of compute sets)."""
     what = "popops.reduce"
-    _start(graph, prog, what, name)
+    _start(graph, prog, what, name, css_ok=True)
     if isinstance(params, ReduceParams) and params.update:
         raise PoplibsError(f"{what}: cannot update with reduce(), which makes a new output; call "
                            "popops.reduce_with_output(graph, t, out, dims, params, prog)")
-    return reduce_many(graph, [SingleReduceOp(t, dims, params, out_type, name)], prog, name, options=options)[0]
+    return _reduce(graph, [SingleReduceOp(t, dims, params, out_type, name)], prog, name, None, options, what)[0]
 
 
 def reduce_with_output(graph, t, out, dims, params: ReduceParams, prog, name: str = "", options=None) -> None:
     """PopLibs' reduceWithOutput: writes the reduction into ``out`` (``out += result`` with
-    ``params.update``), on ``out``'s tiles or balanced and copied, whichever is cheaper."""
+    ``params.update``), on ``out``'s tiles or balanced and copied, whichever is cheaper
+    (``prog`` a Sequence, or a list of compute sets: then on ``out``'s tiles)."""
     what = "popops.reduce_with_output"
-    _start(graph, prog, what, name)
-    reduce_many(graph, [SingleReduceOp(t, dims, params, None, name)], prog, name, outputs=[out], options=options)
+    _start(graph, prog, what, name, css_ok=True)
+    _reduce(graph, [SingleReduceOp(t, dims, params, None, name)], prog, name, [out], options, what)
 
 
 def reduce_many(graph, reductions: Sequence[SingleReduceOp], prog, name: str = "", outputs=None,
                 options=None) -> List:
     """PopLibs' reduceMany: several reductions whose stages share compute sets. Returns the
-    outputs (``outputs[i]``, when given and not None, is written as by reduce_with_output)."""
+    outputs (``outputs[i]``, when given and not None, is written as by reduce_with_output).
+    ``prog`` must be a Sequence: PopLibs' reduceMany has no compute-set-list form."""
     what = "popops.reduce_many"
     _start(graph, prog, what, name)
+    return _reduce(graph, reductions, prog, name, outputs, options, what)
+
+
+def _reduce(graph, reductions, prog, name, outputs, options, what) -> List:
     reductions = list(reductions)
     outputs = list(outputs) if outputs is not None else [None] * len(reductions)
     if len(outputs) != len(reductions):
         raise PoplibsError(f"{what}: {len(outputs)} outputs given for {len(reductions)} reductions")
-    stages = _Stages(graph, name or "popops.reduce")
+    stages = _Stages(graph, name or "popops.reduce", prog if isinstance(prog, list) else None)
     jobs = []
     for i, (op, out) in enumerate(zip(reductions, outputs)):
         if not isinstance(op, SingleReduceOp):

@@ -1,5 +1,5 @@
 """The slicing vertices (PopLibs' lib/popops/codelets DynamicSlice*, DynamicUpdateSlice*,
-MultiSlice, MultiUpdate, MultiUpdateAdd) and their cycle estimators.
+MultiSlice, MultiUpdate, MultiUpdateAdd, MultiUpdateOp) and their cycle estimators.
 
 Names are PopLibs' instantiations: ``popops::DynamicSlice1D<float>`` (a MultiVertex over
 one contiguous region: the slice dimension outermost, ``regionSize`` elements per slice),
@@ -7,7 +7,8 @@ one contiguous region: the slice dimension outermost, ``regionSize`` elements pe
 entries ``r*numBaseElements ..`` of ``baseT`` and ``r*numSubElements ..`` of ``subT``),
 the same for ``popops::DynamicUpdateSlice1D/2D``, and ``popops::MultiSlice<float>``,
 ``popops::MultiUpdate<float>``, ``popops::MultiUpdateAdd<float,false>`` (the bool is
-PopLibs' subwordWritesSupported, false on IPU targets).
+PopLibs' subwordWritesSupported, false on IPU targets) and
+``popops::MultiUpdateOp<float,false,popops::Operation::MAX>`` (multiUpdateMax).
 
 Dynamic slices wrap: slice element i comes from ``(offset + i) mod numBaseElements``. An
 offset >= numBaseElements makes the vertex return at once (the output is not written),
@@ -29,10 +30,11 @@ from ..poputil.generated_vertex import vertex_from_source
 SLICE_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_LONGLONG, LONGLONG)
 #: MultiSlice and MultiUpdate (PopLibs instantiates fewer)
 MULTI_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR)
-#: MultiUpdateAdd
+#: MultiUpdateAdd and MultiUpdateOp
 ADD_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 REMAP_FLAG = 0x80000000  # MSB of numBaseElements: remap out-of-bound offsets to 0
 WORKERS = 6
+MAX = "popops::Operation::MAX"  # MultiUpdateOp's operation, as PopLibs spells the template argument
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 
 
@@ -190,6 +192,34 @@ def MultiUpdateAdd(dtype, subword_writes):
     return MultiUpdateAdd
 
 
+@popsim.vertex_template("popops::MultiUpdateOp", dtype=ADD_TYPES, subword_writes=[False], op=[MAX])
+def MultiUpdateOp(dtype, subword_writes, op):
+    class MultiUpdateOp(MultiVertex):
+        offsets: Input[Vector[UNSIGNED_INT]]
+        subT: Input[Vector[dtype]]
+        baseT: InOut[Vector[dtype]]
+        regionSize: UNSIGNED_INT
+        baseOffset: UNSIGNED_INT
+        numBaseElements: UNSIGNED_INT
+
+        def compute(self, worker_id):
+            # baseT = baseT > subT ? baseT : subT for each in-range offset, as PopLibs'
+            # updateOp: a NaN in either gives subT
+            size = self.regionSize
+            per_worker = (size + self.num_workers() - 1) // self.num_workers()
+            begin = worker_id * per_worker
+            end = min(begin + per_worker, size)
+            for o in range(len(self.offsets)):
+                index = self.offsets[o] - self.baseOffset
+                if index < self.numBaseElements:
+                    for e in range(begin, end):
+                        base = self.baseT[index * size + e]
+                        value = self.subT[o * size + e]
+                        self.baseT[index * size + e] = base if base > value else value
+            return True
+    return MultiUpdateOp
+
+
 # -- cycle estimators (PopLibs' cycle estimators) ---------------------------------------------
 def _vector_width(dtype) -> int:
     """Elements per 64-bit data path access; 8-bit types 4, 64-bit types count as two
@@ -235,6 +265,20 @@ def multi_slice_cycles(dtype, num_offsets: int, region_size: int, update: bool, 
                       + per_worker_out * 8)
 
 
+def multi_update_op_cycles(dtype, num_offsets: int, region_size: int, workers: int = WORKERS) -> int:
+    """MultiUpdateOp (multiUpdateMax; tile cycles, PopLibs' getMultiUpdateOpCycleEstimate
+    unscaled, unsorted, every offset in range): W (3 + (29 for 4-byte types, else 30) +
+    offsets (11 or 12 + (ceil(regionSize / elemsPerAtom) - 1) 3)), elemsPerAtom the
+    elements in a 4-byte atomic write; with no offsets just 3 + 29 (30), not times W."""
+    four = dtype.size == 4
+    cycles = 3 + (29 if four else 30)
+    if num_offsets == 0:
+        return cycles
+    per_atom = max(1, 4 // dtype.size)
+    per_offset = (11 if four else 12) + (-(-region_size // per_atom) - 1) * 3
+    return (cycles + per_offset * num_offsets) * workers
+
+
 def _estimator(kind: str, dtype):
     def estimate(info, target):
         workers = target.num_worker_contexts
@@ -242,6 +286,10 @@ def _estimator(kind: str, dtype):
             num_sub = int(info.initial_value("numSubElements"))
             sizes = info.field_sizes("subT")[::max(num_sub, 1)]
             return dynamic_slice_2d_cycles(dtype, sizes, num_sub)
+        if kind == "op":
+            figure = multi_update_op_cycles(dtype, info.field_size("offsets"), int(info.initial_value("regionSize")),
+                                            workers)
+            return -(-figure // workers)
         if kind == "1D":
             figure = dynamic_slice_1d_cycles(dtype, int(info.initial_value("regionSize")),
                                              int(info.initial_value("numSubElements")), workers)
@@ -256,7 +304,7 @@ _TEMPLATES = {
     "DynamicSlice1D": (DynamicSlice1D, "1D"), "DynamicUpdateSlice1D": (DynamicUpdateSlice1D, "1D"),
     "DynamicSlice2D": (DynamicSlice2D, "2D"), "DynamicUpdateSlice2D": (DynamicUpdateSlice2D, "2D"),
     "MultiSlice": (MultiSlice, "slice"), "MultiUpdate": (MultiUpdate, "update"),
-    "MultiUpdateAdd": (MultiUpdateAdd, "update"),
+    "MultiUpdateAdd": (MultiUpdateAdd, "update"), "MultiUpdateMax": (MultiUpdateOp, "op"),
 }
 
 
@@ -264,7 +312,7 @@ def ensure_vertex(graph, kind: str, dtype) -> str:
     """Register vertex ``kind`` (a key of _TEMPLATES) for ``dtype`` with ``graph`` once,
     with its estimator; return its name."""
     template, estimator_kind = _TEMPLATES[kind]
-    args = (dtype, False) if kind == "MultiUpdateAdd" else (dtype,)
+    args = {"MultiUpdateAdd": (dtype, False), "MultiUpdateMax": (dtype, False, MAX)}.get(kind, (dtype,))
     name = template.vertex_name(*args)
     if not graph.has_codelet(name):
         graph.add_codelets(template[args])

@@ -60,8 +60,13 @@ POPOPS = [
     entry("popops.multi_update_add", lambda env, t, s, o, k: popops.multi_update_add(env.g, t, s, o, k, [0], [1],
                                                                                        env.p),
           M, Ref("slices"), Ref("offs"), 1.0),
+    entry("popops.multi_update_max", lambda env, t, s, o: popops.multi_update_max(env.g, t, s, o, [0], [1], env.p),
+          M, Ref("slices"), Ref("offs")),
     entry("popops.encode_one_hot", lambda env, i, e, on: popops.encode_one_hot(env.g, i, e, env.p, on),
           Ref("lab"), D, 1),
+    entry("popops.encode_one_hot(tensors)", lambda env, e, on: popops.encode_one_hot(
+        env.g, env.lab, e, env.p, on[0] if on is env.v else on, env.v[1]), D, V),  # on: v[0], off: v[1]
+    entry("popops.reduce(css)", lambda env, t, d, css: popops.reduce(env.g, t, d, ADD, css), M, [0], []),
     entry("popops.gather", lambda env, t, i, a: popops.gather(env.g, t, i, a, env.p), M, Ref("u"), 0),
     entry("popops.sort", lambda env, t, d: popops.sort(env.g, t, d, env.p), M, 1),
     entry("popops.sort_key_value", lambda env, k, v, d: popops.sort_key_value(env.g, k, v, d, env.p), M, D, 1),
@@ -90,6 +95,8 @@ POPLIN = [
           FLOAT, 1, [4, 4], [3, 3], 1, 1),
     entry("poplin.convolution", lambda env, k, t: poplin.convolution(env.g, *_conv_tensors(env)[::k], _conv(), t, env.p),
           Pick(1, -1), False),  # -1: input and weights swapped
+    entry("poplin.convolution_weight_update", lambda env, k, s: poplin.convolution_weight_update(
+        env.g, poplin.create_conv_output(env.g, _conv()), *_conv_tensors(env)[::k], _conv(), s, env.p), -1, 0.5),
     entry("poplin.cholesky", lambda env, a, lower: poplin.cholesky(env.g, a, lower, env.p), Ref("sq"), True),
     entry("poplin.triangular_solve", lambda env, a, b, l1, l2, u: poplin.triangular_solve(env.g, a, b, l1, l2, u,
                                                                                            env.p),

@@ -55,6 +55,8 @@ def numeric_grad(f, arrays, index, eps=1e-6):
     base = [a.copy() for a in arrays]
     target = base[index]
     grad = np.zeros_like(target)
+    if target.size == 0:  # an empty array (a zero-size layer): nothing to differentiate
+        return grad
     it = np.nditer(target, flags=["multi_index"])
     for _ in it:
         k = it.multi_index

@@ -157,7 +157,7 @@ def test_bad_inputs(op):
     with pytest.raises(PoplibsError, match=r"one of FLOAT, HALF, INT, UNSIGNED_INT.*'flags'"):
         op(g, flags, prog)
     empty = g.add_variable(FLOAT, (2, 0), "empty")
-    with pytest.raises(PoplibsError, match="at least one row and one column"):
+    with pytest.raises(PoplibsError, match="must have at least one column: an empty row has no largest"):
         op(g, empty, prog)
     with pytest.raises(PoplibsError, match="prog must be a popsim.Sequence"):
         op(g, g.add_variable(FLOAT, (2, 3), "ok"), "prog")

@@ -97,7 +97,7 @@ def _check(p, tiles, fwd_tol, grad_tol):
 
 
 def _close(got, want, tol):
-    scale = max(1.0, float(np.abs(want).max()))
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
     np.testing.assert_allclose(got, want, atol=tol * scale, rtol=tol)
 
 

@@ -273,7 +273,7 @@ def test_options_are_refused():
     ((MAX, ["²"], [2], [1], [0], [0], 2, 1, FLOAT), "input_field_shape must be whole numbers, found str '²'"),
     ((MAX, [3.0], [2], [1], [0], [0], 2, 1, FLOAT), "input_field_shape must be whole numbers, found float"),
     ((MAX, 3, [2], [1], [0], [0], 2, 1, FLOAT), "input_field_shape must be a list of whole numbers, found int"),
-    ((MAX, [3], [2], [1], [0], [0], "2", 1, FLOAT), "num_channels must be a whole number >= 1, found str '2'"),
+    ((MAX, [3], [2], [1], [0], [0], "2", 1, FLOAT), "num_channels must be a whole number >= 0, found str '2'"),
     ((MAX, [3], [2], [1], [0], [0], 2, 1, np.zeros(2)), "dtype must be FLOAT or HALF"),
 ])
 def test_pool_params_take_whole_numbers_only(args, message):

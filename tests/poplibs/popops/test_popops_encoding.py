@@ -53,6 +53,43 @@ def test_encode_one_hot(index_type, out_type):
     assert not got[4].any()
 
 
+@pytest.mark.parametrize("out_type", [FLOAT, HALF, INT, UNSIGNED_INT], ids=lambda t: t.name)
+def test_encode_one_hot_tensor_on_off(out_type):
+    """PopLibs' overload with on/off Tensors: the vertices read them at run time (written
+    from the host before the run), a tensor on with a number off too."""
+    device = small_device()
+    g = popsim.Graph(device)
+    encoded = g.add_variable(out_type, (5, 4), "encoded")
+    g.set_tile_mapping(encoded, scattered_mapping(20, 4, np.random.default_rng(1)))
+    mixed = g.add_variable(out_type, (5, 4), "mixed")
+    g.set_tile_mapping(mixed, 2)
+    indices = g.add_variable(UNSIGNED_INT, (5,), "indices")
+    g.set_tile_mapping(indices, 1)
+    on, off = g.add_variable(out_type, (), "on"), g.add_variable(out_type, (1,), "off")  # one element: any shape
+    g.set_tile_mapping(on, 3)
+    g.set_tile_mapping(off, 0)
+    prog = Sequence()
+    popops.encode_one_hot(g, indices, encoded, prog, on, off)
+    popops.encode_one_hot(g, indices, mixed, prog, on=on)
+    labels = [3, 0, popops.MASKED_LABEL_CODE, 1, 3]
+    _, (got, got_mixed) = run(g, device, prog, [encoded, mixed], {indices: labels, on: 7, off: [2]})
+    np.testing.assert_array_equal(got, one_hot(labels, 4, 7, 2))
+    np.testing.assert_array_equal(got_mixed, one_hot(labels, 4, 7, 0))
+
+
+def test_encode_one_hot_tensor_on_off_errors():
+    g = popsim.Graph(small_device())
+    enc, idx = g.add_variable(FLOAT, (4, 3), "enc"), g.add_variable(UNSIGNED_INT, (4,), "idx")
+    with pytest.raises(poputil.PoplibsError, match=re.escape(
+            "popops.encode_one_hot: on must be a scalar (one element) of the encoded tensor's type FLOAT, found "
+            "tensor 'h' (HALF, shape ())")):
+        popops.encode_one_hot(g, idx, enc, Sequence(), g.add_variable(HALF, (), "h"), 0.0)
+    with pytest.raises(poputil.PoplibsError, match=r"off must be a scalar .* 'two' \(FLOAT, shape \(2,\)\)"):
+        popops.encode_one_hot(g, idx, enc, Sequence(), 1.0, g.add_variable(FLOAT, (2,), "two"))
+    with pytest.raises(poputil.PoplibsError, match="off 'x' belongs to another graph"):
+        popops.encode_one_hot(g, idx, enc, Sequence(), 1.0, popsim.Graph(small_device()).add_variable(FLOAT, (), "x"))
+
+
 def test_masked_label_code_is_poplibs_constant():
     assert popops.MASKED_LABEL_CODE == 0xFFFFFFFF
 
@@ -122,5 +159,5 @@ def test_on_and_off_are_numbers(on):
     """An array was numpy's ValueError (the truth value of comparing (on, off) with (1, 0))."""
     g = popsim.Graph(small_device())
     enc, idx = g.add_variable(FLOAT, (4, 3), "enc"), g.add_variable(UNSIGNED_INT, (4,), "idx")
-    with pytest.raises(poputil.PoplibsError, match="popops.encode_one_hot: on must be a number, found"):
+    with pytest.raises(poputil.PoplibsError, match="popops.encode_one_hot: on must be a number or a scalar tensor, found"):
         popops.encode_one_hot(g, idx, enc, Sequence(), on=on)
