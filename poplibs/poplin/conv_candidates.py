@@ -5,13 +5,15 @@ configurations the target's conv units allow, in PopLibs' order of preference.
 Only AMP vertices exist in popsim's poplin (ConvPartial1x1Out, ConvPartialnx1), so SLIC,
 HMAC, VMAC and OuterProduct are not candidates; a planConstraints method naming one is
 refused by the planner. The AMP chain is used whole: inChansPerGroup = 4 x the unit's
-input load (16 halves, 8 floats).
+input load (16 halves, 8 floats). Only configurations amp_configs lists (the vertices the
+executors run) are offered: half inputs with float partials get 8 units, not 16.
 """
 from dataclasses import dataclass
 from typing import List, Tuple
 
 import popsim
 
+from . import amp_configs
 from .conv_params import ConvParams
 from .options import ConvOptions
 from .plan import Method
@@ -80,11 +82,11 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
         swaps = [s for s in swaps if s == pc.swap_operands]
     load = target.conv_unit_input_load_elems(params.data_type)
     weights_per_unit = target.conv_unit_max_pipeline_depth * load
-    max_units = target.num_conv_units(params.data_type)
-    unit_options = [max_units]
-    if params.data_type == popsim.HALF and max_units == 16:
-        unit_options.append(8)   # ipu2 also tries 8 units for half
     tile_type, inter_type = partials_types(params, options)
+    # the target's units for the input type, and fewer (ipu2 also tries 8 units for half), as
+    # far as a vertex exists for them with these partials (amp_configs: what the executor runs)
+    unit_options = amp_configs.unit_options(params.data_type, tile_type, load,
+                                            target.num_conv_units(params.data_type))
     configs = []
     for units in unit_options:
         for ocpg in dict.fromkeys((units, weights_per_unit, 8)):

@@ -11,15 +11,16 @@ is charged per worker, so the tile's cycles are divided by the workers.
 import itertools
 from pathlib import Path
 
-from popsim import FLOAT, HALF
+from popsim import FLOAT
 
 from ..poputil import PoplibsError, template_vertex
-from . import conv_estimates
+from . import amp_configs, conv_estimates
 from .conv_vertices import CPP_FLAGS
 
 CPP_CODELETS = Path(__file__).with_name("conv_nx1.cpp")
 #: (input type, partials type, conv units) instantiated, as PopLibs does
-INSTANTIATIONS = ((FLOAT, FLOAT, 8), (HALF, HALF, 8), (HALF, FLOAT, 8), (FLOAT, FLOAT, 16), (HALF, HALF, 16))
+#: (amp_configs: the table the planner chooses from; the load width is the 64-bit one)
+INSTANTIATIONS = tuple((i, p, u) for i, p, u, _ in amp_configs.NX1)
 _NAME = "poplin::ConvPartialnx1"
 
 
@@ -33,11 +34,6 @@ def conv_partial_nx1_name(in_type, partials_type, conv_units: int, use_limited_v
             "units; PopLibs has " + ", ".join(f"{a.name}/{b.name}/{u}" for a, b, u in INSTANTIATIONS))
     return template_vertex(_NAME, in_type, partials_type, bool(use_limited_ver), bool(use_128bit_load),
                            int(conv_units))
-
-
-def nx1_units_for(in_type, partials_type, conv_units: int) -> int:
-    """The plan's conv units when an nx1 vertex has them, else 8 (every type pair has 8)."""
-    return conv_units if (in_type, partials_type, conv_units) in INSTANTIATIONS else 8
 
 
 def _state(info, name: str) -> int:
@@ -80,4 +76,4 @@ def ensure_codelets(graph) -> None:
                                       estimator(in_type, partials_type, units, wide))
 
 
-__all__ = ["conv_partial_nx1_name", "ensure_codelets", "estimator", "nx1_units_for"]
+__all__ = ["conv_partial_nx1_name", "ensure_codelets", "estimator"]

@@ -13,17 +13,20 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
    tile's worklists (conv_worklists: padding, dilation and stride never materialised).
    Each vertex reads its input window, its weights and writes its box of the output (or
    of the partials).
-3. With kernel or in-channel parts (or partials of another type), the parts' partials are
-   reduced into the output step where they live (conv_execute.reduce_partials), adding up
-   over the in-channel serial steps into a step zeroed before their loop.
+3. With kernel or in-channel parts, the parts' partials are reduced into the output step
+   where they live (conv_execute.reduce_partials), adding up over the in-channel serial
+   steps into a step zeroed before their loop; with one part but partials of another type
+   than the output, they are cast into it (popops' cast; the planner costs PopLibs' cast).
+   The vertex is the one the plan's method names (amp_configs): a plan no vertex runs is an
+   error, never run as another.
 """
 import dataclasses
 import math
 
-from popsim import UNSIGNED_INT, popops
+from popsim import UNSIGNED_INT, concat, popops
 from popsim.program import Execute, Sequence
 
-from . import conv_execute, conv_nx1, conv_vertices
+from . import amp_configs, conv_execute, conv_nx1, conv_vertices
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials
 from .conv_transforms import canonical_views, dim_maps, is_one_by_one
@@ -69,8 +72,8 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
         vertex = conv_execute.vertex_type_for(plan, in_type, partials_type)
     else:
         conv_nx1.ensure_codelets(graph)
-        units = conv_nx1.nx1_units_for(in_type, partials_type, plan.method.conv_units or 8)
-        vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, units)
+        amp_configs.check_runnable(plan.method, in_type, partials_type, "nx1", f"poplin.convolution '{name}'")
+        vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, plan.method.conv_units)
     xg, wg, og = grouped_views(x, w, out, canon)
     direct = blocks.depth == 1 and blocks.c_serial == 1 and partials_type == out.dtype
     rank = canon.num_field_dims
@@ -98,7 +101,11 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     cs = graph.add_compute_set(f"{name}/Conv")
     active = builder.add_vertices(cs, 0, 0)
     inner.add(Execute(cs))
-    if not direct:
+    if not direct and blocks.depth == 1 and c_split.steps == 1:   # only the output cast (PopLibs')
+        items = builder.reduce_items(0, active)
+        popops.cast_with_output(graph, concat([parts[0] for _, parts, _ in items]),
+                                concat([block for block, _, _ in items]), inner, f"{name}/Cast")
+    elif not direct:
         params = popops.ReduceParams(popops.Operation.ADD, update=c_split.steps > 1)
         conv_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
                                      inner, f"{name}/Reduce")

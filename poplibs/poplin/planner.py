@@ -11,9 +11,11 @@ Search, as PopLibs does it:
   x serial), at most one kind of serial split; every split counts grains and only the
   smallest split giving each per-tile size is tried (a larger one uses more tiles for the
   same work);
-* cost: the vertex (conv_estimates), exchange of inputs and weights (bus sharing) and of
-  partials, the cross-tile reduction (multi-stage), casts and serial-loop extras
-  (cost_model); temporary bytes per tile as PopLibs' convTempBytes;
+* cost: the vertex (conv_estimates, PopLibs' formulas), the exchange of inputs, weights and
+  partials as popsim's engine charges it, the cross-tile reduction and the output cast as
+  the executors run them (one ReduceAdd stage; popops' Cast1D), a sync per compute set, and
+  serial-loop extras (cost_model): the estimate is what runs (tests/poplibs/poplin/
+  test_poplin_plan_fidelity.py); temporary bytes per tile as PopLibs' convTempBytes;
 * objective: fewest cycles (then fewest temp bytes) with temp bytes <= availableMemoryProportion
   x bytes per tile; AMP 0 minimises memory; when nothing fits, a warning and the plan with
   the least temp memory.
@@ -28,6 +30,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+from ..popops.fill_cast import cast1d_cycles
 from ..poputil import PoplibsError
 from . import conv_estimates as ce
 from . import cost_model as cm
@@ -154,17 +157,16 @@ class _Search:
             return None
         serial = oc_ser * ic_ser
         bpc = self.t.exchange_bytes_per_cycle
-        sharing = 2 if (self.t.supports_exchange_bus_sharing
-                        and oc_p % self.t.tiles_per_shared_exchange_bus == 0) else 1
-        field_batch_split = math.prod(f_s) * b_s
-        exchange = (cm.exchange_cycles((inputs - inputs // oc_p) * self.in_bytes, bpc, sharing)
-                    + cm.exchange_cycles((weights - weights // field_batch_split) * self.in_bytes, bpc))
+        exchange = self._operand_exchange(bt, math.prod(field_in), cgt, ict, oct_, kt, oc_p, k_s, f_s, b_s)
         reduce_cycles = 0
+        sync = self.t.max_ipu_sync_delay   # the compute set of the vertices
         if depth > 1:
-            exchange += cm.exchange_cycles(partials * self.p_bytes, bpc)
-            reduce_cycles, later_exchange = cm.conv_reduce_cycles(
-                partials, depth, self.fp, self.fi, self.fo, bpc, self.o.enable_multi_stage_reduce, self.workers)
-            exchange += later_exchange
+            # the executor's reduction: one stage, each of the ``depth`` tiles adding its
+            # share of every part's partials straight into the output type
+            exchange += cm.reduce_exchange_cycles(partials, depth, self.p_bytes, self.p.output_type.size, bpc)
+            reduce_cycles, _ = cm.conv_reduce_cycles(partials, depth, self.fp, self.fo, self.fo, bpc, False,
+                                                     self.workers)
+            sync += self.t.max_ipu_sync_delay
         vertex = self.vertex_cycles(bt, ft, kt, cgt, ict, oct_)
         extras = 0
         if oc_ser > 1:
@@ -174,13 +176,17 @@ class _Search:
             extras += (cm.dynamic_slice_1d_cycles(inputs, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
                        + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers))
-        final_type_float = self.fi if depth > 1 else self.fp
         cast = 0
-        if final_type_float != self.fo:
-            cast = cm.cast_cycles(outputs * oc_ser, self.vw_partial, self.vw_out, self.workers)
-        cycles = serial * (exchange + vertex + reduce_cycles + extras) + cast
+        if depth == 1 and self.fp != self.fo:
+            # each step's partials cast to the output type by popops' Cast1D, costed by its
+            # estimator (a reduction writes the output type itself)
+            real_outputs = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
+            cast = cast1d_cycles(c.partials_type, p.output_type, real_outputs)
+            sync += self.t.max_ipu_sync_delay
+        cycles = serial * (exchange + vertex + reduce_cycles + extras + sync + cast)
         breakdown = (("partial_calc", serial * vertex), ("exchange", serial * exchange),
-                     ("reduce", serial * reduce_cycles), ("serial_loop", serial * extras), ("cast", cast))
+                     ("reduce", serial * reduce_cycles), ("serial_loop", serial * extras), ("cast", serial * cast),
+                     ("sync", serial * sync))
         return cycles, temp, breakdown
 
     # -- the loops -----------------------------------------------------------------------------
@@ -216,22 +222,29 @@ class _Search:
                 yield from rec(d + 1, remaining // s, acc + [s])
         yield from rec(0, limit, [])
 
-    def _cycles_lower_bound(self, bt, ft, kt, cgt, ict, oct_, field_in_prod, oc_p, field_batch_split) -> int:
+    def _operand_exchange(self, bt, field_in_prod, cgt, ict, oct_, kt, oc_p, k_s, f_s, b_s) -> int:
+        """Exchange of a tile's inputs and weights, as the engine charges it: a vertex field
+        with any element on another tile is received whole (its real channels, not the
+        padding); the input block is spread over the out-channel and kernel parts' tiles,
+        the weights over the batch and field parts' (conv_layout, mat_mul_layout)."""
+        p, c = self.p, self.c
+        in_real = min(ict * c.in_chans_per_group, p.input_channels_per_group)
+        out_real = min(oct_ * c.partial_chans_per_group, p.output_channels_per_group)
+        received = 0
+        if oc_p * math.prod(k_s) > 1 or (math.prod(f_s) > 1 and not self.one_by_one):
+            received += bt * field_in_prod * cgt * in_real
+        if b_s * math.prod(f_s) > 1:
+            received += math.prod(kt) * cgt * in_real * out_real
+        return cm.engine_exchange_cycles(received * self.in_bytes, self.t.exchange_bytes_per_cycle)
+
+    def _cycles_lower_bound(self, bt, ft, kt, cgt, ict, oct_, field_in_prod, oc_p, k_s, f_s, b_s) -> int:
         """The vertex and the exchange of inputs and weights of the unserialised configuration:
         a serial split repeats the vertex's overheads and exchanges at least as many bytes."""
         if self.one_by_one:   # exact, and monotone in the channel groups
             vertex = self.vertex_cycles(bt, tuple(ft), tuple(kt), cgt, ict, oct_)
         else:
             vertex = self.vertex_lower_bound(bt, math.prod(ft), math.prod(kt), cgt, ict, oct_)
-        c = self.c
-        in_chans, out_chans = ict * c.in_chans_per_group, oct_ * c.partial_chans_per_group
-        inputs = bt * field_in_prod * cgt * in_chans
-        weights = math.prod(kt) * cgt * in_chans * out_chans
-        bpc = self.t.exchange_bytes_per_cycle
-        sharing = 2 if (self.t.supports_exchange_bus_sharing
-                        and oc_p % self.t.tiles_per_shared_exchange_bus == 0) else 1
-        return (vertex + cm.exchange_cycles((inputs - inputs // oc_p) * self.in_bytes, bpc, sharing)
-                + cm.exchange_cycles((weights - weights // field_batch_split) * self.in_bytes, bpc))
+        return vertex + self._operand_exchange(bt, field_in_prod, cgt, ict, oct_, kt, oc_p, k_s, f_s, b_s)
 
     def _temp_lower_bound(self, bt, field_in_prod, ft_prod, kt_prod, cgt, ict, oct_) -> int:
         """convTempBytes without the reduction and accumulator terms (which only add)."""
@@ -269,7 +282,7 @@ class _Search:
                                self._temp_lower_bound(bt, field_in_prod, ft_prod, kt_prod, cgt, 1, oc_t)) \
                                 > best.key[0]:
                             continue
-                    elif self._cycles_lower_bound(bt, ft, kt, cgt, ic_t, oc_t, field_in_prod, oc_p, b_s * math.prod(f_s)) \
+                    elif self._cycles_lower_bound(bt, ft, kt, cgt, ic_t, oc_t, field_in_prod, oc_p, k_s, f_s, b_s) \
                             > best.key[0]:
                         continue
                 base_fits = None
