@@ -163,8 +163,10 @@ class _Search:
         if depth > 1:
             # the executor's reduction: one stage, each of the ``depth`` tiles adding its
             # share of every part's partials straight into the output type
-            exchange += cm.reduce_exchange_cycles(partials, depth, self.p_bytes, self.p.output_type.size, bpc)
-            reduce_cycles, _ = cm.conv_reduce_cycles(partials, depth, self.fp, self.fo, self.fo, bpc, False,
+            # (of the real out-channels: the vertices write no padding)
+            real = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
+            exchange += cm.reduce_exchange_cycles(real, depth, self.p_bytes, self.p.output_type.size, bpc)
+            reduce_cycles, _ = cm.conv_reduce_cycles(real, depth, self.fp, self.fo, self.fo, bpc, False,
                                                      self.workers)
             sync += self.t.max_ipu_sync_delay
         vertex = self.vertex_cycles(bt, ft, kt, cgt, ict, oct_)
@@ -180,8 +182,8 @@ class _Search:
         if depth == 1 and self.fp != self.fo:
             # each step's partials cast to the output type by popops' Cast1D, costed by its
             # estimator (a reduction writes the output type itself)
-            real_outputs = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
-            cast = cast1d_cycles(c.partials_type, p.output_type, real_outputs)
+            real = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
+            cast = cast1d_cycles(c.partials_type, p.output_type, real)
             sync += self.t.max_ipu_sync_delay
         cycles = serial * (exchange + vertex + reduce_cycles + extras + sync + cast)
         breakdown = (("partial_calc", serial * vertex), ("exchange", serial * exchange),
