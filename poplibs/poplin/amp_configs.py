@@ -49,6 +49,15 @@ def unit_options(in_type, partials_type, conv_input_load_elems: int, max_units: 
     return sorted(units, reverse=True)
 
 
+def in_chan_groupings(weights_per_unit: int, conv_input_load_elems: int) -> List[int]:
+    """The AMP in-channel groupings (most first): divisors of the chain's weights per unit
+    that are whole loads (PopLibs' getConvVertexAMPCandidates): half 16, 8, 4; float 8, 4,
+    2. A grouping g < weights_per_unit fills the chain with weights_per_unit / g kernel rows
+    (PopLibs' convUnitWeightHeight), which only ConvPartialnx1 does."""
+    return [g for g in range(weights_per_unit, 0, -1)
+            if weights_per_unit % g == 0 and g % conv_input_load_elems == 0]
+
+
 def check_runnable(method, in_type, partials_type, vertex: str, what: str) -> None:
     """Raise a PoplibsError unless ``method`` (a plan's Method) runs as ``vertex`` for these
     types: the executor runs the plan it is given or nothing."""
@@ -66,4 +75,4 @@ def check_runnable(method, in_type, partials_type, vertex: str, what: str) -> No
             f"instantiated: {have}); plan with poplin.get_plan, which chooses only these")
 
 
-__all__ = ["NX1", "ONE_BY_ONE", "check_runnable", "is_runnable", "unit_options"]
+__all__ = ["NX1", "ONE_BY_ONE", "check_runnable", "in_chan_groupings", "is_runnable", "unit_options"]

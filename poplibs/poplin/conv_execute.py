@@ -92,6 +92,9 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     # no in-channel parts and nothing to add up: the partials are only cast to the output
     # type (PopLibs' output cast; the planner costs it as one)
     cast_only = not direct and scale is None and blocks.ks == 1 and blocks.k_serial == 1
+    # in-channel serial steps with no parallel parts and partials of the output's type: each
+    # step's partials added in place to the accumulator (PopLibs' addInPlace)
+    add_only = scale is None and blocks.ks == 1 and blocks.k_serial > 1 and partials_type == out.dtype
     partials_var = None
     if not direct:  # one temporary, reused by every serial iteration
         partials_var, _ = create_partials(graph, partials_type, step, f"{name}/partials")
@@ -122,7 +125,10 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     _add_vertices(graph, cs, vertex, step, a_step, b_step, out_step, partials_var, 0, 0)
     inner.add(Execute(cs))
     if cast_only:
-        _cast_partials(graph, step, partials_var, out_step, inner, f"{name}/Cast")
+        popops.cast_with_output(graph, *_block_pairs(step, partials_var, out_step), inner, f"{name}/Cast")
+    elif add_only:
+        dst, src = reversed(_block_pairs(step, partials_var, out_step))
+        popops.add_in_place(graph, dst, src, inner, f"{name}/AddPartials")
     elif not direct:
         _reduce_partials(graph, step, partials_var, out_step, 0, 0, params, inner, f"{name}/Reduce")
     loop.repeat(outer, k_split, k_count, inner, "inChanLoop")
@@ -137,9 +143,9 @@ def _partials_block(partials_var, ki, gi, mi, ni, shape):
     return partials_var.index([ki, gi, mi, ni]).flatten().slice(0, size).reshape(list(shape))
 
 
-def _cast_partials(graph, blocks, partials_var, out, prog, name) -> None:
-    """Each tile's block of partials cast into its block of the output, block after block
-    (so that a tile's part is one region: popops' Cast1D)."""
+def _block_pairs(blocks, partials_var, out):
+    """(partials, output): each tile's block of partials and of the output, block after
+    block, so that a tile's part of either is one region (popops' 1D vertices)."""
     src, dst = [], []
     for gi in range(blocks.gs):
         g0, g1 = blocks.g_range(gi)
@@ -151,8 +157,7 @@ def _cast_partials(graph, blocks, partials_var, out, prog, name) -> None:
                     continue
                 src.append(_partials_block(partials_var, 0, gi, mi, ni, (g1 - g0, m1 - m0, n1 - n0)).flatten())
                 dst.append(out.slice([g0, m0, n0], [g1, m1, n1]).flatten())
-    if src:
-        popops.cast_with_output(graph, popsim.concat(src), popsim.concat(dst), prog, name)
+    return popsim.concat(src), popsim.concat(dst)
 
 
 def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:

@@ -54,13 +54,20 @@ def estimator(in_type, partials_type, conv_units: int, use_128bit_load: bool):
         outer, inner = _state(info, "kernelOuterSizeM1") + 1, _state(info, "kernelInnerElementsM1") + 1
         workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
         worklists = conv_estimates.worker_item_sizes(positions, row, workers)
-        # the AMP's channel groups: in-channels in chains of 4 loads, out-channels in passes of
-        # the conv units (the vertex's groups hold many of them)
-        in_groups = _state(info, "numInGroups") * max(1, -(-_state(info, "inChansPerGroup") // (4 * load_elems)))
+        # the chain holds ``height`` kernel rows of in-channel groups of chain / height
+        # (PopLibs' convUnitWeightHeight): the kernel's rows are taken height at a time
+        height = _state(info, "ampKernelHeightM1") + 1
+        chain = conv_estimates.CONV_CHAIN_LENGTH * load_elems
+        if height > 1:
+            rows = max(1, _state(info, "kernelHeight"))
+            outer = -(-rows // height) * (outer // rows)
+        # the AMP's channel groups: in-channels in groups of the chain's, out-channels in
+        # passes of the conv units (the vertex's groups hold many of them)
+        in_groups = _state(info, "numInGroups") * max(1, -(-_state(info, "inChansPerGroup") // (chain // height)))
         out_groups = (_state(info, "numOutGroupsM1") + 1) * max(1, -(-width // conv_units))
         tile_cycles = conv_estimates.conv_partial_nx1_cycles(
             [worklists] * (outer * inner), _state(info, "numConvGroupsM1") + 1, in_groups, out_groups, outer, inner,
-            1, conv_units, conv_units, load_elems, coeff_bytes, float_acts, float_partials, positions, workers)
+            height, conv_units, conv_units, load_elems, coeff_bytes, float_acts, float_partials, positions, workers)
         return -(-tile_cycles // workers)
     return estimate
 

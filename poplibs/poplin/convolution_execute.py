@@ -26,6 +26,7 @@ import math
 from popsim import UNSIGNED_INT, concat, popops
 from popsim.program import Execute, Sequence
 
+from ..poputil import PoplibsError
 from . import amp_configs, conv_execute, conv_nx1, conv_vertices
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials
@@ -97,14 +98,20 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     inner = Sequence()
     x_step = loop.slice(x_steps, inner, "inSlice")
     w_step = loop.slice(w_steps, inner, "weightsSlice")
-    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials)
+    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials,
+                           chain_rows(graph.get_target(), plan))
     cs = graph.add_compute_set(f"{name}/Conv")
     active = builder.add_vertices(cs, 0, 0)
     inner.add(Execute(cs))
-    if not direct and blocks.depth == 1 and c_split.steps == 1:   # only the output cast (PopLibs')
+    one_part = not direct and blocks.depth == 1
+    if one_part and (c_split.steps == 1 or partials_type == out.dtype):
         items = builder.reduce_items(0, active)
-        popops.cast_with_output(graph, concat([parts[0] for _, parts, _ in items]),
-                                concat([block for block, _, _ in items]), inner, f"{name}/Cast")
+        partials_flat = concat([parts[0] for _, parts, _ in items])
+        out_flat = concat([block for block, _, _ in items])
+        if c_split.steps == 1:   # only the output cast (PopLibs')
+            popops.cast_with_output(graph, partials_flat, out_flat, inner, f"{name}/Cast")
+        else:   # in-channel steps add up in place (PopLibs' addInPlace)
+            popops.add_in_place(graph, out_flat, partials_flat, inner, f"{name}/AddPartials")
     elif not direct:
         params = popops.ReduceParams(popops.Operation.ADD, update=c_split.steps > 1)
         conv_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
@@ -114,11 +121,22 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
 
 
+def chain_rows(target, plan) -> int:
+    """Kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): the chain's
+    weights per unit over the plan's in-channel group."""
+    chain = target.conv_unit_max_pipeline_depth * plan.method.conv_input_load_elems
+    if plan.in_chans_per_group < 1 or chain % plan.in_chans_per_group:
+        raise PoplibsError(f"poplin: the plan's in-channel group {plan.in_chans_per_group} does not divide the AMP "
+                           f"chain's {chain} weights per unit; plan with poplin.get_plan")
+    return chain // plan.in_chans_per_group
+
+
 class _TileBuilder:
     """The vertices of one convolution's compute sets (one per tile with work)."""
 
-    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials):
+    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials, height=1):
         self.graph, self.b, self.dims, self.vertex, self.one_by_one = graph, blocks, dims, vertex, one_by_one
+        self.height = height   # kernel rows the AMP chain holds at once (nx1 only)
         self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
         self.in_field = xg.shape[2:-1]
 
@@ -174,6 +192,7 @@ class _TileBuilder:
                                                 f"worklists_{tile}")
             self.graph.set_tile_mapping(worklists, tile)
             fields = {"worklists": worklists, "zerosInfo": outs[0].num_elements(), "inStride": work.in_stride,
+                      "ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0],
                       "outStride": work.out_stride, "kernelOuterSizeM1": math.prod(hi - lo for lo, hi in kr[:-1]) - 1,
                       "kernelInnerElementsM1": kr[-1][1] - kr[-1][0] - 1, "outFieldRowSize": fr[-1][1] - fr[-1][0]}
         ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1]).flatten()

@@ -143,3 +143,10 @@ def add_in_place_cycles(n: int, vector_width: int, num_workers: int = 6) -> int:
     """getBinaryOp1DInPlaceEstimate(ADD) for float/half: W*(58 + ceil(ceil(n/W)/vw)*3) + 11."""
     per_worker = -(-n // num_workers)
     return num_workers * (58 + -(-per_worker // vector_width) * 3) + 11
+
+
+def counter_increment_cycles(num_workers: int = 6) -> int:
+    """A serial loop's counter (one UNSIGNED_INT) incremented in place, as the executor does
+    it (popops.add_in_place): getBinaryOp1DInPlaceEstimate(ADD) for one integer, 7 cycles
+    per element and no vectorisation: W*(58 + 7) + 11."""
+    return num_workers * (58 + 7) + 11

@@ -96,6 +96,10 @@ class _Search:
         self.oc_grains = -(-params.output_channels_per_group // cand.partial_chans_per_group)
         self.one_by_one = (all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
                            and all(s == 1 for s in params.stride))
+        # kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): 1 unless
+        # the in-channel group is smaller than the chain
+        self.h = max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
+                     // cand.in_chans_per_group)
         self.vertex_memo: Dict[tuple, int] = {}
         self.own = _Best()   # this candidate's best (the report's runner-up)
         self.vw_in = target.vector_width(params.data_type)
@@ -120,16 +124,19 @@ class _Search:
         hit = self.vertex_memo.get(key)
         if hit is None:
             worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
-            hit = ce.conv_partial_nx1_cycles([worklists] * math.prod(kt), cgt, ict, oct_, math.prod(kt[:-1]), kt[-1],
-                                             1, c.partial_chans_per_group, c.method.conv_units,
+            outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
+            hit = ce.conv_partial_nx1_cycles([worklists] * (outer * kt[-1]), cgt, ict, oct_, outer, kt[-1],
+                                             self.h, c.partial_chans_per_group, c.method.conv_units,
                                              c.method.conv_input_load_elems, self.coeff_bytes, self.float_acts,
                                              self.fp, positions, w)
             self.vertex_memo[key] = hit
         return hit
 
     def vertex_lower_bound(self, bt, ft_prod, kt_prod, cgt, ict, oct_) -> int:
-        """Every worker spends at least ``core`` cycles per output position per pass."""
-        return cgt * ict * oct_ * self.passes * kt_prod * self.workers * self.core * -(-bt * ft_prod // self.workers)
+        """Every worker spends at least ``core`` cycles per output position per pass (per
+        kernel position the chain takes, ``h`` rows at a time)."""
+        kernel_steps = max(1, kt_prod // self.h)
+        return cgt * ict * oct_ * self.passes * kernel_steps * self.workers * self.core * -(-bt * ft_prod // self.workers)
 
     def evaluate(self, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, temp_limit: Optional[int]):
         """(cycles, temp bytes, breakdown) of one configuration, or None when its temp bytes
@@ -171,13 +178,17 @@ class _Search:
             sync += self.t.max_ipu_sync_delay
         vertex = self.vertex_cycles(bt, ft, kt, cgt, ict, oct_)
         extras = 0
-        if oc_ser > 1:
+        if serial > 1:   # the loop counter's increment (a compute set of its own)
+            extras += cm.counter_increment_cycles(self.workers) + self.t.max_ipu_sync_delay
+        if oc_ser > 1:   # slice the weights, update the output: two compute sets
             extras += (cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
-                       + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers))
-        if ic_ser > 1:
+                       + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers)
+                       + 2 * self.t.max_ipu_sync_delay)
+        if ic_ser > 1:   # slice the inputs and the weights, add the partials up: three
             extras += (cm.dynamic_slice_1d_cycles(inputs, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
-                       + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers))
+                       + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers)
+                       + 3 * self.t.max_ipu_sync_delay)
         cast = 0
         if depth == 1 and self.fp != self.fo:
             # each step's partials cast to the output type by popops' Cast1D, costed by its

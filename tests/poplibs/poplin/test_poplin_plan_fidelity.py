@@ -4,6 +4,7 @@ the execution profile reports them) are within 15 % of the plan's cycles; the pl
 chooses only vertex configurations the executors have (amp_configs), and an executor given
 a plan with none raises instead of running another."""
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -35,11 +36,14 @@ def _engine_cycles(device, graph, prog, feeds):
     return engine, engine.get_report().to_dict()["execution"]["total_cycles"]
 
 
-def mat_mul_fidelity(m, k, n, dtype, partials):
-    """(plan, engine cycles, result, expected) of A[m,k] @ B[k,n] built with plan layouts."""
+def mat_mul_fidelity(m, k, n, dtype, partials, memory=None):
+    """(plan, engine cycles, result, expected) of A[m,k] @ B[k,n] built with plan layouts;
+    ``memory``: an availableMemoryProportion (small ones force serial splits)."""
     device = _device()
     g = popsim.Graph(device.target)
     opts = {"partialsType": partials}
+    if memory is not None:
+        opts["availableMemoryProportion"] = memory
     a = poplin.create_mat_mul_input_lhs(g, dtype, (m, k), (k, n), "a", options=opts)
     b = poplin.create_mat_mul_input_rhs(g, dtype, (m, k), (k, n), "b", options=opts)
     prog = Sequence()
@@ -95,6 +99,18 @@ def test_mat_mul_engine_cycles_match_the_plan(m, k, n, dtype, partials):
     plan, cycles, got, want = mat_mul_fidelity(m, k, n, dtype, partials)
     np.testing.assert_array_equal(got.astype(np.float32), want)   # small integers: exact in every type
     _check(plan, cycles, f"[{m},{k}] @ [{k},{n}] {dtype.name}, {partials} partials")
+
+
+@pytest.mark.parametrize("m,k,n,dtype,partials,serial", [(256, 256, 256, HALF, "half", "out_chan"),
+                                                           (128, 512, 128, FLOAT, "float", "in_chan"),
+                                                           (512, 64, 512, HALF, "float", "out_chan")])
+def test_serial_splits_engine_cycles_match_the_plan(m, k, n, dtype, partials, serial):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the planner warns that the tiny budget cannot be met
+        plan, cycles, got, want = mat_mul_fidelity(m, k, n, dtype, partials, memory=0.005)
+    assert plan.serial_splits[serial] > 1
+    np.testing.assert_array_equal(got.astype(np.float32), want)
+    _check(plan, cycles, f"[{m},{k}] @ [{k},{n}] {dtype.name}, {partials} partials, {serial} serial split")
 
 
 CONVS = [  # dtype, partials, batch, field, kernel, cin, cout, groups, stride, padding
