@@ -180,15 +180,20 @@ class _Search:
         extras = 0
         if serial > 1:   # the loop counter's increment (a compute set of its own)
             extras += cm.counter_increment_cycles(self.workers) + self.t.max_ipu_sync_delay
+            # every slicing vertex (one per worker of each tile holding the operand) reads
+            # the counter from its tile: the engine charges the sender per reader
+            tiles = math.prod(f_s) * b_s * cg_s * math.prod(k_s) * oc_p * ic_p
+            def counter(readers):
+                return cm.engine_exchange_cycles(4 * self.workers * readers, bpc)
         if oc_ser > 1:   # slice the weights, update the output: two compute sets
             extras += (cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers)
-                       + 2 * self.t.max_ipu_sync_delay)
+                       + counter(tiles) + counter(-(-tiles // depth)) + 2 * self.t.max_ipu_sync_delay)
         if ic_ser > 1:   # slice the inputs and the weights, add the partials up: three
             extras += (cm.dynamic_slice_1d_cycles(inputs, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
                        + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers)
-                       + 3 * self.t.max_ipu_sync_delay)
+                       + 2 * counter(tiles) + 3 * self.t.max_ipu_sync_delay)
         cast = 0
         if depth == 1 and self.fp != self.fo:
             # each step's partials cast to the output type by popops' Cast1D, costed by its
