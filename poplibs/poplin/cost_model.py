@@ -150,3 +150,13 @@ def counter_increment_cycles(num_workers: int = 6) -> int:
     it (popops.add_in_place): getBinaryOp1DInPlaceEstimate(ADD) for one integer, 7 cycles
     per element and no vectorisation: W*(58 + 7) + 11."""
     return num_workers * (58 + 7) + 11
+
+
+#: cycles the engine adds per contiguous run of an on-tile copy (docs/cost_model.md)
+ENGINE_COPY_RUN_OVERHEAD_CYCLES = 4
+
+
+def on_tile_copy_cycles(num_bytes: int, runs: int, memcpy_bytes_per_cycle: int) -> int:
+    """An on-tile rearrangement of ``num_bytes`` in ``runs`` runs, as popsim's engine costs
+    it: ceil(bytes / memcpy bytes per cycle) + 4 per run."""
+    return -(-num_bytes // memcpy_bytes_per_cycle) + ENGINE_COPY_RUN_OVERHEAD_CYCLES * runs

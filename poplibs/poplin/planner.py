@@ -189,6 +189,13 @@ class _Search:
             extras += (cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers)
                        + counter(tiles) + counter(-(-tiles // depth)) + 2 * self.t.max_ipu_sync_delay)
+            if oc_ser * oc_p * out_chans > p.output_channels_per_group:
+                # the last step is padded (serial_loop): the update's field, the tile's part of
+                # every step of the output, is no longer one run, and the engine rearranges
+                # it in and out at each step
+                rows = bt * math.prod(ft) * cgt * oc_ser
+                extras += 2 * cm.on_tile_copy_cycles(rows * out_chans * p.output_type.size, rows,
+                                                     self.t.memcpy_bytes_per_cycle)
         if ic_ser > 1:   # slice the inputs and the weights, add the partials up: three
             extras += (cm.dynamic_slice_1d_cycles(inputs, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
