@@ -91,6 +91,8 @@ def fmt_value(v: Optional[float], unit: str) -> str:
         return f"{v:.3f} s"
     if unit == "ops/s":
         return f"{v:,.0f} ops/s"
+    if unit == "cycles":
+        return f"{v:,.0f} cycles"
     if unit == "ns/iter":
         return f"{v:.1f} ns/iter"
     return f"{v:.4g} {unit}"

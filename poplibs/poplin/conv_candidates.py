@@ -4,14 +4,19 @@ configurations the target's conv units allow, in PopLibs' order of preference.
 
 Only AMP vertices exist in popsim's poplin (ConvPartial1x1Out, ConvPartialnx1), so SLIC,
 HMAC, VMAC and OuterProduct are not candidates; a planConstraints method naming one is
-refused by the planner. The AMP chain is used whole: inChansPerGroup = 4 x the unit's
-input load (16 halves, 8 floats).
+refused by the planner. The in-channel group is the AMP chain (4 x the unit's input load:
+16 halves, 8 floats), or for a convolution with a kernel height above 1 also a smaller
+whole number of loads dividing it (half 8, 4; float 4, 2), the chain then holding 2 or 4
+kernel rows (PopLibs' convUnitWeightHeight): a few-channel convolution pads less. Only
+configurations amp_configs lists (the vertices the executors run) are offered: half inputs
+with float partials get 8 units, not 16.
 """
 from dataclasses import dataclass
 from typing import List, Tuple
 
 import popsim
 
+from . import amp_configs
 from .conv_params import ConvParams
 from .options import ConvOptions
 from .plan import Method
@@ -80,24 +85,29 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
         swaps = [s for s in swaps if s == pc.swap_operands]
     load = target.conv_unit_input_load_elems(params.data_type)
     weights_per_unit = target.conv_unit_max_pipeline_depth * load
-    max_units = target.num_conv_units(params.data_type)
-    unit_options = [max_units]
-    if params.data_type == popsim.HALF and max_units == 16:
-        unit_options.append(8)   # ipu2 also tries 8 units for half
     tile_type, inter_type = partials_types(params, options)
+    # the target's units for the input type, and fewer (ipu2 also tries 8 units for half), as
+    # far as a vertex exists for them with these partials (amp_configs: what the executor runs)
+    unit_options = amp_configs.unit_options(params.data_type, tile_type, load,
+                                            target.num_conv_units(params.data_type))
+    # a grouping smaller than the chain stacks kernel rows in it (ConvPartialnx1 only): for
+    # convolutions with a kernel height (dimension 0, not the innermost) of more than 1
+    groupings = [weights_per_unit]
+    if params.num_field_dims >= 2 and params.kernel_shape[0] > 1 and not is_mat_mul_shaped(params):
+        groupings = amp_configs.in_chan_groupings(weights_per_unit, load)
     configs = []
     for units in unit_options:
         for ocpg in dict.fromkeys((units, weights_per_unit, 8)):
             if ocpg % units:
                 continue
-            icpg = weights_per_unit
-            if pc.conv_units not in (None, units) or pc.conv_input_load_elems not in (None, load):
-                continue
-            if pc.in_chans_per_group not in (None, icpg) or pc.partial_chans_per_group not in (None, ocpg):
-                continue
-            if pc.conv_groups_per_group not in (None, 1):
-                continue
-            configs.append((units, icpg, ocpg))
+            for icpg in groupings:
+                if pc.conv_units not in (None, units) or pc.conv_input_load_elems not in (None, load):
+                    continue
+                if pc.in_chans_per_group not in (None, icpg) or pc.partial_chans_per_group not in (None, ocpg):
+                    continue
+                if pc.conv_groups_per_group not in (None, 1):
+                    continue
+                configs.append((units, icpg, ocpg))
     out = []
     for swap in swaps:
         p = swap_operands_params(params) if swap else params

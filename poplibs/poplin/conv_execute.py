@@ -15,7 +15,9 @@ step's slices of A, B and the output, moved by dynamic slice / update at run tim
    reduction's and whose output step is sliced from the output).
 
 A plan with no in-channel split, partials of the output's type and nothing to accumulate
-writes the output directly (no partials, no reduction). swapOperands computes
+writes the output directly (no partials, no reduction); with partials of another type it
+casts them into the output (popops' cast, PopLibs' output cast). The vertex is the one
+the plan's method names (amp_configs): a plan no vertex runs is an error. swapOperands computes
 C' = B'A' (each operand and the output transposed, as views), the partition applying to
 the swapped problem.
 """
@@ -29,7 +31,7 @@ from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError
 from ..popops import reduce_vertices
-from . import conv_vertices, reduce_add
+from . import amp_configs, conv_vertices, reduce_add
 from .mat_mul_layout import MatMulBlocking, create_partials
 from .serial_loop import SerialDim, SerialLoop
 
@@ -39,24 +41,22 @@ def _swap(t):
 
 
 def partials_type_of(plan, in_type):
-    """The vertices' accumulator type: the plan's partials type; float inputs always
-    accumulate in float (PopLibs has no float-input, half-partials AMP vertex)."""
+    """The vertices' accumulator type: the plan's partials type (FLOAT when a hand-made plan
+    leaves it unset). Float inputs accumulate in float: PopLibs has no float-input,
+    half-partials AMP vertex, and neither does the planner choose one."""
     wanted = plan.partials_type or FLOAT
-    return FLOAT if in_type == FLOAT else wanted
+    if in_type == FLOAT and wanted != FLOAT:
+        raise PoplibsError(f"poplin: the plan's partials type is {wanted.name} but the inputs are FLOAT; float "
+                           "inputs accumulate in FLOAT (plan with poplin.get_plan)")
+    return wanted
 
 
 def vertex_type_for(plan, in_type, partials_type) -> str:
-    method = plan.method
-    units, load = conv_vertices.amp_method_for(in_type, partials_type)
-    if method.kind == "AMP" and method.conv_units:
-        units = method.conv_units
-    if method.kind == "AMP" and method.conv_input_load_elems:
-        load = method.conv_input_load_elems
-    try:
-        return conv_vertices.conv_partial_1x1_name(in_type, partials_type, units, load)
-    except PoplibsError:  # a method this vertex set does not have: the default AMP shape
-        return conv_vertices.conv_partial_1x1_name(in_type, partials_type, *conv_vertices.amp_method_for(
-            in_type, partials_type))
+    """The ConvPartial1x1Out the plan's method names; raises when it has none (the executor
+    runs what the plan costed or nothing: amp_configs)."""
+    amp_configs.check_runnable(plan.method, in_type, partials_type, "1x1", "poplin")
+    return conv_vertices.conv_partial_1x1_name(in_type, partials_type, plan.method.conv_units,
+                                               plan.method.conv_input_load_elems)
 
 
 def blocking_for(graph, plan, groups: int, m: int, k: int, n: int) -> MatMulBlocking:
@@ -89,6 +89,12 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     n_split, k_split = SerialDim(n, blocks.n_stride), SerialDim(k, blocks.k_stride)
     # one serial step's blocks: the body's compute sets, built once, work on step temporaries
     step = dataclasses.replace(blocks, n=n_split.step_extent, n_serial=1, k=k_split.step_extent, k_serial=1)
+    # no in-channel parts and nothing to add up: the partials are only cast to the output
+    # type (PopLibs' output cast; the planner costs it as one)
+    cast_only = not direct and scale is None and blocks.ks == 1 and blocks.k_serial == 1
+    # in-channel serial steps with no parallel parts and partials of the output's type: each
+    # step's partials added in place to the accumulator (PopLibs' addInPlace)
+    add_only = scale is None and blocks.ks == 1 and blocks.k_serial > 1 and partials_type == out.dtype
     partials_var = None
     if not direct:  # one temporary, reused by every serial iteration
         partials_var, _ = create_partials(graph, partials_type, step, f"{name}/partials")
@@ -118,11 +124,40 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     cs = graph.add_compute_set(f"{name}/Conv")
     _add_vertices(graph, cs, vertex, step, a_step, b_step, out_step, partials_var, 0, 0)
     inner.add(Execute(cs))
-    if not direct:
+    if cast_only:
+        popops.cast_with_output(graph, *_block_pairs(step, partials_var, out_step), inner, f"{name}/Cast")
+    elif add_only:
+        dst, src = reversed(_block_pairs(step, partials_var, out_step))
+        popops.add_in_place(graph, dst, src, inner, f"{name}/AddPartials")
+    elif not direct:
         _reduce_partials(graph, step, partials_var, out_step, 0, 0, params, inner, f"{name}/Reduce")
     loop.repeat(outer, k_split, k_count, inner, "inChanLoop")
     loop.update(out_steps, out_held, outer, "outUpdate")
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
+
+
+def _partials_block(partials_var, ki, gi, mi, ni, shape):
+    """The [g, m, n] partials of block (ki, gi, mi, ni): the first elements of the block's
+    space, dense (a clipped block stays one contiguous run on its tile)."""
+    size = shape[0] * shape[1] * shape[2]
+    return partials_var.index([ki, gi, mi, ni]).flatten().slice(0, size).reshape(list(shape))
+
+
+def _block_pairs(blocks, partials_var, out):
+    """(partials, output): each tile's block of partials and of the output, block after
+    block, so that a tile's part of either is one region (popops' 1D vertices)."""
+    src, dst = [], []
+    for gi in range(blocks.gs):
+        g0, g1 = blocks.g_range(gi)
+        for mi in range(blocks.ms):
+            m0, m1 = blocks.m_range(mi)
+            for ni in range(blocks.ns):
+                n0, n1 = blocks.n_range(0, ni)
+                if g0 == g1 or m0 == m1 or n0 == n1:
+                    continue
+                src.append(_partials_block(partials_var, 0, gi, mi, ni, (g1 - g0, m1 - m0, n1 - n0)).flatten())
+                dst.append(out.slice([g0, m0, n0], [g1, m1, n1]).flatten())
+    return popsim.concat(src), popsim.concat(dst)
 
 
 def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
@@ -139,7 +174,7 @@ def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, nam
                 if g0 == g1 or m0 == m1 or n0 == n1:
                     continue
                 block_out = out.slice([g0, m0, n0], [g1, m1, n1]).flatten()
-                parts = [partials_var.index([ki, gi, mi, ni]).slice([0, 0, 0], [g1 - g0, m1 - m0, n1 - n0]).flatten()
+                parts = [_partials_block(partials_var, ki, gi, mi, ni, (g1 - g0, m1 - m0, n1 - n0)).flatten()
                          for ki in range(used)]
                 items.append((block_out, parts, [blocks.tile(gi, mi, ni, ki) for ki in range(used)]))
     reduce_partials(graph, items, partials_var.dtype, out.dtype, params, prog, name)
@@ -212,8 +247,8 @@ def _add_vertices(graph, cs, vertex, blocks, a, b, out, partials_var, ns, ks) ->
                     if partials_var is None:
                         outs = [out[g].slice([m0, n0], [m1, n1]).flatten() for g in range(g0, g1)]
                     else:
-                        block = partials_var.index([ki, gi, mi, ni])
-                        outs = [block[g].slice([0, 0], [m1 - m0, n1 - n0]).flatten() for g in range(g1 - g0)]
+                        block = _partials_block(partials_var, ki, gi, mi, ni, (g1 - g0, m1 - m0, n1 - n0))
+                        outs = [block[g].flatten() for g in range(g1 - g0)]
                     v = graph.add_vertex(cs, vertex, {
                         "in": [a[g].slice([m0, k0], [m1, k1]).flatten() for g in range(g0, g1)],
                         "weights": [b[g].slice([k0, n0], [k1, n1]).flatten() for g in range(g0, g1)],

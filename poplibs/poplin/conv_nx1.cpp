@@ -30,8 +30,11 @@
 //   inStride, outStride: positions between an entry's consecutive inputs and outputs
 //             (PopLibs' transformedInStride/transformedOutStride, unencoded)
 //   numOutGroupsM1, numInGroups, kernelOuterSizeM1, kernelInnerElementsM1, numConvGroupsM1,
-//   outChansPerGroup, inChansPerGroup: PopLibs' fields; outFieldRowSize (popsim's): output
-//   positions per innermost row, for the cycle estimator.
+//   outChansPerGroup, inChansPerGroup, ampKernelHeightM1 (kernel rows the AMP chain holds
+//   at once, less one: PopLibs' convUnitWeightHeight) : PopLibs' fields; outFieldRowSize and
+//   kernelHeight (popsim's): output positions per innermost row and the kernel's rows
+//   (dimension 0), for the cycle estimator. The chain's rows change the IPU's instruction
+//   sequence and its cycles, not the values.
 // Products accumulate in float and each kernel position's sum is rounded to AccumType in
 // memory (as the AMP's partials are); useLimitedVer, use128BitLoad and numConvUnits choose
 // the IPU's instruction sequence and its cycles (the estimator), not the values.
@@ -66,6 +69,8 @@ public:
   unsigned outChansPerGroup;
   unsigned inChansPerGroup;
   unsigned outFieldRowSize;
+  unsigned ampKernelHeightM1;
+  unsigned kernelHeight;
 
   bool compute(unsigned wid) {
     using namespace detail;

@@ -11,15 +11,16 @@ is charged per worker, so the tile's cycles are divided by the workers.
 import itertools
 from pathlib import Path
 
-from popsim import FLOAT, HALF
+from popsim import FLOAT
 
 from ..poputil import PoplibsError, template_vertex
-from . import conv_estimates
+from . import amp_configs, conv_estimates
 from .conv_vertices import CPP_FLAGS
 
 CPP_CODELETS = Path(__file__).with_name("conv_nx1.cpp")
 #: (input type, partials type, conv units) instantiated, as PopLibs does
-INSTANTIATIONS = ((FLOAT, FLOAT, 8), (HALF, HALF, 8), (HALF, FLOAT, 8), (FLOAT, FLOAT, 16), (HALF, HALF, 16))
+#: (amp_configs: the table the planner chooses from; the load width is the 64-bit one)
+INSTANTIATIONS = tuple((i, p, u) for i, p, u, _ in amp_configs.NX1)
 _NAME = "poplin::ConvPartialnx1"
 
 
@@ -33,11 +34,6 @@ def conv_partial_nx1_name(in_type, partials_type, conv_units: int, use_limited_v
             "units; PopLibs has " + ", ".join(f"{a.name}/{b.name}/{u}" for a, b, u in INSTANTIATIONS))
     return template_vertex(_NAME, in_type, partials_type, bool(use_limited_ver), bool(use_128bit_load),
                            int(conv_units))
-
-
-def nx1_units_for(in_type, partials_type, conv_units: int) -> int:
-    """The plan's conv units when an nx1 vertex has them, else 8 (every type pair has 8)."""
-    return conv_units if (in_type, partials_type, conv_units) in INSTANTIATIONS else 8
 
 
 def _state(info, name: str) -> int:
@@ -58,13 +54,20 @@ def estimator(in_type, partials_type, conv_units: int, use_128bit_load: bool):
         outer, inner = _state(info, "kernelOuterSizeM1") + 1, _state(info, "kernelInnerElementsM1") + 1
         workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
         worklists = conv_estimates.worker_item_sizes(positions, row, workers)
-        # the AMP's channel groups: in-channels in chains of 4 loads, out-channels in passes of
-        # the conv units (the vertex's groups hold many of them)
-        in_groups = _state(info, "numInGroups") * max(1, -(-_state(info, "inChansPerGroup") // (4 * load_elems)))
+        # the chain holds ``height`` kernel rows of in-channel groups of chain / height
+        # (PopLibs' convUnitWeightHeight): the kernel's rows are taken height at a time
+        height = _state(info, "ampKernelHeightM1") + 1
+        chain = conv_estimates.CONV_CHAIN_LENGTH * load_elems
+        if height > 1:
+            rows = max(1, _state(info, "kernelHeight"))
+            outer = -(-rows // height) * (outer // rows)
+        # the AMP's channel groups: in-channels in groups of the chain's, out-channels in
+        # passes of the conv units (the vertex's groups hold many of them)
+        in_groups = _state(info, "numInGroups") * max(1, -(-_state(info, "inChansPerGroup") // (chain // height)))
         out_groups = (_state(info, "numOutGroupsM1") + 1) * max(1, -(-width // conv_units))
         tile_cycles = conv_estimates.conv_partial_nx1_cycles(
             [worklists] * (outer * inner), _state(info, "numConvGroupsM1") + 1, in_groups, out_groups, outer, inner,
-            1, conv_units, conv_units, load_elems, coeff_bytes, float_acts, float_partials, positions, workers)
+            height, conv_units, conv_units, load_elems, coeff_bytes, float_acts, float_partials, positions, workers)
         return -(-tile_cycles // workers)
     return estimate
 
@@ -80,4 +83,4 @@ def ensure_codelets(graph) -> None:
                                       estimator(in_type, partials_type, units, wide))
 
 
-__all__ = ["conv_partial_nx1_name", "ensure_codelets", "estimator", "nx1_units_for"]
+__all__ = ["conv_partial_nx1_name", "ensure_codelets", "estimator"]

@@ -16,21 +16,18 @@ import itertools
 import math
 from pathlib import Path
 
-from popsim import FLOAT, HALF
+from popsim import FLOAT
 
 from ..poputil import PoplibsError, template_vertex
-from . import conv_estimates
+from . import amp_configs, conv_estimates
 
 CPP_CODELETS = Path(__file__).with_name("conv_vertices.cpp")
 #: -ffp-contract=fast lets the AVX2 build fuse the multiply-adds (FMA)
 CPP_FLAGS = "-O3 -ffp-contract=fast"
 
 #: (input type, partials type, conv units, input load elements) instantiated, as PopLibs does
-INSTANTIATIONS = (
-    (HALF, HALF, 8, 4), (HALF, FLOAT, 8, 4), (FLOAT, FLOAT, 8, 2), (HALF, HALF, 16, 4), (FLOAT, FLOAT, 16, 2),
-    (HALF, HALF, 8, 8), (HALF, FLOAT, 8, 8), (FLOAT, FLOAT, 8, 4), (HALF, HALF, 16, 8), (HALF, FLOAT, 16, 8),
-    (FLOAT, FLOAT, 16, 4),
-)
+#: (amp_configs: the table the planner chooses from)
+INSTANTIATIONS = amp_configs.ONE_BY_ONE
 _NAME = "poplin::ConvPartial1x1Out"
 
 
@@ -88,10 +85,3 @@ def ensure_codelets(graph) -> None:
             INSTANTIATIONS, (False, True), (False, True), (False, True)):
         graph.register_perf_estimator(conv_partial_1x1_name(in_type, partials_type, units, load, limited, wide, sr),
                                       estimator(in_type, partials_type, units, load, wide))
-
-
-def amp_method_for(in_type, partials_type, target=None):
-    """(conv units, input load elements) of the default AMP instantiation for these types:
-    8 units, 64-bit loads (4 halves or 2 floats). PopLibs' getNumConvUnits gives 16 for half
-    inputs with half partials on ipu2; the planner's Method may ask for either."""
-    return (8, 4 if in_type == HALF else 2)

@@ -13,17 +13,21 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
    tile's worklists (conv_worklists: padding, dilation and stride never materialised).
    Each vertex reads its input window, its weights and writes its box of the output (or
    of the partials).
-3. With kernel or in-channel parts (or partials of another type), the parts' partials are
-   reduced into the output step where they live (conv_execute.reduce_partials), adding up
-   over the in-channel serial steps into a step zeroed before their loop.
+3. With kernel or in-channel parts, the parts' partials are reduced into the output step
+   where they live (conv_execute.reduce_partials), adding up over the in-channel serial
+   steps into a step zeroed before their loop; with one part but partials of another type
+   than the output, they are cast into it (popops' cast; the planner costs PopLibs' cast).
+   The vertex is the one the plan's method names (amp_configs): a plan no vertex runs is an
+   error, never run as another.
 """
 import dataclasses
 import math
 
-from popsim import UNSIGNED_INT, popops
+from popsim import UNSIGNED_INT, concat, popops
 from popsim.program import Execute, Sequence
 
-from . import conv_execute, conv_nx1, conv_vertices
+from ..poputil import PoplibsError
+from . import amp_configs, conv_execute, conv_nx1, conv_vertices
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials
 from .conv_transforms import canonical_views, dim_maps, is_one_by_one
@@ -69,8 +73,8 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
         vertex = conv_execute.vertex_type_for(plan, in_type, partials_type)
     else:
         conv_nx1.ensure_codelets(graph)
-        units = conv_nx1.nx1_units_for(in_type, partials_type, plan.method.conv_units or 8)
-        vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, units)
+        amp_configs.check_runnable(plan.method, in_type, partials_type, "nx1", f"poplin.convolution '{name}'")
+        vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, plan.method.conv_units)
     xg, wg, og = grouped_views(x, w, out, canon)
     direct = blocks.depth == 1 and blocks.c_serial == 1 and partials_type == out.dtype
     rank = canon.num_field_dims
@@ -94,11 +98,21 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     inner = Sequence()
     x_step = loop.slice(x_steps, inner, "inSlice")
     w_step = loop.slice(w_steps, inner, "weightsSlice")
-    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials)
+    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials,
+                           chain_rows(graph.get_target(), plan))
     cs = graph.add_compute_set(f"{name}/Conv")
     active = builder.add_vertices(cs, 0, 0)
     inner.add(Execute(cs))
-    if not direct:
+    one_part = not direct and blocks.depth == 1
+    if one_part and (c_split.steps == 1 or partials_type == out.dtype):
+        items = builder.reduce_items(0, active)
+        partials_flat = concat([parts[0] for _, parts, _ in items])
+        out_flat = concat([block for block, _, _ in items])
+        if c_split.steps == 1:   # only the output cast (PopLibs')
+            popops.cast_with_output(graph, partials_flat, out_flat, inner, f"{name}/Cast")
+        else:   # in-channel steps add up in place (PopLibs' addInPlace)
+            popops.add_in_place(graph, out_flat, partials_flat, inner, f"{name}/AddPartials")
+    elif not direct:
         params = popops.ReduceParams(popops.Operation.ADD, update=c_split.steps > 1)
         conv_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
                                      inner, f"{name}/Reduce")
@@ -107,11 +121,22 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
 
 
+def chain_rows(target, plan) -> int:
+    """Kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): the chain's
+    weights per unit over the plan's in-channel group."""
+    chain = target.conv_unit_max_pipeline_depth * plan.method.conv_input_load_elems
+    if plan.in_chans_per_group < 1 or chain % plan.in_chans_per_group:
+        raise PoplibsError(f"poplin: the plan's in-channel group {plan.in_chans_per_group} does not divide the AMP "
+                           f"chain's {chain} weights per unit; plan with poplin.get_plan")
+    return chain // plan.in_chans_per_group
+
+
 class _TileBuilder:
     """The vertices of one convolution's compute sets (one per tile with work)."""
 
-    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials):
+    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials, height=1):
         self.graph, self.b, self.dims, self.vertex, self.one_by_one = graph, blocks, dims, vertex, one_by_one
+        self.height = height   # kernel rows the AMP chain holds at once (nx1 only)
         self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
         self.in_field = xg.shape[2:-1]
 
@@ -167,6 +192,7 @@ class _TileBuilder:
                                                 f"worklists_{tile}")
             self.graph.set_tile_mapping(worklists, tile)
             fields = {"worklists": worklists, "zerosInfo": outs[0].num_elements(), "inStride": work.in_stride,
+                      "ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0],
                       "outStride": work.out_stride, "kernelOuterSizeM1": math.prod(hi - lo for lo, hi in kr[:-1]) - 1,
                       "kernelInnerElementsM1": kr[-1][1] - kr[-1][0] - 1, "outFieldRowSize": fr[-1][1] - fr[-1][0]}
         ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1]).flatten()

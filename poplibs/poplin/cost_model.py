@@ -1,8 +1,9 @@
 """The planner's cost terms other than the vertex itself (PopLibs' planner and cycle
 estimators: ConvModel.cpp addEstimates, ConvReducePlan.cpp, ExchangeEstimator): exchange
-with the bus-sharing rule, the cross-tile reduction of partials over a multi-stage plan,
-casts, and the serial loop's slices, updates and in-place additions. Pure functions of
-sizes; the planner (planner.py) adds them up per candidate.
+(PopLibs' rule with bus sharing, and the engine's, which the planner uses: the estimate is
+what runs), the cross-tile reduction of partials over a multi-stage plan, casts, and the
+serial loop's slices, updates and in-place additions. Pure functions of sizes; the planner
+(planner.py) adds them up per candidate.
 """
 import functools
 import math
@@ -17,6 +18,29 @@ def exchange_cycles(num_bytes: int, exchange_bytes_per_cycle: float, sharing_fac
     m = 2 when two tiles of a shared exchange bus receive the same broadcast."""
     scaled = round(exchange_bytes_per_cycle * EXCHANGE_SCALE)
     return -(-num_bytes * EXCHANGE_SCALE // (scaled * sharing_factor))
+
+
+#: cycles the engine adds to each tile's part of an exchange phase (docs/cost_model.md)
+ENGINE_EXCHANGE_OVERHEAD_CYCLES = 10
+
+
+def engine_exchange_cycles(num_bytes: int, exchange_bytes_per_cycle: float) -> int:
+    """A tile receiving ``num_bytes`` in one exchange phase, as popsim's engine costs it:
+    ceil(bytes / bytes per cycle) + 10 (nothing when nothing moves). The engine has no
+    shared exchange buses, so a broadcast is received at the tile's own rate."""
+    if num_bytes <= 0:
+        return 0
+    return math.ceil(num_bytes / exchange_bytes_per_cycle) + ENGINE_EXCHANGE_OVERHEAD_CYCLES
+
+
+def reduce_exchange_cycles(partials: int, depth: int, partials_bytes: int, output_bytes: int,
+                           exchange_bytes_per_cycle: float) -> int:
+    """The executor's one-stage reduction (conv_execute.reduce_partials): each of ``depth``
+    tiles receives its share (ceil(partials / depth)) of the other depth - 1 tiles'
+    ``partials``, and the output's tile then receives the other depth - 1 tiles' sums."""
+    share = -(-partials // depth)
+    return (engine_exchange_cycles((depth - 1) * share * partials_bytes, exchange_bytes_per_cycle)
+            + engine_exchange_cycles((depth - 1) * share * output_bytes, exchange_bytes_per_cycle))
 
 
 # -- the reduction of partials across tiles ------------------------------------------------------
@@ -68,7 +92,8 @@ def reduce_add_cycles(out_size: int, num_partials: int, float_partials: bool, fl
 
 
 def cast_cycles(n: int, from_vector_width: int, to_vector_width: int, num_workers: int = 6) -> int:
-    """PopLibs' estimateCastCycles: (max(ceil(n/6/fromVW), ceil(n/6/toVW)) + 26) * 6."""
+    """PopLibs' estimateCastCycles: (max(ceil(n/6/fromVW), ceil(n/6/toVW)) + 26) * 6. (The
+    planner costs the vertex that runs instead: popops' Cast1D estimator.)"""
     per_worker = -(-n // num_workers)
     return (max(-(-per_worker // from_vector_width), -(-per_worker // to_vector_width)) + 26) * num_workers
 
@@ -118,3 +143,20 @@ def add_in_place_cycles(n: int, vector_width: int, num_workers: int = 6) -> int:
     """getBinaryOp1DInPlaceEstimate(ADD) for float/half: W*(58 + ceil(ceil(n/W)/vw)*3) + 11."""
     per_worker = -(-n // num_workers)
     return num_workers * (58 + -(-per_worker // vector_width) * 3) + 11
+
+
+def counter_increment_cycles(num_workers: int = 6) -> int:
+    """A serial loop's counter (one UNSIGNED_INT) incremented in place, as the executor does
+    it (popops.add_in_place): getBinaryOp1DInPlaceEstimate(ADD) for one integer, 7 cycles
+    per element and no vectorisation: W*(58 + 7) + 11."""
+    return num_workers * (58 + 7) + 11
+
+
+#: cycles the engine adds per contiguous run of an on-tile copy (docs/cost_model.md)
+ENGINE_COPY_RUN_OVERHEAD_CYCLES = 4
+
+
+def on_tile_copy_cycles(num_bytes: int, runs: int, memcpy_bytes_per_cycle: int) -> int:
+    """An on-tile rearrangement of ``num_bytes`` in ``runs`` runs, as popsim's engine costs
+    it: ceil(bytes / memcpy bytes per cycle) + 4 per run."""
+    return -(-num_bytes // memcpy_bytes_per_cycle) + ENGINE_COPY_RUN_OVERHEAD_CYCLES * runs

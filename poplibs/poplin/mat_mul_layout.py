@@ -8,7 +8,9 @@ grains), serial splits first: out-channels are cut ``out_chan_split.serial`` way
 ``out_chan_split.parallel`` ways; in-channels likewise. Grains: ``conv_group_grain_size``
 groups, one batch element, ``in_chans_per_group`` in-channels, ``partial_chans_per_group``
 out-channels. Every block of a dimension has the same size; the last ones may be partly
-or wholly past the end (padding: created tensors hold it, views slice it off).
+or wholly past the end: created tensors hold each block's real part, dense, as one
+variable (so a clipped block is still one run of its tile's memory, and a vertex reading it
+needs no on-tile rearrangement, which the planner does not cost).
 
 The tile of block (group part gi, batch part mi, out-channel part ni, in-channel part ki)
 counts from ``start_tile`` with the parts sharing the larger operand block innermost: ni
@@ -18,6 +20,8 @@ model's cycles do not depend on which tile is which).
 """
 import math
 from dataclasses import dataclass
+
+import popsim
 
 from ..poputil import PoplibsError
 
@@ -108,25 +112,41 @@ class MatMulBlocking:
 
 
 def _blocked(graph, dtype, name, parts, block, tile_of, order, shape):
-    """A variable of ``parts + block`` (each block mapped to ``tile_of(*part)``: a tile, or
-    a list of tiles that share it in equal contiguous pieces), viewed as
-    ``shape``: dim_shuffle by ``order``, merge to padded extents, slice to ``shape``."""
-    var = graph.add_variable(dtype, tuple(parts) + tuple(block), name)
-    size = math.prod(block)
-    for index in _product(parts):
-        tiles = tile_of(*index)
-        flat = var.index(list(index)).flatten()
-        if isinstance(tiles, int):
-            graph.set_tile_mapping(flat, tiles)
-            continue
-        for j, tile in enumerate(tiles):  # spread over the tiles that read it
-            lo, hi = size * j // len(tiles), size * (j + 1) // len(tiles)
-            if hi > lo:
-                graph.set_tile_mapping(flat.slice(lo, hi), tile)
-    view = var.dim_shuffle(order)
-    padded = [a * b for a, b in zip(view.shape[0::2], view.shape[1::2])]
-    view = view.reshape(padded)
-    return view.slice([0] * len(shape), list(shape)), var
+    """A tensor of ``shape`` cut into blocks (``parts[i]`` blocks of ``block[i]`` elements
+    along dimension i, the last ones clipped to ``shape`` or empty), each block a variable
+    of its clipped size mapped to ``tile_of(*part)``: a tile, or a list of tiles that share
+    it in equal contiguous pieces. A clipped block is dense, so every tile's part of a
+    block is one run of its memory (a vertex reading or writing it needs no rearranging).
+    ``order`` (the interleaving of part and block dimensions) is the pairing i <-> i."""
+    del order  # part i and block i always describe dimension i
+    rank = len(shape)
+    if math.prod(shape) == 0:   # nothing to cut: one empty variable
+        return graph.add_variable(dtype, tuple(shape), name), None
+
+    def extent(i, j):
+        return max(0, min((j + 1) * block[i], shape[i]) - j * block[i])
+
+    def build(prefix):
+        i = len(prefix)
+        if i == rank:
+            sizes = [extent(d, j) for d, j in enumerate(prefix)]
+            var = graph.add_variable(dtype, tuple(sizes), name)
+            _map_block(graph, var.flatten(), tile_of(*prefix))
+            return var
+        pieces = [build(prefix + (j,)) for j in range(parts[i]) if extent(i, j) > 0]
+        return pieces[0] if len(pieces) == 1 else popsim.concat(pieces, i)
+    return build(()), None
+
+
+def _map_block(graph, flat, tiles) -> None:
+    if isinstance(tiles, int):
+        graph.set_tile_mapping(flat, tiles)
+        return
+    size = flat.num_elements()
+    for j, tile in enumerate(tiles):  # spread over the tiles that read it
+        lo, hi = size * j // len(tiles), size * (j + 1) // len(tiles)
+        if hi > lo:
+            graph.set_tile_mapping(flat.slice(lo, hi), tile)
 
 
 def _product(parts):

@@ -11,9 +11,11 @@ Search, as PopLibs does it:
   x serial), at most one kind of serial split; every split counts grains and only the
   smallest split giving each per-tile size is tried (a larger one uses more tiles for the
   same work);
-* cost: the vertex (conv_estimates), exchange of inputs and weights (bus sharing) and of
-  partials, the cross-tile reduction (multi-stage), casts and serial-loop extras
-  (cost_model); temporary bytes per tile as PopLibs' convTempBytes;
+* cost: the vertex (conv_estimates, PopLibs' formulas), the exchange of inputs, weights and
+  partials as popsim's engine charges it, the cross-tile reduction and the output cast as
+  the executors run them (one ReduceAdd stage; popops' Cast1D), a sync per compute set, and
+  serial-loop extras (cost_model): the estimate is what runs (tests/poplibs/poplin/
+  test_poplin_plan_fidelity.py); temporary bytes per tile as PopLibs' convTempBytes;
 * objective: fewest cycles (then fewest temp bytes) with temp bytes <= availableMemoryProportion
   x bytes per tile; AMP 0 minimises memory; when nothing fits, a warning and the plan with
   the least temp memory.
@@ -28,6 +30,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
+from ..popops.fill_cast import cast1d_cycles
 from ..poputil import PoplibsError
 from . import conv_estimates as ce
 from . import cost_model as cm
@@ -93,6 +96,10 @@ class _Search:
         self.oc_grains = -(-params.output_channels_per_group // cand.partial_chans_per_group)
         self.one_by_one = (all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
                            and all(s == 1 for s in params.stride))
+        # kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): 1 unless
+        # the in-channel group is smaller than the chain
+        self.h = max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
+                     // cand.in_chans_per_group)
         self.vertex_memo: Dict[tuple, int] = {}
         self.own = _Best()   # this candidate's best (the report's runner-up)
         self.vw_in = target.vector_width(params.data_type)
@@ -117,16 +124,19 @@ class _Search:
         hit = self.vertex_memo.get(key)
         if hit is None:
             worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
-            hit = ce.conv_partial_nx1_cycles([worklists] * math.prod(kt), cgt, ict, oct_, math.prod(kt[:-1]), kt[-1],
-                                             1, c.partial_chans_per_group, c.method.conv_units,
+            outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
+            hit = ce.conv_partial_nx1_cycles([worklists] * (outer * kt[-1]), cgt, ict, oct_, outer, kt[-1],
+                                             self.h, c.partial_chans_per_group, c.method.conv_units,
                                              c.method.conv_input_load_elems, self.coeff_bytes, self.float_acts,
                                              self.fp, positions, w)
             self.vertex_memo[key] = hit
         return hit
 
     def vertex_lower_bound(self, bt, ft_prod, kt_prod, cgt, ict, oct_) -> int:
-        """Every worker spends at least ``core`` cycles per output position per pass."""
-        return cgt * ict * oct_ * self.passes * kt_prod * self.workers * self.core * -(-bt * ft_prod // self.workers)
+        """Every worker spends at least ``core`` cycles per output position per pass (per
+        kernel position the chain takes, ``h`` rows at a time)."""
+        kernel_steps = max(1, kt_prod // self.h)
+        return cgt * ict * oct_ * self.passes * kernel_steps * self.workers * self.core * -(-bt * ft_prod // self.workers)
 
     def evaluate(self, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, temp_limit: Optional[int]):
         """(cycles, temp bytes, breakdown) of one configuration, or None when its temp bytes
@@ -154,33 +164,54 @@ class _Search:
             return None
         serial = oc_ser * ic_ser
         bpc = self.t.exchange_bytes_per_cycle
-        sharing = 2 if (self.t.supports_exchange_bus_sharing
-                        and oc_p % self.t.tiles_per_shared_exchange_bus == 0) else 1
-        field_batch_split = math.prod(f_s) * b_s
-        exchange = (cm.exchange_cycles((inputs - inputs // oc_p) * self.in_bytes, bpc, sharing)
-                    + cm.exchange_cycles((weights - weights // field_batch_split) * self.in_bytes, bpc))
+        exchange = self._operand_exchange(bt, math.prod(field_in), cgt, ict, oct_, kt, oc_p, k_s, f_s, b_s)
         reduce_cycles = 0
+        sync = self.t.max_ipu_sync_delay   # the compute set of the vertices
         if depth > 1:
-            exchange += cm.exchange_cycles(partials * self.p_bytes, bpc)
-            reduce_cycles, later_exchange = cm.conv_reduce_cycles(
-                partials, depth, self.fp, self.fi, self.fo, bpc, self.o.enable_multi_stage_reduce, self.workers)
-            exchange += later_exchange
+            # the executor's reduction: one stage, each of the ``depth`` tiles adding its
+            # share of every part's partials straight into the output type
+            # (of the real out-channels: the vertices write no padding)
+            real = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
+            exchange += cm.reduce_exchange_cycles(real, depth, self.p_bytes, self.p.output_type.size, bpc)
+            reduce_cycles, _ = cm.conv_reduce_cycles(real, depth, self.fp, self.fo, self.fo, bpc, False,
+                                                     self.workers)
+            sync += self.t.max_ipu_sync_delay
         vertex = self.vertex_cycles(bt, ft, kt, cgt, ict, oct_)
         extras = 0
-        if oc_ser > 1:
+        if serial > 1:   # the loop counter's increment (a compute set of its own)
+            extras += cm.counter_increment_cycles(self.workers) + self.t.max_ipu_sync_delay
+            # every slicing vertex (one per worker of each tile holding the operand) reads
+            # the counter from its tile: the engine charges the sender per reader
+            tiles = math.prod(f_s) * b_s * cg_s * math.prod(k_s) * oc_p * ic_p
+            def counter(readers):
+                return cm.engine_exchange_cycles(4 * self.workers * readers, bpc)
+        if oc_ser > 1:   # slice the weights, update the output: two compute sets
             extras += (cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
-                       + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers))
-        if ic_ser > 1:
+                       + cm.dynamic_slice_1d_cycles(outputs, self.vw_out, 1, self.workers)
+                       + counter(tiles) + counter(-(-tiles // depth)) + 2 * self.t.max_ipu_sync_delay)
+            if oc_ser * oc_p * out_chans > p.output_channels_per_group:
+                # the last step is padded (serial_loop): the update's field, the tile's part of
+                # every step of the output, is no longer one run, and the engine rearranges
+                # it in and out at each step
+                rows = bt * math.prod(ft) * cgt * oc_ser
+                extras += 2 * cm.on_tile_copy_cycles(rows * out_chans * p.output_type.size, rows,
+                                                     self.t.memcpy_bytes_per_cycle)
+        if ic_ser > 1:   # slice the inputs and the weights, add the partials up: three
             extras += (cm.dynamic_slice_1d_cycles(inputs, self.vw_in, 1, self.workers)
                        + cm.dynamic_slice_1d_cycles(weights, self.vw_in, 1, self.workers)
-                       + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers))
-        final_type_float = self.fi if depth > 1 else self.fp
+                       + cm.add_in_place_cycles(outputs, self.vw_partial, self.workers)
+                       + 2 * counter(tiles) + 3 * self.t.max_ipu_sync_delay)
         cast = 0
-        if final_type_float != self.fo:
-            cast = cm.cast_cycles(outputs * oc_ser, self.vw_partial, self.vw_out, self.workers)
-        cycles = serial * (exchange + vertex + reduce_cycles + extras) + cast
+        if depth == 1 and self.fp != self.fo:
+            # each step's partials cast to the output type by popops' Cast1D, costed by its
+            # estimator (a reduction writes the output type itself)
+            real = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
+            cast = cast1d_cycles(c.partials_type, p.output_type, real)
+            sync += self.t.max_ipu_sync_delay
+        cycles = serial * (exchange + vertex + reduce_cycles + extras + sync + cast)
         breakdown = (("partial_calc", serial * vertex), ("exchange", serial * exchange),
-                     ("reduce", serial * reduce_cycles), ("serial_loop", serial * extras), ("cast", cast))
+                     ("reduce", serial * reduce_cycles), ("serial_loop", serial * extras), ("cast", serial * cast),
+                     ("sync", serial * sync))
         return cycles, temp, breakdown
 
     # -- the loops -----------------------------------------------------------------------------
@@ -216,22 +247,29 @@ class _Search:
                 yield from rec(d + 1, remaining // s, acc + [s])
         yield from rec(0, limit, [])
 
-    def _cycles_lower_bound(self, bt, ft, kt, cgt, ict, oct_, field_in_prod, oc_p, field_batch_split) -> int:
+    def _operand_exchange(self, bt, field_in_prod, cgt, ict, oct_, kt, oc_p, k_s, f_s, b_s) -> int:
+        """Exchange of a tile's inputs and weights, as the engine charges it: a vertex field
+        with any element on another tile is received whole (its real channels, not the
+        padding); the input block is spread over the out-channel and kernel parts' tiles,
+        the weights over the batch and field parts' (conv_layout, mat_mul_layout)."""
+        p, c = self.p, self.c
+        in_real = min(ict * c.in_chans_per_group, p.input_channels_per_group)
+        out_real = min(oct_ * c.partial_chans_per_group, p.output_channels_per_group)
+        received = 0
+        if oc_p * math.prod(k_s) > 1 or (math.prod(f_s) > 1 and not self.one_by_one):
+            received += bt * field_in_prod * cgt * in_real
+        if b_s * math.prod(f_s) > 1:
+            received += math.prod(kt) * cgt * in_real * out_real
+        return cm.engine_exchange_cycles(received * self.in_bytes, self.t.exchange_bytes_per_cycle)
+
+    def _cycles_lower_bound(self, bt, ft, kt, cgt, ict, oct_, field_in_prod, oc_p, k_s, f_s, b_s) -> int:
         """The vertex and the exchange of inputs and weights of the unserialised configuration:
         a serial split repeats the vertex's overheads and exchanges at least as many bytes."""
         if self.one_by_one:   # exact, and monotone in the channel groups
             vertex = self.vertex_cycles(bt, tuple(ft), tuple(kt), cgt, ict, oct_)
         else:
             vertex = self.vertex_lower_bound(bt, math.prod(ft), math.prod(kt), cgt, ict, oct_)
-        c = self.c
-        in_chans, out_chans = ict * c.in_chans_per_group, oct_ * c.partial_chans_per_group
-        inputs = bt * field_in_prod * cgt * in_chans
-        weights = math.prod(kt) * cgt * in_chans * out_chans
-        bpc = self.t.exchange_bytes_per_cycle
-        sharing = 2 if (self.t.supports_exchange_bus_sharing
-                        and oc_p % self.t.tiles_per_shared_exchange_bus == 0) else 1
-        return (vertex + cm.exchange_cycles((inputs - inputs // oc_p) * self.in_bytes, bpc, sharing)
-                + cm.exchange_cycles((weights - weights // field_batch_split) * self.in_bytes, bpc))
+        return vertex + self._operand_exchange(bt, field_in_prod, cgt, ict, oct_, kt, oc_p, k_s, f_s, b_s)
 
     def _temp_lower_bound(self, bt, field_in_prod, ft_prod, kt_prod, cgt, ict, oct_) -> int:
         """convTempBytes without the reduction and accumulator terms (which only add)."""
@@ -269,7 +307,7 @@ class _Search:
                                self._temp_lower_bound(bt, field_in_prod, ft_prod, kt_prod, cgt, 1, oc_t)) \
                                 > best.key[0]:
                             continue
-                    elif self._cycles_lower_bound(bt, ft, kt, cgt, ic_t, oc_t, field_in_prod, oc_p, b_s * math.prod(f_s)) \
+                    elif self._cycles_lower_bound(bt, ft, kt, cgt, ic_t, oc_t, field_in_prod, oc_p, k_s, f_s, b_s) \
                             > best.key[0]:
                         continue
                 base_fits = None

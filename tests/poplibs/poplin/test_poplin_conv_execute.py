@@ -12,9 +12,11 @@ from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Sequence
 
 
-def _plan(gs=1, ms=1, ns=1, ks=1, n_serial=1, k_serial=1, swap=False, partials=FLOAT, k_grain=8, n_grain=8):
+def _plan(gs=1, ms=1, ns=1, ks=1, n_serial=1, k_serial=1, swap=False, partials=FLOAT, k_grain=8, n_grain=8,
+          in_type=FLOAT):
+    # the 8-unit AMP vertex with 64-bit loads of the input type (one the executor has)
     return Plan(Partition((1,), ms, Split(n_serial, ns), (1,), Split(k_serial, ks), gs),
-                Method("AMP", 8, 2), (ConvTransform(swap_operands=swap), ConvTransform()),
+                Method("AMP", 8, 4 if in_type == HALF else 2), (ConvTransform(swap_operands=swap), ConvTransform()),
                 in_chans_per_group=k_grain, partial_chans_per_group=n_grain, partials_type=partials)
 
 
@@ -103,7 +105,7 @@ def test_zero_sized_dimensions(shape):
 
 @pytest.mark.parametrize("partials,out_type", [(FLOAT, HALF), (HALF, HALF), (FLOAT, FLOAT)])
 def test_half_inputs(partials, out_type):
-    got, expected = _matmul(_plan(ms=2, ns=2, ks=2, partials=partials), 1, 10, 24, 12, HALF, out_type)
+    got, expected = _matmul(_plan(ms=2, ns=2, ks=2, partials=partials, in_type=HALF), 1, 10, 24, 12, HALF, out_type)
     np.testing.assert_allclose(got, expected, rtol=2e-2, atol=5e-2)
 
 
