@@ -156,3 +156,12 @@ def test_a_users_vertex_compiles_on_first_use_and_says_so(empty_cache, capfd):
     vertex_types_from_classes([library])
     assert capfd.readouterr().err == ""
     python_vertex._compiled.pop(user, None)
+
+
+def test_one_compiler_called_by_another_name_keys_alike(tmp_path):
+    """The build runs with CC=gcc (scikit-build-core sets it), a user's run with cc: one
+    compiler, so the prebuilt tier's key must not depend on the name."""
+    real = compiler.compiler_command("c")
+    alias = tmp_path / "another-name-cc"
+    alias.symlink_to(compiler.shutil.which(real))
+    assert compiler._compiler_identity(str(alias)) == compiler._compiler_identity(real)

@@ -55,11 +55,17 @@ def compiler_command(language: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _compiler_identity(compiler: str) -> str:
+    """The compiler's executable (links resolved) and its version line without the name it
+    was called by: ``cc`` and ``gcc`` are often one compiler (the build of the prebuilt tier
+    runs with CC=gcc, a user's run with cc), and must key the same code alike."""
     try:
         out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CodeletCompileError(f"cannot run the compiler '{compiler}': {e}") from None
-    return out.stdout.splitlines()[0] if out.stdout else compiler
+    first = out.stdout.splitlines()[0] if out.stdout else ""
+    found = shutil.which(compiler)
+    executable = os.path.realpath(found) if found else compiler
+    return f"{executable}: {first.split(' ', 1)[1] if ' ' in first else first}"
 
 
 @functools.lru_cache(maxsize=1)
