@@ -11,10 +11,10 @@ and writes DIR/index.json plus the libraries it names:
 
 - PopLibs' C++ codelet files, each compiled as ``graph.add_codelets(file, flags)`` does;
 - the Python vertices PopLibs can make for FLOAT (every instantiation of every vertex
-  template over FLOAT and its non-type arguments), and those that README's main job
-  (examples/cnn_training.py), examples/mnist_regression.py and tutorials/tut2_operations.py
-  instantiate: their graphs are built (vertices interpreted, nothing compiled one by one)
-  and every PopLibs vertex they register is kept. Generated vertices (popops.map's fused
+  template over FLOAT and its non-type arguments, the element-wise ones for every op), and
+  those that README's main job (examples/cnn_training.py), examples/mnist_regression.py
+  and tutorials/tut2_operations.py instantiate: their graphs are built (vertices
+  interpreted, nothing compiled one by one) and every PopLibs vertex they register is kept. Generated vertices (popops.map's fused
   expressions...) cannot all be enumerated: others compile on first use.
 
 The Python vertices are compiled a group at a time (one compiler run per group, the groups
@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 PACKAGES = ("poputil", "popops", "poprand", "poplin", "popnn", "gcl")
+#: Python vertices per library, about: a serialized executable embeds each library it uses.
+GROUP = 80
 CPP_MODULES = ("popsim.popops.reduce_vertices", "popsim.poplin.reduce_add", "popsim.poplin.conv_vertices",
                "popsim.poplin.conv_nx1", "popsim.popnn.pooling_vertices")
 
@@ -59,26 +61,46 @@ def _compile_cpp(module_name: str):
 
 
 # -- Python vertices ----------------------------------------------------------------------------------
+def _templates_in(value):
+    from popsim.codelet.templates import VertexTemplate
+    if isinstance(value, VertexTemplate):
+        yield value
+    elif isinstance(value, dict):  # tables of templates (popops' element-wise ones, by layout)
+        for v in value.values():
+            yield from _templates_in(v)
+
+
 def template_instances() -> None:
-    """Every instantiation over FLOAT of every PopLibs vertex template (via vertex_types_from_classes)."""
+    """Every instantiation over FLOAT of every PopLibs vertex template (via
+    vertex_types_from_classes): over the declared domains, and for the element-wise
+    templates (op and dtype undeclared), over every op of popops.expr's op types."""
     import pkgutil
     import popsim
     from popsim.codelet.python_vertex import vertex_types_from_classes
-    from popsim.codelet.templates import VertexTemplate
+    from popsim.popops import elementwise_vertices
+    from popsim.popops.op_types import BinaryOpType, UnaryOpType
+    ops = {t.name: list(BinaryOpType if binary else UnaryOpType)
+           for (binary, _, _), t in elementwise_vertices.TEMPLATES.items()}
+    ops.update({t.name: list(BinaryOpType) for t in elementwise_vertices.SCALAR_TEMPLATES.values()})
     templates = {}
     for name in PACKAGES:
         package = importlib.import_module(f"popsim.{name}")
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"popsim.{name}.{info.name}")
-            templates.update({v.name: v for v in vars(module).values() if isinstance(v, VertexTemplate)})
+            for value in vars(module).values():
+                templates.update({t.name: t for t in _templates_in(value)})
     for template in templates.values():
-        for args in template._domain_names().values():
+        if template.name in ops:
+            arguments = [(op, popsim.FLOAT) for op in ops[template.name]]
+        else:
+            arguments = template._domain_names().values()
+        for args in arguments:
             if any(isinstance(a, popsim.types.Type) and a != popsim.FLOAT for a in args):
                 continue
             try:
-                vertex_types_from_classes([template.instantiate(args)])
+                vertex_types_from_classes([template.instantiate(tuple(args))])
             except popsim.PopsimError:
-                pass  # a combination the template refuses (a cast to its own type...)
+                pass  # a combination the template refuses (a cast to its own type, an op without FLOAT...)
 
 
 def workloads(root: Path):
@@ -168,7 +190,8 @@ def main(argv=None) -> int:
         translate.compile_translations = collect
         try:
             template_instances()
-            compiling.append(submit(collected.values()))
+            for group in groups_of(sorted(collected.values(), key=lambda t: t.name), len(collected) // GROUP + jobs):
+                compiling.append(submit(group))
             for future in cpp_done:  # the workloads register the C++ files: compiled once, by then
                 future.result()
             cpp_seconds = time.perf_counter() - started
@@ -182,7 +205,7 @@ def main(argv=None) -> int:
         collected_at = time.perf_counter()
         done = {t.symbol for group, _ in compiling for t in group}
         rest = sorted((t for t in collected.values() if t.symbol not in done), key=lambda t: t.name)
-        for group in groups_of(rest, max(jobs, len(rest) // 60 + 1)):
+        for group in groups_of(rest, len(rest) // GROUP + 1):
             compiling.append(submit(group))
         python = {}
         for k, (group, future) in enumerate(compiling):
