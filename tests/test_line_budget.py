@@ -13,6 +13,7 @@ _SOURCES = (
     ("tests", ("*.py",)),
     ("bench", ("*.py",)),
     ("tutorials", ("*.py", "*.cpp", "*.hpp", "*.h")),
+    ("tools", ("*.py",)),
 )
 
 

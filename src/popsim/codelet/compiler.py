@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -54,11 +55,17 @@ def compiler_command(language: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _compiler_identity(compiler: str) -> str:
+    """The compiler's executable (links resolved) and its version line without the name it
+    was called by: ``cc`` and ``gcc`` are often one compiler (the build of the prebuilt tier
+    runs with CC=gcc, a user's run with cc), and must key the same code alike."""
     try:
         out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CodeletCompileError(f"cannot run the compiler '{compiler}': {e}") from None
-    return out.stdout.splitlines()[0] if out.stdout else compiler
+    first = out.stdout.splitlines()[0] if out.stdout else ""
+    found = shutil.which(compiler)
+    executable = os.path.realpath(found) if found else compiler
+    return f"{executable}: {first.split(' ', 1)[1] if ' ' in first else first}"
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,10 +106,11 @@ def library_key(sources: Mapping[str, str], language: str, flags: Sequence[str])
 
 
 def compile_library(sources: Mapping[str, str], language: str, name: str = "codelets",
-                    flags: Iterable[str] = (), include_dirs: Iterable[Path] = ()) -> Path:
+                    flags: Iterable[str] = (), include_dirs: Iterable[Path] = (), announce: str = "") -> Path:
     """Compile ``sources`` (file name -> text; the first is the translation unit, the
     others are files it may #include) into one shared library, or find it in the cache.
-    ``include_dirs`` are added after popsim's own headers."""
+    ``include_dirs`` are added after popsim's own headers. ``announce``: what is compiled,
+    said in one line on stderr when the compiler runs (not on a cache hit)."""
     if language not in _LANGUAGE_FLAGS:
         raise ValueError(f"language must be 'c' or 'c++', not {language!r}")
     flags = list(flags)
@@ -114,6 +122,9 @@ def compile_library(sources: Mapping[str, str], language: str, name: str = "code
         if is_verified(target, "codelet library") and loadable(target):
             stats["cache_hits"] += 1
             return target
+        if announce:
+            print(f"popsim: compiling {announce} for the host (first use; later runs take it from the cache in "
+                  f"{target.parent})", file=sys.stderr, flush=True)
         _build(dict(sources), language, flags, includes, target)
         stats["compiled"] += 1
     return target

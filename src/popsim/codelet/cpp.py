@@ -296,6 +296,43 @@ def _type_from_json(d: dict) -> VertexType:
                       state_size=d["state_size"], source=d["source"], language="c++", extra=d["extra"])
 
 
+def file_flags(compile_flags: str, checked: Optional[bool]) -> List[str]:
+    """The flags a codelet file is compiled with (vertex_types_from_file's arguments)."""
+    flags = shlex.split(compile_flags or "")
+    if config.checked_codelets() if checked is None else checked:
+        flags.append("-DPOPSIM_CHECKED_CODELETS=1")
+    return flags
+
+
+def file_key(real: Path, path: Path, flags: List[str]) -> str:
+    """The user cache's key of a codelet file's record (its vertex types, dependencies)."""
+    return compiler.cache_key("c++", "codelet file", str(real), str(path), " ".join(flags)).hexdigest()[:32]
+
+
+def record_of(path, compile_flags: str = "", checked: Optional[bool] = None) -> dict:
+    """The cache record of a codelet file vertex_types_from_file compiled: its
+    dependencies (path, sha256) and vertex types as first made (JSON)."""
+    path = Path(path)
+    real = path.resolve()
+    vertex_types_from_file(path, compile_flags, checked)
+    return json.loads(_record_path(real, file_key(real, path, file_flags(compile_flags, checked))).read_text())
+
+
+def _prebuilt(real: Path, path: Path, flags: List[str]) -> Optional[List[VertexType]]:
+    """The vertex types of a codelet file popsim's build compiled (codelet/prebuilt.py)
+    when ``real`` is that file byte for byte: no compiler runs."""
+    from . import prebuilt
+    records = prebuilt.cpp_types(real, flags)
+    if records is None:
+        return None
+    types = []
+    for record in records:
+        rel, _, line = record["source"].rpartition(":")
+        shown = str(path) if rel == real.name else os.path.normpath(real.parent / rel)
+        types.append(_type_from_json({**record, "source": f"{shown}:{line}"}))
+    return types
+
+
 def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool] = None) -> List[VertexType]:
     """Compile a Poplar C++ codelet file and return one VertexType per vertex class (per
     explicit instantiation of a vertex class template), in the file's order.
@@ -312,11 +349,9 @@ def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool
     if not path.is_file():
         raise CodeletCompileError(f"codelet file {path} not found")
     real = path.resolve()
-    flags = shlex.split(compile_flags or "")
-    if config.checked_codelets() if checked is None else checked:
-        flags.append("-DPOPSIM_CHECKED_CODELETS=1")
-    key = compiler.cache_key("c++", "codelet file", str(real), str(path), " ".join(flags)).hexdigest()[:32]
-    cached = _cached(real, key)
+    flags = file_flags(compile_flags, checked)
+    key = file_key(real, path, flags)
+    cached = _cached(real, key) or _prebuilt(real, path, flags)
     if cached is not None:
         return cached
     src = _preprocess(real, path, flags)

@@ -262,8 +262,9 @@ def translation_of(cls):
 
 
 def vertex_types_from_classes(classes) -> List[VertexType]:
-    """Translate Vertex classes to C and compile them into one shared library; one
-    VertexType per class, in the order given."""
+    """Translate Vertex classes to C and compile them into one shared library (those the
+    prebuilt tier holds, codelet/prebuilt.py, are taken from it); one VertexType per class,
+    in the order given."""
     from .translate import compile_translations
     classes = list(classes)
     for c in classes:
@@ -285,9 +286,14 @@ def vertex_types_from_classes(classes) -> List[VertexType]:
         known = [_compiled.get(c) for c in unique]
     if all(vt is not None for vt in known):  # every class already compiled (in any graph): reuse
         return known
-    library = compile_translations(translations)
+    libraries = _prebuilt_libraries(translations)
+    missing = [t for t, lib in zip(translations, libraries) if lib is None]
+    if missing:  # compiled together into one library (the user cache's); a user's vertices say so
+        users = any(not c.__module__.startswith("popsim.") for c, lib in zip(unique, libraries) if lib is None)
+        library = compile_translations(missing, announce=users)
+        libraries = [library if lib is None else lib for lib in libraries]
     out = []
-    for c, t in zip(unique, translations):
+    for c, t, library in zip(unique, translations, libraries):
         out.append(VertexType(
             name=t.name, fields=t.fields, multi=t.multi, library=library, symbol=t.symbol,
             state_size=16 * len(t.fields), source=f"{t.function.filename}:{t.function.line}",
@@ -296,6 +302,15 @@ def vertex_types_from_classes(classes) -> List[VertexType]:
     with _lock:
         _compiled.update(zip(unique, out))
     return out
+
+
+def _prebuilt_libraries(translations) -> list:
+    """For each translation, the prebuilt library (codelet/prebuilt.py) that defines it,
+    or None."""
+    from . import prebuilt
+    from .translate import compile_flags
+    flags = compile_flags(True)
+    return [prebuilt.python_library(t.symbol, t.c_code, flags) for t in translations]
 
 
 def symbol_for(name: str, code: str) -> str:

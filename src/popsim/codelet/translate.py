@@ -135,9 +135,14 @@ def library_source(translations: Sequence[Translation]) -> str:
     return LIBRARY_HEADER + "\n" + "\n".join(t.c_code for t in translations)
 
 
-def compile_translations(translations: Sequence[Translation], checked: bool = True) -> Path:
-    """One shared library holding every translation (cached by content)."""
+def compile_translations(translations: Sequence[Translation], checked: bool = True, announce: bool = False) -> Path:
+    """One shared library holding every translation (cached by content). ``announce``:
+    say so on stderr when the compiler runs (a user's vertices; compiler.compile_library)."""
     names = sorted(t.name for t in translations)
     label = "pyvertices_" + (names[0] if len(names) == 1 else f"{names[0]}_and_{len(names) - 1}")
+    what = ""
+    if announce:
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        what = f"Python vertex{'' if len(names) == 1 else 'es'} {shown}"
     return compiler.compile_library({"vertices.c": library_source(translations)}, "c", label,
-                                    flags=compile_flags(checked))
+                                    flags=compile_flags(checked), announce=what)
