@@ -55,13 +55,15 @@ def _per_tile(params: ConvParams, plan: Plan) -> str:
 def _text(params: ConvParams, plan: Plan, details: PlanDetails, target) -> str:
     part = plan.partition
     m = plan.method
+    vertex = (f"{m.conv_units} conv units x {m.conv_input_load_elems} input elements" if m.kind == "AMP" else
+              "ConvPartialHorizontalMac" if m.kind == "HMAC" else "")
+    macs = m.macs_per_cycle(target.vector_width(params.data_type), plan.in_chans_per_group)
     lines = [
         f"poplin plan for input {params.input_shape()} x weights {params.weights_shape()} -> output "
         f"{params.output_shape()} ({params.data_type}, partials {plan.partials_type}, inter-tile "
         f"{plan.inter_tile_partials_type})",
         f"  transform: swapOperands={plan.transforms[0].swap_operands}",
-        f"  method: {m.kind} {m.conv_units} conv units x {m.conv_input_load_elems} input elements "
-        f"({m.macs_per_cycle(0, plan.in_chans_per_group)} MACs/cycle); groups: {plan.in_chans_per_group} in-chans, "
+        f"  method: {m.kind} {vertex} ({macs} MACs/cycle); groups: {plan.in_chans_per_group} in-chans, "
         f"{plan.partial_chans_per_group} out-chans, {plan.conv_groups_per_group} conv groups",
         f"  partition: batch {part.batch_split}, field {part.field_split}, kernel {part.kernel_split}, "
         f"conv groups {part.conv_group_split}, in-chans parallel {part.in_chan_split.parallel}, "

@@ -4,8 +4,8 @@ ConvModel.cpp): choose how to cut a convolution over the tiles of a target.
 Search, as PopLibs does it:
 
 * candidates: swapOperands (matmul-shaped convolutions only; tried first for matmul
-  passes, so it wins ties), then the AMP vertex configurations the target's conv units
-  allow (conv_candidates.py);
+  passes, so it wins ties), then the AMP and HMAC vertex configurations the target
+  allows (conv_candidates.py);
 * for each candidate, the splits of conv groups, batch, output field, kernel (all but the
   innermost dimension), output channels (parallel x serial) and input channels (parallel
   x serial), at most one kind of serial split; every split counts grains and only the
@@ -34,6 +34,7 @@ from ..popops.fill_cast import cast1d_cycles
 from ..poputil import PoplibsError
 from . import conv_estimates as ce
 from . import cost_model as cm
+from . import hmac_estimates as hmac
 from .conv_candidates import VertexCandidate, is_mat_mul_shaped, swap_operands_params, vertex_candidates
 from .conv_params import ConvParams
 from .options import ConvOptions, parse_conv_options, parse_mat_mul_options
@@ -88,21 +89,25 @@ class _Search:
         self.p_bytes = cand.partials_type.size
         self.float_acts = params.data_type.size == 4
         self.core = 8 if self.float_acts else 4
-        self.passes = -(-cand.partial_chans_per_group // cand.method.conv_units)
+        self.hmac = cand.method.kind == "HMAC"
+        self.vw_in = target.vector_width(params.data_type)
+        if self.hmac:   # a worker's least cycles per position and kernel position (hmac_estimates)
+            self.core = hmac.min_cycles_per_position(self.vw_in, self.float_acts, self.fp, cand.in_chans_per_group,
+                                                     cand.partial_chans_per_group)
+        self.passes = 1 if self.hmac else -(-cand.partial_chans_per_group // cand.method.conv_units)
         self.coeff_bytes = 16 if options.use_128bit_conv_unit_load else 8
         self.out_field = params.output_field_shape()
         self.kernel = params.kernel_shape
         self.ic_grains = -(-params.input_channels_per_group // cand.in_chans_per_group)
         self.oc_grains = -(-params.output_channels_per_group // cand.partial_chans_per_group)
-        self.one_by_one = (all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
+        self.one_by_one = (not self.hmac and all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
                            and all(s == 1 for s in params.stride))
         # kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): 1 unless
         # the in-channel group is smaller than the chain
-        self.h = max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
-                     // cand.in_chans_per_group)
+        self.h = 1 if self.hmac else max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
+                                         // cand.in_chans_per_group)
         self.vertex_memo: Dict[tuple, int] = {}
         self.own = _Best()   # this candidate's best (the report's runner-up)
-        self.vw_in = target.vector_width(params.data_type)
         self.vw_partial = target.vector_width(cand.partials_type)
         self.vw_out = target.vector_width(params.output_type)
 
@@ -124,6 +129,11 @@ class _Search:
         hit = self.vertex_memo.get(key)
         if hit is None:
             worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
+            if self.hmac:
+                hit = self.vertex_memo[key] = hmac.hmac_cycles(
+                    worklists, math.prod(kt), cgt, ict, oct_, c.in_chans_per_group, c.partial_chans_per_group,
+                    self.vw_in, self.float_acts, self.fp, positions, w)
+                return hit
             outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
             hit = ce.conv_partial_nx1_cycles([worklists] * (outer * kt[-1]), cgt, ict, oct_, outer, kt[-1],
                                              self.h, c.partial_chans_per_group, c.method.conv_units,
@@ -131,6 +141,14 @@ class _Search:
                                              self.fp, positions, w)
             self.vertex_memo[key] = hit
         return hit
+
+    def candidate_lower_bound(self) -> int:
+        """HMAC: no plan costs less than its vertex work (positions x kernel positions x
+        channel groups, ``core`` cycles each) spread evenly over every worker of every tile."""
+        p = self.p
+        work = p.batch_size * math.prod(self.out_field) * math.prod(self.kernel) * p.num_conv_groups * \
+            self.ic_grains * self.oc_grains
+        return self.workers * self.core * -(-work // (self.tiles * self.workers)) if self.hmac else 0
 
     def vertex_lower_bound(self, bt, ft_prod, kt_prod, cgt, ict, oct_) -> int:
         """Every worker spends at least ``core`` cycles per output position per pass (per
@@ -380,19 +398,14 @@ class PlanDetails:
     runner_up: Optional[Tuple[str, int, int]]
 
 
-def describe_candidate(c: VertexCandidate) -> str:
-    return (f"{'swapped operands, ' if c.swap_operands else ''}AMP {c.method.conv_units} units x "
-            f"{c.method.conv_input_load_elems} inputs, {c.in_chans_per_group} in-chans x "
-            f"{c.partial_chans_per_group} out-chans per group")
-
-
 def _search(target, params, candidates, options, bound, minimise_memory) -> Tuple[_Best, List[_Search]]:
     best = _Best()
     searches = []
     for order, cand in enumerate(candidates):
         p = swap_operands_params(params) if cand.swap_operands else params
         search = _Search(target, p, cand, options, bound, minimise_memory)
-        search.run(best, order)
+        if minimise_memory or best.key is None or search.candidate_lower_bound() <= best.key[0]:
+            search.run(best, order)
         searches.append(search)
     return best, searches
 
@@ -420,15 +433,16 @@ def _runner_up(best: _Best, searches: List[_Search]) -> Optional[Tuple[str, int,
         return None
     second = min(others, key=lambda b: b.key)
     _, cycles, temp = second.args[0], second.args[9], second.args[10]
-    return describe_candidate(second.args[0].c), cycles, temp
+    return second.args[0].c.describe(), cycles, temp
 
 
 def _unsatisfiable(target, params: ConvParams, options: ConvOptions) -> PoplibsError:
     """Name the planConstraints no plan can satisfy (or say the convolution cannot be planned)."""
     pc = options.plan_constraints
     problems = []
-    if pc.method is not None and pc.method != "AMP":
-        problems.append(f"method {pc.method}: popsim's poplin has AMP vertices only")
+    if pc.method is not None and (pc.method not in ("AMP", "HMAC") or is_mat_mul_shaped(params)):
+        problems.append(f"method {pc.method}: popsim's poplin runs AMP and HMAC vertices (a matmul-shaped "
+                        "convolution AMP only)")
     if pc.batch_split is not None and pc.batch_split > params.batch_size:
         problems.append(f"batchSplit {pc.batch_split} > the batch size {params.batch_size}")
     if pc.conv_group_split is not None and pc.conv_group_split > params.num_conv_groups:
