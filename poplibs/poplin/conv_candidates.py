@@ -3,9 +3,9 @@ ConvPlan.cpp createPlan and ConvVertexType.cpp): swapOperands, then the vertex
 configurations amp_configs lists (the vertices the executors run), in PopLibs' order of
 preference.
 
-Two methods run in popsim's poplin: AMP (ConvPartial1x1Out, ConvPartialnx1) and HMAC
-(ConvPartialHorizontalMac); SLIC, VMAC and OuterProduct are not candidates, and a
-planConstraints method naming one is refused by the planner.
+Three methods run in popsim's poplin: AMP (ConvPartial1x1Out, ConvPartialnx1), HMAC
+(ConvPartialHorizontalMac) and VMAC (ConvPartialVerticalMac); SLIC and OuterProduct are
+not candidates, and a planConstraints method naming one is refused by the planner.
 
 * AMP: the in-channel group is the AMP chain (4 x the unit's input load: 16 halves, 8
   floats), or for a convolution with a kernel height above 1 also a smaller whole number
@@ -17,6 +17,10 @@ planConstraints method naming one is refused by the planner.
   group. A few-channel convolution (1-3 in-channels, depthwise) then pads to 1 or 2
   channels, not to the AMP chain's 8 or 16. Not offered for a matmul-shaped convolution,
   which the matmul executor runs with ConvPartial1x1Out only.
+* VMAC (PopLibs' getConvVertexVMACCandidates): half inputs, in- and out-channel groups of
+  1, 4 conv groups per group (also 8 and 16 with half partials), the conv groups split over
+  tiles in grains of that many; only for one out-channel per conv group (depthwise and
+  the like), not matmul-shaped.
 
 The planner costs every candidate and keeps the fewest cycles; this order (by effective
 MACs per cycle: the method's peak x the fraction of channels that are not padding, then
@@ -42,10 +46,11 @@ class VertexCandidate:
     partial_chans_per_group: int
     partials_type: object
     inter_tile_partials_type: object
+    conv_groups_per_group: int = 1
 
     def describe(self) -> str:
-        method = "HMAC" if self.method.kind == "HMAC" else \
-            f"AMP {self.method.conv_units} units x {self.method.conv_input_load_elems} inputs"
+        method = {"HMAC": "HMAC", "VMAC": f"VMAC {self.conv_groups_per_group} conv groups at once"}.get(
+            self.method.kind, f"AMP {self.method.conv_units} units x {self.method.conv_input_load_elems} inputs")
         return (f"{'swapped operands, ' if self.swap_operands else ''}{method}, {self.in_chans_per_group} in-chans x "
                 f"{self.partial_chans_per_group} out-chans per group")
 
@@ -143,6 +148,9 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
                 out_pad = _padding_fraction(p.output_channels_per_group, cand.partial_chans_per_group)
                 vw = target.vector_width(params.data_type)
                 ranked.append((-vw * (1 - in_pad) * (1 - out_pad), in_pad + out_pad, cand))
+            for cand in vmac_candidates(params, options, tile_type, inter_type):
+                cg_pad = _padding_fraction(p.num_conv_groups, cand.conv_groups_per_group)
+                ranked.append((-target.vector_width(params.data_type) * (1 - cg_pad), cg_pad, cand))
         ranked.sort(key=lambda r: r[:2])
         out.extend(r[2] for r in ranked)
     return out
@@ -176,3 +184,20 @@ def hmac_candidates(params: ConvParams, options: ConvOptions, tile_type, inter_t
         previous = groups
         out.append(VertexCandidate(False, Method("HMAC"), icpg, ocpg, tile_type, inter_type))
     return out
+
+
+def vmac_candidates(params: ConvParams, options: ConvOptions, tile_type, inter_type) -> List[VertexCandidate]:
+    """PopLibs' getConvVertexVMACCandidates, as far as a vertex runs them (module docstring):
+    half inputs, one in- and one out-channel per group, 4 conv groups per group (also 8 and
+    16 with half partials); only for one out-channel per conv group (PopLibs' model refuses
+    a tile with more), not for matmul-shaped convolutions."""
+    pc = options.plan_constraints
+    if pc.method not in (None, "VMAC") or is_mat_mul_shaped(params) or params.output_channels_per_group != 1:
+        return []
+    if pc.conv_units is not None or pc.conv_input_load_elems is not None:
+        return []
+    if pc.in_chans_per_group not in (None, 1) or pc.partial_chans_per_group not in (None, 1):
+        return []
+    sizes = (4, 8, 16) if tile_type == popsim.HALF else (4,)
+    return [VertexCandidate(False, Method("VMAC"), 1, 1, tile_type, inter_type, n) for n in sizes
+            if (params.data_type, tile_type, n) in amp_configs.VMAC and pc.conv_groups_per_group in (None, n)]

@@ -46,7 +46,8 @@ def _per_tile(params: ConvParams, plan: Plan) -> str:
     batch = -(-p.batch_size // part.batch_split)
     field = tuple(-(-n // s) for n, s in zip(p.output_field_shape(), part.field_split))
     kernel = tuple(-(-n // s) for n, s in zip(p.kernel_shape, part.kernel_split))
-    groups = -(-p.num_conv_groups // part.conv_group_split)
+    g_grain = max(1, part.conv_group_grain_size)   # VMAC's conv groups at once
+    groups = -(-(-(-p.num_conv_groups // g_grain)) // part.conv_group_split) * g_grain
     macs = batch * math.prod(field) * math.prod(kernel) * groups * ic * oc
     return (f"  per tile (per serial step): batch {batch}, field {field}, kernel {kernel}, conv groups {groups}, "
             f"in-chans {ic}, out-chans {oc} ({macs} MACs)")

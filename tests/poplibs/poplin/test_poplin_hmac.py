@@ -84,8 +84,8 @@ def test_hmac_convolutions_run_exactly_and_cost_what_the_plan_says(p, partials):
 
 def test_constraints_naming_methods_popsim_lacks_are_refused():
     target = small_device().target
-    with pytest.raises(PoplibsError, match="method VMAC"):
+    with pytest.raises(PoplibsError, match="method SLIC"):
         poplin.get_plan(target, poplin.ConvParams(HALF, 1, (8, 8), (3, 3), 1, 1, 4),
-                        {"planConstraints": json.dumps({"method": "VMAC"})})
+                        {"planConstraints": json.dumps({"method": "SLIC"})})
     with pytest.raises(PoplibsError, match="method HMAC.*matmul-shaped"):
         poplin.get_plan(target, poplin.ConvParams(FLOAT, 4, (1,), (1,), 3, 5, 1), HMAC)
