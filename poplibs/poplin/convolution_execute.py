@@ -1,4 +1,4 @@
-"""Building a planned convolution: the executor between a Plan (plan.py) and the AMP vertices,
+"""Building a planned convolution: the executor between a Plan (plan.py) and the vertices,
 for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
 
 1. Truncation and flips become views (conv_transforms.canonical_views). A matmul-shaped
@@ -8,9 +8,10 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
    serial step is built once (serial_loop.py: out-channel steps the outer Repeat,
    in-channel steps the inner, over temporaries holding the step's slices of input,
    weights and output, moved by dynamic slice / update at run time): one compute set with
-   one vertex per tile with work: ConvPartial1x1Out where the plan flattened a 1x1
+   one vertex per tile with work: for AMP, ConvPartial1x1Out where the plan flattened a 1x1
    convolution (kernel 1, no padding, stride or dilation), else ConvPartialnx1 with the
-   tile's worklists (conv_worklists: padding, dilation and stride never materialised).
+   tile's worklists; for HMAC or VMAC, ConvPartialHorizontalMac or ConvPartialVerticalMac
+   with the same worklists (conv_worklists: padding, dilation and stride never materialised).
    Each vertex reads its input window, its weights and writes its box of the output (or
    of the partials).
 3. With kernel or in-channel parts, the parts' partials are reduced into the output step

@@ -4,7 +4,7 @@ ConvModel.cpp): choose how to cut a convolution over the tiles of a target.
 Search, as PopLibs does it:
 
 * candidates: swapOperands (matmul-shaped convolutions only; tried first for matmul
-  passes, so it wins ties), then the AMP and HMAC vertex configurations the target
+  passes, so it wins ties), then the AMP, HMAC and VMAC vertex configurations the target
   allows (conv_candidates.py);
 * for each candidate, the splits of conv groups, batch, output field, kernel (all but the
   innermost dimension), output channels (parallel x serial) and input channels (parallel
