@@ -89,3 +89,14 @@ def test_constraints_naming_methods_popsim_lacks_are_refused():
                         {"planConstraints": json.dumps({"method": "SLIC"})})
     with pytest.raises(PoplibsError, match="method HMAC.*matmul-shaped"):
         poplin.get_plan(target, poplin.ConvParams(FLOAT, 4, (1,), (1,), 3, 5, 1), HMAC)
+
+
+def test_the_planner_chooses_hmac_where_its_cycles_are_fewest():
+    """A float 1-channel 5x5 convolution on 1472 tiles: each tile's share is a few positions,
+    where HMAC's smaller overheads beat AMP's padded chain (PopLibs' formulas for both)."""
+    target = popsim.IPUModel("ipu2").create_device().target
+    p = poplin.ConvParams(FLOAT, 1, (32, 32), (5, 5), 1, 1, 1)
+    plan = poplin.get_plan(target, p)
+    assert (plan.method.kind, plan.in_chans_per_group, plan.partial_chans_per_group) == ("HMAC", 1, 1)
+    amp = poplin.get_plan(target, p, {"planConstraints": json.dumps({"method": "AMP"})})
+    assert plan.cycles < amp.cycles
