@@ -4,7 +4,7 @@ engine's modelled cycles for the op (every step its program adds, from the execu
 profile: operands made with the plan's layouts, so nothing is rearranged first).
 
 Rows: one per shape and type (FLOAT/HALF inputs, float/half partials; matmuls and 3x3,
-strided, grouped and 1x1 convolutions): plan cycles, engine cycles, ratio engine / plan.
+strided, grouped, 1x1, depthwise and 2-input-channel convolutions): plan cycles, engine cycles, ratio engine / plan.
 Target 0.85 <= ratio <= 1.15. Full mode on an ipu2 IPUModel of 1472 tiles with larger
 shapes; --quick on 16 tiles with small ones.
 
@@ -78,8 +78,15 @@ def _row(what, plan, cycles) -> C.Result:
     return C.Result(bench="plan_fidelity", metric=what, unit="cycles", value=cycles, baseline=plan.cycles,
                     baseline_label="plan", ratio=ratio, target=f"{LOW} <= ratio <= {HIGH}",
                     passed=LOW <= ratio <= HIGH,
-                    notes=[f"{what}: {plan.method.conv_units} units x {plan.method.conv_input_load_elems}, "
+                    notes=[f"{what}: {_method(plan)}, "
                            f"{plan.tiles_used} tiles, plan terms {dict(plan.cost_breakdown)}"])
+
+
+def _method(plan) -> str:
+    m = plan.method
+    if m.kind == "AMP":
+        return f"AMP {m.conv_units} units x {m.conv_input_load_elems}"
+    return f"{m.kind} ({plan.conv_groups_per_group} conv groups, {plan.in_chans_per_group} in-chans per group)"
 
 
 def main(argv=None) -> int:
@@ -94,7 +101,10 @@ def main(argv=None) -> int:
              (HALF, "half", batch, field, (3, 3), 32, 32, 1, None, (1, 1)),
              (HALF, "float", batch, field, (1, 1), 64, 64, 1, None, None),
              (FLOAT, "float", batch, field, (3, 3), 16, 16, 1, (2, 2), None),
-             (HALF, "half", batch, field, (3, 3), 8, 8, 4, None, (1, 1))]
+             (HALF, "half", batch, field, (3, 3), 8, 8, 4, None, (1, 1)),
+             # few channels: depthwise (32 conv groups of 1 channel: VMAC) and 2 in-channels
+             (HALF, "float", batch, field, (3, 3), 1, 1, 32, None, (1, 1)),
+             (FLOAT, "float", batch, field, (3, 3), 2, 16, 1, None, (1, 1))]
     results += [conv_row(tiles, *c) for c in convs]
     C.report("bench_plan_fidelity: the plan's cycles against the engine's", results, args, C.environment())
     return 0

@@ -1,22 +1,37 @@
 """The candidates the planner searches (PopLibs' planner steps 3-4; PopLibs'
-ConvPlan.cpp createPlan and ConvVertexType.cpp): swapOperands, then the AMP vertex
-configurations the target's conv units allow, in PopLibs' order of preference.
+ConvPlan.cpp createPlan and ConvVertexType.cpp): swapOperands, then the vertex
+configurations amp_configs lists (the vertices the executors run), in PopLibs' order of
+preference.
 
-Only AMP vertices exist in popsim's poplin (ConvPartial1x1Out, ConvPartialnx1), so SLIC,
-HMAC, VMAC and OuterProduct are not candidates; a planConstraints method naming one is
-refused by the planner. The in-channel group is the AMP chain (4 x the unit's input load:
-16 halves, 8 floats), or for a convolution with a kernel height above 1 also a smaller
-whole number of loads dividing it (half 8, 4; float 4, 2), the chain then holding 2 or 4
-kernel rows (PopLibs' convUnitWeightHeight): a few-channel convolution pads less. Only
-configurations amp_configs lists (the vertices the executors run) are offered: half inputs
-with float partials get 8 units, not 16.
+Three methods run in popsim's poplin: AMP (ConvPartial1x1Out, ConvPartialnx1), HMAC
+(ConvPartialHorizontalMac) and VMAC (ConvPartialVerticalMac); SLIC and OuterProduct are
+not candidates, and a planConstraints method naming one is refused by the planner.
+
+* AMP: the in-channel group is the AMP chain (4 x the unit's input load: 16 halves, 8
+  floats), or for a convolution with a kernel height above 1 also a smaller whole number
+  of loads dividing it (half 8, 4; float 4, 2), the chain then holding 2 or 4 kernel rows
+  (PopLibs' convUnitWeightHeight). Half inputs with float partials get 8 units, not 16.
+* HMAC (PopLibs' getConvVertexHMACCandidates): in-channel groups of 1, 2, ... (half: 2, 4,
+  ...) up to the in-channels rounded to that grain, skipping a group that does not lessen
+  the number of groups; out-channel groups of 1 (2 with half partials); one conv group per
+  group. A few-channel convolution (1-3 in-channels, depthwise) then pads to 1 or 2
+  channels, not to the AMP chain's 8 or 16. Not offered for a matmul-shaped convolution,
+  which the matmul executor runs with ConvPartial1x1Out only.
+* VMAC (PopLibs' getConvVertexVMACCandidates): half inputs, in- and out-channel groups of
+  1, 4 conv groups per group (also 8 and 16 with half partials), the conv groups split over
+  tiles in grains of that many; only for one out-channel per conv group (depthwise and
+  the like), not matmul-shaped.
+
+The planner costs every candidate and keeps the fewest cycles; this order (by effective
+MACs per cycle: the method's peak x the fraction of channels that are not padding, then
+less padding, PopLibs' sort) only breaks ties.
 """
 from dataclasses import dataclass
 from typing import List, Tuple
 
 import popsim
 
-from . import amp_configs
+from . import amp_configs, conv_hmac
 from .conv_params import ConvParams
 from .options import ConvOptions
 from .plan import Method
@@ -31,6 +46,13 @@ class VertexCandidate:
     partial_chans_per_group: int
     partials_type: object
     inter_tile_partials_type: object
+    conv_groups_per_group: int = 1
+
+    def describe(self) -> str:
+        method = {"HMAC": "HMAC", "VMAC": f"VMAC {self.conv_groups_per_group} conv groups at once"}.get(
+            self.method.kind, f"AMP {self.method.conv_units} units x {self.method.conv_input_load_elems} inputs")
+        return (f"{'swapped operands, ' if self.swap_operands else ''}{method}, {self.in_chans_per_group} in-chans x "
+                f"{self.partial_chans_per_group} out-chans per group")
 
 
 def is_mat_mul_shaped(params: ConvParams) -> bool:
@@ -73,7 +95,7 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
     pc = options.plan_constraints
     if params.data_type not in (popsim.FLOAT, popsim.HALF):
         return []
-    if pc.method is not None and pc.method != "AMP":
+    if pc.method is not None and pc.method not in amp_configs.RUNNABLE_METHODS:
         return []
     if is_mat_mul_shaped(params):
         swaps = [True, False] if options.is_fully_connected else [False, True]
@@ -96,6 +118,8 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
     if params.num_field_dims >= 2 and params.kernel_shape[0] > 1 and not is_mat_mul_shaped(params):
         groupings = amp_configs.in_chan_groupings(weights_per_unit, load)
     configs = []
+    if pc.method not in (None, "AMP"):
+        unit_options = []
     for units in unit_options:
         for ocpg in dict.fromkeys((units, weights_per_unit, 8)):
             if ocpg % units:
@@ -118,6 +142,62 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
             useful = (1 - in_pad) * (1 - out_pad)
             ranked.append((-units * load * useful, in_pad + out_pad,
                            VertexCandidate(swap, Method("AMP", units, load), icpg, ocpg, tile_type, inter_type)))
+        if not swap:
+            for cand in hmac_candidates(params, options, tile_type, inter_type):
+                in_pad = _padding_fraction(p.input_channels_per_group, cand.in_chans_per_group)
+                out_pad = _padding_fraction(p.output_channels_per_group, cand.partial_chans_per_group)
+                vw = target.vector_width(params.data_type)
+                ranked.append((-vw * (1 - in_pad) * (1 - out_pad), in_pad + out_pad, cand))
+            for cand in vmac_candidates(params, options, tile_type, inter_type):
+                cg_pad = _padding_fraction(p.num_conv_groups, cand.conv_groups_per_group)
+                ranked.append((-target.vector_width(params.data_type) * (1 - cg_pad), cg_pad, cand))
         ranked.sort(key=lambda r: r[:2])
         out.extend(r[2] for r in ranked)
     return out
+
+
+def hmac_candidates(params: ConvParams, options: ConvOptions, tile_type, inter_type) -> List[VertexCandidate]:
+    """PopLibs' getConvVertexHMACCandidates, as far as a vertex runs them (module docstring):
+    none for a matmul-shaped convolution or unrunnable types, or when planConstraints rule
+    the method or its groupings out."""
+    pc = options.plan_constraints
+    if pc.method not in (None, "HMAC") or is_mat_mul_shaped(params):
+        return []
+    if (params.data_type, tile_type) not in amp_configs.HMAC:
+        return []
+    if pc.conv_units is not None or pc.conv_input_load_elems is not None or pc.conv_groups_per_group not in (None, 1):
+        return []
+    ocpg = conv_hmac.partial_chans_per_group(tile_type)
+    if pc.partial_chans_per_group not in (None, ocpg):
+        return []
+    grain = 1 if params.data_type == popsim.FLOAT else 2
+    rounded = -(-params.input_channels_per_group // grain) * grain
+    sizes = range(grain, rounded + 1, grain)
+    if pc.in_chans_per_group is not None:
+        sizes = [pc.in_chans_per_group] if pc.in_chans_per_group <= rounded and pc.in_chans_per_group % grain == 0 \
+            else []
+    out, previous = [], 0
+    for icpg in sizes:
+        groups = -(-rounded // icpg)
+        if groups == previous:   # a larger group that needs as many groups only pads more
+            continue
+        previous = groups
+        out.append(VertexCandidate(False, Method("HMAC"), icpg, ocpg, tile_type, inter_type))
+    return out
+
+
+def vmac_candidates(params: ConvParams, options: ConvOptions, tile_type, inter_type) -> List[VertexCandidate]:
+    """PopLibs' getConvVertexVMACCandidates, as far as a vertex runs them (module docstring):
+    half inputs, one in- and one out-channel per group, 4 conv groups per group (also 8 and
+    16 with half partials); only for one out-channel per conv group (PopLibs' model refuses
+    a tile with more), not for matmul-shaped convolutions."""
+    pc = options.plan_constraints
+    if pc.method not in (None, "VMAC") or is_mat_mul_shaped(params) or params.output_channels_per_group != 1:
+        return []
+    if pc.conv_units is not None or pc.conv_input_load_elems is not None:
+        return []
+    if pc.in_chans_per_group not in (None, 1) or pc.partial_chans_per_group not in (None, 1):
+        return []
+    sizes = (4, 8, 16) if tile_type == popsim.HALF else (4,)
+    return [VertexCandidate(False, Method("VMAC"), 1, 1, tile_type, inter_type, n) for n in sizes
+            if (params.data_type, tile_type, n) in amp_configs.VMAC and pc.conv_groups_per_group in (None, n)]

@@ -1,4 +1,4 @@
-"""Building a planned convolution: the executor between a Plan (plan.py) and the AMP vertices,
+"""Building a planned convolution: the executor between a Plan (plan.py) and the vertices,
 for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
 
 1. Truncation and flips become views (conv_transforms.canonical_views). A matmul-shaped
@@ -8,9 +8,10 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
    serial step is built once (serial_loop.py: out-channel steps the outer Repeat,
    in-channel steps the inner, over temporaries holding the step's slices of input,
    weights and output, moved by dynamic slice / update at run time): one compute set with
-   one vertex per tile with work: ConvPartial1x1Out where the plan flattened a 1x1
+   one vertex per tile with work: for AMP, ConvPartial1x1Out where the plan flattened a 1x1
    convolution (kernel 1, no padding, stride or dilation), else ConvPartialnx1 with the
-   tile's worklists (conv_worklists: padding, dilation and stride never materialised).
+   tile's worklists; for HMAC or VMAC, ConvPartialHorizontalMac or ConvPartialVerticalMac
+   with the same worklists (conv_worklists: padding, dilation and stride never materialised).
    Each vertex reads its input window, its weights and writes its box of the output (or
    of the partials).
 3. With kernel or in-channel parts, the parts' partials are reduced into the output step
@@ -27,7 +28,7 @@ from popsim import UNSIGNED_INT, concat, popops
 from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError
-from . import amp_configs, conv_execute, conv_nx1, conv_vertices
+from . import amp_configs, conv_execute, conv_hmac, conv_nx1, conv_vertices, conv_vmac
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials
 from .conv_transforms import canonical_views, dim_maps, is_one_by_one
@@ -57,7 +58,8 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
             or canon.input_channels_per_group == 0):   # an empty sum everywhere
         popops.zero(graph, out, prog, f"{name}/Zero")
         return
-    if is_mat_mul_shaped(canon) and is_one_by_one(canon):
+    hmac = plan.method.kind in ("HMAC", "VMAC")   # the worklist vertices without the AMP's fields
+    if is_mat_mul_shaped(canon) and is_one_by_one(canon) and not hmac:
         g, b = canon.num_conv_groups, canon.batch_size
         cin, cout = canon.input_channels_per_group, canon.output_channels_per_group
         a = x.reshape([b, g, cin]).dim_shuffle([1, 0, 2])
@@ -67,8 +69,17 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     blocks = ConvBlocking.of(plan, canon, graph.get_target().num_tiles)
     in_type = x.dtype
     partials_type = conv_execute.partials_type_of(plan, in_type)
-    one_by_one = is_one_by_one(canon) and bool(plan.transforms[1].flatten_dims)
-    if one_by_one:
+    one_by_one = is_one_by_one(canon) and bool(plan.transforms[1].flatten_dims) and not hmac
+    if plan.method.kind == "VMAC":
+        amp_configs.check_runnable(plan.method, in_type, partials_type, "vmac", f"poplin.convolution '{name}'",
+                                   plan.conv_groups_per_group)
+        conv_vmac.ensure_codelets(graph)
+        vertex = conv_vmac.conv_partial_vmac_name(in_type, partials_type, plan.conv_groups_per_group)
+    elif hmac:
+        amp_configs.check_runnable(plan.method, in_type, partials_type, "hmac", f"poplin.convolution '{name}'")
+        conv_hmac.ensure_codelets(graph)
+        vertex = conv_hmac.conv_partial_hmac_name(in_type, partials_type)
+    elif one_by_one:
         conv_vertices.ensure_codelets(graph)
         vertex = conv_execute.vertex_type_for(plan, in_type, partials_type)
     else:
@@ -99,7 +110,8 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     x_step = loop.slice(x_steps, inner, "inSlice")
     w_step = loop.slice(w_steps, inner, "weightsSlice")
     builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials,
-                           chain_rows(graph.get_target(), plan))
+                           None if hmac else chain_rows(graph.get_target(), plan), plan.in_chans_per_group,
+                           plan.method.kind == "VMAC")
     cs = graph.add_compute_set(f"{name}/Conv")
     active = builder.add_vertices(cs, 0, 0)
     inner.add(Execute(cs))
@@ -134,9 +146,12 @@ def chain_rows(target, plan) -> int:
 class _TileBuilder:
     """The vertices of one convolution's compute sets (one per tile with work)."""
 
-    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials, height=1):
+    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials, height=1, grouping=1,
+                 vmac=False):
         self.graph, self.b, self.dims, self.vertex, self.one_by_one = graph, blocks, dims, vertex, one_by_one
-        self.height = height   # kernel rows the AMP chain holds at once (nx1 only)
+        self.height = height   # kernel rows the AMP chain holds at once (nx1 only); None: HMAC
+        self.grouping = grouping   # the plan's in-channel group (HMAC's estimator)
+        self.vmac = vmac
         self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
         self.in_field = xg.shape[2:-1]
 
@@ -192,9 +207,11 @@ class _TileBuilder:
                                                 f"worklists_{tile}")
             self.graph.set_tile_mapping(worklists, tile)
             fields = {"worklists": worklists, "zerosInfo": outs[0].num_elements(), "inStride": work.in_stride,
-                      "ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0],
                       "outStride": work.out_stride, "kernelOuterSizeM1": math.prod(hi - lo for lo, hi in kr[:-1]) - 1,
                       "kernelInnerElementsM1": kr[-1][1] - kr[-1][0] - 1, "outFieldRowSize": fr[-1][1] - fr[-1][0]}
+            fields.update({"batchSize": b1 - b0} if self.vmac else {"inChanGrouping": self.grouping}
+                          if self.height is None else
+                          {"ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0]})
         ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1]).flatten()
                for g in range(g0, g1)]
         weights = [self.wg[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1]).flatten()

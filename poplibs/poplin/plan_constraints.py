@@ -7,7 +7,7 @@ a JSON object that forces parts of the plan. Its shape, as PopLibs validates it:
                          "fieldSplit": {"<dim>": n}, "kernelSplit": {"<dim>": n},
                          "inChanSplit": {"serial": n, "parallel": n} | n,
                          "outChanSplit": {"serial": n, "parallel": n} | n}},
-     "method": "AMP" | {"type": "AMP", "convUnits": n, "convInputLoadElems": n},
+     "method": "AMP" | "HMAC" | "VMAC" | {"type": "AMP", "convUnits": n, "convInputLoadElems": n},
      "inChansPerGroup": n, "partialChansPerGroup": n, "convGroupsPerGroup": n,
      "numAmpConvUnits": n}
 

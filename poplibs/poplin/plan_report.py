@@ -46,7 +46,8 @@ def _per_tile(params: ConvParams, plan: Plan) -> str:
     batch = -(-p.batch_size // part.batch_split)
     field = tuple(-(-n // s) for n, s in zip(p.output_field_shape(), part.field_split))
     kernel = tuple(-(-n // s) for n, s in zip(p.kernel_shape, part.kernel_split))
-    groups = -(-p.num_conv_groups // part.conv_group_split)
+    g_grain = max(1, part.conv_group_grain_size)   # VMAC's conv groups at once
+    groups = -(-(-(-p.num_conv_groups // g_grain)) // part.conv_group_split) * g_grain
     macs = batch * math.prod(field) * math.prod(kernel) * groups * ic * oc
     return (f"  per tile (per serial step): batch {batch}, field {field}, kernel {kernel}, conv groups {groups}, "
             f"in-chans {ic}, out-chans {oc} ({macs} MACs)")
@@ -55,13 +56,15 @@ def _per_tile(params: ConvParams, plan: Plan) -> str:
 def _text(params: ConvParams, plan: Plan, details: PlanDetails, target) -> str:
     part = plan.partition
     m = plan.method
+    vertex = (f"{m.conv_units} conv units x {m.conv_input_load_elems} input elements" if m.kind == "AMP" else
+              "ConvPartialHorizontalMac" if m.kind == "HMAC" else "")
+    macs = m.macs_per_cycle(target.vector_width(params.data_type), plan.in_chans_per_group)
     lines = [
         f"poplin plan for input {params.input_shape()} x weights {params.weights_shape()} -> output "
         f"{params.output_shape()} ({params.data_type}, partials {plan.partials_type}, inter-tile "
         f"{plan.inter_tile_partials_type})",
         f"  transform: swapOperands={plan.transforms[0].swap_operands}",
-        f"  method: {m.kind} {m.conv_units} conv units x {m.conv_input_load_elems} input elements "
-        f"({m.macs_per_cycle(0, plan.in_chans_per_group)} MACs/cycle); groups: {plan.in_chans_per_group} in-chans, "
+        f"  method: {m.kind} {vertex} ({macs} MACs/cycle); groups: {plan.in_chans_per_group} in-chans, "
         f"{plan.partial_chans_per_group} out-chans, {plan.conv_groups_per_group} conv groups",
         f"  partition: batch {part.batch_split}, field {part.field_split}, kernel {part.kernel_split}, "
         f"conv groups {part.conv_group_split}, in-chans parallel {part.in_chan_split.parallel}, "

@@ -4,8 +4,8 @@ ConvModel.cpp): choose how to cut a convolution over the tiles of a target.
 Search, as PopLibs does it:
 
 * candidates: swapOperands (matmul-shaped convolutions only; tried first for matmul
-  passes, so it wins ties), then the AMP vertex configurations the target's conv units
-  allow (conv_candidates.py);
+  passes, so it wins ties), then the AMP, HMAC and VMAC vertex configurations the target
+  allows (conv_candidates.py);
 * for each candidate, the splits of conv groups, batch, output field, kernel (all but the
   innermost dimension), output channels (parallel x serial) and input channels (parallel
   x serial), at most one kind of serial split; every split counts grains and only the
@@ -34,10 +34,13 @@ from ..popops.fill_cast import cast1d_cycles
 from ..poputil import PoplibsError
 from . import conv_estimates as ce
 from . import cost_model as cm
+from . import hmac_estimates as hmac
+from . import vmac_estimates as vmac
 from .conv_candidates import VertexCandidate, is_mat_mul_shaped, swap_operands_params, vertex_candidates
 from .conv_params import ConvParams
 from .options import ConvOptions, parse_conv_options, parse_mat_mul_options
 from .plan import ConvTransform, Partition, Plan, Split
+from .plan_unsatisfiable import unsatisfiable
 
 
 def split_values(grains: int, limit: int) -> List[int]:
@@ -88,21 +91,30 @@ class _Search:
         self.p_bytes = cand.partials_type.size
         self.float_acts = params.data_type.size == 4
         self.core = 8 if self.float_acts else 4
-        self.passes = -(-cand.partial_chans_per_group // cand.method.conv_units)
+        self.hmac, self.vmac = cand.method.kind == "HMAC", cand.method.kind == "VMAC"
+        # conv groups in grains of the vertex's group (VMAC's lanes; 1 otherwise)
+        self.cg_grain = cand.conv_groups_per_group
+        self.cg_grains = -(-params.num_conv_groups // self.cg_grain)
+        self.vw_in = target.vector_width(params.data_type)
+        if self.vmac:   # a worker's least cycles per item (one position and kernel row)
+            self.core = vmac.MIN_ITEM_CYCLES
+        elif self.hmac:   # a worker's least cycles per position and kernel position (hmac_estimates)
+            self.core = hmac.min_cycles_per_position(self.vw_in, self.float_acts, self.fp, cand.in_chans_per_group,
+                                                     cand.partial_chans_per_group)
+        self.passes = 1 if self.hmac or self.vmac else -(-cand.partial_chans_per_group // cand.method.conv_units)
         self.coeff_bytes = 16 if options.use_128bit_conv_unit_load else 8
         self.out_field = params.output_field_shape()
         self.kernel = params.kernel_shape
         self.ic_grains = -(-params.input_channels_per_group // cand.in_chans_per_group)
         self.oc_grains = -(-params.output_channels_per_group // cand.partial_chans_per_group)
-        self.one_by_one = (all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
+        self.one_by_one = (cand.method.kind == "AMP" and all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
                            and all(s == 1 for s in params.stride))
         # kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): 1 unless
         # the in-channel group is smaller than the chain
-        self.h = max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
-                     // cand.in_chans_per_group)
+        self.h = self.kernel[-1] if self.vmac else 1 if self.hmac else max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
+                                         // cand.in_chans_per_group)
         self.vertex_memo: Dict[tuple, int] = {}
         self.own = _Best()   # this candidate's best (the report's runner-up)
-        self.vw_in = target.vector_width(params.data_type)
         self.vw_partial = target.vector_width(cand.partials_type)
         self.vw_out = target.vector_width(params.output_type)
 
@@ -124,6 +136,16 @@ class _Search:
         hit = self.vertex_memo.get(key)
         if hit is None:
             worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
+            if self.vmac:   # VMAC's items are kernel rows; its groups are conv-group grains
+                hit = self.vertex_memo[key] = vmac.vmac_cycles(
+                    math.prod(ft) // max(ft[-1], 1), ft[-1], bt, math.prod(kt[:-1]), kt[-1], -(-cgt // self.cg_grain),
+                    ict, self.cg_grain, self.fp, w)
+                return hit
+            if self.hmac:
+                hit = self.vertex_memo[key] = hmac.hmac_cycles(
+                    worklists, math.prod(kt), cgt, ict, oct_, c.in_chans_per_group, c.partial_chans_per_group,
+                    self.vw_in, self.float_acts, self.fp, positions, w)
+                return hit
             outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
             hit = ce.conv_partial_nx1_cycles([worklists] * (outer * kt[-1]), cgt, ict, oct_, outer, kt[-1],
                                              self.h, c.partial_chans_per_group, c.method.conv_units,
@@ -132,11 +154,19 @@ class _Search:
             self.vertex_memo[key] = hit
         return hit
 
+    def candidate_lower_bound(self) -> int:
+        """HMAC: no plan costs less than its vertex work (positions x kernel positions x
+        channel groups, ``core`` cycles each) spread evenly over every worker of every tile."""
+        p = self.p
+        work = p.batch_size * math.prod(self.out_field) * (math.prod(self.kernel) // self.h) * self.cg_grains * \
+            self.ic_grains * self.oc_grains
+        return self.workers * self.core * -(-work // (self.tiles * self.workers)) if self.hmac or self.vmac else 0
+
     def vertex_lower_bound(self, bt, ft_prod, kt_prod, cgt, ict, oct_) -> int:
         """Every worker spends at least ``core`` cycles per output position per pass (per
         kernel position the chain takes, ``h`` rows at a time)."""
         kernel_steps = max(1, kt_prod // self.h)
-        return cgt * ict * oct_ * self.passes * kernel_steps * self.workers * self.core * -(-bt * ft_prod // self.workers)
+        return -(-cgt // self.cg_grain) * ict * oct_ * self.passes * kernel_steps * self.workers * self.core * -(-bt * ft_prod // self.workers)
 
     def evaluate(self, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, temp_limit: Optional[int]):
         """(cycles, temp bytes, breakdown) of one configuration, or None when its temp bytes
@@ -145,7 +175,7 @@ class _Search:
         bt = -(-p.batch_size // b_s)
         ft = tuple(-(-n // s) for n, s in zip(self.out_field, f_s))
         kt = tuple(-(-n // s) for n, s in zip(self.kernel, k_s))
-        cgt = -(-p.num_conv_groups // cg_s)
+        cgt = min(-(-self.cg_grains // cg_s) * self.cg_grain, p.num_conv_groups)
         ict = -(-(-(-self.ic_grains // ic_ser)) // ic_p)
         oct_ = -(-(-(-self.oc_grains // oc_ser)) // oc_p)
         field_in = tuple(min(p.input_field_shape[d], (ft[d] - 1) * p.stride[d] + (kt[d] - 1) * p.kernel_dilation[d] + 1)
@@ -221,7 +251,7 @@ class _Search:
         rank = len(self.out_field)
         field_forced = dict(pc.field_split)
         kernel_forced = dict(pc.kernel_split)
-        for cg_s in reversed(_choices(p.num_conv_groups, T, pc.conv_group_split)):
+        for cg_s in reversed(_choices(self.cg_grains, T, pc.conv_group_split)):
             for b_s in reversed(_choices(p.batch_size, T // cg_s, pc.batch_split)):
                 used = cg_s * b_s
                 if used > T:
@@ -286,7 +316,7 @@ class _Search:
         ft_prod, kt_prod = math.prod(ft), math.prod(kt)
         field_in_prod = math.prod(min(p.input_field_shape[d], (ft[d] - 1) * p.stride[d] + (kt[d] - 1)
                                       * p.kernel_dilation[d] + 1) for d in range(len(ft)))
-        cgt = -(-p.num_conv_groups // cg_s)
+        cgt = min(-(-self.cg_grains // cg_s) * self.cg_grain, p.num_conv_groups)
         ic_all, oc_all = self.ic_grains, self.oc_grains
         for oc_p in reversed(_choices(oc_all, T // used, pc.out_chan_parallel)):
             used_o = used * oc_p
@@ -380,19 +410,14 @@ class PlanDetails:
     runner_up: Optional[Tuple[str, int, int]]
 
 
-def describe_candidate(c: VertexCandidate) -> str:
-    return (f"{'swapped operands, ' if c.swap_operands else ''}AMP {c.method.conv_units} units x "
-            f"{c.method.conv_input_load_elems} inputs, {c.in_chans_per_group} in-chans x "
-            f"{c.partial_chans_per_group} out-chans per group")
-
-
 def _search(target, params, candidates, options, bound, minimise_memory) -> Tuple[_Best, List[_Search]]:
     best = _Best()
     searches = []
     for order, cand in enumerate(candidates):
         p = swap_operands_params(params) if cand.swap_operands else params
         search = _Search(target, p, cand, options, bound, minimise_memory)
-        search.run(best, order)
+        if minimise_memory or best.key is None or search.candidate_lower_bound() <= best.key[0]:
+            search.run(best, order)
         searches.append(search)
     return best, searches
 
@@ -402,12 +427,13 @@ def _to_plan(best: _Best) -> Plan:
     c, rank = search.c, len(f_s)
     partition = Partition(field_split=f_s, batch_split=b_s, out_chan_split=Split(oc_ser, oc_p), kernel_split=k_s,
                           in_chan_split=Split(ic_ser, ic_p), conv_group_split=cg_s,
-                          field_axis_grain_size=(1,) * rank, conv_group_grain_size=1,
-                          in_chan_grain_size=c.in_chans_per_group, out_chan_grain_size=c.partial_chans_per_group)
+                          field_axis_grain_size=(1,) * rank,
+                          in_chan_grain_size=c.in_chans_per_group, out_chan_grain_size=c.partial_chans_per_group,
+                          conv_group_grain_size=c.conv_groups_per_group)
     tile_level = ConvTransform(flatten_dims=tuple(range(rank + 1))) if search.one_by_one else ConvTransform()
     return Plan(partition=partition, method=c.method,
                 transforms=(ConvTransform(swap_operands=c.swap_operands), tile_level),
-                conv_groups_per_group=1, in_chans_per_group=c.in_chans_per_group,
+                conv_groups_per_group=c.conv_groups_per_group, in_chans_per_group=c.in_chans_per_group,
                 partial_chans_per_group=c.partial_chans_per_group, partials_type=c.partials_type,
                 inter_tile_partials_type=c.inter_tile_partials_type, start_tile=0, cycles=cycles,
                 temp_bytes_per_tile=temp, tiles_used=tiles, cost_breakdown=breakdown)
@@ -420,39 +446,7 @@ def _runner_up(best: _Best, searches: List[_Search]) -> Optional[Tuple[str, int,
         return None
     second = min(others, key=lambda b: b.key)
     _, cycles, temp = second.args[0], second.args[9], second.args[10]
-    return describe_candidate(second.args[0].c), cycles, temp
-
-
-def _unsatisfiable(target, params: ConvParams, options: ConvOptions) -> PoplibsError:
-    """Name the planConstraints no plan can satisfy (or say the convolution cannot be planned)."""
-    pc = options.plan_constraints
-    problems = []
-    if pc.method is not None and pc.method != "AMP":
-        problems.append(f"method {pc.method}: popsim's poplin has AMP vertices only")
-    if pc.batch_split is not None and pc.batch_split > params.batch_size:
-        problems.append(f"batchSplit {pc.batch_split} > the batch size {params.batch_size}")
-    if pc.conv_group_split is not None and pc.conv_group_split > params.num_conv_groups:
-        problems.append(f"convGroupSplit {pc.conv_group_split} > the {params.num_conv_groups} conv groups")
-    for dim, split in pc.field_split:
-        if dim >= params.num_field_dims or split > params.output_field_shape()[dim]:
-            problems.append(f"fieldSplit {{{dim}: {split}}} does not fit the output field "
-                            f"{params.output_field_shape()}")
-    for dim, split in pc.kernel_split:
-        if dim >= params.num_field_dims - 1 and split > 1:
-            problems.append(f"kernelSplit {{{dim}: {split}}}: only kernel dimensions before the innermost split")
-    if (pc.in_chan_serial or 1) > 1 and (pc.out_chan_serial or 1) > 1:
-        problems.append("inChanSplit.serial and outChanSplit.serial both > 1: one kind of serial split at a time")
-    if pc.swap_operands and not is_mat_mul_shaped(params):
-        problems.append("swapOperands true: only a matmul-shaped convolution swaps its operands")
-    forced_tiles = math.prod([pc.batch_split or 1, pc.conv_group_split or 1, pc.in_chan_parallel or 1,
-                              pc.out_chan_parallel or 1] + [s for _, s in pc.field_split + pc.kernel_split])
-    if forced_tiles > target.num_tiles:
-        problems.append(f"the forced parallel splits use {forced_tiles} tiles, the target has {target.num_tiles}")
-    found = "; ".join(problems) if problems else "the splits together (channel splits count grains of " \
-        "the AMP vertex's channel groups) exceed the sizes or the tiles"
-    return PoplibsError(f"planConstraints: no plan satisfies {{{pc.describe()}}} for a convolution of input "
-                        f"{params.input_shape()} and weights {params.weights_shape()} on {target.num_tiles} tiles: "
-                        f"{found}")
+    return second.args[0].c.describe(), cycles, temp
 
 
 # The most elements a tensor of a planned convolution (or matmul) may have: more than any
@@ -493,7 +487,7 @@ def _parse(options, params: ConvParams) -> ConvOptions:
 def _plan(target, params: ConvParams, options: ConvOptions) -> Tuple[Plan, PlanDetails]:
     candidates = vertex_candidates(target, params, options)
     if not candidates:
-        raise _unsatisfiable(target, params, options)
+        raise unsatisfiable(target, params, options)
     amp = options.available_memory_proportion
     budget = int(amp * target.bytes_per_tile)
     if amp == 0:
@@ -515,7 +509,7 @@ def _plan(target, params: ConvParams, options: ConvOptions) -> Tuple[Plan, PlanD
                               f"plan needs {best.key[0]} bytes per tile. Optimizing for minimum memory.",
                               stacklevel=3)
     if best.key is None:
-        raise _unsatisfiable(target, params, options)
+        raise unsatisfiable(target, params, options)
     details = PlanDetails(budget, met, objective, _runner_up(best, searches))
     return _to_plan(best), details
 

@@ -119,6 +119,8 @@ CONVS = [  # dtype, partials, batch, field, kernel, cin, cout, groups, stride, p
     (HALF, "float", 1, (8, 8), (1, 1), 32, 32, 1, None, None),
     (FLOAT, "float", 1, (9, 9), (3, 3), 8, 8, 1, (2, 2), None),
     (HALF, "half", 1, (8, 8), (3, 3), 8, 8, 4, None, (1, 1)),
+    (HALF, "float", 1, (8, 8), (3, 3), 1, 1, 32, None, (1, 1)),   # depthwise: VMAC
+    (FLOAT, "float", 1, (8, 8), (3, 3), 2, 8, 1, None, (1, 1)),   # 2 in-channels
 ]
 
 
