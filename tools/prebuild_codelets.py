@@ -25,6 +25,7 @@ import argparse
 import concurrent.futures
 import importlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -33,8 +34,13 @@ from pathlib import Path
 PACKAGES = ("poputil", "popops", "poprand", "poplin", "popnn", "gcl")
 #: Python vertices per library, about: a serialized executable embeds each library it uses.
 GROUP = 80
-CPP_MODULES = ("popsim.popops.reduce_vertices", "popsim.poplin.reduce_add", "popsim.poplin.conv_vertices",
-               "popsim.poplin.conv_nx1", "popsim.popnn.pooling_vertices")
+
+
+def cpp_modules(root: Path):
+    """The PopLibs modules that name a C++ codelet file (``CPP_CODELETS = ...`` at module
+    level), as popsim imports them: found in the source, so a new file is never missed."""
+    return tuple(sorted(f"popsim.{py.parent.name}.{py.stem}" for py in (root / "poplibs").glob("*/*.py")
+                        if re.search(r"^CPP_CODELETS\s*=", py.read_text(encoding="utf-8"), re.MULTILINE)))
 
 
 def stage(root: Path, stage_dir: Path, natives) -> None:
@@ -173,7 +179,7 @@ def main(argv=None) -> int:
 
     jobs = max(1, args.jobs)
     with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
-        cpp_done = [pool.submit(_compile_cpp, m) for m in CPP_MODULES]
+        cpp_done = [pool.submit(_compile_cpp, m) for m in cpp_modules(root)]
         collected = {}
         real_compile = translate.compile_translations
 
@@ -213,7 +219,7 @@ def main(argv=None) -> int:
             python.update(prebuilt.python_entries(f"py-{k}.so", group))
     translations, groups = collected, compiling
     cpp = {}
-    for module_name in CPP_MODULES:
+    for module_name in cpp_modules(root):
         module = importlib.import_module(module_name)
         name, entry = prebuilt.cpp_entry(module.CPP_CODELETS, module.CPP_FLAGS, new, checked=False)
         cpp[name] = entry
@@ -221,7 +227,7 @@ def main(argv=None) -> int:
     shutil.rmtree(out, ignore_errors=True)
     os.replace(new, out)
     shutil.rmtree(work, ignore_errors=True)
-    print(f"prebuild_codelets: {len(CPP_MODULES)} C++ codelet files and {len(translations)} Python vertices "
+    print(f"prebuild_codelets: {len(cpp)} C++ codelet files and {len(translations)} Python vertices "
           f"({len(groups)} libraries) in {time.perf_counter() - started:.0f} s (C++ files and templates "
           f"{cpp_seconds:.0f} s, workloads {collected_at - started - cpp_seconds:.0f} s, Python vertices "
           f"{time.perf_counter() - collected_at:.0f} s)")
