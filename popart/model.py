@@ -77,8 +77,9 @@ def normalised(proto):
             raise popart_exception(f"the model uses ai.onnx opset {opset}; popsim.popart runs opsets {MIN_OPSET} to "
                                    f"{newest} and onnx.version_converter could not convert it ({e})") from e
     try:
+        proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
         onnx.checker.check_model(proto)
-        return onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+        return proto
     except Exception as e:
         raise popart_exception(f"the ONNX model is not valid: {e}") from e
 
