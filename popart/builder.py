@@ -58,7 +58,8 @@ class Builder:
             self._opset = int((opsets or {}).get("ai.onnx", DEFAULT_OPSET))
             self._nodes, self._inputs, self._initializers, self._outputs = [], [], [], []
         if not 9 <= self._opset <= onnx.defs.onnx_opset_version():
-            raise popart_exception(f"Builder: ai.onnx opset {self._opset} is outside 9..{onnx.defs.onnx_opset_version()}"
+            newest = onnx.defs.onnx_opset_version()
+            raise popart_exception(f"Builder: ai.onnx opset {self._opset} is outside 9..{newest}"
                                    " (the opsets popsim.popart runs with the installed onnx)")
         self.aiOnnx = _AiOnnx(self)
 

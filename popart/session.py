@@ -23,13 +23,14 @@ class InferenceSession:
     def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
                  userOptions=None, name="inference"):
         if not isinstance(dataFlow, DataFlow):
-            raise popart_exception(f"InferenceSession: dataFlow must be a popart.DataFlow, found {type(dataFlow).__name__}")
+            raise popart_exception(f"InferenceSession: dataFlow must be a popart.DataFlow, found "
+                                   f"{type(dataFlow).__name__}")
         if not isinstance(deviceInfo, DeviceInfo):
             raise popart_exception("InferenceSession: deviceInfo must come from popart.DeviceManager()."
                                    f"createIpuModelDevice(...), found {type(deviceInfo).__name__}")
         if inputShapeInfo is not None or patterns is not None:
-            raise popart_exception("InferenceSession: inputShapeInfo and patterns are not supported yet; give the model "
-                                   "static input shapes and leave patterns out")
+            raise popart_exception("InferenceSession: inputShapeInfo and patterns are not supported yet; give the "
+                                   "model static input shapes and leave patterns out")
         self.options = userOptions if userOptions is not None else SessionOptions()
         if not isinstance(self.options, SessionOptions):
             raise popart_exception(f"InferenceSession: userOptions must be a popart.SessionOptions, found "
@@ -41,7 +42,8 @@ class InferenceSession:
         for tid in dataFlow.anchors():
             if tid not in known:
                 raise popart_exception(f"DataFlow anchor {tid!r} is no tensor of the model; its tensors include "
-                                       f"{sorted(self.model.outputs)} (outputs) and {sorted(self.model.inputs)} (inputs)")
+                                       f"{sorted(self.model.outputs)} (outputs) and {sorted(self.model.inputs)} "
+                                       "(inputs)")
         self._engine, self._cycles, self._anchor_shapes = None, None, {}
 
     # -- building ----------------------------------------------------------------------------------
