@@ -2,7 +2,11 @@
 import numpy as np
 import pytest
 
-from conftest import check_against_reference, run_session, single_node_model
+from conftest import NO_ONNX
+
+pytest.importorskip("onnx", reason=NO_ONNX)
+
+from conftest import check_against_reference, run_session, single_node_model  # noqa: E402
 
 
 def _f(rng, *shape):

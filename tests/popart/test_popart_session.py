@@ -3,10 +3,14 @@ batches per step, each anchor return type, and the errors of bad input."""
 import numpy as np
 import pytest
 
-from conftest import reference, run_session
+from conftest import NO_ONNX
 
-import onnx
-from popsim import popart
+pytest.importorskip("onnx", reason=NO_ONNX)
+
+import onnx  # noqa: E402
+from conftest import reference, run_session  # noqa: E402
+
+from popsim import popart  # noqa: E402
 
 
 def _mlp(rng, batch=4):
