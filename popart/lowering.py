@@ -3,7 +3,7 @@ writes (device tensors, or host constants such as the int64 shapes Reshape reads
 program the PopLibs ops append to."""
 import numpy as np
 
-from popsim import FLOAT, poputil
+from popsim import FLOAT, poplin, poputil
 
 from .errors import popart_exception
 from .model import Model
@@ -14,8 +14,9 @@ class Lowering:
     """What an op's lowering sees: ``graph``, ``prog`` (a Sequence the PopLibs ops append
     to), ``opset``, and the values by tensor id."""
 
-    def __init__(self, graph, prog, model: Model, values: dict):
+    def __init__(self, graph, prog, model: Model, values: dict, cache=None):
         self.graph, self.prog, self.model, self.opset = graph, prog, model, model.opset
+        self.cache = cache if cache is not None else poplin.PlanningCache()   # poplin's plans, shared
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
         self._constants = 0
 

@@ -6,12 +6,13 @@ import io
 import numpy as np
 
 import popsim
-from popsim import FLOAT, popops
+from popsim import FLOAT, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .dataflow import DataFlow, PyStepIO, step_shape
 from .device import DeviceInfo
 from .errors import popart_exception
+from .layout import create_variable
 from .lowering import Lowering
 from .model import load
 from .options import SessionOptions
@@ -51,17 +52,17 @@ class InferenceSession:
         """Lower the model onto a popsim graph and make its engine."""
         m, bps = self.model, self.dataFlow.batchesPerStep()
         g = popsim.Graph(self.deviceInfo.device)
-        values, feed = {}, Sequence()
+        values, feed, cache = {}, Sequence(), poplin.PlanningCache()
         for tid, (dtype, shape) in m.inputs.items():
             if dtype != "FLOAT":
                 raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams FLOAT inputs so far")
-            t = g.add_variable(FLOAT, tuple(shape), tid, mapping=LINEAR)
+            t = create_variable(g, m, tid, shape, cache)
             feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", FLOAT, max(t.num_elements(), 1)), t.flatten()))
             values[tid] = t
         self._weights = {}
         for tid, array in m.initializers.items():
             if array.dtype == np.float32:
-                t = g.add_variable(FLOAT, array.shape, tid, mapping=LINEAR)
+                t = create_variable(g, m, tid, array.shape, cache)
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array
@@ -70,7 +71,7 @@ class InferenceSession:
             else:
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
         compute = Sequence()
-        lowering = Lowering(g, compute, m, values)
+        lowering = Lowering(g, compute, m, values, cache)
         lowering.run()
         prologue, step, every_n, final = Sequence(), Sequence(feed, compute), Sequence(), Sequence()
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors()

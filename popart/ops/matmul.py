@@ -27,12 +27,12 @@ def mat_mul(ctx, a, b, name):
         raise popart_exception(f"node {name!r} (MatMul): inner dimensions differ: {a.shape} @ {b.shape}")
     m, k, n = a2.shape[-2], a2.shape[-1], b2.shape[-1]
     if a2.rank == 2 and b2.rank == 2:
-        out = poplin.mat_mul(ctx.graph, a2, b2, ctx.prog, name)
+        out = poplin.mat_mul(ctx.graph, a2, b2, ctx.prog, name, cache=ctx.cache)
         batch = ()
     elif b2.rank == 2:  # [..., M, K] @ [K, N]: one matmul over the flattened rows
         batch = tuple(a2.shape[:-2])
         rows = int(np.prod(batch)) * m
-        out = poplin.mat_mul(ctx.graph, a2.reshape((rows, k)), b2, ctx.prog, name)
+        out = poplin.mat_mul(ctx.graph, a2.reshape((rows, k)), b2, ctx.prog, name, cache=ctx.cache)
     else:
         try:
             batch = tuple(np.broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2])))
@@ -42,7 +42,7 @@ def mat_mul(ctx, a, b, name):
         groups = int(np.prod(batch))
         ga = _broadcast_to(a2, batch + (m, k)).reshape((groups, m, k))
         gb = _broadcast_to(b2, batch + (k, n)).reshape((groups, k, n))
-        out = poplin.mat_mul_grouped(ctx.graph, ga, gb, ctx.prog, name)
+        out = poplin.mat_mul_grouped(ctx.graph, ga, gb, ctx.prog, name, cache=ctx.cache)
     shape = batch + ((m,) if a.rank > 1 else ()) + ((n,) if b.rank > 1 else ())
     return out.reshape(shape)
 
@@ -61,7 +61,7 @@ def gemm(ctx, node, inputs):
     if node.attrs.get("transB", 0):
         b = b.transpose()
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
-    y = poplin.mat_mul(ctx.graph, a, b, ctx.prog, node.name)
+    y = poplin.mat_mul(ctx.graph, a, b, ctx.prog, node.name, cache=ctx.cache)
     if alpha != 1.0:
         popops.mul_in_place(ctx.graph, y, alpha, ctx.prog, f"{node.name}/alpha")
     if len(inputs) > 2 and inputs[2] is not None and beta != 0.0:

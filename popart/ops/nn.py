@@ -30,7 +30,7 @@ def softmax(ctx, node, inputs):
     return [y.reshape(moved.shape).dim_shuffle(list(np.argsort(perm)))]
 
 
-def _spatial(node, x, kernel, what):
+def _spatial(node, x_shape, kernel, what):
     """strides, pads (lower, upper) and dilations of a conv or pool node."""
     rank = len(kernel)
     strides = [int(s) for s in node.attrs.get("strides", [1] * rank)]
@@ -44,7 +44,7 @@ def _spatial(node, x, kernel, what):
                                "SAME_UPPER, SAME_LOWER")
     lower, upper = [], []
     for d in range(rank):
-        size = x.shape[2 + d]
+        size = x_shape[2 + d]
         out = -(-size // strides[d])
         total = max(0, (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - size)
         small, big = total // 2, total - total // 2
@@ -53,25 +53,37 @@ def _spatial(node, x, kernel, what):
     return strides, lower, upper, dilations
 
 
+def conv_params(node, x_shape, w_shape):
+    """poplin's ConvParams of a Conv node on X ``x_shape`` and W ``w_shape`` (the lowering
+    and the creation of its weights and input share them)."""
+    if len(x_shape) < 3 or len(w_shape) != len(x_shape):
+        raise popart_exception(f"node {node.name!r} (Conv): expected X [N, C, *field] and W [M, C/group, *kernel] of "
+                               f"the same rank, found {tuple(x_shape)} and {tuple(w_shape)}")
+    group = int(node.attrs.get("group", 1))
+    n, c = x_shape[:2]
+    m, cin = w_shape[:2]
+    kernel = list(w_shape[2:])
+    if c != cin * group or m % group:
+        raise popart_exception(f"node {node.name!r} (Conv): X has {c} channels and W {tuple(w_shape)} with group "
+                               f"{group}: expected C = W.shape[1] * group and M divisible by group")
+    strides, lower, upper, dilations = _spatial(node, x_shape, kernel, "Conv")
+    return poplin.ConvParams(FLOAT, n, tuple(x_shape[2:]), tuple(kernel), cin, m // group, group,
+                             stride=tuple(strides), padding_lower=tuple(lower), padding_upper=tuple(upper),
+                             kernel_dilation=tuple(dilations))
+
+
+def conv_weights_shape(params) -> tuple:
+    """poplin's weights layout [G, Cout, Cin, *kernel] of ONNX's W [M, C/group, *kernel]."""
+    return (params.num_conv_groups, params.output_channels_per_group, params.input_channels_per_group) + \
+        tuple(params.kernel_shape)
+
+
 @op("Conv", 1, summary="poplin.convolution, poplin.add_bias")
 def conv(ctx, node, inputs):
     x, w = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs[:2]))
-    if x.rank < 3 or w.rank != x.rank:
-        raise popart_exception(f"node {node.name!r} (Conv): expected X [N, C, *field] and W [M, C/group, *kernel] of "
-                               f"the same rank, found {x.shape} and {w.shape}")
-    group = int(node.attrs.get("group", 1))
-    n, c = x.shape[:2]
-    m, cin = w.shape[:2]
-    kernel = list(w.shape[2:])
-    if c != cin * group or m % group:
-        raise popart_exception(f"node {node.name!r} (Conv): X has {c} channels and W {tuple(w.shape)} with group "
-                               f"{group}: expected C = W.shape[1] * group and M divisible by group")
-    strides, lower, upper, dilations = _spatial(node, x, kernel, "Conv")
-    params = poplin.ConvParams(FLOAT, n, tuple(x.shape[2:]), tuple(kernel), cin, m // group, group,
-                               stride=tuple(strides), padding_lower=tuple(lower), padding_upper=tuple(upper),
-                               kernel_dilation=tuple(dilations))
-    weights = w.reshape((group, m // group, cin) + tuple(kernel))
-    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name)
+    params = conv_params(node, x.shape, w.shape)
+    weights = w.reshape(conv_weights_shape(params))
+    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, cache=ctx.cache)
     if len(inputs) > 2 and inputs[2] is not None:
         poplin.add_bias(ctx.graph, y, ctx.tensor(inputs[2], node, "input 2 (B)"), ctx.prog, f"{node.name}/bias")
     return [y]
@@ -88,7 +100,7 @@ def _pool(kind):
             if int(node.attrs.get(key, ok)) != ok:
                 raise popart_exception(f"node {node.name!r} ({node.op_type}): {key}={node.attrs[key]} is not "
                                        "supported yet")
-        strides, lower, upper, dilations = _spatial(node, x, kernel, node.op_type)
+        strides, lower, upper, dilations = _spatial(node, x.shape, kernel, node.op_type)
         if any(d != 1 for d in dilations):
             raise popart_exception(f"node {node.name!r} ({node.op_type}): dilations {dilations} are not supported yet")
         if len(node.outputs) > 1 and node.outputs[1]:
