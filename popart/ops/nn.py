@@ -132,3 +132,31 @@ def batch_normalization(ctx, node, inputs):
     addend = popops.map(ctx.graph, pe._1 - pe._2 * pe._3, [bias, mean, multiplicand], ctx.prog,
                         f"{node.name}/addend")
     return [popnn.bn.batch_normalise(ctx.graph, x, multiplicand, addend, ctx.prog, node.name)]
+
+
+def _global_pool(kind):
+    def lower(ctx, node, inputs):
+        x = ctx.tensor(inputs[0], node)
+        if x.rank < 3:
+            raise popart_exception(f"node {node.name!r} ({node.op_type}): X {x.shape} must be [N, C, *field]")
+        field = tuple(x.shape[2:])
+        zeros = (0,) * len(field)
+        params = popnn.PoolParams(getattr(popnn.PoolingType, kind), field, field, (1,) * len(field), zeros, zeros,
+                                  x.shape[1], x.shape[0], FLOAT)
+        return [popnn.pool(ctx.graph, params, x, ctx.prog, node.name)]
+    return lower
+
+
+op("GlobalAveragePool", 1, summary="popnn.pool AVG over the whole field")(_global_pool("AVG"))
+op("GlobalMaxPool", 1, summary="popnn.pool MAX over the whole field")(_global_pool("MAX"))
+
+
+@op("Dropout", 1, summary="inference: the input itself (no program); the mask output is refused")
+def dropout(ctx, node, inputs):
+    if len(node.outputs) > 1 and node.outputs[1]:
+        raise popart_exception(f"node {node.name!r} (Dropout): the mask output is not supported yet (inference "
+                               "passes the input through)")
+    if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
+        if bool(ctx.host(inputs[2], node, "training_mode (input 2)").reshape(-1)[0]):
+            raise popart_exception(f"node {node.name!r} (Dropout): training_mode is not supported yet")
+    return [inputs[0]]

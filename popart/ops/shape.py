@@ -75,3 +75,35 @@ def constant(ctx, node, inputs):
             return [np.asarray(node.attrs[key], dtype)]
     raise popart_exception(f"node {node.name!r} (Constant): only the value, value_float(s) and value_int(s) "
                            f"attributes are supported, found {sorted(node.attrs)}")
+
+
+def _axes(ctx, node, inputs, rank, what):
+    """Squeeze's and Unsqueeze's axes: an attribute before opset 13, a constant input after."""
+    if ctx.opset >= 13:
+        axes = ctx.host(inputs[1], node, "axes (input 1)") if len(inputs) > 1 and inputs[1] is not None else None
+    else:
+        axes = node.attrs.get("axes")
+    return None if axes is None else sorted(_axis(a, rank, node, what) for a in list(axes))
+
+
+@op("Squeeze", 1, summary="a view (Tensor.reshape without the size-1 dimensions)")
+def squeeze(ctx, node, inputs):
+    x = inputs[0]
+    axes = _axes(ctx, node, inputs, len(x.shape), "axis")
+    axes = [d for d, n in enumerate(x.shape) if n == 1] if axes is None else axes
+    if any(x.shape[a] != 1 for a in axes):
+        raise popart_exception(f"node {node.name!r} (Squeeze): axes {axes} of shape {tuple(x.shape)} are not all 1")
+    return [x.reshape(tuple(n for d, n in enumerate(x.shape) if d not in axes))]
+
+
+@op("Unsqueeze", 1, summary="a view (Tensor.reshape with size-1 dimensions)")
+def unsqueeze(ctx, node, inputs):
+    x = inputs[0]
+    rank = len(x.shape) + len(_axes(ctx, node, inputs, 10 ** 6, "axis") or [])
+    axes = _axes(ctx, node, inputs, rank, "axis")
+    if not axes:
+        raise popart_exception(f"node {node.name!r} (Unsqueeze): no axes given")
+    shape, rest = [], iter(x.shape)
+    for d in range(rank):
+        shape.append(1 if d in axes else next(rest))
+    return [x.reshape(tuple(shape))]

@@ -111,3 +111,53 @@ def test_batch_normalization_inference(rng):
     per_channel = {k: v[None, :, None, None] for k, v in stats.items()}
     want = (x - per_channel["mean"]) / np.sqrt(per_channel["var"] + 1e-3) * per_channel["scale"] + per_channel["bias"]
     np.testing.assert_allclose(got["y0"], want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op_type", ["Sum", "Max", "Min"])
+def test_variadic_ops(rng, op_type):
+    feeds = {"a": _f(rng, 2, 3), "b": _f(rng, 3), "c": _f(rng, 1, 3)}
+    check_against_reference(single_node_model(op_type, feeds), feeds)
+
+
+@pytest.mark.parametrize("op_type", ["Pow", "Reciprocal", "Floor", "Ceil"])
+def test_more_element_wise_ops(rng, op_type):
+    x = np.abs(_f(rng, 3, 4)) + 0.25
+    feeds = {"x": x, "p": _f(rng, 4)} if op_type == "Pow" else {"x": x * 3}
+    check_against_reference(single_node_model(op_type, feeds), feeds, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_clip_at_both_definitions(rng, opset):
+    x = _f(rng, 3, 4) * 2
+    if opset < 11:
+        model = single_node_model("Clip", {"x": x}, {"min": -0.5, "max": 1.0}, opset=opset)
+    else:
+        model = single_node_model("Clip", {"x": x}, opset=opset,
+                                  initializers={"lo": np.float32(-0.5), "hi": np.float32(1.0)})
+    check_against_reference(model, {"x": x})
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_squeeze_unsqueeze_at_both_definitions(rng, opset):
+    from onnx import helper
+    import onnx
+    x = _f(rng, 2, 1, 3)
+    if opset < 13:
+        nodes = [helper.make_node("Squeeze", ["x"], ["s"], axes=[1]),
+                 helper.make_node("Unsqueeze", ["s"], ["u"], axes=[0, -1])]
+        inits = []
+    else:
+        nodes = [helper.make_node("Squeeze", ["x", "ax1"], ["s"]), helper.make_node("Unsqueeze", ["s", "ax2"], ["u"])]
+        inits = [onnx.numpy_helper.from_array(np.array([1], np.int64), "ax1"),
+                 onnx.numpy_helper.from_array(np.array([0, -1], np.int64), "ax2")]
+    nodes.append(helper.make_node("Relu", ["u"], ["y"]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)], inits)
+    got = check_against_reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), {"x": x})
+    assert got["y"].shape == (1, 2, 3, 1)
+
+
+@pytest.mark.parametrize("op_type", ["GlobalAveragePool", "GlobalMaxPool", "Dropout"])
+def test_global_pools_and_dropout_in_inference(rng, op_type):
+    x = _f(rng, 2, 3, 4, 5)
+    check_against_reference(single_node_model(op_type, {"x": x}), {"x": x}, rtol=1e-5, atol=1e-6)
