@@ -153,9 +153,10 @@ op("GlobalMaxPool", 1, summary="popnn.pool MAX over the whole field")(_global_po
 
 @op("Dropout", 1, summary="inference: the input itself (no program); the mask output is refused")
 def dropout(ctx, node, inputs):
-    if len(node.outputs) > 1 and node.outputs[1]:
-        raise popart_exception(f"node {node.name!r} (Dropout): the mask output is not supported yet (inference "
-                               "passes the input through)")
+    mask = node.outputs[1] if len(node.outputs) > 1 else ""
+    if mask and (mask in ctx.model.outputs or any(mask in n.inputs for n in ctx.model.nodes)):
+        raise popart_exception(f"node {node.name!r} (Dropout): its mask output {mask!r} is read, which is not "
+                               "supported yet (inference passes the input through)")
     if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
         if bool(ctx.host(inputs[2], node, "training_mode (input 2)").reshape(-1)[0]):
             raise popart_exception(f"node {node.name!r} (Dropout): training_mode is not supported yet")

@@ -99,7 +99,9 @@ def squeeze(ctx, node, inputs):
 @op("Unsqueeze", 1, summary="a view (Tensor.reshape with size-1 dimensions)")
 def unsqueeze(ctx, node, inputs):
     x = inputs[0]
-    rank = len(x.shape) + len(_axes(ctx, node, inputs, 10 ** 6, "axis") or [])
+    given = (list(ctx.host(inputs[1], node, "axes (input 1)").reshape(-1)) if ctx.opset >= 13 and len(inputs) > 1
+             else list(node.attrs.get("axes", [])))
+    rank = len(x.shape) + len(given)   # the output's rank, which the axes index
     axes = _axes(ctx, node, inputs, rank, "axis")
     if not axes:
         raise popart_exception(f"node {node.name!r} (Unsqueeze): no axes given")
@@ -107,3 +109,11 @@ def unsqueeze(ctx, node, inputs):
     for d in range(rank):
         shape.append(1 if d in axes else next(rest))
     return [x.reshape(tuple(shape))]
+
+
+@op("ConstantOfShape", 9, summary="a host constant (the shape operand read as the graph is built), placed on the "
+    "tiles where used as data")
+def constant_of_shape(ctx, node, inputs):
+    shape = [int(d) for d in ctx.host(inputs[0], node, "shape (input 0)").reshape(-1)]
+    value = np.asarray(node.attrs.get("value", np.zeros(1, np.float32))).reshape(-1)
+    return [np.full(shape, value[0], value.dtype)]

@@ -161,3 +161,20 @@ def test_squeeze_unsqueeze_at_both_definitions(rng, opset):
 def test_global_pools_and_dropout_in_inference(rng, op_type):
     x = _f(rng, 2, 3, 4, 5)
     check_against_reference(single_node_model(op_type, {"x": x}), {"x": x}, rtol=1e-5, atol=1e-6)
+
+
+def test_constant_of_shape_weights_and_an_unread_dropout_mask(rng):
+    """As the onnx package's light models make their weights: ConstantOfShape of an int64
+    shape; and a Dropout whose mask output nothing reads."""
+    from onnx import helper
+    import onnx
+    x = _f(rng, 2, 4)
+    nodes = [helper.make_node("ConstantOfShape", ["wshape"], ["w"],
+                              value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [0.25])),
+             helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Dropout", ["m"], ["y", "mask"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(np.array([4, 3], np.int64), "wshape")])
+    got = check_against_reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]), {"x": x})
+    np.testing.assert_allclose(got["y"], x @ np.full((4, 3), 0.25, np.float32), rtol=1e-6)
