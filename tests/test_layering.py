@@ -186,6 +186,38 @@ def test_the_package_installs_every_library():
         assert f'"popsim/{lib}" = "poplibs/{lib}"' in text, lib
 
 
+POPART = ROOT / "popart"
+# The ONNX layer (PopART's API) sits above PopLibs: it builds on popsim's public face and the
+# libraries as a user would, and nothing below it knows of it.
+POPART_MAY_IMPORT = POPLIBS_MAY_IMPORT | {f"popsim.{lib}" for lib in POPLIBS_LIBRARIES} | {"popsim.popart"}
+
+
+def test_popart_uses_only_the_public_api_and_poplibs():
+    offenders = []
+    for path in POPART.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            mods = []
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods = [node.module]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            offenders += [f"{path.relative_to(ROOT)}: {m}" for m in mods if m.split(".")[0] in ("popsim", "_core")
+                          and not any(m == a or m.startswith(a + ".") and a != "popsim" for a in POPART_MAY_IMPORT)]
+    assert not offenders, f"popart/ may import only {sorted(POPART_MAY_IMPORT)}: {offenders}"
+
+
+def test_nothing_below_popart_imports_it():
+    """popsim and PopLibs never import the ONNX layer (it is above them)."""
+    offenders = [str(p.relative_to(ROOT)) for folder in (SRC, POPLIBS) for p in folder.rglob("*.py")
+                 if re.search(r"^\s*(from|import)\s+(popsim\.popart|popart)\b|from\s+\.+\s+import\s+popart\b|"
+                              r"from\s+popsim\s+import\s+.*\bpopart\b", p.read_text(), re.MULTILINE)]
+    assert not offenders, f"only popart/ and what is above it may import popsim.popart: {offenders}"
+
+
+def test_the_package_installs_popart():
+    assert '"popsim/popart" = "popart"' in (ROOT / "pyproject.toml").read_text()
+
+
 def _module_name(path: pathlib.Path) -> str:
     rel = path.relative_to(SRC).with_suffix("")
     parts = rel.parts[:-1] if rel.parts[-1] == "__init__" and len(rel.parts) > 1 else rel.parts

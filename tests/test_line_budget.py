@@ -9,6 +9,7 @@ BUDGET = 600
 _SOURCES = (
     ("src/popsim", ("*.py", "*.cpp", "*.hpp", "*.h", "*.js", "*.css")),
     ("poplibs", ("*.py", "*.cpp", "*.hpp", "*.h")),
+    ("popart", ("*.py",)),
     ("native", ("*",)),
     ("tests", ("*.py",)),
     ("bench", ("*.py",)),

@@ -5,8 +5,8 @@ CMakeLists.txt runs it after the native modules are built, with the build tree's
 
     python tools/prebuild_codelets.py --source ROOT --out DIR NATIVE_MODULE...
 
-It lays popsim out as the wheel does (src/popsim, poplibs/* as popsim.popops..., the native
-modules given) in a staging directory beside DIR, imports it from there with empty caches,
+It lays popsim out as the wheel does (src/popsim, poplibs/* as popsim.popops..., popart/ as
+popsim.popart, the native modules given) in a staging directory beside DIR, imports it from there with empty caches,
 and writes DIR/index.json plus the libraries it names:
 
 - PopLibs' C++ codelet files, each compiled as ``graph.add_codelets(file, flags)`` does;
@@ -54,6 +54,7 @@ def stage(root: Path, stage_dir: Path, natives) -> None:
             (pkg / entry.name).symlink_to(entry)
     for name in PACKAGES:
         (pkg / name).symlink_to(root / "poplibs" / name)
+    (pkg / "popart").symlink_to(root / "popart")  # the ONNX layer, installed as popsim.popart
     for native in natives:
         shutil.copy2(native, pkg / Path(native).name)
 

@@ -1,0 +1,188 @@
+"""popart.Builder: an ONNX model made op by op, as PopART's Builder makes one. Tensor ids
+are strings; ``builder.aiOnnx.<op>(inputs, **attributes, debugContext="")`` adds a node of
+each op the op table (op_table.py) supports, under its lower-case name."""
+import numpy as np
+
+from .errors import onnx_module, popart_exception
+from .op_table import supported_ops
+from .tensor_info import NUMPY_OF, TensorInfo, dtype_name
+
+#: the ai.onnx opset a Builder writes unless told otherwise (PopART's defaultAiOnnxOpset)
+DEFAULT_OPSET = 11
+
+
+class _AiOnnx:
+    """The ai.onnx ops, as methods named like PopART's (``matmul``, ``batchnormalization``)."""
+
+    def __init__(self, builder):
+        self._builder = builder
+        self._ops = {d.op_type.lower(): d.op_type for d in supported_ops()}
+
+    def __getattr__(self, name):
+        ops = self.__dict__.get("_ops", {})
+        if name not in ops:
+            raise AttributeError(f"aiOnnx has no op {name!r}; supported: {', '.join(sorted(ops))}")
+        op_type = ops[name]
+
+        def add(args, num_outputs=None, debugContext="", **attrs):  # noqa: N803 - PopART's name
+            return self._builder._add_node(op_type, args, attrs, debugContext, num_outputs)
+        add.__name__ = name
+        return add
+
+    def __dir__(self):
+        return sorted(self._ops)
+
+    def constant(self, value, debugContext=""):  # noqa: N803
+        """A Constant node holding ``value`` (a numpy array): PopART's aiOnnx.constant."""
+        onnx = onnx_module()
+        array = np.asarray(value)
+        return self._builder._add_node("Constant", [], {"value": onnx.numpy_helper.from_array(array)},
+                                       debugContext, None)
+
+
+class Builder:
+    """``Builder()``, ``Builder(model_proto_bytes)`` or ``Builder("model.onnx")``, and
+    ``opsets={"ai.onnx": N}``."""
+
+    def __init__(self, modelProtoOrFilename=None, opsets=None):  # noqa: N803 - PopART's names
+        onnx = onnx_module()
+        self._counts = {}
+        if modelProtoOrFilename is not None:
+            from .model import model_proto
+            proto = model_proto(modelProtoOrFilename)
+            g = proto.graph
+            self._opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), DEFAULT_OPSET)
+            self._nodes, self._inputs = list(g.node), list(g.input)
+            self._initializers, self._outputs = list(g.initializer), list(g.output)
+        else:
+            self._opset = int((opsets or {}).get("ai.onnx", DEFAULT_OPSET))
+            self._nodes, self._inputs, self._initializers, self._outputs = [], [], [], []
+        if not 9 <= self._opset <= onnx.defs.onnx_opset_version():
+            newest = onnx.defs.onnx_opset_version()
+            raise popart_exception(f"Builder: ai.onnx opset {self._opset} is outside 9..{newest}"
+                                   " (the opsets popsim.popart runs with the installed onnx)")
+        self.aiOnnx = _AiOnnx(self)
+
+    # -- ids -------------------------------------------------------------------------------------
+    def _ids(self) -> set:
+        ids = {v.name for v in self._inputs} | {t.name for t in self._initializers}
+        return ids | {o for n in self._nodes for o in n.output}
+
+    def _new_id(self, hint: str, numbered: bool = False) -> str:
+        """``hint`` if free (inputs, weights), else (and always for op outputs) ``hint:N``."""
+        taken = self._ids()
+        if not numbered and hint not in taken:
+            return hint
+        while True:
+            n = self._counts.get(hint, 0)
+            self._counts[hint] = n + 1
+            if f"{hint}:{n}" not in taken:
+                return f"{hint}:{n}"
+
+    def _check_ids(self, args, what: str) -> list:
+        if isinstance(args, str) or not isinstance(args, (list, tuple)):
+            raise popart_exception(f"{what}: inputs must be a list of tensor ids, found {args!r}")
+        known = self._ids()
+        for a in args:
+            if a and a not in known:
+                raise popart_exception(f"{what}: no tensor {a!r} in this model; known: {sorted(known)}")
+        return list(args)
+
+    # -- tensors ---------------------------------------------------------------------------------
+    def addInputTensor(self, tensorInfo, shapeOrDebugContext=None, debugContext=""):  # noqa: N802,N803
+        """``addInputTensor(TensorInfo, debugContext="")`` or ``addInputTensor("FLOAT", shape, debugContext="")``."""
+        onnx = onnx_module()
+        if isinstance(tensorInfo, TensorInfo):
+            info, debugContext = tensorInfo, shapeOrDebugContext or debugContext
+        else:
+            info = TensorInfo(tensorInfo, shapeOrDebugContext)
+        tid = self._new_id(str(debugContext) or "input")
+        elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(NUMPY_OF[info.data_type()]))
+        self._inputs.append(onnx.helper.make_tensor_value_info(tid, elem, info.shape()))
+        return tid
+
+    def addInitializedInputTensor(self, initVal, debugContext=""):  # noqa: N802,N803
+        """A weight: an initializer holding ``initVal`` (a numpy array)."""
+        onnx = onnx_module()
+        array = np.asarray(initVal)
+        dtype_name(array.dtype)  # a type ONNX knows
+        tid = self._new_id(str(debugContext) or "init_input")
+        self._initializers.append(onnx.numpy_helper.from_array(array, tid))
+        return tid
+
+    def addOutputTensor(self, outputName):  # noqa: N802,N803
+        onnx = onnx_module()
+        self._check_ids([outputName], "addOutputTensor")
+        self._outputs.append(onnx.helper.make_empty_tensor_value_info(outputName))
+
+    def _add_node(self, op_type, args, attrs, debug_context, num_outputs):
+        onnx = onnx_module()
+        inputs = self._check_ids(args, f"aiOnnx.{op_type.lower()}")
+        count = 1 if num_outputs is None else int(num_outputs)
+        outs = [self._new_id(op_type, numbered=True) for _ in range(count)]
+        name = str(debug_context) or outs[0]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        self._nodes.append(onnx.helper.make_node(op_type, inputs, outs, name=name, **attrs))
+        return outs if num_outputs is not None else outs[0]
+
+    # -- the model -------------------------------------------------------------------------------
+    def _proto(self):
+        onnx = onnx_module()
+        graph = onnx.helper.make_graph(self._nodes, "popart_builder", self._inputs, self._outputs,
+                                       self._initializers)
+        return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", self._opset)],
+                                      producer_name="popsim.popart")
+
+    def getModelProto(self) -> bytes:  # noqa: N802
+        """The model as the bytes of a serialized ONNX ModelProto (outputs typed by shape inference)."""
+        onnx = onnx_module()
+        proto = self._proto()
+        untyped = [o.name for o in proto.graph.output if not o.type.HasField("tensor_type")]
+        if untyped:
+            try:
+                inferred = onnx.shape_inference.infer_shapes(proto)
+            except Exception as e:
+                raise popart_exception(f"Builder: the model's shapes cannot be inferred: {e}") from e
+            known = {vi.name: vi for vi in list(inferred.graph.value_info) + list(inferred.graph.input)}
+            for o in proto.graph.output:
+                if o.name in known:
+                    o.CopyFrom(known[o.name])
+        return proto.SerializeToString()
+
+    def saveModelProto(self, filename) -> None:  # noqa: N802
+        with open(filename, "wb") as f:
+            f.write(self.getModelProto())
+
+    def _inferred(self) -> dict:
+        onnx = onnx_module()
+        try:
+            proto = onnx.shape_inference.infer_shapes(self._proto(), strict_mode=True)
+        except Exception as e:
+            raise popart_exception(f"Builder: the model's shapes cannot be inferred: {e}") from e
+        from .model import _type_of
+        types = {vi.name: _type_of(vi) for vi in list(proto.graph.input) + list(proto.graph.value_info)
+                 + list(proto.graph.output)}
+        types.update({t.name: (dtype_name(onnx.helper.tensor_dtype_to_np_dtype(t.data_type)), list(t.dims))
+                      for t in proto.graph.initializer})
+        return types
+
+    def getTensorShape(self, id):  # noqa: N802,A002
+        types = self._inferred()
+        if id not in types or types[id][1] is None:
+            raise popart_exception(f"getTensorShape: no tensor {id!r} with a known shape in this model")
+        return list(types[id][1])
+
+    def getTensorDtypeString(self, id):  # noqa: N802,A002
+        types = self._inferred()
+        if id not in types:
+            raise popart_exception(f"getTensorDtypeString: no tensor {id!r} in this model")
+        return types[id][0]
+
+    def getInputTensorIds(self):  # noqa: N802
+        return [v.name for v in self._inputs]
+
+    def getOutputTensorIds(self):  # noqa: N802
+        return [v.name for v in self._outputs]
+
+    def isInitializer(self, id) -> bool:  # noqa: N802,A002
+        return id in {t.name for t in self._initializers}

@@ -1,0 +1,85 @@
+"""What a session streams each step: popart.DataFlow (batches per step and the anchors,
+the tensors returned to the host, each with an AnchorReturnType) and popart.PyStepIO (the
+host arrays of one step)."""
+import numpy as np
+
+from .errors import popart_exception
+
+#: PopART's anchor return types, as their strings: ALL (every batch), FINAL (the last),
+#: SUM (summed over the step), EVERYN (every Nth batch)
+RETURN_TYPES = ("ALL", "FINAL", "SUM", "EVERYN")
+
+
+class AnchorReturnType:
+    """``AnchorReturnType("ALL" | "FINAL" | "SUM")`` or ``AnchorReturnType("EVERYN", N)``."""
+
+    def __init__(self, anchorReturnTypeString, returnPeriod=None):  # noqa: N803 - PopART's names
+        kind = str(anchorReturnTypeString).upper()
+        if kind not in RETURN_TYPES:
+            raise popart_exception(f"AnchorReturnType: {anchorReturnTypeString!r} is not one of {RETURN_TYPES}")
+        if (kind == "EVERYN") != (returnPeriod is not None):
+            raise popart_exception(f"AnchorReturnType({kind!r}): a return period is given with EVERYN and only "
+                                   f"with it, found {returnPeriod!r}")
+        if kind == "EVERYN" and (not isinstance(returnPeriod, (int, np.integer)) or returnPeriod < 1):
+            raise popart_exception(f"AnchorReturnType('EVERYN', N): N must be a positive int, found {returnPeriod!r}")
+        self._kind, self._period = kind, int(returnPeriod) if returnPeriod is not None else 1
+
+    def id(self) -> str:  # noqa: A003 - PopART's name
+        return self._kind
+
+    def rp(self) -> int:
+        return self._period
+
+    def __repr__(self):
+        return f"AnchorReturnType({self._kind!r}" + (f", {self._period})" if self._kind == "EVERYN" else ")")
+
+
+class DataFlow:
+    """``DataFlow(batches_per_step, {tensor_id: AnchorReturnType})`` or
+    ``DataFlow(batches_per_step, [ids], AnchorReturnType)``."""
+
+    def __init__(self, batchesPerStep, anchorTensors=None, anchorReturnType=None):  # noqa: N803
+        if not isinstance(batchesPerStep, (int, np.integer)) or batchesPerStep < 1:
+            raise popart_exception(f"DataFlow: batchesPerStep must be a positive int, found {batchesPerStep!r}")
+        anchors = anchorTensors or {}
+        if isinstance(anchors, (list, tuple)):
+            art = anchorReturnType or AnchorReturnType("ALL")
+            anchors = {a: art for a in anchors}
+        for tid, art in anchors.items():
+            if not isinstance(tid, str) or not isinstance(art, AnchorReturnType):
+                raise popart_exception(f"DataFlow: anchors map tensor ids (str) to AnchorReturnType, found "
+                                       f"{tid!r}: {art!r}")
+            if art.id() == "EVERYN" and batchesPerStep % art.rp():
+                raise popart_exception(f"DataFlow: anchor {tid!r} returns every {art.rp()} batches, which does not "
+                                       f"divide batchesPerStep {batchesPerStep}")
+        self._bps, self._anchors = int(batchesPerStep), dict(anchors)
+
+    def batchesPerStep(self) -> int:  # noqa: N802
+        return self._bps
+
+    def anchors(self) -> list:
+        return list(self._anchors)
+
+    def art(self, tensor_id) -> AnchorReturnType:
+        return self._anchors[tensor_id]
+
+    def isAnchored(self, tensor_id) -> bool:  # noqa: N802
+        return tensor_id in self._anchors
+
+    def nAnchors(self) -> int:  # noqa: N802
+        return len(self._anchors)
+
+
+class PyStepIO:
+    """The host arrays of one step: ``PyStepIO({input_id: array}, {anchor_id: array})``."""
+
+    def __init__(self, inputs, outputs):
+        if not isinstance(inputs, dict) or not isinstance(outputs, dict):
+            raise popart_exception("PyStepIO(inputs, outputs): both are dicts of tensor id -> numpy array")
+        self.inputs, self.outputs = inputs, outputs
+
+
+def step_shape(shape, batches: int) -> tuple:
+    """A tensor's host shape over ``batches`` batches: [batches, *shape], the leading dim
+    dropped when it is 1 (PopART's rule for inputs and anchors)."""
+    return ((batches,) if batches > 1 else ()) + tuple(shape)

@@ -1,0 +1,45 @@
+"""Where a model's inputs and weights live on the tiles: laid out for the op that reads
+them, as PopART asks an op to create its inputs (poplin.create_weights / create_input for a
+Conv, create_mat_mul_input_rhs for a MatMul's or Gemm's right-hand side), and linearly
+mapped otherwise. A tensor laid out for its reader needs no rearranging copy each batch."""
+import popsim
+from popsim import FLOAT, poplin
+
+from .ops.nn import conv_params, conv_weights_shape
+
+
+def _shape(model, tid):
+    info = model.shapes.get(tid)
+    return tuple(info[1]) if info and info[1] is not None and all(d is not None for d in info[1]) else None
+
+
+def _first_reader(model, tid):
+    for node in model.nodes:
+        if tid in node.inputs:
+            return node, node.inputs.index(tid)
+    return None, None
+
+
+def create_variable(graph, model, tid, shape, cache):
+    """The variable for model input or weight ``tid`` of ``shape``."""
+    node, slot = _first_reader(model, tid)
+    shape = tuple(shape)
+    try:
+        if node is not None and node.op_type == "Conv" and slot in (0, 1) and len(node.inputs) > 1:
+            x_shape, w_shape = _shape(model, node.inputs[0]), _shape(model, node.inputs[1])
+            if x_shape and w_shape:
+                params = conv_params(node, x_shape, w_shape)
+                if slot == 0:
+                    return poplin.create_input(graph, params, tid, cache=cache)
+                return poplin.create_weights(graph, params, tid, cache=cache).reshape(shape) \
+                    if conv_weights_shape(params) != shape else poplin.create_weights(graph, params, tid, cache=cache)
+        rhs = (node is not None and slot == 1 and len(shape) == 2 and
+               (node.op_type == "MatMul" or node.op_type == "Gemm" and not node.attrs.get("transB", 0)
+                and not node.attrs.get("transA", 0)))
+        if rhs:
+            a_shape = _shape(model, node.inputs[0])
+            if a_shape and len(a_shape) == 2 and a_shape[1] == shape[0]:
+                return poplin.create_mat_mul_input_rhs(graph, FLOAT, a_shape, shape, tid, cache=cache)
+    except popsim.PopsimError:
+        pass  # the reader will say what is wrong with its operands; lay the tensor out linearly
+    return graph.add_variable(FLOAT, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)

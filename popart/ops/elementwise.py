@@ -1,0 +1,69 @@
+"""Element-wise ONNX ops: popops' binary ops (ONNX's multidirectional broadcasting is
+numpy's, as popops') and unary ops, popnn's non-linearities."""
+from popsim import popnn, popops
+
+from ..op_table import op
+
+_BINARY = {"Add": popops.add, "Sub": popops.sub, "Mul": popops.mul, "Div": popops.div, "Pow": popops.pow}
+_UNARY = {"Exp": popops.exp, "Log": popops.log, "Sqrt": popops.sqrt, "Neg": popops.neg, "Abs": popops.abs,
+          "Reciprocal": popops.inv, "Floor": popops.floor, "Ceil": popops.ceil}
+#: variadic ops: a chain of the binary op, broadcasting as numpy
+_VARIADIC = {"Sum": popops.add, "Max": popops.max, "Min": popops.min}
+_NON_LINEAR = {"Relu": popnn.NonLinearityType.RELU, "Sigmoid": popnn.NonLinearityType.SIGMOID,
+               "Tanh": popnn.NonLinearityType.TANH}
+
+
+def _binary(fn):
+    def lower(ctx, node, inputs):
+        a, b = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
+        return [fn(ctx.graph, a, b, ctx.prog, node.name)]
+    return lower
+
+
+def _variadic(fn):
+    def lower(ctx, node, inputs):
+        operands = [ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs)]
+        out = operands[0]
+        for i, t in enumerate(operands[1:], 1):
+            out = fn(ctx.graph, out, t, ctx.prog, f"{node.name}/{i}")
+        return [out]
+    return lower
+
+
+def _unary(fn):
+    def lower(ctx, node, inputs):
+        return [fn(ctx.graph, ctx.tensor(inputs[0], node), ctx.prog, node.name)]
+    return lower
+
+
+def _non_linear(kind):
+    def lower(ctx, node, inputs):
+        return [popnn.non_linearity(ctx.graph, kind, ctx.tensor(inputs[0], node), ctx.prog, node.name)]
+    return lower
+
+
+for _name, _fn in _BINARY.items():
+    op(_name, 7, summary=f"popops.{_fn.__name__} (numpy broadcasting)")(_binary(_fn))
+for _name, _fn in _VARIADIC.items():
+    op(_name, 8, summary=f"popops.{_fn.__name__}, input by input (numpy broadcasting)")(_variadic(_fn))
+for _name, _fn in _UNARY.items():
+    op(_name, 6, summary=f"popops.{_fn.__name__}")(_unary(_fn))
+for _name, _kind in _NON_LINEAR.items():
+    op(_name, 6, summary=f"popnn.non_linearity {_kind.name}")(_non_linear(_kind))
+
+
+@op("Identity", 1, summary="the input tensor itself (no program)")
+def identity(ctx, node, inputs):
+    return [inputs[0]]
+
+
+@op("Clip", 6, summary="popops.clamp (bounds from attributes before opset 11, constant inputs after)")
+def clip(ctx, node, inputs):
+    x = ctx.tensor(inputs[0], node)
+    if ctx.opset < 11:
+        lo, hi = node.attrs.get("min", -3.4028234663852886e38), node.attrs.get("max", 3.4028234663852886e38)
+    else:
+        bounds = [inputs[i] if len(inputs) > i and inputs[i] is not None else None for i in (1, 2)]
+        lo, hi = (ctx.tensor(b, node, f"input {i + 1}") if b is not None else d
+                  for i, (b, d) in enumerate(zip(bounds, (-3.4028234663852886e38, 3.4028234663852886e38))))
+    return [popops.clamp(ctx.graph, x, lo, hi, ctx.prog, node.name)]

@@ -1,0 +1,180 @@
+"""popart.InferenceSession: an ONNX model lowered onto PopLibs ops on a popsim graph, run
+batches_per_step batches a step: each batch's inputs read from host FIFOs, its anchors
+written back as their AnchorReturnType says (ALL, FINAL, SUM, EVERYN)."""
+import io
+
+import numpy as np
+
+import popsim
+from popsim import FLOAT, poplin, popops
+from popsim.program import Copy, Repeat, Sequence
+
+from .dataflow import DataFlow, PyStepIO, step_shape
+from .device import DeviceInfo
+from .errors import popart_exception
+from .layout import create_variable
+from .lowering import Lowering
+from .model import load
+from .options import SessionOptions
+
+LINEAR = popsim.VariableMappingMethod.LINEAR
+
+
+class InferenceSession:
+    def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
+                 userOptions=None, name="inference"):
+        if not isinstance(dataFlow, DataFlow):
+            raise popart_exception(f"InferenceSession: dataFlow must be a popart.DataFlow, found "
+                                   f"{type(dataFlow).__name__}")
+        if not isinstance(deviceInfo, DeviceInfo):
+            raise popart_exception("InferenceSession: deviceInfo must come from popart.DeviceManager()."
+                                   f"createIpuModelDevice(...), found {type(deviceInfo).__name__}")
+        if inputShapeInfo is not None or patterns is not None:
+            raise popart_exception("InferenceSession: inputShapeInfo and patterns are not supported yet; give the "
+                                   "model static input shapes and leave patterns out")
+        self.options = userOptions if userOptions is not None else SessionOptions()
+        if not isinstance(self.options, SessionOptions):
+            raise popart_exception(f"InferenceSession: userOptions must be a popart.SessionOptions, found "
+                                   f"{type(self.options).__name__}")
+        self.options.check_supported()
+        self.dataFlow, self.deviceInfo, self.name = dataFlow, deviceInfo, name
+        self.model = load(fnModel)
+        known = set(self.model.shapes) | set(self.model.inputs)
+        for tid in dataFlow.anchors():
+            if tid not in known:
+                raise popart_exception(f"DataFlow anchor {tid!r} is no tensor of the model; its tensors include "
+                                       f"{sorted(self.model.outputs)} (outputs) and {sorted(self.model.inputs)} "
+                                       "(inputs)")
+        self._engine, self._cycles, self._anchor_shapes = None, None, {}
+
+    # -- building ----------------------------------------------------------------------------------
+    def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
+        """Lower the model onto a popsim graph and make its engine."""
+        m, bps = self.model, self.dataFlow.batchesPerStep()
+        g = popsim.Graph(self.deviceInfo.device)
+        values, feed, cache = {}, Sequence(), poplin.PlanningCache()
+        for tid, (dtype, shape) in m.inputs.items():
+            if dtype != "FLOAT":
+                raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams FLOAT inputs so far")
+            t = create_variable(g, m, tid, shape, cache)
+            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", FLOAT, max(t.num_elements(), 1)), t.flatten()))
+            values[tid] = t
+        self._weights = {}
+        for tid, array in m.initializers.items():
+            if array.dtype == np.float32:
+                t = create_variable(g, m, tid, array.shape, cache)
+                g.create_host_write(f"weight/{tid}", t)
+                g.create_host_read(f"weight/{tid}", t)
+                values[tid], self._weights[tid] = t, array
+            elif array.dtype.kind in "iu":
+                values[tid] = array  # a shape, axes or indices: read as the graph is built
+            else:
+                raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
+        compute = Sequence()
+        lowering = Lowering(g, compute, m, values, cache)
+        lowering.run()
+        prologue, step, every_n, final = Sequence(), Sequence(feed, compute), Sequence(), Sequence()
+        periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors()
+                   if self.dataFlow.art(a).id() == "EVERYN"}
+        if len(periods) > 1:
+            raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "
+                                   "supported yet; use one period")
+        period = periods.pop() if periods else 1
+        for tid in self.dataFlow.anchors():
+            art = self.dataFlow.art(tid)
+            t = lowering.values.get(tid)
+            if t is None or isinstance(t, np.ndarray):
+                raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
+                                       "not a tensor on the device; anchor a tensor an op computes")
+            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", FLOAT, max(t.num_elements(), 1))
+            kind = art.id()
+            if kind == "ALL":
+                step.add(Copy(t.flatten(), fifo))
+                self._anchor_shapes[tid] = step_shape(t.shape, bps)
+            elif kind == "EVERYN":
+                every_n.add(Copy(t.flatten(), fifo))
+                self._anchor_shapes[tid] = step_shape(t.shape, bps // period)
+            elif kind == "FINAL":
+                final.add(Copy(t.flatten(), fifo))
+                self._anchor_shapes[tid] = tuple(t.shape)
+            else:  # SUM
+                acc = g.add_variable(FLOAT, t.shape, f"anchor/{tid}/sum", mapping=LINEAR)
+                popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
+                popops.add_in_place(g, acc, t, step, f"anchor/{tid}/sum")
+                final.add(Copy(acc.flatten(), fifo))
+                self._anchor_shapes[tid] = tuple(t.shape)
+        program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, step), every_n)), final)
+        self._graph = g
+        self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        if loadEngine:
+            self._engine.load(self.deviceInfo.device)
+
+    def _need_engine(self, what: str):
+        if self._engine is None:
+            raise popart_exception(f"InferenceSession.{what}: call prepareDevice() first")
+        return self._engine
+
+    # -- host side ---------------------------------------------------------------------------------
+    def initAnchorArrays(self) -> dict:  # noqa: N802
+        """Zeroed float32 arrays for the anchors, shaped as PopART shapes them."""
+        self._need_engine("initAnchorArrays")
+        return {tid: np.zeros(shape, np.float32) for tid, shape in self._anchor_shapes.items()}
+
+    def weightsFromHost(self) -> None:  # noqa: N802
+        """Write the model's weights (its initializers) to the device."""
+        engine = self._need_engine("weightsFromHost")
+        for tid, array in self._weights.items():
+            engine.write_tensor(f"weight/{tid}", np.ascontiguousarray(array, np.float32))
+
+    def run(self, stepio, debugName="") -> None:  # noqa: N803
+        """One step: batchesPerStep batches of the inputs in ``stepio``, the anchors into its outputs."""
+        engine = self._need_engine("run")
+        if not isinstance(stepio, PyStepIO):
+            raise popart_exception(f"run: expected a popart.PyStepIO, found {type(stepio).__name__}")
+        bps = self.dataFlow.batchesPerStep()
+        unknown = sorted(set(stepio.inputs) - set(self.model.inputs))
+        if unknown:
+            raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
+                                   f"{sorted(self.model.inputs)}")
+        for tid, (_, shape) in self.model.inputs.items():
+            expected = step_shape(shape, bps)
+            array = stepio.inputs.get(tid)
+            if array is None:
+                raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} (float32)")
+            array = np.asarray(array)
+            if array.shape != expected or array.dtype != np.float32:
+                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected float32 "
+                                       f"{expected} ([batches_per_step={bps}, *{tuple(shape)}] with a leading 1 "
+                                       "dropped)")
+            engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
+        for tid, shape in self._anchor_shapes.items():
+            out = stepio.outputs.get(tid)
+            if out is None or not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float32 \
+                    or not out.flags.c_contiguous:
+                found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous float32 array of shape {shape} "
+                                       f"(session.initAnchorArrays() makes them), found {found}")
+            engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
+        before = self._clock()
+        engine.run(0)
+        self._cycles = self._clock() - before
+
+    def _clock(self) -> float:
+        return float(self._engine.get_report().execution.total_cycles)
+
+    # -- profiling ---------------------------------------------------------------------------------
+    def getCycleCount(self, id="") -> int:  # noqa: N802,A002
+        """The modelled cycles of the last run."""
+        if self._cycles is None:
+            raise popart_exception("getCycleCount: no step has run yet; call run(stepio) first")
+        return int(self._cycles)
+
+    def getSummaryReport(self, resetProfile=True) -> str:  # noqa: N802,N803
+        """The profile summary (target, graph, memory, execution) as text."""
+        out = io.StringIO()
+        self._need_engine("getSummaryReport").print_profile_summary(out)
+        return out.getvalue()
+
+    def getReport(self):  # noqa: N802
+        """The popsim Report of the graph and the runs so far."""
+        return self._need_engine("getReport").get_report()
