@@ -165,8 +165,15 @@ def test_poplibs_use_only_the_public_api():
     libraries = sorted(p.name for p in POPLIBS.iterdir() if (p / "__init__.py").is_file())
     assert set(libraries) == POPLIBS_LIBRARIES, "a library was added or removed: update POPLIBS_LIBRARIES"
     allowed = POPLIBS_MAY_IMPORT | {f"popsim.{lib}" for lib in POPLIBS_LIBRARIES}
+    offenders = _popsim_imports_outside(POPLIBS, allowed)
+    assert not offenders, f"poplibs/ may import only {sorted(allowed)}: {offenders}"
+
+
+def _popsim_imports_outside(folder, allowed):
+    """'file: module' for each absolute import of popsim (or _core) under ``folder`` that is
+    not one of ``allowed`` or inside one of them (popsim itself excepted)."""
     offenders = []
-    for path in POPLIBS.rglob("*.py"):
+    for path in folder.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             mods = []
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -175,7 +182,7 @@ def test_poplibs_use_only_the_public_api():
                 mods = [a.name for a in node.names]
             offenders += [f"{path.relative_to(ROOT)}: {m}" for m in mods if m.split(".")[0] in ("popsim", "_core")
                           and not any(m == a or m.startswith(a + ".") and a != "popsim" for a in allowed)]
-    assert not offenders, f"poplibs/ may import only {sorted(allowed)}: {offenders}"
+    return offenders
 
 
 def test_the_package_installs_every_library():
@@ -193,16 +200,7 @@ POPART_MAY_IMPORT = POPLIBS_MAY_IMPORT | {f"popsim.{lib}" for lib in POPLIBS_LIB
 
 
 def test_popart_uses_only_the_public_api_and_poplibs():
-    offenders = []
-    for path in POPART.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            mods = []
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                mods = [node.module]
-            elif isinstance(node, ast.Import):
-                mods = [a.name for a in node.names]
-            offenders += [f"{path.relative_to(ROOT)}: {m}" for m in mods if m.split(".")[0] in ("popsim", "_core")
-                          and not any(m == a or m.startswith(a + ".") and a != "popsim" for a in POPART_MAY_IMPORT)]
+    offenders = _popsim_imports_outside(POPART, POPART_MAY_IMPORT)
     assert not offenders, f"popart/ may import only {sorted(POPART_MAY_IMPORT)}: {offenders}"
 
 
