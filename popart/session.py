@@ -53,12 +53,16 @@ class InferenceSession:
         m, bps = self.model, self.dataFlow.batchesPerStep()
         g = popsim.Graph(self.deviceInfo.device)
         values, feed, cache = {}, Sequence(), poplin.PlanningCache()
+        self._empty_inputs, self._empty_anchors = set(), set()
         for tid, (dtype, shape) in m.inputs.items():
             if dtype != "FLOAT":
                 raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams FLOAT inputs so far")
             t = create_variable(g, m, tid, shape, cache)
-            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", FLOAT, max(t.num_elements(), 1)), t.flatten()))
             values[tid] = t
+            if t.num_elements() == 0:   # nothing to stream (an empty tensor)
+                self._empty_inputs.add(tid)
+                continue
+            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", FLOAT, max(t.num_elements(), 1)), t.flatten()))
         self._weights = {}
         for tid, array in m.initializers.items():
             if array.dtype == np.float32:
@@ -86,8 +90,13 @@ class InferenceSession:
             if t is None or isinstance(t, np.ndarray):
                 raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
                                        "not a tensor on the device; anchor a tensor an op computes")
-            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", FLOAT, max(t.num_elements(), 1))
             kind = art.id()
+            if t.num_elements() == 0:   # an empty anchor: nothing to copy back
+                n = {"ALL": bps, "EVERYN": bps // period}.get(kind)
+                self._anchor_shapes[tid] = step_shape(t.shape, n) if n else tuple(t.shape)
+                self._empty_anchors.add(tid)
+                continue
+            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", FLOAT, max(t.num_elements(), 1))
             if kind == "ALL":
                 step.add(Copy(t.flatten(), fifo))
                 self._anchor_shapes[tid] = step_shape(t.shape, bps)
@@ -146,7 +155,8 @@ class InferenceSession:
                 raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected float32 "
                                        f"{expected} ([batches_per_step={bps}, *{tuple(shape)}] with a leading 1 "
                                        "dropped)")
-            engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
+            if tid not in self._empty_inputs:
+                engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
         for tid, shape in self._anchor_shapes.items():
             out = stepio.outputs.get(tid)
             if out is None or not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float32 \
@@ -154,7 +164,8 @@ class InferenceSession:
                 found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
                 raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous float32 array of shape {shape} "
                                        f"(session.initAnchorArrays() makes them), found {found}")
-            engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
+            if tid not in self._empty_anchors:
+                engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
         before = self._clock()
         engine.run(0)
         self._cycles = self._clock() - before
