@@ -6,9 +6,9 @@ expected outputs at the tolerances onnx's backend runner uses (rtol 1e-3, atol 1
 
 A case ends as ``pass``, ``fail`` (a wrong result or error), or ``refused`` (popsim.popart
 says it does not run it: an unsupported op in an expanded function, attribute, opset or
-type; the reason is kept). Integer inputs of a case (shapes, axes, indices) are given as
+type; the reason is kept). int64 inputs of a case (shapes, axes, indices) are given as
 initializers, as a PopART user gives them, since popsim.popart reads them as the graph is
-built; float32 inputs are streamed."""
+built; float32, bool and int32 inputs are streamed."""
 import importlib
 import os
 from collections import Counter
@@ -107,14 +107,14 @@ def _prepared(case: Case, inputs):
     feeds, keep = {}, []
     for vi, value in zip(list(graph.input), inputs):
         array = _array(value)
-        if array.dtype == np.float32:
+        if array.dtype in (np.float32, np.bool_, np.int32):
             feeds[vi.name] = array
             keep.append(vi)
-        elif array.dtype.kind in "iu" and array.dtype.itemsize >= 4:
+        elif array.dtype in (np.int64, np.uint32, np.uint64):
             graph.initializer.append(onnx.numpy_helper.from_array(array, vi.name))
         else:
-            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32 inputs and "
-                                   "reads int32/int64 ones as constants so far")
+            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, bool and "
+                                   "int32 inputs and reads int64/uint32 ones as constants so far")
     del graph.input[:]
     graph.input.extend(keep)
     return model, feeds
@@ -129,8 +129,9 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
             names = [o.name for o in model.graph.output]
             want = [_array(o) for o in outputs]
             for n, w in zip(names, want):
-                if w.dtype != np.float32:
-                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32 anchors so far")
+                if w.dtype not in (np.float32, np.bool_, np.int32):
+                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, bool and int32 "
+                                           "anchors so far")
             flow = DataFlow(1, {n: AnchorReturnType("ALL") for n in names})
             device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": tiles})
             session = InferenceSession(fnModel=model.SerializeToString(), dataFlow=flow, deviceInfo=device)
@@ -142,7 +143,7 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
                 got = anchors[n]
                 if got.shape != w.shape:
                     return Outcome(case.name, "fail", f"output {n!r} has shape {got.shape}, expected {w.shape}")
-                if not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
+                if w.dtype != np.float32 and not np.array_equal(got, w) or not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
                     err = float(np.max(np.abs(got - w))) if got.size else 0.0
                     return Outcome(case.name, "fail", f"output {n!r} differs (max abs error {err:.3g})")
     except popart_exception as e:

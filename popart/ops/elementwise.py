@@ -1,10 +1,11 @@
 """Element-wise ONNX ops: popops' binary ops (ONNX's multidirectional broadcasting is
 numpy's, as popops') and unary ops, popnn's non-linearities."""
-from popsim import popnn, popops
+from popsim import FLOAT, popnn, popops
 
+from ..errors import popart_exception
 from ..op_table import op
 
-_BINARY = {"Add": popops.add, "Sub": popops.sub, "Mul": popops.mul, "Div": popops.div, "Pow": popops.pow}
+_BINARY = {"Add": popops.add, "Sub": popops.sub, "Mul": popops.mul, "Div": popops.div}
 _UNARY = {"Exp": popops.exp, "Log": popops.log, "Sqrt": popops.sqrt, "Neg": popops.neg, "Abs": popops.abs,
           "Reciprocal": popops.inv, "Floor": popops.floor, "Ceil": popops.ceil}
 #: variadic ops: a chain of the binary op, broadcasting as numpy
@@ -18,6 +19,17 @@ def _binary(fn):
         a, b = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
         return [fn(ctx.graph, a, b, ctx.prog, node.name)]
     return lower
+
+
+@op("Pow", 7, summary="popops.pow (numpy broadcasting; an exponent of another type cast by popops.cast)")
+def pow_(ctx, node, inputs):
+    base, exponent = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
+    if base.dtype != FLOAT:
+        raise popart_exception(f"node {node.name!r} (Pow): its base is {base.dtype}; popsim.popart raises FLOAT "
+                               "bases to a power so far")
+    if exponent.dtype != base.dtype:
+        exponent = popops.cast(ctx.graph, exponent, base.dtype, ctx.prog, f"{node.name}/exponent")
+    return [popops.pow(ctx.graph, base, exponent, ctx.prog, node.name)]
 
 
 def _variadic(fn):
