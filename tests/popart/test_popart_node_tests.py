@@ -20,7 +20,12 @@ SAMPLE = [("Add", "test_add_bcast"), ("Relu", "test_relu"), ("Softmax", "test_so
           ("MaxPool", "test_maxpool_2d_pads"), ("AveragePool", "test_averagepool_2d_pads_count_include_pad"),
           ("Transpose", "test_transpose_all_permutations_3"), ("Reshape", "test_reshape_allowzero_reordered"),
           ("Clip", "test_clip_default_min"), ("BatchNormalization", "test_batchnorm_epsilon"),
-          ("LeakyRelu", "test_leakyrelu"), ("Gelu", "test_gelu_tanh_1"), ("Erf", "test_erf")]
+          ("LeakyRelu", "test_leakyrelu"), ("Gelu", "test_gelu_tanh_1"), ("Erf", "test_erf"),
+          ("Where", "test_where_example"), ("Less", "test_less_bcast"), ("Or", "test_or_bcast4v3d"),
+          ("ReduceMean", "test_reduce_mean_negative_axes_keepdims_random"), ("ReduceMax", "test_reduce_max_bool_inputs"),
+          ("Slice", "test_slice_neg_steps"), ("Split", "test_split_variable_parts_2d_opset13"),
+          ("Gather", "test_gather_negative_indices"), ("Pad", "test_reflect_pad"), ("Pad", "test_wrap_pad"),
+          ("Expand", "test_expand_dim_changed")]
 
 
 def _case(op_type, name):
@@ -48,6 +53,26 @@ def test_a_wrong_result_fails(monkeypatch):
     case.data_sets = [(inputs, [-o for o in outputs])]   # the opposite of Neg's result
     outcome = node_tests.run_case(case)
     assert outcome.status == "fail" and "differs" in outcome.reason
+
+
+def test_gather_with_indices_computed_on_the_device_wraps_negative_ones():
+    import numpy as np
+    import onnx
+    from onnx import helper as h
+    from popsim import popart
+    node = h.make_node("Gather", ["x", "i"], ["y"], axis=1, name="g")
+    graph = h.make_graph([node], "t", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 5]),
+                                       h.make_tensor_value_info("i", onnx.TensorProto.INT32, [3])],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 13)])
+    x, i = np.arange(10, dtype=np.float32).reshape(2, 5), np.array([4, -1, 0], np.int32)
+    flow = popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")})
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": 4})
+    session = popart.InferenceSession(fnModel=model.SerializeToString(), dataFlow=flow, deviceInfo=device)
+    session.prepareDevice()
+    out = session.initAnchorArrays()
+    session.run(popart.PyStepIO({"x": x, "i": i}, out))
+    np.testing.assert_array_equal(out["y"], np.take(x, i, axis=1))
 
 
 @pytest.mark.slow
