@@ -1,7 +1,8 @@
 """Slicing ONNX ops as views of their input (Slice, Split, Expand, Gather with constant
 indices, Pad's edge, reflect and wrap modes) or PopLibs ops (Pad's constant mode: popops.pad;
 Gather with indices computed on the device: popops.gather). Starts, ends, axes, steps, split
-sizes, pads and shapes are constants read as the graph is built; Shape's result is one."""
+sizes, pads and shapes are constants read as the graph is built; Shape's and Size's results are
+ones."""
 import numpy as np
 
 import popsim
@@ -100,6 +101,11 @@ def shape(ctx, node, inputs):
     rank = len(dims)
     start, end = int(node.attrs.get("start", 0)), node.attrs.get("end")
     return [np.asarray(dims[slice(start, rank if end is None else int(end))], np.int64)]
+
+
+@op("Size", 1, summary="a host constant (the input's element count, known as the graph is built)")
+def size(ctx, node, inputs):
+    return [np.asarray(int(np.prod(inputs[0].shape)), np.int64)]
 
 
 @op("Gather", 1, summary="a view (slices, popsim.concat) for constant indices; popops.gather for device ones")
