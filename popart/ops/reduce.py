@@ -2,10 +2,12 @@
 ReduceMax/ReduceMin/ReduceProd, ReduceSumSquare (SQUARE_ADD), ReduceL1/L2 and ReduceLogSum
 (a reduce and a popops unary op). ``keepdims`` is a view (Tensor.reshape). The axes are an
 attribute until the op moved them to a constant input (opset 13 for ReduceSum, 18 for the
-others); BOOL's max and min are LOGICAL_OR and LOGICAL_AND; ``noop_with_empty_axes`` with no axes gives the input itself."""
+others); ArgMax/ArgMin onto popnn.arg_max/arg_min (INT indices: the IPU has no 64-bit
+integers, PopART runs int64 as int32). BOOL's max and min are LOGICAL_OR and LOGICAL_AND; ``noop_with_empty_axes`` with no axes gives the input itself."""
 import numpy as np
 
-from popsim import BOOL, popops
+from popsim import BOOL, INT, popnn, popops
+from popsim.popops import expr as pe
 
 from ..errors import popart_exception
 from ..op_table import op
@@ -67,3 +69,31 @@ for _name, (_operation, _since, _after) in _REDUCE.items():
     _first = "popops.abs, " if _name == "ReduceL1" else ""
     op(_name, 1, summary=f"{_first}popops.reduce {_operation.name}"
        f"{' scaled by 1/n' if _name == 'ReduceMean' else ''}{_then}")(_lower(_name))
+
+
+def _arg(kind):
+    fn = popnn.arg_max if kind == "ArgMax" else popnn.arg_min
+
+    def lower(ctx, node, inputs):
+        x = ctx.tensor(inputs[0], node)
+        rank = x.rank
+        axis = int(node.attrs.get("axis", 0))
+        if not -rank <= axis < rank:
+            raise popart_exception(f"node {node.name!r} ({kind}): axis {axis} is out of range for rank {rank}")
+        axis %= rank
+        n = x.shape[axis]
+        last = bool(node.attrs.get("select_last_index", 0))
+        moved = (x.reverse(axis) if last else x).dim_shuffle([d for d in range(rank) if d != axis] + [axis])
+        rows = moved.reshape((int(np.prod(moved.shape[:-1])), n))
+        index = popops.cast(ctx.graph, fn(ctx.graph, rows, ctx.prog, node.name), INT, ctx.prog, f"{node.name}/cast")
+        if last:   # the first of the reversed row is the last of the row
+            index = popops.map(ctx.graph, (n - 1) - pe._1, [index], ctx.prog, f"{node.name}/last")
+        kept = tuple(1 if d == axis else s for d, s in enumerate(x.shape)) if node.attrs.get("keepdims", 1) \
+            else tuple(s for d, s in enumerate(x.shape) if d != axis)
+        return [index.reshape(kept)]
+    return lower
+
+
+for _name in ("ArgMax", "ArgMin"):
+    op(_name, 1, summary=f"popnn.{'arg_max' if _name == 'ArgMax' else 'arg_min'} of the rows along the axis "
+       "(a dim_shuffle; reversed for select_last_index), popops.cast to INT")(_arg(_name))
