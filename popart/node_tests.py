@@ -11,6 +11,8 @@ initializers, as a PopART user gives them, since popsim.popart reads them as the
 built; float32, bool and int32 inputs are streamed."""
 import importlib
 import os
+import sys
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -78,11 +80,10 @@ def cases_of(op_type: str) -> list:
     node_cases._NodeTestCases.clear()
     node_cases._existing_names.clear()
     try:
-        import warnings
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():   # onnx's generators divide by zero on purpose
             warnings.simplefilter("ignore")
-            if module in importlib.sys.modules:
-                importlib.reload(importlib.sys.modules[module])
+            if module in sys.modules:
+                importlib.reload(sys.modules[module])
             else:
                 importlib.import_module(module)
         made = list(node_cases._NodeTestCases)
