@@ -1,4 +1,6 @@
-"""``python -m popsim.popart ops``: the ONNX ops popsim.popart runs, from its op table."""
+"""``python -m popsim.popart ops``: the ONNX ops popsim.popart runs, from its op table;
+``python -m popsim.popart node-tests [OP ...]``: ONNX's node tests of those ops (all supported
+ones by default) run, with the pass counts per op (popart/node_tests.py)."""
 import argparse
 import sys
 
@@ -19,9 +21,21 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m popsim.popart", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("ops", help="list the supported ONNX ops and opsets")
+    nt = sub.add_parser("node-tests", help="run onnx's node tests of the supported ops; pass counts per op")
+    nt.add_argument("ops", nargs="*", help="ONNX op types (default: every supported op)")
+    nt.add_argument("-v", "--verbose", action="store_true", help="list each case that did not pass, and why")
     args = parser.parse_args(argv)
     if args.command == "ops":
         sys.stdout.write(ops_table())
+    elif args.command == "node-tests":
+        from .node_tests import all_counts, counts_table, run_op
+        counts = [run_op(o) for o in args.ops] if args.ops else all_counts()
+        if args.verbose:
+            for c in counts:
+                for o in c.outcomes:
+                    if o.status != "pass":
+                        print(f"{c.op_type}: {o.case}: {o.status}: {o.reason}", file=sys.stderr)
+        sys.stdout.write(counts_table(counts))
     return 0
 
 

@@ -11,12 +11,16 @@ from .tensor_info import NUMPY_OF, TensorInfo, dtype_name
 DEFAULT_OPSET = 11
 
 
+#: ops whose lower-case name is a Python keyword: PopART names their methods logical_*
+_KEYWORD_OPS = {"And": "logical_and", "Or": "logical_or", "Not": "logical_not", "Xor": "logical_xor"}
+
+
 class _AiOnnx:
     """The ai.onnx ops, as methods named like PopART's (``matmul``, ``batchnormalization``)."""
 
     def __init__(self, builder):
         self._builder = builder
-        self._ops = {d.op_type.lower(): d.op_type for d in supported_ops()}
+        self._ops = {_KEYWORD_OPS.get(d.op_type, d.op_type.lower()): d.op_type for d in supported_ops()}
 
     def __getattr__(self, name):
         ops = self.__dict__.get("_ops", {})

@@ -20,10 +20,12 @@ def _first_reader(model, tid):
     return None, None
 
 
-def create_variable(graph, model, tid, shape, cache):
-    """The variable for model input or weight ``tid`` of ``shape``."""
+def create_variable(graph, model, tid, shape, cache, dtype=FLOAT):
+    """The variable for model input or weight ``tid`` of ``shape`` (FLOAT unless ``dtype``)."""
     node, slot = _first_reader(model, tid)
     shape = tuple(shape)
+    if dtype != FLOAT:
+        return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)
     try:
         if node is not None and node.op_type == "Conv" and slot in (0, 1) and len(node.inputs) > 1:
             x_shape, w_shape = _shape(model, node.inputs[0]), _shape(model, node.inputs[1])
@@ -42,4 +44,4 @@ def create_variable(graph, model, tid, shape, cache):
                 return poplin.create_mat_mul_input_rhs(graph, FLOAT, a_shape, shape, tid, cache=cache)
     except popsim.PopsimError:
         pass  # the reader will say what is wrong with its operands; lay the tensor out linearly
-    return graph.add_variable(FLOAT, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)
+    return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)

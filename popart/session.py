@@ -6,7 +6,7 @@ import io
 import numpy as np
 
 import popsim
-from popsim import FLOAT, poplin, popops
+from popsim import BOOL, FLOAT, INT, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .dataflow import DataFlow, PyStepIO, step_shape
@@ -18,6 +18,9 @@ from .model import load
 from .options import SessionOptions
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
+#: the types streamed to and from the device: ONNX name -> (popsim type, numpy type)
+STREAMED = {"FLOAT": (FLOAT, np.float32), "BOOL": (BOOL, np.bool_), "INT32": (INT, np.int32)}
+_NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
 
 
 class InferenceSession:
@@ -53,12 +56,17 @@ class InferenceSession:
         m, bps = self.model, self.dataFlow.batchesPerStep()
         g = popsim.Graph(self.deviceInfo.device)
         values, feed, cache = {}, Sequence(), poplin.PlanningCache()
+        self._empty_inputs, self._empty_anchors, self._anchor_dtypes = set(), set(), {}
         for tid, (dtype, shape) in m.inputs.items():
-            if dtype != "FLOAT":
-                raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams FLOAT inputs so far")
-            t = create_variable(g, m, tid, shape, cache)
-            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", FLOAT, max(t.num_elements(), 1)), t.flatten()))
+            if dtype not in STREAMED:
+                raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams "
+                                       f"{', '.join(STREAMED)} inputs so far")
+            t = create_variable(g, m, tid, shape, cache, STREAMED[dtype][0])
             values[tid] = t
+            if t.num_elements() == 0:   # nothing to stream (an empty tensor)
+                self._empty_inputs.add(tid)
+                continue
+            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()), t.flatten()))
         self._weights = {}
         for tid, array in m.initializers.items():
             if array.dtype == np.float32:
@@ -86,8 +94,17 @@ class InferenceSession:
             if t is None or isinstance(t, np.ndarray):
                 raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
                                        "not a tensor on the device; anchor a tensor an op computes")
-            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", FLOAT, max(t.num_elements(), 1))
             kind = art.id()
+            if t.num_elements() == 0:   # an empty anchor: nothing to copy back
+                n = {"ALL": bps, "EVERYN": bps // period}.get(kind)
+                self._anchor_shapes[tid] = step_shape(t.shape, n) if n else tuple(t.shape)
+                self._empty_anchors.add(tid)
+                continue
+            if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
+                raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
+                                       "FLOAT, BOOL and INT32 anchors (SUM: FLOAT) so far")
+            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE[t.dtype]
+            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
             if kind == "ALL":
                 step.add(Copy(t.flatten(), fifo))
                 self._anchor_shapes[tid] = step_shape(t.shape, bps)
@@ -116,9 +133,10 @@ class InferenceSession:
 
     # -- host side ---------------------------------------------------------------------------------
     def initAnchorArrays(self) -> dict:  # noqa: N802
-        """Zeroed float32 arrays for the anchors, shaped as PopART shapes them."""
+        """Zeroed arrays (float32, bool or int32, as the tensor) for the anchors, shaped as PopART shapes them."""
         self._need_engine("initAnchorArrays")
-        return {tid: np.zeros(shape, np.float32) for tid, shape in self._anchor_shapes.items()}
+        return {tid: np.zeros(shape, self._anchor_dtypes.get(tid, np.float32))
+                for tid, shape in self._anchor_shapes.items()}
 
     def weightsFromHost(self) -> None:  # noqa: N802
         """Write the model's weights (its initializers) to the device."""
@@ -136,25 +154,29 @@ class InferenceSession:
         if unknown:
             raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
                                    f"{sorted(self.model.inputs)}")
-        for tid, (_, shape) in self.model.inputs.items():
-            expected = step_shape(shape, bps)
+        for tid, (dtype, shape) in self.model.inputs.items():
+            expected, np_type = step_shape(shape, bps), np.dtype(STREAMED[dtype][1])
             array = stepio.inputs.get(tid)
             if array is None:
-                raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} (float32)")
+                raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
             array = np.asarray(array)
-            if array.shape != expected or array.dtype != np.float32:
-                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected float32 "
+            if array.shape != expected or array.dtype != np_type:
+                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected {np_type} "
                                        f"{expected} ([batches_per_step={bps}, *{tuple(shape)}] with a leading 1 "
                                        "dropped)")
-            engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
+            if tid not in self._empty_inputs:
+                engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
         for tid, shape in self._anchor_shapes.items():
             out = stepio.outputs.get(tid)
-            if out is None or not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != np.float32 \
+            if out is None or not isinstance(out, np.ndarray) or out.shape != shape \
+                    or out.dtype != self._anchor_dtypes.get(tid, np.float32) \
                     or not out.flags.c_contiguous:
                 found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous float32 array of shape {shape} "
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous {np.dtype(self._anchor_dtypes.get(tid, np.float32))} "
+                                       f"array of shape {shape} "
                                        f"(session.initAnchorArrays() makes them), found {found}")
-            engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
+            if tid not in self._empty_anchors:
+                engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
         before = self._clock()
         engine.run(0)
         self._cycles = self._clock() - before

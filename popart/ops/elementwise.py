@@ -1,10 +1,13 @@
 """Element-wise ONNX ops: popops' binary ops (ONNX's multidirectional broadcasting is
 numpy's, as popops') and unary ops, popnn's non-linearities."""
-from popsim import popnn, popops
+import numpy as np
 
+from popsim import FLOAT, popnn, popops
+
+from ..errors import popart_exception
 from ..op_table import op
 
-_BINARY = {"Add": popops.add, "Sub": popops.sub, "Mul": popops.mul, "Div": popops.div, "Pow": popops.pow}
+_BINARY = {"Add": popops.add, "Sub": popops.sub, "Mul": popops.mul, "Div": popops.div}
 _UNARY = {"Exp": popops.exp, "Log": popops.log, "Sqrt": popops.sqrt, "Neg": popops.neg, "Abs": popops.abs,
           "Reciprocal": popops.inv, "Floor": popops.floor, "Ceil": popops.ceil}
 #: variadic ops: a chain of the binary op, broadcasting as numpy
@@ -13,15 +16,49 @@ _NON_LINEAR = {"Relu": popnn.NonLinearityType.RELU, "Sigmoid": popnn.NonLinearit
                "Tanh": popnn.NonLinearityType.TANH}
 
 
+#: integer host constants (shape arithmetic, e.g. in an expanded function) are folded as the
+#: graph is built, as PopART folds constant expressions; data on the device is never touched here
+_FOLD = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Neg": np.negative, "Abs": np.abs,
+         "Sum": np.add, "Max": np.maximum, "Min": np.minimum,
+         "Div": lambda a, b: np.trunc(np.true_divide(a, b)).astype(np.result_type(a, b))}
+
+
+def _folded(node, inputs):
+    """The op applied to integer host constants, or None where an input is not one."""
+    if node.op_type not in _FOLD or not all(isinstance(v, np.ndarray) and v.dtype.kind in "iu" for v in inputs):
+        return None
+    out = inputs[0] if len(inputs) > 1 else _FOLD[node.op_type](inputs[0])
+    for v in inputs[1:]:
+        out = _FOLD[node.op_type](out, v)
+    return [np.asarray(out)]
+
+
 def _binary(fn):
     def lower(ctx, node, inputs):
+        folded = _folded(node, inputs)
+        if folded is not None:
+            return folded
         a, b = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
         return [fn(ctx.graph, a, b, ctx.prog, node.name)]
     return lower
 
 
+@op("Pow", 7, summary="popops.pow (numpy broadcasting; an exponent of another type cast by popops.cast)")
+def pow_(ctx, node, inputs):
+    base, exponent = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
+    if base.dtype != FLOAT:
+        raise popart_exception(f"node {node.name!r} (Pow): its base is {base.dtype}; popsim.popart raises FLOAT "
+                               "bases to a power so far")
+    if exponent.dtype != base.dtype:
+        exponent = popops.cast(ctx.graph, exponent, base.dtype, ctx.prog, f"{node.name}/exponent")
+    return [popops.pow(ctx.graph, base, exponent, ctx.prog, node.name)]
+
+
 def _variadic(fn):
     def lower(ctx, node, inputs):
+        folded = _folded(node, inputs)
+        if folded is not None:
+            return folded
         operands = [ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs)]
         out = operands[0]
         for i, t in enumerate(operands[1:], 1):
@@ -32,6 +69,9 @@ def _variadic(fn):
 
 def _unary(fn):
     def lower(ctx, node, inputs):
+        folded = _folded(node, inputs)
+        if folded is not None:
+            return folded
         return [fn(ctx.graph, ctx.tensor(inputs[0], node), ctx.prog, node.name)]
     return lower
 

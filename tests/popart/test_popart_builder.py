@@ -47,8 +47,8 @@ def test_tensor_ids_are_strings_as_popart_makes_them(rng):
     assert (x, x2, r1, r2) == ("input", "input:0", "Relu:0", "Relu:1")
     with pytest.raises(popart.popart_exception, match=r"no tensor 'nope'"):
         b.aiOnnx.add([x, "nope"])
-    with pytest.raises(AttributeError, match=r"aiOnnx has no op 'erf'.*matmul"):
-        b.aiOnnx.erf([x])
+    with pytest.raises(AttributeError, match=r"aiOnnx has no op 'lstm'.*matmul"):
+        b.aiOnnx.lstm([x])
 
 
 def test_a_loaded_model_can_be_extended(rng):
@@ -110,3 +110,16 @@ def test_unsupported_attributes_are_refused(rng):
         model = single_node_model(op_type, {"x": x}, attrs, opset=19, initializers=inits, n_out=outputs)
         with pytest.raises(popart.popart_exception, match=match):
             run_session(model, {"x": x})
+
+
+def test_logical_ops_are_named_as_popart_names_them_and_bool_anchors_come_back():
+    b = popart.Builder(opsets={"ai.onnx": 13})
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [4]), "x")
+    y = b.addInputTensor(popart.TensorInfo("FLOAT", [4]), "y")
+    differ = b.aiOnnx.logical_or([b.aiOnnx.less([x, y]), b.aiOnnx.greater([x, y])])   # `or` is a keyword
+    mean = b.aiOnnx.reducemean([b.aiOnnx.where([differ, x, y])], keepdims=0)
+    xv, yv = np.array([1, 2, 3, 4], np.float32), np.array([1, 5, 2, 4], np.float32)
+    out, _ = run_session(b.getModelProto(), {x: xv, y: yv}, anchors=[differ, mean])
+    np.testing.assert_array_equal(out[differ], xv != yv)
+    assert out[differ].dtype == np.bool_
+    np.testing.assert_allclose(out[mean], np.mean(np.where(xv != yv, xv, yv)), rtol=1e-6)

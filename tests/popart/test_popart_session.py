@@ -120,9 +120,9 @@ def _model(nodes, inputs, outputs, inits=(), opset=13):
 
 def test_an_unknown_op_names_the_op_its_node_and_the_supported_list():
     h, f = onnx.helper, onnx.TensorProto.FLOAT
-    proto = _model([h.make_node("Erf", ["x"], ["y"], name="my_erf")], [h.make_tensor_value_info("x", f, [2])],
+    proto = _model([h.make_node("Softsign", ["x"], ["y"], name="my_softsign")], [h.make_tensor_value_info("x", f, [2])],
                    [h.make_tensor_value_info("y", f, [2])])
-    with pytest.raises(popart.popart_exception, match=r"my_erf.*'Erf' is not supported.*MatMul"):
+    with pytest.raises(popart.popart_exception, match=r"my_softsign.*'Softsign' is not supported.*MatMul"):
         run_session(proto, {"x": np.zeros(2, np.float32)})
 
 
@@ -186,8 +186,8 @@ def test_weights_and_inputs_are_laid_out_for_their_reader(rng, monkeypatch):
     b.addOutputTensor(out)
     data = rng.standard_normal((2, 8, 16, 16)).astype(np.float32)
     laid_out, s1 = run_session(b.getModelProto(), {x: data}, tiles=64, anchors=[out])
-    monkeypatch.setattr(session_module, "create_variable", lambda g, m, tid, shape, cache: g.add_variable(
-        popsim.FLOAT, tuple(shape), tid, mapping=popsim.VariableMappingMethod.LINEAR))
+    monkeypatch.setattr(session_module, "create_variable", lambda g, m, tid, shape, cache, dtype=popsim.FLOAT:
+                        g.add_variable(dtype, tuple(shape), tid, mapping=popsim.VariableMappingMethod.LINEAR))
     linear, s2 = run_session(b.getModelProto(), {x: data}, tiles=64, anchors=[out])
     np.testing.assert_allclose(laid_out[out], linear[out], rtol=1e-4, atol=1e-3)
     assert s1.getCycleCount() < s2.getCycleCount()

@@ -1,0 +1,68 @@
+"""LayerNormalization onto popnn.ln: X seen as [rows, cols] (the dimensions before ``axis``,
+and from it on), layer_norm_statistics for each row's mean and inverse standard deviation
+(biased variance, as ONNX), layer_normalise with Scale and B as the per-column gamma and
+beta (B absent: a zero constant). Mean and InvStdDev outputs are views of the statistics.
+LRN: the squares' sum over each channel's window as a sum of shifted views of the
+zero-padded squares (popops.pad, popops.add), then one popops.map."""
+import numpy as np
+
+from popsim import popnn, popops
+from popsim.popops import expr as pe
+
+from ..errors import popart_exception
+from ..op_table import op
+
+
+@op("LayerNormalization", 17, summary="popnn.ln.layer_norm_statistics, popnn.ln.layer_normalise (X as [rows, cols])")
+def layer_normalization(ctx, node, inputs):
+    x = ctx.tensor(inputs[0], node)
+    rank = x.rank
+    axis = int(node.attrs.get("axis", -1))
+    if not -rank <= axis < rank:
+        raise popart_exception(f"node {node.name!r} (LayerNormalization): axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    rows, cols = int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:]))
+    shape = tuple(x.shape[axis:])
+
+    def param(value, role, fill):
+        if value is None:
+            value = np.full(shape, fill, np.float32)
+        t = ctx.tensor(value, node, role)
+        if tuple(t.shape) != shape:
+            if int(np.prod(t.shape)) == 1:   # a scalar scale or bias, broadcast
+                return t.reshape((1,)).broadcast(cols, 0)
+            raise popart_exception(f"node {node.name!r} (LayerNormalization): its {role} has shape {tuple(t.shape)}; "
+                                   f"popsim.popart expects X's shape from axis {axis} on, {shape}")
+        return t.reshape((cols,))
+
+    gamma = param(inputs[1], "Scale (input 1)", 1.0)
+    beta = param(inputs[2] if len(inputs) > 2 else None, "B (input 2)", 0.0)
+    eps = float(node.attrs.get("epsilon", 1e-5))
+    acts = x.reshape((rows, cols))
+    mean, inv_std = popnn.ln.layer_norm_statistics(ctx.graph, acts, eps, ctx.prog, stable_algo=True,
+                                                   name=f"{node.name}/statistics")
+    y, _ = popnn.ln.layer_normalise(ctx.graph, acts, gamma, beta, mean, inv_std, ctx.prog, node.name)
+    stat_shape = tuple(x.shape[:axis]) + (1,) * (rank - axis)
+    return [y.reshape(tuple(x.shape)), mean.reshape(stat_shape), inv_std.reshape(stat_shape)]
+
+
+@op("LRN", 1, summary="popops.square, popops.pad and popops.add of channel-shifted views, popops.map "
+    "x / (bias + alpha/size * sum)^beta")
+def lrn(ctx, node, inputs):
+    x = ctx.tensor(inputs[0], node)
+    if x.rank < 3:
+        raise popart_exception(f"node {node.name!r} (LRN): expected X [N, C, *field], found shape {tuple(x.shape)}")
+    size = int(node.attrs["size"])
+    alpha, beta = float(node.attrs.get("alpha", 1e-4)), float(node.attrs.get("beta", 0.75))
+    bias = float(node.attrs.get("bias", 1.0))
+    channels, lower = x.shape[1], (size - 1) // 2
+    upper = size - 1 - lower
+    square = popops.square(ctx.graph, x, ctx.prog, f"{node.name}/square")
+    pads = [0] * x.rank
+    padded = popops.pad(ctx.graph, square, pads[:1] + [lower] + pads[2:], pads[:1] + [upper] + pads[2:], 0.0,
+                        f"{node.name}/pad")
+    window = padded.slice(0, channels, 1)
+    for k in range(1, size):   # the sum over the channel window, one shifted view at a time
+        window = popops.add(ctx.graph, window, padded.slice(k, k + channels, 1), ctx.prog, f"{node.name}/sum{k}")
+    y = popops.map(ctx.graph, pe._1 / (bias + (alpha / size) * pe._2) ** beta, [x, window], ctx.prog, node.name)
+    return [y]
