@@ -130,6 +130,10 @@ class Tensor(SnakeCaseNames):
             return [self._var]
         if self._ids.size == 0:
             return []
+        ids = self._ids
+        lo, hi = self._table.index_of(np.array([ids.min(), ids.max()])).tolist()
+        if lo == hi:   # variables are ranges of ids: everything between two of one is of it
+            return [self._table.variables[lo]]
         idx = np.unique(self._table.index_of(self._runs()[0]))  # a run never crosses variables
         return [self._table.variables[i] for i in idx.tolist()]
 

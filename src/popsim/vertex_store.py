@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
 from sys import intern
@@ -304,6 +305,12 @@ def build_plan(vt: VertexType) -> Tuple[tuple, Dict[str, Tuple[int, object, bool
     return plan
 
 
+@lru_cache(maxsize=None)
+def _int_range(dtype: np.dtype) -> tuple:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
 class FieldRef:
     """A field of a vertex (``v["in"]``), or one sub-edge of a list field (``v["ins"][2]``)."""
 
@@ -335,6 +342,9 @@ class FieldRef:
         if spec.kind is FieldKind.STATE:
             if type(values) is np.ndarray and values.shape == (1,) and values.dtype == spec.dtype.numpy:
                 data = values.copy()  # already typed (as libraries setting many vertices pass it): no checks
+            elif type(values) is int and spec.dtype.numpy.kind in "iu" and \
+                    _int_range(spec.dtype.numpy)[0] <= values <= _int_range(spec.dtype.numpy)[1]:
+                data = np.array([values], spec.dtype.numpy)  # a plain int that fits: typed_array's result
             else:
                 data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
                                    GraphConnectionError)

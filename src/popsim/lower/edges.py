@@ -161,17 +161,8 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
             owner = np.repeat(np.arange(v_edge.size), cnt)
             k = np.repeat(pat_start[v_geo] - (np.cumsum(cnt) - cnt), cnt) + np.arange(owner.size)
             run_parts.append((v_edge[owner], pat_pos[k], v_start[owner] + pat_gid[k], pat_len[k]))
-    for e, t in general:
-        gid, length = t._runs()
-        if gid.size == 1:  # one run after all (a block of a reshaped view): an edge like any other run
-            edges.n[e], edges.gid[e] = int(length[0]), int(gid[0])
-            continue
-        pos = np.zeros(gid.size, np.int64)
-        if gid.size > 1:
-            np.cumsum(length[:-1], out=pos[1:])
-        edges.n[e] = t.num_elements()
-        edges.view_pattern[e], edges.view_first[e] = patterns.key(gid, length)
-        run_parts.append((np.full(gid.size, e, np.int64), pos, gid, length))
+    if general:
+        _general_runs(general, table, edges, patterns, run_parts)
     if run_parts:
         run_edge, run_pos, run_gid, run_len = (np.concatenate(p) for p in zip(*run_parts))
         order = np.argsort(run_edge, kind="stable")
@@ -180,6 +171,47 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     else:
         edges.run_edge = edges.run_pos = edges.run_gid = edges.run_len = _EMPTY
     return edges, row_start, per_row
+
+
+def _general_runs(general: List[Tuple[int, Tensor]], table, edges: EdgeTable, patterns: _Patterns,
+                  run_parts: list) -> None:
+    """The runs of views not of one variable (Tensor._runs: consecutive ids of one variable),
+    all found in one pass over their concatenated ids rather than view by view."""
+    e_of = np.fromiter((e for e, _ in general), np.int64, len(general))
+    flat = [t._ids.reshape(-1) for _, t in general]
+    size = np.fromiter(map(len, flat), np.int64, len(flat))
+    ids = np.concatenate(flat).astype(np.int64, copy=False) if flat else _EMPTY
+    del flat
+    first_of = np.cumsum(size) - size   # each view's first element in ``ids``
+    total = ids.size
+    first = np.empty(total, bool)
+    if total:
+        owner = table.index_of(ids)
+        first[0] = True
+        np.not_equal(ids[1:], ids[:-1] + 1, out=first[1:])
+        first[1:] |= owner[1:] != owner[:-1]
+        first[first_of[size > 0]] = True   # a run never crosses from one view into the next
+    at = np.flatnonzero(first)
+    run_len = np.diff(np.append(at, total)).astype(np.int64)
+    run_gid = ids[at]
+    run_view = np.searchsorted(first_of, at, side="right") - 1
+    # views with no empty one before them are found by searchsorted's last match: skip empties
+    runs_of = np.bincount(run_view, minlength=len(general)) if at.size else np.zeros(len(general), np.int64)
+    one = runs_of == 1   # one run after all (a block of a reshaped view): an edge like any other run
+    one_run = np.flatnonzero(one[run_view]) if at.size else _EMPTY
+    edges.n[e_of[one]] = run_len[one_run]
+    edges.gid[e_of[one]] = run_gid[one_run]
+    many = np.flatnonzero(~one)
+    if many.size == 0:
+        return
+    edges.n[e_of[many]] = size[many]
+    run_start = np.cumsum(runs_of) - runs_of
+    for i, r0, nr in zip(many.tolist(), run_start[many].tolist(), runs_of[many].tolist()):
+        e = int(e_of[i])
+        edges.view_pattern[e], edges.view_first[e] = patterns.key(run_gid[r0:r0 + nr], run_len[r0:r0 + nr])
+    keep = np.flatnonzero(~one[run_view]) if at.size else _EMPTY
+    v = run_view[keep]
+    run_parts.append((e_of[v], at[keep] - first_of[v], run_gid[keep], run_len[keep]))
 
 
 def _geometries(rank: np.ndarray, dims: np.ndarray, steps: np.ndarray):
