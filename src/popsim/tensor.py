@@ -191,7 +191,10 @@ class Tensor(SnakeCaseNames):
         # Graph building indexes views hundreds of thousands of times: plain ints and slices of a
         # strided view are answered here; everything else, and every error, by _index_general,
         # which these fast paths must match exactly (tests/test_tensor_fast_paths.py).
-        if self._ids is None:
+        if self._ids is not None:
+            if type(key) is int and len(self._shape) > 1 and -self._shape[0] <= key < self._shape[0]:
+                return Tensor._indexed(self._table, self._dtype, self._ids[key])  # _index_general's result
+        else:
             kind = type(key)
             if kind is int:
                 shape = self._shape
@@ -286,6 +289,10 @@ class Tensor(SnakeCaseNames):
                 t._strides = self._strides
                 t._ids = None
                 return t
+        elif type(begin) is int and type(end) is int and type(dim) is int:
+            shape = self._shape  # an id view: its ids sliced (what _slice_general's indexing does)
+            if 0 <= dim < len(shape) and 0 <= begin <= end <= shape[dim]:
+                return Tensor._indexed(self._table, self._dtype, self._ids[(slice(None),) * dim + (slice(begin, end),)])
         return self._slice_general(begin, end, dim)
 
     def _slice_general(self, begin, end, dim: int = 0) -> "Tensor":
