@@ -154,6 +154,7 @@ class _TileBuilder:
         self.vmac = vmac
         self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
         self.in_field = xg.shape[2:-1]
+        self._work = {}   # tile_work by (batch, field ranges, kernel ranges): read only, never changed
 
     def boxes(self, ns):
         """(gi, bi, fi, ni, group range, batch range, field ranges, out-chan range) with work."""
@@ -201,7 +202,10 @@ class _TileBuilder:
             window = fr
             fields = {}
         else:
-            work = tile_work(self.dims, b1 - b0, fr, kr)
+            key = (b1 - b0, tuple(map(tuple, fr)), tuple(map(tuple, kr)))
+            work = self._work.get(key)
+            if work is None:   # the same box of another out- or in-channel part: the same worklists
+                work = self._work[key] = tile_work(self.dims, b1 - b0, fr, kr)
             window = [(lo, hi) if hi > lo else (0, 1) for lo, hi in work.window]   # no real input: a token
             worklists = self.graph.add_constant(UNSIGNED_INT, (len(work.worklists),), work.worklists,
                                                 f"worklists_{tile}")
