@@ -41,18 +41,32 @@ def _state(info, name: str) -> int:
     return 0 if value is None else int(value)
 
 
+#: the state fields the estimate reads
+_STATE = ("outChansPerGroup", "zerosInfo", "outFieldRowSize", "kernelOuterSizeM1", "kernelInnerElementsM1",
+          "ampKernelHeightM1", "kernelHeight", "numInGroups", "inChansPerGroup", "numOutGroupsM1", "numConvGroupsM1")
+
+
 def estimator(in_type, partials_type, conv_units: int, use_128bit_load: bool):
     """``fn(vertex_info, target)`` for graph.register_perf_estimator (module docstring)."""
     float_acts, float_partials = in_type == FLOAT, partials_type == FLOAT
     load_elems = 2 if float_acts else 4
     coeff_bytes = 16 if use_128bit_load else 8
 
+    known = {}   # cycles by the vertex's state values and workers: a pure function of them
+
     def estimate(info, target):
+        workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
+        key = (workers,) + tuple(_state(info, name) for name in _STATE)
+        cycles = known.get(key)
+        if cycles is None:
+            cycles = known[key] = cycles_of(info, workers)
+        return cycles
+
+    def cycles_of(info, workers):
         width = _state(info, "outChansPerGroup")
         positions = _state(info, "zerosInfo") // width if width else 0
         row = max(1, _state(info, "outFieldRowSize"))
         outer, inner = _state(info, "kernelOuterSizeM1") + 1, _state(info, "kernelInnerElementsM1") + 1
-        workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
         worklists = conv_estimates.worker_item_sizes(positions, row, workers)
         # the chain holds ``height`` kernel rows of in-channel groups of chain / height
         # (PopLibs' convUnitWeightHeight): the kernel's rows are taken height at a time
