@@ -58,6 +58,8 @@ def estimator(in_type, partials_type, conv_units: int, conv_input_load_elems: in
     amp_in_chans = conv_input_load_elems * conv_estimates.CONV_CHAIN_LENGTH
     coeff_bytes = 16 if use_128bit_load else 8
 
+    known = {}   # cycles by the sizes read here: a pure function of them
+
     def estimate(info, target):
         conv_groups = _state(info, "numConvGroupsM1") + 1
         out_groups = _state(info, "numOutGroupsM1") + 1
@@ -66,6 +68,13 @@ def estimator(in_type, partials_type, conv_units: int, conv_input_load_elems: in
         out_sizes = info.field_sizes("out")
         positions = out_sizes[0] // width if out_sizes and width else 0
         workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
+        key = (conv_groups, out_groups, in_chans, width, positions, workers)
+        cycles = known.get(key)
+        if cycles is None:
+            cycles = known[key] = cycles_of(conv_groups, out_groups, in_chans, width, positions, workers)
+        return cycles
+
+    def cycles_of(conv_groups, out_groups, in_chans, width, positions, workers):
         worklists = conv_estimates.worker_item_sizes(positions, max(positions, 1), workers)
         tile_cycles = conv_estimates.conv_partial_1x1_cycles(
             worklists, conv_groups, max(1, math.ceil(in_chans / amp_in_chans)),
