@@ -22,7 +22,7 @@ class Lowering:
 
     def run(self) -> None:
         for node in self.model.nodes:
-            d = lookup(node.op_type, self.opset, node.name)
+            d = lookup(node.op_type, self.opset, node.name, node.domain)
             inputs = [None if not i else self._value(i, node) for i in node.inputs]
             outputs = d.lower(self, node, inputs)
             for out_id, value in zip(node.outputs, outputs):

@@ -1,0 +1,80 @@
+"""Autodiff: the backward pass of a lowered model, as PopLibs ops on the tiles. From the
+loss, nodes are visited in reverse order; each node on a path from a trainable weight to
+the loss has its gradient rule (grad_table.py, rules in popart/grads/) append the PopLibs
+ops that turn its outputs' gradients into its inputs'; gradients reaching a tensor from
+several readers are added (popops.add). A node on such a path without a rule is an error
+naming it. Gradients are named as PopART names them: ``Gradient___<tensor id>``."""
+from popsim import FLOAT, popops
+
+from .errors import popart_exception
+from .grad_table import differentiable_ops, grad_rule
+
+#: PopART's prefix of a gradient tensor's id (popart.reservedGradientPrefix())
+GRADIENT_PREFIX = "Gradient___"
+
+
+def reservedGradientPrefix() -> str:  # noqa: N802 - PopART's name
+    return GRADIENT_PREFIX
+
+
+def _is_float(value) -> bool:
+    return getattr(value, "dtype", None) == FLOAT
+
+
+class Autodiff:
+    """The backward pass of ``model`` (lowered into ``values``) from ``loss`` to ``weights``."""
+
+    def __init__(self, model, values: dict, loss: str, weights):
+        self.model, self.values, self.loss, self.weights = model, values, loss, list(weights)
+        self.requires = self._requiring()
+        if loss not in self.requires:
+            raise popart_exception(f"TrainingSession: the loss {loss!r} does not depend on any trainable weight (float32 "
+                                   f"initializer) of the model; the weights are {sorted(self.weights)}")
+        self.nodes = self._path()
+
+    def _requiring(self) -> set:
+        """The tensors that depend on a weight (FLOAT device tensors only)."""
+        requires = set(self.weights)
+        for node in self.model.nodes:
+            if any(i in requires for i in node.inputs if i):
+                requires.update(o for o in node.outputs if o and _is_float(self.values.get(o)))
+        return requires
+
+    def _path(self) -> list:
+        """The nodes between the weights and the loss, in forward order, each checked to have a rule."""
+        needed, nodes = {self.loss}, []
+        for node in reversed(self.model.nodes):
+            if not any(o in needed for o in node.outputs if o):
+                continue
+            if not any(i in self.requires for i in node.inputs if i):
+                continue
+            if grad_rule(node.op_type) is None:
+                raise popart_exception(f"TrainingSession: node {node.name!r} ({node.op_type}) lies between a weight and "
+                                       f"the loss {self.loss!r}, and popsim.popart has no gradient for {node.op_type} "
+                                       f"yet; differentiable ops: {', '.join(differentiable_ops())}")
+            needed.update(i for i in node.inputs if i in self.requires)
+            nodes.append(node)
+        return nodes[::-1]
+
+    def run(self, ctx, seed) -> dict:
+        """Append the backward pass to ctx.prog, starting from ``seed`` (the loss's gradient);
+        returns tensor id -> gradient for every tensor on the path (the weights included)."""
+        grads = {self.loss: seed}
+        for node in reversed(self.nodes):
+            out_grads = [grads.get(o) for o in node.outputs]
+            if all(g is None for g in out_grads):
+                continue
+            inputs = [self.values.get(i) if i else None for i in node.inputs]
+            outputs = [self.values.get(o) if o else None for o in node.outputs]
+            ctx.needed = [bool(i) and i in self.requires for i in node.inputs]
+            in_grads = grad_rule(node.op_type)(ctx, node, inputs, outputs, out_grads)
+            for tid, want, g in zip(node.inputs, ctx.needed, in_grads):
+                if not want or g is None:
+                    continue
+                expected = tuple(self.values[tid].shape)
+                if tuple(g.shape) != expected:
+                    raise popart_exception(f"node {node.name!r} ({node.op_type}): its gradient rule gave {tid!r} a "
+                                           f"gradient of shape {tuple(g.shape)}, expected {expected}")
+                grads[tid] = g if tid not in grads else \
+                    popops.add(ctx.graph, grads[tid], g, ctx.prog, f"{GRADIENT_PREFIX}{tid}/sum")
+        return grads   # a weight the loss does not read has none (and is left unchanged)

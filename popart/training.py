@@ -1,0 +1,257 @@
+"""popart.TrainingSession: an ONNX model and a loss lowered onto PopLibs ops, trained by an
+SGD optimizer. Each batch runs the forward pass, the backward pass (autodiff.py: each op's
+gradient rule as PopLibs ops on the tiles) and the weight update (optimizer.py); with
+gradient accumulation, accumulationFactor micro-batches (forward, backward, gradients
+added) then one update. Inputs and anchors are shaped [batches_per_step,
+accumulation_factor, *shape], the size-1 leading dimensions dropped, as PopART shapes them.
+modelToHost writes the model with the weights read back from the device."""
+import numpy as np
+
+import popsim
+from popsim import FLOAT, poplin, popops
+from popsim.program import Copy, Repeat, Sequence
+
+from .autodiff import GRADIENT_PREFIX, Autodiff
+from .dataflow import DataFlow, PyStepIO
+from .device import DeviceInfo
+from .errors import onnx_module, popart_exception
+from .layout import create_variable
+from .lowering import Lowering
+from .model import load, model_proto
+from .optimizer import Update, check_optimizer
+from .options import SessionOptions
+from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
+
+LINEAR = popsim.VariableMappingMethod.LINEAR
+
+
+def host_shape(shape, *counts) -> tuple:
+    """A tensor's host shape over ``counts`` (batches, micro-batches), each dropped when 1."""
+    return tuple(int(c) for c in counts if c > 1) + tuple(shape)
+
+
+class TrainingSession(InferenceSession):
+    def __init__(self, fnModel, dataFlow, loss, optimizer, deviceInfo, inputShapeInfo=None,  # noqa: N803
+                 patterns=None, userOptions=None, name="training"):
+        what = "TrainingSession"
+        if not isinstance(dataFlow, DataFlow):
+            raise popart_exception(f"{what}: dataFlow must be a popart.DataFlow, found {type(dataFlow).__name__}")
+        if not isinstance(deviceInfo, DeviceInfo):
+            raise popart_exception(f"{what}: deviceInfo must come from popart.DeviceManager().createIpuModelDevice"
+                                   f"(...), found {type(deviceInfo).__name__}")
+        if inputShapeInfo is not None or patterns is not None:
+            raise popart_exception(f"{what}: inputShapeInfo and patterns are not supported yet; give the model static "
+                                   "input shapes and leave patterns out")
+        self.options = userOptions if userOptions is not None else SessionOptions()
+        if not isinstance(self.options, SessionOptions):
+            raise popart_exception(f"{what}: userOptions must be a popart.SessionOptions, found "
+                                   f"{type(self.options).__name__}")
+        self.options.check_supported(training=True)
+        self.optimizer = check_optimizer(optimizer, what)
+        self.dataFlow, self.deviceInfo, self.name = dataFlow, deviceInfo, name
+        self._proto = model_proto(fnModel)
+        self.model = load(self._proto)
+        known = set(self.model.shapes) | set(self.model.inputs)
+        if not isinstance(loss, str) or loss not in known:
+            raise popart_exception(f"{what}: loss {loss!r} is no tensor of the model; give the id a loss op returned "
+                                   f"(builder.aiGraphcore.nllloss / l1loss / identityloss); outputs: "
+                                   f"{sorted(self.model.outputs)}")
+        self.loss = loss
+        for tid in dataFlow.anchors():
+            base = tid[len(GRADIENT_PREFIX):] if tid.startswith(GRADIENT_PREFIX) else tid
+            if base not in known:
+                raise popart_exception(f"DataFlow anchor {tid!r} is no tensor of the model (nor the gradient of "
+                                       f"one, {GRADIENT_PREFIX}<id>); outputs: {sorted(self.model.outputs)}")
+        self._accl = int(self.options.accumulationFactor) if self.options.enableGradientAccumulation else 1
+        self._engine, self._cycles, self._anchor_shapes = None, None, {}
+
+    # -- building ----------------------------------------------------------------------------------
+    def _inputs(self, g, cache, values, feed):
+        self._empty_inputs = set()
+        for tid, (dtype, shape) in self.model.inputs.items():
+            if dtype not in STREAMED:
+                raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams "
+                                       f"{', '.join(STREAMED)} inputs so far")
+            t = create_variable(g, self.model, tid, shape, cache, STREAMED[dtype][0])
+            values[tid] = t
+            if t.num_elements() == 0:
+                self._empty_inputs.add(tid)
+                continue
+            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()), t.flatten()))
+
+    def _weights_on(self, g, cache, values):
+        self._weights = {}
+        for tid, array in self.model.initializers.items():
+            if array.dtype == np.float32:
+                t = create_variable(g, self.model, tid, array.shape, cache)
+                g.create_host_write(f"weight/{tid}", t)
+                g.create_host_read(f"weight/{tid}", t)
+                values[tid], self._weights[tid] = t, array
+            elif array.dtype.kind in "iu":
+                values[tid] = array
+            else:
+                raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
+
+    def _weight_updates(self, g, values, grads, prologue, micro, update):
+        """Accumulators (with gradient accumulation), velocities (with momentum) and the updates."""
+        self._velocities = []
+        for tid in self._weights:
+            grad = grads.get(tid)
+            if grad is None:
+                continue
+            w = values[tid]
+            if self._accl > 1:
+                acc = g.clone(w, f"{GRADIENT_PREFIX}{tid}/accumulator")
+                popops.zero(g, acc, prologue, f"{tid}/accumulator/zero")
+                popops.add_in_place(g, acc, grad, micro, f"{tid}/accumulate")
+                grad = acc
+            v = None
+            if self._update.momentum:
+                v = g.clone(w, f"velocity/{tid}")
+                g.create_host_write(f"velocity/{tid}", v)
+                self._velocities.append((tid, v.shape))
+            self._update.apply(w, grad, v, update, f"{tid}/update")
+            if self._accl > 1:
+                popops.zero(g, grad, update, f"{tid}/accumulator/zero")
+
+    def _anchors(self, g, values, grads, prologue, micro, every_n, final, period):
+        bps, accl = self.dataFlow.batchesPerStep(), self._accl
+        self._empty_anchors, self._anchor_dtypes = set(), {}
+        for tid in self.dataFlow.anchors():
+            art = self.dataFlow.art(tid)
+            if tid.startswith(GRADIENT_PREFIX):
+                t = grads.get(tid[len(GRADIENT_PREFIX):])
+                if t is None:
+                    raise popart_exception(f"DataFlow anchor {tid!r}: no gradient flows to "
+                                           f"{tid[len(GRADIENT_PREFIX):]!r} from the loss {self.loss!r}; anchor the "
+                                           f"gradient of a weight the loss depends on")
+            else:
+                t = values.get(tid)
+            if t is None or isinstance(t, np.ndarray):
+                raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
+                                       "not a tensor on the device; anchor a tensor an op computes")
+            kind = art.id()
+            shape = {"ALL": host_shape(t.shape, bps, accl), "EVERYN": host_shape(t.shape, bps // period)}.get(
+                kind, tuple(t.shape))
+            self._anchor_shapes[tid] = shape
+            if t.num_elements() == 0:
+                self._empty_anchors.add(tid)
+                continue
+            if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
+                raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
+                                       "FLOAT, BOOL and INT32 anchors (SUM: FLOAT) so far")
+            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE[t.dtype]
+            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
+            if kind == "SUM":
+                acc = g.add_variable(FLOAT, t.shape, f"anchor/{tid}/sum", mapping=LINEAR)
+                popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
+                popops.add_in_place(g, acc, t, micro, f"anchor/{tid}/sum")
+                final.add(Copy(acc.flatten(), fifo))
+            else:
+                {"ALL": micro, "EVERYN": every_n, "FINAL": final}[kind].add(Copy(t.flatten(), fifo))
+
+    def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
+        """Lower the model, its backward pass and the weight update onto a popsim graph and make its engine."""
+        m, bps = self.model, self.dataFlow.batchesPerStep()
+        g = popsim.Graph(self.deviceInfo.device)
+        values, feed, cache = {}, Sequence(), poplin.PlanningCache()
+        self._inputs(g, cache, values, feed)
+        self._weights_on(g, cache, values)
+        forward, backward = Sequence(), Sequence()
+        lowering = Lowering(g, forward, m, values, cache)
+        lowering.run()
+        loss = lowering.values.get(self.loss)
+        if loss is None or isinstance(loss, np.ndarray) or loss.dtype != FLOAT:
+            raise popart_exception(f"TrainingSession: the loss {self.loss!r} must be a FLOAT tensor computed on the "
+                                   "device from the weights")
+        self._update = Update(g, self.optimizer)
+        seed = self._update.seed(loss.shape, backward)
+        grads = Autodiff(m, lowering.values, self.loss, list(self._weights)).run(
+            Lowering(g, backward, m, lowering.values, cache), seed)
+        prologue, micro, update, every_n, final = Sequence(), Sequence(feed, forward, backward), Sequence(), \
+            Sequence(), Sequence()
+        self._weight_updates(g, lowering.values, grads, prologue, micro, update)
+        periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors() if self.dataFlow.art(a).id() == "EVERYN"}
+        if len(periods) > 1:
+            raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "
+                                   "supported yet; use one period")
+        period = periods.pop() if periods else 1
+        self._anchors(g, lowering.values, grads, prologue, micro, every_n, final, period)
+        batch = Sequence(Repeat(self._accl, micro) if self._accl > 1 else micro, update)
+        program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, batch), every_n)), final)
+        self._graph = g
+        self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        if loadEngine:
+            self._engine.load(self.deviceInfo.device)
+
+    # -- host side ---------------------------------------------------------------------------------
+    def weightsFromHost(self) -> None:  # noqa: N802
+        """Write the weights, zeroed velocities and the optimizer's values to the device."""
+        super().weightsFromHost()
+        engine = self._engine
+        for tid, shape in self._velocities:
+            engine.write_tensor(f"velocity/{tid}", np.zeros(shape, np.float32))
+        self._update.write(engine, self.optimizer)
+
+    def updateOptimizerFromHost(self, optimizer) -> None:  # noqa: N802
+        """Use ``optimizer``'s values from the next step: only those the session's optimizer made non-const."""
+        engine = self._need_engine("updateOptimizerFromHost")
+        optimizer = check_optimizer(optimizer, "updateOptimizerFromHost")
+        for key, (value, const) in self.optimizer.values.items():
+            if const and optimizer.value(key) != value:
+                raise popart_exception(f"updateOptimizerFromHost: {key} was given as const ({value}) to the session; "
+                                       f"it cannot change to {optimizer.value(key)}. Make it (value, False) in the "
+                                       "SGD the session is made with")
+        self._update.write(engine, optimizer)
+        self.optimizer = optimizer
+
+    def run(self, stepio, debugName="") -> None:  # noqa: N803
+        """One step: batchesPerStep batches (each accumulationFactor micro-batches) of training."""
+        engine = self._need_engine("run")
+        if not isinstance(stepio, PyStepIO):
+            raise popart_exception(f"run: expected a popart.PyStepIO, found {type(stepio).__name__}")
+        bps = self.dataFlow.batchesPerStep()
+        unknown = sorted(set(stepio.inputs) - set(self.model.inputs))
+        if unknown:
+            raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
+                                   f"{sorted(self.model.inputs)}")
+        for tid, (dtype, shape) in self.model.inputs.items():
+            expected, np_type = host_shape(shape, bps, self._accl), np.dtype(STREAMED[dtype][1])
+            array = stepio.inputs.get(tid)
+            if array is None:
+                raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
+            array = np.asarray(array)
+            if array.shape != expected or array.dtype != np_type:
+                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected {np_type} "
+                                       f"{expected} ([batches_per_step={bps}, accumulation_factor={self._accl}, "
+                                       f"*{tuple(shape)}] with the dimensions of 1 dropped)")
+            if tid not in self._empty_inputs:
+                engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
+        for tid, shape in self._anchor_shapes.items():
+            out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)
+            if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype or not out.flags.c_contiguous:
+                found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous {np.dtype(dtype)} array of shape "
+                                       f"{shape} (session.initAnchorArrays() makes them), found {found}")
+            if tid not in self._empty_anchors:
+                engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
+        before = self._clock()
+        engine.run(0)
+        self._cycles = self._clock() - before
+
+    def weightsToHost(self) -> dict:  # noqa: N802
+        """The weights as they are on the device: id -> float32 array."""
+        engine = self._need_engine("weightsToHost")
+        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}"), np.float32).reshape(array.shape)
+                for tid, array in self._weights.items()}
+
+    def modelToHost(self, fileName) -> None:  # noqa: N802,N803
+        """Write the model, its weights read back from the device, to the ONNX file ``fileName``."""
+        onnx = onnx_module()
+        weights = self.weightsToHost()
+        proto = onnx.ModelProto()
+        proto.CopyFrom(self._proto)
+        for init in proto.graph.initializer:
+            if init.name in weights:
+                init.CopyFrom(onnx.numpy_helper.from_array(weights[init.name], init.name))
+        onnx.save(proto, fileName)
