@@ -8,6 +8,7 @@ from popsim import FLOAT, popops
 
 from .errors import popart_exception
 from .grad_table import differentiable_ops, grad_rule
+from .lowering import Lowering
 
 #: PopART's prefix of a gradient tensor's id (popart.reservedGradientPrefix())
 GRADIENT_PREFIX = "Gradient___"
@@ -15,6 +16,16 @@ GRADIENT_PREFIX = "Gradient___"
 
 def reservedGradientPrefix() -> str:  # noqa: N802 - PopART's name
     return GRADIENT_PREFIX
+
+
+class GradContext(Lowering):
+    """What a gradient rule sees: a Lowering whose ``prog`` is the backward pass, and
+    ``needed``: for each input of the node being differentiated, whether it takes a
+    gradient (a rule may skip the others)."""
+
+    def __init__(self, graph, prog, model, values, cache):
+        super().__init__(graph, prog, model, values, cache)
+        self.needed = []
 
 
 def _is_float(value) -> bool:
@@ -56,9 +67,10 @@ class Autodiff:
             nodes.append(node)
         return nodes[::-1]
 
-    def run(self, ctx, seed) -> dict:
-        """Append the backward pass to ctx.prog, starting from ``seed`` (the loss's gradient);
+    def run(self, graph, prog, cache, seed) -> dict:
+        """Append the backward pass to ``prog``, starting from ``seed`` (the loss's gradient);
         returns tensor id -> gradient for every tensor on the path (the weights included)."""
+        ctx = GradContext(graph, prog, self.model, self.values, cache)
         grads = {self.loss: seed}
         for node in reversed(self.nodes):
             out_grads = [grads.get(o) for o in node.outputs]

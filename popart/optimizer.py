@@ -126,11 +126,6 @@ class Update:
             if key in self.tensors:
                 engine.write_tensor(f"optimizer/{key}", np.array([value], np.float32))
 
-    def velocity(self, weight):
-        """The velocity tensor of ``weight``, laid out like it (momentum only)."""
-        v = self.graph.clone(weight, f"velocity/{weight.name}")
-        return v
-
     def _factors(self, before: int, keys):
         """(the device-scalar operands, key -> expression) of the factors ``keys``,
         placeholders numbered after ``before`` tensor operands."""

@@ -166,8 +166,7 @@ class TrainingSession(InferenceSession):
                                    "device from the weights")
         self._update = Update(g, self.optimizer)
         seed = self._update.seed(loss.shape, backward)
-        grads = Autodiff(m, lowering.values, self.loss, list(self._weights)).run(
-            Lowering(g, backward, m, lowering.values, cache), seed)
+        grads = Autodiff(m, lowering.values, self.loss, list(self._weights)).run(g, backward, cache, seed)
         prologue, micro, update, every_n, final = Sequence(), Sequence(feed, forward, backward), Sequence(), \
             Sequence(), Sequence()
         self._weight_updates(g, lowering.values, grads, prologue, micro, update)

@@ -22,7 +22,7 @@ def matmul(ctx, node, inputs, outputs, grads):
     b2 = b.reshape(tuple(b.shape) + (1,)) if b.rank == 1 else b
     y = outputs[0]
     g2 = grads[0].reshape(tuple(y.shape[:max(a2.rank, b2.rank) - 2]) + (a2.shape[-2], b2.shape[-1]))
-    needed = getattr(ctx, "needed", [True, True])
+    needed = ctx.needed
     ga = gb = None
     if needed[0]:
         ga = mat_mul(ctx, g2, _swap(b2), f"{node.name}/grad0")
@@ -43,7 +43,7 @@ def gemm(ctx, node, inputs, outputs, grads):
     if alpha != 1.0:
         g = popops.mul(ctx.graph, g, alpha, ctx.prog, f"{node.name}/grad/alpha")
     # d(A') = g @ B'^T, d(B') = A'^T @ g; transposed back where the forward transposed
-    needed = getattr(ctx, "needed", [True] * len(inputs))
+    needed = ctx.needed
     ga = gb = None
     if not needed[0]:
         pass

@@ -53,7 +53,7 @@ def conv(ctx, node, inputs, outputs, grads):
     x, w = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs[:2]))
     g = grads[0]
     params = conv_params(node, x.shape, w.shape)
-    needed = getattr(ctx, "needed", [True] * len(inputs))
+    needed = ctx.needed
     out = [None, None]
     if needed[0]:
         weights = w.reshape(conv_weights_shape(params))

@@ -262,3 +262,27 @@ def test_nll_loss_and_gradient_as_popart(reduction, ignore, log_probs):
     grad = np.zeros((4, 4))
     grad[np.arange(4), labels] = np.where(kept, -1.0 if log_probs else -1.0 / picked, 0.0) / n
     np.testing.assert_allclose(anchors[G + probs], grad, rtol=1e-5)
+
+
+def test_velocity_and_loss_scaling_leave_the_update_unchanged_and_anchors_sum_and_final():
+    builder, x, w, loss = _scaled_model("identity", popart.ReductionType.Sum)
+    lr, mm, wd = 0.1, 0.5, 0.05
+    opt = popart.SGD({"defaultLearningRate": (lr, True), "defaultMomentum": (mm, True),
+                      "defaultWeightDecay": (wd, True), "defaultVelocityScaling": (2.0, True),
+                      "lossScaling": (4.0, False)})
+    session = _session(builder, loss, opt, {loss: popart.AnchorReturnType("SUM"),
+                                            G + w: popart.AnchorReturnType("FINAL")}, bps=3)
+    anchors = session.initAnchorArrays()
+    assert anchors[loss].shape == () and anchors[G + w].shape == (3,)
+    xs = np.random.default_rng(3).normal(size=(3, 2, 3)).astype(np.float32)
+    session.run(popart.PyStepIO({x: xs}, anchors))
+    wv, v, total = np.array([0.5, -1.0, 2.0]), np.zeros(3), 0.0
+    for b in range(3):
+        y = xs[b] * wv
+        total += np.tanh(y).sum()
+        g = ((1 - np.tanh(y) ** 2) * xs[b]).sum(0)
+        v = mm * v + g + wd * wv
+        wv = wv - lr * v
+    np.testing.assert_allclose(anchors[loss], total, rtol=1e-5)
+    np.testing.assert_allclose(anchors[G + w], 4.0 * g, rtol=1e-5)   # gradients carry the loss scaling
+    np.testing.assert_allclose(session.weightsToHost()[w], wv, rtol=1e-5)
