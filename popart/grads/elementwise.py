@@ -94,3 +94,46 @@ def leaky_relu(ctx, node, inputs, outputs, grads):
 @grad("Identity", "Dropout")
 def identity(ctx, node, inputs, outputs, grads):
     return [grads[0]] + [None] * (len(inputs) - 1)
+
+
+@grad("Clip")
+def clip(ctx, node, inputs, outputs, grads):
+    """The gradient where the input was not clipped (the output equals it), 0 where it was."""
+    x = ctx.tensor(inputs[0], node)
+    g = popops.map(ctx.graph, pe.select(pe._1, pe.Const(0.0, FLOAT), pe._2 == pe._3), [grads[0], x, outputs[0]],
+                   ctx.prog, f"{node.name}/grad")
+    return [g] + [None] * (len(inputs) - 1)
+
+
+@grad("Max", "Min")
+def extremum(ctx, node, inputs, outputs, grads):
+    """Each input's gradient where it is the result (every input equal to it, on ties)."""
+    out = []
+    for i, v in enumerate(inputs):
+        x = ctx.tensor(v, node, f"input {i}")
+        g = popops.map(ctx.graph, pe.select(pe._1, pe.Const(0.0, FLOAT), pe._2 == pe._3), [grads[0], x, outputs[0]],
+                       ctx.prog, f"{node.name}/grad{i}/select")
+        out.append(unbroadcast(ctx, g, tuple(x.shape), f"{node.name}/grad{i}"))
+    return out
+
+
+@grad("Pow")
+def pow_(ctx, node, inputs, outputs, grads):
+    """d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log(a)."""
+    a, b = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
+    g, y = grads[0], outputs[0]
+    ga = popops.map(ctx.graph, pe._1 * pe._3 * pe.pow(pe._2, pe._3 - pe.Const(1.0, FLOAT)), [g, a, b], ctx.prog,
+                    f"{node.name}/grad0/map")
+    out = [unbroadcast(ctx, ga, tuple(a.shape), f"{node.name}/grad0"), None]
+    if ctx.needed[1]:
+        gb = popops.map(ctx.graph, pe._1 * pe._2 * pe.log(pe._3), [g, y, a], ctx.prog, f"{node.name}/grad1/map")
+        out[1] = unbroadcast(ctx, gb, tuple(b.shape), f"{node.name}/grad1")
+    return out
+
+
+@grad("Gelu")
+def gelu(ctx, node, inputs, outputs, grads):
+    kind = {"none": popnn.NonLinearityType.GELU_ERF, "tanh": popnn.NonLinearityType.GELU}[
+        node.attrs.get("approximate", "none")]
+    x = ctx.tensor(inputs[0], node)
+    return [popnn.non_linearity_input_gradient(ctx.graph, kind, x, grads[0], ctx.prog, f"{node.name}/grad")]
