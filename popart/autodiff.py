@@ -35,8 +35,9 @@ def _is_float(value) -> bool:
 class Autodiff:
     """The backward pass of ``model`` (lowered into ``values``) from ``loss`` to ``weights``."""
 
-    def __init__(self, model, values: dict, loss: str, weights):
+    def __init__(self, model, values: dict, loss: str, weights, saved=None):
         self.model, self.values, self.loss, self.weights = model, values, loss, list(weights)
+        self.saved = saved or {}   # what the forward lowerings kept for the gradients
         self.requires = self._requiring()
         if loss not in self.requires:
             raise popart_exception(f"TrainingSession: the loss {loss!r} does not depend on any trainable weight (float32 "
@@ -71,6 +72,7 @@ class Autodiff:
         """Append the backward pass to ``prog``, starting from ``seed`` (the loss's gradient);
         returns tensor id -> gradient for every tensor on the path (the weights included)."""
         ctx = GradContext(graph, prog, self.model, self.values, cache)
+        ctx.saved = self.saved
         grads = {self.loss: seed}
         for node in reversed(self.nodes):
             out_grads = [grads.get(o) for o in node.outputs]

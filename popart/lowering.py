@@ -18,6 +18,7 @@ class Lowering:
         self.graph, self.prog, self.model, self.opset = graph, prog, model, model.opset
         self.cache = cache if cache is not None else poplin.PlanningCache()   # poplin's plans, shared
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
+        self.saved = {}   # node name -> what its lowering keeps for its gradient (BatchNormalization's statistics)
         self._constants = 0
 
     def run(self) -> None:

@@ -2,7 +2,8 @@
 SGD optimizer. Each batch runs the forward pass, the backward pass (autodiff.py: each op's
 gradient rule as PopLibs ops on the tiles) and the weight update (optimizer.py); with
 gradient accumulation, accumulationFactor micro-batches (forward, backward, gradients
-added) then one update. Inputs and anchors are shaped [batches_per_step,
+added) then one update; BatchNormalization's running statistics are copied into their
+weights each micro-batch. Inputs and anchors are shaped [batches_per_step,
 accumulation_factor, *shape], the size-1 leading dimensions dropped, as PopART shapes them.
 modelToHost writes the model with the weights read back from the device."""
 import numpy as np
@@ -18,6 +19,7 @@ from .errors import onnx_module, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load, model_proto
+from .ops.bn_training import is_training
 from .optimizer import Update, check_optimizer
 from .options import SessionOptions
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
@@ -114,6 +116,16 @@ class TrainingSession(InferenceSession):
             if self._accl > 1:
                 popops.zero(g, grad, update, f"{tid}/accumulator/zero")
 
+    def _running_statistics(self, values, micro) -> None:
+        """BatchNormalization in training mode: its running mean and variance outputs copied
+        into the weights they were read from, each micro-batch (as PopART updates them)."""
+        for node in self.model.nodes:
+            if node.op_type != "BatchNormalization" or not is_training(node):
+                continue
+            for out, src in zip(node.outputs[1:3], node.inputs[3:5]):
+                if out and src in self._weights:
+                    micro.add(Copy(values[out], values[src]))
+
     def _anchors(self, g, values, grads, prologue, micro, every_n, final, period):
         bps, accl = self.dataFlow.batchesPerStep(), self._accl
         self._empty_anchors, self._anchor_dtypes = set(), {}
@@ -166,10 +178,14 @@ class TrainingSession(InferenceSession):
                                    "device from the weights")
         self._update = Update(g, self.optimizer)
         seed = self._update.seed(loss.shape, backward)
-        grads = Autodiff(m, lowering.values, self.loss, list(self._weights)).run(g, backward, cache, seed)
+        # the weights, and the FLOAT inputs whose gradients are anchored
+        sources = list(self._weights) + [t for t, (dtype, _) in m.inputs.items()
+                                         if dtype == "FLOAT" and self.dataFlow.isAnchored(GRADIENT_PREFIX + t)]
+        grads = Autodiff(m, lowering.values, self.loss, sources, lowering.saved).run(g, backward, cache, seed)
         prologue, micro, update, every_n, final = Sequence(), Sequence(feed, forward, backward), Sequence(), \
             Sequence(), Sequence()
         self._weight_updates(g, lowering.values, grads, prologue, micro, update)
+        self._running_statistics(lowering.values, micro)
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors() if self.dataFlow.art(a).id() == "EVERYN"}
         if len(periods) > 1:
             raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "

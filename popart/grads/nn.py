@@ -3,13 +3,15 @@ SOFTMAX_STABLE over the rows the forward pass made), LogSoftmax (popops: g - exp
 sum(g)), Conv (poplin's backward pass: poplin.convolution with get_gradient_params and the
 weights transposed and flipped for the input, poplin.calculate_weight_deltas for the
 weights, popops.reduce over batch and field for the bias) and the pools
-(popnn.pool_input_gradient)."""
+(popnn.pool_input_gradient), BatchNormalization in training mode (popnn.bn)."""
 import numpy as np
 
 from popsim import FLOAT, poplin, popnn, popops
 from popsim.popops import expr as pe
 
+from ..errors import popart_exception
 from ..grad_table import grad
+from ..ops.bn_training import is_training
 from ..ops.nn import _spatial, conv_params, conv_weights_shape
 
 ADD = popops.Operation.ADD
@@ -98,3 +100,27 @@ grad("MaxPool")(_pool("MAX"))
 grad("GlobalMaxPool")(_pool("MAX"))
 grad("AveragePool")(_pool("AVG"))
 grad("GlobalAveragePool")(_pool("AVG"))
+
+
+@grad("BatchNormalization")
+def batch_normalization(ctx, node, inputs, outputs, grads):
+    """Training mode: popnn.bn.batch_norm_gradients (through the batch's statistics) for X,
+    batch_norm_param_gradients for Scale and B; the running statistics take none."""
+    if not is_training(node):
+        raise popart_exception(f"node {node.name!r} (BatchNormalization) is in inference mode (one output) between a "
+                               "weight and the loss; popsim.popart differentiates it in training mode: give it the "
+                               "running mean and variance outputs (num_outputs=5 before opset 14, training_mode=1 "
+                               "after)")
+    x, gamma = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs[:2]))
+    mean, inv_std = ctx.saved[node.name]
+    g = grads[0]
+    out = [None] * len(inputs)
+    if g is None:
+        return out
+    if ctx.needed[0]:
+        out[0] = popnn.bn.batch_norm_gradients(ctx.graph, x, g, mean, inv_std, gamma, ctx.prog,
+                                               name=f"{node.name}/grad0")
+    if ctx.needed[1] or ctx.needed[2]:
+        out[1], out[2] = popnn.bn.batch_norm_param_gradients(ctx.graph, x, g, mean, inv_std, ctx.prog,
+                                                             name=f"{node.name}/grad12")
+    return out

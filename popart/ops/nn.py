@@ -1,5 +1,5 @@
 """Neural-network ONNX ops: Softmax (popnn), Conv (poplin.convolution, poplin.add_bias),
-MaxPool/AveragePool (popnn.pool), BatchNormalization in inference (popnn.bn)."""
+MaxPool/AveragePool (popnn.pool), BatchNormalization (popnn.bn; training mode in bn_training.py)."""
 import numpy as np
 
 from popsim import FLOAT, poplin, popnn, popops
@@ -7,6 +7,7 @@ from popsim.popops import expr as pe
 
 from ..errors import popart_exception
 from ..op_table import op
+from . import bn_training
 
 
 @op("Softmax", 1, summary="popnn.non_linearity SOFTMAX_STABLE over the innermost dimension")
@@ -120,11 +121,11 @@ op("MaxPool", 8, summary="popnn.pool MAX")(_pool("MAX"))
 op("AveragePool", 7, summary="popnn.pool AVG (SUM and a scale with count_include_pad)")(_pool("AVG"))
 
 
-@op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise")
+@op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise; "
+    "training mode: popnn.bn.batch_norm_statistics, batch_normalise, popops.map of the running statistics")
 def batch_normalization(ctx, node, inputs):
-    if int(node.attrs.get("training_mode", 0)) or len([o for o in node.outputs if o]) > 1:
-        raise popart_exception(f"node {node.name!r} (BatchNormalization): training mode (running statistics as "
-                               "outputs) is not supported yet; popsim.popart runs it in inference")
+    if bn_training.is_training(node):
+        return bn_training.lower(ctx, node, inputs)
     x, scale, bias, mean, var = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
     eps = float(node.attrs.get("epsilon", 1e-5))
     multiplicand = popops.map(ctx.graph, pe._1 * pe.rsqrt(pe._2 + eps), [scale, var], ctx.prog,

@@ -286,3 +286,34 @@ def test_velocity_and_loss_scaling_leave_the_update_unchanged_and_anchors_sum_an
     np.testing.assert_allclose(anchors[loss], total, rtol=1e-5)
     np.testing.assert_allclose(anchors[G + w], 4.0 * g, rtol=1e-5)   # gradients carry the loss scaling
     np.testing.assert_allclose(session.weightsToHost()[w], wv, rtol=1e-5)
+
+
+def test_batch_normalization_trains_and_keeps_its_running_statistics():
+    b = popart.Builder(opsets={"ai.onnx": 11})
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 2, 3]), "x")
+    r = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 2, 3]), "r")
+    init = {"scale": np.array([1.5, 0.5], np.float32), "bias": np.array([0.1, -0.2], np.float32),
+            "mean": np.array([0.2, -0.1], np.float32), "var": np.array([1.0, 2.0], np.float32)}
+    ids = [b.addInitializedInputTensor(v, k) for k, v in init.items()]
+    y = b.aiOnnx.batchnormalization([x] + ids, num_outputs=5, epsilon=1e-3, momentum=0.8)[0]
+    loss = b.aiGraphcore.identityloss([b.aiOnnx.mul([y, r])], popart.ReductionType.Sum)
+    art = popart.AnchorReturnType("ALL")
+    session = _session(b, loss, popart.ConstSGD(0.1), {G + x: art, G + "scale": art, G + "bias": art})
+    anchors = session.initAnchorArrays()
+    rng = np.random.default_rng(11)
+    xs, rs = rng.normal(size=(4, 2, 3)), rng.normal(size=(4, 2, 3))
+    session.run(popart.PyStepIO({x: xs.astype(np.float32), r: rs.astype(np.float32)}, anchors))
+    mu, var = xs.mean((0, 2)), xs.var((0, 2))
+    xhat = (xs - mu[None, :, None]) / np.sqrt(var + 1e-3)[None, :, None]
+    g_y = rs
+    g_scale, g_bias = (g_y * xhat).sum((0, 2)), g_y.sum((0, 2))
+    g_xhat = g_y * init["scale"][None, :, None]
+    g_x = (g_xhat - g_xhat.mean((0, 2))[None, :, None] - xhat * (g_xhat * xhat).mean((0, 2))[None, :, None]) \
+        / np.sqrt(var + 1e-3)[None, :, None]
+    np.testing.assert_allclose(anchors[G + x], g_x, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(anchors[G + "scale"], g_scale, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(anchors[G + "bias"], g_bias, rtol=1e-3, atol=1e-4)
+    got = session.weightsToHost()
+    np.testing.assert_allclose(got["scale"], init["scale"] - 0.1 * g_scale, rtol=1e-4)
+    np.testing.assert_allclose(got["mean"], init["mean"] * 0.8 + mu * 0.2, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(got["var"], init["var"] * 0.8 + var * 0.2, rtol=1e-3)
