@@ -124,3 +124,27 @@ def batch_normalization(ctx, node, inputs, outputs, grads):
         out[1], out[2] = popnn.bn.batch_norm_param_gradients(ctx.graph, x, g, mean, inv_std, ctx.prog,
                                                              name=f"{node.name}/grad12")
     return out
+
+
+@grad("LayerNormalization")
+def layer_normalization(ctx, node, inputs, outputs, grads):
+    """popnn.ln.layer_norm_gradients for X, layer_norm_param_gradients for Scale and B, on
+    the [rows, cols] view the forward pass normalised (a scalar Scale or B: summed)."""
+    acts, gamma, mean, inv_std = ctx.saved[node.name]
+    out = [None] * len(inputs)
+    if grads[0] is None:
+        return out
+    g = grads[0].reshape(tuple(acts.shape))
+    if ctx.needed[0]:
+        out[0] = popnn.ln.layer_norm_gradients(ctx.graph, acts, g, mean, inv_std, gamma, ctx.prog,
+                                               name=f"{node.name}/grad0").reshape(tuple(inputs[0].shape))
+    if any(ctx.needed[1:3]):
+        deltas = popnn.ln.layer_norm_param_gradients(ctx.graph, acts, g, mean, inv_std, ctx.prog,
+                                                     name=f"{node.name}/grad12")
+        for i, delta in zip((1, 2), deltas):
+            if i < len(inputs) and ctx.needed[i]:
+                shape = tuple(inputs[i].shape)
+                out[i] = delta.reshape(shape) if int(np.prod(shape)) == delta.num_elements() else \
+                    popops.reduce(ctx.graph, delta, [0], popops.ReduceParams(ADD), ctx.prog,
+                                  f"{node.name}/grad{i}/sum").reshape(shape)
+    return out

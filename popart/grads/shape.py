@@ -2,10 +2,12 @@
 gradient reshaped back), Transpose (the inverse permutation), Concat (slices of the
 gradient), Slice and Split (the gradient copied into the forward's view of a zeroed
 tensor: the node lowered again on it), Expand (summed back by popops.reduce), ReduceSum and
-ReduceMean (the gradient broadcast back over the reduced axes; Mean scaled by 1/n)."""
+ReduceMean (the gradient broadcast back over the reduced axes; Mean scaled by 1/n), Gather
+(popops.multi_update_add of the gradient's slices into a zeroed tensor)."""
 import numpy as np
 
-from popsim import popops
+from popsim import UNSIGNED_INT, popops, poputil
+from popsim.popops import expr as pe
 from popsim.program import Copy
 
 from ..grad_table import grad
@@ -76,3 +78,30 @@ def _reduce(mean: bool, input_since):
 
 grad("ReduceSum")(_reduce(False, 13))
 grad("ReduceMean")(_reduce(True, 18))
+
+
+@grad("Gather")
+def gather(ctx, node, inputs, outputs, grads):
+    """The data's gradient: zero, with each gathered slice's gradient added at its index by
+    popops.multi_update_add (repeated indices add up)."""
+    x, indices = inputs
+    rank = len(x.shape)
+    axis = int(node.attrs.get("axis", 0)) % rank
+    n, k = x.shape[axis], int(np.prod(indices.shape, dtype=np.int64))
+    z = zeros(ctx, tuple(x.shape), f"{node.name}/grad0")
+    rest = [d for d in range(rank) if d != axis]
+    cols = int(np.prod([x.shape[d] for d in rest], dtype=np.int64))
+    table = z.dim_shuffle([axis] + rest).reshape((n, cols))
+    m = len(indices.shape)   # the gradient: x's dims before axis, the indices' dims, x's dims after
+    g = grads[0].dim_shuffle(list(range(axis, axis + m)) + list(range(axis)) +
+                             list(range(axis + m, grads[0].rank))).reshape((k, 1, cols))
+    if isinstance(indices, np.ndarray):
+        c = ctx.graph.add_constant(UNSIGNED_INT, (k, 1), (indices.astype(np.int64).reshape(-1) % n).reshape(k, 1),
+                                   f"{node.name}/grad0/offsets")
+        poputil.map_tensor_linearly(ctx.graph, c)
+        offsets = c
+    else:
+        offsets = popops.map(ctx.graph, pe.Cast(pe.select(pe._1 + n, pe._1, pe._1 < 0), UNSIGNED_INT), [indices.flatten()],
+                             ctx.prog, f"{node.name}/grad0/offsets").reshape((k, 1))
+    popops.multi_update_add(ctx.graph, table, g, offsets, 1.0, [0], [1], ctx.prog, f"{node.name}/grad0/add")
+    return [z, None]

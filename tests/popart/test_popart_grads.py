@@ -117,6 +117,11 @@ CASES = {
     "MaxPool": ({"a": _x(1, 2, 4, 4)}, {}, {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]}, 13),
     "GlobalMaxPool": ({"a": _x(2, 2, 3, 3)}, {}, {}, 13),
     "Identity": ({"a": _x(2, 3)}, {}, {}, 13),
+    "LayerNormalization": ({"a": _x(2, 3, 4), "s": _x(4, seed=1), "b": _x(4, seed=3)}, {}, {"axis": -1}, 17),
+    "LayerNormalization@axis1": ({"a": _x(2, 3, 4), "s": _x(3, 4, seed=1), "b": _x(3, 4, seed=3)}, {}, {"axis": 1},
+                                 17),
+    "Gather": ({"a": _x(4, 3)}, {"i": np.array([[3, 0], [3, -1]], I64)}, {"axis": 0}, 13),
+    "Gather@axis1": ({"a": _x(2, 4, 3)}, {"i": np.array([1, 1, 2], I64)}, {"axis": 1}, 13),
     "LogSoftmax": ({"a": _x(2, 3, 4)}, {}, {"axis": 1}, 13),
     "Softmax@11": ({"a": _x(2, 3, 4)}, {}, {"axis": 1}, 11),   # over the input coerced to [2, 12]
     "MatMul@batched": ({"a": _x(2, 1, 3, 4), "b": _x(3, 4, 2, seed=1)}, {}, {}, 13),

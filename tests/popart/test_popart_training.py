@@ -317,3 +317,20 @@ def test_batch_normalization_trains_and_keeps_its_running_statistics():
     np.testing.assert_allclose(got["scale"], init["scale"] - 0.1 * g_scale, rtol=1e-4)
     np.testing.assert_allclose(got["mean"], init["mean"] * 0.8 + mu * 0.2, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(got["var"], init["var"] * 0.8 + var * 0.2, rtol=1e-3)
+
+
+def test_embedding_gather_with_streamed_indices_adds_repeated_rows():
+    b = popart.Builder()
+    ids = b.addInputTensor(popart.TensorInfo("INT32", [4]), "ids")
+    r = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 3]), "r")
+    table = b.addInitializedInputTensor(np.arange(15, dtype=np.float32).reshape(5, 3), "table")
+    loss = b.aiGraphcore.identityloss([b.aiOnnx.mul([b.aiOnnx.gather([table, ids], axis=0), r])],
+                                      popart.ReductionType.Sum)
+    session = _session(b, loss, popart.ConstSGD(0.5), {G + table: popart.AnchorReturnType("ALL")})
+    anchors = session.initAnchorArrays()
+    idx, rs = np.array([1, 4, 1, -2], np.int32), np.random.default_rng(5).normal(size=(4, 3)).astype(np.float32)
+    session.run(popart.PyStepIO({ids: idx, r: rs}, anchors))
+    want = np.zeros((5, 3))
+    np.add.at(want, idx % 5, rs)
+    np.testing.assert_allclose(anchors[G + table], want, rtol=1e-6)
+    np.testing.assert_allclose(session.weightsToHost()[table], np.arange(15).reshape(5, 3) - 0.5 * want, rtol=1e-6)
