@@ -15,6 +15,7 @@ from .optimizer import SGD, ConstSGD
 from .session import InferenceSession
 from .tensor_info import TensorInfo
 from .training import TrainingSession
+from .weights_io import PyWeightsIO
 
 
 def getSupportedOperations(includePrivate: bool = False) -> list:  # noqa: N802,N803 - PopART's name
@@ -22,7 +23,7 @@ def getSupportedOperations(includePrivate: bool = False) -> list:  # noqa: N802,
     return [(d.op_type, d.since) for d in supported_ops()]
 
 
-__all__ = ["AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "DeviceInfo", "DeviceManager", "InferenceSession",
-           "PyStepIO", "RecomputationType", "ReductionType", "SGD", "SessionOptions", "SyntheticDataMode", "TensorInfo",
-           "TrainingSession", "VirtualGraphMode", "defaultAiOnnxOpset", "getSupportedOperations", "popart_exception",
-           "reservedGradientPrefix", "supported_ops"]
+__all__ = ["AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "defaultAiOnnxOpset", "DeviceInfo", "DeviceManager",
+           "getSupportedOperations", "InferenceSession", "popart_exception", "PyStepIO", "PyWeightsIO",
+           "RecomputationType", "ReductionType", "reservedGradientPrefix", "SessionOptions", "SGD",
+           "supported_ops", "SyntheticDataMode", "TensorInfo", "TrainingSession", "VirtualGraphMode"]

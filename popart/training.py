@@ -23,6 +23,7 @@ from .ops.bn_training import is_training
 from .optimizer import Update, check_optimizer
 from .options import SessionOptions
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
+from .weights_io import checked
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
 
@@ -259,6 +260,18 @@ class TrainingSession(InferenceSession):
         engine = self._need_engine("weightsToHost")
         return {tid: np.asarray(engine.read_tensor(f"weight/{tid}"), np.float32).reshape(array.shape)
                 for tid, array in self._weights.items()}
+
+    def readWeights(self, weightsIo) -> None:  # noqa: N802,N803
+        """Fill the arrays of ``weightsIo`` (a PyWeightsIO) with the weights on the device."""
+        on_device = self.weightsToHost()
+        for tid, array in checked(weightsIo, self._weights, "readWeights").items():
+            array[...] = on_device[tid]
+
+    def writeWeights(self, weightsIo) -> None:  # noqa: N802,N803
+        """Take the arrays of ``weightsIo`` as the weights the next weightsFromHost writes."""
+        self._need_engine("writeWeights")
+        for tid, array in checked(weightsIo, self._weights, "writeWeights").items():
+            self._weights[tid] = np.array(array, np.float32)
 
     def modelToHost(self, fileName) -> None:  # noqa: N802,N803
         """Write the model, its weights read back from the device, to the ONNX file ``fileName``."""

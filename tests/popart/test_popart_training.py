@@ -334,3 +334,23 @@ def test_embedding_gather_with_streamed_indices_adds_repeated_rows():
     np.add.at(want, idx % 5, rs)
     np.testing.assert_allclose(anchors[G + table], want, rtol=1e-6)
     np.testing.assert_allclose(session.weightsToHost()[table], np.arange(15).reshape(5, 3) - 0.5 * want, rtol=1e-6)
+
+
+def test_a_weight_read_twice_sums_its_gradients_and_weights_io_round_trips():
+    b = popart.Builder()
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "x")
+    w = b.addInitializedInputTensor(np.array([1.0, 2.0, 3.0], np.float32), "w")
+    loss = b.aiGraphcore.identityloss([b.aiOnnx.add([b.aiOnnx.mul([x, w]), w])], popart.ReductionType.Sum)
+    session = _session(b, loss, popart.ConstSGD(0.1), {G + w: popart.AnchorReturnType("ALL")})
+    anchors = session.initAnchorArrays()
+    xs = np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]], np.float32)
+    session.run(popart.PyStepIO({x: xs}, anchors))
+    np.testing.assert_allclose(anchors[G + w], xs.sum(0) + 2.0, rtol=1e-6)   # x through Mul, twice 1 through Add
+    io = popart.PyWeightsIO({w: np.zeros(3, np.float32)})
+    session.readWeights(io)
+    np.testing.assert_allclose(io.weights[w], [1.0, 2.0, 3.0] - 0.1 * (xs.sum(0) + 2.0), rtol=1e-6)
+    session.writeWeights(popart.PyWeightsIO({w: np.full(3, 7.0, np.float32)}))
+    session.weightsFromHost()
+    np.testing.assert_allclose(session.weightsToHost()[w], 7.0)
+    with pytest.raises(popart.popart_exception, match="'v' is no weight of the model"):
+        session.readWeights(popart.PyWeightsIO({"v": np.zeros(3, np.float32)}))
