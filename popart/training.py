@@ -21,11 +21,14 @@ from .lowering import Lowering
 from .model import load, model_proto
 from .ops.bn_training import is_training
 from .optimizer import Update, check_optimizer
-from .options import SessionOptions
+from .options import DEFAULTS, SessionOptions
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
 from .weights_io import checked
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
+#: the options a TrainingSession refuses away from their defaults (several IPUs, replicas)
+NOT_IN_TRAINING = ("enableReplicatedGraphs", "replicatedGraphCount", "globalReplicationFactor", "virtualGraphMode",
+                   "enablePipelining", "autoRecomputation", "explicitRecomputation", "syntheticDataMode")
 
 
 def host_shape(shape, *counts) -> tuple:
@@ -50,6 +53,10 @@ class TrainingSession(InferenceSession):
             raise popart_exception(f"{what}: userOptions must be a popart.SessionOptions, found "
                                    f"{type(self.options).__name__}")
         self.options.check_supported(training=True)
+        for key in NOT_IN_TRAINING:   # whatever an InferenceSession may honour, training does not yet
+            if getattr(self.options, key) != DEFAULTS[key]:
+                raise popart_exception(f"{what}: SessionOptions.{key} = {getattr(self.options, key)!r} is not "
+                                       f"supported in training yet (only {DEFAULTS[key]!r}); see docs/onnx.md")
         self.optimizer = check_optimizer(optimizer, what)
         self.dataFlow, self.deviceInfo, self.name = dataFlow, deviceInfo, name
         self._proto = model_proto(fnModel)

@@ -354,3 +354,13 @@ def test_a_weight_read_twice_sums_its_gradients_and_weights_io_round_trips():
     np.testing.assert_allclose(session.weightsToHost()[w], 7.0)
     with pytest.raises(popart.popart_exception, match="'v' is no weight of the model"):
         session.readWeights(popart.PyWeightsIO({"v": np.zeros(3, np.float32)}))
+
+
+def test_options_training_does_not_honour_are_refused():
+    builder, x, w, loss = _scaled_model("l1", popart.ReductionType.Sum)
+    for key, value in (("replicatedGraphCount", 2), ("enablePipelining", True)):
+        options = popart.SessionOptions()
+        setattr(options, key, value)
+        with pytest.raises(popart.popart_exception, match=key):
+            popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(1, {}), loss=loss,
+                                   optimizer=popart.ConstSGD(0.1), deviceInfo=_device(), userOptions=options)
