@@ -364,3 +364,17 @@ def test_options_training_does_not_honour_are_refused():
         with pytest.raises(popart.popart_exception, match=key):
             popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(1, {}), loss=loss,
                                    optimizer=popart.ConstSGD(0.1), deviceInfo=_device(), userOptions=options)
+
+
+def test_an_inference_session_runs_a_loss_forward(rng):
+    builder, x, label, loss, init = _mlp(rng)
+    session = popart.InferenceSession(fnModel=builder.getModelProto(),
+                                      dataFlow=popart.DataFlow(1, {loss: popart.AnchorReturnType("ALL")}),
+                                      deviceInfo=_device())
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    xs, labels = rng.normal(size=(4, 5)).astype(np.float32), np.array([0, 2, 1, 2], np.int32)
+    session.run(popart.PyStepIO({x: xs, label: labels}, anchors))
+    want, _ = _mlp_grads({k: v.astype(np.float64) for k, v in init.items()}, xs.astype(np.float64), labels)
+    np.testing.assert_allclose(anchors[loss], want, rtol=1e-5)
