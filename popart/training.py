@@ -67,6 +67,10 @@ class TrainingSession(InferenceSession):
                                    f"(builder.aiGraphcore.nllloss / l1loss / identityloss); outputs: "
                                    f"{sorted(self.model.outputs)}")
         self.loss = loss
+        unknown = sorted(set(self.optimizer.specific) - set(self.model.initializers))
+        if unknown:
+            raise popart_exception(f"{what}: the optimizer has specific values for {unknown}, which are no weights of "
+                                   f"the model; its weights are {sorted(self.model.initializers)}")
         for tid in dataFlow.anchors():
             base = tid[len(GRADIENT_PREFIX):] if tid.startswith(GRADIENT_PREFIX) else tid
             if base not in known:
@@ -116,11 +120,11 @@ class TrainingSession(InferenceSession):
                 popops.add_in_place(g, acc, grad, micro, f"{tid}/accumulate")
                 grad = acc
             v = None
-            if self._update.momentum:
+            if self._update.has_momentum(tid):
                 v = g.clone(w, f"velocity/{tid}")
                 g.create_host_write(f"velocity/{tid}", v)
                 self._velocities.append((tid, v.shape))
-            self._update.apply(w, grad, v, update, f"{tid}/update")
+            self._update.apply(tid, w, grad, v, update, f"{tid}/update")
             if self._accl > 1:
                 popops.zero(g, grad, update, f"{tid}/accumulator/zero")
 
@@ -220,11 +224,17 @@ class TrainingSession(InferenceSession):
         """Use ``optimizer``'s values from the next step: only those the session's optimizer made non-const."""
         engine = self._need_engine("updateOptimizerFromHost")
         optimizer = check_optimizer(optimizer, "updateOptimizerFromHost")
-        for key, (value, const) in self.optimizer.values.items():
-            if const and optimizer.value(key) != value:
-                raise popart_exception(f"updateOptimizerFromHost: {key} was given as const ({value}) to the session; "
-                                       f"it cannot change to {optimizer.value(key)}. Make it (value, False) in the "
-                                       "SGD the session is made with")
+        if set(optimizer.specific) != set(self.optimizer.specific):
+            raise popart_exception(f"updateOptimizerFromHost: the optimizer has specific values for "
+                                   f"{sorted(optimizer.specific)}; the session's has them for "
+                                   f"{sorted(self.optimizer.specific)} (they must be the same weights)")
+        for group in [None] + sorted(self.optimizer.specific):
+            for key, (value, const) in self.optimizer.for_weight(group).items():
+                if const and optimizer.value(key, group) != value:
+                    where = "" if group is None else f" (specific to {group!r})"
+                    raise popart_exception(f"updateOptimizerFromHost: {key}{where} was given as const ({value}) to the "
+                                           f"session; it cannot change to {optimizer.value(key, group)}. Make it "
+                                           "(value, False) in the SGD the session is made with")
         self._update.write(engine, optimizer)
         self.optimizer = optimizer
 

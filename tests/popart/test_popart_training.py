@@ -378,3 +378,42 @@ def test_an_inference_session_runs_a_loss_forward(rng):
     session.run(popart.PyStepIO({x: xs, label: labels}, anchors))
     want, _ = _mlp_grads({k: v.astype(np.float64) for k, v in init.items()}, xs.astype(np.float64), labels)
     np.testing.assert_allclose(anchors[loss], want, rtol=1e-5)
+
+
+def test_nesterov_and_weight_specific_values_as_popart_states_them():
+    b = popart.Builder()
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "x")
+    w1 = b.addInitializedInputTensor(np.array([0.5, -1.0, 2.0], np.float32), "w1")
+    w2 = b.addInitializedInputTensor(np.array([0.1, 0.2, -0.3], np.float32), "w2")
+    loss = b.aiGraphcore.identityloss([b.aiOnnx.tanh([b.aiOnnx.add([b.aiOnnx.mul([x, w1]), w2])])],
+                                      popart.ReductionType.Sum)
+
+    def optimizer(lr2):
+        opt = popart.SGD({"defaultLearningRate": (0.2, True), "defaultMomentum": (0.5, True),
+                          "defaultWeightDecay": (0.1, True), "defaultVelocityScaling": (4.0, True),
+                          "nesterov": (1, True), "lossScaling": (2.0, True)})
+        opt.insertSpecific(w2, {"learningRate": (lr2, False), "momentum": (0.0, True), "nesterov": (0, True),
+                                "dampening": (0.25, True)})
+        return opt
+    session = _session(b, loss, optimizer(0.3), {}, bps=2)
+    anchors = session.initAnchorArrays()
+    xs = np.random.default_rng(9).normal(size=(2, 2, 3)).astype(np.float32)
+    w = {w1: np.array([0.5, -1.0, 2.0]), w2: np.array([0.1, 0.2, -0.3])}
+    v1 = np.zeros(3)
+    for step, lr2 in enumerate((0.3, 0.05)):
+        if step:
+            session.updateOptimizerFromHost(optimizer(lr2))
+        session.run(popart.PyStepIO({x: xs}, anchors))
+        for batch in range(2):
+            d = 1 - np.tanh(xs[batch] * w[w1] + w[w2]) ** 2
+            g1, g2 = (d * xs[batch]).sum(0), d.sum(0)
+            v1 = 0.5 * v1 + g1 + 0.1 * w[w1]
+            w[w1] = w[w1] - 0.2 * (g1 + 0.1 * w[w1] + 0.5 * v1)
+            w[w2] = w[w2] - lr2 * 0.75 * (g2 + 0.1 * w[w2])
+    got = session.weightsToHost()
+    for k in w:
+        np.testing.assert_allclose(got[k], w[k], rtol=1e-5, err_msg=k)
+    with pytest.raises(popart.popart_exception, match="must be the same weights"):
+        session.updateOptimizerFromHost(popart.SGD({"defaultLearningRate": (0.2, True)}))
+    with pytest.raises(popart.popart_exception, match="nesterov needs momentum"):
+        popart.SGD({"nesterov": (1, True)})
