@@ -7,7 +7,7 @@ naming it. Gradients are named as PopART names them: ``Gradient___<tensor id>``.
 from popsim import FLOAT, popops
 
 from .errors import popart_exception
-from .grad_table import differentiable_ops, grad_rule
+from .grad_table import differentiable_ops, fused_rule, grad_rule
 from .lowering import Lowering
 
 #: PopART's prefix of a gradient tensor's id (popart.reservedGradientPrefix())
@@ -28,6 +28,16 @@ class GradContext(Lowering):
         self.needed = []
 
 
+def _fusable(producer, consumer, values, opset) -> bool:
+    """Softmax then Nll fuse where the softmax runs over the last dimension (the classes)
+    and the Nll reads probabilities (not log probabilities)."""
+    if (producer.op_type, consumer.op_type) != ("Softmax", "Nll"):
+        return True
+    rank = values[producer.outputs[0]].rank
+    axis = int(producer.attrs.get("axis", -1 if opset >= 13 else 1))
+    return axis % rank == rank - 1 and not int(consumer.attrs.get("inputIsLogProbability", 0))
+
+
 def _is_float(value) -> bool:
     return getattr(value, "dtype", None) == FLOAT
 
@@ -35,9 +45,10 @@ def _is_float(value) -> bool:
 class Autodiff:
     """The backward pass of ``model`` (lowered into ``values``) from ``loss`` to ``weights``."""
 
-    def __init__(self, model, values: dict, loss: str, weights, saved=None):
+    def __init__(self, model, values: dict, loss: str, weights, saved=None, keep=()):
         self.model, self.values, self.loss, self.weights = model, values, loss, list(weights)
         self.saved = saved or {}   # what the forward lowerings kept for the gradients
+        self.keep = set(keep)      # tensors whose own gradients are wanted (anchored): never fused away
         self.requires = self._requiring()
         if loss not in self.requires:
             raise popart_exception(f"TrainingSession: the loss {loss!r} does not depend on any trainable weight (float32 "
@@ -68,27 +79,56 @@ class Autodiff:
             nodes.append(node)
         return nodes[::-1]
 
+    def _fused(self) -> dict:
+        """consumer node name -> producer node, for the pairs a fused rule differentiates
+        at once: the producer's only output read by the consumer alone (as its input 0),
+        its gradient not anchored, its input taking a gradient."""
+        producers = {o: n for n in self.nodes for o in n.outputs if o}
+        readers = {}
+        for n in self.model.nodes:
+            for i in n.inputs:
+                readers[i] = readers.get(i, 0) + 1
+        out = {}
+        for node in self.nodes:
+            first = node.inputs[0] if node.inputs else ""
+            producer = producers.get(first)
+            if producer is None or fused_rule(producer.op_type, node.op_type) is None:
+                continue
+            if readers.get(first) == 1 and first not in self.keep and first not in self.model.outputs \
+                    and producer.inputs[0] in self.requires and _fusable(producer, node, self.values, self.model.opset):
+                out[node.name] = producer
+        return out
+
+    def _add(self, ctx, grads, tid, g, node) -> None:
+        expected = tuple(self.values[tid].shape)
+        if tuple(g.shape) != expected:
+            raise popart_exception(f"node {node.name!r} ({node.op_type}): its gradient rule gave {tid!r} a "
+                                   f"gradient of shape {tuple(g.shape)}, expected {expected}")
+        grads[tid] = g if tid not in grads else \
+            popops.add(ctx.graph, grads[tid], g, ctx.prog, f"{GRADIENT_PREFIX}{tid}/sum")
+
     def run(self, graph, prog, cache, seed) -> dict:
         """Append the backward pass to ``prog``, starting from ``seed`` (the loss's gradient);
         returns tensor id -> gradient for every tensor on the path (the weights included)."""
         ctx = GradContext(graph, prog, self.model, self.values, cache)
         ctx.saved = self.saved
-        grads = {self.loss: seed}
+        grads, fused = {self.loss: seed}, self._fused()
+        done = {p.name for p in fused.values()}
         for node in reversed(self.nodes):
             out_grads = [grads.get(o) for o in node.outputs]
-            if all(g is None for g in out_grads):
+            if node.name in done or all(g is None for g in out_grads):
                 continue
             inputs = [self.values.get(i) if i else None for i in node.inputs]
+            producer = fused.get(node.name)
+            if producer is not None:   # the producer and this node at once
+                ctx.needed = [True]
+                g = fused_rule(producer.op_type, node.op_type)(ctx, producer, node, inputs, out_grads)
+                self._add(ctx, grads, producer.inputs[0], g, producer)
+                continue
             outputs = [self.values.get(o) if o else None for o in node.outputs]
             ctx.needed = [bool(i) and i in self.requires for i in node.inputs]
             in_grads = grad_rule(node.op_type)(ctx, node, inputs, outputs, out_grads)
             for tid, want, g in zip(node.inputs, ctx.needed, in_grads):
-                if not want or g is None:
-                    continue
-                expected = tuple(self.values[tid].shape)
-                if tuple(g.shape) != expected:
-                    raise popart_exception(f"node {node.name!r} ({node.op_type}): its gradient rule gave {tid!r} a "
-                                           f"gradient of shape {tuple(g.shape)}, expected {expected}")
-                grads[tid] = g if tid not in grads else \
-                    popops.add(ctx.graph, grads[tid], g, ctx.prog, f"{GRADIENT_PREFIX}{tid}/sum")
+                if want and g is not None:
+                    self._add(ctx, grads, tid, g, node)
         return grads   # a weight the loss does not read has none (and is left unchanged)

@@ -3,10 +3,15 @@ appends its backward PopLibs ops (popart/grads/). A rule is called as
 ``rule(ctx, node, inputs, outputs, grads)``: the forward values of the node's inputs and
 outputs (device tensors, or host constants), the gradients of its outputs (a device tensor,
 or None where none flows), and returns one gradient per input (None where the input takes
-none: integers, shapes, constants)."""
+none: integers, shapes, constants). A fused rule (``fused_grad``) differentiates two nodes
+at once, as PopART's patterns do."""
 from typing import Callable, Dict
 
 GRADS: Dict[str, Callable] = {}
+#: (producer op, consumer op) -> a rule giving the producer's input gradient from the
+#: consumer's output gradient in one go, as PopART's patterns fuse them (Softmax then Nll:
+#: p - onehot). Autodiff uses it where the producer's output feeds only the consumer.
+FUSED: Dict[tuple, Callable] = {}
 
 
 def grad(*op_types: str):
@@ -16,6 +21,20 @@ def grad(*op_types: str):
             GRADS[op_type] = rule
         return rule
     return register
+
+
+def fused_grad(producer: str, consumer: str):
+    """Register ``rule(ctx, producer_node, consumer_node, inputs, grads)`` (the consumer's
+    inputs and output gradients) as the fused gradient of ``producer`` then ``consumer``."""
+    def register(rule):
+        FUSED[(producer, consumer)] = rule
+        return rule
+    return register
+
+
+def fused_rule(producer: str, consumer: str):
+    _load()
+    return FUSED.get((producer, consumer))
 
 
 def grad_rule(op_type: str):

@@ -193,7 +193,9 @@ class TrainingSession(InferenceSession):
         # the weights, and the FLOAT inputs whose gradients are anchored
         sources = list(self._weights) + [t for t, (dtype, _) in m.inputs.items()
                                          if dtype == "FLOAT" and self.dataFlow.isAnchored(GRADIENT_PREFIX + t)]
-        grads = Autodiff(m, lowering.values, self.loss, sources, lowering.saved).run(g, backward, cache, seed)
+        anchored = {a[len(GRADIENT_PREFIX):] for a in self.dataFlow.anchors() if a.startswith(GRADIENT_PREFIX)}
+        grads = Autodiff(m, lowering.values, self.loss, sources, lowering.saved, anchored).run(g, backward, cache,
+                                                                                             seed)
         prologue, micro, update, every_n, final = Sequence(), Sequence(feed, forward, backward), Sequence(), \
             Sequence(), Sequence()
         self._weight_updates(g, lowering.values, grads, prologue, micro, update)

@@ -2,11 +2,12 @@
 them: Nll's is -1/max(p, 1e-10) at each sample's label (-1 for log probabilities) and 0
 elsewhere, times the loss's gradient, over the sample count for Mean (the samples not
 ignored, with ``ignoreIndex``; ignored samples get 0); L1's is lambda * sign(x); the
-identity loss's is 1; Mean divides both by the element count."""
+identity loss's is 1; Mean divides both by the element count. A Softmax read only by an Nll
+has the two differentiated at once (PopART's NlllWithSoftmaxGradDirect): p - onehot."""
 from popsim import FLOAT, popops
 from popsim.popops import expr as pe
 
-from ..grad_table import grad
+from ..grad_table import fused_grad, grad
 from ..graphcore_builder import ReductionType, reduction_of
 from ..ops.losses import ignore_mask, nll_operands, one_hot, reduce_all
 from .common import count, expand_to
@@ -25,28 +26,43 @@ def _per_element(g, shape, reduction):
 @grad("Nll")
 def nll(ctx, node, inputs, outputs, grads):
     probs, label, _ = nll_operands(ctx, node, inputs)
-    name, reduction = f"{node.name}/grad", reduction_of(node)
+    name = f"{node.name}/grad"
     encoded = one_hot(ctx, node, probs, label, ctx.prog, name)
     if int(node.attrs.get("inputIsLogProbability", 0)):
         popops.neg_in_place(ctx.graph, encoded, ctx.prog, f"{name}/neg")
     else:
         popops.map_in_place(ctx.graph, -pe._1 / pe.max(pe._2, pe.Const(DIV_EPS, FLOAT)), [encoded, probs], ctx.prog,
                             f"{name}/negDiv")
-    g = grads[0]
-    if reduction is ReductionType.NoReduction:
-        g = g.reshape((probs.shape[0], 1))
-    else:
-        g = g.reshape((1, 1))
+    _scale_rows(ctx, node, encoded, label, grads[0], name)
+    return [encoded.reshape(tuple(inputs[0].shape)), None]
+
+
+def _scale_rows(ctx, node, d, label, g, name) -> None:
+    """``d`` [N, C] times the loss's gradient ``g`` (per row with NoReduction), over the
+    sample count for Mean (the samples not ignored), ignored rows zeroed: in place."""
+    rows, reduction = d.shape[0], reduction_of(node)
+    g = g.reshape((rows, 1)) if reduction is ReductionType.NoReduction else g.reshape((1, 1))
     if "ignoreIndex" in node.attrs:
         mask = ignore_mask(ctx, node, label, ctx.prog, name)
-        popops.mul_in_place(ctx.graph, encoded, mask.reshape((probs.shape[0], 1)), ctx.prog, f"{name}/masked")
+        popops.mul_in_place(ctx.graph, d, mask.reshape((rows, 1)), ctx.prog, f"{name}/masked")
         if reduction is ReductionType.Mean:
             kept = reduce_all(ctx, mask, 1.0, f"{name}/count")
             g = popops.div(ctx.graph, g, kept.reshape((1, 1)), ctx.prog, f"{name}/mean")
     elif reduction is ReductionType.Mean:
-        g = popops.mul(ctx.graph, g, 1.0 / max(1, probs.shape[0]), ctx.prog, f"{name}/mean")
-    popops.mul_in_place(ctx.graph, encoded, g, ctx.prog, f"{name}/scaled")
-    return [encoded.reshape(tuple(inputs[0].shape)), None]
+        g = popops.mul(ctx.graph, g, 1.0 / max(1, rows), ctx.prog, f"{name}/mean")
+    popops.mul_in_place(ctx.graph, d, g, ctx.prog, f"{name}/scaled")
+
+
+@fused_grad("Softmax", "Nll")
+def softmax_nll(ctx, softmax, nll, inputs, grads):
+    """The gradient at the softmax's input, as PopART's NlllWithSoftmaxGradDirect pattern
+    gives it: (p - onehot(label)) times the loss's gradient (over the count for Mean)."""
+    probs, label, _ = nll_operands(ctx, nll, inputs)
+    name = f"{nll.name}/softmaxGrad"
+    encoded = one_hot(ctx, nll, probs, label, ctx.prog, name)
+    popops.map_in_place(ctx.graph, pe._2 - pe._1, [encoded, probs], ctx.prog, f"{name}/sub")
+    _scale_rows(ctx, nll, encoded, label, grads[0], name)
+    return encoded.reshape(tuple(inputs[0].shape))
 
 
 def _scale(node, shape, factor):

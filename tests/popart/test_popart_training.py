@@ -417,3 +417,21 @@ def test_nesterov_and_weight_specific_values_as_popart_states_them():
         session.updateOptimizerFromHost(popart.SGD({"defaultLearningRate": (0.2, True)}))
     with pytest.raises(popart.popart_exception, match="nesterov needs momentum"):
         popart.SGD({"nesterov": (1, True)})
+
+
+def test_softmax_then_nll_are_differentiated_at_once_as_popart_patterns_do():
+    """p - onehot: right where the label's probability underflows to 0 (the chain through
+    -1/p would give 0)."""
+    b = popart.Builder()
+    label = b.addInputTensor(popart.TensorInfo("INT32", [2]), "label")
+    z = b.addInitializedInputTensor(np.array([[60.0, -60.0], [1.0, 2.0]], np.float32), "z")
+    probs = b.aiOnnx.softmax([z], axis=1)
+    loss = b.aiGraphcore.nllloss([probs, label], popart.ReductionType.Mean)
+    art = popart.AnchorReturnType("ALL")
+    session = _session(b, loss, popart.ConstSGD(0.0), {loss: art, G + z: art})
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({label: np.array([1, 0], np.int32)}, anchors))
+    p1 = np.exp([1.0, 2.0]) / np.exp([1.0, 2.0]).sum()
+    want = np.array([[1.0, -1.0], [p1[0] - 1, p1[1]]]) / 2
+    np.testing.assert_allclose(anchors[G + z], want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(anchors[loss], (-np.log(1e-7) - np.log(p1[0])) / 2, rtol=1e-5)
