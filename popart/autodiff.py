@@ -28,16 +28,6 @@ class GradContext(Lowering):
         self.needed = []
 
 
-def _fusable(producer, consumer, values, opset) -> bool:
-    """Softmax then Nll fuse where the softmax runs over the last dimension (the classes)
-    and the Nll reads probabilities (not log probabilities)."""
-    if (producer.op_type, consumer.op_type) != ("Softmax", "Nll"):
-        return True
-    rank = values[producer.outputs[0]].rank
-    axis = int(producer.attrs.get("axis", -1 if opset >= 13 else 1))
-    return axis % rank == rank - 1 and not int(consumer.attrs.get("inputIsLogProbability", 0))
-
-
 def _is_float(value) -> bool:
     return getattr(value, "dtype", None) == FLOAT
 
@@ -92,10 +82,10 @@ class Autodiff:
         for node in self.nodes:
             first = node.inputs[0] if node.inputs else ""
             producer = producers.get(first)
-            if producer is None or fused_rule(producer.op_type, node.op_type) is None:
+            if producer is None or fused_rule(producer, node, self.values, self.model.opset) is None:
                 continue
             if readers.get(first) == 1 and first not in self.keep and first not in self.model.outputs \
-                    and producer.inputs[0] in self.requires and _fusable(producer, node, self.values, self.model.opset):
+                    and producer.inputs[0] in self.requires:
                 out[node.name] = producer
         return out
 
@@ -122,7 +112,7 @@ class Autodiff:
             producer = fused.get(node.name)
             if producer is not None:   # the producer and this node at once
                 ctx.needed = [True]
-                g = fused_rule(producer.op_type, node.op_type)(ctx, producer, node, inputs, out_grads)
+                g = fused_rule(producer, node, self.values, ctx.opset)(ctx, producer, node, inputs, out_grads)
                 self._add(ctx, grads, producer.inputs[0], g, producer)
                 continue
             outputs = [self.values.get(o) if o else None for o in node.outputs]

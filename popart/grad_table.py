@@ -23,18 +23,21 @@ def grad(*op_types: str):
     return register
 
 
-def fused_grad(producer: str, consumer: str):
+def fused_grad(producer: str, consumer: str, when: Callable):
     """Register ``rule(ctx, producer_node, consumer_node, inputs, grads)`` (the consumer's
-    inputs and output gradients) as the fused gradient of ``producer`` then ``consumer``."""
+    inputs and output gradients) as the fused gradient of ``producer`` then ``consumer``,
+    used where ``when(producer_node, consumer_node, values, opset)`` holds."""
     def register(rule):
-        FUSED[(producer, consumer)] = rule
+        FUSED[(producer, consumer)] = (rule, when)
         return rule
     return register
 
 
-def fused_rule(producer: str, consumer: str):
+def fused_rule(producer, consumer, values, opset):
+    """The fused rule of nodes ``producer`` then ``consumer``, or None (none, or not here)."""
     _load()
-    return FUSED.get((producer, consumer))
+    rule, when = FUSED.get((producer.op_type, consumer.op_type), (None, None))
+    return rule if rule is not None and when(producer, consumer, values, opset) else None
 
 
 def grad_rule(op_type: str):

@@ -53,7 +53,14 @@ def _scale_rows(ctx, node, d, label, g, name) -> None:
     popops.mul_in_place(ctx.graph, d, g, ctx.prog, f"{name}/scaled")
 
 
-@fused_grad("Softmax", "Nll")
+def _over_classes(softmax, nll, values, opset) -> bool:
+    """The softmax runs over the last dimension (the classes) and the Nll reads probabilities."""
+    rank = values[softmax.outputs[0]].rank
+    axis = int(softmax.attrs.get("axis", -1 if opset >= 13 else 1))
+    return axis % rank == rank - 1 and not int(nll.attrs.get("inputIsLogProbability", 0))
+
+
+@fused_grad("Softmax", "Nll", when=_over_classes)
 def softmax_nll(ctx, softmax, nll, inputs, grads):
     """The gradient at the softmax's input, as PopART's NlllWithSoftmaxGradDirect pattern
     gives it: (p - onehot(label)) times the loss's gradient (over the count for Mean)."""
