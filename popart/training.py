@@ -19,7 +19,7 @@ from .errors import onnx_module, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load, model_proto
-from .ops.bn_training import is_training
+from .grads.nn import is_training
 from .optimizer import Update, check_optimizer
 from .options import DEFAULTS, SessionOptions
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession

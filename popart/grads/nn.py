@@ -11,7 +11,6 @@ from popsim.popops import expr as pe
 
 from ..errors import popart_exception
 from ..grad_table import grad
-from ..ops.bn_training import is_training
 from ..ops.nn import _spatial, conv_params, conv_weights_shape
 
 ADD = popops.Operation.ADD
@@ -79,7 +78,11 @@ def _pool_params(node, x, kind):
         return popnn.PoolParams(getattr(popnn.PoolingType, kind), field, field, (1,) * len(field), zeros, zeros,
                                 x.shape[1], x.shape[0], FLOAT), False
     kernel = [int(k) for k in node.attrs["kernel_shape"]]
-    strides, lower, upper, _ = _spatial(node, x.shape, kernel, node.op_type)
+    strides, lower, upper, dilations = _spatial(node, x.shape, kernel, node.op_type)
+    if int(node.attrs.get("ceil_mode", 0)) or any(d != 1 for d in dilations):
+        raise popart_exception(f"node {node.name!r} ({node.op_type}): popsim.popart differentiates pools without "
+                               f"ceil_mode and dilations so far (found ceil_mode={node.attrs.get('ceil_mode', 0)}, "
+                               f"dilations={list(dilations)})")
     include_pad = kind == "AVG" and int(node.attrs.get("count_include_pad", 0)) and any(lower + upper)
     pooling = popnn.PoolingType.SUM if include_pad else getattr(popnn.PoolingType, kind)
     return popnn.PoolParams(pooling, tuple(x.shape[2:]), kernel, strides, lower, upper, x.shape[1], x.shape[0],
@@ -102,6 +105,11 @@ grad("AveragePool")(_pool("AVG"))
 grad("GlobalAveragePool")(_pool("AVG"))
 
 
+def is_training(node) -> bool:
+    """A BatchNormalization in training mode: ``training_mode``, or more than one output before opset 14."""
+    return bool(int(node.attrs.get("training_mode", 0))) or len([o for o in node.outputs if o]) > 1
+
+
 @grad("BatchNormalization")
 def batch_normalization(ctx, node, inputs, outputs, grads):
     """Training mode: popnn.bn.batch_norm_gradients (through the batch's statistics) for X,
@@ -112,7 +120,11 @@ def batch_normalization(ctx, node, inputs, outputs, grads):
                                "running mean and variance outputs (num_outputs=5 before opset 14, training_mode=1 "
                                "after)")
     x, gamma = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs[:2]))
-    mean, inv_std = ctx.saved[node.name]
+    if node.name in ctx.saved:   # the statistics the forward lowering computed
+        mean, inv_std = ctx.saved[node.name]
+    else:   # a lowering that kept none: the same statistics again
+        mean, inv_std = popnn.bn.batch_norm_statistics(ctx.graph, x, float(node.attrs.get("epsilon", 1e-5)),
+                                                       ctx.prog, name=f"{node.name}/grad/statistics")
     g = grads[0]
     out = [None] * len(inputs)
     if g is None:

@@ -9,6 +9,7 @@ from popsim.popops import expr as pe
 
 
 def is_training(node) -> bool:
+    """A BatchNormalization in training mode: ``training_mode``, or more than one output before opset 14."""
     return bool(int(node.attrs.get("training_mode", 0))) or len([o for o in node.outputs if o]) > 1
 
 
