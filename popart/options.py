@@ -33,7 +33,10 @@ DEFAULTS = {
 #: the fields a session honours with any value: those that only describe what PopART's
 #: compiler may do (outlining, buffering, caching...) and those popsim.popart implements
 IMPLEMENTED = {"engineOptions", "instrumentWithHardwareCycleCounter", "enableOutlining", "outlineThreshold",
-               "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth"}
+               "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth",
+               "enableReplicatedGraphs", "replicatedGraphCount", "enablePipelining"}   # placement.py, pipeline.py
+#: fields honoured with some values only: field -> those values
+IMPLEMENTED_VALUES = {"virtualGraphMode": (VirtualGraphMode.Off, VirtualGraphMode.Manual)}
 
 
 class SessionOptions:
@@ -50,6 +53,9 @@ class SessionOptions:
         """Refuse a field set away from its default that popsim.popart does not implement."""
         for key, default in DEFAULTS.items():
             value = getattr(self, key)
-            if key not in IMPLEMENTED and value != default:
+            if key in IMPLEMENTED_VALUES and value not in IMPLEMENTED_VALUES[key]:
+                raise popart_exception(f"SessionOptions.{key} = {value!r} is not supported yet by popsim.popart "
+                                       f"(only {', '.join(map(repr, IMPLEMENTED_VALUES[key]))})")
+            if key not in IMPLEMENTED and key not in IMPLEMENTED_VALUES and value != default:
                 raise popart_exception(f"SessionOptions.{key} = {value!r} is not supported yet by popsim.popart "
                                        f"(only the default {default!r}); see docs/onnx.md for what is not done")
