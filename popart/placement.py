@@ -60,6 +60,10 @@ class Placement:
                     f"{len(placed)} have none: {_names(missing)}; add them inside `with builder.virtualGraph(ipu):` "
                     "or call builder.virtualGraph(output_id, ipu)")
             self.node_ipu = {n.name: int(n.attrs[VIRTUAL_GRAPH]) for n in placed}
+            negative = [n for n in placed if self.node_ipu[n.name] < 0]
+            if negative:
+                raise popart_exception(f"ops {_names(negative)} have a negative virtualGraph "
+                                       f"{self.node_ipu[negative[0].name]}; IPUs are numbered from 0")
         self.ipus_per_replica = max(self.node_ipu.values(), default=0) + 1
         if self.pipelined:
             self._stages(placed, data_flow)

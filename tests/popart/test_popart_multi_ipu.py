@@ -103,11 +103,13 @@ def test_replicas_each_run_their_slice_of_the_inputs(rng, bps):
     assert session.getReport().target.num_ipus == 1                        # one replica's target
 
 
-def test_replicated_sum_anchor_sums_each_replica_over_the_step(rng):
+def test_replicated_sum_and_everyn_anchors(rng):
     b, x, y, weights = _mlp(rng)
     data = rng.standard_normal((4, 2, 2, 8)).astype(np.float32)
-    out, _ = _run(b, {y: popart.AnchorReturnType("SUM")}, {x: data}, 4, 2, _options(replicas=2))
+    arts = {y: popart.AnchorReturnType("SUM"), x: popart.AnchorReturnType("EVERYN", 2)}
+    out, _ = _run(b, arts, {x: data}, 4, 2, _options(replicas=2))
     np.testing.assert_allclose(out[y], _numpy(data, weights).sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[x], data[1::2])   # batches 2 and 4 of each replica: [2, replicas, ...]
 
 
 def _ipus_running(report, prefix):
