@@ -20,7 +20,6 @@ from .pipeline import Stages
 from .placement import PlacedLowering, Placement
 from .replication import AnchorBuffers, to_replicas
 
-LINEAR = popsim.VariableMappingMethod.LINEAR
 #: the types streamed to and from the device: ONNX name -> (popsim type, numpy type)
 STREAMED = {"FLOAT": (FLOAT, np.float32), "BOOL": (BOOL, np.bool_), "INT32": (INT, np.int32)}
 _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
