@@ -59,11 +59,11 @@ class Placement:
                     f"SessionOptions.virtualGraphMode is Manual, so every op needs an IPU, but {len(missing)} of "
                     f"{len(placed)} have none: {_names(missing)}; add them inside `with builder.virtualGraph(ipu):` "
                     "or call builder.virtualGraph(output_id, ipu)")
-            self.node_ipu = {n.name: int(n.attrs[VIRTUAL_GRAPH]) for n in placed}
-            negative = [n for n in placed if self.node_ipu[n.name] < 0]
+            self.node_ipu = {id(n): int(n.attrs[VIRTUAL_GRAPH]) for n in placed}   # by node: names may repeat
+            negative = [n for n in placed if self.node_ipu[id(n)] < 0]
             if negative:
                 raise popart_exception(f"ops {_names(negative)} have a negative virtualGraph "
-                                       f"{self.node_ipu[negative[0].name]}; IPUs are numbered from 0")
+                                       f"{self.node_ipu[id(negative[0])]}; IPUs are numbered from 0")
         self.ipus_per_replica = max(self.node_ipu.values(), default=0) + 1
         if self.pipelined:
             self._stages(placed, data_flow)
@@ -88,20 +88,20 @@ class Placement:
             raise popart_exception(f"only some ops have a pipeline stage; ops missing one: {_names(missing)}; add "
                                    "them inside `with builder.pipelineStage(stage):`")
         key = PIPELINE_STAGE if staged else VIRTUAL_GRAPH   # PopART: the IPU is the stage when none is set
-        self.node_stage = {n.name: int(n.attrs[key]) for n in placed}
+        self.node_stage = {id(n): int(n.attrs[key]) for n in placed}
         self.stage_ipu = {}
         for n in placed:
-            s = self.node_stage[n.name]
-            ipu = self.stage_ipu.setdefault(s, self.node_ipu[n.name])
-            if ipu != self.node_ipu[n.name]:
-                others = [m for m in placed if self.node_stage[m.name] == s]
+            s = self.node_stage[id(n)]
+            ipu = self.stage_ipu.setdefault(s, self.node_ipu[id(n)])
+            if ipu != self.node_ipu[id(n)]:
+                others = [m for m in placed if self.node_stage[id(m)] == s]
                 raise popart_exception(f"ops {_names(others)} have the same pipeline stage {s} but different virtual "
                                        "graphs; all ops of a stage must be on one IPU")
         self.num_stages = len(self.stage_ipu)
         gaps = sorted(set(range(self.num_stages)) - set(self.stage_ipu))
         if gaps:
-            raise popart_exception(f"the ops' pipeline stages {sorted(self.stage_ipu)} are not 0..{self.num_stages - 1}:"
-                                   f" stage {gaps[0]} is missing")
+            raise popart_exception(f"the ops' pipeline stages {sorted(self.stage_ipu)} are not "
+                                   f"0..{self.num_stages - 1}: stage {gaps[0]} is missing")
         if data_flow.batchesPerStep() < self.num_stages:
             raise popart_exception(f"for pipelining, batchesPerStep ({data_flow.batchesPerStep()}) must be at least "
                                    f"the number of pipeline stages ({self.num_stages})")
@@ -120,7 +120,7 @@ class Placement:
         return g
 
     def readers(self, tid) -> list:
-        return [n for n in self.model.nodes if tid in n.inputs and n.name in self.node_ipu]
+        return [n for n in self.model.nodes if tid in n.inputs and id(n) in self.node_ipu]
 
     def home_ipu(self, tid):
         """The IPU a model input or weight lives on: its first reader's (its earliest stage's
@@ -130,10 +130,10 @@ class Placement:
             return None
         if self.pipelined:
             return self.stage_ipu[self.home_stage(tid)]
-        return self.node_ipu[readers[0].name]
+        return self.node_ipu[id(readers[0])]
 
     def home_stage(self, tid) -> int:
-        return min(self.node_stage[n.name] for n in self.readers(tid))
+        return min(self.node_stage[id(n)] for n in self.readers(tid))
 
     def graph_for(self, g, tid):
         """The graph to create model input or weight ``tid`` in."""
@@ -172,9 +172,9 @@ class PlacedLowering(Lowering):
     def run(self) -> None:
         p = self.placement
         for node in self.model.nodes:
-            ipu = p.node_ipu.get(node.name)
+            ipu = p.node_ipu.get(id(node))
             self.graph = self.top if ipu is None else p.ipus[ipu]
-            stage = p.node_stage.get(node.name)
+            stage = p.node_stage.get(id(node))
             self.prog = self.main if stage is None else self.stages.program(stage)
             d = lookup(node.op_type, self.opset, node.name)
             inputs = [None if not i else self._placed(i, node, ipu, stage) for i in node.inputs]
