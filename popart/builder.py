@@ -5,6 +5,7 @@ import numpy as np
 
 from .errors import onnx_module, popart_exception
 from .graphcore_builder import AiGraphcore, loss_output_shape
+from .node_attributes import NodeAttributes
 from .op_table import supported_ops
 from .tensor_info import NUMPY_OF, TensorInfo, dtype_name
 
@@ -45,7 +46,7 @@ class _AiOnnx:
                                        debugContext, None)
 
 
-class Builder:
+class Builder(NodeAttributes):
     """``Builder()``, ``Builder(model_proto_bytes)`` or ``Builder("model.onnx")``, and
     ``opsets={"ai.onnx": N}``."""
 
@@ -127,7 +128,7 @@ class Builder:
         count = 1 if num_outputs is None else int(num_outputs)
         outs = [self._new_id(op_type, numbered=True) for _ in range(count)]
         name = str(debug_context) or outs[0]
-        attrs = {k: v for k, v in attrs.items() if v is not None}
+        attrs = {**self.scoped_attributes(), **{k: v for k, v in attrs.items() if v is not None}}
         self._nodes.append(onnx.helper.make_node(op_type, inputs, outs, name=name, domain=domain or None, **attrs))
         return outs if num_outputs is not None else outs[0]
 

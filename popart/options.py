@@ -34,9 +34,12 @@ DEFAULTS = {
 #: compiler may do (outlining, buffering, caching...) and those popsim.popart implements
 IMPLEMENTED = {"engineOptions", "instrumentWithHardwareCycleCounter", "enableOutlining", "outlineThreshold",
                "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth",
-               "accumulationFactor", "enableGradientAccumulation"}
+               "accumulationFactor", "enableGradientAccumulation",
+               "enableReplicatedGraphs", "replicatedGraphCount", "enablePipelining"}   # placement.py, pipeline.py
 #: the fields only a TrainingSession honours (an InferenceSession refuses them away from their default)
 TRAINING_ONLY = {"accumulationFactor", "enableGradientAccumulation"}
+#: fields honoured with some values only: field -> those values
+IMPLEMENTED_VALUES = {"virtualGraphMode": (VirtualGraphMode.Off, VirtualGraphMode.Manual)}
 
 
 class SessionOptions:
@@ -54,7 +57,12 @@ class SessionOptions:
         (for this kind of session)."""
         for key, default in DEFAULTS.items():
             value = getattr(self, key)
-            if (key not in IMPLEMENTED or key in TRAINING_ONLY and not training) and value != default:
+            if key in IMPLEMENTED_VALUES and value not in IMPLEMENTED_VALUES[key]:
+                raise popart_exception(f"SessionOptions.{key} = {value!r} is not supported yet by popsim.popart "
+                                       f"(only {', '.join(map(repr, IMPLEMENTED_VALUES[key]))})")
+            unsupported = (key not in IMPLEMENTED and key not in IMPLEMENTED_VALUES
+                           or key in TRAINING_ONLY and not training)
+            if unsupported and value != default:
                 where = " outside a TrainingSession" if key in TRAINING_ONLY else ""
                 raise popart_exception(f"SessionOptions.{key} = {value!r} is not supported yet by popsim.popart "
                                        f"(only the default {default!r}{where}); see docs/onnx.md for what is not done")
