@@ -6,13 +6,17 @@ from .builder import DEFAULT_OPSET as defaultAiOnnxOpset  # noqa: N812 - PopART'
 from .builder import Builder
 from .autodiff import reservedGradientPrefix
 from .dataflow import AnchorReturnType, DataFlow, PyStepIO
-from .device import DeviceInfo, DeviceManager
+from .device import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
+                     SyncPattern)
 from .errors import popart_exception
 from .graphcore_builder import ReductionType
+from .logger import getLogger
 from .op_table import supported_ops
-from .options import RecomputationType, SessionOptions, SyntheticDataMode, VirtualGraphMode
+from .options import RecomputationType, RecomputeType, SessionOptions, SyntheticDataMode, VirtualGraphMode
 from .optimizer import SGD, ConstSGD
+from .patterns import Patterns, PatternsLevel
 from .session import InferenceSession
+from .stepio_callback import PyStepIOCallback
 from .tensor_info import TensorInfo
 from .training import TrainingSession
 from .weights_io import PyWeightsIO
@@ -23,7 +27,12 @@ def getSupportedOperations(includePrivate: bool = False) -> list:  # noqa: N802,
     return [(d.op_type, d.since) for d in supported_ops()]
 
 
-__all__ = ["AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "defaultAiOnnxOpset", "DeviceInfo", "DeviceManager",
-           "getSupportedOperations", "InferenceSession", "popart_exception", "PyStepIO", "PyWeightsIO",
-           "RecomputationType", "ReductionType", "reservedGradientPrefix", "SessionOptions", "SGD",
-           "supported_ops", "SyntheticDataMode", "TensorInfo", "TrainingSession", "VirtualGraphMode"]
+#: PopART's ai.graphcore opset
+defaultAiGraphcoreOpset = 1  # noqa: N816 - PopART's name
+
+__all__ = ["AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "defaultAiGraphcoreOpset", "defaultAiOnnxOpset",
+           "DeviceConnectionType", "DeviceInfo", "DeviceManager", "DeviceSelectionCriterion", "DeviceType",
+           "getLogger", "getSupportedOperations", "InferenceSession", "Patterns", "PatternsLevel", "popart_exception",
+           "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "RecomputationType", "RecomputeType", "ReductionType",
+           "reservedGradientPrefix", "SessionOptions", "SGD", "supported_ops", "SyncPattern", "SyntheticDataMode",
+           "TensorInfo", "TrainingSession", "VirtualGraphMode"]

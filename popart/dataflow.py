@@ -14,9 +14,10 @@ class AnchorReturnType:
     """``AnchorReturnType("ALL" | "FINAL" | "SUM")`` or ``AnchorReturnType("EVERYN", N)``."""
 
     def __init__(self, anchorReturnTypeString, returnPeriod=None):  # noqa: N803 - PopART's names
-        kind = str(anchorReturnTypeString).upper()
-        if kind not in RETURN_TYPES:
-            raise popart_exception(f"AnchorReturnType: {anchorReturnTypeString!r} is not one of {RETURN_TYPES}")
+        kind = anchorReturnTypeString
+        if kind not in RETURN_TYPES:   # exact, as PopART: "all" is an error, not coerced
+            hint = f"; did you mean {str(kind).upper()!r}?" if str(kind).upper() in RETURN_TYPES else ""
+            raise popart_exception(f"AnchorReturnType: {anchorReturnTypeString!r} is not one of {RETURN_TYPES}{hint}")
         if (kind == "EVERYN") != (returnPeriod is not None):
             raise popart_exception(f"AnchorReturnType({kind!r}): a return period is given with EVERYN and only "
                                    f"with it, found {returnPeriod!r}")

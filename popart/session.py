@@ -14,18 +14,22 @@ from .device import DeviceInfo
 from .errors import popart_exception
 from .layout import create_variable
 from .lowering import Lowering
-from .model import load
+from .model import load, model_proto
+from .patterns import check_patterns
 from .options import SessionOptions
 from .pipeline import Stages
 from .placement import PlacedLowering, Placement
 from .replication import AnchorBuffers, to_replicas
+from .session_info import SessionInfo
+from .stepio_callback import gather
+from .weights_io import HostWeights
 
 #: the types streamed to and from the device: ONNX name -> (popsim type, numpy type)
 STREAMED = {"FLOAT": (FLOAT, np.float32), "BOOL": (BOOL, np.bool_), "INT32": (INT, np.int32)}
 _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
 
 
-class InferenceSession:
+class InferenceSession(HostWeights, SessionInfo):
     def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
                  userOptions=None, name="inference"):
         if not isinstance(dataFlow, DataFlow):
@@ -34,16 +38,18 @@ class InferenceSession:
         if not isinstance(deviceInfo, DeviceInfo):
             raise popart_exception("InferenceSession: deviceInfo must come from popart.DeviceManager()."
                                    f"createIpuModelDevice(...), found {type(deviceInfo).__name__}")
-        if inputShapeInfo is not None or patterns is not None:
-            raise popart_exception("InferenceSession: inputShapeInfo and patterns are not supported yet; give the "
-                                   "model static input shapes and leave patterns out")
+        if inputShapeInfo is not None:
+            raise popart_exception("InferenceSession: inputShapeInfo is not supported yet; give the model static "
+                                   "input shapes (builder.addInputTensor(popart.TensorInfo(dtype, shape))) and leave it out")
+        check_patterns(patterns, "InferenceSession")
         self.options = userOptions if userOptions is not None else SessionOptions()
         if not isinstance(self.options, SessionOptions):
             raise popart_exception(f"InferenceSession: userOptions must be a popart.SessionOptions, found "
                                    f"{type(self.options).__name__}")
         self.options.check_supported()
         self.dataFlow, self.deviceInfo, self.name = dataFlow, deviceInfo, name
-        self.model = load(fnModel)
+        self._proto = model_proto(fnModel)
+        self.model = load(self._proto)
         self._plan = Placement(self.model, self.options, dataFlow, deviceInfo)   # IPUs, stages, replicas: checked
         known = set(self.model.shapes) | set(self.model.inputs)
         for tid in dataFlow.anchors():
@@ -156,9 +162,14 @@ class InferenceSession:
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches of the inputs in ``stepio``, the anchors into its outputs."""
         engine = self._need_engine("run")
-        if not isinstance(stepio, PyStepIO):
-            raise popart_exception(f"run: expected a popart.PyStepIO, found {type(stepio).__name__}")
         bps = self.dataFlow.batchesPerStep()
+        inputs = {tid: (step_shape(shape, bps, self._replicas), STREAMED[dtype][1]) for tid, (dtype, shape) in self.model.inputs.items()
+                  if dtype in STREAMED}
+        anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
+        stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
+        if not isinstance(stepio, PyStepIO):
+            raise popart_exception(f"run: expected a popart.PyStepIO or PyStepIOCallback, found "
+                                   f"{type(stepio).__name__}")
         unknown = sorted(set(stepio.inputs) - set(self.model.inputs))
         if unknown:
             raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
@@ -193,6 +204,7 @@ class InferenceSession:
         engine.run(0)
         buffers.finish()
         self._cycles = self._clock() - before
+        finish()
 
     def _clock(self) -> float:
         return float(self._engine.get_report().execution.total_cycles)

@@ -24,6 +24,11 @@ def dtype_name(dtype) -> str:
                                f"{sorted(NUMPY_OF)} or a numpy dtype") from None
 
 
+def lcase_name(name: str) -> str:
+    """PopART's lower-case name of an ONNX type name: numpy's ("FLOAT" -> "float32")."""
+    return "bool" if name == "BOOL" else np.dtype(NUMPY_OF[name]).name
+
+
 class TensorInfo:
     """``TensorInfo("FLOAT", [4, 784])``, ``TensorInfo(dtype, shape)`` or ``TensorInfo(array)``."""
 
@@ -50,11 +55,34 @@ class TensorInfo:
     def nelms(self) -> int:
         return int(np.prod(self._shape, dtype=np.int64))
 
+    def data_type_lcase(self) -> str:
+        """PopART's lower-case name of the type: numpy's ("float32", "float16", "int32", "bool")."""
+        return lcase_name(self._dtype)
+
+    def nbytes(self) -> int:
+        return self.nelms() * self.numpy_dtype().itemsize
+
+    def dim(self, i) -> int:
+        if not -len(self._shape) <= int(i) < len(self._shape):
+            raise popart_exception(f"TensorInfo.dim({i}): the shape {self._shape} has rank {len(self._shape)}")
+        return self._shape[int(i)]
+
+    def set(self, dataType, shape=None) -> None:  # noqa: N803 - PopART's names
+        """Change the type (and the shape)."""
+        new = TensorInfo(dataType, self._shape if shape is None else shape)
+        self._dtype, self._shape = new._dtype, new._shape
+
     def numpy_dtype(self):
         return np.dtype(NUMPY_OF[self._dtype])
 
     def __eq__(self, other):
         return isinstance(other, TensorInfo) and (self._dtype, self._shape) == (other._dtype, other._shape)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __str__(self):
+        return f"({self.data_type_lcase()},[{' '.join(map(str, self._shape))}])"
 
     def __repr__(self):
         return f"TensorInfo({self._dtype!r}, {self._shape})"

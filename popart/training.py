@@ -15,15 +15,16 @@ from popsim.program import Copy, Repeat, Sequence
 from .autodiff import GRADIENT_PREFIX, Autodiff
 from .dataflow import DataFlow, PyStepIO
 from .device import DeviceInfo
-from .errors import onnx_module, popart_exception
+from .errors import popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load, model_proto
 from .grads.nn import is_training
 from .optimizer import Update, check_optimizer
+from .patterns import check_patterns
 from .options import DEFAULTS, SessionOptions
+from .stepio_callback import gather
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
-from .weights_io import checked
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
 #: the options a TrainingSession refuses away from their defaults (several IPUs, replicas)
@@ -36,6 +37,20 @@ def host_shape(shape, *counts) -> tuple:
     return tuple(int(c) for c in counts if c > 1) + tuple(shape)
 
 
+def _refuse_dropout(model, what: str) -> None:
+    """PopART's Dropout drops at random in training; popsim.popart does not yet: refuse it."""
+    for node in model.nodes:
+        if node.op_type != "Dropout":
+            continue
+        ratio = node.attrs.get("ratio", 0.5)
+        if len(node.inputs) > 1 and node.inputs[1]:
+            ratio = model.initializers.get(node.inputs[1], ratio)
+        if float(np.asarray(ratio).reshape(-1)[0]) > 0:
+            raise popart_exception(f"{what}: node {node.name!r} (Dropout, ratio {float(np.asarray(ratio).reshape(-1)[0])}) "
+                                   "would drop elements at random in training, as PopART's does; popsim.popart does "
+                                   "not lower random dropout yet. Remove the node or give it ratio 0 for training")
+
+
 class TrainingSession(InferenceSession):
     def __init__(self, fnModel, dataFlow, loss, optimizer, deviceInfo, inputShapeInfo=None,  # noqa: N803
                  patterns=None, userOptions=None, name="training"):
@@ -45,9 +60,10 @@ class TrainingSession(InferenceSession):
         if not isinstance(deviceInfo, DeviceInfo):
             raise popart_exception(f"{what}: deviceInfo must come from popart.DeviceManager().createIpuModelDevice"
                                    f"(...), found {type(deviceInfo).__name__}")
-        if inputShapeInfo is not None or patterns is not None:
-            raise popart_exception(f"{what}: inputShapeInfo and patterns are not supported yet; give the model static "
-                                   "input shapes and leave patterns out")
+        if inputShapeInfo is not None:
+            raise popart_exception(f"{what}: inputShapeInfo is not supported yet; give the model static input shapes "
+                                   "(builder.addInputTensor(popart.TensorInfo(dtype, shape))) and leave it out")
+        check_patterns(patterns, what)
         self.options = userOptions if userOptions is not None else SessionOptions()
         if not isinstance(self.options, SessionOptions):
             raise popart_exception(f"{what}: userOptions must be a popart.SessionOptions, found "
@@ -67,6 +83,7 @@ class TrainingSession(InferenceSession):
                                    f"(builder.aiGraphcore.nllloss / l1loss / identityloss); outputs: "
                                    f"{sorted(self.model.outputs)}")
         self.loss = loss
+        _refuse_dropout(self.model, what)
         unknown = sorted(set(self.optimizer.specific) - set(self.model.initializers))
         if unknown:
             raise popart_exception(f"{what}: the optimizer has specific values for {unknown}, which are no weights of "
@@ -243,9 +260,14 @@ class TrainingSession(InferenceSession):
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches (each accumulationFactor micro-batches) of training."""
         engine = self._need_engine("run")
-        if not isinstance(stepio, PyStepIO):
-            raise popart_exception(f"run: expected a popart.PyStepIO, found {type(stepio).__name__}")
         bps = self.dataFlow.batchesPerStep()
+        inputs = {tid: (host_shape(shape, bps, self._accl), STREAMED[dtype][1]) for tid, (dtype, shape) in self.model.inputs.items()
+                  if dtype in STREAMED}
+        anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
+        stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
+        if not isinstance(stepio, PyStepIO):
+            raise popart_exception(f"run: expected a popart.PyStepIO or PyStepIOCallback, found "
+                                   f"{type(stepio).__name__}")
         unknown = sorted(set(stepio.inputs) - set(self.model.inputs))
         if unknown:
             raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
@@ -273,32 +295,4 @@ class TrainingSession(InferenceSession):
         before = self._clock()
         engine.run(0)
         self._cycles = self._clock() - before
-
-    def weightsToHost(self) -> dict:  # noqa: N802
-        """The weights as they are on the device: id -> float32 array."""
-        engine = self._need_engine("weightsToHost")
-        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}"), np.float32).reshape(array.shape)
-                for tid, array in self._weights.items()}
-
-    def readWeights(self, weightsIo) -> None:  # noqa: N802,N803
-        """Fill the arrays of ``weightsIo`` (a PyWeightsIO) with the weights on the device."""
-        on_device = self.weightsToHost()
-        for tid, array in checked(weightsIo, self._weights, "readWeights").items():
-            array[...] = on_device[tid]
-
-    def writeWeights(self, weightsIo) -> None:  # noqa: N802,N803
-        """Take the arrays of ``weightsIo`` as the weights the next weightsFromHost writes."""
-        self._need_engine("writeWeights")
-        for tid, array in checked(weightsIo, self._weights, "writeWeights").items():
-            self._weights[tid] = np.array(array, np.float32)
-
-    def modelToHost(self, fileName) -> None:  # noqa: N802,N803
-        """Write the model, its weights read back from the device, to the ONNX file ``fileName``."""
-        onnx = onnx_module()
-        weights = self.weightsToHost()
-        proto = onnx.ModelProto()
-        proto.CopyFrom(self._proto)
-        for init in proto.graph.initializer:
-            if init.name in weights:
-                init.CopyFrom(onnx.numpy_helper.from_array(weights[init.name], init.name))
-        onnx.save(proto, fileName)
+        finish()

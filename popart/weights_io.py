@@ -2,7 +2,7 @@
 the device and writeWeights takes as the weights the next weightsFromHost writes."""
 import numpy as np
 
-from .errors import popart_exception
+from .errors import onnx_module, popart_exception
 
 
 class PyWeightsIO:
@@ -24,3 +24,60 @@ def checked(io, known: dict, what: str) -> dict:
         if array.shape != known[tid].shape:
             raise popart_exception(f"{what}: the array for {tid!r} is {array.shape}; the weight is {known[tid].shape}")
     return io.weights
+
+
+class HostWeights:
+    """A session's weights seen from the host (mixed into InferenceSession, so a
+    TrainingSession has them too): ``weightsToHost``, ``readWeights``, ``writeWeights``,
+    ``modelToHost`` and ``resetHostWeights``. Needs ``self._engine``, ``self._weights``
+    (id -> the host array weightsFromHost writes) and ``self._proto`` (the model given)."""
+
+    def weightsToHost(self) -> dict:  # noqa: N802 - PopART's name
+        """The weights as they are on the device: id -> float32 array."""
+        engine = self._need_engine("weightsToHost")
+        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}"), np.float32).reshape(array.shape)
+                for tid, array in self._weights.items()}
+
+    def readWeights(self, weightsIo) -> None:  # noqa: N802,N803
+        """Fill the arrays of ``weightsIo`` (a PyWeightsIO) with the weights on the device."""
+        on_device = self.weightsToHost()
+        for tid, array in checked(weightsIo, self._weights, "readWeights").items():
+            array[...] = on_device[tid]
+
+    def writeWeights(self, weightsIo) -> None:  # noqa: N802,N803
+        """Take the arrays of ``weightsIo`` as the weights the next weightsFromHost writes."""
+        self._need_engine("writeWeights")
+        for tid, array in checked(weightsIo, self._weights, "writeWeights").items():
+            self._weights[tid] = np.array(array, np.float32)
+
+    def modelToHost(self, fileName) -> None:  # noqa: N802,N803
+        """Write the model, its weights read back from the device, to the ONNX file ``fileName``."""
+        onnx = onnx_module()
+        weights = self.weightsToHost()
+        proto = onnx.ModelProto()
+        proto.CopyFrom(self._proto)
+        for init in proto.graph.initializer:
+            if init.name in weights:
+                init.CopyFrom(onnx.numpy_helper.from_array(weights[init.name], init.name))
+        onnx.save(proto, fileName)
+
+    def resetHostWeights(self, modelProtoOrFilename,  # noqa: N802,N803 - PopART's names
+                         ignoreWeightsInModelWithoutCorrespondingHostWeight=False) -> None:  # noqa: N803
+        """Take the weights of another ONNX model (a file or ModelProto bytes: the same model with
+        other weights, e.g. one modelToHost wrote) as those the next weightsFromHost writes."""
+        from .model import model_proto
+        onnx = onnx_module()
+        self._need_engine("resetHostWeights")
+        proto = model_proto(modelProtoOrFilename)
+        for init in proto.graph.initializer:
+            array = onnx.numpy_helper.to_array(init)
+            if init.name not in self._weights:
+                if array.dtype == np.float32 and not ignoreWeightsInModelWithoutCorrespondingHostWeight:
+                    raise popart_exception(f"resetHostWeights: the model has weight {init.name!r}, which is no weight "
+                                           f"of this session ({sorted(self._weights)}); pass "
+                                           "ignoreWeightsInModelWithoutCorrespondingHostWeight=True to skip it")
+                continue
+            if array.shape != self._weights[init.name].shape:
+                raise popart_exception(f"resetHostWeights: weight {init.name!r} is {array.shape} in the model given; "
+                                       f"the session's is {self._weights[init.name].shape}")
+            self._weights[init.name] = np.array(array, np.float32)

@@ -1,0 +1,51 @@
+"""What a session says about itself, as PopART's sessions do (mixed into InferenceSession,
+so a TrainingSession has it too): ``getInfo(tensor_id)`` (the TensorInfo of a model tensor),
+``getAllTensorIds``, ``setRandomSeed``, ``replicationFactor`` and ``accumulationFactor``,
+and PopART's calls that have no meaning here, refused with what to write instead."""
+import numbers
+
+from .errors import popart_exception
+from .tensor_info import TensorInfo
+
+
+class SessionInfo:
+    """Needs ``self.model`` (model.Model), ``self.options`` and ``self._need_engine``."""
+
+    def getInfo(self, id):  # noqa: N802,A002 - PopART's names
+        """The TensorInfo (type and shape) of model tensor ``id``."""
+        dtype, shape = self.model.shapes.get(id, (None, None))
+        if dtype is None or shape is None or any(d is None for d in shape):
+            raise popart_exception(f"getInfo: no tensor {id!r} with a known type and shape in the model; its inputs "
+                                   f"are {sorted(self.model.inputs)} and outputs {sorted(self.model.outputs)}")
+        return TensorInfo(dtype, shape)
+
+    def getAllTensorIds(self) -> set:  # noqa: N802
+        return set(self.model.shapes) | set(self.model.inputs) | set(self.model.initializers)
+
+    def setRandomSeed(self, seedValue) -> None:  # noqa: N802,N803
+        """The seed of the session's random ops. No op popsim.popart lowers draws random numbers
+        (Dropout is refused in training), so the seed is kept and has nothing to change."""
+        if isinstance(seedValue, bool) or not isinstance(seedValue, numbers.Integral) or seedValue < 0:
+            raise popart_exception(f"setRandomSeed: the seed must be a non-negative int, found {seedValue!r}")
+        self._need_engine("setRandomSeed")   # as PopART: after prepareDevice
+        self._seed = int(seedValue)
+
+    @property
+    def replicationFactor(self) -> int:  # noqa: N802
+        return int(self.options.replicatedGraphCount) if self.options.enableReplicatedGraphs else 1
+
+    @property
+    def accumulationFactor(self) -> int:  # noqa: N802
+        return int(self.options.accumulationFactor) if self.options.enableGradientAccumulation else 1
+
+    def compileAndExport(self, *args, **kwargs):  # noqa: N802
+        raise popart_exception("compileAndExport: popsim.popart does not export executables; call "
+                               "session.prepareDevice() in the script that runs the model")
+
+    def loadExecutable(self, *args, **kwargs):  # noqa: N802
+        raise popart_exception("loadExecutable: popsim.popart does not load exported executables; build the session "
+                               "from the ONNX model and call prepareDevice()")
+
+    def getSerializedGraph(self):  # noqa: N802
+        raise popart_exception("getSerializedGraph: popsim.popart has no PopART IR to serialize; the model is "
+                               "builder.getModelProto(), the lowered graph is in session.getReport()")

@@ -1,0 +1,208 @@
+"""PopART's Python API as a PopART script meets it: Graphcore's MNIST tutorial
+(simple_applications/popart/mnist) ported line by line on small data and checked against
+numpy, and PopART habits that either work as in PopART or raise a popart_exception saying
+what to write instead."""
+import numpy as np
+import pytest
+
+from conftest import NO_ONNX
+
+pytest.importorskip("onnx", reason=NO_ONNX)
+
+from popsim import popart  # noqa: E402
+
+ROWS, COLS, CLASSES = 4, 4, 10
+
+
+def create_model(batch_size):
+    """The tutorial's create_model: a linear model and an Nll loss (Sum)."""
+    builder = popart.Builder()
+    np.random.seed(0)
+    input_shape = popart.TensorInfo("FLOAT", [batch_size, ROWS * COLS])
+    x = builder.addInputTensor(input_shape)
+    init_weights = np.random.normal(0, 1, [ROWS * COLS, CLASSES]).astype(np.float32)
+    W = builder.addInitializedInputTensor(init_weights)  # noqa: N806 - the tutorial's name
+    y = builder.aiOnnx.matmul([x, W])
+    init_biases = np.random.normal(0, 1, [CLASSES]).astype(np.float32)
+    b = builder.addInitializedInputTensor(init_biases)
+    output = builder.aiOnnx.add([y, b], "output")       # debugContext given by position
+    builder.addOutputTensor(output)
+    probs = builder.aiOnnx.softmax([output])
+    label_shape = popart.TensorInfo("INT32", [batch_size])
+    label = builder.addInputTensor(label_shape)
+    loss = builder.aiGraphcore.nllloss([probs, label], popart.ReductionType.Sum, debugContext="nllLossVal")
+    proto = builder.getModelProto()
+    return proto, x, label, output, loss, (W, init_weights), (b, init_biases)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_mnist_tutorial_port_trains_and_validates_like_numpy(tmp_path):
+    batch_size, batches_per_step = 4, 3
+    proto, data_in, labels_in, output, loss, (w_id, w0), (b_id, b0) = create_model(batch_size)
+    assert (data_in, w_id, b_id, labels_in) == ("input", "init_input", "init_input/1", "input/1")   # PopART's ids
+    assert output == "Add:0"
+    anchor_desc = {output: popart.AnchorReturnType("ALL"), loss: popart.AnchorReturnType("ALL")}
+    dataFlow = popart.DataFlow(batches_per_step, anchor_desc)  # noqa: N806
+    userOpts = popart.SessionOptions()  # noqa: N806
+    userOpts.constantWeights = False
+    options = {"compileIPUCode": True, "numIPUs": 1, "tilesPerIPU": 16}
+    with popart.DeviceManager().createIpuModelDevice(options) as device:
+        training = popart.TrainingSession(fnModel=proto, loss=loss, deviceInfo=device,
+                                          optimizer=popart.ConstSGD(0.01), dataFlow=dataFlow, userOptions=userOpts)
+        training.prepareDevice()
+        training.setRandomSeed(1)
+        t_anchors = training.initAnchorArrays()
+        validation = popart.InferenceSession(fnModel=proto, deviceInfo=device, dataFlow=dataFlow,
+                                             userOptions=userOpts)
+        validation.prepareDevice()
+        validation.setRandomSeed(1)
+        v_anchors = validation.initAnchorArrays()
+        onnx_file_name = str(tmp_path / "weights.onnx")
+
+        rng = np.random.default_rng(1)
+        data = rng.random((batches_per_step, batch_size, ROWS * COLS)).astype(np.float32)
+        labels = rng.integers(0, CLASSES, (batches_per_step, batch_size)).astype(np.int32)
+        training.weightsFromHost()
+        training.run(popart.PyStepIO({data_in: data, labels_in: labels}, t_anchors), "Epoch 0 training step0")
+        training.modelToHost(onnx_file_name)
+        validation.resetHostWeights(onnx_file_name)
+        validation.weightsFromHost()
+        validation.run(popart.PyStepIO({data_in: data, labels_in: labels}, v_anchors), "Epoch 0 evaluation step 0")
+    assert not device.isAttached
+
+    w, b, outs, losses = w0.astype(np.float64), b0.astype(np.float64), [], []
+    for x, lab in zip(data, labels):          # numpy: SGD over the step, one batch at a time
+        z = x @ w + b
+        p = _softmax(z)
+        outs.append(z)
+        losses.append(-np.log(p[np.arange(batch_size), lab]).sum())
+        g = p - np.eye(CLASSES)[lab]
+        w, b = w - 0.01 * x.T @ g, b - 0.01 * g.sum(0)
+    np.testing.assert_allclose(t_anchors[output], outs, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(t_anchors[loss], losses, rtol=1e-4, atol=1e-4)
+    z = data @ w + b                          # validation runs with the trained weights
+    np.testing.assert_allclose(v_anchors[output], z, rtol=1e-4, atol=1e-4)
+    want = [-np.log(_softmax(zz)[np.arange(batch_size), lab]).sum() for zz, lab in zip(z, labels)]
+    np.testing.assert_allclose(v_anchors[loss], want, rtol=1e-4, atol=1e-4)
+    assert validation.getInfo(output).shape() == [batch_size, CLASSES]
+    assert validation.getInfo(labels_in).data_type() == "INT32"
+    assert training.getCycleCount() > 0 and validation.getCycleCount() > 0
+
+
+def test_conv_tutorial_model_inference_matches_numpy():
+    """popart_mnist_conv's layers (conv with dilations/kernel_shape/strides/pads, maxpool with
+    num_outputs=1, reshape through an int64 constant, matmul) on an 8x8 image."""
+    builder = popart.Builder()
+    rng = np.random.default_rng(0)
+    x = builder.addInputTensor(popart.TensorInfo("FLOAT", [2, 1, 8, 8]))
+    w1 = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    b1 = rng.standard_normal(3).astype(np.float32)
+    t = builder.aiOnnx.conv([x, builder.addInitializedInputTensor(w1), builder.addInitializedInputTensor(b1)],
+                            dilations=[1, 1], kernel_shape=[3, 3], strides=[1, 1], pads=[0, 0, 0, 0])
+    t = builder.aiOnnx.relu([t])
+    (t,) = builder.aiOnnx.maxpool([t], num_outputs=1, kernel_shape=[2, 2], pads=[0, 0, 0, 0], strides=[2, 2])
+    shape = builder.aiOnnx.constant(np.asarray([2, 3 * 3 * 3]))
+    t = builder.aiOnnx.reshape([t, shape])
+    w2 = rng.standard_normal((27, 5)).astype(np.float32)
+    out = builder.aiOnnx.matmul([t, builder.addInitializedInputTensor(w2)])
+    builder.addOutputTensor(out)
+    session = popart.InferenceSession(builder.getModelProto(), popart.DataFlow(1, [out]),
+                                      popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 8}))
+    session.prepareDevice()
+    session.weightsFromHost()
+    anchors = session.initAnchorArrays()
+    data = rng.standard_normal((2, 1, 8, 8)).astype(np.float32)
+    session.run(popart.PyStepIO({x: data}, anchors))
+    conv = np.zeros((2, 3, 6, 6))
+    for i in range(6):
+        for j in range(6):
+            conv[:, :, i, j] = np.einsum("nchw,ochw->no", data[:, :, i:i + 3, j:j + 3], w1)
+    conv = np.maximum(conv + b1[None, :, None, None], 0)
+    pooled = conv.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5))
+    np.testing.assert_allclose(anchors[out], pooled.reshape(2, 27) @ w2, rtol=1e-4, atol=1e-4)
+
+
+def test_builder_habits_work_as_in_popart():
+    builder = popart.Builder()
+    x = builder.addInputTensor("FLOAT", [2, 6], "x")
+    with builder.nameScope("enc"):
+        assert builder.getNameScope("y") == "enc/y"
+        a = builder.aiOnnx.relu([x])
+        with builder.nameScope("inner"):
+            parts = builder.aiOnnx.split([a], 2, 1, [2, 4])     # num_outputs, axis, split by position
+    r2 = builder.aiOnnx.relu([x])
+    assert (a, parts, r2) == ("enc/Relu:0", ["enc/inner/Split:0", "enc/inner/Split:1"], "Relu:0")
+    r3 = builder.aiOnnx.relu([x])
+    assert r3 == "Relu:0/1"
+    s = builder.aiOnnxOpset11.softmax([r3], 1, "probs")          # axis, debugContext by position
+    assert builder.getTensorShape(s) == [2, 6] and builder.getTensorShape(parts[1]) == [2, 4]
+    c = builder.aiOnnx.cast([x], "INT32")                        # PopART's type name
+    assert builder.getTensorDtypeString(c) == "int32"
+    assert builder.getInputTensorIds() == ["x"] and x in builder.getAllTensorIds()
+    assert s in builder.getValueTensorIds() and builder.getTrainableTensorIds() == []
+    with pytest.raises(popart.popart_exception, match="opset for domain ai.onnx is already 11"):
+        builder.aiOnnxOpset10.relu([x])
+    with pytest.raises(popart.popart_exception, match="needs num_outputs"):
+        builder.aiOnnx.split([x])
+    with pytest.raises(popart.popart_exception, match="no parameter 'axes'"):
+        builder.aiOnnx.softmax([x], axes=[1])
+    fresh = popart.Builder()                                     # the first aiOnnxOpsetN used picks the opset
+    y = fresh.aiOnnxOpset10.relu([fresh.addInputTensor(popart.TensorInfo("FLOAT", [3]))])
+    assert fresh._opset == 10 and y == "Relu:0"
+    info = popart.TensorInfo("FLOAT16", [2, 3])
+    assert (info.data_type(), info.data_type_lcase(), info.shape(), info.nelms(), info.rank(), info.nbytes()) == \
+        ("FLOAT16", "float16", [2, 3], 6, 2, 12)
+    assert popart.TensorInfo("FLOAT", [1]).data_type_lcase() == "float32"
+    assert popart.TensorInfo(np.zeros((4, 1), np.int32)) == popart.TensorInfo("INT32", [4, 1])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda b, t: b.setAvailableMemoryProportion(t, 0.3), "availableMemoryProportion"),
+    (lambda b, t: b.recomputeOutputInBackwardPass(t, popart.RecomputeType.Recompute), "recomputation"),
+    (lambda b, t: b.setPartialsType(t, "half"), "FLOAT partials"),
+    (lambda b, t: b.setSerializeMatMul({t}, "output_channels", 2), "not serialized"),
+    (lambda b, t: b.addUntypedInputTensor(), "static input shapes"),
+    (lambda b, t: b.outputTensorLocation(t, None), "on the chip"),
+])
+def test_builder_hints_popsim_does_not_act_on_are_refused(call, match):
+    builder = popart.Builder()
+    t = builder.aiOnnx.relu([builder.addInputTensor(popart.TensorInfo("FLOAT", [2]))])
+    with pytest.raises(popart.popart_exception, match=match):
+        call(builder, t)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: popart.DeviceManager().acquireAvailableDevice(2), r"no IPU hardware.*'numIPUs': 2"),
+    (lambda: popart.DeviceManager().tryAcquireAvailableDevice(1), "createIpuModelDevice"),
+    (lambda: popart.DeviceManager().acquireDeviceById(0), "createIpuModelDevice"),
+    (lambda: popart.DeviceManager().enumerateDevices(), "no IPU hardware"),
+    (lambda: popart.DeviceManager().createIpuModelDevice({"numTiles": 4}), "unknown option"),
+    (lambda: popart.AnchorReturnType("all"), "did you mean 'ALL'"),
+    (lambda: popart.AnchorReturnType("EVERYN"), "return period"),
+    (lambda: setattr(popart.SessionOptions(), "enableExplicitMainLoops", True), "does not implement"),
+    (lambda: setattr(popart.SessionOptions(), "notAnOption", 1), "has no field"),
+    (lambda: popart.getLogger().setLevel("VERBOSE"), "unknown level"),
+    (lambda: popart.Patterns("Default"), "PatternsLevel"),
+])
+def test_popart_habits_without_a_meaning_here_raise_clearly(call, match):
+    with pytest.raises(popart.popart_exception, match=match):
+        call()
+
+
+def test_popart_habits_that_work():
+    popart.getLogger().setLevel("TRACE")
+    popart.getLogger("session").setLevel("OFF")
+    patterns = popart.Patterns(popart.PatternsLevel.Default)
+    patterns.InPlace = False
+    assert not patterns.InPlace and patterns.isPatternEnabled("PreUniRepl")
+    assert popart.reservedGradientPrefix() == "Gradient___"
+    opts = popart.SessionOptions()
+    opts.enablePrefetchDatastreams, opts.reportOptions = False, {"showExecutionSteps": "true"}
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": "1", "tilesPerIPU": "4"})
+    assert (device.numIpus, device.tilesPerIPU, device.type) == (1, 4, popart.DeviceType.IpuModel)
+    assert device.attach() and device.isAttached
+    assert popart.DataFlow(2, ["a"], popart.AnchorReturnType("FINAL")).art("a").id() == "FINAL"
