@@ -85,3 +85,14 @@ def step_shape(shape, batches: int, replicas: int = 1) -> tuple:
     [batches, replicas, *shape], the leading dims dropped where they are 1 (PopART's rule
     for inputs and anchors)."""
     return tuple(d for d in (batches, replicas) if d > 1) + tuple(shape)
+
+
+def anchor_problem(out, shape, dtype) -> str:
+    """What is wrong with ``out`` as the host array of an anchor of ``shape`` and ``dtype``
+    ("" when nothing): it must be a writable C-contiguous numpy array of that shape and type."""
+    if not isinstance(out, np.ndarray):
+        return "nothing" if out is None else type(out).__name__
+    if out.shape != tuple(shape) or out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+        return f"{out.dtype} {out.shape}" + ("" if out.flags.c_contiguous else " (not C-contiguous)") + \
+            ("" if out.flags.writeable else " (read-only)")
+    return ""

@@ -65,9 +65,35 @@ def _opset_of(proto) -> int:
     return versions[0] if versions else MIN_OPSET
 
 
+def check_graph(graph) -> None:
+    """Every node reads tensors made before it (a model input, an initializer or an earlier
+    node's output) and makes tensors no one else makes; the outputs exist. Errors name the
+    node and the tensor (onnx's own messages often do not)."""
+    made = {v.name: "a model input" for v in graph.input} | {t.name: "an initializer" for t in graph.initializer}
+    later = {o: n.name or f"{n.op_type}_{i}" for i, n in enumerate(graph.node) for o in n.output}
+    for i, n in enumerate(graph.node):
+        name = n.name or f"{n.op_type}_{i}"
+        for tid in n.input:
+            if tid and tid not in made:
+                why = (f"node {later[tid]!r} makes it later in the graph (a cycle, or nodes out of topological order)"
+                       if tid in later else "no node, model input or initializer makes it (a dangling input)")
+                raise popart_exception(f"node {name!r} ({n.op_type}) reads tensor {tid!r}, but {why}; "
+                                       "fix the model so that each tensor is made before it is read")
+        for tid in n.output:
+            if tid and tid in made:
+                raise popart_exception(f"node {name!r} ({n.op_type}) makes tensor {tid!r}, which is already "
+                                       f"{made[tid] if made[tid].startswith('a') else 'made by node ' + repr(made[tid])}; "
+                                       "each tensor id must be made once (rename one of them)")
+            made[tid] = name
+    for o in graph.output:
+        if o.name not in made:
+            raise popart_exception(f"model output {o.name!r} is made by no node, input or initializer of the model")
+
+
 def normalised(proto):
     """The model at an opset popsim.popart runs, with its shapes inferred."""
     onnx = onnx_module()
+    check_graph(proto.graph)
     opset, newest = _opset_of(proto), max_opset()
     if opset > newest:
         raise popart_exception(f"the model uses ai.onnx opset {opset}, newer than the newest the installed onnx "

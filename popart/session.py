@@ -9,7 +9,7 @@ import popsim
 from popsim import BOOL, FLOAT, INT, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
-from .dataflow import DataFlow, PyStepIO, step_shape
+from .dataflow import DataFlow, PyStepIO, anchor_problem, step_shape
 from .device import DeviceInfo
 from .errors import popart_exception
 from .layout import create_variable
@@ -138,6 +138,7 @@ class InferenceSession(HostWeights, SessionInfo):
         program = Sequence(prologue, body, final)
         self._graph = g
         self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
 
@@ -158,10 +159,12 @@ class InferenceSession(HostWeights, SessionInfo):
         engine = self._need_engine("weightsFromHost")
         for tid, array in self._weights.items():
             engine.write_tensor(f"weight/{tid}", np.ascontiguousarray(array, np.float32))
+        self._weights_written = True
 
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches of the inputs in ``stepio``, the anchors into its outputs."""
         engine = self._need_engine("run")
+        self._check_weights_written()
         bps = self.dataFlow.batchesPerStep()
         inputs = {tid: (step_shape(shape, bps, self._replicas), STREAMED[dtype][1]) for tid, (dtype, shape) in self.model.inputs.items()
                   if dtype in STREAMED}
@@ -189,11 +192,10 @@ class InferenceSession(HostWeights, SessionInfo):
         buffers = AnchorBuffers(self._replicas)
         for tid, shape in self._anchor_shapes.items():
             out = stepio.outputs.get(tid)
-            if out is None or not isinstance(out, np.ndarray) or out.shape != shape \
-                    or out.dtype != self._anchor_dtypes.get(tid, np.float32) \
-                    or not out.flags.c_contiguous:
-                found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous {np.dtype(self._anchor_dtypes.get(tid, np.float32))} "
+            found = anchor_problem(out, shape, self._anchor_dtypes.get(tid, np.float32))
+            if found:
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous "
+                                       f"{np.dtype(self._anchor_dtypes.get(tid, np.float32))} "
                                        f"array of shape {shape} "
                                        f"(session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:

@@ -13,7 +13,7 @@ from popsim import FLOAT, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .autodiff import GRADIENT_PREFIX, Autodiff
-from .dataflow import DataFlow, PyStepIO
+from .dataflow import DataFlow, PyStepIO, anchor_problem
 from .device import DeviceInfo
 from .errors import popart_exception
 from .layout import create_variable
@@ -227,6 +227,7 @@ class TrainingSession(InferenceSession):
         program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, batch), every_n)), final)
         self._graph = g
         self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
 
@@ -260,6 +261,7 @@ class TrainingSession(InferenceSession):
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches (each accumulationFactor micro-batches) of training."""
         engine = self._need_engine("run")
+        self._check_weights_written()
         bps = self.dataFlow.batchesPerStep()
         inputs = {tid: (host_shape(shape, bps, self._accl), STREAMED[dtype][1]) for tid, (dtype, shape) in self.model.inputs.items()
                   if dtype in STREAMED}
@@ -286,9 +288,9 @@ class TrainingSession(InferenceSession):
                 engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
         for tid, shape in self._anchor_shapes.items():
             out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)
-            if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype or not out.flags.c_contiguous:
-                found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous {np.dtype(dtype)} array of shape "
+            found = anchor_problem(out, shape, dtype)
+            if found:
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous {np.dtype(dtype)} array of shape "
                                        f"{shape} (session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:
                 engine.connect_stream(f"anchor/{tid}", out.reshape(-1))

@@ -32,6 +32,19 @@ class HostWeights:
     ``modelToHost`` and ``resetHostWeights``. Needs ``self._engine``, ``self._weights``
     (id -> the host array weightsFromHost writes) and ``self._proto`` (the model given)."""
 
+    def _check_weights_written(self) -> None:
+        """Before a run: the weights must be on the device, as PopART requires."""
+        if not self._weights or self._weights_written:
+            return
+        if hasattr(self, "optimizer"):   # a TrainingSession
+            raise popart_exception("run: call session.weightsFromHost() before run: the model has initializers and "
+                                   "the session trains them (as PopART requires)")
+        if self.options.constantWeights:   # PopART compiles the weights in as constants
+            self.weightsFromHost()
+            return
+        raise popart_exception("run: call session.weightsFromHost() before run: with SessionOptions.constantWeights "
+                               "= False the weights are variables the host writes, and none has been written")
+
     def weightsToHost(self) -> dict:  # noqa: N802 - PopART's name
         """The weights as they are on the device: id -> float32 array."""
         engine = self._need_engine("weightsToHost")
@@ -68,6 +81,10 @@ class HostWeights:
         from .model import model_proto
         onnx = onnx_module()
         self._need_engine("resetHostWeights")
+        if not hasattr(self, "optimizer") and self.options.constantWeights:
+            raise popart_exception("resetHostWeights: the InferenceSession has SessionOptions.constantWeights = True "
+                                   "(the default), so its weights are constants; set constantWeights = False before "
+                                   "making the session, as PopART requires")
         proto = model_proto(modelProtoOrFilename)
         for init in proto.graph.initializer:
             array = onnx.numpy_helper.to_array(init)
@@ -81,3 +98,5 @@ class HostWeights:
                 raise popart_exception(f"resetHostWeights: weight {init.name!r} is {array.shape} in the model given; "
                                        f"the session's is {self._weights[init.name].shape}")
             self._weights[init.name] = np.array(array, np.float32)
+        if hasattr(self, "optimizer"):   # as PopART: a TrainingSession must write them again before it runs
+            self._weights_written = False
