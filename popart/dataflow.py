@@ -89,10 +89,11 @@ def step_shape(shape, batches: int, replicas: int = 1) -> tuple:
 
 def anchor_problem(out, shape, dtype) -> str:
     """What is wrong with ``out`` as the host array of an anchor of ``shape`` and ``dtype``
-    ("" when nothing): it must be a writable C-contiguous numpy array of that shape and type."""
+    ("" when nothing): it must be a writable C-contiguous numpy array of that type and number
+    of elements (PopART checks the count, not the shape)."""
     if not isinstance(out, np.ndarray):
         return "nothing" if out is None else type(out).__name__
-    if out.shape != tuple(shape) or out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+    if out.size != int(np.prod(shape)) or out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
         return f"{out.dtype} {out.shape}" + ("" if out.flags.c_contiguous else " (not C-contiguous)") + \
             ("" if out.flags.writeable else " (read-only)")
     return ""

@@ -280,8 +280,9 @@ class TrainingSession(InferenceSession):
             if array is None:
                 raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
             array = np.asarray(array)
-            if array.shape != expected or array.dtype != np_type:
-                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected {np_type} "
+            if array.size != int(np.prod(expected)) or array.dtype != np_type:   # PopART checks the count
+                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape} ({array.size} "
+                                       f"elements); expected {np_type} of {int(np.prod(expected))} elements, shaped "
                                        f"{expected} ([batches_per_step={bps}, accumulation_factor={self._accl}, "
                                        f"*{tuple(shape)}] with the dimensions of 1 dropped)")
             if tid not in self._empty_inputs:

@@ -57,8 +57,8 @@ def test_non_contiguous_inputs_are_read_by_value(prepared):
 
 
 @pytest.mark.parametrize("inputs, outputs, match", [
-    (lambda x: {x: _data().astype(np.float64)}, None, r"input 'x' is float64 \(2, 2, 3\); expected float32 \(2, 2, 3\)"),
-    (lambda x: {x: _data()[0]}, None, r"input 'x' is float32 \(2, 3\); expected float32 \(2, 2, 3\)"),
+    (lambda x: {x: _data().astype(np.float64)}, None, r"input 'x' is float64 \(2, 2, 3\) \(12 elements\); expected float32 of 12"),
+    (lambda x: {x: _data()[0]}, None, r"input 'x' is float32 \(2, 3\) \(6 elements\); expected float32 of 12 elements, shaped \(2, 2, 3\)"),
     (lambda x: {}, None, r"no array for input 'x'; expected shape \(2, 2, 3\)"),
     (lambda x: {x: _data(), "z": _data()}, None, r"\['z'\] are no inputs of the model"),
     (lambda x: {x: _data()}, {}, r"anchor 'MatMul:0' needs .* float32 array of shape \(2, 2, 2\).*found nothing"),
@@ -74,6 +74,14 @@ def test_bad_step_io_is_named_and_the_session_stays_usable(prepared, inputs, out
     good = session.initAnchorArrays()
     session.run(popart.PyStepIO({x: _data(3)}, good))
     np.testing.assert_allclose(good[y], _data(3) @ W, rtol=1e-6)
+
+
+def test_arrays_of_the_right_count_in_another_shape_work_as_in_popart(prepared):
+    """PopART checks a PyStepIO array's type and number of elements, not its shape."""
+    session, x, y = prepared
+    out = np.zeros((4, 2), np.float32)
+    session.run(popart.PyStepIO({x: _data(5).reshape(4, 3)}, {y: out}))
+    np.testing.assert_allclose(out, (_data(5) @ W).reshape(4, 2), rtol=1e-6)
 
 
 def test_step_io_callbacks_hand_over_one_batch_each(prepared):

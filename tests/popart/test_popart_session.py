@@ -144,7 +144,7 @@ def test_wrong_step_inputs_are_refused(rng):
         session.run(popart.PyStepIO({x: good, "y": good}, anchors))
     with pytest.raises(popart.popart_exception, match=r"no array for input 'x'"):
         session.run(popart.PyStepIO({}, anchors))
-    with pytest.raises(popart.popart_exception, match=r"input 'x' is float32 \(4, 8\); expected float32 \(2, 4, 8\)"):
+    with pytest.raises(popart.popart_exception, match=r"input 'x' is float32 \(4, 8\) \(32 elements\); expected float32 of 64 elements, shaped \(2, 4, 8\)"):
         session.run(popart.PyStepIO({x: good[0]}, anchors))
     with pytest.raises(popart.popart_exception, match=r"input 'x' is float64"):
         session.run(popart.PyStepIO({x: good.astype(np.float64)}, anchors))

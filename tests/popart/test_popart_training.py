@@ -139,7 +139,7 @@ def test_gradient_accumulation_sums_micro_batches_before_the_update(rng):
     got = session.weightsToHost()
     for k in w:
         np.testing.assert_allclose(got[k], w[k], rtol=1e-3, atol=1e-5, err_msg=k)
-    with pytest.raises(popart.popart_exception, match=r"expected float32 \(2, 3, 2, 5\)"):
+    with pytest.raises(popart.popart_exception, match=r"expected float32 of 60 elements, shaped \(2, 3, 2, 5\)"):
         session.run(popart.PyStepIO({x: xs[:, 0], label: labels}, anchors))
 
 
