@@ -171,8 +171,10 @@ def load(fn_model) -> Model:
         node = Node(n.op_type, n.name or f"{n.op_type}_{i}", list(n.input), list(n.output),
                     {a.name: _attribute(a) for a in n.attribute}, "" if n.domain == "ai.onnx" else n.domain)
         if node.domain == GRAPHCORE:   # onnx cannot infer them: PopART's losses give FLOAT
+            from .graphcore_builder import loss_output_shape
+            shape = loss_output_shape(n, {k: v[1] for k, v in shapes.items()})
             for out in node.outputs:
-                shapes.setdefault(out, ("FLOAT", None))
+                shapes.setdefault(out, ("FLOAT", None if shape is None else list(shape)))
         for out in node.outputs:
             _refuse_double(out, shapes.get(out, (None,))[0], f"output of node {node.name!r}")
         nodes.append(node)

@@ -149,8 +149,10 @@ class InferenceSession(HostWeights, SessionInfo):
 
     # -- host side ---------------------------------------------------------------------------------
     def initAnchorArrays(self) -> dict:  # noqa: N802
-        """Zeroed arrays (float32, bool or int32, as the tensor) for the anchors, shaped as PopART shapes them."""
-        self._need_engine("initAnchorArrays")
+        """Zeroed arrays (float32, bool or int32, as the tensor) for the anchors, shaped as PopART shapes them
+        (before prepareDevice too, as PopART's, from the model's shapes)."""
+        if self._engine is None:
+            return self.anchor_arrays_from_the_model()
         return {tid: np.zeros(shape, self._anchor_dtypes.get(tid, np.float32))
                 for tid, shape in self._anchor_shapes.items()}
 

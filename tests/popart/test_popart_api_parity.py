@@ -53,9 +53,13 @@ def test_mnist_tutorial_port_trains_and_validates_like_numpy(tmp_path):
     with popart.DeviceManager().createIpuModelDevice(options) as device:
         training = popart.TrainingSession(fnModel=proto, loss=loss, deviceInfo=device,
                                           optimizer=popart.ConstSGD(0.01), dataFlow=dataFlow, userOptions=userOpts)
+        early = training.initAnchorArrays()       # PopART's anchors exist before prepareDevice too
         training.prepareDevice()
         training.setRandomSeed(1)
         t_anchors = training.initAnchorArrays()
+        assert {k: (v.shape, v.dtype) for k, v in early.items()} == \
+            {k: (v.shape, v.dtype) for k, v in t_anchors.items()} == \
+            {output: ((batches_per_step, batch_size, CLASSES), np.float32), loss: ((batches_per_step,), np.float32)}
         validation = popart.InferenceSession(fnModel=proto, deviceInfo=device, dataFlow=dataFlow,
                                              userOptions=userOpts)
         validation.prepareDevice()
