@@ -27,6 +27,22 @@ def getSupportedOperations(includePrivate: bool = False) -> list:  # noqa: N802,
     return [(d.op_type, d.since) for d in supported_ops()]
 
 
+#: PopART's names popsim.popart does not have yet (module attributes a PopART script may use)
+NOT_YET = ("Adam", "Adaptive", "AdamMode", "AdaptiveMode", "WeightDecayMode", "ClipNormSettings", "InputShapeInfo",
+           "InputSettings", "TensorLocation", "TensorLocationSettings", "TileSet", "ExecutionPhaseSettings",
+           "ExecutionPhaseSchedule", "BatchSerializationSettings", "AccumulateOuterFragmentSettings",
+           "MergeVarUpdateType", "SubgraphCopyingStrategy", "ReplicatedTensorSharding", "CommGroup", "CommGroupType",
+           "VariableSettings", "VariableRetrievalMode", "AutomaticLossScalingSettings", "Instrumentation",
+           "IrSerializationFormat", "DebugContext", "DataType", "PyWeightsIOCallback", "StepIO")
+
+
+def __getattr__(name):
+    if name in NOT_YET:
+        raise AttributeError(f"popart.{name} is PopART's but popsim.popart does not implement it yet; "
+                             "docs/onnx.md lists what exists and what is not done")
+    raise AttributeError(f"module 'popsim.popart' has no attribute {name!r}")
+
+
 #: PopART's ai.graphcore opset
 defaultAiGraphcoreOpset = 1  # noqa: N816 - PopART's name
 

@@ -47,6 +47,13 @@ class AiGraphcore:
     def __init__(self, builder):
         self._builder = builder
 
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"aiGraphcore.{name}: popsim.popart runs PopART's losses nllloss, l1loss and "
+                             f"identityloss of the ai.graphcore domain so far, not {name!r}; build it from aiOnnx "
+                             "ops or see docs/onnx.md ('Not done yet')")
+
     def _add(self, op_type, args, attrs, debug_context, n_inputs, what):
         if isinstance(args, str) or not isinstance(args, (list, tuple)) or len(args) != n_inputs:
             raise popart_exception(f"aiGraphcore.{what}: expected a list of {n_inputs} tensor id(s), found {args!r}")

@@ -71,6 +71,12 @@ class SessionInfo:
         raise popart_exception("loadExecutable: popsim.popart does not load exported executables; build the session "
                                "from the ONNX model and call prepareDevice()")
 
+    def getExecutionReport(self, *args, **kwargs):  # noqa: N802
+        raise popart_exception("getExecutionReport (PopART 1.x): use session.getSummaryReport() (text) or "
+                               "session.getReport() (popsim's Report)")
+
+    getGraphReport = getExecutionReport
+
     def getSerializedGraph(self):  # noqa: N802
         raise popart_exception("getSerializedGraph: popsim.popart has no PopART IR to serialize; the model is "
                                "builder.getModelProto(), the lowered graph is in session.getReport()")

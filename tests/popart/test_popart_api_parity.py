@@ -210,3 +210,12 @@ def test_popart_habits_that_work():
     assert (device.numIpus, device.tilesPerIPU, device.type) == (1, 4, popart.DeviceType.IpuModel)
     assert device.attach() and device.isAttached
     assert popart.DataFlow(2, ["a"], popart.AnchorReturnType("FINAL")).art("a").id() == "FINAL"
+
+
+def test_popart_names_not_implemented_say_so():
+    with pytest.raises(AttributeError, match="popart.Adam is PopART's but popsim.popart does not implement it yet"):
+        popart.Adam({})
+    with pytest.raises(AttributeError, match="aiGraphcore.gelu: popsim.popart runs PopART's losses"):
+        popart.Builder().aiGraphcore.gelu
+    with pytest.raises(AttributeError, match="aiOnnx has no op 'topk' that popsim.popart runs"):
+        popart.Builder().aiOnnx.topk
