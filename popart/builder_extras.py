@@ -2,8 +2,8 @@
 (``with builder.nameScope("layer1"):`` puts ``layer1/`` in front of the ids and node names
 made inside, as PopART's NameContextManager), ``aiOnnxOpset<N>``, the id queries
 (``getValueTensorIds``, ``getTrainableTensorIds``...), ``reshape_const``, and PopART's
-per-node hints. A hint popsim.popart does not act on (``setAvailableMemoryProportion``,
-``recomputeOutputInBackwardPass``, ``setPartialsType``, ``setSerializeMatMul``...) raises a
+per-node hints. A hint popsim.popart does not act on (``recomputeOutputInBackwardPass``,
+``checkpointOutput``, ``setPartialsType``, ``setSerializeMatMul``...) raises a
 popart_exception saying so and what to write instead, never being silently dropped."""
 import numpy as np
 
@@ -11,8 +11,6 @@ from .errors import onnx_module, popart_exception
 
 #: PopART's per-node hints that popsim.popart does not act on yet -> what to do instead
 UNSUPPORTED_HINTS = {
-    "setAvailableMemoryProportion": "leave it out: popsim.popart plans every matmul and convolution with "
-                                    "poplin's default availableMemoryProportion (0.6)",
     "recomputeOutputInBackwardPass": "leave it out: a TrainingSession keeps every forward activation "
                                      "(recomputation is not done yet, docs/onnx.md)",
     "checkpointOutput": "leave it out: recomputation is not done yet (docs/onnx.md)",

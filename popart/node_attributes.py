@@ -8,8 +8,19 @@ import numbers
 
 from .errors import onnx_module, popart_exception
 
-#: PopART's attribute names (popart/names.hpp: sVirtualGraphAttribute, sPipelineStageAttribute)
+#: PopART's attribute names (popart/names.hpp: sVirtualGraphAttribute, sPipelineStageAttribute,
+#: sAvailMemAttribute)
 VIRTUAL_GRAPH, PIPELINE_STAGE = "__ipu_number", "__pipeline_stage"
+AVAILABLE_MEMORY = "__available_memory_proportion"
+#: the ops whose poplin plan takes a node's availableMemoryProportion
+PLANNED_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
+
+
+def poplin_options(node):
+    """The poplin options of a MatMul, Gemm or Conv node (a model.Node): its
+    ``__available_memory_proportion``, as PopART passes it to poplin; None without one."""
+    value = node.attrs.get(AVAILABLE_MEMORY)
+    return None if value is None else {"availableMemoryProportion": float(value)}
 
 
 def _index(value, what: str) -> int:
@@ -71,6 +82,22 @@ class NodeAttributes:
                                    f"(nodeOutputNames, value=0), found {len(args)} arguments")
         self._set(args[0], name, _index(args[1] if len(args) == 2 else 0, what), what)
         return None
+
+    def setAvailableMemoryProportion(self, nodeOutputNames, availableMemoryProportion):  # noqa: N802,N803
+        """The availableMemoryProportion poplin plans the node(s) producing ``nodeOutputNames``
+        with (MatMul, Gemm, Conv, ConvTranspose): PopART's node attribute
+        ``__available_memory_proportion``, in (0, 1]."""
+        value = availableMemoryProportion
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
+            raise popart_exception(f"Builder.setAvailableMemoryProportion: the proportion must be in (0, 1], as "
+                                   f"PopART's, found {value!r}")
+        ids = [nodeOutputNames] if isinstance(nodeOutputNames, str) else list(nodeOutputNames)
+        for node in self._nodes_of(ids, "setAvailableMemoryProportion"):
+            if node.op_type not in PLANNED_OPS:
+                raise popart_exception(f"Builder.setAvailableMemoryProportion: node {node.name!r} is {node.op_type}; "
+                                       f"popsim.popart plans {', '.join(PLANNED_OPS)} with it (poplin's "
+                                       "availableMemoryProportion); leave it out for other ops")
+        self._set(ids, AVAILABLE_MEMORY, float(value), "setAvailableMemoryProportion")
 
     def virtualGraph(self, *args):  # noqa: N802 - PopART's name
         """``with builder.virtualGraph(ipu):`` or ``builder.virtualGraph(nodeOutputNames, ipu)``."""

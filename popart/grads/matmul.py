@@ -4,6 +4,7 @@ beta and transposes, its C's gradient summed over C's broadcast dimensions."""
 from popsim import poplin, popops
 
 from ..grad_table import grad
+from ..node_attributes import poplin_options
 from ..ops.matmul import mat_mul
 from .common import unbroadcast
 
@@ -25,10 +26,10 @@ def matmul(ctx, node, inputs, outputs, grads):
     needed = ctx.needed
     ga = gb = None
     if needed[0]:
-        ga = mat_mul(ctx, g2, _swap(b2), f"{node.name}/grad0")
+        ga = mat_mul(ctx, g2, _swap(b2), f"{node.name}/grad0", poplin_options(node))
         ga = unbroadcast(ctx, ga, a2.shape, f"{node.name}/grad0").reshape(tuple(a.shape))
     if needed[1]:
-        gb = mat_mul(ctx, _swap(a2), g2, f"{node.name}/grad1")
+        gb = mat_mul(ctx, _swap(a2), g2, f"{node.name}/grad1", poplin_options(node))
         gb = unbroadcast(ctx, gb, b2.shape, f"{node.name}/grad1").reshape(tuple(b.shape))
     return [ga, gb]
 
@@ -48,15 +49,19 @@ def gemm(ctx, node, inputs, outputs, grads):
     if not needed[0]:
         pass
     elif trans_a:
-        ga = poplin.mat_mul(ctx.graph, b_used, g.transpose(), ctx.prog, f"{node.name}/grad0", cache=ctx.cache)
+        ga = poplin.mat_mul(ctx.graph, b_used, g.transpose(), ctx.prog, f"{node.name}/grad0", options=poplin_options(node),
+                            cache=ctx.cache)
     else:
-        ga = poplin.mat_mul(ctx.graph, g, b_used.transpose(), ctx.prog, f"{node.name}/grad0", cache=ctx.cache)
+        ga = poplin.mat_mul(ctx.graph, g, b_used.transpose(), ctx.prog, f"{node.name}/grad0", options=poplin_options(node),
+                            cache=ctx.cache)
     if not needed[1]:
         pass
     elif trans_b:
-        gb = poplin.mat_mul(ctx.graph, g.transpose(), a_used, ctx.prog, f"{node.name}/grad1", cache=ctx.cache)
+        gb = poplin.mat_mul(ctx.graph, g.transpose(), a_used, ctx.prog, f"{node.name}/grad1", options=poplin_options(node),
+                            cache=ctx.cache)
     else:
-        gb = poplin.mat_mul(ctx.graph, a_used.transpose(), g, ctx.prog, f"{node.name}/grad1", cache=ctx.cache)
+        gb = poplin.mat_mul(ctx.graph, a_used.transpose(), g, ctx.prog, f"{node.name}/grad1", options=poplin_options(node),
+                            cache=ctx.cache)
     out = [ga, gb]
     if len(inputs) > 2 and inputs[2] is not None:
         if beta == 0.0:

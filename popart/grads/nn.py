@@ -11,6 +11,7 @@ from popsim.popops import expr as pe
 
 from ..errors import popart_exception
 from ..grad_table import grad
+from ..node_attributes import poplin_options
 from ..ops.nn import _spatial, conv_params, conv_weights_shape
 
 ADD = popops.Operation.ADD
@@ -59,10 +60,10 @@ def conv(ctx, node, inputs, outputs, grads):
     if needed[0]:
         weights = w.reshape(conv_weights_shape(params))
         out[0] = poplin.convolution(ctx.graph, g, weights, poplin.get_gradient_params(params), True, ctx.prog,
-                                    f"{node.name}/grad0", cache=ctx.cache)
+                                    f"{node.name}/grad0", options=poplin_options(node), cache=ctx.cache)
     if needed[1]:
         deltas = poplin.calculate_weight_deltas(ctx.graph, g, x, params, ctx.prog, f"{node.name}/grad1",
-                                                cache=ctx.cache)
+                                                options=poplin_options(node), cache=ctx.cache)
         out[1] = deltas.reshape(tuple(w.shape))
     if len(inputs) > 2 and inputs[2] is not None:
         dims = [0] + list(range(2, g.rank))

@@ -6,6 +6,7 @@ that is negative the output is truncated instead), the kernel flipped, and W [C,
 from popsim import FLOAT, poplin
 
 from ..errors import popart_exception
+from ..node_attributes import poplin_options
 from ..op_table import op
 
 
@@ -56,7 +57,8 @@ def conv_transpose(ctx, node, inputs):
                                output_truncation_upper=tuple(max(-p, 0) for p in upper),
                                kernel_flip=(True,) * rank)
     weights = w.reshape((group, cin, cout) + tuple(kernel)).dim_shuffle([0, 2, 1] + list(range(3, 3 + rank)))
-    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, cache=ctx.cache)
+    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, options=poplin_options(node),
+                           cache=ctx.cache)
     if len(inputs) > 2 and inputs[2] is not None:
         poplin.add_bias(ctx.graph, y, ctx.tensor(inputs[2], node, "input 2 (B)"), ctx.prog, f"{node.name}/bias")
     return [y]

@@ -6,6 +6,7 @@ from popsim import FLOAT, poplin, popnn, popops
 from popsim.popops import expr as pe
 
 from ..errors import popart_exception
+from ..node_attributes import poplin_options
 from ..op_table import op
 from . import bn_training
 
@@ -84,7 +85,8 @@ def conv(ctx, node, inputs):
     x, w = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs[:2]))
     params = conv_params(node, x.shape, w.shape)
     weights = w.reshape(conv_weights_shape(params))
-    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, cache=ctx.cache)
+    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, options=poplin_options(node),
+                           cache=ctx.cache)
     if len(inputs) > 2 and inputs[2] is not None:
         poplin.add_bias(ctx.graph, y, ctx.tensor(inputs[2], node, "input 2 (B)"), ctx.prog, f"{node.name}/bias")
     return [y]

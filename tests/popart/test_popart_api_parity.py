@@ -165,7 +165,8 @@ def test_builder_habits_work_as_in_popart():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda b, t: b.setAvailableMemoryProportion(t, 0.3), "availableMemoryProportion"),
+    (lambda b, t: b.setAvailableMemoryProportion(t, 0.3), r"node 'Relu:0' is Relu; popsim.popart plans MatMul"),
+    (lambda b, t: b.setAvailableMemoryProportion(t, 0), r"must be in \(0, 1\]"),
     (lambda b, t: b.recomputeOutputInBackwardPass(t, popart.RecomputeType.Recompute), "recomputation"),
     (lambda b, t: b.setPartialsType(t, "half"), "FLOAT partials"),
     (lambda b, t: b.setSerializeMatMul({t}, "output_channels", 2), "not serialized"),
@@ -219,3 +220,32 @@ def test_popart_names_not_implemented_say_so():
         popart.Builder().aiGraphcore.gelu
     with pytest.raises(AttributeError, match="aiOnnx has no op 'topk' that popsim.popart runs"):
         popart.Builder().aiOnnx.topk
+
+
+def test_available_memory_proportion_reaches_poplin_plans(monkeypatch):
+    """setAvailableMemoryProportion sets PopART's node attribute; the MatMul, Gemm and Conv
+    lowerings (and the layout of the weights they read) plan with it."""
+    from popsim import poplin
+    seen = []
+    for name in ("mat_mul", "convolution", "create_mat_mul_input_rhs", "create_weights"):
+        real = getattr(poplin, name)
+        monkeypatch.setattr(poplin, name, lambda *a, _real=real, _name=name, **k: (
+            seen.append((_name, (k.get("options") or {}).get("availableMemoryProportion"))), _real(*a, **k))[1])
+    b = popart.Builder()
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 8]), "x")
+    y = b.aiOnnx.matmul([x, b.addInitializedInputTensor(np.ones((8, 8), np.float32), "w")])
+    g = b.aiOnnx.gemm([y, b.addInitializedInputTensor(np.ones((8, 2), np.float32), "w2")])
+    img = b.addInputTensor(popart.TensorInfo("FLOAT", [1, 2, 6, 6]), "img")
+    c = b.aiOnnx.conv([img, b.addInitializedInputTensor(np.ones((3, 2, 3, 3), np.float32), "k")], kernel_shape=[3, 3])
+    b.setAvailableMemoryProportion(y, 0.25)
+    b.setAvailableMemoryProportion({c, g}, 0.5)
+    assert b.nodeHasAttribute("__available_memory_proportion", [y])
+    session = popart.InferenceSession(b.getModelProto(), popart.DataFlow(1, [g, c]),
+                                      popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 8}))
+    session.prepareDevice()
+    assert set(seen) == {("create_mat_mul_input_rhs", 0.25), ("mat_mul", 0.25), ("create_mat_mul_input_rhs", 0.5),
+                         ("mat_mul", 0.5), ("create_weights", 0.5), ("convolution", 0.5)}
+    anchors = session.initAnchorArrays()
+    session.run(popart.PyStepIO({x: np.ones((4, 8), np.float32), img: np.ones((1, 2, 6, 6), np.float32)}, anchors))
+    np.testing.assert_allclose(anchors[g], np.full((4, 2), 64.0))
+    np.testing.assert_allclose(anchors[c], np.full((1, 3, 4, 4), 18.0))
