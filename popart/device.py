@@ -101,6 +101,9 @@ class DeviceManager:
             raise popart_exception(f"createIpuModelDevice: unknown option(s) {unknown}; known: "
                                    f"{sorted(IPU_MODEL_OPTIONS)}")
         merged = {**IPU_MODEL_OPTIONS, **options}
+        if merged["ipuVersion"] not in ("ipu1", "ipu2", "ipu21"):
+            raise popart_exception(f"createIpuModelDevice: ipuVersion {merged['ipuVersion']!r} is not one of 'ipu1', "
+                                   "'ipu2' (Mk2, the default), 'ipu21' (Bow)")
         for key in ("numIPUs", "tilesPerIPU"):
             merged[key] = int(merged[key])
             if merged[key] < 1:

@@ -145,3 +145,59 @@ class NodeAttributes:
             raise popart_exception(f"Builder.getInt64NodeAttribute: the nodes of {nodeOutputNames!r} differ in "
                                    f"{attributeName!r}: {sorted(values)}")
         return values.pop()
+
+    # -- any attribute, as PopART's get<Type>NodeAttribute / addNodeAttribute --------------------
+    def _attribute_values(self, attributeName, nodeOutputNames, what: str) -> list:  # noqa: N803
+        values = []
+        for node in self._nodes_of(nodeOutputNames, what):
+            attr = next((a for a in node.attribute if a.name == attributeName), None)
+            if attr is None:
+                raise popart_exception(f"Builder.{what}: node {node.name!r} has no attribute {attributeName!r}; it "
+                                       f"has {sorted(a.name for a in node.attribute)}")
+            values.append(onnx_module().helper.get_attribute_value(attr))
+        return values
+
+    def _one(self, attributeName, nodeOutputNames, what, kind):  # noqa: N803
+        values = self._attribute_values(attributeName, nodeOutputNames, what)
+        value = values[0]
+        if any(v != value for v in values) or not all(isinstance(v, kind) for v in values):
+            raise popart_exception(f"Builder.{what}: {attributeName!r} of {nodeOutputNames!r} is {values}, not one "
+                                   f"{kind.__name__}")
+        return [v.decode() for v in value] if what.startswith("getStringVector") else \
+            value.decode() if isinstance(value, bytes) else value
+
+    def getFloatNodeAttribute(self, attributeName, nodeOutputNames) -> float:  # noqa: N802,N803
+        return self._one(attributeName, nodeOutputNames, "getFloatNodeAttribute", float)
+
+    def getInt64VectorNodeAttribute(self, attributeName, nodeOutputNames) -> list:  # noqa: N802,N803
+        return list(self._one(attributeName, nodeOutputNames, "getInt64VectorNodeAttribute", list))
+
+    def getFloatVectorNodeAttribute(self, attributeName, nodeOutputNames) -> list:  # noqa: N802,N803
+        return list(self._one(attributeName, nodeOutputNames, "getFloatVectorNodeAttribute", list))
+
+    def getStringNodeAttribute(self, attributeName, nodeOutputNames) -> str:  # noqa: N802,N803
+        return self._one(attributeName, nodeOutputNames, "getStringNodeAttribute", bytes)
+
+    def getStringVectorNodeAttribute(self, attributeName, nodeOutputNames) -> list:  # noqa: N802,N803
+        return self._one(attributeName, nodeOutputNames, "getStringVectorNodeAttribute", list)
+
+    def getAllNodeAttributeNames(self, nodeOutputNames) -> list:  # noqa: N802,N803
+        return sorted({a.name for n in self._nodes_of(nodeOutputNames, "getAllNodeAttributeNames") for a in n.attribute})
+
+    def addNodeAttribute(self, attributeName, attributeValue, nodeOutputNames) -> None:  # noqa: N802,N803
+        """Set an attribute on the node(s) producing ``nodeOutputNames`` (the model must stay valid ONNX:
+        an attribute the op does not define is refused when the session is made, unless named ``__...``)."""
+        nodes = self._nodes_of(nodeOutputNames, "addNodeAttribute")
+        if any(a.name == attributeName for n in nodes for a in n.attribute):
+            raise popart_exception(f"Builder.addNodeAttribute: the node already has {attributeName!r}; PopART refuses "
+                                   "to add it twice (removeNodeAttribute first)")
+        self._set(nodeOutputNames, attributeName, attributeValue, "addNodeAttribute")
+
+    def removeNodeAttribute(self, attributeName, nodeOutputNames) -> None:  # noqa: N802,N803
+        for node in self._nodes_of(nodeOutputNames, "removeNodeAttribute"):
+            kept = [a for a in node.attribute if a.name != attributeName]
+            if len(kept) == len(node.attribute):
+                raise popart_exception(f"Builder.removeNodeAttribute: node {node.name!r} has no attribute "
+                                       f"{attributeName!r}")
+            del node.attribute[:]
+            node.attribute.extend(kept)

@@ -154,6 +154,14 @@ def test_builder_habits_work_as_in_popart():
         builder.aiOnnx.split([x])
     with pytest.raises(popart.popart_exception, match="no parameter 'axes'"):
         builder.aiOnnx.softmax([x], axes=[1])
+    t = builder.aiOnnx.transpose([x], [1, 0])                    # perm by position
+    assert builder.getInt64VectorNodeAttribute("perm", t) == [1, 0]
+    builder.addNodeAttribute("__note", "hello", {t})
+    assert builder.getStringNodeAttribute("__note", [t]) == "hello"
+    assert builder.getAllNodeAttributeNames(t) == ["__note", "perm"]
+    builder.removeNodeAttribute("__note", [t])
+    with pytest.raises(popart.popart_exception, match=r"has no attribute '__note'"):
+        builder.getStringNodeAttribute("__note", t)
     fresh = popart.Builder()                                     # the first aiOnnxOpsetN used picks the opset
     y = fresh.aiOnnxOpset10.relu([fresh.addInputTensor(popart.TensorInfo("FLOAT", [3]))])
     assert fresh._opset == 10 and y == "Relu:0"
@@ -186,6 +194,7 @@ def test_builder_hints_popsim_does_not_act_on_are_refused(call, match):
     (lambda: popart.DeviceManager().acquireDeviceById(0), "createIpuModelDevice"),
     (lambda: popart.DeviceManager().enumerateDevices(), "no IPU hardware"),
     (lambda: popart.DeviceManager().createIpuModelDevice({"numTiles": 4}), "unknown option"),
+    (lambda: popart.DeviceManager().createIpuModelDevice({"ipuVersion": "mk2"}), "'ipu2' \\(Mk2"),
     (lambda: popart.AnchorReturnType("all"), "did you mean 'ALL'"),
     (lambda: popart.AnchorReturnType("EVERYN"), "return period"),
     (lambda: setattr(popart.SessionOptions(), "enableExplicitMainLoops", True), "does not implement"),
