@@ -78,6 +78,11 @@ class PyStepIO:
         if not isinstance(inputs, dict) or not isinstance(outputs, dict):
             raise popart_exception("PyStepIO(inputs, outputs): both are dicts of tensor id -> numpy array")
         self.inputs, self.outputs = inputs, outputs
+        self.runtime_asserts = True
+
+    def enableRuntimeAsserts(self, enable) -> None:  # noqa: N802 - PopART's name
+        """Accepted; the arrays are checked anyway (a wrong one would otherwise be read as garbage)."""
+        self.runtime_asserts = bool(enable)
 
 
 def step_shape(shape, batches: int, replicas: int = 1) -> tuple:

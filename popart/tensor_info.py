@@ -13,10 +13,21 @@ NAME_OF = {np.dtype(v): k for k, v in NUMPY_OF.items()}
 DEVICE_TYPES = ("FLOAT",)
 
 
+def _numpy_name(name: str):
+    try:
+        return np.dtype(name)
+    except TypeError:
+        return None
+
+
 def dtype_name(dtype) -> str:
-    """The ONNX/PopART name of a numpy dtype or type name ("FLOAT", "float32", np.float32)."""
-    if isinstance(dtype, str) and dtype.upper() in NUMPY_OF:
-        return dtype.upper()
+    """The ONNX/PopART name of a PopART type name ("FLOAT") or a numpy dtype (np.float32)."""
+    if isinstance(dtype, str):   # PopART's names, exactly ("float32" is numpy's: np.float32 is taken)
+        if dtype in NUMPY_OF:
+            return dtype
+        hint = next((k for k, v in NUMPY_OF.items() if dtype.upper() == k or _numpy_name(dtype) == np.dtype(v)), None)
+        raise popart_exception(f"TensorInfo: unknown data type {dtype!r}; PopART's names are {sorted(NUMPY_OF)}"
+                               + (f" (did you mean {hint!r}?)" if hint else "") + ", or pass a numpy dtype")
     try:
         return NAME_OF[np.dtype(dtype)]
     except (TypeError, KeyError):

@@ -169,7 +169,8 @@ def test_builder_habits_work_as_in_popart():
     assert (info.data_type(), info.data_type_lcase(), info.shape(), info.nelms(), info.rank(), info.nbytes()) == \
         ("FLOAT16", "float16", [2, 3], 6, 2, 12)
     assert popart.TensorInfo("FLOAT", [1]).data_type_lcase() == "float32"
-    assert popart.TensorInfo(np.zeros((4, 1), np.int32)) == popart.TensorInfo("INT32", [4, 1])
+    assert popart.TensorInfo(np.zeros((4, 1), np.int32)) == popart.TensorInfo("INT32", [4, 1]) == \
+        popart.TensorInfo(np.int32, (4, 1)) == popart.TensorInfo(np.dtype("int32"), [4, 1])
 
 
 @pytest.mark.parametrize("call, match", [
@@ -196,6 +197,8 @@ def test_builder_hints_popsim_does_not_act_on_are_refused(call, match):
     (lambda: popart.DeviceManager().createIpuModelDevice({"numTiles": 4}), "unknown option"),
     (lambda: popart.DeviceManager().createIpuModelDevice({"ipuVersion": "mk2"}), "'ipu2' \\(Mk2"),
     (lambda: popart.AnchorReturnType("all"), "did you mean 'ALL'"),
+    (lambda: popart.TensorInfo("float32", [2]), "did you mean 'FLOAT'"),
+    (lambda: popart.TensorInfo("int32", [2]), "did you mean 'INT32'"),
     (lambda: popart.AnchorReturnType("EVERYN"), "return period"),
     (lambda: setattr(popart.SessionOptions(), "enableExplicitMainLoops", True), "does not implement"),
     (lambda: setattr(popart.SessionOptions(), "notAnOption", 1), "has no field"),
