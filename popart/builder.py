@@ -1,6 +1,7 @@
 """popart.Builder: an ONNX model made op by op, as PopART's Builder makes one. Tensor ids
-are strings; ``builder.aiOnnx.<op>(inputs, **attributes, debugContext="")`` adds a node of
-each op the op table (op_table.py) supports, under its lower-case name."""
+are strings, made as PopART makes them; ``builder.aiOnnx.<op>(inputs, ...)`` (ai_onnx.py:
+PopART's signatures) adds a node of each op the op table (op_table.py) supports, under its
+lower-case name; builder_extras.py and node_attributes.py have the rest of PopART's Builder."""
 import numpy as np
 
 from .errors import onnx_module, popart_exception
