@@ -33,7 +33,8 @@ NOT_YET = ("Adam", "Adaptive", "AdamMode", "AdaptiveMode", "WeightDecayMode", "C
            "ExecutionPhaseSchedule", "BatchSerializationSettings", "AccumulateOuterFragmentSettings",
            "MergeVarUpdateType", "SubgraphCopyingStrategy", "ReplicatedTensorSharding", "CommGroup", "CommGroupType",
            "VariableSettings", "VariableRetrievalMode", "AutomaticLossScalingSettings", "Instrumentation",
-           "IrSerializationFormat", "DebugContext", "DataType", "PyWeightsIOCallback", "StepIO")
+           "IrSerializationFormat", "DebugContext", "DataType", "PyWeightsIOCallback", "StepIO", "TensorStorage",
+           "ReplicatedTensorShardingMode", "Session", "Ir", "OpCreatorInfo", "OpDefinition", "Attribute")
 
 
 def __getattr__(name):

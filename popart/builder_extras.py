@@ -24,6 +24,8 @@ UNSUPPORTED_HINTS = {
     "embedReplicationFactor": "set SessionOptions.replicatedGraphCount instead",
     "addUntypedInputTensor": "use addInputTensor(popart.TensorInfo(dtype, shape)): popsim.popart needs "
                              "static input shapes",
+    "customOp": "custom ops are not supported: popsim.popart lowers the ONNX ops of its table (python -m "
+                "popsim.popart ops); write the op from aiOnnx ops",
     "createSubgraphBuilder": "subgraphs (If, Loop, call) are not supported yet; build the model flat",
 }
 

@@ -54,7 +54,11 @@ NOT_IMPLEMENTED = ("executionPhaseSettings", "experimentalSettings", "batchSeria
                    "enableExplicitMainLoops", "ensureFp32LossScaleTensor", "delayVarUpdates",
                    "hardwareInstrumentations", "accumulationAndReplicationReductionType",
                    "meanAccumulationAndReplicationReductionStrategy", "enableDistributedReplicatedGraphs",
-                   "enableLoadAndOffloadRNGState", "enableRngStateManagement", "compilationProgressLogger")
+                   "enableLoadAndOffloadRNGState", "enableRngStateManagement", "compilationProgressLogger",
+                   "numIOTiles", "weightTensorLocationSettings", "activationTensorLocationSettings",
+                   "optimizerStateTensorLocationSettings", "accumulatorTensorLocationSettings",
+                   "tensorLocationSettingsOverride", "accumulateOuterFragmentSettings", "autodiffSettings",
+                   "developerSettings", "numberOfHostIOTiles")
 DEFAULTS.update(SCHEDULING)
 #: the fields a session honours with any value: those that only describe what PopART's
 #: compiler may do (outlining, buffering, caching...) and those popsim.popart implements
@@ -72,6 +76,12 @@ class SessionOptions:
     def __init__(self):
         for key, value in DEFAULTS.items():
             object.__setattr__(self, key, value.copy() if hasattr(value, "copy") else value)
+
+    def __getattr__(self, key):   # only for fields that are not set: PopART's others, or unknown
+        if key in NOT_IMPLEMENTED:
+            raise AttributeError(f"SessionOptions.{key} is PopART's option but popsim.popart does not implement it "
+                                 "yet; leave it out (docs/onnx.md lists what is not done)")
+        raise AttributeError(f"SessionOptions has no field {key!r}; known: {', '.join(sorted(DEFAULTS))}")
 
     def __setattr__(self, key, value):
         if key in NOT_IMPLEMENTED:

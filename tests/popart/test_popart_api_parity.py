@@ -181,6 +181,7 @@ def test_builder_habits_work_as_in_popart():
     (lambda b, t: b.setSerializeMatMul({t}, "output_channels", 2), "not serialized"),
     (lambda b, t: b.addUntypedInputTensor(), "static input shapes"),
     (lambda b, t: b.outputTensorLocation(t, None), "on the chip"),
+    (lambda b, t: b.customOp("LeakyRelu", 1, [t], 1, {}), "custom ops are not supported"),
 ])
 def test_builder_hints_popsim_does_not_act_on_are_refused(call, match):
     builder = popart.Builder()
@@ -226,6 +227,8 @@ def test_popart_habits_that_work():
 
 
 def test_popart_names_not_implemented_say_so():
+    with pytest.raises(AttributeError, match="weightTensorLocationSettings is PopART's option but popsim.popart"):
+        popart.SessionOptions().weightTensorLocationSettings.location = None
     with pytest.raises(AttributeError, match="popart.Adam is PopART's but popsim.popart does not implement it yet"):
         popart.Adam({})
     with pytest.raises(AttributeError, match="aiGraphcore.gelu: popsim.popart runs PopART's losses"):
