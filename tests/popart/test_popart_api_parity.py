@@ -264,3 +264,23 @@ def test_available_memory_proportion_reaches_poplin_plans(monkeypatch):
     session.run(popart.PyStepIO({x: np.ones((4, 8), np.float32), img: np.ones((1, 2, 6, 6), np.float32)}, anchors))
     np.testing.assert_allclose(anchors[g], np.full((4, 2), 64.0))
     np.testing.assert_allclose(anchors[c], np.full((1, 3, 4, 4), 18.0))
+
+
+def test_an_inference_session_reads_its_weights_back_with_replicas(tmp_path):
+    b = popart.Builder()
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "x")
+    w = np.arange(6, dtype=np.float32).reshape(3, 2)
+    y = b.aiOnnx.matmul([x, b.addInitializedInputTensor(w, "w")])
+    opts = popart.SessionOptions()
+    opts.enableReplicatedGraphs, opts.replicatedGraphCount = True, 2
+    session = popart.InferenceSession(b.getModelProto(), popart.DataFlow(1, [y]),
+                                      popart.DeviceManager().createIpuModelDevice({"numIPUs": 2}), userOptions=opts)
+    assert session.replicationFactor == 2 and session.accumulationFactor == 1
+    session.prepareDevice()
+    session.weightsFromHost()
+    np.testing.assert_array_equal(session.weightsToHost()["w"], w)      # replica 0's, as PopART
+    io = popart.PyWeightsIO({"w": np.zeros((3, 2), np.float32)})
+    session.readWeights(io)
+    np.testing.assert_array_equal(io.weights["w"], w)
+    session.modelToHost(str(tmp_path / "m.onnx"))
+    assert popart.Builder(str(tmp_path / "m.onnx")).isInitializer("w")
