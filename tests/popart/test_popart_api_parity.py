@@ -284,3 +284,19 @@ def test_an_inference_session_reads_its_weights_back_with_replicas(tmp_path):
     np.testing.assert_array_equal(io.weights["w"], w)
     session.modelToHost(str(tmp_path / "m.onnx"))
     assert popart.Builder(str(tmp_path / "m.onnx")).isInitializer("w")
+
+
+@pytest.mark.parametrize("op_type, params", [   # PopART's generated opset-11 bindings (popart_opset11.gen.cpp)
+    ("MaxPool", "num_outputs kernel_shape ceil_mode dilations pads storage_order strides"),
+    ("AveragePool", "kernel_shape ceil_mode count_include_pad pads strides"),
+    ("Conv", "dilations group kernel_shape pads strides"),
+    ("ConvTranspose", "dilations group kernel_shape output_padding output_shape pads strides"),
+    ("Split", "num_outputs axis split"), ("BatchNormalization", "num_outputs epsilon momentum"),
+    ("Dropout", "num_outputs ratio"), ("Gemm", "alpha beta transA transB"), ("Softmax", "axis"),
+    ("Transpose", "perm"), ("ReduceMean", "axes keepdims"), ("LRN", "size alpha beta bias"),
+    ("Concat", "axis"), ("Unsqueeze", "axes"), ("ArgMax", "axis keepdims"), ("Cast", "to"), ("Pad", "mode"),
+    ("Add", ""), ("Clip", ""),
+])
+def test_aionnx_signatures_are_popart_s(op_type, params):
+    from popsim.popart.ai_onnx import signature
+    assert signature(op_type, 11) == params.split() + ["debugContext"]
