@@ -33,7 +33,10 @@ class HostWeights:
     (id -> the host array weightsFromHost writes) and ``self._proto`` (the model given)."""
 
     def _check_weights_written(self) -> None:
-        """Before a run: the weights must be on the device, as PopART requires."""
+        """Before a run: the device attached and the weights on it, as PopART requires."""
+        if not self.deviceInfo.isAttached:
+            raise popart_exception("run: the device is detached (DeviceInfo.detach(), or the end of a `with "
+                                   "device:` block); call deviceInfo.attach() or run inside the `with` block")
         if not self._weights or self._weights_written:
             return
         if hasattr(self, "optimizer"):   # a TrainingSession

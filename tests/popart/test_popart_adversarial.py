@@ -76,6 +76,18 @@ def test_bad_step_io_is_named_and_the_session_stays_usable(prepared, inputs, out
     np.testing.assert_allclose(good[y], _data(3) @ W, rtol=1e-6)
 
 
+def test_a_detached_device_does_not_run_until_attached(prepared):
+    session, x, y = prepared
+    anchors = session.initAnchorArrays()
+    with session.deviceInfo:
+        session.run(popart.PyStepIO({x: _data()}, anchors))
+    with pytest.raises(popart.popart_exception, match=r"the device is detached.*attach\(\)"):
+        session.run(popart.PyStepIO({x: _data()}, anchors))
+    assert session.deviceInfo.attach()
+    session.run(popart.PyStepIO({x: _data(6)}, anchors))
+    np.testing.assert_allclose(anchors[y], _data(6) @ W, rtol=1e-6)
+
+
 def test_arrays_of_the_right_count_in_another_shape_work_as_in_popart(prepared):
     """PopART checks a PyStepIO array's type and number of elements, not its shape."""
     session, x, y = prepared
