@@ -104,6 +104,6 @@ class BuilderExtras:
         new_shape = aiOnnx.constant(np.array(shape).astype(np.int64), str(debugContext) + "_const")
         return aiOnnx.reshape([args[0], new_shape], debugContext)
 
-    for _name in UNSUPPORTED_HINTS:
-        locals()[_name] = _refuse(_name)
-    del _name
+
+for _hint in UNSUPPORTED_HINTS:   # each refused with what to write instead
+    setattr(BuilderExtras, _hint, _refuse(_hint))
