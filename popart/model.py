@@ -81,8 +81,8 @@ def check_graph(graph) -> None:
                                        "fix the model so that each tensor is made before it is read")
         for tid in n.output:
             if tid and tid in made:
-                raise popart_exception(f"node {name!r} ({n.op_type}) makes tensor {tid!r}, which is already "
-                                       f"{made[tid] if made[tid].startswith('a') else 'made by node ' + repr(made[tid])}; "
+                first = made[tid] if made[tid].startswith("a") else f"made by node {made[tid]!r}"
+                raise popart_exception(f"node {name!r} ({n.op_type}) makes tensor {tid!r}, which is already {first}; "
                                        "each tensor id must be made once (rename one of them)")
             made[tid] = name
     for o in graph.output:

@@ -182,7 +182,8 @@ class NodeAttributes:
         return self._one(attributeName, nodeOutputNames, "getStringVectorNodeAttribute", list)
 
     def getAllNodeAttributeNames(self, nodeOutputNames) -> list:  # noqa: N802,N803
-        return sorted({a.name for n in self._nodes_of(nodeOutputNames, "getAllNodeAttributeNames") for a in n.attribute})
+        nodes = self._nodes_of(nodeOutputNames, "getAllNodeAttributeNames")
+        return sorted({a.name for n in nodes for a in n.attribute})
 
     def addNodeAttribute(self, attributeName, attributeValue, nodeOutputNames) -> None:  # noqa: N802,N803
         """Set an attribute on the node(s) producing ``nodeOutputNames`` (the model must stay valid ONNX:

@@ -62,10 +62,11 @@ NOT_IMPLEMENTED = ("executionPhaseSettings", "experimentalSettings", "batchSeria
 DEFAULTS.update(SCHEDULING)
 #: the fields a session honours with any value: those that only describe what PopART's
 #: compiler may do (outlining, buffering, caching...) and those popsim.popart implements
-IMPLEMENTED = set(SCHEDULING) | {"engineOptions", "instrumentWithHardwareCycleCounter", "enableOutlining", "outlineThreshold",
-               "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth",
-               "accumulationFactor", "enableGradientAccumulation",
-               "enableReplicatedGraphs", "replicatedGraphCount", "enablePipelining"}   # placement.py, pipeline.py
+IMPLEMENTED = set(SCHEDULING) | {
+    "engineOptions", "instrumentWithHardwareCycleCounter", "enableOutlining", "outlineThreshold",
+    "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth",
+    "accumulationFactor", "enableGradientAccumulation",
+    "enableReplicatedGraphs", "replicatedGraphCount", "enablePipelining"}   # placement.py, pipeline.py
 #: the fields only a TrainingSession honours (an InferenceSession refuses them away from their default)
 TRAINING_ONLY = {"accumulationFactor", "enableGradientAccumulation"}
 #: fields honoured with some values only: field -> those values

@@ -40,7 +40,8 @@ class InferenceSession(HostWeights, SessionInfo):
                                    f"createIpuModelDevice(...), found {type(deviceInfo).__name__}")
         if inputShapeInfo is not None:
             raise popart_exception("InferenceSession: inputShapeInfo is not supported yet; give the model static "
-                                   "input shapes (builder.addInputTensor(popart.TensorInfo(dtype, shape))) and leave it out")
+                                   "input shapes (builder.addInputTensor(popart.TensorInfo(dtype, shape))) and "
+                                   "leave it out")
         check_patterns(patterns, "InferenceSession")
         self.options = userOptions if userOptions is not None else SessionOptions()
         if not isinstance(self.options, SessionOptions):
@@ -168,8 +169,8 @@ class InferenceSession(HostWeights, SessionInfo):
         engine = self._need_engine("run")
         self._check_weights_written()
         bps = self.dataFlow.batchesPerStep()
-        inputs = {tid: (step_shape(shape, bps, self._replicas), STREAMED[dtype][1]) for tid, (dtype, shape) in self.model.inputs.items()
-                  if dtype in STREAMED}
+        inputs = {tid: (step_shape(shape, bps, self._replicas), STREAMED[dtype][1])
+                  for tid, (dtype, shape) in self.model.inputs.items() if dtype in STREAMED}
         anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
         stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
         if not isinstance(stepio, PyStepIO):

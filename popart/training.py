@@ -45,8 +45,9 @@ def _refuse_dropout(model, what: str) -> None:
         ratio = node.attrs.get("ratio", 0.5)
         if len(node.inputs) > 1 and node.inputs[1]:
             ratio = model.initializers.get(node.inputs[1], ratio)
-        if float(np.asarray(ratio).reshape(-1)[0]) > 0:
-            raise popart_exception(f"{what}: node {node.name!r} (Dropout, ratio {float(np.asarray(ratio).reshape(-1)[0])}) "
+        ratio = float(np.asarray(ratio).reshape(-1)[0])
+        if ratio > 0:
+            raise popart_exception(f"{what}: node {node.name!r} (Dropout, ratio {ratio}) "
                                    "would drop elements at random in training, as PopART's does; popsim.popart does "
                                    "not lower random dropout yet. Remove the node or give it ratio 0 for training")
 
@@ -263,8 +264,8 @@ class TrainingSession(InferenceSession):
         engine = self._need_engine("run")
         self._check_weights_written()
         bps = self.dataFlow.batchesPerStep()
-        inputs = {tid: (host_shape(shape, bps, self._accl), STREAMED[dtype][1]) for tid, (dtype, shape) in self.model.inputs.items()
-                  if dtype in STREAMED}
+        inputs = {tid: (host_shape(shape, bps, self._accl), STREAMED[dtype][1])
+                  for tid, (dtype, shape) in self.model.inputs.items() if dtype in STREAMED}
         anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
         stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
         if not isinstance(stepio, PyStepIO):
@@ -291,8 +292,8 @@ class TrainingSession(InferenceSession):
             out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)
             found = anchor_problem(out, shape, dtype)
             if found:
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous {np.dtype(dtype)} array of shape "
-                                       f"{shape} (session.initAnchorArrays() makes them), found {found}")
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous {np.dtype(dtype)} "
+                                       f"array of shape {shape} (session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:
                 engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
         before = self._clock()

@@ -57,8 +57,10 @@ def test_non_contiguous_inputs_are_read_by_value(prepared):
 
 
 @pytest.mark.parametrize("inputs, outputs, match", [
-    (lambda x: {x: _data().astype(np.float64)}, None, r"input 'x' is float64 \(2, 2, 3\) \(12 elements\); expected float32 of 12"),
-    (lambda x: {x: _data()[0]}, None, r"input 'x' is float32 \(2, 3\) \(6 elements\); expected float32 of 12 elements, shaped \(2, 2, 3\)"),
+    (lambda x: {x: _data().astype(np.float64)}, None,
+     r"input 'x' is float64 \(2, 2, 3\) \(12 elements\); expected float32 of 12"),
+    (lambda x: {x: _data()[0]}, None,
+     r"input 'x' is float32 \(2, 3\) \(6 elements\); expected float32 of 12 elements, shaped \(2, 2, 3\)"),
     (lambda x: {}, None, r"no array for input 'x'; expected shape \(2, 2, 3\)"),
     (lambda x: {x: _data(), "z": _data()}, None, r"\['z'\] are no inputs of the model"),
     (lambda x: {x: _data()}, {}, r"anchor 'MatMul:0' needs .* float32 array of shape \(2, 2, 2\).*found nothing"),
