@@ -48,8 +48,8 @@ class SessionInfo:
         return set(self.model.shapes) | set(self.model.inputs) | set(self.model.initializers)
 
     def setRandomSeed(self, seedValue) -> None:  # noqa: N802,N803
-        """The seed of the session's random ops. No op popsim.popart lowers draws random numbers
-        (Dropout is refused in training), so the seed is kept and has nothing to change."""
+        """The seed of the session's random ops (an InferenceSession lowers none: Dropout passes
+        its input through in inference, as PopART's), kept."""
         if isinstance(seedValue, bool) or not isinstance(seedValue, numbers.Integral) or seedValue < 0:
             raise popart_exception(f"setRandomSeed: the seed must be a non-negative int, found {seedValue!r}")
         self._need_engine("setRandomSeed")   # as PopART: after prepareDevice

@@ -37,21 +37,6 @@ def host_shape(shape, *counts) -> tuple:
     return tuple(int(c) for c in counts if c > 1) + tuple(shape)
 
 
-def _refuse_dropout(model, what: str) -> None:
-    """PopART's Dropout drops at random in training; popsim.popart does not yet: refuse it."""
-    for node in model.nodes:
-        if node.op_type != "Dropout":
-            continue
-        ratio = node.attrs.get("ratio", 0.5)
-        if len(node.inputs) > 1 and node.inputs[1]:
-            ratio = model.initializers.get(node.inputs[1], ratio)
-        ratio = float(np.asarray(ratio).reshape(-1)[0])
-        if ratio > 0:
-            raise popart_exception(f"{what}: node {node.name!r} (Dropout, ratio {ratio}) "
-                                   "would drop elements at random in training, as PopART's does; popsim.popart does "
-                                   "not lower random dropout yet. Remove the node or give it ratio 0 for training")
-
-
 class TrainingSession(InferenceSession):
     def __init__(self, fnModel, dataFlow, loss, optimizer, deviceInfo, inputShapeInfo=None,  # noqa: N803
                  patterns=None, userOptions=None, name="training"):
@@ -84,7 +69,6 @@ class TrainingSession(InferenceSession):
                                    f"(builder.aiGraphcore.nllloss / l1loss / identityloss); outputs: "
                                    f"{sorted(self.model.outputs)}")
         self.loss = loss
-        _refuse_dropout(self.model, what)
         unknown = sorted(set(self.optimizer.specific) - set(self.model.initializers))
         if unknown:
             raise popart_exception(f"{what}: the optimizer has specific values for {unknown}, which are no weights of "

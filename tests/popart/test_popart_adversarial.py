@@ -153,7 +153,7 @@ def test_builder_ids_never_collide_and_garbage_models_are_named():
     empty.run(popart.PyStepIO({}, empty.initAnchorArrays()))
 
 
-def test_training_demands_weights_from_host_and_refuses_random_dropout(tmp_path):
+def test_training_demands_weights_from_host(tmp_path):
     b = popart.Builder()
     x = b.addInputTensor(popart.TensorInfo("FLOAT", [2, 3]), "x")
     y = b.aiOnnx.matmul([x, b.addInitializedInputTensor(W, "w")])
@@ -164,9 +164,6 @@ def test_training_demands_weights_from_host_and_refuses_random_dropout(tmp_path)
     session.prepareDevice()
     with pytest.raises(popart.popart_exception, match="call session.weightsFromHost"):
         session.run(popart.PyStepIO({x: _data()[0]}, session.initAnchorArrays()))
-    dropped = b.aiGraphcore.identityloss([b.aiOnnx.dropout([y], 1, 0.5)[0]])   # num_outputs, ratio
-    with pytest.raises(popart.popart_exception, match=r"Dropout, ratio 0.5.*at random"):
-        popart.TrainingSession(b.getModelProto(), popart.DataFlow(1, [dropped]), dropped, popart.ConstSGD(0.1), device)
     opts = popart.SessionOptions()             # resetHostWeights needs constantWeights off, as PopART
     inference = popart.InferenceSession(b.getModelProto(), popart.DataFlow(1, [y]), device, userOptions=opts)
     inference.prepareDevice()
