@@ -27,7 +27,8 @@ SAMPLE = [("Add", "test_add_bcast"), ("Relu", "test_relu"), ("Softmax", "test_so
           ("Gather", "test_gather_negative_indices"), ("Pad", "test_reflect_pad"), ("Pad", "test_wrap_pad"),
           ("Expand", "test_expand_dim_changed"), ("ArgMax", "test_argmax_negative_axis_keepdims_random_select_last_index"),
           ("LayerNormalization", "test_layer_normalization_3d_axis1_epsilon"), ("LRN", "test_lrn"),
-          ("ConvTranspose", "test_convtranspose_pads")]
+          ("ConvTranspose", "test_convtranspose_pads"),
+          ("LSTM", "test_lstm_batchwise"), ("GRU", "test_gru_bidirectional")]
 
 
 def _case(op_type, name):
