@@ -56,7 +56,7 @@ class Lowering:
         """A host constant placed on the tiles (Graph.add_constant, mapped linearly) in its
         device type (``device_type``)."""
         dtype = device_type(value.dtype, f"node {node.name!r} ({node.op_type}): its {role}")
-        array = np.ascontiguousarray(value)
+        array = np.array(value, order="C")   # (ascontiguousarray would make a scalar 1-D)
         if dtype.is_integral and dtype != BOOL and array.size:
             info = np.iinfo(dtype.numpy)
             if array.min() < info.min or array.max() > info.max:

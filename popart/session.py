@@ -76,8 +76,8 @@ class InferenceSession:
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array
-            elif array.dtype.kind in "iu":
-                values[tid] = array  # a shape, axes or indices: read as the graph is built
+            elif array.dtype.kind in "iub":
+                values[tid] = array  # a shape, axes, indices or flag: read as the graph is built
             else:
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT and FLOAT16 "
                                        "weights so far")

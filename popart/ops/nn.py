@@ -1,5 +1,6 @@
 """Neural-network ONNX ops: Softmax and LogSoftmax (popnn), Conv (poplin.convolution, poplin.add_bias),
-MaxPool/AveragePool (popnn.pool), BatchNormalization in inference (popnn.bn)."""
+global pools (popnn.pool), BatchNormalization in inference (popnn.bn); MaxPool and AveragePool
+are in pool.py."""
 import numpy as np
 
 from popsim import FLOAT, poplin, popnn, popops
@@ -95,49 +96,37 @@ def conv(ctx, node, inputs):
     return [y]
 
 
-def _pool(kind):
-    def lower(ctx, node, inputs):
-        x = ctx.tensor(inputs[0], node)
-        kernel = [int(k) for k in node.attrs["kernel_shape"]]
-        if x.rank != len(kernel) + 2:
-            raise popart_exception(f"node {node.name!r} ({node.op_type}): X {x.shape} must be [N, C, *field] with "
-                                   f"one field dimension per kernel dimension {kernel}")
-        for key, ok in (("ceil_mode", 0), ("storage_order", 0)):
-            if int(node.attrs.get(key, ok)) != ok:
-                raise popart_exception(f"node {node.name!r} ({node.op_type}): {key}={node.attrs[key]} is not "
-                                       "supported yet")
-        strides, lower, upper, dilations = _spatial(node, x.shape, kernel, node.op_type)
-        if any(d != 1 for d in dilations):
-            raise popart_exception(f"node {node.name!r} ({node.op_type}): dilations {dilations} are not supported yet")
-        if len(node.outputs) > 1 and node.outputs[1]:
-            raise popart_exception(f"node {node.name!r} (MaxPool): the Indices output is not supported yet")
-        include_pad = kind == "AVG" and int(node.attrs.get("count_include_pad", 0)) and any(lower + upper)
-        pooling = popnn.PoolingType.SUM if include_pad else getattr(popnn.PoolingType, kind)
-        params = popnn.PoolParams(pooling, tuple(x.shape[2:]), kernel, strides, lower, upper, x.shape[1],
-                                  x.shape[0], x.dtype)
-        y = popnn.pool(ctx.graph, params, x, ctx.prog, node.name)
-        if include_pad:  # the window's sum over its whole size, padding included
-            popops.mul_in_place(ctx.graph, y, 1.0 / float(np.prod(kernel)), ctx.prog, f"{node.name}/scale")
-        return [y]
-    return lower
-
-
-op("MaxPool", 8, summary="popnn.pool MAX")(_pool("MAX"))
-op("AveragePool", 7, summary="popnn.pool AVG (SUM and a scale with count_include_pad)")(_pool("AVG"))
-
-
-@op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise")
+@op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise; "
+                                      "training_mode: popnn.bn.batch_norm_statistics, batch_normalise, popops.map "
+                                      "for the running mean and variance")
 def batch_normalization(ctx, node, inputs):
-    if int(node.attrs.get("training_mode", 0)) or len([o for o in node.outputs if o]) > 1:
-        raise popart_exception(f"node {node.name!r} (BatchNormalization): training mode (running statistics as "
-                               "outputs) is not supported yet; popsim.popart runs it in inference")
+    training = bool(int(node.attrs.get("training_mode", 0))) or len([o for o in node.outputs if o]) > 1
     x, scale, bias, mean, var = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
     eps = float(node.attrs.get("epsilon", 1e-5))
+    if training:
+        return _batch_normalization_training(ctx, node, x, scale, bias, mean, var, eps)
     multiplicand = popops.map(ctx.graph, pe._1 * pe.rsqrt(pe._2 + eps), [scale, var], ctx.prog,
                               f"{node.name}/multiplicand")
     addend = popops.map(ctx.graph, pe._1 - pe._2 * pe._3, [bias, mean, multiplicand], ctx.prog,
                         f"{node.name}/addend")
     return [popnn.bn.batch_normalise(ctx.graph, x, multiplicand, addend, ctx.prog, node.name)]
+
+
+def _batch_normalization_training(ctx, node, x, scale, bias, mean, var, eps):
+    """Y from the batch's statistics; the running mean and variance (the batch's biased
+    variance) updated by momentum, as ONNX's BatchNormalization-14/15 in training mode."""
+    if ctx.opset < 14:
+        raise popart_exception(f"node {node.name!r} (BatchNormalization): training mode (statistics as outputs) "
+                               f"runs at opset 14 and later; this model is at opset {ctx.opset}")
+    momentum = float(node.attrs.get("momentum", 0.9))
+    g, prog = ctx.graph, ctx.prog
+    batch_mean, inv_std = popnn.bn.batch_norm_statistics(g, x, eps, prog, name=f"{node.name}/statistics")
+    y, _ = popnn.bn.batch_normalise(g, x, scale, bias, batch_mean, inv_std, prog, name=node.name)
+    running_mean = popops.map(g, pe._1 * momentum + pe._2 * (1.0 - momentum), [mean, batch_mean], prog,
+                              f"{node.name}/runningMean")
+    running_var = popops.map(g, pe._1 * momentum + (pe.Const(1.0) / (pe._2 * pe._2) - eps) * (1.0 - momentum),
+                             [var, inv_std], prog, f"{node.name}/runningVar")
+    return [y, running_mean, running_var]
 
 
 def _global_pool(kind):
@@ -157,13 +146,18 @@ op("GlobalAveragePool", 1, summary="popnn.pool AVG over the whole field")(_globa
 op("GlobalMaxPool", 1, summary="popnn.pool MAX over the whole field")(_global_pool("MAX"))
 
 
-@op("Dropout", 1, summary="inference: the input itself (no program); the mask output is refused")
+@op("Dropout", 1, summary="inference: the input itself (no program); the mask all true (a host constant)")
 def dropout(ctx, node, inputs):
-    mask = node.outputs[1] if len(node.outputs) > 1 else ""
-    if mask and (mask in ctx.model.outputs or any(mask in n.inputs for n in ctx.model.nodes)):
-        raise popart_exception(f"node {node.name!r} (Dropout): its mask output {mask!r} is read, which is not "
-                               "supported yet (inference passes the input through)")
     if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
-        if bool(ctx.host(inputs[2], node, "training_mode (input 2)").reshape(-1)[0]):
-            raise popart_exception(f"node {node.name!r} (Dropout): training_mode is not supported yet")
-    return [inputs[0]]
+        mode = inputs[2]
+        if not isinstance(mode, np.ndarray):
+            raise popart_exception(f"node {node.name!r} (Dropout): training_mode (input 2) is computed on the device "
+                                   "or streamed; popsim.popart runs Dropout in inference and needs it as a constant "
+                                   "(false) or absent")
+        if bool(mode.reshape(-1)[0]):
+            raise popart_exception(f"node {node.name!r} (Dropout): training_mode=true is not supported; popsim.popart "
+                                   "runs Dropout in inference (the input passed through)")
+    if int(node.attrs.get("is_test", 1)) == 0 and ctx.opset < 7:
+        raise popart_exception(f"node {node.name!r} (Dropout): is_test=0 (training) is not supported")
+    x = inputs[0]
+    return [x, np.ones(tuple(x.shape), np.bool_)]   # inference keeps every element

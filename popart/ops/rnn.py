@@ -89,10 +89,10 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
     if tuple(w.shape) != (dirs, gates * hidden, n_in) or tuple(r.shape) != (dirs, gates * hidden, hidden):
         _refuse(node, f"W {tuple(w.shape)} and R {tuple(r.shape)} must be [{dirs}, {gates} * {hidden}, {n_in}] and "
                       f"[{dirs}, {gates} * {hidden}, {hidden}] (num_directions, gates * hidden_size, ...)")
-    _check_sequence_lens(ctx, node, inputs, steps)
     if has_cell and len(inputs) > 7 and inputs[7] is not None:
         _refuse(node, "input 7 (P, peephole weights) is not supported: popnn.lstm has no peephole connections "
                       "(as PopART); remove P")
+    _check_sequence_lens(ctx, node, inputs, steps)
     dt = x.dtype
     b = inputs[3] if len(inputs) > 3 else None
     b = ctx.tensor(b if b is not None else np.zeros((dirs, 2 * gates * hidden), dt.numpy), node, "input 3 (B)")
