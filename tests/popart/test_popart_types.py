@@ -65,3 +65,31 @@ def test_constant_anchors_are_placed_on_the_device():
     out, _ = run_session(b.getModelProto(), {"x": np.zeros((2, 3), np.float32)}, anchors=[s, z])
     assert out[s].dtype == np.int32 and out[s].tolist() == [2, 3]
     assert out[z].tolist() == np.zeros((2, 3)).tolist()
+
+
+def test_float16_conv_pool_and_lstm_against_the_reference(rng):
+    """Conv (inputs and weights created by poplin for HALF), MaxPool and an LSTM in FLOAT16."""
+    import onnx
+    from onnx import helper
+    from conftest import reference
+    H = onnx.TensorProto.FLOAT16
+    x = rng.standard_normal((1, 2, 6, 6)).astype(np.float16)
+    w = (rng.standard_normal((3, 2, 3, 3)) * 0.3).astype(np.float16)
+    lw = (rng.standard_normal((1, 4 * 4, 3)) * 0.3).astype(np.float16)
+    lr = (rng.standard_normal((1, 4 * 4, 4)) * 0.3).astype(np.float16)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["p", "shape"], ["s"]),   # [3, 3, 3]: C as time, H as batch
+             helper.make_node("Transpose", ["s"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("LSTM", ["t", "lw", "lr"], ["y"], hidden_size=4)]
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in ((w, "w"), (lw, "lw"), (lr, "lr"))] + \
+        [onnx.numpy_helper.from_array(np.array([3, 3, 3], np.int64), "shape")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", H, x.shape)],
+                              [helper.make_tensor_value_info("p", H, None), helper.make_tensor_value_info("y", H, None)],
+                              inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    got, _ = run_session(model, {"x": x})
+    for name, want in reference(model, {"x": x}).items():
+        assert got[name].dtype == np.float16
+        np.testing.assert_allclose(got[name].astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2,
+                                   err_msg=name)
