@@ -26,6 +26,7 @@ class Lowering:
         self.cache = cache if cache is not None else poplin.PlanningCache()   # poplin's plans, shared
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
         self._constants = 0
+        self._widened = {}   # id -> (narrow integer tensor, its INT copy)
 
     def run(self) -> None:
         for node in self.model.nodes:
@@ -47,8 +48,11 @@ class Lowering:
         """A device tensor for ``value``: itself (an 8- or 16-bit integer one widened to INT),
         or a host constant placed on the tiles (``constant``)."""
         if not isinstance(value, np.ndarray):
-            if value.dtype in _NARROW:
-                return popops.cast(self.graph, value, INT, self.prog, f"{node.name}/{role}/toInt")
+            if value.dtype in _NARROW:   # widened once, however many ops read it
+                if id(value) not in self._widened:
+                    self._widened[id(value)] = (value, popops.cast(self.graph, value, INT, self.prog,
+                                                                   f"{node.name}/{role}/toInt"))
+                return self._widened[id(value)][1]
             return value
         return self.constant(value, node, role)
 

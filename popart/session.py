@@ -133,7 +133,7 @@ class InferenceSession:
 
     # -- host side ---------------------------------------------------------------------------------
     def initAnchorArrays(self) -> dict:  # noqa: N802
-        """Zeroed arrays (float32, bool or int32, as the tensor) for the anchors, shaped as PopART shapes them."""
+        """Zeroed arrays (of the anchor's type on the device) for the anchors, shaped as PopART shapes them."""
         self._need_engine("initAnchorArrays")
         return {tid: np.zeros(shape, self._anchor_dtypes.get(tid, np.float32))
                 for tid, shape in self._anchor_shapes.items()}
