@@ -9,7 +9,7 @@ modelToHost writes the model with the weights read back from the device."""
 import numpy as np
 
 import popsim
-from popsim import FLOAT, poplin, popops
+from popsim import FLOAT, gcl, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .autodiff import GRADIENT_PREFIX, Autodiff
@@ -22,13 +22,15 @@ from .model import load, model_proto
 from .grads.nn import is_training
 from .optimizer import Update, check_optimizer
 from .options import DEFAULTS, SessionOptions
+from .placement import Placement
+from .replication import AnchorBuffers, to_replicas
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
 from .weights_io import checked
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
-#: the options a TrainingSession refuses away from their defaults (several IPUs, replicas)
-NOT_IN_TRAINING = ("enableReplicatedGraphs", "replicatedGraphCount", "globalReplicationFactor", "virtualGraphMode",
-                   "enablePipelining", "autoRecomputation", "explicitRecomputation", "syntheticDataMode")
+#: the options a TrainingSession refuses away from their defaults (several IPUs per replica)
+NOT_IN_TRAINING = ("globalReplicationFactor", "virtualGraphMode", "enablePipelining", "autoRecomputation",
+                   "explicitRecomputation", "syntheticDataMode")
 
 
 def host_shape(shape, *counts) -> tuple:
@@ -77,6 +79,8 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"DataFlow anchor {tid!r} is no tensor of the model (nor the gradient of "
                                        f"one, {GRADIENT_PREFIX}<id>); outputs: {sorted(self.model.outputs)}")
         self._accl = int(self.options.accumulationFactor) if self.options.enableGradientAccumulation else 1
+        self._plan = Placement(self.model, self.options, dataFlow, deviceInfo)   # replicas and the device: checked
+        self._replicas = self._plan.replicas
         self._engine, self._cycles, self._anchor_shapes = None, None, {}
 
     # -- building ----------------------------------------------------------------------------------
@@ -107,8 +111,10 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
 
     def _weight_updates(self, g, values, grads, prologue, micro, update):
-        """Accumulators (with gradient accumulation), velocities (with momentum) and the updates."""
-        self._velocities = []
+        """Accumulators (with gradient accumulation), velocities (with momentum) and the updates;
+        with replicas, the gradients are summed across them first (gcl's all-reduce, one
+        collective for all of them), as PopART reduces them (ReductionType Sum)."""
+        self._velocities, pending = [], []
         for tid in self._weights:
             grad = grads.get(tid)
             if grad is None:
@@ -119,12 +125,19 @@ class TrainingSession(InferenceSession):
                 popops.zero(g, acc, prologue, f"{tid}/accumulator/zero")
                 popops.add_in_place(g, acc, grad, micro, f"{tid}/accumulate")
                 grad = acc
+            pending.append((tid, grad))
+        reduced = [grad for _, grad in pending]
+        if self._replicas > 1 and pending:
+            reduced = gcl.all_reduce_cross_replica(g, reduced, gcl.CollectiveOperator.ADD, update,
+                                                   name="gradients/allReduce")
+        for (tid, grad), summed in zip(pending, reduced):
+            w = values[tid]
             v = None
             if self._update.has_momentum(tid):
                 v = g.clone(w, f"velocity/{tid}")
                 g.create_host_write(f"velocity/{tid}", v)
                 self._velocities.append((tid, v.shape))
-            self._update.apply(tid, w, grad, v, update, f"{tid}/update")
+            self._update.apply(tid, w, summed, v, update, f"{tid}/update")
             if self._accl > 1:
                 popops.zero(g, grad, update, f"{tid}/accumulator/zero")
 
@@ -139,7 +152,7 @@ class TrainingSession(InferenceSession):
                     micro.add(Copy(values[out], values[src]))
 
     def _anchors(self, g, values, grads, prologue, micro, every_n, final, period):
-        bps, accl = self.dataFlow.batchesPerStep(), self._accl
+        bps, accl, r = self.dataFlow.batchesPerStep(), self._accl, self._replicas
         self._empty_anchors, self._anchor_dtypes = set(), {}
         for tid in self.dataFlow.anchors():
             art = self.dataFlow.art(tid)
@@ -155,8 +168,8 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
                                        "not a tensor on the device; anchor a tensor an op computes")
             kind = art.id()
-            shape = {"ALL": host_shape(t.shape, bps, accl), "EVERYN": host_shape(t.shape, bps // period)}.get(
-                kind, tuple(t.shape))
+            shape = {"ALL": host_shape(t.shape, bps, accl, r), "EVERYN": host_shape(t.shape, bps // period, r)}.get(
+                kind, host_shape(t.shape, r))
             self._anchor_shapes[tid] = shape
             if t.num_elements() == 0:
                 self._empty_anchors.add(tid)
@@ -177,7 +190,7 @@ class TrainingSession(InferenceSession):
     def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
         """Lower the model, its backward pass and the weight update onto a popsim graph and make its engine."""
         m, bps = self.model, self.dataFlow.batchesPerStep()
-        g = popsim.Graph(self.deviceInfo.device)
+        g = self._plan.make_graph(self.deviceInfo.device)   # replicated with replicatedGraphCount
         values, feed, cache = {}, Sequence(), poplin.PlanningCache()
         self._inputs(g, cache, values, feed)
         self._weights_on(g, cache, values)
@@ -251,7 +264,7 @@ class TrainingSession(InferenceSession):
             raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
                                    f"{sorted(self.model.inputs)}")
         for tid, (dtype, shape) in self.model.inputs.items():
-            expected, np_type = host_shape(shape, bps, self._accl), np.dtype(STREAMED[dtype][1])
+            expected, np_type = host_shape(shape, bps, self._accl, self._replicas), np.dtype(STREAMED[dtype][1])
             array = stepio.inputs.get(tid)
             if array is None:
                 raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
@@ -259,9 +272,10 @@ class TrainingSession(InferenceSession):
             if array.shape != expected or array.dtype != np_type:
                 raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected {np_type} "
                                        f"{expected} ([batches_per_step={bps}, accumulation_factor={self._accl}, "
-                                       f"*{tuple(shape)}] with the dimensions of 1 dropped)")
+                                       f"replicas={self._replicas}, *{tuple(shape)}] with the dimensions of 1 dropped)")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
+                engine.connect_stream(f"input/{tid}", to_replicas(array, self._replicas, int(np.prod(shape))))
+        buffers = AnchorBuffers(self._replicas)
         for tid, shape in self._anchor_shapes.items():
             out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)
             if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != dtype or not out.flags.c_contiguous:
@@ -269,15 +283,20 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous {np.dtype(dtype)} array of shape "
                                        f"{shape} (session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:
-                engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
+                art = self.dataFlow.art(tid)
+                transfers = {"ALL": bps * self._accl, "EVERYN": bps // art.rp()}.get(art.id(), 1)
+                engine.connect_stream(f"anchor/{tid}", buffers.buffer(out, out.size // (transfers * self._replicas)))
         before = self._clock()
         engine.run(0)
+        buffers.finish()
         self._cycles = self._clock() - before
 
     def weightsToHost(self) -> dict:  # noqa: N802
-        """The weights as they are on the device: id -> float32 array."""
+        """The weights as they are on the device: id -> float32 array (replica 0's: every
+        replica applies the same summed gradients, so they hold the same weights)."""
         engine = self._need_engine("weightsToHost")
-        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}"), np.float32).reshape(array.shape)
+        replica = {"replica": 0} if self._replicas > 1 else {}
+        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}", **replica), np.float32).reshape(array.shape)
                 for tid, array in self._weights.items()}
 
     def readWeights(self, weightsIo) -> None:  # noqa: N802,N803

@@ -358,7 +358,7 @@ def test_a_weight_read_twice_sums_its_gradients_and_weights_io_round_trips():
 
 def test_options_training_does_not_honour_are_refused():
     builder, x, w, loss = _scaled_model("l1", popart.ReductionType.Sum)
-    for key, value in (("replicatedGraphCount", 2), ("enablePipelining", True)):
+    for key, value in (("virtualGraphMode", popart.VirtualGraphMode.Manual), ("enablePipelining", True)):
         options = popart.SessionOptions()
         setattr(options, key, value)
         with pytest.raises(popart.popart_exception, match=key):
