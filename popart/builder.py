@@ -46,6 +46,18 @@ class _AiOnnx:
                                        debugContext, None)
 
 
+    def cast(self, args, to, debugContext=""):  # noqa: N803
+        """A Cast node to type ``to``: a name as PopART takes it ("FLOAT16", "INT32") or ONNX's number."""
+        onnx = onnx_module()
+        if isinstance(to, str):
+            key = to.upper()
+            if key not in onnx.TensorProto.DataType.keys():
+                raise popart_exception(f"aiOnnx.cast: unknown type {to!r}; expected an ONNX type name such as "
+                                       "FLOAT, FLOAT16, INT32")
+            to = onnx.TensorProto.DataType.Value(key)
+        return self._builder._add_node("Cast", args, {"to": int(to)}, debugContext, None)
+
+
 class Builder(NodeAttributes):
     """``Builder()``, ``Builder(model_proto_bytes)`` or ``Builder("model.onnx")``, and
     ``opsets={"ai.onnx": N}``."""
