@@ -25,12 +25,13 @@ class Lowering:
         self.graph, self.prog, self.model, self.opset = graph, prog, model, model.opset
         self.cache = cache if cache is not None else poplin.PlanningCache()   # poplin's plans, shared
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
+        self.saved = {}   # node name -> what its lowering keeps for its gradient (BatchNormalization's statistics)
         self._constants = 0
         self._widened = {}   # id -> (narrow integer tensor, its INT copy)
 
     def run(self) -> None:
         for node in self.model.nodes:
-            d = lookup(node.op_type, self.opset, node.name)
+            d = lookup(node.op_type, self.opset, node.name, node.domain)
             inputs = [None if not i else self._value(i, node) for i in node.inputs]
             outputs = d.lower(self, node, inputs)
             for out_id, value in zip(node.outputs, outputs):

@@ -1,6 +1,6 @@
 """Neural-network ONNX ops: Softmax and LogSoftmax (popnn), Conv (poplin.convolution, poplin.add_bias),
-global pools (popnn.pool), BatchNormalization in inference (popnn.bn); MaxPool and AveragePool
-are in pool.py."""
+global pools (popnn.pool), BatchNormalization (popnn.bn; training mode in bn_training.py);
+MaxPool and AveragePool are in pool.py."""
 import numpy as np
 
 from popsim import FLOAT, poplin, popnn, popops
@@ -8,6 +8,7 @@ from popsim.popops import expr as pe
 
 from ..errors import popart_exception
 from ..op_table import op
+from . import bn_training
 
 
 def _softmax(apply):
@@ -97,36 +98,17 @@ def conv(ctx, node, inputs):
 
 
 @op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise; "
-                                      "training_mode: popnn.bn.batch_norm_statistics, batch_normalise, popops.map "
-                                      "for the running mean and variance")
+    "training mode: popnn.bn.batch_norm_statistics, batch_normalise, popops.map of the running statistics")
 def batch_normalization(ctx, node, inputs):
-    training = bool(int(node.attrs.get("training_mode", 0))) or len([o for o in node.outputs if o]) > 1
+    if bn_training.is_training(node):
+        return bn_training.lower(ctx, node, inputs)
     x, scale, bias, mean, var = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
     eps = float(node.attrs.get("epsilon", 1e-5))
-    if training:
-        return _batch_normalization_training(ctx, node, x, scale, bias, mean, var, eps)
     multiplicand = popops.map(ctx.graph, pe._1 * pe.rsqrt(pe._2 + eps), [scale, var], ctx.prog,
                               f"{node.name}/multiplicand")
     addend = popops.map(ctx.graph, pe._1 - pe._2 * pe._3, [bias, mean, multiplicand], ctx.prog,
                         f"{node.name}/addend")
     return [popnn.bn.batch_normalise(ctx.graph, x, multiplicand, addend, ctx.prog, node.name)]
-
-
-def _batch_normalization_training(ctx, node, x, scale, bias, mean, var, eps):
-    """Y from the batch's statistics; the running mean and variance (the batch's biased
-    variance) updated by momentum, as ONNX's BatchNormalization-14/15 in training mode."""
-    if ctx.opset < 14:
-        raise popart_exception(f"node {node.name!r} (BatchNormalization): training mode (statistics as outputs) "
-                               f"runs at opset 14 and later; this model is at opset {ctx.opset}")
-    momentum = float(node.attrs.get("momentum", 0.9))
-    g, prog = ctx.graph, ctx.prog
-    batch_mean, inv_std = popnn.bn.batch_norm_statistics(g, x, eps, prog, name=f"{node.name}/statistics")
-    y, _ = popnn.bn.batch_normalise(g, x, scale, bias, batch_mean, inv_std, prog, name=node.name)
-    running_mean = popops.map(g, pe._1 * momentum + pe._2 * (1.0 - momentum), [mean, batch_mean], prog,
-                              f"{node.name}/runningMean")
-    running_var = popops.map(g, pe._1 * momentum + (pe.Const(1.0) / (pe._2 * pe._2) - eps) * (1.0 - momentum),
-                             [var, inv_std], prog, f"{node.name}/runningVar")
-    return [y, running_mean, running_var]
 
 
 def _global_pool(kind):
