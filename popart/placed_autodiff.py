@@ -66,7 +66,7 @@ class PlacedAutodiff(Autodiff):
             value = self.read[id(node)][node.inputs.index(tid)]
         else:
             value = self.values.get(tid)
-        if self.stages is None or tid in self.weights:   # a weight holds still through an accumulation
+        if self.stages is None or tid in self.model.initializers:   # a weight holds still through an accumulation
             return value
         return self._stash(tid, value)
 

@@ -80,7 +80,8 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"DataFlow anchor {tid!r} is no tensor of the model (nor the gradient of "
                                        f"one, {GRADIENT_PREFIX}<id>); outputs: {sorted(self.model.outputs)}")
         self._accl = int(self.options.accumulationFactor) if self.options.enableGradientAccumulation else 1
-        self._plan = Placement(self.model, self.options, dataFlow, deviceInfo, training=True)   # IPUs, replicas: checked
+        # IPUs, stages, replicas and the device: checked
+        self._plan = Placement(self.model, self.options, dataFlow, deviceInfo, training=True)
         if self._plan.pipelined:
             check_pipelined_training(self.options, self._plan.num_stages)
         self._replicas = self._plan.replicas
@@ -98,7 +99,8 @@ class TrainingSession(InferenceSession):
             if t.num_elements() == 0:
                 self._empty_inputs.add(tid)
                 continue
-            (stages.per_batch(tid) if stages else feed).add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()), t.flatten()))
+            fifo = g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements())
+            (stages.per_batch(tid) if stages else feed).add(Copy(fifo, t.flatten()))   # pipelined: its first stage
 
     def _weights_on(self, g, cache, values):
         self._weights = {}

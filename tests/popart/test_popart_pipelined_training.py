@@ -201,6 +201,58 @@ def test_pipelined_training_with_momentum_and_a_tensor_skipping_a_stage(rng):
         np.testing.assert_allclose(results[0][1][f"w{k}"], w[k] - 0.05 * g[k], rtol=1e-4, atol=1e-5)
 
 
+def test_pipelining_stashes_batch_norm_statistics_and_input_gradients_and_sums_a_shared_weight(rng):
+    """BatchNormalization (its saved statistics stashed, its running statistics copied each
+    micro-batch), an anchored input gradient (the input stashed) and a weight read on both
+    IPUs (its gradients summed across them): the one-IPU, Manual and pipelined runs agree."""
+    b = popart.Builder(opsets={"ai.onnx": 11})
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 2, 3]), "x")
+    r = b.addInputTensor(popart.TensorInfo("FLOAT", [4, 6]), "r")
+    init = {"scale": np.array([1.5, 0.5], np.float32), "bias": np.array([0.1, -0.2], np.float32),
+            "mean": np.array([0.2, -0.1], np.float32), "var": np.array([1.0, 2.0], np.float32),
+            "w": rng.normal(0, 0.5, (6, 6)).astype(np.float32)}
+    ids = {k: b.addInitializedInputTensor(v, k) for k, v in init.items()}
+    with b.virtualGraph(0), b.pipelineStage(0):
+        y = b.aiOnnx.batchnormalization([x] + [ids[k] for k in ("scale", "bias", "mean", "var")], num_outputs=5,
+                                        epsilon=1e-3, momentum=0.8)[0]
+        h0 = b.aiOnnx.tanh([b.aiOnnx.matmul([b.aiOnnx.flatten([y], axis=1), ids["w"]])])
+    with b.virtualGraph(1), b.pipelineStage(1):
+        loss = b.aiGraphcore.identityloss([b.aiOnnx.mul([b.aiOnnx.matmul([h0, ids["w"]]), r])],
+                                          popart.ReductionType.Sum)
+    inputs = {x: rng.normal(size=(2, 3, 4, 2, 3)).astype(np.float32),
+              r: rng.normal(size=(2, 3, 4, 6)).astype(np.float32)}
+    anchors = {loss: popart.AnchorReturnType("ALL"), G + x: popart.AnchorReturnType("ALL")}
+    runs = [_train(b, loss, inputs, anchors, 2, ipus, opts, popart.ConstSGD(0.1))[:2]
+            for ipus, opts in ((1, _options(False, accumulation=3)), (2, _options(accumulation=3)),
+                               (2, _options(pipelined=True, accumulation=3)))]
+    for out, weights in runs[1:]:
+        for tid in anchors:
+            np.testing.assert_array_equal(out[tid], runs[0][0][tid], err_msg=tid)
+        for k in init:
+            np.testing.assert_array_equal(weights[k], runs[0][1][k], err_msg=k)
+    assert not np.array_equal(runs[0][1]["mean"], init["mean"])
+
+
+def test_replicated_pipelines_sum_their_gradients(rng):
+    """2 replicas of a 3-stage pipeline over 2 IPUs each: as the 2 replicas unpipelined, and
+    as one replica accumulating both replicas' micro-batches (to rounding: the sums' order)."""
+    builder, x, label, loss, init = _mlp(rng, ipus=[0, 1, 1])
+    bps, accl = 2, 5
+    xs = rng.normal(size=(bps, accl, 2, 4, 6)).astype(np.float32)
+    labels = rng.integers(0, 3, (bps, accl, 2, 4)).astype(np.int32)
+    runs = []
+    for pipelined in (True, False):
+        opts = _options(pipelined=pipelined, accumulation=accl)
+        opts.enableReplicatedGraphs, opts.replicatedGraphCount = True, 2
+        runs.append(_train(builder, loss, {x: xs, label: labels}, [loss], bps, 4, opts, popart.ConstSGD(0.1))[:2])
+    np.testing.assert_array_equal(runs[0][0][loss], runs[1][0][loss])
+    one = _train(builder, loss, {x: xs.reshape(bps, 2 * accl, 4, 6), label: labels.reshape(bps, 2 * accl, 4)},
+                 [loss], bps, 1, _options(False, accumulation=2 * accl), popart.ConstSGD(0.1))[1]
+    for k in init:
+        np.testing.assert_array_equal(runs[0][1][k], runs[1][1][k], err_msg=k)
+        np.testing.assert_allclose(runs[0][1][k], one[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
 def test_pipelined_training_refuses_what_popart_refuses(rng):
     builder, x, label, loss, init = _mlp(rng, ipus=[0, 1, 2])
     device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 3, "tilesPerIPU": TILES})
