@@ -24,12 +24,13 @@ def main(argv=None) -> int:
     nt = sub.add_parser("node-tests", help="run onnx's node tests of the supported ops; pass counts per op")
     nt.add_argument("ops", nargs="*", help="ONNX op types (default: every supported op)")
     nt.add_argument("-v", "--verbose", action="store_true", help="list each case that did not pass, and why")
+    nt.add_argument("--float16", action="store_true", help="run the one-node float32 cases with FLOAT16 tensors")
     args = parser.parse_args(argv)
     if args.command == "ops":
         sys.stdout.write(ops_table())
     elif args.command == "node-tests":
         from .node_tests import all_counts, counts_table, run_op
-        counts = [run_op(o) for o in args.ops] if args.ops else all_counts()
+        counts = [run_op(o, float16=args.float16) for o in args.ops] if args.ops else all_counts(float16=args.float16)
         if args.verbose:
             for c in counts:
                 for o in c.outcomes:

@@ -33,17 +33,14 @@ def signature(op_type: str, opset: int) -> list:
 
 
 def _onnx_type(value, op: str) -> int:
-    """Cast's ``to``: a PopART type name (as PopART takes it) or the ONNX enum."""
+    """Cast's ``to``: a type name as PopART takes it ("FLOAT16", "INT32") or ONNX's number."""
     onnx = onnx_module()
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    names = {"FLOAT": "FLOAT", "FLOAT16": "FLOAT16", "INT32": "INT32", "INT64": "INT64", "BOOL": "BOOL",
-             "INT8": "INT8", "UINT8": "UINT8", "INT16": "INT16", "UINT16": "UINT16", "UINT32": "UINT32",
-             "DOUBLE": "DOUBLE"}
-    if not isinstance(value, str) or value.upper() not in names:
-        raise popart_exception(f"aiOnnx.{op}: 'to' must be a type name such as \"FLOAT\" or \"INT32\" (as PopART "
-                               f"takes it), found {value!r}")
-    return int(onnx.TensorProto.DataType.Value(names[value.upper()]))
+    if not isinstance(value, str) or value.upper() not in onnx.TensorProto.DataType.keys():
+        raise popart_exception(f"aiOnnx.{op}: unknown type {value!r}; expected an ONNX type name such as \"FLOAT\", "
+                               "\"FLOAT16\" or \"INT32\" (as PopART takes it)")
+    return int(onnx.TensorProto.DataType.Value(value.upper()))
 
 
 class AiOnnx:

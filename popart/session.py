@@ -6,7 +6,7 @@ import io
 import numpy as np
 
 import popsim
-from popsim import BOOL, FLOAT, INT, poplin, popops
+from popsim import BOOL, CHAR, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .dataflow import DataFlow, PyStepIO, anchor_problem, step_shape
@@ -25,8 +25,12 @@ from .stepio_callback import gather
 from .weights_io import HostWeights
 
 #: the types streamed to and from the device: ONNX name -> (popsim type, numpy type)
-STREAMED = {"FLOAT": (FLOAT, np.float32), "BOOL": (BOOL, np.bool_), "INT32": (INT, np.int32)}
+STREAMED = {"FLOAT": (FLOAT, np.float32), "FLOAT16": (HALF, np.float16), "BOOL": (BOOL, np.bool_),
+            "INT32": (INT, np.int32), "UINT32": (UNSIGNED_INT, np.uint32), "INT8": (CHAR, np.int8),
+            "UINT8": (UNSIGNED_CHAR, np.uint8), "INT16": (SHORT, np.int16), "UINT16": (UNSIGNED_SHORT, np.uint16)}
 _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
+#: int64 inputs stream as INT (as PopART runs int64 as int32), each value checked to fit
+STREAMED.update({"INT64": (INT, np.int64), "UINT64": (UNSIGNED_INT, np.uint64)})
 
 
 class InferenceSession(HostWeights, SessionInfo):
@@ -83,15 +87,16 @@ class InferenceSession(HostWeights, SessionInfo):
                                           t.flatten()))
         self._weights = {}
         for tid, array in m.initializers.items():
-            if array.dtype == np.float32:
-                t = create_variable(plan.graph_for(g, tid), m, tid, array.shape, cache)
+            if array.dtype in (np.float32, np.float16):   # FLOAT16 weights are HALF
+                t = create_variable(plan.graph_for(g, tid), m, tid, array.shape, cache, FLOAT if array.dtype == np.float32 else HALF)
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array
-            elif array.dtype.kind in "iu":
-                values[tid] = array  # a shape, axes or indices: read as the graph is built
+            elif array.dtype.kind in "iub":
+                values[tid] = array  # a shape, axes, indices or flag: read as the graph is built
             else:
-                raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
+                raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT and FLOAT16 "
+                                       "weights so far")
         compute = Sequence()
         lowering = PlacedLowering(plan, g, compute, m, values, cache, stages) if plan.manual else \
             Lowering(g, compute, m, values, cache)
@@ -105,11 +110,9 @@ class InferenceSession(HostWeights, SessionInfo):
         period = periods.pop() if periods else 1
         for tid in self.dataFlow.anchors():
             art = self.dataFlow.art(tid)
-            t = lowering.values.get(tid)
-            if t is None or isinstance(t, np.ndarray):
-                raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
-                                       "not a tensor on the device; anchor a tensor an op computes")
+            t = lowering.anchor(tid)   # a constant placed on the tiles, in its ONNX type's device type
             kind = art.id()
+            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
             if t.num_elements() == 0:   # an empty anchor: nothing to copy back
                 n = {"ALL": bps, "EVERYN": bps // period}.get(kind, 1)
                 self._anchor_shapes[tid] = step_shape(t.shape, n, plan.replicas)
@@ -117,8 +120,7 @@ class InferenceSession(HostWeights, SessionInfo):
                 continue
             if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
                 raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
-                                       "FLOAT, BOOL and INT32 anchors (SUM: FLOAT) so far")
-            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE[t.dtype]
+                                       f"{', '.join(STREAMED)} anchors (SUM: FLOAT) so far")
             fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
             if kind == "ALL":
                 per_batch(tid, step).add(Copy(t.flatten(), fifo))
@@ -161,7 +163,7 @@ class InferenceSession(HostWeights, SessionInfo):
         """Write the model's weights (its initializers) to the device."""
         engine = self._need_engine("weightsFromHost")
         for tid, array in self._weights.items():
-            engine.write_tensor(f"weight/{tid}", np.ascontiguousarray(array, np.float32))
+            engine.write_tensor(f"weight/{tid}", np.ascontiguousarray(array))
         self._weights_written = True
 
     def run(self, stepio, debugName="") -> None:  # noqa: N803
@@ -192,7 +194,8 @@ class InferenceSession(HostWeights, SessionInfo):
                                        f"{expected} ([batches_per_step={bps}, replicas={self._replicas}, "
                                        f"*{tuple(shape)}] with size-1 dimensions dropped)")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", to_replicas(array, self._replicas, int(np.prod(shape))))
+                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), self._replicas,
+                                                                  int(np.prod(shape))))
         buffers = AnchorBuffers(self._replicas)
         for tid, shape in self._anchor_shapes.items():
             out = stepio.outputs.get(tid)
@@ -231,3 +234,16 @@ class InferenceSession(HostWeights, SessionInfo):
     def getReport(self):  # noqa: N802
         """The popsim Report of the graph and the runs so far."""
         return self._need_engine("getReport").get_report()
+
+
+def _narrowed(tid, array):
+    """A 64-bit integer input as the 32-bit one the device holds; a value that does not fit is an error."""
+    if array.dtype not in (np.int64, np.uint64):
+        return np.ascontiguousarray(array)
+    small = np.dtype(np.int32 if array.dtype == np.int64 else np.uint32)
+    info = np.iinfo(small)
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        raise popart_exception(f"PyStepIO: input {tid!r} ({array.dtype}) holds values in [{array.min()}, "
+                               f"{array.max()}], outside {small}'s range: popsim.popart runs {array.dtype} as {small}, "
+                               "as PopART runs int64 as int32")
+    return np.ascontiguousarray(array, small)

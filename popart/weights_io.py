@@ -51,8 +51,9 @@ class HostWeights:
     def weightsToHost(self) -> dict:  # noqa: N802 - PopART's name
         """The weights as they are on the device: id -> float32 array."""
         engine = self._need_engine("weightsToHost")
-        # replica 0's (a replicated session's weights are the same in every replica), as PopART
-        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}"), np.float32).reshape((-1,) + array.shape)[0]
+        # replica 0's: every replica holds the same weights (the same summed gradients), as PopART
+        replica = {"replica": 0} if getattr(self, "_replicas", 1) > 1 else {}
+        return {tid: np.asarray(engine.read_tensor(f"weight/{tid}", **replica), np.float32).reshape(array.shape)
                 for tid, array in self._weights.items()}
 
     def readWeights(self, weightsIo) -> None:  # noqa: N802,N803

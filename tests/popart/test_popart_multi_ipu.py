@@ -237,3 +237,56 @@ def test_pipeline_errors_name_what_is_wrong(rng):
     backwards, x, y, _ = _mlp(rng, stages=[(0, 1), (1, 0), (1, 0)])
     with pytest.raises(popart.popart_exception, match=r"stage 0 reads tensor 'Relu:0', computed in the later stage 1"):
         _session(backwards, [y], 2, _options(manual=True, pipelined=True), bps=2).prepareDevice()
+
+
+def test_replicated_training_sums_the_replicas_gradients(rng):
+    """Two replicas, each on its micro-batch, update as numpy's SGD with the sum of their
+    gradients (PopART's ReductionType Sum), and as one replica accumulating both."""
+    from test_popart_training import _mlp as _training_mlp
+    from test_popart_training import _mlp_grads
+    builder, x, label, loss, init = _training_mlp(rng)
+    lr, bps = 0.1, 2
+    xs = rng.normal(size=(bps, 2, 4, 5)).astype(np.float32)
+    labels = rng.integers(0, 3, (bps, 2, 4)).astype(np.int32)
+    results = []
+    for replicas in (2, 1):
+        opts = _options(replicas=replicas)
+        if replicas == 1:
+            opts.enableGradientAccumulation, opts.accumulationFactor = True, 2
+        device = popart.DeviceManager().createIpuModelDevice({"numIPUs": replicas, "tilesPerIPU": TILES})
+        session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(bps, [loss]), loss,
+                                         popart.ConstSGD(lr), device, userOptions=opts)
+        session.prepareDevice()
+        session.weightsFromHost()
+        anchors = session.initAnchorArrays()
+        assert anchors[loss].shape == (bps, 2)   # [batches, replicas] or [batches, accumulation]
+        session.run(popart.PyStepIO({x: xs, label: labels}, anchors))
+        results.append((anchors[loss].copy(), session.weightsToHost()))
+    w = {k: v.astype(np.float64) for k, v in init.items()}
+    for b in range(bps):
+        parts = [_mlp_grads(w, xs[b, r].astype(np.float64), labels[b, r]) for r in range(2)]
+        np.testing.assert_allclose(results[0][0][b], [p[0] for p in parts], rtol=1e-5)
+        w = {k: w[k] - lr * (parts[0][1][k] + parts[1][1][k]) for k in w}
+    for k in w:
+        np.testing.assert_allclose(results[0][1][k], w[k], rtol=1e-4, atol=1e-5, err_msg=k)
+        np.testing.assert_allclose(results[0][1][k], results[1][1][k], rtol=1e-6, atol=1e-7, err_msg=k)
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    momentum = popart.SGD({"defaultLearningRate": (lr, False), "defaultMomentum": (0.9, True)})
+    trained = []
+    for replicas in (2, 1):   # with momentum: velocities and a non-const learning rate on every replica
+        opts = _options(replicas=replicas)
+        if replicas == 1:
+            opts.enableGradientAccumulation, opts.accumulationFactor = True, 2
+        device = popart.DeviceManager().createIpuModelDevice({"numIPUs": replicas, "tilesPerIPU": TILES})
+        session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(bps, [loss]), loss, momentum,
+                                         device, userOptions=opts)
+        session.prepareDevice()
+        session.weightsFromHost()
+        session.run(popart.PyStepIO({x: xs, label: labels}, session.initAnchorArrays()))
+        trained.append(session.weightsToHost())
+    for k in w:
+        np.testing.assert_allclose(trained[0][k], trained[1][k], rtol=1e-6, atol=1e-7, err_msg=k)
+    opts = _options(manual=True)   # Manual training needs every op on an IPU (test_popart_pipelined_training.py)
+    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode is Manual, so every op needs an IPU"):
+        popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(lr),
+                               popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": TILES}), userOptions=opts)
