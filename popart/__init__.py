@@ -6,7 +6,7 @@ from .builder import DEFAULT_OPSET as defaultAiOnnxOpset  # noqa: N812 - PopART'
 from .builder import Builder
 from .dataflow import AnchorReturnType, DataFlow, PyStepIO
 from .device import DeviceInfo, DeviceManager
-from .errors import popart_exception
+from .errors import OutOfMemoryException, popart_exception
 from .op_table import supported_ops
 from .options import RecomputationType, SessionOptions, SyntheticDataMode, VirtualGraphMode
 from .session import InferenceSession
@@ -18,6 +18,7 @@ def getSupportedOperations(includePrivate: bool = False) -> list:  # noqa: N802,
     return [(d.op_type, d.since) for d in supported_ops()]
 
 
-__all__ = ["AnchorReturnType", "Builder", "DataFlow", "DeviceInfo", "DeviceManager", "InferenceSession", "PyStepIO",
-           "RecomputationType", "SessionOptions", "SyntheticDataMode", "TensorInfo", "VirtualGraphMode",
-           "defaultAiOnnxOpset", "getSupportedOperations", "popart_exception", "supported_ops"]
+__all__ = ["AnchorReturnType", "Builder", "DataFlow", "DeviceInfo", "DeviceManager", "InferenceSession",
+           "OutOfMemoryException", "PyStepIO", "RecomputationType", "SessionOptions", "SyntheticDataMode",
+           "TensorInfo", "VirtualGraphMode", "defaultAiOnnxOpset", "getSupportedOperations", "popart_exception",
+           "supported_ops"]

@@ -20,8 +20,11 @@ class Lowering:
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
         self._constants = 0
 
-    def run(self) -> None:
+    def run(self, progress=None) -> None:
+        """Lower every node; ``progress`` (popsim's Progress, or None) advances one a node."""
         for node in self.model.nodes:
+            if progress is not None:
+                progress.advance(1, f"{node.op_type} {node.name}")
             d = lookup(node.op_type, self.opset, node.name)
             inputs = [None if not i else self._value(i, node) for i in node.inputs]
             outputs = d.lower(self, node, inputs)

@@ -11,7 +11,7 @@ from popsim.program import Copy, Repeat, Sequence
 
 from .dataflow import DataFlow, PyStepIO, step_shape
 from .device import DeviceInfo
-from .errors import popart_exception
+from .errors import out_of_memory, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load
@@ -24,6 +24,8 @@ _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
 
 
 class InferenceSession:
+    _progress = None   # popsim's Progress, advanced per node as the graph is built (the estimate sets it)
+
     def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
                  userOptions=None, name="inference"):
         if not isinstance(dataFlow, DataFlow):
@@ -80,7 +82,7 @@ class InferenceSession:
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
         compute = Sequence()
         lowering = Lowering(g, compute, m, values, cache)
-        lowering.run()
+        lowering.run(self._progress)
         prologue, step, every_n, final = Sequence(), Sequence(feed, compute), Sequence(), Sequence()
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors()
                    if self.dataFlow.art(a).id() == "EVERYN"}
@@ -122,9 +124,25 @@ class InferenceSession:
                 self._anchor_shapes[tid] = tuple(t.shape)
         program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, step), every_n)), final)
         self._graph = g
-        self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        self._engine = self._build_engine(g, program)
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
+
+    def _build_engine(self, graph, program):
+        """The engine, or OutOfMemoryException (with the report) when tiles are over their memory;
+        the option debug.allowOutOfMemory=true builds it anyway, as in Poplar."""
+        options = dict(self.options.engineOptions)
+        allowed = str(options.get("debug.allowOutOfMemory", "false")).lower() == "true"
+        engine = popsim.Engine(graph, program, options={**options, "debug.allowOutOfMemory": "true"})
+        report = engine.get_report()
+        if report.memory.tiles_out_of_memory and not allowed:
+            directory = options.get("autoReport.directory", ".")
+            wrote = any(str(options.get(k, "false")).lower() == "true" for k in
+                        ("autoReport.all", "autoReport.outputGraphProfile", "autoReport.outputExecutionProfile"))
+            engine.close()
+            raise out_of_memory(report, f"prepareDevice ({self.name})",
+                                f"{directory}/profile.json" if wrote else "")
+        return engine
 
     def _need_engine(self, what: str):
         if self._engine is None:

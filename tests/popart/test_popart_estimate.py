@@ -1,0 +1,145 @@
+"""``python -m popsim.popart estimate``: a small model that fits (its figures checked against
+the session's own run and the op count), a model too large for its tiles (OutOfMemoryException
+from prepareDevice, the fullest tiles), rebatching, and the errors of bad arguments."""
+import numpy as np
+import pytest
+
+from conftest import NO_ONNX
+
+pytest.importorskip("onnx", reason=NO_ONNX)
+
+import onnx  # noqa: E402
+from onnx import helper  # noqa: E402
+
+from popsim import popart  # noqa: E402
+from popsim.popart.__main__ import main  # noqa: E402
+from popsim.popart.estimate import estimate, rebatch  # noqa: E402
+
+FLOAT = onnx.TensorProto.FLOAT
+
+
+def _cnn(batch=2, reshape_as="initializer"):
+    """Conv -> Relu -> Reshape to [batch, 256] (a constant shape naming the batch) -> MatMul."""
+    w = onnx.numpy_helper.from_array(np.full((4, 3, 3, 3), 0.1, np.float32), "w")
+    w2 = onnx.numpy_helper.from_array(np.full((256, 10), 0.01, np.float32), "w2")
+    shape = np.array([batch, 256], np.int64)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu1"),
+             helper.make_node("Reshape", ["r", "shape"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "w2"], ["y"], name="fc")]
+    inits = [w, w2]
+    if reshape_as == "initializer":
+        inits.append(onnx.numpy_helper.from_array(shape, "shape"))
+    else:
+        nodes.insert(0, helper.make_node("Constant", [], ["shape"], value=onnx.numpy_helper.from_array(shape)))
+    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", FLOAT, [batch, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", FLOAT, [batch, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+
+
+def _too_big():
+    """Relu of 2 x 300,000 floats: 4.8 MB in and out, far over 2 tiles of 624 kB."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu_big")], "big",
+                              [helper.make_tensor_value_info("x", FLOAT, [1, 300000])],
+                              [helper.make_tensor_value_info("y", FLOAT, [1, 300000])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+
+
+@pytest.mark.parametrize("reshape_as", ["initializer", "Constant"])
+def test_rebatch_sets_the_inputs_and_the_reshape_that_names_the_batch(reshape_as):
+    proto = rebatch(_cnn(2, reshape_as), 5)
+    dims = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            for vi in list(proto.graph.input) + list(proto.graph.output)}
+    assert dims["x"] == [5, 3, 8, 8] and dims["y"] == [5, 10]
+    x = np.random.default_rng(0).standard_normal((5, 3, 8, 8)).astype(np.float32)
+    (y,) = onnx.reference.ReferenceEvaluator(proto).run(None, {"x": x})
+    assert y.shape == (5, 10)
+
+
+def test_a_model_that_cannot_be_rebatched_is_refused():
+    flat = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                             [helper.make_tensor_value_info("x", FLOAT, [])],
+                             [helper.make_tensor_value_info("y", FLOAT, [])])
+    with pytest.raises(popart.popart_exception, match="no batch dimension"):
+        rebatch(helper.make_model(flat, opset_imports=[helper.make_opsetid("", 11)]), 4)
+    two = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g",
+                            [helper.make_tensor_value_info("a", FLOAT, [2, 3]),
+                             helper.make_tensor_value_info("b", FLOAT, [3, 3])],
+                            [helper.make_tensor_value_info("y", FLOAT, [3, 3])])
+    with pytest.raises(popart.popart_exception, match="disagree"):
+        rebatch(helper.make_model(two, opset_imports=[helper.make_opsetid("", 11)]), 4)
+
+
+def test_a_small_model_fits_and_its_figures_are_the_sessions(tmp_path):
+    path = tmp_path / "cnn.onnx"
+    onnx.save(_cnn(2), str(path))
+    report = tmp_path / "r.html"
+    e = estimate(str(path), 4, tiles_per_ipu=16, batches_per_step=2, report_path=str(report), progress=False)
+    assert e.fits and not e.tiles_over and e.inputs == {"x": [4, 3, 8, 8]}
+    assert e.report.execution.total_cycles == e.cycles_per_step > 0
+    # every step is some node's or the other line's: they add up to the step
+    assert sum(o.cycles for o in e.ops) + e.other_cycles == pytest.approx(e.cycles_per_step)
+    assert {o.name for o in e.ops} == {"conv1", "relu1", "fc"}     # the Reshape is a view: no cycles
+    assert e.samples_per_second == pytest.approx(4 * 2 * e.clock_hz / e.cycles_per_step)
+    assert e.fullest[0][1] == max(e.report.memory.figures().tiles) < e.bytes_per_tile
+    assert report.read_text().startswith("<!DOCTYPE html>") and str(int(e.cycles_per_step)) in report.read_text()
+    twice = estimate(str(path), 4, tiles_per_ipu=16, batches_per_step=2, replicas=3, report_path=None,
+                     progress=False)
+    assert twice.samples_per_second == pytest.approx(3 * e.samples_per_second)
+
+
+def test_out_of_memory_from_prepare_device_names_the_fullest_tiles():
+    data_flow = popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")})
+    device = popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 2})
+    session = popart.InferenceSession(fnModel=_too_big().SerializeToString(), dataFlow=data_flow,
+                                      deviceInfo=device)
+    with pytest.raises(popart.OutOfMemoryException, match=r"2 of 2 tile\(s\) need more than their 638,976") as info:
+        session.prepareDevice()
+    e = info.value
+    assert isinstance(e, popart.popart_exception)
+    tiles = e.report.memory.figures().tiles
+    assert e.fullestTiles(2) == sorted([(t, int(b)) for t, b in enumerate(tiles)], key=lambda tb: -tb[1])
+    assert min(tiles) > 638976 and "Tile(s) out of memory:                               2" in e.getSummaryReport()
+    assert '"bytes_per_tile"' in e.getGraphReport() and e.getProfilePath() == ""
+    assert f"tile {e.fullestTiles(1)[0][0]} {e.fullestTiles(1)[0][1]:,} bytes" in str(e)
+
+
+def test_the_command_prints_the_figures(tmp_path, capsys):
+    path = tmp_path / "cnn.onnx"
+    onnx.save(_cnn(2), str(path))
+    assert main(["estimate", str(path), "--batch", "3", "--tiles-per-ipu", "16", "--replicas", "2",
+                 "--report", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    for field in ("Model:", "inputs x [3, 3, 8, 8]", "Fits:               yes", "Memory per tile:",
+                  "Cycles per step:", "per replica", "Samples/s:", "2 replicas x", "Costliest ops (of 3",
+                  "conv1", "Report:"):
+        assert field in out, field
+    big = tmp_path / "big.onnx"
+    onnx.save(_too_big(), str(big))
+    assert main(["estimate", str(big), "--batch", "1", "--tiles-per-ipu", "2", "--report", ""]) == 1
+    out = capsys.readouterr().out
+    assert "Fits:               NO: 2 tile(s) over" in out and "Fullest tiles:      tile" in out
+    assert "not run: the model does not fit" in out and "Report:" not in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "0"], "the batch must be a positive integer, found 0"),
+    (["--batch", "2", "--train"], "training estimates are not available yet"),
+    (["--batch", "2", "--ipus", "2"], "ipus=2: popsim.popart builds a model on one IPU"),
+    (["--batch", "2", "--replicas", "0"], "replicas must be a positive integer"),
+])
+def test_bad_arguments_are_clear_errors(tmp_path, capsys, args, message):
+    path = tmp_path / "cnn.onnx"
+    onnx.save(_cnn(2), str(path))
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", str(path), *args])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_missing_model_and_a_missing_batch(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", str(tmp_path / "none.onnx"), "--batch", "2"])
+    assert exit_.value.code == 2 and "no file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["estimate", str(tmp_path / "none.onnx")])
+    assert exit_.value.code == 2 and "--batch" in capsys.readouterr().err
