@@ -278,8 +278,7 @@ def format_estimate(e: Estimate, top: int = 10) -> str:
     """The estimate as the command prints it."""
     limit = e.bytes_per_tile
     shapes = ", ".join(f"{t} {s}" for t, s in e.inputs.items())
-    rep = (f"; replicated {e.replicas} times (one IPU each; figures below are per replica unless they say "
-           "otherwise)" if e.replicas > 1 else "")
+    rep = f"; {e.replicas} replicas, one IPU each (memory and cycles: per replica)" if e.replicas > 1 else ""
     lines = [f"Model:              {e.model} ({e.nodes} nodes), inputs {shapes}",
              f"Batch:              {e.batch} (x {e.batches_per_step} batch(es) a step)",
              f"Device:             {e.ipus} IPU of {e.tiles_per_ipu:,} tiles, {limit:,} bytes each, "
