@@ -225,7 +225,7 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
         session = InferenceSession(fnModel=proto, dataFlow=DataFlow(batches_per_step, {
             o: AnchorReturnType("ALL") for o in outputs}), deviceInfo=device, userOptions=options)
         bar = popsim_progress.Progress(len(session.model.nodes), "Building", show_from=1 if progress else 1 << 62)
-        session._progress = bar
+        session.model.progress = bar
         start = time.perf_counter()
         try:
             session.prepareDevice()

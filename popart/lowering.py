@@ -20,8 +20,8 @@ class Lowering:
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
         self._constants = 0
 
-    def run(self, progress=None) -> None:
-        """Lower every node; ``progress`` (popsim's Progress, or None) advances one a node."""
+    def run(self) -> None:
+        progress = self.model.progress
         for node in self.model.nodes:
             if progress is not None:
                 progress.advance(1, f"{node.op_type} {node.name}")

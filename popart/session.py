@@ -24,8 +24,6 @@ _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
 
 
 class InferenceSession:
-    _progress = None   # popsim's Progress, advanced per node as the graph is built (the estimate sets it)
-
     def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
                  userOptions=None, name="inference"):
         if not isinstance(dataFlow, DataFlow):
@@ -82,7 +80,7 @@ class InferenceSession:
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
         compute = Sequence()
         lowering = Lowering(g, compute, m, values, cache)
-        lowering.run(self._progress)
+        lowering.run()
         prologue, step, every_n, final = Sequence(), Sequence(feed, compute), Sequence(), Sequence()
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors()
                    if self.dataFlow.art(a).id() == "EVERYN"}
