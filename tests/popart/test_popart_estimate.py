@@ -116,10 +116,13 @@ def test_the_command_prints_the_figures(tmp_path, capsys):
         assert field in out, field
     big = tmp_path / "big.onnx"
     onnx.save(_too_big(), str(big))
-    assert main(["estimate", str(big), "--batch", "1", "--tiles-per-ipu", "2", "--report", ""]) == 1
+    args = ["--batch", "1", "--tiles-per-ipu", "2", "--report", str(tmp_path / "b.html")]
+    assert main(["estimate", str(big), *args]) == 1
     out = capsys.readouterr().out
     assert "Fits:               NO: 2 tile(s) over" in out and "Fullest tiles:      tile" in out
-    assert "not run: the model does not fit" in out and "Report:" not in out
+    assert "not run: the model does not fit" in out and (tmp_path / "b.html").is_file()
+    assert main(["estimate", str(path), "--batch", "1", "--tiles-per-ipu", "16", "--report", ""]) == 0
+    assert "Report:" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("args, message", [
