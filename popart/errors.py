@@ -21,18 +21,20 @@ def onnx_module():
 class OutOfMemoryException(popart_exception):  # noqa: N818 - PopART's name
     """prepareDevice's error when the model does not fit in tile memory: the message names
     the fullest tiles; ``getSummaryReport()`` is the profile summary of the graph that did
-    not fit, ``report`` the popsim Report (its memory section has every tile)."""
+    not fit, ``report`` the popsim Report (its memory section has every tile). Where the
+    environment forbade building the engine (POPSIM_ENGINE_OPTIONS' debug.allowOutOfMemory
+    false) there is no report: the summary is the message, and no tiles are listed."""
 
     def __init__(self, message: str, report, profile_path: str = ""):
         super().__init__(message)
         self.report, self._profile_path = report, profile_path
 
     def getSummaryReport(self) -> str:  # noqa: N802 - PopART's names
-        return self.report.summary()
+        return self.report.summary() if self.report is not None else str(self)
 
     def getGraphReport(self) -> str:  # noqa: N802
         """The report as JSON text (the memory of every tile, the graph, the target)."""
-        return self.report.to_json_text()
+        return self.report.to_json_text() if self.report is not None else "{}"
 
     def getProfilePath(self) -> str:  # noqa: N802
         """Where autoReport saved the report (the engine options autoReport.*), else ''."""
@@ -40,7 +42,7 @@ class OutOfMemoryException(popart_exception):  # noqa: N818 - PopART's name
 
     def fullestTiles(self, n: int = 5) -> list:  # noqa: N802
         """(tile, bytes) of the ``n`` fullest tiles, fullest first."""
-        return fullest_tiles(self.report, n)
+        return fullest_tiles(self.report, n) if self.report is not None else []
 
 
 def fullest_tiles(report, n: int = 5) -> list:

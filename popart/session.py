@@ -11,7 +11,7 @@ from popsim.program import Copy, Repeat, Sequence
 
 from .dataflow import DataFlow, PyStepIO, step_shape
 from .device import DeviceInfo
-from .errors import out_of_memory, popart_exception
+from .errors import OutOfMemoryException, out_of_memory, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load
@@ -131,7 +131,10 @@ class InferenceSession:
         the option debug.allowOutOfMemory=true builds it anyway, as in Poplar."""
         options = dict(self.options.engineOptions)
         allowed = str(options.get("debug.allowOutOfMemory", "false")).lower() == "true"
-        engine = popsim.Engine(graph, program, options={**options, "debug.allowOutOfMemory": "true"})
+        try:
+            engine = popsim.Engine(graph, program, options={**options, "debug.allowOutOfMemory": "true"})
+        except popsim.GraphMemoryAllocationError as e:   # POPSIM_ENGINE_OPTIONS set the option to false
+            raise OutOfMemoryException(f"prepareDevice ({self.name}): {e}", None) from None
         report = engine.get_report()
         if report.memory.tiles_out_of_memory and not allowed:
             directory = options.get("autoReport.directory", ".")

@@ -104,6 +104,16 @@ def test_out_of_memory_from_prepare_device_names_the_fullest_tiles():
     assert f"tile {e.fullestTiles(1)[0][0]} {e.fullestTiles(1)[0][1]:,} bytes" in str(e)
 
 
+def test_out_of_memory_where_the_environment_forbids_building_the_engine(monkeypatch):
+    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemory": "false"}')
+    session = popart.InferenceSession(fnModel=_too_big().SerializeToString(), deviceInfo=popart.DeviceManager(
+        ).createIpuModelDevice({"tilesPerIPU": 2}), dataFlow=popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}))
+    with pytest.raises(popart.OutOfMemoryException, match="Out of memory: 2 tile") as info:
+        session.prepareDevice()
+    assert info.value.report is None and info.value.getSummaryReport() == str(info.value)
+    assert info.value.fullestTiles() == []
+
+
 def test_the_command_prints_the_figures(tmp_path, capsys):
     path = tmp_path / "cnn.onnx"
     onnx.save(_cnn(2), str(path))
