@@ -128,6 +128,35 @@ def rebatch(proto, batch: int):
                                "with a dynamic batch dimension or at the batch wanted") from None
 
 
+def constants_as_weights(proto):
+    """``proto`` with each float ConstantOfShape of a constant shape made an initializer of
+    that value: the onnx package's light models make their weights so, where the real models
+    have initializers. As initializers they are weights, laid out for the op that reads them
+    (poplin's create_weights for a Conv), as the real model's would be."""
+    onnx = onnx_module()
+    g = proto.graph
+    inits = {t.name: t for t in g.initializer}
+    keep, made = [], []
+    for node in g.node:
+        value = next((a.t for a in node.attribute if a.name == "value"), None)
+        array = None if value is None else onnx.numpy_helper.to_array(value)
+        if node.op_type == "ConstantOfShape" and node.input and node.input[0] in inits and array is not None \
+                and array.dtype == np.float32:
+            shape = onnx.numpy_helper.to_array(inits[node.input[0]]).astype(np.int64)
+            made.append(onnx.numpy_helper.from_array(np.full(shape, array.reshape(-1)[0], np.float32), node.output[0]))
+        else:
+            keep.append(node)
+    if not made:
+        return proto
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    del proto.graph.node[:]
+    proto.graph.node.extend(keep)
+    proto.graph.initializer.extend(made)
+    proto.graph.input.extend(onnx.helper.make_tensor_value_info(t.name, onnx.TensorProto.FLOAT, list(t.dims))
+                             for t in made)   # before IR version 4 an initializer must be an input too
+    return proto
+
+
 def _fix_reshapes(proto, old_batch: int) -> None:
     """Give each Reshape whose constant shape starts with ``old_batch`` and no longer matches its
     input's element count the batch that does: shape inference runs again after each fix, as the
@@ -157,6 +186,7 @@ def _fix_reshapes(proto, old_batch: int) -> None:
                 target[0] = count // rest
                 name = f"{node.input[1]}/rebatched/{i}"
                 g.initializer.append(onnx.numpy_helper.from_array(target, name))
+                g.input.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.INT64, [target.size]))
                 shapes[name], node.input[1] = target, name
                 done.add(i)
                 fixed = True
@@ -213,7 +243,7 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
                                "over several IPUs is not supported yet); use ipus=1, and replicas to run copies of "
                                "the model on more IPUs")
     name = os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else type(model).__name__
-    proto = rebatch(model_proto(model), batch)
+    proto = rebatch(constants_as_weights(model_proto(model)), batch)
     outputs = [o.name for o in proto.graph.output]
     device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": int(tiles_per_ipu),
                                                     "ipuVersion": ipu_version})

@@ -9,11 +9,13 @@ from conftest import NO_ONNX
 pytest.importorskip("onnx", reason=NO_ONNX)
 
 import onnx  # noqa: E402
+import onnx.reference  # noqa: E402
 from onnx import helper  # noqa: E402
 
 from popsim import popart  # noqa: E402
 from popsim.popart.__main__ import main  # noqa: E402
-from popsim.popart.estimate import estimate, rebatch  # noqa: E402
+from popsim.popart.estimate import constants_as_weights, estimate, rebatch  # noqa: E402
+from popsim.popart.model import load  # noqa: E402
 
 FLOAT = onnx.TensorProto.FLOAT
 
@@ -54,6 +56,30 @@ def test_rebatch_sets_the_inputs_and_the_reshape_that_names_the_batch(reshape_as
     x = np.random.default_rng(0).standard_normal((5, 3, 8, 8)).astype(np.float32)
     (y,) = onnx.reference.ReferenceEvaluator(proto).run(None, {"x": x})
     assert y.shape == (5, 10)
+
+
+def test_light_models_weights_become_initializers_and_ir3_models_rebatch():
+    """As the onnx package's light models: IR version 3 (initializers are inputs too), opset 9,
+    weights made by ConstantOfShape, a Reshape to [1, 256] before the classifier."""
+    model = _cnn(1)
+    shape = onnx.numpy_helper.from_array(np.array([4, 3, 3, 3], np.int64), "w_shape")
+    fill = helper.make_node("ConstantOfShape", ["w_shape"], ["w"], value=onnx.numpy_helper.from_array(
+        np.array([0.25], np.float32)))
+    g = model.graph
+    inits = [t for t in g.initializer if t.name != "w"] + [shape]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    g.node.insert(0, fill)
+    g.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in inits)
+    model.ir_version, model.opset_import[0].version = 3, 9
+    proto = rebatch(constants_as_weights(model), 3)
+    loaded = load(proto)
+    assert loaded.inputs == {"x": ("FLOAT", [3, 3, 8, 8])}
+    assert "ConstantOfShape" not in [n.op_type for n in loaded.nodes]
+    np.testing.assert_array_equal(loaded.initializers["w"], np.full((4, 3, 3, 3), 0.25, np.float32))
+    x = np.random.default_rng(1).standard_normal((3, 3, 8, 8)).astype(np.float32)
+    want = onnx.reference.ReferenceEvaluator(rebatch(model, 3)).run(None, {"x": x})[0]
+    np.testing.assert_allclose(onnx.reference.ReferenceEvaluator(proto).run(None, {"x": x})[0], want, rtol=1e-6)
 
 
 def test_a_model_that_cannot_be_rebatched_is_refused():
