@@ -4,6 +4,8 @@ each op the op table (op_table.py) supports, under its lower-case name."""
 import numpy as np
 
 from .errors import onnx_module, popart_exception
+from .graphcore_builder import AiGraphcore, loss_output_shape
+from .node_attributes import NodeAttributes
 from .op_table import supported_ops
 from .tensor_info import NUMPY_OF, TensorInfo, dtype_name
 
@@ -44,7 +46,19 @@ class _AiOnnx:
                                        debugContext, None)
 
 
-class Builder:
+    def cast(self, args, to, debugContext=""):  # noqa: N803
+        """A Cast node to type ``to``: a name as PopART takes it ("FLOAT16", "INT32") or ONNX's number."""
+        onnx = onnx_module()
+        if isinstance(to, str):
+            key = to.upper()
+            if key not in onnx.TensorProto.DataType.keys():
+                raise popart_exception(f"aiOnnx.cast: unknown type {to!r}; expected an ONNX type name such as "
+                                       "FLOAT, FLOAT16, INT32")
+            to = onnx.TensorProto.DataType.Value(key)
+        return self._builder._add_node("Cast", args, {"to": int(to)}, debugContext, None)
+
+
+class Builder(NodeAttributes):
     """``Builder()``, ``Builder(model_proto_bytes)`` or ``Builder("model.onnx")``, and
     ``opsets={"ai.onnx": N}``."""
 
@@ -66,6 +80,7 @@ class Builder:
             raise popart_exception(f"Builder: ai.onnx opset {self._opset} is outside 9..{newest}"
                                    " (the opsets popsim.popart runs with the installed onnx)")
         self.aiOnnx = _AiOnnx(self)
+        self.aiGraphcore = AiGraphcore(self)
 
     # -- ids -------------------------------------------------------------------------------------
     def _ids(self) -> set:
@@ -119,14 +134,14 @@ class Builder:
         self._check_ids([outputName], "addOutputTensor")
         self._outputs.append(onnx.helper.make_empty_tensor_value_info(outputName))
 
-    def _add_node(self, op_type, args, attrs, debug_context, num_outputs):
+    def _add_node(self, op_type, args, attrs, debug_context, num_outputs, domain=""):
         onnx = onnx_module()
-        inputs = self._check_ids(args, f"aiOnnx.{op_type.lower()}")
+        inputs = self._check_ids(args, f"{'aiGraphcore' if domain else 'aiOnnx'}.{op_type.lower()}")
         count = 1 if num_outputs is None else int(num_outputs)
         outs = [self._new_id(op_type, numbered=True) for _ in range(count)]
         name = str(debug_context) or outs[0]
-        attrs = {k: v for k, v in attrs.items() if v is not None}
-        self._nodes.append(onnx.helper.make_node(op_type, inputs, outs, name=name, **attrs))
+        attrs = {**self.scoped_attributes(), **{k: v for k, v in attrs.items() if v is not None}}
+        self._nodes.append(onnx.helper.make_node(op_type, inputs, outs, name=name, domain=domain or None, **attrs))
         return outs if num_outputs is not None else outs[0]
 
     # -- the model -------------------------------------------------------------------------------
@@ -134,8 +149,10 @@ class Builder:
         onnx = onnx_module()
         graph = onnx.helper.make_graph(self._nodes, "popart_builder", self._inputs, self._outputs,
                                        self._initializers)
-        return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", self._opset)],
-                                      producer_name="popsim.popart")
+        opsets = [onnx.helper.make_opsetid("", self._opset)]
+        if any(n.domain == "ai.graphcore" for n in self._nodes):
+            opsets.append(onnx.helper.make_opsetid("ai.graphcore", 1))
+        return onnx.helper.make_model(graph, opset_imports=opsets, producer_name="popsim.popart")
 
     def getModelProto(self) -> bytes:  # noqa: N802
         """The model as the bytes of a serialized ONNX ModelProto (outputs typed by shape inference)."""
@@ -151,7 +168,20 @@ class Builder:
             for o in proto.graph.output:
                 if o.name in known:
                     o.CopyFrom(known[o.name])
+            self._type_losses(proto, inferred)
         return proto.SerializeToString()
+
+    def _type_losses(self, proto, inferred) -> None:
+        """Type the outputs of ai.graphcore loss nodes (onnx cannot infer them): FLOAT."""
+        onnx = onnx_module()
+        from .model import _type_of
+        shapes = {vi.name: _type_of(vi)[1] for vi in list(inferred.graph.value_info) + list(inferred.graph.input)}
+        shapes.update({t.name: list(t.dims) for t in proto.graph.initializer})
+        losses = {o: n for n in proto.graph.node if n.domain == "ai.graphcore" for o in n.output}
+        for o in proto.graph.output:
+            if not o.type.HasField("tensor_type") and o.name in losses:
+                shape = loss_output_shape(losses[o.name], shapes)
+                o.CopyFrom(onnx.helper.make_tensor_value_info(o.name, onnx.TensorProto.FLOAT, shape))
 
     def saveModelProto(self, filename) -> None:  # noqa: N802
         with open(filename, "wb") as f:

@@ -79,7 +79,8 @@ class PyStepIO:
         self.inputs, self.outputs = inputs, outputs
 
 
-def step_shape(shape, batches: int) -> tuple:
-    """A tensor's host shape over ``batches`` batches: [batches, *shape], the leading dim
-    dropped when it is 1 (PopART's rule for inputs and anchors)."""
-    return ((batches,) if batches > 1 else ()) + tuple(shape)
+def step_shape(shape, batches: int, replicas: int = 1) -> tuple:
+    """A tensor's host shape over ``batches`` batches of ``replicas`` replicas:
+    [batches, replicas, *shape], the leading dims dropped where they are 1 (PopART's rule
+    for inputs and anchors)."""
+    return tuple(d for d in (batches, replicas) if d > 1) + tuple(shape)

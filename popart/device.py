@@ -49,9 +49,6 @@ class DeviceManager:
             merged[key] = int(merged[key])
             if merged[key] < 1:
                 raise popart_exception(f"createIpuModelDevice: {key} must be >= 1, found {options[key]!r}")
-        if merged["numIPUs"] != 1:
-            raise popart_exception(f"createIpuModelDevice: numIPUs={merged['numIPUs']}: popsim.popart runs models on "
-                                   "one IPU so far (sharding, pipelining and replication are not supported yet)")
         return DeviceInfo(merged)
 
     def createCpuDevice(self) -> DeviceInfo:  # noqa: N802

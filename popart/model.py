@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import onnx_module, popart_exception
+from .op_table import GRAPHCORE, graphcore_ops
 from .tensor_info import NAME_OF
 
 #: the ai.onnx opsets a model may use: 9 up to the newest the installed onnx knows
@@ -24,6 +25,7 @@ class Node:
     inputs: list      # tensor ids ("" for an absent optional input)
     outputs: list
     attrs: dict       # attribute name -> Python value (ints, floats, lists, numpy arrays, str)
+    domain: str = ""  # "" (ai.onnx) or "ai.graphcore" (PopART's losses)
 
 
 @dataclass
@@ -136,12 +138,16 @@ def load(fn_model) -> Model:
     for name, array in initializers.items():
         _refuse_double(name, NAME_OF.get(array.dtype), "an initializer")
     nodes = []
+    graphcore = {d.op_type for d in graphcore_ops()}
     for i, n in enumerate(g.node):
-        if n.domain not in ("", "ai.onnx"):
+        if n.domain not in ("", "ai.onnx") and not (n.domain == GRAPHCORE and n.op_type in graphcore):
             raise popart_exception(f"node {n.name or i!r} ({n.op_type}) is in domain {n.domain!r}: popsim.popart "
-                                   "runs ai.onnx ops only so far")
+                                   f"runs ai.onnx ops and the ai.graphcore ops {sorted(graphcore)} only so far")
         node = Node(n.op_type, n.name or f"{n.op_type}_{i}", list(n.input), list(n.output),
-                    {a.name: _attribute(a) for a in n.attribute})
+                    {a.name: _attribute(a) for a in n.attribute}, "" if n.domain == "ai.onnx" else n.domain)
+        if node.domain == GRAPHCORE:   # onnx cannot infer them: PopART's losses give FLOAT
+            for out in node.outputs:
+                shapes.setdefault(out, ("FLOAT", None))
         for out in node.outputs:
             _refuse_double(out, shapes.get(out, (None,))[0], f"output of node {node.name!r}")
         nodes.append(node)

@@ -6,9 +6,11 @@ expected outputs at the tolerances onnx's backend runner uses (rtol 1e-3, atol 1
 
 A case ends as ``pass``, ``fail`` (a wrong result or error), or ``refused`` (popsim.popart
 says it does not run it: an unsupported op in an expanded function, attribute, opset or
-type; the reason is kept). int64 inputs of a case (shapes, axes, indices) are given as
-initializers, as a PopART user gives them, since popsim.popart reads them as the graph is
-built; float32, bool and int32 inputs are streamed."""
+type; the reason is kept). int64 and uint64 inputs of a case (shapes, axes, indices) are
+given as initializers, as a PopART user gives them, since popsim.popart reads them as the
+graph is built (and places them as INT / UNSIGNED_INT, range checked, where used as data);
+float32, float16, bool and 8- to 32-bit integer inputs are streamed. int64 and uint64
+outputs come back as int32 and uint32 (PopART runs int64 as int32) and are compared widened."""
 import importlib
 import os
 import sys
@@ -24,6 +26,9 @@ from .errors import onnx_module, popart_exception
 from .op_table import supported_ops
 
 TILES = 16
+#: the element types a case's inputs are streamed in and its outputs compared in
+_STREAMED = tuple(np.dtype(t) for t in (np.float32, np.float16, np.bool_, np.int32, np.uint32, np.int8, np.uint8,
+                                        np.int16, np.uint16))
 
 
 @dataclass
@@ -108,14 +113,14 @@ def _prepared(case: Case, inputs):
     feeds, keep = {}, []
     for vi, value in zip(list(graph.input), inputs):
         array = _array(value)
-        if array.dtype in (np.float32, np.bool_, np.int32):
+        if array.dtype in _STREAMED:
             feeds[vi.name] = array
             keep.append(vi)
-        elif array.dtype in (np.int64, np.uint32, np.uint64):
+        elif array.dtype in (np.int64, np.uint64):
             graph.initializer.append(onnx.numpy_helper.from_array(array, vi.name))
         else:
-            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, bool and "
-                                   "int32 inputs and reads int64/uint32 ones as constants so far")
+            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, float16, bool "
+                                   "and 8- to 32-bit integer inputs and reads int64/uint64 ones as constants")
     del graph.input[:]
     graph.input.extend(keep)
     return model, feeds
@@ -130,9 +135,9 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
             names = [o.name for o in model.graph.output]
             want = [_array(o) for o in outputs]
             for n, w in zip(names, want):
-                if w.dtype not in (np.float32, np.bool_, np.int32, np.int64):
-                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, bool and int32 "
-                                           "anchors so far (int32 for int64)")
+                if w.dtype not in _STREAMED and w.dtype not in (np.int64, np.uint64):
+                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, float16, bool "
+                                           "and integer anchors (int32 for int64, uint32 for uint64)")
             flow = DataFlow(1, {n: AnchorReturnType("ALL") for n in names})
             device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": tiles})
             session = InferenceSession(fnModel=model.SerializeToString(), dataFlow=flow, deviceInfo=device)
@@ -142,11 +147,13 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
             session.run(PyStepIO(feeds, anchors))
             for n, w in zip(names, want):
                 got = anchors[n]
-                if w.dtype == np.int64 and got.dtype == np.int32:   # PopART runs int64 as int32
-                    got = got.astype(np.int64)
-                if got.shape != w.shape:
-                    return Outcome(case.name, "fail", f"output {n!r} has shape {got.shape}, expected {w.shape}")
-                if w.dtype != np.float32 and not np.array_equal(got, w) or not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
+                if w.dtype in (np.int64, np.uint64):   # PopART runs int64 as int32
+                    got = got.astype(w.dtype)
+                if got.shape != w.shape or got.dtype != w.dtype:
+                    return Outcome(case.name, "fail", f"output {n!r} is {got.dtype} {got.shape}, expected {w.dtype} "
+                                                      f"{w.shape}")
+                if w.dtype.kind != "f" and not np.array_equal(got, w) or \
+                        not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
                     err = float(np.max(np.abs(got - w))) if got.size else 0.0
                     return Outcome(case.name, "fail", f"output {n!r} differs (max abs error {err:.3g})")
     except popart_exception as e:

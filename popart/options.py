@@ -33,7 +33,13 @@ DEFAULTS = {
 #: the fields a session honours with any value: those that only describe what PopART's
 #: compiler may do (outlining, buffering, caching...) and those popsim.popart implements
 IMPLEMENTED = {"engineOptions", "instrumentWithHardwareCycleCounter", "enableOutlining", "outlineThreshold",
-               "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth"}
+               "constantWeights", "enableStableNorm", "dotChecks", "logDir", "defaultBufferingDepth",
+               "accumulationFactor", "enableGradientAccumulation",
+               "enableReplicatedGraphs", "replicatedGraphCount", "enablePipelining"}   # placement.py, pipeline.py
+#: the fields only a TrainingSession honours (an InferenceSession refuses them away from their default)
+TRAINING_ONLY = {"accumulationFactor", "enableGradientAccumulation"}
+#: fields honoured with some values only: field -> those values
+IMPLEMENTED_VALUES = {"virtualGraphMode": (VirtualGraphMode.Off, VirtualGraphMode.Manual)}
 
 
 class SessionOptions:
@@ -46,10 +52,24 @@ class SessionOptions:
             raise popart_exception(f"SessionOptions has no field {key!r}; known: {', '.join(sorted(DEFAULTS))}")
         object.__setattr__(self, key, value)
 
-    def check_supported(self) -> None:
-        """Refuse a field set away from its default that popsim.popart does not implement."""
+    def check_supported(self, training: bool = False) -> None:
+        """Refuse a field set away from its default that popsim.popart does not implement
+        (for this kind of session)."""
         for key, default in DEFAULTS.items():
             value = getattr(self, key)
-            if key not in IMPLEMENTED and value != default:
+            if key in IMPLEMENTED_VALUES and value not in IMPLEMENTED_VALUES[key]:
                 raise popart_exception(f"SessionOptions.{key} = {value!r} is not supported yet by popsim.popart "
-                                       f"(only the default {default!r}); see docs/onnx.md for what is not done")
+                                       f"(only {', '.join(map(repr, IMPLEMENTED_VALUES[key]))})")
+            unsupported = (key not in IMPLEMENTED and key not in IMPLEMENTED_VALUES
+                           or key in TRAINING_ONLY and not training)
+            if unsupported and value != default:
+                where = " outside a TrainingSession" if key in TRAINING_ONLY else ""
+                raise popart_exception(f"SessionOptions.{key} = {value!r} is not supported yet by popsim.popart "
+                                       f"(only the default {default!r}{where}); see docs/onnx.md for what is not done")
+        if training:
+            factor = self.accumulationFactor
+            if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+                raise popart_exception(f"SessionOptions.accumulationFactor must be an int >= 1, found {factor!r}")
+            if factor > 1 and not self.enableGradientAccumulation:
+                raise popart_exception(f"SessionOptions.accumulationFactor = {factor} needs "
+                                       "enableGradientAccumulation = True (as PopART)")

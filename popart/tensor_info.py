@@ -9,8 +9,8 @@ NUMPY_OF = {"FLOAT": np.float32, "FLOAT16": np.float16, "DOUBLE": np.float64, "I
             "UINT16": np.uint16, "BOOL": np.bool_}
 #: numpy dtype -> the ONNX/PopART name
 NAME_OF = {np.dtype(v): k for k, v in NUMPY_OF.items()}
-#: the types that may live on the device today
-DEVICE_TYPES = ("FLOAT",)
+#: the types that may live on the device (int64 and uint64 as INT and UNSIGNED_INT; lowering.py)
+DEVICE_TYPES = ("FLOAT", "FLOAT16", "BOOL", "INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64")
 
 
 def dtype_name(dtype) -> str:

@@ -3,7 +3,7 @@ PopLibs runs a transposed convolution: the input dilated by the strides, padded 
 dilation * (kernel - 1) less ONNX's pads (more on the upper side by output_padding; where
 that is negative the output is truncated instead), the kernel flipped, and W [C, M/group,
 *kernel] seen as poplin's [group, M/group, C/group, *kernel] (a view); poplin.add_bias."""
-from popsim import FLOAT, poplin
+from popsim import poplin
 
 from ..errors import popart_exception
 from ..op_table import op
@@ -48,7 +48,7 @@ def conv_transpose(ctx, node, inputs):
     lower = [dilations[i] * (kernel[i] - 1) - pad_lo[i] for i in range(rank)]
     upper = [dilations[i] * (kernel[i] - 1) - pad_hi[i] + out_pad[i] for i in range(rank)]
     cin, cout = c // group, w.shape[1]
-    params = poplin.ConvParams(FLOAT, n, tuple(field), tuple(kernel), cin, cout, group,
+    params = poplin.ConvParams(x.dtype, n, tuple(field), tuple(kernel), cin, cout, group,
                                input_dilation=tuple(strides), kernel_dilation=tuple(dilations),
                                padding_lower=tuple(max(p, 0) for p in lower),
                                padding_upper=tuple(max(p, 0) for p in upper),

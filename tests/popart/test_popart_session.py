@@ -155,15 +155,13 @@ def test_wrong_step_inputs_are_refused(rng):
 def test_unsupported_options_and_devices_are_refused(rng):
     b, _, _, probs = _mlp(rng)
     opts = popart.SessionOptions()
-    opts.enableReplicatedGraphs, opts.replicatedGraphCount = True, 2
+    opts.enableStochasticRounding = True
     device = popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 4})
-    with pytest.raises(popart.popart_exception, match=r"enableReplicatedGraphs = True is not supported yet"):
+    with pytest.raises(popart.popart_exception, match=r"enableStochasticRounding = True is not supported yet"):
         popart.InferenceSession(b.getModelProto(), popart.DataFlow(1, {probs: popart.AnchorReturnType("ALL")}),
                                 device, userOptions=opts)
     with pytest.raises(popart.popart_exception, match=r"no field 'enableReplication'"):
         opts.enableReplication = True
-    with pytest.raises(popart.popart_exception, match=r"numIPUs=2.*one IPU"):
-        popart.DeviceManager().createIpuModelDevice({"numIPUs": 2})
     with pytest.raises(popart.popart_exception, match=r"unknown option\(s\) \['tiles'\]"):
         popart.DeviceManager().createIpuModelDevice({"tiles": 2})
     with pytest.raises(popart.popart_exception, match=r"anchor 'nope' is no tensor"):
