@@ -1,7 +1,7 @@
 """``python -m popsim.popart estimate MODEL.onnx --batch N``: would an ONNX model fit the
 modelled IPU at that batch size, and how fast would it run? The model is rebatched, built
-through an InferenceSession (a progress bar per node on a terminal), and, when it fits, one
-step is run on zeros: memory per tile comes from the report's memory layout, cycles per
+through an InferenceSession (or, with ``train``, a TrainingSession of an added L1 loss; a
+progress bar per node on a terminal), and, when it fits, one step is run on zeros: memory per tile comes from the report's memory layout, cycles per
 step from the engine's clock, the costliest ops from the report's steps (PopLibs ops are
 named after the ONNX node), and the HTML report is written beside."""
 import os
@@ -20,14 +20,19 @@ from .dataflow import AnchorReturnType, DataFlow, PyStepIO, step_shape
 from .device import DeviceManager
 from .errors import OutOfMemoryException, fullest_tiles, onnx_module, popart_exception
 from .model import model_proto
+from .optimizer import ConstSGD
 from .options import SessionOptions
 from .session import STREAMED, InferenceSession
+from .training import TrainingSession
 
 #: where ``python -m popsim.popart estimate`` writes the HTML report unless told
 DEFAULT_REPORT = "estimate_report.html"
 #: a Mk2 IPU (GC200)'s tiles: the default device
 DEFAULT_TILES = 1472
 OTHER = "(host I/O, copies, control)"
+#: the loss a training estimate adds (``with_loss``), and its optimizer's learning rate
+LOSS = "estimate/loss"
+LEARNING_RATE = 0.01
 
 
 @dataclass
@@ -60,10 +65,12 @@ class Estimate:
     largest_on_fullest: List[Tuple[str, int]]
     cycles_per_step: Optional[float] = None
     ops: List[OpCost] = field(default_factory=list)   # every node that cost cycles, costliest first
+    update_cycles: float = 0.0         # training: the weight updates' cycles
     other_cycles: float = 0.0          # cycles of steps named after no node (streams, copies, control)
     report_path: str = ""
     build_seconds: float = 0.0
     report: object = None              # the popsim Report
+    train: bool = False                # a training step (forward, backward, SGD update), else inference
 
     @property
     def samples_per_step(self) -> int:
@@ -157,6 +164,20 @@ def constants_as_weights(proto):
     return proto
 
 
+def with_loss(proto):
+    """``proto`` with PopART's L1 loss (ai.graphcore, lambda 1, Mean) of its first output as
+    the output LOSS: what a training step differentiates, through every op to every weight."""
+    onnx = onnx_module()
+    proto = onnx.ModelProto.FromString(proto.SerializeToString())
+    g = proto.graph
+    g.node.append(onnx.helper.make_node("L1", [g.output[0].name], [LOSS], name=LOSS, domain="ai.graphcore",
+                                        reduction="Mean", **{"lambda": 1.0}))
+    g.output.append(onnx.helper.make_tensor_value_info(LOSS, onnx.TensorProto.FLOAT, []))
+    if not any(o.domain == "ai.graphcore" for o in proto.opset_import):
+        proto.opset_import.append(onnx.helper.make_opsetid("ai.graphcore", 1))
+    return proto
+
+
 def _fix_reshapes(proto, old_batch: int) -> None:
     """Give each Reshape whose constant shape starts with ``old_batch`` and no longer matches its
     input's element count the batch that does: shape inference runs again after each fix, as the
@@ -209,19 +230,23 @@ def _node_of(step, names: dict) -> Optional[str]:
     return None
 
 
-def op_costs(report, nodes) -> Tuple[List[OpCost], float]:
-    """Cycles per ONNX node over the runs the report counted, costliest first, and the
-    cycles of steps that belong to no node."""
+def op_costs(report, nodes, weights=()) -> Tuple[List[OpCost], float, float]:
+    """Cycles per ONNX node over the runs the report counted, costliest first; the cycles of
+    the weight updates (compute sets ``<weight>/update/...``, training) and of the steps that
+    belong to neither."""
     names = {n.name: n.op_type for n in nodes}
-    cycles, other = {}, 0.0
+    updates = {f"{w}/update": w for w in weights}
+    cycles, other, update = {}, 0.0, 0.0
     for step in report.execution.steps:
         node = _node_of(step, names)
-        if node is None:
-            other += step.cycles
-        else:
+        if node is not None:
             cycles[node] = cycles.get(node, 0.0) + step.cycles
+        elif step.compute_set and _node_of(step, updates) is not None:
+            update += step.cycles
+        else:
+            other += step.cycles
     ops = [OpCost(n, names[n], c) for n, c in cycles.items() if c > 0]
-    return sorted(ops, key=lambda o: (-o.cycles, o.name)), other
+    return sorted(ops, key=lambda o: (-o.cycles, o.name)), update, other
 
 
 def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = False,
@@ -234,16 +259,14 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
                        ("batches_per_step", batches_per_step)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise popart_exception(f"estimate: {key} must be a positive integer, found {value!r}")
-    if train:
-        raise popart_exception("estimate: training estimates are not available yet: popsim.popart has no "
-                               "TrainingSession (autodiff, losses, optimizers) so far; estimate inference "
-                               "(leave out --train)")
     if ipus != 1:
         raise popart_exception(f"estimate: ipus={ipus}: popsim.popart builds a model on one IPU so far (sharding "
                                "over several IPUs is not supported yet); use ipus=1, and replicas to run copies of "
                                "the model on more IPUs")
     name = os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else type(model).__name__
     proto = rebatch(constants_as_weights(model_proto(model)), batch)
+    if train:
+        proto = with_loss(proto)
     outputs = [o.name for o in proto.graph.output]
     device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": int(tiles_per_ipu),
                                                     "ipuVersion": ipu_version})
@@ -252,8 +275,12 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
     if report_path:
         options.engineOptions = {"autoReport.outputExecutionProfile": "true", "autoReport.directory": directory}
     try:
-        session = InferenceSession(fnModel=proto, dataFlow=DataFlow(batches_per_step, {
-            o: AnchorReturnType("ALL") for o in outputs}), deviceInfo=device, userOptions=options)
+        data_flow = DataFlow(batches_per_step, {o: AnchorReturnType("ALL") for o in outputs})
+        if train:   # one SGD step a batch: forward, the loss's gradient back to every weight, the update
+            session = TrainingSession(fnModel=proto, dataFlow=data_flow, loss=LOSS, optimizer=ConstSGD(LEARNING_RATE),
+                                      deviceInfo=device, userOptions=options)
+        else:
+            session = InferenceSession(fnModel=proto, dataFlow=data_flow, deviceInfo=device, userOptions=options)
         bar = popsim_progress.Progress(len(session.model.nodes), "Building", show_from=1 if progress else 1 << 62)
         session.model.progress = bar
         start = time.perf_counter()
@@ -268,11 +295,13 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
             bar.close()
         build = time.perf_counter() - start
         est = _figures(name, batch, session, report, fits, replicas, tiles_per_ipu, batches_per_step, build)
+        est.train = bool(train)
         if fits:
             _run_step(session, batches_per_step)
             est.report = report = session.getReport()
             est.cycles_per_step = float(session.getCycleCount())
-            est.ops, est.other_cycles = op_costs(report, session.model.nodes)
+            est.ops, est.update_cycles, est.other_cycles = op_costs(report, session.model.nodes,
+                                                                    session.model.initializers)
         if report_path:
             shutil.copyfile(os.path.join(directory, "report.html"), report_path)   # autoReport wrote it after the run
             est.report_path = os.fspath(report_path)
@@ -312,7 +341,9 @@ def format_estimate(e: Estimate, top: int = 10) -> str:
     shapes = ", ".join(f"{t} {s}" for t, s in e.inputs.items())
     rep = f"; {e.replicas} replicas, one IPU each (memory and cycles: per replica)" if e.replicas > 1 else ""
     lines = [f"Model:              {e.model} ({e.nodes} nodes), inputs {shapes}",
-             f"Batch:              {e.batch} (x {e.batches_per_step} batch(es) a step)",
+             f"Batch:              {e.batch} (x {e.batches_per_step} batch(es) a step); "
+             + ("training: forward, the L1 loss of the first output back to every weight, an SGD update"
+                if e.train else "inference"),
              f"Device:             {e.ipus} IPU of {e.tiles_per_ipu:,} tiles, {limit:,} bytes each, "
              f"{e.clock_hz / 1e6:,.0f} MHz{rep}"]
     t0, b0 = e.fullest[0] if e.fullest else (0, 0)
@@ -340,6 +371,9 @@ def format_estimate(e: Estimate, top: int = 10) -> str:
         total = e.cycles_per_step or 1.0
         for i, o in enumerate(e.ops[:top], 1):
             lines.append(f"  {i:2d}  {o.name:<32} {o.op_type:<20} {o.cycles:>14,.0f}  {100.0 * o.cycles / total:5.1f}%")
+        if e.train:
+            lines.append(f"      {'(weight updates)':<53} {e.update_cycles:>14,.0f}  "
+                         f"{100.0 * e.update_cycles / total:5.1f}%")
         lines.append(f"      {OTHER:<53} {e.other_cycles:>14,.0f}  {100.0 * e.other_cycles / total:5.1f}%")
     lines.append(f"Build time:         {e.build_seconds:,.1f} s")
     if e.report_path:

@@ -104,7 +104,7 @@ def test_a_small_model_fits_and_its_figures_are_the_sessions(tmp_path):
     assert e.fits and not e.tiles_over and e.inputs == {"x": [4, 3, 8, 8]}
     assert e.report.execution.total_cycles == e.cycles_per_step > 0
     # every step is some node's or the other line's: they add up to the step
-    assert sum(o.cycles for o in e.ops) + e.other_cycles == pytest.approx(e.cycles_per_step)
+    assert sum(o.cycles for o in e.ops) + e.other_cycles == pytest.approx(e.cycles_per_step) and not e.update_cycles
     assert {o.name for o in e.ops} == {"conv1", "relu1", "fc"}     # the Reshape is a view: no cycles
     assert e.samples_per_second == pytest.approx(4 * 2 * e.clock_hz / e.cycles_per_step)
     assert e.fullest[0][1] == max(e.report.memory.figures().tiles) < e.bytes_per_tile
@@ -112,6 +112,21 @@ def test_a_small_model_fits_and_its_figures_are_the_sessions(tmp_path):
     twice = estimate(str(path), 4, tiles_per_ipu=16, batches_per_step=2, replicas=3, report_path=None,
                      progress=False)
     assert twice.samples_per_second == pytest.approx(3 * e.samples_per_second)
+
+
+def test_a_training_estimate_runs_the_backward_pass_and_the_update(tmp_path):
+    path = tmp_path / "cnn.onnx"
+    onnx.save(_cnn(2), str(path))
+    infer = estimate(str(path), 4, tiles_per_ipu=16, report_path=None, progress=False)
+    train = estimate(str(path), 4, tiles_per_ipu=16, train=True, report_path=None, progress=False)
+    assert train.train and train.fits and "L1" in [o.op_type for o in train.ops]
+    assert train.update_cycles > 0 and train.cycles_per_step > 2 * infer.cycles_per_step
+    assert sum(o.cycles for o in train.ops) + train.update_cycles + train.other_cycles == \
+        pytest.approx(train.cycles_per_step)
+    by_name = {o.name: o.cycles for o in train.ops}
+    for o in infer.ops:   # each op's gradient runs beside it, and is counted as its
+        assert by_name[o.name] > o.cycles
+    assert "training: forward, the L1 loss" in train.text() and "(weight updates)" in train.text()
 
 
 def test_out_of_memory_from_prepare_device_names_the_fullest_tiles():
@@ -163,7 +178,6 @@ def test_the_command_prints_the_figures(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--batch", "0"], "the batch must be a positive integer, found 0"),
-    (["--batch", "2", "--train"], "training estimates are not available yet"),
     (["--batch", "2", "--ipus", "2"], "ipus=2: popsim.popart builds a model on one IPU"),
     (["--batch", "2", "--replicas", "0"], "replicas must be a positive integer"),
 ])
