@@ -32,6 +32,8 @@ def main(argv=None) -> int:
     es.add_argument("--batch", type=int, required=True, help="the batch size (the inputs' first dimension)")
     es.add_argument("--ipus", type=int, default=1, help="IPUs per replica (1 so far)")
     es.add_argument("--replicas", type=int, default=1, help="copies of the model, one IPU each")
+    es.add_argument("--build-replicas", action="store_true",
+                    help="build the replicas as a replicated graph and run them, rather than count one R times")
     es.add_argument("--train", action="store_true", help="estimate a training step (an L1 loss of the first output, SGD)")
     es.add_argument("--tiles-per-ipu", type=int, default=1472, help="tiles of each IPU (default: a Mk2's 1472)")
     es.add_argument("--batches-per-step", type=int, default=1, help="batches a step runs on the device")
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
         try:
             e = estimate(args.model, args.batch, ipus=args.ipus, replicas=args.replicas, train=args.train,
                          tiles_per_ipu=args.tiles_per_ipu, batches_per_step=args.batches_per_step,
-                         report_path=args.report or None)
+                         report_path=args.report or None, build_replicas=args.build_replicas)
         except popart_exception as err:
             parser.exit(2, f"{parser.prog} estimate: error: {err}\n")
         sys.stdout.write(e.text())

@@ -29,7 +29,7 @@ from .training import TrainingSession
 DEFAULT_REPORT = "estimate_report.html"
 #: a Mk2 IPU (GC200)'s tiles: the default device
 DEFAULT_TILES = 1472
-OTHER = "(host I/O, copies, control)"
+OTHER = "(host I/O, copies, collectives, control)"
 #: the loss a training estimate adds (``with_loss``), and its optimizer's learning rate
 LOSS = "estimate/loss"
 LEARNING_RATE = 0.01
@@ -71,6 +71,7 @@ class Estimate:
     build_seconds: float = 0.0
     report: object = None              # the popsim Report
     train: bool = False                # a training step (forward, backward, SGD update), else inference
+    replicas_built: bool = False       # the replicas built as a replicated graph and run, not counted
 
     @property
     def samples_per_step(self) -> int:
@@ -251,10 +252,12 @@ def op_costs(report, nodes, weights=()) -> Tuple[List[OpCost], float, float]:
 
 def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = False,
              tiles_per_ipu: int = DEFAULT_TILES, batches_per_step: int = 1, report_path: Optional[str] = DEFAULT_REPORT,
-             ipu_version: str = "ipu2", progress: bool = True) -> Estimate:
+             ipu_version: str = "ipu2", progress: bool = True, build_replicas: bool = False) -> Estimate:
     """Estimate ``model`` (a path, ModelProto, its bytes or a Builder) at ``batch``: build it for
     one replica of ``ipus`` IPUs of ``tiles_per_ipu`` tiles, run one step of ``batches_per_step``
-    batches when it fits, and write the HTML report to ``report_path`` (None: none)."""
+    batches when it fits, and write the HTML report to ``report_path`` (None: none).
+    ``replicas`` are counted (R times one replica's samples/s), or with ``build_replicas``
+    built as a replicated graph (SessionOptions.replicatedGraphCount) and run together."""
     for key, value in (("ipus", ipus), ("replicas", replicas), ("tiles_per_ipu", tiles_per_ipu),
                        ("batches_per_step", batches_per_step)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -268,10 +271,13 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
     if train:
         proto = with_loss(proto)
     outputs = [o.name for o in proto.graph.output]
-    device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": int(tiles_per_ipu),
+    built = int(replicas) if build_replicas else 1
+    device = DeviceManager().createIpuModelDevice({"numIPUs": built, "tilesPerIPU": int(tiles_per_ipu),
                                                     "ipuVersion": ipu_version})
     directory = tempfile.mkdtemp(prefix="popsim_estimate_")
     options = SessionOptions()
+    if built > 1:
+        options.enableReplicatedGraphs, options.replicatedGraphCount = True, built
     if report_path:
         options.engineOptions = {"autoReport.outputExecutionProfile": "true", "autoReport.directory": directory}
     try:
@@ -295,9 +301,9 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
             bar.close()
         build = time.perf_counter() - start
         est = _figures(name, batch, session, report, fits, replicas, tiles_per_ipu, batches_per_step, build)
-        est.train = bool(train)
+        est.train, est.replicas_built = bool(train), built > 1
         if fits:
-            _run_step(session, batches_per_step)
+            _run_step(session, batches_per_step, built)
             est.report = report = session.getReport()
             est.cycles_per_step = float(session.getCycleCount())
             est.ops, est.update_cycles, est.other_cycles = op_costs(report, session.model.nodes,
@@ -323,10 +329,10 @@ def _figures(name, batch, session, report, fits, replicas, tiles_per_ipu, bps, b
         largest_on_fullest=[(str(n), int(b)) for n, b in largest], build_seconds=build, report=report)
 
 
-def _run_step(session: InferenceSession, bps: int) -> None:
+def _run_step(session: InferenceSession, bps: int, replicas: int) -> None:
     """One step on zeros: the inputs streamed in, the anchors back, as a real run would."""
     session.weightsFromHost()
-    inputs = {tid: np.zeros(step_shape(shape, bps), STREAMED[dtype][1])
+    inputs = {tid: np.zeros(step_shape(shape, bps, replicas), STREAMED[dtype][1])
               for tid, (dtype, shape) in session.model.inputs.items()}
     session.run(PyStepIO(inputs, session.initAnchorArrays()))
 
@@ -339,7 +345,8 @@ def format_estimate(e: Estimate, top: int = 10) -> str:
     """The estimate as the command prints it."""
     limit = e.bytes_per_tile
     shapes = ", ".join(f"{t} {s}" for t, s in e.inputs.items())
-    rep = f"; {e.replicas} replicas, one IPU each (memory and cycles: per replica)" if e.replicas > 1 else ""
+    how = "built as a replicated graph" if e.replicas_built else "counted"
+    rep = f"; {e.replicas} replicas, one IPU each, {how} (memory and cycles: per replica)" if e.replicas > 1 else ""
     lines = [f"Model:              {e.model} ({e.nodes} nodes), inputs {shapes}",
              f"Batch:              {e.batch} (x {e.batches_per_step} batch(es) a step); "
              + ("training: forward, the L1 loss of the first output back to every weight, an SGD update"

@@ -129,6 +129,22 @@ def test_a_training_estimate_runs_the_backward_pass_and_the_update(tmp_path):
     assert "training: forward, the L1 loss" in train.text() and "(weight updates)" in train.text()
 
 
+def test_replicas_built_as_a_replicated_graph_run_as_counted_ones(tmp_path):
+    """Inference replicas run apart: a replicated graph's step takes what one replica's does.
+    Training replicas all-reduce their gradients: built, the step takes longer than one."""
+    path = tmp_path / "cnn.onnx"
+    onnx.save(_cnn(2), str(path))
+    kw = dict(tiles_per_ipu=16, replicas=3, report_path=None, progress=False)
+    counted, built = estimate(str(path), 4, **kw), estimate(str(path), 4, build_replicas=True, **kw)
+    assert built.replicas_built and not counted.replicas_built
+    assert built.cycles_per_step == counted.cycles_per_step and built.fullest == counted.fullest
+    assert built.samples_per_second == pytest.approx(3 * 4 * built.clock_hz / built.cycles_per_step)
+    assert built.report.target.replicas == 3 and "built as a replicated graph" in built.text()
+    kw["replicas"] = 2
+    counted, built = (estimate(str(path), 4, train=True, build_replicas=b, **kw) for b in (False, True))
+    assert built.cycles_per_step > counted.cycles_per_step
+
+
 def test_out_of_memory_from_prepare_device_names_the_fullest_tiles():
     data_flow = popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")})
     device = popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": 2})
