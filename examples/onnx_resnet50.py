@@ -1,10 +1,11 @@
 """ResNet-50 from the onnx package, estimated by popsim.popart on the modelled IPU: for each
 batch size, whether it fits one Mk2 IPU (1,472 tiles of 624 kB), the fullest tile, the
 modelled cycles of one inference step and the images per second on one IPU and on R
-replicas (one IPU each: inference replicas run apart, so R times one IPU's figure).
+replicas (one IPU each, counted: R times one IPU's figure; docs/onnx.md says what that
+leaves out). ``--train`` estimates training steps (an L1 loss of the output, SGD) instead.
 
     python examples/onnx_resnet50.py                     # batch 1 (building takes minutes)
-    python examples/onnx_resnet50.py --batches 1,2,4,8,16 --replicas 16
+    python examples/onnx_resnet50.py --batches 1,2,4,8,16 --replicas 16 [--train]
 
 The model is the onnx package's light ResNet-50 (onnx/backend/test/data/light/, opset 9,
 constant weights): the full topology and shapes of ResNet-50 v1, so memory and cycles are
@@ -62,16 +63,18 @@ def main(argv=None) -> int:
     parser.add_argument("--replicas", type=int, default=4, help="replicas for the replicated column (default 4: "
                         "an IPU-M2000)")
     parser.add_argument("--tiles-per-ipu", type=int, default=DEFAULT_TILES)
+    parser.add_argument("--train", action="store_true", help="training steps (an L1 loss, SGD) instead of inference")
     parser.add_argument("--model", default=None, help="another .onnx model (default: the onnx package's ResNet-50)")
     parser.add_argument("--report", default=None, help="write the HTML report of the last batch here")
     args = parser.parse_args(argv)
     model = args.model or resnet50_path()
-    print(f"{os.path.basename(model)} on {args.tiles_per_ipu:,}-tile IPUs (modelled), one inference step per batch")
+    kind = "training" if args.train else "inference"
+    print(f"{os.path.basename(model)} on {args.tiles_per_ipu:,}-tile IPUs (modelled), one {kind} step per batch")
     print(header(args.replicas))
     for i, batch in enumerate(args.batches):
         start = time.perf_counter()
         last = i == len(args.batches) - 1
-        e = estimate(model, batch, replicas=args.replicas, tiles_per_ipu=args.tiles_per_ipu,
+        e = estimate(model, batch, replicas=args.replicas, tiles_per_ipu=args.tiles_per_ipu, train=args.train,
                      report_path=args.report if last else None, progress=sys.stderr.isatty())
         print(row(e, time.perf_counter() - start), flush=True)
     if args.report:

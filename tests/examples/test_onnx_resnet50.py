@@ -39,3 +39,6 @@ def test_the_table_on_a_small_model(tmp_path, capsys):
     for r in rows:   # the replicated column is twice the one-IPU one
         assert float(r[-2].replace(",", "")) == pytest.approx(2 * float(r[-3].replace(",", "")), rel=1e-3)
     assert (tmp_path / "r.html").is_file()
+    assert onnx_resnet50.main(["--model", str(path), "--batches", "2", "--tiles-per-ipu", "8", "--train"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "one training step per batch" in lines[0] and lines[2].split()[:2] == ["2", "yes"]
