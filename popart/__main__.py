@@ -27,6 +27,7 @@ def main(argv=None) -> int:
     nt = sub.add_parser("node-tests", help="run onnx's node tests of the supported ops; pass counts per op")
     nt.add_argument("ops", nargs="*", help="ONNX op types (default: every supported op)")
     nt.add_argument("-v", "--verbose", action="store_true", help="list each case that did not pass, and why")
+    nt.add_argument("--float16", action="store_true", help="run the one-node float32 cases with FLOAT16 tensors")
     es = sub.add_parser("estimate", help="would the model fit at this batch, and how fast would it run")
     es.add_argument("model", help="an .onnx file")
     es.add_argument("--batch", type=int, required=True, help="the batch size (the inputs' first dimension)")
@@ -34,7 +35,8 @@ def main(argv=None) -> int:
     es.add_argument("--replicas", type=int, default=1, help="copies of the model, one IPU each")
     es.add_argument("--build-replicas", action="store_true",
                     help="build the replicas as a replicated graph and run them, rather than count one R times")
-    es.add_argument("--train", action="store_true", help="estimate a training step (an L1 loss of the first output, SGD)")
+    es.add_argument("--train", action="store_true",
+                    help="estimate a training step (an L1 loss of the first output, SGD)")
     es.add_argument("--tiles-per-ipu", type=int, default=1472, help="tiles of each IPU (default: a Mk2's 1472)")
     es.add_argument("--batches-per-step", type=int, default=1, help="batches a step runs on the device")
     es.add_argument("--report", default="estimate_report.html", help="where to write the HTML report ('' for none)")
@@ -43,7 +45,7 @@ def main(argv=None) -> int:
         sys.stdout.write(ops_table())
     elif args.command == "node-tests":
         from .node_tests import all_counts, counts_table, run_op
-        counts = [run_op(o) for o in args.ops] if args.ops else all_counts()
+        counts = [run_op(o, float16=args.float16) for o in args.ops] if args.ops else all_counts(float16=args.float16)
         if args.verbose:
             for c in counts:
                 for o in c.outcomes:

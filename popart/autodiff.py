@@ -82,7 +82,8 @@ class Autodiff:
         for node in self.nodes:
             first = node.inputs[0] if node.inputs else ""
             producer = producers.get(first)
-            if producer is None or fused_rule(producer, node, self.values, self.model.opset) is None:
+            if producer is None or fused_rule(producer, node, self.values, self.model.opset) is None \
+                    or not self.fusable(producer, node):
                 continue
             if readers.get(first) == 1 and first not in self.keep and first not in self.model.outputs \
                     and producer.inputs[0] in self.requires:
@@ -94,8 +95,26 @@ class Autodiff:
         if tuple(g.shape) != expected:
             raise popart_exception(f"node {node.name!r} ({node.op_type}): its gradient rule gave {tid!r} a "
                                    f"gradient of shape {tuple(g.shape)}, expected {expected}")
-        grads[tid] = g if tid not in grads else \
-            popops.add(ctx.graph, grads[tid], g, ctx.prog, f"{GRADIENT_PREFIX}{tid}/sum")
+        if tid not in grads:
+            grads[tid] = g
+            return
+        so_far = self.arrive(ctx, tid, grads[tid])   # the gradient so far, where this rule runs
+        grads[tid] = popops.add(ctx.graph, so_far, g, ctx.prog, f"{GRADIENT_PREFIX}{tid}/sum")
+
+    # -- where each rule runs: hooks for placed sessions (popart/placed_autodiff.py) ----------------
+    def fusable(self, producer, node) -> bool:
+        return True
+
+    def enter(self, ctx, node) -> None:
+        """Point ``ctx`` at where ``node``'s gradient rule runs."""
+
+    def forward(self, ctx, node, tid):
+        """Forward tensor ``tid`` as ``node``'s gradient rule reads it."""
+        return self.values.get(tid) if tid else None
+
+    def arrive(self, ctx, tid, g):
+        """Gradient ``g`` of ``tid`` where ``ctx`` runs."""
+        return g
 
     def run(self, graph, prog, cache, seed) -> dict:
         """Append the backward pass to ``prog``, starting from ``seed`` (the loss's gradient);
@@ -108,14 +127,16 @@ class Autodiff:
             out_grads = [grads.get(o) for o in node.outputs]
             if node.name in done or all(g is None for g in out_grads):
                 continue
-            inputs = [self.values.get(i) if i else None for i in node.inputs]
+            self.enter(ctx, node)
+            out_grads = [None if g is None else self.arrive(ctx, o, g) for o, g in zip(node.outputs, out_grads)]
+            inputs = [self.forward(ctx, node, i) for i in node.inputs]
             producer = fused.get(node.name)
             if producer is not None:   # the producer and this node at once
                 ctx.needed = [True]
                 g = fused_rule(producer, node, self.values, ctx.opset)(ctx, producer, node, inputs, out_grads)
                 self._add(ctx, grads, producer.inputs[0], g, producer)
                 continue
-            outputs = [self.values.get(o) if o else None for o in node.outputs]
+            outputs = [self.forward(ctx, node, o) for o in node.outputs]
             ctx.needed = [bool(i) and i in self.requires for i in node.inputs]
             in_grads = grad_rule(node.op_type)(ctx, node, inputs, outputs, out_grads)
             for tid, want, g in zip(node.inputs, ctx.needed, in_grads):

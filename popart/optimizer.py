@@ -124,10 +124,11 @@ def check_optimizer(optimizer, what: str) -> SGD:
     return optimizer
 
 
-def _handle(group, key) -> str:
+def _handle(group, key, ipu=None) -> str:
     """The host write of a factor: the defaults' ``optimizer/<factor>``, a weight's
-    ``optimizer/<weight id>/<factor>``."""
-    return f"optimizer/{key}" if group is None else f"optimizer/{group}/{key}"
+    ``optimizer/<weight id>/<factor>``; ``/ipu<k>`` after it for its copy on IPU k (Manual virtual graphs)."""
+    where = "" if ipu is None else f"/ipu{ipu}"
+    return (f"optimizer/{key}" if group is None else f"optimizer/{group}/{key}") + where
 
 
 class Update:
@@ -135,10 +136,17 @@ class Update:
     device scalars when any value is non-const), the defaults' shared by the weights
     without specific values."""
 
-    def __init__(self, graph, optimizer: SGD):
-        self.graph, self.optimizer = graph, optimizer
-        self.tensors = {}   # (group: None or a weight id, factor) -> device scalar
+    def __init__(self, graph, optimizer: SGD, ipus=None):
+        self.top, self.graph, self.optimizer = graph, graph, optimizer
+        self.ipus, self.ipu = ipus or [], None   # virtual graphs: ``on(k)`` puts what follows on IPU k
+        self.tensors = {}   # (group: None or a weight id, factor, IPU) -> device scalar
         self.device = not optimizer.all_const()
+
+    def on(self, ipu):
+        """Put the scalars, seed and updates that follow on IPU ``ipu``'s virtual graph (None: the graph's)."""
+        self.ipu = ipu
+        self.graph = self.top if ipu is None else self.ipus[ipu]
+        return self
 
     def _group(self, tid):
         return tid if tid is not None and self.optimizer.hasSpecific(tid) else None
@@ -152,13 +160,13 @@ class Update:
         value = float(self.optimizer.factors(group)[key])
         if not self.device:
             return value
-        if (group, key) not in self.tensors:
-            handle = _handle(group, key)
+        if (group, key, self.ipu) not in self.tensors:   # one copy on each IPU that reads it
+            handle = _handle(group, key, self.ipu)
             t = self.graph.add_variable(FLOAT, (1,), handle)
             self.graph.set_tile_mapping(t, 0)
             self.graph.create_host_write(handle, t)
-            self.tensors[(group, key)] = t
-        return self.tensors[(group, key)].reshape(())
+            self.tensors[(group, key, self.ipu)] = t
+        return self.tensors[(group, key, self.ipu)].reshape(())
 
     def seed(self, shape, prog):
         """The loss's gradient: ls at every element of the loss."""
@@ -175,8 +183,8 @@ class Update:
 
     def write(self, engine, optimizer: SGD) -> None:
         """Write the factors of ``optimizer`` (of the same structure) to the device."""
-        for (group, key), t in self.tensors.items():
-            engine.write_tensor(_handle(group, key), np.array([optimizer.factors(group)[key]], np.float32))
+        for (group, key, ipu), t in self.tensors.items():
+            engine.write_tensor(_handle(group, key, ipu), np.array([optimizer.factors(group)[key]], np.float32))
 
     def _factors(self, tid, before: int, keys):
         """(the device-scalar operands, key -> expression) of weight ``tid``'s factors

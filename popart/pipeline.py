@@ -33,10 +33,17 @@ class Stages:
 
     def __init__(self, placement):
         self.placement = placement
-        self.programs = [Sequence() for _ in range(placement.num_stages)]
+        self.programs = [Sequence() for _ in range(self.count())]
         self.home = {}            # tensor id -> the stage computing (or streaming) it
         self._buffers = {}        # (tensor id, stage) -> its buffer on that stage's IPU
         self._hops = {}           # distance from the home stage -> [(source, destination)]
+
+    def count(self) -> int:
+        """The number of pipeline stages (popart/pipelined_training.py: forward and backward ones)."""
+        return self.placement.num_stages
+
+    def ipu_of(self, stage: int) -> int:
+        return self.placement.stage_ipu[stage]
 
     def program(self, stage: int) -> Sequence:
         return self.programs[stage]
@@ -61,15 +68,20 @@ class Stages:
             raise popart_exception(f"node {node.name!r} ({node.op_type}) in pipeline stage {stage} reads tensor "
                                    f"{tid!r}, computed in the later stage {home}; a stage may read only what its own "
                                    "or earlier stages compute: move the node to a later stage")
+        return self.hand(tid, value, home, stage, graph, tid)
+
+    def hand(self, key, value, home: int, stage: int, graph, name: str, ipu=None):
+        """``value``, computed in stage ``home``, as stage ``stage`` sees it: through one buffer
+        per stage in between (on that stage's IPU, or all on IPU ``ipu``: a stash), each
+        copied on from the one before in every pipeline cycle."""
         src = value
         for s in range(home + 1, stage + 1):
-            key = (tid, s)
-            if key not in self._buffers:
-                ipu = self.placement.stage_ipu[s]
-                buf = clone_to_ipu(graph, value, ipu, self.placement.tiles_per_ipu, f"{tid}/stage{s}")
+            if (key, s) not in self._buffers:
+                where = self.ipu_of(s) if ipu is None else ipu
+                buf = clone_to_ipu(graph, value, where, self.placement.tiles_per_ipu, f"{name}/stage{s}")
                 self._hops.setdefault(s - home, []).append((src, buf))
-                self._buffers[key] = buf
-            src = self._buffers[key]
+                self._buffers[(key, s)] = buf
+            src = self._buffers[(key, s)]
         return src
 
     def _copies(self) -> Sequence:

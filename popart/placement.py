@@ -45,7 +45,7 @@ class Placement:
     """Each node's IPU and pipeline stage, checked against the options and the device;
     ``ipus`` (one virtual graph per IPU of a replica) once ``make_graph`` has run."""
 
-    def __init__(self, model, options, data_flow, device_info):
+    def __init__(self, model, options, data_flow, device_info, training=False):
         self.model, self.replicas = model, replication_factor(options)
         self.manual = options.virtualGraphMode == VirtualGraphMode.Manual
         self.pipelined = bool(options.enablePipelining)
@@ -66,7 +66,7 @@ class Placement:
                                        f"{self.node_ipu[id(negative[0])]}; IPUs are numbered from 0")
         self.ipus_per_replica = max(self.node_ipu.values(), default=0) + 1
         if self.pipelined:
-            self._stages(placed, data_flow)
+            self._stages(placed, data_flow, training)
         need = self.replicas * self.ipus_per_replica
         if device_info.numIpus != need:
             raise popart_exception(
@@ -76,7 +76,7 @@ class Placement:
                 f"createIpuModelDevice({{'numIPUs': {need}, ...}})")
         self.ipus = []
 
-    def _stages(self, placed, data_flow) -> None:
+    def _stages(self, placed, data_flow, training) -> None:
         if not self.manual or self.ipus_per_replica < 2:
             raise popart_exception(f"SessionOptions.enablePipelining needs virtualGraphMode = Manual and ops on more "
                                    f"than one IPU (currently {self.ipus_per_replica} IPU, virtualGraphMode "
@@ -102,7 +102,7 @@ class Placement:
         if gaps:
             raise popart_exception(f"the ops' pipeline stages {sorted(self.stage_ipu)} are not "
                                    f"0..{self.num_stages - 1}: stage {gaps[0]} is missing")
-        if data_flow.batchesPerStep() < self.num_stages:
+        if not training and data_flow.batchesPerStep() < self.num_stages:   # training: accumulationFactor
             raise popart_exception(f"for pipelining, batchesPerStep ({data_flow.batchesPerStep()}) must be at least "
                                    f"the number of pipeline stages ({self.num_stages})")
         for tid in data_flow.anchors():
@@ -167,7 +167,7 @@ class PlacedLowering(Lowering):
         super().__init__(graph, prog, model, values, cache)
         self.placement, self.top, self.main = placement, graph, prog
         self.stages = stages    # a pipeline.Stages when pipelined: per-stage programs and the IPU copies
-        self._moved = {}
+        self._moved, self.read = {}, {}
 
     def run(self) -> None:
         p = self.placement
@@ -176,8 +176,9 @@ class PlacedLowering(Lowering):
             self.graph = self.top if ipu is None else p.ipus[ipu]
             stage = p.node_stage.get(id(node))
             self.prog = self.main if stage is None else self.stages.program(stage)
-            d = lookup(node.op_type, self.opset, node.name)
+            d = lookup(node.op_type, self.opset, node.name, node.domain)
             inputs = [None if not i else self._placed(i, node, ipu, stage) for i in node.inputs]
+            self.read[id(node)] = inputs   # as the node read them, on its IPU: what its gradient reads
             outputs = d.lower(self, node, inputs)
             for out_id, value in zip(node.outputs, outputs):
                 if out_id:

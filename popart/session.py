@@ -25,6 +25,8 @@ STREAMED = {"FLOAT": (FLOAT, np.float32), "FLOAT16": (HALF, np.float16), "BOOL":
             "INT32": (INT, np.int32), "UINT32": (UNSIGNED_INT, np.uint32), "INT8": (CHAR, np.int8),
             "UINT8": (UNSIGNED_CHAR, np.uint8), "INT16": (SHORT, np.int16), "UINT16": (UNSIGNED_SHORT, np.uint16)}
 _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
+#: int64 inputs stream as INT (as PopART runs int64 as int32), each value checked to fit
+STREAMED.update({"INT64": (INT, np.int64), "UINT64": (UNSIGNED_INT, np.uint64)})
 
 
 class InferenceSession:
@@ -193,7 +195,8 @@ class InferenceSession:
                                        f"{expected} ([batches_per_step={bps}, replicas={self._replicas}, "
                                        f"*{tuple(shape)}] with size-1 dimensions dropped)")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", to_replicas(array, self._replicas, int(np.prod(shape))))
+                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), self._replicas,
+                                                                  int(np.prod(shape))))
         buffers = AnchorBuffers(self._replicas)
         for tid, shape in self._anchor_shapes.items():
             out = stepio.outputs.get(tid)
@@ -232,3 +235,16 @@ class InferenceSession:
     def getReport(self):  # noqa: N802
         """The popsim Report of the graph and the runs so far."""
         return self._need_engine("getReport").get_report()
+
+
+def _narrowed(tid, array):
+    """A 64-bit integer input as the 32-bit one the device holds; a value that does not fit is an error."""
+    if array.dtype not in (np.int64, np.uint64):
+        return np.ascontiguousarray(array)
+    small = np.dtype(np.int32 if array.dtype == np.int64 else np.uint32)
+    info = np.iinfo(small)
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        raise popart_exception(f"PyStepIO: input {tid!r} ({array.dtype}) holds values in [{array.min()}, "
+                               f"{array.max()}], outside {small}'s range: popsim.popart runs {array.dtype} as {small}, "
+                               "as PopART runs int64 as int32")
+    return np.ascontiguousarray(array, small)

@@ -22,15 +22,16 @@ from .model import load, model_proto
 from .grads.nn import is_training
 from .optimizer import Update, check_optimizer
 from .options import DEFAULTS, SessionOptions
-from .placement import Placement
+from .pipelined_training import TrainingStages, check_pipelined_training
+from .placed_autodiff import PlacedAutodiff
+from .placement import PlacedLowering, Placement, clone_to_ipu, ipus_of
 from .replication import AnchorBuffers, to_replicas
-from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
+from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession, _narrowed
 from .weights_io import checked
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
 #: the options a TrainingSession refuses away from their defaults (several IPUs per replica)
-NOT_IN_TRAINING = ("globalReplicationFactor", "virtualGraphMode", "enablePipelining", "autoRecomputation",
-                   "explicitRecomputation", "syntheticDataMode")
+NOT_IN_TRAINING = ("globalReplicationFactor", "autoRecomputation", "explicitRecomputation", "syntheticDataMode")
 
 
 def host_shape(shape, *counts) -> tuple:
@@ -79,29 +80,33 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"DataFlow anchor {tid!r} is no tensor of the model (nor the gradient of "
                                        f"one, {GRADIENT_PREFIX}<id>); outputs: {sorted(self.model.outputs)}")
         self._accl = int(self.options.accumulationFactor) if self.options.enableGradientAccumulation else 1
-        self._plan = Placement(self.model, self.options, dataFlow, deviceInfo)   # replicas and the device: checked
+        # IPUs, stages, replicas and the device: checked
+        self._plan = Placement(self.model, self.options, dataFlow, deviceInfo, training=True)
+        if self._plan.pipelined:
+            check_pipelined_training(self.options, self._plan.num_stages)
         self._replicas = self._plan.replicas
         self._engine, self._cycles, self._anchor_shapes = None, None, {}
 
     # -- building ----------------------------------------------------------------------------------
-    def _inputs(self, g, cache, values, feed):
+    def _inputs(self, g, cache, values, feed, stages):
         self._empty_inputs = set()
         for tid, (dtype, shape) in self.model.inputs.items():
             if dtype not in STREAMED:
                 raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams "
                                        f"{', '.join(STREAMED)} inputs so far")
-            t = create_variable(g, self.model, tid, shape, cache, STREAMED[dtype][0])
+            t = create_variable(self._plan.graph_for(g, tid), self.model, tid, shape, cache, STREAMED[dtype][0])
             values[tid] = t
             if t.num_elements() == 0:
                 self._empty_inputs.add(tid)
                 continue
-            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()), t.flatten()))
+            fifo = g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements())
+            (stages.per_batch(tid) if stages else feed).add(Copy(fifo, t.flatten()))   # pipelined: its first stage
 
     def _weights_on(self, g, cache, values):
         self._weights = {}
         for tid, array in self.model.initializers.items():
             if array.dtype == np.float32:
-                t = create_variable(g, self.model, tid, array.shape, cache)
+                t = create_variable(self._plan.graph_for(g, tid), self.model, tid, array.shape, cache)
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array
@@ -110,21 +115,30 @@ class TrainingSession(InferenceSession):
             else:
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
 
-    def _weight_updates(self, g, values, grads, prologue, micro, update):
-        """Accumulators (with gradient accumulation), velocities (with momentum) and the updates;
+    def _weight_updates(self, g, values, grads, prologue, at, update):
+        """Accumulators (with gradient accumulation; on the tiles computing the gradient, in
+        the program ``at(gradient id)`` computing it), velocities (with momentum) and the
+        updates, each on its weight's IPU (a gradient from another IPU copied there first);
         with replicas, the gradients are summed across them first (gcl's all-reduce, one
         collective for all of them), as PopART reduces them (ReductionType Sum)."""
-        self._velocities, pending = [], []
+        self._velocities, pending, plan, accumulators = [], [], self._plan, []
         for tid in self._weights:
             grad = grads.get(tid)
             if grad is None:
                 continue
-            w = values[tid]
+            w, ipu = values[tid], plan.home_ipu(tid) if plan.manual else None
+            elsewhere = ipu is not None and grad.num_elements() > 0 and \
+                ipus_of(g, grad, plan.tiles_per_ipu) != {ipu}
             if self._accl > 1:
-                acc = g.clone(w, f"{GRADIENT_PREFIX}{tid}/accumulator")
+                acc = g.clone(grad if elsewhere else w, f"{GRADIENT_PREFIX}{tid}/accumulator")
                 popops.zero(g, acc, prologue, f"{tid}/accumulator/zero")
-                popops.add_in_place(g, acc, grad, micro, f"{tid}/accumulate")
+                popops.add_in_place(g, acc, grad, at(tid), f"{tid}/accumulate")
                 grad = acc
+                accumulators.append((tid, acc))
+            if elsewhere:   # the IpuCopy of the gradient onto its weight's IPU
+                moved = clone_to_ipu(g, grad, ipu, plan.tiles_per_ipu, f"{GRADIENT_PREFIX}{tid}/ipu{ipu}")
+                (update if self._accl > 1 else at(tid)).add(Copy(grad, moved))
+                grad = moved
             pending.append((tid, grad))
         reduced = [grad for _, grad in pending]
         if self._replicas > 1 and pending:
@@ -132,16 +146,18 @@ class TrainingSession(InferenceSession):
                                                    name="gradients/allReduce")
         for (tid, grad), summed in zip(pending, reduced):
             w = values[tid]
+            self._update.on(plan.home_ipu(tid) if plan.manual else None)
             v = None
             if self._update.has_momentum(tid):
                 v = g.clone(w, f"velocity/{tid}")
                 g.create_host_write(f"velocity/{tid}", v)
                 self._velocities.append((tid, v.shape))
             self._update.apply(tid, w, summed, v, update, f"{tid}/update")
-            if self._accl > 1:
-                popops.zero(g, grad, update, f"{tid}/accumulator/zero")
+        self._update.on(None)
+        for tid, acc in accumulators:
+            popops.zero(g, acc, update, f"{tid}/accumulator/zero")
 
-    def _running_statistics(self, values, micro) -> None:
+    def _running_statistics(self, values, at) -> None:
         """BatchNormalization in training mode: its running mean and variance outputs copied
         into the weights they were read from, each micro-batch (as PopART updates them)."""
         for node in self.model.nodes:
@@ -149,9 +165,9 @@ class TrainingSession(InferenceSession):
                 continue
             for out, src in zip(node.outputs[1:3], node.inputs[3:5]):
                 if out and src in self._weights:
-                    micro.add(Copy(values[out], values[src]))
+                    at(out).add(Copy(values[out], values[src]))
 
-    def _anchors(self, g, values, grads, prologue, micro, every_n, final, period):
+    def _anchors(self, g, values, grads, prologue, at, every_n, final, period):
         bps, accl, r = self.dataFlow.batchesPerStep(), self._accl, self._replicas
         self._empty_anchors, self._anchor_dtypes = set(), {}
         for tid in self.dataFlow.anchors():
@@ -180,46 +196,72 @@ class TrainingSession(InferenceSession):
             self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE[t.dtype]
             fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
             if kind == "SUM":
-                acc = g.add_variable(FLOAT, t.shape, f"anchor/{tid}/sum", mapping=LINEAR)
+                acc = g.clone(t, f"anchor/{tid}/sum") if self._plan.manual else \
+                    g.add_variable(FLOAT, t.shape, f"anchor/{tid}/sum", mapping=LINEAR)
                 popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
-                popops.add_in_place(g, acc, t, micro, f"anchor/{tid}/sum")
+                popops.add_in_place(g, acc, t, at(tid), f"anchor/{tid}/sum")
                 final.add(Copy(acc.flatten(), fifo))
             else:
-                {"ALL": micro, "EVERYN": every_n, "FINAL": final}[kind].add(Copy(t.flatten(), fifo))
+                {"ALL": at(tid), "EVERYN": every_n, "FINAL": final}[kind].add(Copy(t.flatten(), fifo))
 
     def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
         """Lower the model, its backward pass and the weight update onto a popsim graph and make its engine."""
-        m, bps = self.model, self.dataFlow.batchesPerStep()
-        g = self._plan.make_graph(self.deviceInfo.device)   # replicated with replicatedGraphCount
+        m, bps, plan = self.model, self.dataFlow.batchesPerStep(), self._plan
+        g = plan.make_graph(self.deviceInfo.device)   # replicated with replicatedGraphCount; virtual graphs
+        stages = TrainingStages(plan) if plan.pipelined else None
         values, feed, cache = {}, Sequence(), poplin.PlanningCache()
-        self._inputs(g, cache, values, feed)
+        self._inputs(g, cache, values, feed, stages)
         self._weights_on(g, cache, values)
         forward, backward = Sequence(), Sequence()
-        lowering = Lowering(g, forward, m, values, cache)
+        lowering = PlacedLowering(plan, g, forward, m, values, cache, stages) if plan.manual else \
+            Lowering(g, forward, m, values, cache)
         lowering.run()
         loss = lowering.values.get(self.loss)
         if loss is None or isinstance(loss, np.ndarray) or loss.dtype != FLOAT:
             raise popart_exception(f"TrainingSession: the loss {self.loss!r} must be a FLOAT tensor computed on the "
                                    "device from the weights")
-        self._update = Update(g, self.optimizer)
-        seed = self._update.seed(loss.shape, backward)
+        self._update = Update(g, self.optimizer, plan.ipus)
         # the weights, and the FLOAT inputs whose gradients are anchored
         sources = list(self._weights) + [t for t, (dtype, _) in m.inputs.items()
                                          if dtype == "FLOAT" and self.dataFlow.isAnchored(GRADIENT_PREFIX + t)]
         anchored = {a[len(GRADIENT_PREFIX):] for a in self.dataFlow.anchors() if a.startswith(GRADIENT_PREFIX)}
-        grads = Autodiff(m, lowering.values, self.loss, sources, lowering.saved, anchored).run(g, backward, cache,
-                                                                                             seed)
+        if plan.manual:   # each rule on its node's IPU (and backward stage): popart/placed_autodiff.py
+            autodiff = PlacedAutodiff(m, lowering.values, self.loss, sources, lowering.saved, anchored, plan,
+                                      lowering.read, g, stages)
+            loss_node = next(n for n in m.nodes if self.loss in n.outputs)
+            self._update.on(plan.node_ipu[id(loss_node)])
+            loss_stage = stages.backward_stage(plan.node_stage[id(loss_node)]) if stages else None
+            autodiff.start(loss_stage)
+            seed = self._update.seed(loss.shape, stages.program(loss_stage) if stages else backward)
+            self._update.on(None)
+        else:
+            autodiff = Autodiff(m, lowering.values, self.loss, sources, lowering.saved, anchored)
+            seed = self._update.seed(loss.shape, backward)
+        grads = autodiff.run(g, backward, cache, seed)
         prologue, micro, update, every_n, final = Sequence(), Sequence(feed, forward, backward), Sequence(), \
             Sequence(), Sequence()
-        self._weight_updates(g, lowering.values, grads, prologue, micro, update)
-        self._running_statistics(lowering.values, micro)
+        if stages:   # what runs per micro-batch runs in the pipeline stage computing it
+            def grad_at(tid):
+                return stages.program(autodiff.where[tid])
+
+            def at(tid):
+                if tid.startswith(GRADIENT_PREFIX):
+                    return grad_at(tid[len(GRADIENT_PREFIX):])
+                return stages.per_batch(tid)
+        else:
+            at = grad_at = lambda tid: micro  # noqa: E731
+        self._weight_updates(g, lowering.values, grads, prologue, grad_at, update)
+        self._running_statistics(lowering.values, at)
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors() if self.dataFlow.art(a).id() == "EVERYN"}
         if len(periods) > 1:
             raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "
                                    "supported yet; use one period")
         period = periods.pop() if periods else 1
-        self._anchors(g, lowering.values, grads, prologue, micro, every_n, final, period)
-        batch = Sequence(Repeat(self._accl, micro) if self._accl > 1 else micro, update)
+        self._anchors(g, lowering.values, grads, prologue, at, every_n, final, period)
+        if stages:   # the accumulation's micro-batches through the pipeline, then the update
+            batch = Sequence(stages.step(g, self._accl), update)
+        else:
+            batch = Sequence(Repeat(self._accl, micro) if self._accl > 1 else micro, update)
         program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, batch), every_n)), final)
         self._graph = g
         self._engine = self._build_engine(g, program)   # OutOfMemoryException when it does not fit
@@ -274,7 +316,8 @@ class TrainingSession(InferenceSession):
                                        f"{expected} ([batches_per_step={bps}, accumulation_factor={self._accl}, "
                                        f"replicas={self._replicas}, *{tuple(shape)}] with the dimensions of 1 dropped)")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", to_replicas(array, self._replicas, int(np.prod(shape))))
+                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), self._replicas,
+                                                                  int(np.prod(shape))))
         buffers = AnchorBuffers(self._replicas)
         for tid, shape in self._anchor_shapes.items():
             out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)

@@ -151,7 +151,8 @@ def _dilated(ctx, node, x, kind, kernel, strides, lower, upper, dilations, out, 
     return acc if index_of is None else (acc, where)
 
 
-op("MaxPool", 8, summary="popnn.pool MAX (ceil_mode as extra padding); with dilations popops.max of strided "
-                         "views of the padded input")(_pool("MAX"))
+op("MaxPool", 8, summary="popnn.pool MAX (ceil_mode as extra padding); with dilations or the Indices output "
+                         "popops.max of strided views of the padded input (popops.gt, select for the indices)")(
+    _pool("MAX"))
 op("AveragePool", 7, summary="popnn.pool AVG (SUM divided by the window counts with count_include_pad); with "
                              "dilations popops.add of strided views, divided by the counts")(_pool("AVG"))

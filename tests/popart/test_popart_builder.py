@@ -80,8 +80,8 @@ def test_a_newer_opset_than_onnx_knows_is_refused(rng):
 
 def test_int64_data_runs_as_int_with_a_range_check(rng):
     """An int64 constant used as data is placed as INT where its values fit, as PopART runs
-    int64 as int32 (the anchor comes back int32); a value that does not fit is refused, and
-    int64 inputs are not streamed."""
+    int64 as int32 (the anchor comes back int32), and an int64 input streams as INT; a value
+    that does not fit is refused."""
     for values, fits in (([7, -2], True), ([2 ** 40, 1], False)):
         b = popart.Builder()
         k = b.addInitializedInputTensor(np.array(values, np.int64), "k")
@@ -95,9 +95,12 @@ def test_int64_data_runs_as_int_with_a_range_check(rng):
                 run_session(b.getModelProto(), {})
     b = popart.Builder()
     x = b.addInputTensor(popart.TensorInfo("INT64", [2]), "i")
-    b.addOutputTensor(b.aiOnnx.neg([x]))
-    with pytest.raises(popart.popart_exception, match=r"input 'i' is INT64.*FLOAT"):
-        run_session(b.getModelProto(), {"i": np.zeros(2, np.int64)})
+    y = b.aiOnnx.neg([x])
+    b.addOutputTensor(y)
+    out, _ = run_session(b.getModelProto(), {"i": np.array([7, -2], np.int64)})
+    assert out[y].dtype == np.int32 and out[y].tolist() == [-7, 2]
+    with pytest.raises(popart.popart_exception, match=r"input 'i' \(int64\) holds values in \[1, 4294967296\]"):
+        run_session(b.getModelProto(), {"i": np.array([1, 2 ** 32], np.int64)})
 
 
 def test_a_float64_constant_is_refused(rng):

@@ -284,7 +284,7 @@ def test_replicated_training_sums_the_replicas_gradients(rng):
         trained.append(session.weightsToHost())
     for k in w:
         np.testing.assert_allclose(trained[0][k], trained[1][k], rtol=1e-6, atol=1e-7, err_msg=k)
-    opts = _options(manual=True)
-    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode = 'Manual' is not supported in training yet"):
+    opts = _options(manual=True)   # Manual training needs every op on an IPU (test_popart_pipelined_training.py)
+    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode is Manual, so every op needs an IPU"):
         popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(lr),
                                popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": TILES}), userOptions=opts)

@@ -356,12 +356,15 @@ def test_a_weight_read_twice_sums_its_gradients_and_weights_io_round_trips():
         session.readWeights(popart.PyWeightsIO({"v": np.zeros(3, np.float32)}))
 
 
-def test_options_training_does_not_honour_are_refused():
+def test_multi_ipu_options_without_placed_ops_are_refused():
+    """Manual virtual graphs and pipelining train (test_popart_pipelined_training.py) once
+    every op has an IPU; without one they are refused, naming what is missing."""
     builder, x, w, loss = _scaled_model("l1", popart.ReductionType.Sum)
-    for key, value in (("virtualGraphMode", popart.VirtualGraphMode.Manual), ("enablePipelining", True)):
+    for key, value, match in (("virtualGraphMode", popart.VirtualGraphMode.Manual, "every op needs an IPU"),
+                              ("enablePipelining", True, "enablePipelining needs virtualGraphMode = Manual")):
         options = popart.SessionOptions()
         setattr(options, key, value)
-        with pytest.raises(popart.popart_exception, match=key):
+        with pytest.raises(popart.popart_exception, match=match):
             popart.TrainingSession(fnModel=builder.getModelProto(), dataFlow=popart.DataFlow(1, {}), loss=loss,
                                    optimizer=popart.ConstSGD(0.1), deviceInfo=_device(), userOptions=options)
 

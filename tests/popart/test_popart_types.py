@@ -93,3 +93,11 @@ def test_float16_conv_pool_and_lstm_against_the_reference(rng):
         assert got[name].dtype == np.float16
         np.testing.assert_allclose(got[name].astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2,
                                    err_msg=name)
+
+
+def test_builder_cast_takes_popart_type_names():
+    b = popart.Builder()
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]), "x")
+    with pytest.raises(popart.popart_exception, match=r"aiOnnx.cast: unknown type 'FLOAT17'"):
+        b.aiOnnx.cast([x], "FLOAT17")
+    assert b.getTensorDtypeString(b.aiOnnx.cast([x], "float16")) == "FLOAT16"
