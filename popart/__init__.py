@@ -8,7 +8,7 @@ from .autodiff import reservedGradientPrefix
 from .dataflow import AnchorReturnType, DataFlow, PyStepIO
 from .device import (DeviceConnectionType, DeviceInfo, DeviceManager, DeviceSelectionCriterion, DeviceType,
                      SyncPattern)
-from .errors import popart_exception
+from .errors import OutOfMemoryException, popart_exception
 from .graphcore_builder import ReductionType
 from .logger import getLogger
 from .op_table import supported_ops
@@ -49,7 +49,7 @@ defaultAiGraphcoreOpset = 1  # noqa: N816 - PopART's name
 
 __all__ = ["AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "defaultAiGraphcoreOpset", "defaultAiOnnxOpset",
            "DeviceConnectionType", "DeviceInfo", "DeviceManager", "DeviceSelectionCriterion", "DeviceType",
-           "getLogger", "getSupportedOperations", "InferenceSession", "Patterns", "PatternsLevel", "popart_exception",
-           "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "RecomputationType", "RecomputeType", "ReductionType",
+           "getLogger", "getSupportedOperations", "InferenceSession", "OutOfMemoryException", "Patterns",
+           "PatternsLevel", "popart_exception", "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "RecomputationType", "RecomputeType", "ReductionType",
            "reservedGradientPrefix", "SessionOptions", "SGD", "supported_ops", "SyncPattern", "SyntheticDataMode",
            "TensorInfo", "TrainingSession", "VirtualGraphMode"]

@@ -30,7 +30,10 @@ class Lowering:
         self._widened = {}   # id -> (narrow integer tensor, its INT copy)
 
     def run(self) -> None:
+        progress = self.model.progress
         for node in self.model.nodes:
+            if progress is not None:
+                progress.advance(1, f"{node.op_type} {node.name}")
             d = lookup(node.op_type, self.opset, node.name, node.domain)
             inputs = [None if not i else self._value(i, node) for i in node.inputs]
             outputs = d.lower(self, node, inputs)

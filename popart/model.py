@@ -36,6 +36,7 @@ class Model:
     outputs: list                 # ids
     nodes: list                   # Node, in topological order
     shapes: dict = field(default_factory=dict)   # id -> (dtype name, shape) for every known value
+    progress: object = None       # popsim's Progress, advanced a node at a time as the graph is built
 
 
 def model_proto(fn_model):

@@ -11,7 +11,7 @@ from popsim.program import Copy, Repeat, Sequence
 
 from .dataflow import DataFlow, PyStepIO, anchor_problem, step_shape
 from .device import DeviceInfo
-from .errors import popart_exception
+from .errors import OutOfMemoryException, out_of_memory, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load, model_proto
@@ -140,10 +140,29 @@ class InferenceSession(HostWeights, SessionInfo):
         body = stages.step(g, bps) if stages else Repeat(bps // period, Sequence(Repeat(period, step), every_n))
         program = Sequence(prologue, body, final)
         self._graph = g
-        self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        self._engine = self._build_engine(g, program)
         self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
+
+    def _build_engine(self, graph, program):
+        """The engine, or OutOfMemoryException (with the report) when tiles are over their memory;
+        the option debug.allowOutOfMemory=true builds it anyway, as in Poplar."""
+        options = dict(self.options.engineOptions)
+        allowed = str(options.get("debug.allowOutOfMemory", "false")).lower() == "true"
+        try:
+            engine = popsim.Engine(graph, program, options={**options, "debug.allowOutOfMemory": "true"})
+        except popsim.GraphMemoryAllocationError as e:   # POPSIM_ENGINE_OPTIONS set the option to false
+            raise OutOfMemoryException(f"prepareDevice ({self.name}): {e}", None) from None
+        report = engine.get_report()
+        if report.memory.tiles_out_of_memory and not allowed:
+            directory = options.get("autoReport.directory", ".")
+            wrote = any(str(options.get(k, "false")).lower() == "true" for k in
+                        ("autoReport.all", "autoReport.outputGraphProfile", "autoReport.outputExecutionProfile"))
+            engine.close()
+            raise out_of_memory(report, f"prepareDevice ({self.name})",
+                                f"{directory}/profile.json" if wrote else "")
+        return engine
 
     def _need_engine(self, what: str):
         if self._engine is None:

@@ -266,7 +266,7 @@ class TrainingSession(InferenceSession):
             batch = Sequence(Repeat(self._accl, micro) if self._accl > 1 else micro, update)
         program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, batch), every_n)), final)
         self._graph = g
-        self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        self._engine = self._build_engine(g, program)   # OutOfMemoryException when it does not fit
         self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
