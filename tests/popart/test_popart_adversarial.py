@@ -4,7 +4,7 @@ garbage), and a session stays usable after a failed run."""
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 

@@ -4,7 +4,7 @@ from prepareDevice, the fullest tiles), rebatching, and the errors of bad argume
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 

@@ -4,7 +4,7 @@ Builder.pipelineStage), checked against numpy and against the same model on one 
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 

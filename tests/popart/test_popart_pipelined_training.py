@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 

@@ -4,13 +4,13 @@ refused, by name."""
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 onnx = pytest.importorskip("onnx", reason=NO_ONNX)
 
 from onnx import helper  # noqa: E402
 
-from conftest import reference, run_session  # noqa: E402
+from onnx_models import reference, run_session  # noqa: E402
 from popsim import popart  # noqa: E402
 
 

@@ -3,12 +3,12 @@ batches per step, each anchor return type, and the errors of bad input."""
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
 import onnx  # noqa: E402
-from conftest import reference, run_session  # noqa: E402
+from onnx_models import reference, run_session  # noqa: E402
 
 from popsim import popart  # noqa: E402
 

@@ -3,11 +3,11 @@ integers streamed in their own types, computed as INT and cast back; Cast betwee
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from conftest import run_session  # noqa: E402
+from onnx_models import run_session  # noqa: E402
 from popsim import popart  # noqa: E402
 
 
@@ -71,7 +71,7 @@ def test_float16_conv_pool_and_lstm_against_the_reference(rng):
     """Conv (inputs and weights created by poplin for HALF), MaxPool and an LSTM in FLOAT16."""
     import onnx
     from onnx import helper
-    from conftest import reference
+    from onnx_models import reference
     H = onnx.TensorProto.FLOAT16
     x = rng.standard_normal((1, 2, 6, 6)).astype(np.float16)
     w = (rng.standard_normal((3, 2, 3, 3)) * 0.3).astype(np.float16)
