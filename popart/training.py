@@ -286,7 +286,8 @@ class TrainingSession(InferenceSession):
 
     def setRandomSeed(self, seedValue) -> None:  # noqa: N802,N803
         """Seed the session's Dropouts (popart/random_seed.py): the same seed, the same masks."""
-        self._random.write(self._need_engine("setRandomSeed"), seedValue)
+        engine = self._need_engine("setRandomSeed")   # as PopART: after prepareDevice
+        self._random.write(engine, seedValue)
 
     def updateOptimizerFromHost(self, optimizer) -> None:  # noqa: N802
         """Use ``optimizer``'s values from the next step: only those the session's optimizer made non-const."""

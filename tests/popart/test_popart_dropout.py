@@ -155,9 +155,10 @@ def test_replicas_draw_different_masks(rng):
     np.testing.assert_array_equal(gx == 0, y == 0)
 
 
-def test_pipelined_dropout_draws_the_masks_of_the_unpipelined_run(rng):
+def test_pipelined_and_manual_dropout_draw_the_masks_of_the_one_ipu_run(rng):
     """Two stages on two IPUs, each with a Dropout: every micro-batch's masks (forward and
-    gradient) are those one IPU draws for it, the seed handed on with the micro-batch."""
+    gradient) are those one IPU draws for it, the seed copied to the second IPU (Manual) and
+    handed on with the micro-batch (pipelined)."""
     b = popart.Builder()
     x = b.addInputTensor(popart.TensorInfo("FLOAT", [N]), "x")
     w = b.addInitializedInputTensor(np.ones(N, np.float32), "w")
@@ -168,16 +169,34 @@ def test_pipelined_dropout_draws_the_masks_of_the_unpipelined_run(rng):
         loss = b.aiGraphcore.identityloss([y], popart.ReductionType.Sum)
     xs = _data(rng, 4)
     outs = []
-    for pipelined in (True, False):
+    for manual, pipelined in ((False, False), (True, True), (True, False)):
         opts = popart.SessionOptions()
         opts.enableGradientAccumulation, opts.accumulationFactor = True, 4
-        if pipelined:
-            opts.virtualGraphMode, opts.enablePipelining = popart.VirtualGraphMode.Manual, True
-        s = _session(b, loss, [a, y, G + x], options=opts, ipus=2 if pipelined else 1)
+        if manual:
+            opts.virtualGraphMode, opts.enablePipelining = popart.VirtualGraphMode.Manual, pipelined
+        s = _session(b, loss, [a, y, G + x], options=opts, ipus=2 if manual else 1)
         s.setRandomSeed(9)
         outs.append(_run(s, {x: xs}))
     for k in (a, y, G + x):
-        np.testing.assert_array_equal(outs[0][k], outs[1][k], err_msg=k)
+        for other in outs[1:]:
+            np.testing.assert_array_equal(other[k], outs[0][k], err_msg=k)
     both = (outs[0][a] != 0) & (outs[0][y] != 0)
     np.testing.assert_array_equal(outs[0][G + x] != 0, both)
     assert 0.15 < both.mean() < 0.35 and len({m.tobytes() for m in both}) == 4
+
+
+def test_bad_seeds_and_ratios_are_refused(rng):
+    b, x, loss, ids = _model()
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": 4})
+    s = popart.TrainingSession(b.getModelProto(), popart.DataFlow(1, {ids["y"]: ALL}), loss, popart.ConstSGD(0.0),
+                               device)
+    with pytest.raises(popart.popart_exception, match=r"setRandomSeed: call prepareDevice\(\) first"):
+        s.setRandomSeed(1)
+    s.prepareDevice()
+    for bad in (-1, 2 ** 64, 1.5, True):
+        with pytest.raises(popart.popart_exception, match=r"setRandomSeed: the seed must be an int in \[0, 2\*\*64\)"):
+            s.setRandomSeed(bad)
+    b, x, loss, ids = _model(ratio=1.0)
+    with pytest.raises(popart.popart_exception, match=r"\(Dropout\): ratio 1.0 is not valid; use a value in the "
+                                                       r"interval \[0, 1\)"):
+        _session(b, loss, [ids["y"]])
