@@ -47,6 +47,7 @@ class RandomSeed:
         self.tensor = home.add_variable(UNSIGNED_INT, (2,), SEED_ID)
         home.set_tile_mapping(self.tensor, 0)
         graph.create_host_write(SEED_ID, self.tensor)
+        graph.create_host_read(SEED_ID, self.tensor)
         step = graph.add_constant(UNSIGNED_INT, (2,), np.array([self.replicas, 1], np.uint32), f"{SEED_ID}/increment")
         home.set_tile_mapping(step, 0)
         popops.add_in_place(graph, self.tensor, step, self.start, "RandomSeedIncrement")
@@ -75,3 +76,11 @@ class RandomSeed:
         low, high = self.value & 0xFFFFFFFF, self.value >> 32
         per_replica = np.array([[(low + r) % 2 ** 32, high] for r in range(self.replicas)], np.uint32)
         engine.write_tensor(SEED_ID, per_replica if self.replicas > 1 else per_replica[0])
+
+    def read(self, engine) -> int:
+        """The seed on the device now (replica 0's, moved on by every micro-batch run so far)."""
+        if self.tensor is None:
+            return 0   # PopART: no random behaviour, 0
+        low, high = (int(v) for v in np.asarray(engine.read_tensor(SEED_ID, **({"replica": 0} if self.replicas > 1
+                                                                                 else {}))).reshape(-1))
+        return low | high << 32

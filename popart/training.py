@@ -289,6 +289,11 @@ class TrainingSession(InferenceSession):
         engine = self._need_engine("setRandomSeed")   # as PopART: after prepareDevice
         self._random.write(engine, seedValue)
 
+    def getRandomSeed(self) -> int:  # noqa: N802
+        """The seed as the device holds it now (PopART's getRandomSeed): setRandomSeed's, moved on
+        by [replicas, 1] per micro-batch run since."""
+        return self._random.read(self._need_engine("getRandomSeed"))
+
     def updateOptimizerFromHost(self, optimizer) -> None:  # noqa: N802
         """Use ``optimizer``'s values from the next step: only those the session's optimizer made non-const."""
         engine = self._need_engine("updateOptimizerFromHost")

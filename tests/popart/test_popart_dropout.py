@@ -74,13 +74,14 @@ def test_training_drops_scales_and_the_gradient_uses_the_same_mask(rng):
 
 def test_the_masks_are_poprands_draws_for_the_documented_seeds(rng):
     """setRandomSeed(2**32 + 7) is [7, 1]; micro-batch m (from 1) draws with [7 + m, 1 + m]
-    and the node's index (1: after the Mul) as seed modifier."""
+    and the node's index (1: after the Mul) as seed modifier; getRandomSeed reads the seed back."""
     b, x, loss, ids = _model(ratio=0.5)
     s = _session(b, loss, [ids["y"]], bps=2)
     s.setRandomSeed(2 ** 32 + 7)
     y = _run(s, {x: _data(rng, 2)})[ids["y"]]
     for m in range(2):
         np.testing.assert_array_equal(y[m] != 0, R.bernoulli(N, (8 + m, 2 + m), 1, 0.5), err_msg=m)
+    assert s.getRandomSeed() == 9 + (3 << 32)   # moved on by the two micro-batches
 
 
 def test_a_new_mask_each_batch_and_step_and_the_same_ones_for_the_same_seed(rng):
@@ -153,6 +154,9 @@ def test_replicas_draw_different_masks(rng):
     y, gx = out[ids["y"]], out[G + x]
     assert (y[0] == 0).mean() > 0.4 and ((y[0] == 0) != (y[1] == 0)).mean() > 0.3
     np.testing.assert_array_equal(gx == 0, y == 0)
+    for r in range(2):   # replica r starts at [5 + r, 0] and moves on by [2, 1]
+        np.testing.assert_array_equal(y[r] != 0, R.bernoulli(N, (7 + r, 1), 1, 0.5), err_msg=r)
+    assert s.getRandomSeed() == 7 + (1 << 32)   # replica 0's
 
 
 def test_pipelined_and_manual_dropout_draw_the_masks_of_the_one_ipu_run(rng):
