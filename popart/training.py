@@ -26,6 +26,7 @@ from .options import DEFAULTS, SessionOptions
 from .pipelined_training import TrainingStages, check_pipelined_training
 from .placed_autodiff import PlacedAutodiff
 from .placement import PlacedLowering, Placement, clone_to_ipu, ipus_of
+from .random_seed import RandomSeed
 from .replication import AnchorBuffers, to_replicas
 from .stepio_callback import gather
 from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession, _narrowed
@@ -112,7 +113,7 @@ class TrainingSession(InferenceSession):
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array
-            elif array.dtype.kind in "iu":
+            elif array.dtype.kind in "iub":   # shapes, indices, flags (Dropout's training_mode)
                 values[tid] = array
             else:
                 raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
@@ -214,9 +215,14 @@ class TrainingSession(InferenceSession):
         values, feed, cache = {}, Sequence(), poplin.PlanningCache()
         self._inputs(g, cache, values, feed, stages)
         self._weights_on(g, cache, values)
-        forward, backward = Sequence(), Sequence()
+        self._random = RandomSeed(g, plan, stages)   # Dropout's seed, moved on first in each micro-batch
+        forward, backward = Sequence(self._random.start), Sequence()
+        if stages:
+            stages.program(0).add(self._random.start)
+            forward = Sequence()
         lowering = PlacedLowering(plan, g, forward, m, values, cache, stages) if plan.manual else \
             Lowering(g, forward, m, values, cache)
+        lowering.random_seed = self._random
         lowering.run()
         loss = lowering.values.get(self.loss)
         if loss is None or isinstance(loss, np.ndarray) or loss.dtype != FLOAT:
@@ -270,6 +276,7 @@ class TrainingSession(InferenceSession):
         self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
+            self._random.write(self._engine)   # the clock's seed until setRandomSeed, as PopART
 
     # -- host side ---------------------------------------------------------------------------------
     def weightsFromHost(self) -> None:  # noqa: N802
@@ -279,6 +286,16 @@ class TrainingSession(InferenceSession):
         for tid, shape in self._velocities:
             engine.write_tensor(f"velocity/{tid}", np.zeros(shape, np.float32))
         self._update.write(engine, self.optimizer)
+
+    def setRandomSeed(self, seedValue) -> None:  # noqa: N802,N803
+        """Seed the session's Dropouts (popart/random_seed.py): the same seed, the same masks."""
+        engine = self._need_engine("setRandomSeed")   # as PopART: after prepareDevice
+        self._random.write(engine, seedValue)
+
+    def getRandomSeed(self) -> int:  # noqa: N802
+        """The seed as the device holds it now (PopART's getRandomSeed): setRandomSeed's, moved on
+        by [replicas, 1] per micro-batch run since."""
+        return self._random.read(self._need_engine("getRandomSeed"))
 
     def updateOptimizerFromHost(self, optimizer) -> None:  # noqa: N802
         """Use ``optimizer``'s values from the next step: only those the session's optimizer made non-const."""

@@ -1,10 +1,12 @@
 """Gradients of the element-wise ops: Add, Sub, Mul, Div, Sum (each operand's share summed
 back over its broadcast dimensions), the unary ops as popops maps, Relu, Sigmoid and Tanh
-by popnn.non_linearity_input_gradient (from the forward output), LeakyRelu as a select."""
+by popnn.non_linearity_input_gradient (from the forward output), LeakyRelu as a select,
+Dropout as its forward's mask (popart/ops/dropout.py) drawn again."""
 from popsim import FLOAT, popnn, popops
 from popsim.popops import expr as pe
 
 from ..grad_table import grad
+from ..ops.dropout import apply_mask, ratio_of
 from .common import unbroadcast
 
 
@@ -91,9 +93,21 @@ def leaky_relu(ctx, node, inputs, outputs, grads):
                        ctx.prog, f"{node.name}/grad")]
 
 
-@grad("Identity", "Dropout")
+@grad("Identity")
 def identity(ctx, node, inputs, outputs, grads):
     return [grads[0]] + [None] * (len(inputs) - 1)
+
+
+@grad("Dropout")
+def dropout(ctx, node, inputs, outputs, grads):
+    """The forward's mask drawn again from the seed it used (kept in ``ctx.saved``) and
+    applied, scaled, to the output's gradient, as PopART's DropoutGradOp; where the forward
+    was the identity (inference, ratio 0), the gradient passes through."""
+    if node.name not in ctx.saved:
+        return [grads[0]] + [None] * (len(inputs) - 1)
+    (seed,) = ctx.saved[node.name]
+    g, _ = apply_mask(ctx, node, seed, grads[0], ratio_of(ctx, node, inputs), f"{node.name}/grad")
+    return [g] + [None] * (len(inputs) - 1)
 
 
 @grad("Clip")

@@ -128,20 +128,3 @@ def _global_pool(kind):
 
 op("GlobalAveragePool", 1, summary="popnn.pool AVG over the whole field")(_global_pool("AVG"))
 op("GlobalMaxPool", 1, summary="popnn.pool MAX over the whole field")(_global_pool("MAX"))
-
-
-@op("Dropout", 1, summary="inference: the input itself (no program); the mask all true (a host constant)")
-def dropout(ctx, node, inputs):
-    if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
-        mode = inputs[2]
-        if not isinstance(mode, np.ndarray):
-            raise popart_exception(f"node {node.name!r} (Dropout): training_mode (input 2) is computed on the device "
-                                   "or streamed; popsim.popart runs Dropout in inference and needs it as a constant "
-                                   "(false) or absent")
-        if bool(mode.reshape(-1)[0]):
-            raise popart_exception(f"node {node.name!r} (Dropout): training_mode=true is not supported; popsim.popart "
-                                   "runs Dropout in inference (the input passed through)")
-    if int(node.attrs.get("is_test", 1)) == 0 and ctx.opset < 7:
-        raise popart_exception(f"node {node.name!r} (Dropout): is_test=0 (training) is not supported")
-    x = inputs[0]
-    return [x, np.ones(tuple(x.shape), np.bool_)]   # inference keeps every element
