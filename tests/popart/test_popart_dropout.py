@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "poplibs" / "poprand"))
 import poprand_reference as R  # noqa: E402 - poprand's host reference (Philox), independent of the codelets
