@@ -1,56 +1,28 @@
 """popart.Builder: an ONNX model made op by op, as PopART's Builder makes one. Tensor ids
-are strings; ``builder.aiOnnx.<op>(inputs, **attributes, debugContext="")`` adds a node of
-each op the op table (op_table.py) supports, under its lower-case name."""
+are strings, made as PopART makes them; ``builder.aiOnnx.<op>(inputs, ...)`` (ai_onnx.py:
+PopART's signatures) adds a node of each op the op table (op_table.py) supports, under its
+lower-case name; builder_extras.py and node_attributes.py have the rest of PopART's Builder."""
 import numpy as np
 
 from .errors import onnx_module, popart_exception
+from .ai_onnx import AiOnnx
+from .builder_extras import BuilderExtras
+from .graphcore_builder import AiGraphcore, loss_output_shape
+from .node_attributes import NodeAttributes
 from .op_table import supported_ops
-from .tensor_info import NUMPY_OF, TensorInfo, dtype_name
+from .tensor_info import NUMPY_OF, TensorInfo, dtype_name, lcase_name
 
 #: the ai.onnx opset a Builder writes unless told otherwise (PopART's defaultAiOnnxOpset)
 DEFAULT_OPSET = 11
 
 
-#: ops whose lower-case name is a Python keyword: PopART names their methods logical_*
-_KEYWORD_OPS = {"And": "logical_and", "Or": "logical_or", "Not": "logical_not", "Xor": "logical_xor"}
-
-
-class _AiOnnx:
-    """The ai.onnx ops, as methods named like PopART's (``matmul``, ``batchnormalization``)."""
-
-    def __init__(self, builder):
-        self._builder = builder
-        self._ops = {_KEYWORD_OPS.get(d.op_type, d.op_type.lower()): d.op_type for d in supported_ops()}
-
-    def __getattr__(self, name):
-        ops = self.__dict__.get("_ops", {})
-        if name not in ops:
-            raise AttributeError(f"aiOnnx has no op {name!r}; supported: {', '.join(sorted(ops))}")
-        op_type = ops[name]
-
-        def add(args, num_outputs=None, debugContext="", **attrs):  # noqa: N803 - PopART's name
-            return self._builder._add_node(op_type, args, attrs, debugContext, num_outputs)
-        add.__name__ = name
-        return add
-
-    def __dir__(self):
-        return sorted(self._ops)
-
-    def constant(self, value, debugContext=""):  # noqa: N803
-        """A Constant node holding ``value`` (a numpy array): PopART's aiOnnx.constant."""
-        onnx = onnx_module()
-        array = np.asarray(value)
-        return self._builder._add_node("Constant", [], {"value": onnx.numpy_helper.from_array(array)},
-                                       debugContext, None)
-
-
-class Builder:
+class Builder(NodeAttributes, BuilderExtras):
     """``Builder()``, ``Builder(model_proto_bytes)`` or ``Builder("model.onnx")``, and
     ``opsets={"ai.onnx": N}``."""
 
     def __init__(self, modelProtoOrFilename=None, opsets=None):  # noqa: N803 - PopART's names
         onnx = onnx_module()
-        self._counts = {}
+        self._name_scopes = []
         if modelProtoOrFilename is not None:
             from .model import model_proto
             proto = model_proto(modelProtoOrFilename)
@@ -65,23 +37,32 @@ class Builder:
             newest = onnx.defs.onnx_opset_version()
             raise popart_exception(f"Builder: ai.onnx opset {self._opset} is outside 9..{newest}"
                                    " (the opsets popsim.popart runs with the installed onnx)")
-        self.aiOnnx = _AiOnnx(self)
+        self._chosen_opset = modelProtoOrFilename is not None or bool(opsets and "ai.onnx" in opsets)
+        self.aiOnnx = AiOnnx(self, [d.op_type for d in supported_ops()])
+        self.aiGraphcore = self.aiGraphcoreOpset1 = AiGraphcore(self)
+
+    def __getattr__(self, name):
+        """``aiOnnxOpset<N>``: the ai.onnx ops at opset N, which must be the Builder's (as PopART,
+        the first one used picks it when the Builder was made without ``opsets``)."""
+        if name.startswith("aiOnnxOpset") and name[len("aiOnnxOpset"):].isdigit():
+            return self._opset_namespace(int(name[len("aiOnnxOpset"):]))
+        raise AttributeError(f"popart.Builder has no attribute {name!r}")
 
     # -- ids -------------------------------------------------------------------------------------
     def _ids(self) -> set:
         ids = {v.name for v in self._inputs} | {t.name for t in self._initializers}
         return ids | {o for n in self._nodes for o in n.output}
 
-    def _new_id(self, hint: str, numbered: bool = False) -> str:
-        """``hint`` if free (inputs, weights), else (and always for op outputs) ``hint:N``."""
+    def _new_id(self, hint: str, index: int = -1) -> str:
+        """PopART's ids: the name scopes, ``hint`` (``hint:index`` for an op's output ``index``),
+        then ``/1``, ``/2``... until the id is free (``Add:0``, ``Add:0/1``; ``input``, ``input/1``)."""
         taken = self._ids()
-        if not numbered and hint not in taken:
-            return hint
-        while True:
-            n = self._counts.get(hint, 0)
-            self._counts[hint] = n + 1
-            if f"{hint}:{n}" not in taken:
-                return f"{hint}:{n}"
+        base = self.getNameScope(hint) + (f":{index}" if index >= 0 else "")
+        proposed, counter = base, 0
+        while proposed in taken:
+            counter += 1
+            proposed = f"{base}/{counter}"
+        return proposed
 
     def _check_ids(self, args, what: str) -> list:
         if isinstance(args, str) or not isinstance(args, (list, tuple)):
@@ -119,23 +100,25 @@ class Builder:
         self._check_ids([outputName], "addOutputTensor")
         self._outputs.append(onnx.helper.make_empty_tensor_value_info(outputName))
 
-    def _add_node(self, op_type, args, attrs, debug_context, num_outputs):
+    def _add_node(self, op_type, args, attrs, debug_context, num_outputs, domain=""):
         onnx = onnx_module()
-        inputs = self._check_ids(args, f"aiOnnx.{op_type.lower()}")
+        inputs = self._check_ids(args, f"{'aiGraphcore' if domain else 'aiOnnx'}.{op_type.lower()}")
         count = 1 if num_outputs is None else int(num_outputs)
-        outs = [self._new_id(op_type, numbered=True) for _ in range(count)]
-        name = str(debug_context) or outs[0]
-        attrs = {k: v for k, v in attrs.items() if v is not None}
-        self._nodes.append(onnx.helper.make_node(op_type, inputs, outs, name=name, **attrs))
+        outs = [self._new_id(op_type, i) for i in range(count)]
+        name = self.getNameScope(str(debug_context)) if debug_context else outs[0]
+        attrs = {**self.scoped_attributes(), **{k: v for k, v in attrs.items() if v is not None}}
+        self._nodes.append(onnx.helper.make_node(op_type, inputs, outs, name=name, domain=domain or None, **attrs))
         return outs if num_outputs is not None else outs[0]
 
     # -- the model -------------------------------------------------------------------------------
     def _proto(self):
         onnx = onnx_module()
-        graph = onnx.helper.make_graph(self._nodes, "popart_builder", self._inputs, self._outputs,
+        graph = onnx.helper.make_graph(self._nodes, getattr(self, "_graph_name", "popart_builder"), self._inputs, self._outputs,
                                        self._initializers)
-        return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", self._opset)],
-                                      producer_name="popsim.popart")
+        opsets = [onnx.helper.make_opsetid("", self._opset)]
+        if any(n.domain == "ai.graphcore" for n in self._nodes):
+            opsets.append(onnx.helper.make_opsetid("ai.graphcore", 1))
+        return onnx.helper.make_model(graph, opset_imports=opsets, producer_name="popsim.popart")
 
     def getModelProto(self) -> bytes:  # noqa: N802
         """The model as the bytes of a serialized ONNX ModelProto (outputs typed by shape inference)."""
@@ -151,7 +134,20 @@ class Builder:
             for o in proto.graph.output:
                 if o.name in known:
                     o.CopyFrom(known[o.name])
+            self._type_losses(proto, inferred)
         return proto.SerializeToString()
+
+    def _type_losses(self, proto, inferred) -> None:
+        """Type the outputs of ai.graphcore loss nodes (onnx cannot infer them): FLOAT."""
+        onnx = onnx_module()
+        from .model import _type_of
+        shapes = {vi.name: _type_of(vi)[1] for vi in list(inferred.graph.value_info) + list(inferred.graph.input)}
+        shapes.update({t.name: list(t.dims) for t in proto.graph.initializer})
+        losses = {o: n for n in proto.graph.node if n.domain == "ai.graphcore" for o in n.output}
+        for o in proto.graph.output:
+            if not o.type.HasField("tensor_type") and o.name in losses:
+                shape = loss_output_shape(losses[o.name], shapes)
+                o.CopyFrom(onnx.helper.make_tensor_value_info(o.name, onnx.TensorProto.FLOAT, shape))
 
     def saveModelProto(self, filename) -> None:  # noqa: N802
         with open(filename, "wb") as f:
@@ -180,7 +176,7 @@ class Builder:
         types = self._inferred()
         if id not in types:
             raise popart_exception(f"getTensorDtypeString: no tensor {id!r} in this model")
-        return types[id][0]
+        return lcase_name(types[id][0])   # PopART's: "float32", "int32"
 
     def getInputTensorIds(self):  # noqa: N802
         return [v.name for v in self._inputs]

@@ -14,9 +14,10 @@ class AnchorReturnType:
     """``AnchorReturnType("ALL" | "FINAL" | "SUM")`` or ``AnchorReturnType("EVERYN", N)``."""
 
     def __init__(self, anchorReturnTypeString, returnPeriod=None):  # noqa: N803 - PopART's names
-        kind = str(anchorReturnTypeString).upper()
-        if kind not in RETURN_TYPES:
-            raise popart_exception(f"AnchorReturnType: {anchorReturnTypeString!r} is not one of {RETURN_TYPES}")
+        kind = anchorReturnTypeString
+        if kind not in RETURN_TYPES:   # exact, as PopART: "all" is an error, not coerced
+            hint = f"; did you mean {str(kind).upper()!r}?" if str(kind).upper() in RETURN_TYPES else ""
+            raise popart_exception(f"AnchorReturnType: {anchorReturnTypeString!r} is not one of {RETURN_TYPES}{hint}")
         if (kind == "EVERYN") != (returnPeriod is not None):
             raise popart_exception(f"AnchorReturnType({kind!r}): a return period is given with EVERYN and only "
                                    f"with it, found {returnPeriod!r}")
@@ -77,9 +78,27 @@ class PyStepIO:
         if not isinstance(inputs, dict) or not isinstance(outputs, dict):
             raise popart_exception("PyStepIO(inputs, outputs): both are dicts of tensor id -> numpy array")
         self.inputs, self.outputs = inputs, outputs
+        self.runtime_asserts = True
+
+    def enableRuntimeAsserts(self, enable) -> None:  # noqa: N802 - PopART's name
+        """Accepted; the arrays are checked anyway (a wrong one would otherwise be read as garbage)."""
+        self.runtime_asserts = bool(enable)
 
 
-def step_shape(shape, batches: int) -> tuple:
-    """A tensor's host shape over ``batches`` batches: [batches, *shape], the leading dim
-    dropped when it is 1 (PopART's rule for inputs and anchors)."""
-    return ((batches,) if batches > 1 else ()) + tuple(shape)
+def step_shape(shape, batches: int, replicas: int = 1) -> tuple:
+    """A tensor's host shape over ``batches`` batches of ``replicas`` replicas:
+    [batches, replicas, *shape], the leading dims dropped where they are 1 (PopART's rule
+    for inputs and anchors)."""
+    return tuple(d for d in (batches, replicas) if d > 1) + tuple(shape)
+
+
+def anchor_problem(out, shape, dtype) -> str:
+    """What is wrong with ``out`` as the host array of an anchor of ``shape`` and ``dtype``
+    ("" when nothing): it must be a writable C-contiguous numpy array of that type and number
+    of elements (PopART checks the count, not the shape)."""
+    if not isinstance(out, np.ndarray):
+        return "nothing" if out is None else type(out).__name__
+    if out.size != int(np.prod(shape)) or out.dtype != dtype or not out.flags.c_contiguous or not out.flags.writeable:
+        return f"{out.dtype} {out.shape}" + ("" if out.flags.c_contiguous else " (not C-contiguous)") + \
+            ("" if out.flags.writeable else " (read-only)")
+    return ""

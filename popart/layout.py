@@ -3,8 +3,9 @@ them, as PopART asks an op to create its inputs (poplin.create_weights / create_
 Conv, create_mat_mul_input_rhs for a MatMul's or Gemm's right-hand side), and linearly
 mapped otherwise. A tensor laid out for its reader needs no rearranging copy each batch."""
 import popsim
-from popsim import FLOAT, poplin
+from popsim import FLOAT, HALF, poplin
 
+from .node_attributes import poplin_options
 from .ops.nn import conv_params, conv_weights_shape
 
 
@@ -21,27 +22,30 @@ def _first_reader(model, tid):
 
 
 def create_variable(graph, model, tid, shape, cache, dtype=FLOAT):
-    """The variable for model input or weight ``tid`` of ``shape`` (FLOAT unless ``dtype``)."""
+    """The variable for model input or weight ``tid`` of ``shape`` (FLOAT unless ``dtype``;
+    FLOAT and HALF ones laid out by poplin for their reader, others linearly)."""
     node, slot = _first_reader(model, tid)
     shape = tuple(shape)
-    if dtype != FLOAT:
+    if dtype not in (FLOAT, HALF):
         return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)
+    options = poplin_options(node) if node is not None else None   # the plan the reader will use
     try:
         if node is not None and node.op_type == "Conv" and slot in (0, 1) and len(node.inputs) > 1:
             x_shape, w_shape = _shape(model, node.inputs[0]), _shape(model, node.inputs[1])
             if x_shape and w_shape:
-                params = conv_params(node, x_shape, w_shape)
+                params = conv_params(node, x_shape, w_shape, dtype)
                 if slot == 0:
-                    return poplin.create_input(graph, params, tid, cache=cache)
-                return poplin.create_weights(graph, params, tid, cache=cache).reshape(shape) \
-                    if conv_weights_shape(params) != shape else poplin.create_weights(graph, params, tid, cache=cache)
+                    return poplin.create_input(graph, params, tid, options=options, cache=cache)
+                weights = poplin.create_weights(graph, params, tid, options=options, cache=cache)
+                return weights.reshape(shape) if conv_weights_shape(params) != shape else weights
         rhs = (node is not None and slot == 1 and len(shape) == 2 and
                (node.op_type == "MatMul" or node.op_type == "Gemm" and not node.attrs.get("transB", 0)
                 and not node.attrs.get("transA", 0)))
         if rhs:
             a_shape = _shape(model, node.inputs[0])
             if a_shape and len(a_shape) == 2 and a_shape[1] == shape[0]:
-                return poplin.create_mat_mul_input_rhs(graph, FLOAT, a_shape, shape, tid, cache=cache)
+                return poplin.create_mat_mul_input_rhs(graph, dtype, a_shape, shape, tid, options=options,
+                                                       cache=cache)
     except popsim.PopsimError:
         pass  # the reader will say what is wrong with its operands; lay the tensor out linearly
     return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)

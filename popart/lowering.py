@@ -1,9 +1,16 @@
 """The lowering of a Model's nodes onto a popsim graph: the values each node reads and
 writes (device tensors, or host constants such as the int64 shapes Reshape reads), and the
-program the PopLibs ops append to."""
+program the PopLibs ops append to.
+
+Element types on the device: FLOAT16 is HALF; 8- and 16-bit integers live as CHAR, SHORT...
+where streamed and are widened to INT (popops.cast) when an op reads them, as PopLibs'
+arithmetic takes INT; int64 and uint64 run as INT and UNSIGNED_INT (as PopART runs int64 as
+int32), a constant of them placed only where its values fit (a range check). An anchor is
+cast back (popops.cast) to the device type of its ONNX type."""
 import numpy as np
 
-from popsim import FLOAT, poplin, poputil
+from popsim import BOOL, CHAR, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, poplin, \
+    popops, poputil
 
 from .errors import popart_exception
 from .model import Model
@@ -18,11 +25,16 @@ class Lowering:
         self.graph, self.prog, self.model, self.opset = graph, prog, model, model.opset
         self.cache = cache if cache is not None else poplin.PlanningCache()   # poplin's plans, shared
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
+        self.saved = {}   # node name -> what its lowering keeps for its gradient (BatchNormalization's statistics)
         self._constants = 0
+        self._widened = {}   # id -> (narrow integer tensor, its INT copy)
 
     def run(self) -> None:
+        progress = self.model.progress
         for node in self.model.nodes:
-            d = lookup(node.op_type, self.opset, node.name)
+            if progress is not None:
+                progress.advance(1, f"{node.op_type} {node.name}")
+            d = lookup(node.op_type, self.opset, node.name, node.domain)
             inputs = [None if not i else self._value(i, node) for i in node.inputs]
             outputs = d.lower(self, node, inputs)
             for out_id, value in zip(node.outputs, outputs):
@@ -37,18 +49,48 @@ class Lowering:
 
     # -- what the lowerings use -----------------------------------------------------------------
     def tensor(self, value, node, role: str = "input"):
-        """A device tensor for ``value``: itself, or a FLOAT host constant placed on the tiles."""
+        """A device tensor for ``value``: itself (an 8- or 16-bit integer one widened to INT),
+        or a host constant placed on the tiles (``constant``)."""
         if not isinstance(value, np.ndarray):
+            if value.dtype in _NARROW:   # widened once, however many ops read it
+                if id(value) not in self._widened:
+                    self._widened[id(value)] = (value, popops.cast(self.graph, value, INT, self.prog,
+                                                                   f"{node.name}/{role}/toInt"))
+                return self._widened[id(value)][1]
             return value
-        if value.dtype.kind != "f":
-            raise popart_exception(f"node {node.name!r} ({node.op_type}): its {role} is a {value.dtype} constant used "
-                                   "as data; popsim.popart runs FLOAT data on the device so far (integer constants "
-                                   "are read only as shapes, axes and indices)")
+        return self.constant(value, node, role)
+
+    def constant(self, value: np.ndarray, node, role: str = "input"):
+        """A host constant placed on the tiles (Graph.add_constant, mapped linearly) in its
+        device type (``device_type``)."""
+        dtype = device_type(value.dtype, f"node {node.name!r} ({node.op_type}): its {role}")
+        array = np.array(value, order="C")   # (ascontiguousarray would make a scalar 1-D)
+        if dtype.is_integral and dtype != BOOL and array.size:
+            info = np.iinfo(dtype.numpy)
+            if array.min() < info.min or array.max() > info.max:
+                raise popart_exception(f"node {node.name!r} ({node.op_type}): its {role} is a {value.dtype} constant "
+                                       f"with values in [{array.min()}, {array.max()}], outside {dtype}'s range "
+                                       f"[{info.min}, {info.max}]; popsim.popart runs {value.dtype} data as {dtype} "
+                                       "(as PopART runs int64 as int32)")
         self._constants += 1
-        array = np.ascontiguousarray(value, np.float32)
-        c = self.graph.add_constant(FLOAT, array.shape, array, f"{node.name}/constant{self._constants}")
+        c = self.graph.add_constant(dtype, array.shape, array.astype(dtype.numpy),
+                                    f"{node.name}/constant{self._constants}")
         poputil.map_tensor_linearly(self.graph, c)
         return c
+
+    def anchor(self, tid: str):
+        """The device tensor of anchor ``tid`` in the device type of its ONNX type: a host
+        constant placed on the tiles, a tensor of another type cast (popops.cast)."""
+        value = self.values.get(tid)
+        if value is None:
+            raise popart_exception(f"DataFlow anchor {tid!r} is not computed by the model")
+        node = _AnchorNode(tid)
+        t = self.constant(value, node, "value") if isinstance(value, np.ndarray) else value
+        onnx_type = (self.model.shapes.get(tid) or (None,))[0]
+        want = ANCHOR_TYPES.get(onnx_type, t.dtype)
+        if t.dtype != want:
+            t = popops.cast(self.graph, t, want, self.prog, f"anchor/{tid}/cast")
+        return t
 
     def host(self, value, node, role: str) -> np.ndarray:
         """A value known when the graph is built (an initializer or Constant), as numpy."""
@@ -64,3 +106,36 @@ class Lowering:
     def attr(node, key: str, default=None):
         return node.attrs.get(key, default)
 
+
+
+class _AnchorNode:
+    op_type = "anchor"
+
+    def __init__(self, name):
+        self.name = name
+
+
+#: the device type of each ONNX type that may live on the device
+ANCHOR_TYPES = {"FLOAT": FLOAT, "FLOAT16": HALF, "BOOL": BOOL, "INT32": INT, "INT64": INT, "INT8": CHAR,
+                "UINT8": UNSIGNED_CHAR, "INT16": SHORT, "UINT16": UNSIGNED_SHORT, "UINT32": UNSIGNED_INT,
+                "UINT64": UNSIGNED_INT}
+_NARROW = (CHAR, UNSIGNED_CHAR, SHORT, UNSIGNED_SHORT)
+
+
+def device_type(dtype, what: str):
+    """The device type a host constant of numpy ``dtype`` is placed as: float32 FLOAT,
+    float16 HALF, bool BOOL, signed integers INT, uint32/uint64 UNSIGNED_INT, narrower
+    unsigned ones INT."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return FLOAT
+    if dtype == np.float16:
+        return HALF
+    if dtype == np.bool_:
+        return BOOL
+    if dtype.kind == "i" or dtype in (np.uint8, np.uint16):
+        return INT
+    if dtype.kind == "u":
+        return UNSIGNED_INT
+    raise popart_exception(f"{what} is {dtype}, which popsim.popart does not run on the device (FLOAT, FLOAT16, "
+                           "BOOL and integers only, as PopART)")

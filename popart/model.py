@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import onnx_module, popart_exception
+from .op_table import GRAPHCORE, graphcore_ops
 from .tensor_info import NAME_OF
 
 #: the ai.onnx opsets a model may use: 9 up to the newest the installed onnx knows
@@ -24,6 +25,7 @@ class Node:
     inputs: list      # tensor ids ("" for an absent optional input)
     outputs: list
     attrs: dict       # attribute name -> Python value (ints, floats, lists, numpy arrays, str)
+    domain: str = ""  # "" (ai.onnx) or "ai.graphcore" (PopART's losses)
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Model:
     outputs: list                 # ids
     nodes: list                   # Node, in topological order
     shapes: dict = field(default_factory=dict)   # id -> (dtype name, shape) for every known value
+    progress: object = None       # popsim's Progress, advanced a node at a time as the graph is built
 
 
 def model_proto(fn_model):
@@ -63,9 +66,35 @@ def _opset_of(proto) -> int:
     return versions[0] if versions else MIN_OPSET
 
 
+def check_graph(graph) -> None:
+    """Every node reads tensors made before it (a model input, an initializer or an earlier
+    node's output) and makes tensors no one else makes; the outputs exist. Errors name the
+    node and the tensor (onnx's own messages often do not)."""
+    made = {v.name: "a model input" for v in graph.input} | {t.name: "an initializer" for t in graph.initializer}
+    later = {o: n.name or f"{n.op_type}_{i}" for i, n in enumerate(graph.node) for o in n.output}
+    for i, n in enumerate(graph.node):
+        name = n.name or f"{n.op_type}_{i}"
+        for tid in n.input:
+            if tid and tid not in made:
+                why = (f"node {later[tid]!r} makes it later in the graph (a cycle, or nodes out of topological order)"
+                       if tid in later else "no node, model input or initializer makes it (a dangling input)")
+                raise popart_exception(f"node {name!r} ({n.op_type}) reads tensor {tid!r}, but {why}; "
+                                       "fix the model so that each tensor is made before it is read")
+        for tid in n.output:
+            if tid and tid in made:
+                first = made[tid] if made[tid].startswith("a") else f"made by node {made[tid]!r}"
+                raise popart_exception(f"node {name!r} ({n.op_type}) makes tensor {tid!r}, which is already {first}; "
+                                       "each tensor id must be made once (rename one of them)")
+            made[tid] = name
+    for o in graph.output:
+        if o.name not in made:
+            raise popart_exception(f"model output {o.name!r} is made by no node, input or initializer of the model")
+
+
 def normalised(proto):
     """The model at an opset popsim.popart runs, with its shapes inferred."""
     onnx = onnx_module()
+    check_graph(proto.graph)
     opset, newest = _opset_of(proto), max_opset()
     if opset > newest:
         raise popart_exception(f"the model uses ai.onnx opset {opset}, newer than the newest the installed onnx "
@@ -135,12 +164,18 @@ def load(fn_model) -> Model:
     for name, array in initializers.items():
         _refuse_double(name, NAME_OF.get(array.dtype), "an initializer")
     nodes = []
+    graphcore = {d.op_type for d in graphcore_ops()}
     for i, n in enumerate(g.node):
-        if n.domain not in ("", "ai.onnx"):
+        if n.domain not in ("", "ai.onnx") and not (n.domain == GRAPHCORE and n.op_type in graphcore):
             raise popart_exception(f"node {n.name or i!r} ({n.op_type}) is in domain {n.domain!r}: popsim.popart "
-                                   "runs ai.onnx ops only so far")
+                                   f"runs ai.onnx ops and the ai.graphcore ops {sorted(graphcore)} only so far")
         node = Node(n.op_type, n.name or f"{n.op_type}_{i}", list(n.input), list(n.output),
-                    {a.name: _attribute(a) for a in n.attribute})
+                    {a.name: _attribute(a) for a in n.attribute}, "" if n.domain == "ai.onnx" else n.domain)
+        if node.domain == GRAPHCORE:   # onnx cannot infer them: PopART's losses give FLOAT
+            from .graphcore_builder import loss_output_shape
+            shape = loss_output_shape(n, {k: v[1] for k, v in shapes.items()})
+            for out in node.outputs:
+                shapes.setdefault(out, ("FLOAT", None if shape is None else list(shape)))
         for out in node.outputs:
             _refuse_double(out, shapes.get(out, (None,))[0], f"output of node {node.name!r}")
         nodes.append(node)

@@ -6,9 +6,11 @@ expected outputs at the tolerances onnx's backend runner uses (rtol 1e-3, atol 1
 
 A case ends as ``pass``, ``fail`` (a wrong result or error), or ``refused`` (popsim.popart
 says it does not run it: an unsupported op in an expanded function, attribute, opset or
-type; the reason is kept). int64 inputs of a case (shapes, axes, indices) are given as
-initializers, as a PopART user gives them, since popsim.popart reads them as the graph is
-built; float32, bool and int32 inputs are streamed."""
+type; the reason is kept). int64 and uint64 inputs of a case (shapes, axes, indices) are
+given as initializers, as a PopART user gives them, since popsim.popart reads them as the
+graph is built (and places them as INT / UNSIGNED_INT, range checked, where used as data);
+float32, float16, bool and 8- to 32-bit integer inputs are streamed. int64 and uint64
+outputs come back as int32 and uint32 (PopART runs int64 as int32) and are compared widened."""
 import importlib
 import os
 import sys
@@ -24,6 +26,9 @@ from .errors import onnx_module, popart_exception
 from .op_table import supported_ops
 
 TILES = 16
+#: the element types a case's inputs are streamed in and its outputs compared in
+_STREAMED = tuple(np.dtype(t) for t in (np.float32, np.float16, np.bool_, np.int32, np.uint32, np.int8, np.uint8,
+                                        np.int16, np.uint16))
 
 
 @dataclass
@@ -108,14 +113,14 @@ def _prepared(case: Case, inputs):
     feeds, keep = {}, []
     for vi, value in zip(list(graph.input), inputs):
         array = _array(value)
-        if array.dtype in (np.float32, np.bool_, np.int32):
+        if array.dtype in _STREAMED:
             feeds[vi.name] = array
             keep.append(vi)
-        elif array.dtype in (np.int64, np.uint32, np.uint64):
+        elif array.dtype in (np.int64, np.uint64):
             graph.initializer.append(onnx.numpy_helper.from_array(array, vi.name))
         else:
-            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, bool and "
-                                   "int32 inputs and reads int64/uint32 ones as constants so far")
+            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, float16, bool "
+                                   "and 8- to 32-bit integer inputs and reads int64/uint64 ones as constants")
     del graph.input[:]
     graph.input.extend(keep)
     return model, feeds
@@ -130,9 +135,9 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
             names = [o.name for o in model.graph.output]
             want = [_array(o) for o in outputs]
             for n, w in zip(names, want):
-                if w.dtype not in (np.float32, np.bool_, np.int32, np.int64):
-                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, bool and int32 "
-                                           "anchors so far (int32 for int64)")
+                if w.dtype not in _STREAMED and w.dtype not in (np.int64, np.uint64):
+                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, float16, bool "
+                                           "and integer anchors (int32 for int64, uint32 for uint64)")
             flow = DataFlow(1, {n: AnchorReturnType("ALL") for n in names})
             device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": tiles})
             session = InferenceSession(fnModel=model.SerializeToString(), dataFlow=flow, deviceInfo=device)
@@ -142,11 +147,13 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
             session.run(PyStepIO(feeds, anchors))
             for n, w in zip(names, want):
                 got = anchors[n]
-                if w.dtype == np.int64 and got.dtype == np.int32:   # PopART runs int64 as int32
-                    got = got.astype(np.int64)
-                if got.shape != w.shape:
-                    return Outcome(case.name, "fail", f"output {n!r} has shape {got.shape}, expected {w.shape}")
-                if w.dtype != np.float32 and not np.array_equal(got, w) or not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
+                if w.dtype in (np.int64, np.uint64):   # PopART runs int64 as int32
+                    got = got.astype(w.dtype)
+                if got.shape != w.shape or got.dtype != w.dtype:
+                    return Outcome(case.name, "fail", f"output {n!r} is {got.dtype} {got.shape}, expected {w.dtype} "
+                                                      f"{w.shape}")
+                if w.dtype.kind != "f" and not np.array_equal(got, w) or \
+                        not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
                     err = float(np.max(np.abs(got - w))) if got.size else 0.0
                     return Outcome(case.name, "fail", f"output {n!r} differs (max abs error {err:.3g})")
     except popart_exception as e:
@@ -161,8 +168,49 @@ def _first_line(text: str) -> str:
     return line.split("; supported:")[0][:200]
 
 
-def run_op(op_type: str, tiles: int = TILES) -> OpCounts:
-    return OpCounts(op_type, [run_case(c, tiles) for c in cases_of(op_type)])
+def as_float16(case: Case):
+    """The case with its float32 tensors float16 (the model's inputs, outputs and values, the
+    data, the expected outputs rounded to float16), compared at rtol and atol 2e-2; None where
+    that is not a plain change of type (an expanded function, initializers, tensor or graph
+    attributes, outputs computed in float32 whatever the input type, float64 data, data
+    float16 rounds by more than 1e-2)."""
+    onnx = onnx_module()
+    graph = case.model.graph
+    node = graph.node[0] if len(graph.node) == 1 else None
+    if node is None or graph.initializer or node.op_type == "LayerNormalization" or any(
+            a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.GRAPH) for a in node.attribute):
+        return None
+    sets = []
+    for inputs, outputs in case.data_sets:
+        ins, outs = [_array(v) for v in inputs], [_array(v) for v in outputs]
+        if np.float64 in [a.dtype for a in ins + outs] or np.float32 not in [a.dtype for a in ins]:
+            return None
+        if any(_rounding(a) > 1e-2 for a in ins + outs if a.dtype == np.float32):   # float16 cannot hold it
+            return None
+        sets.append(([a.astype(np.float16) if a.dtype == np.float32 else a for a in ins],
+                     [a.astype(np.float16) if a.dtype == np.float32 else a for a in outs]))
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    for vi in list(model.graph.input) + list(model.graph.output) + list(model.graph.value_info):
+        if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = onnx.TensorProto.FLOAT16
+    return Case(case.op_type, case.name + "_as_float16", model, sets, rtol=2e-2, atol=2e-2)
+
+
+def _rounding(a) -> float:
+    """The largest change float16 makes to ``a``'s values (infinities and NaNs kept count as none)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        b = a.astype(np.float16).astype(np.float32)
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        return float(np.max(np.where(same, 0.0, np.abs(b - a)))) if a.size else 0.0
+
+
+def run_op(op_type: str, tiles: int = TILES, float16: bool = False) -> OpCounts:
+    """The op's cases run (with ``float16``: those as_float16 makes, run in FLOAT16)."""
+    cases = cases_of(op_type)
+    if float16:
+        cases = [c for c in map(as_float16, cases) if c is not None]
+    return OpCounts(op_type, [run_case(c, tiles) for c in cases])
 
 
 def counts_table(counts: list) -> str:
@@ -176,6 +224,6 @@ def counts_table(counts: list) -> str:
     return "\n".join(rows) + "\n"
 
 
-def all_counts(tiles: int = TILES) -> list:
-    """Every supported op's node tests, run."""
-    return [run_op(d.op_type, tiles) for d in supported_ops()]
+def all_counts(tiles: int = TILES, float16: bool = False) -> list:
+    """Every supported op's node tests, run (as_float16 ones with ``float16``)."""
+    return [run_op(d.op_type, tiles, float16) for d in supported_ops()]

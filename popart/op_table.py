@@ -20,12 +20,16 @@ class OpDef:
 
 
 OPS: Dict[str, OpDef] = {}
+#: PopART's own ops (domain ai.graphcore, opset 1): the losses; the Builder's aiGraphcore
+GRAPHCORE = "ai.graphcore"
+GRAPHCORE_OPS: Dict[str, OpDef] = {}
 
 
-def op(op_type: str, since: int = 1, until: Optional[int] = None, summary: str = ""):
-    """Register ``lower`` as the lowering of ``op_type``."""
+def op(op_type: str, since: int = 1, until: Optional[int] = None, summary: str = "", domain: str = ""):
+    """Register ``lower`` as the lowering of ``op_type`` (of ai.onnx, or of ``domain``
+    ai.graphcore)."""
     def register(lower):
-        OPS[op_type] = OpDef(op_type, since, lower, until, summary)
+        (GRAPHCORE_OPS if domain == GRAPHCORE else OPS)[op_type] = OpDef(op_type, since, lower, until, summary)
         return lower
     return register
 
@@ -35,8 +39,19 @@ def supported_ops() -> list:
     return [OPS[k] for k in sorted(OPS)]
 
 
-def lookup(op_type: str, opset: int, node_name: str) -> OpDef:
+def graphcore_ops() -> list:
+    """The ai.graphcore ops (PopART's losses) popsim.popart runs."""
     _load()
+    return [GRAPHCORE_OPS[k] for k in sorted(GRAPHCORE_OPS)]
+
+
+def lookup(op_type: str, opset: int, node_name: str, domain: str = "") -> OpDef:
+    _load()
+    if domain == GRAPHCORE:
+        if op_type not in GRAPHCORE_OPS:
+            raise popart_exception(f"node {node_name!r}: ai.graphcore op {op_type!r} is not supported by popsim.popart "
+                                   f"yet; supported: {', '.join(sorted(GRAPHCORE_OPS))}")
+        return GRAPHCORE_OPS[op_type]
     d = OPS.get(op_type)
     if d is None:
         raise popart_exception(f"node {node_name!r}: op type {op_type!r} is not supported by popsim.popart yet; "

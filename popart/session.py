@@ -6,24 +6,34 @@ import io
 import numpy as np
 
 import popsim
-from popsim import BOOL, FLOAT, INT, poplin, popops
+from popsim import BOOL, CHAR, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
-from .dataflow import DataFlow, PyStepIO, step_shape
+from .dataflow import DataFlow, PyStepIO, anchor_problem, step_shape
 from .device import DeviceInfo
-from .errors import popart_exception
+from .errors import OutOfMemoryException, out_of_memory, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
-from .model import load
+from .model import load, model_proto
+from .patterns import check_patterns
 from .options import SessionOptions
+from .pipeline import Stages
+from .placement import PlacedLowering, Placement
+from .replication import AnchorBuffers, to_replicas
+from .session_info import SessionInfo
+from .stepio_callback import gather
+from .weights_io import HostWeights
 
-LINEAR = popsim.VariableMappingMethod.LINEAR
 #: the types streamed to and from the device: ONNX name -> (popsim type, numpy type)
-STREAMED = {"FLOAT": (FLOAT, np.float32), "BOOL": (BOOL, np.bool_), "INT32": (INT, np.int32)}
+STREAMED = {"FLOAT": (FLOAT, np.float32), "FLOAT16": (HALF, np.float16), "BOOL": (BOOL, np.bool_),
+            "INT32": (INT, np.int32), "UINT32": (UNSIGNED_INT, np.uint32), "INT8": (CHAR, np.int8),
+            "UINT8": (UNSIGNED_CHAR, np.uint8), "INT16": (SHORT, np.int16), "UINT16": (UNSIGNED_SHORT, np.uint16)}
 _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
+#: int64 inputs stream as INT (as PopART runs int64 as int32), each value checked to fit
+STREAMED.update({"INT64": (INT, np.int64), "UINT64": (UNSIGNED_INT, np.uint64)})
 
 
-class InferenceSession:
+class InferenceSession(HostWeights, SessionInfo):
     def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
                  userOptions=None, name="inference"):
         if not isinstance(dataFlow, DataFlow):
@@ -32,16 +42,20 @@ class InferenceSession:
         if not isinstance(deviceInfo, DeviceInfo):
             raise popart_exception("InferenceSession: deviceInfo must come from popart.DeviceManager()."
                                    f"createIpuModelDevice(...), found {type(deviceInfo).__name__}")
-        if inputShapeInfo is not None or patterns is not None:
-            raise popart_exception("InferenceSession: inputShapeInfo and patterns are not supported yet; give the "
-                                   "model static input shapes and leave patterns out")
+        if inputShapeInfo is not None:
+            raise popart_exception("InferenceSession: inputShapeInfo is not supported yet; give the model static "
+                                   "input shapes (builder.addInputTensor(popart.TensorInfo(dtype, shape))) and "
+                                   "leave it out")
+        check_patterns(patterns, "InferenceSession")
         self.options = userOptions if userOptions is not None else SessionOptions()
         if not isinstance(self.options, SessionOptions):
             raise popart_exception(f"InferenceSession: userOptions must be a popart.SessionOptions, found "
                                    f"{type(self.options).__name__}")
         self.options.check_supported()
         self.dataFlow, self.deviceInfo, self.name = dataFlow, deviceInfo, name
-        self.model = load(fnModel)
+        self._proto = model_proto(fnModel)
+        self.model = load(self._proto)
+        self._plan = Placement(self.model, self.options, dataFlow, deviceInfo)   # IPUs, stages, replicas: checked
         known = set(self.model.shapes) | set(self.model.inputs)
         for tid in dataFlow.anchors():
             if tid not in known:
@@ -54,32 +68,38 @@ class InferenceSession:
     def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
         """Lower the model onto a popsim graph and make its engine."""
         m, bps = self.model, self.dataFlow.batchesPerStep()
-        g = popsim.Graph(self.deviceInfo.device)
+        plan = self._plan
+        g, self._replicas = plan.make_graph(self.deviceInfo.device), plan.replicas
+        stages = Stages(plan) if plan.pipelined else None
+        per_batch = (lambda tid, default: stages.per_batch(tid)) if stages else (lambda tid, default: default)
         values, feed, cache = {}, Sequence(), poplin.PlanningCache()
         self._empty_inputs, self._empty_anchors, self._anchor_dtypes = set(), set(), {}
         for tid, (dtype, shape) in m.inputs.items():
             if dtype not in STREAMED:
                 raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams "
                                        f"{', '.join(STREAMED)} inputs so far")
-            t = create_variable(g, m, tid, shape, cache, STREAMED[dtype][0])
+            t = create_variable(plan.graph_for(g, tid), m, tid, shape, cache, STREAMED[dtype][0])
             values[tid] = t
             if t.num_elements() == 0:   # nothing to stream (an empty tensor)
                 self._empty_inputs.add(tid)
                 continue
-            feed.add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()), t.flatten()))
+            per_batch(tid, feed).add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()),
+                                          t.flatten()))
         self._weights = {}
         for tid, array in m.initializers.items():
-            if array.dtype == np.float32:
-                t = create_variable(g, m, tid, array.shape, cache)
+            if array.dtype in (np.float32, np.float16):   # FLOAT16 weights are HALF
+                t = create_variable(plan.graph_for(g, tid), m, tid, array.shape, cache, FLOAT if array.dtype == np.float32 else HALF)
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array
-            elif array.dtype.kind in "iu":
-                values[tid] = array  # a shape, axes or indices: read as the graph is built
+            elif array.dtype.kind in "iub":
+                values[tid] = array  # a shape, axes, indices or flag: read as the graph is built
             else:
-                raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT weights so far")
+                raise popart_exception(f"initializer {tid!r} is {array.dtype}: popsim.popart runs FLOAT and FLOAT16 "
+                                       "weights so far")
         compute = Sequence()
-        lowering = Lowering(g, compute, m, values, cache)
+        lowering = PlacedLowering(plan, g, compute, m, values, cache, stages) if plan.manual else \
+            Lowering(g, compute, m, values, cache)
         lowering.run()
         prologue, step, every_n, final = Sequence(), Sequence(feed, compute), Sequence(), Sequence()
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors()
@@ -90,41 +110,59 @@ class InferenceSession:
         period = periods.pop() if periods else 1
         for tid in self.dataFlow.anchors():
             art = self.dataFlow.art(tid)
-            t = lowering.values.get(tid)
-            if t is None or isinstance(t, np.ndarray):
-                raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
-                                       "not a tensor on the device; anchor a tensor an op computes")
+            t = lowering.anchor(tid)   # a constant placed on the tiles, in its ONNX type's device type
             kind = art.id()
+            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
             if t.num_elements() == 0:   # an empty anchor: nothing to copy back
-                n = {"ALL": bps, "EVERYN": bps // period}.get(kind)
-                self._anchor_shapes[tid] = step_shape(t.shape, n) if n else tuple(t.shape)
+                n = {"ALL": bps, "EVERYN": bps // period}.get(kind, 1)
+                self._anchor_shapes[tid] = step_shape(t.shape, n, plan.replicas)
                 self._empty_anchors.add(tid)
                 continue
             if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
                 raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
-                                       "FLOAT, BOOL and INT32 anchors (SUM: FLOAT) so far")
-            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE[t.dtype]
+                                       f"{', '.join(STREAMED)} anchors (SUM: FLOAT) so far")
             fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
             if kind == "ALL":
-                step.add(Copy(t.flatten(), fifo))
-                self._anchor_shapes[tid] = step_shape(t.shape, bps)
+                per_batch(tid, step).add(Copy(t.flatten(), fifo))
+                self._anchor_shapes[tid] = step_shape(t.shape, bps, plan.replicas)
             elif kind == "EVERYN":
                 every_n.add(Copy(t.flatten(), fifo))
-                self._anchor_shapes[tid] = step_shape(t.shape, bps // period)
+                self._anchor_shapes[tid] = step_shape(t.shape, bps // period, plan.replicas)
             elif kind == "FINAL":
                 final.add(Copy(t.flatten(), fifo))
-                self._anchor_shapes[tid] = tuple(t.shape)
+                self._anchor_shapes[tid] = step_shape(t.shape, 1, plan.replicas)
             else:  # SUM
-                acc = g.add_variable(FLOAT, t.shape, f"anchor/{tid}/sum", mapping=LINEAR)
+                acc = g.clone(t, f"anchor/{tid}/sum")   # on the tiles (and IPU) of the tensor it sums
                 popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
-                popops.add_in_place(g, acc, t, step, f"anchor/{tid}/sum")
+                popops.add_in_place(g, acc, t, per_batch(tid, step), f"anchor/{tid}/sum")
                 final.add(Copy(acc.flatten(), fifo))
-                self._anchor_shapes[tid] = tuple(t.shape)
-        program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, step), every_n)), final)
+                self._anchor_shapes[tid] = step_shape(t.shape, 1, plan.replicas)
+        body = stages.step(g, bps) if stages else Repeat(bps // period, Sequence(Repeat(period, step), every_n))
+        program = Sequence(prologue, body, final)
         self._graph = g
-        self._engine = popsim.Engine(g, program, options=dict(self.options.engineOptions) or None)
+        self._engine = self._build_engine(g, program)
+        self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
+
+    def _build_engine(self, graph, program):
+        """The engine, or OutOfMemoryException (with the report) when tiles are over their memory;
+        the option debug.allowOutOfMemory=true builds it anyway, as in Poplar."""
+        options = dict(self.options.engineOptions)
+        allowed = str(options.get("debug.allowOutOfMemory", "false")).lower() == "true"
+        try:
+            engine = popsim.Engine(graph, program, options={**options, "debug.allowOutOfMemory": "true"})
+        except popsim.GraphMemoryAllocationError as e:   # POPSIM_ENGINE_OPTIONS set the option to false
+            raise OutOfMemoryException(f"prepareDevice ({self.name}): {e}", None) from None
+        report = engine.get_report()
+        if report.memory.tiles_out_of_memory and not allowed:
+            directory = options.get("autoReport.directory", ".")
+            wrote = any(str(options.get(k, "false")).lower() == "true" for k in
+                        ("autoReport.all", "autoReport.outputGraphProfile", "autoReport.outputExecutionProfile"))
+            engine.close()
+            raise out_of_memory(report, f"prepareDevice ({self.name})",
+                                f"{directory}/profile.json" if wrote else "")
+        return engine
 
     def _need_engine(self, what: str):
         if self._engine is None:
@@ -133,8 +171,10 @@ class InferenceSession:
 
     # -- host side ---------------------------------------------------------------------------------
     def initAnchorArrays(self) -> dict:  # noqa: N802
-        """Zeroed arrays (float32, bool or int32, as the tensor) for the anchors, shaped as PopART shapes them."""
-        self._need_engine("initAnchorArrays")
+        """Zeroed arrays (float32, bool or int32, as the tensor) for the anchors, shaped as PopART shapes them
+        (before prepareDevice too, as PopART's, from the model's shapes)."""
+        if self._engine is None:
+            return self.anchor_arrays_from_the_model()
         return {tid: np.zeros(shape, self._anchor_dtypes.get(tid, np.float32))
                 for tid, shape in self._anchor_shapes.items()}
 
@@ -142,44 +182,57 @@ class InferenceSession:
         """Write the model's weights (its initializers) to the device."""
         engine = self._need_engine("weightsFromHost")
         for tid, array in self._weights.items():
-            engine.write_tensor(f"weight/{tid}", np.ascontiguousarray(array, np.float32))
+            engine.write_tensor(f"weight/{tid}", np.ascontiguousarray(array))
+        self._weights_written = True
 
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches of the inputs in ``stepio``, the anchors into its outputs."""
         engine = self._need_engine("run")
-        if not isinstance(stepio, PyStepIO):
-            raise popart_exception(f"run: expected a popart.PyStepIO, found {type(stepio).__name__}")
+        self._check_weights_written()
         bps = self.dataFlow.batchesPerStep()
+        inputs = {tid: (step_shape(shape, bps, self._replicas), STREAMED[dtype][1])
+                  for tid, (dtype, shape) in self.model.inputs.items() if dtype in STREAMED}
+        anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
+        stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
+        if not isinstance(stepio, PyStepIO):
+            raise popart_exception(f"run: expected a popart.PyStepIO or PyStepIOCallback, found "
+                                   f"{type(stepio).__name__}")
         unknown = sorted(set(stepio.inputs) - set(self.model.inputs))
         if unknown:
             raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
                                    f"{sorted(self.model.inputs)}")
         for tid, (dtype, shape) in self.model.inputs.items():
-            expected, np_type = step_shape(shape, bps), np.dtype(STREAMED[dtype][1])
+            expected, np_type = step_shape(shape, bps, self._replicas), np.dtype(STREAMED[dtype][1])
             array = stepio.inputs.get(tid)
             if array is None:
                 raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
             array = np.asarray(array)
-            if array.shape != expected or array.dtype != np_type:
-                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape}; expected {np_type} "
-                                       f"{expected} ([batches_per_step={bps}, *{tuple(shape)}] with a leading 1 "
-                                       "dropped)")
+            if array.size != int(np.prod(expected)) or array.dtype != np_type:   # PopART checks the count
+                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape} ({array.size} "
+                                       f"elements); expected {np_type} of {int(np.prod(expected))} elements, shaped "
+                                       f"{expected} ([batches_per_step={bps}, replicas={self._replicas}, "
+                                       f"*{tuple(shape)}] with size-1 dimensions dropped)")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", np.ascontiguousarray(array).reshape(-1))
+                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), self._replicas,
+                                                                  int(np.prod(shape))))
+        buffers = AnchorBuffers(self._replicas)
         for tid, shape in self._anchor_shapes.items():
             out = stepio.outputs.get(tid)
-            if out is None or not isinstance(out, np.ndarray) or out.shape != shape \
-                    or out.dtype != self._anchor_dtypes.get(tid, np.float32) \
-                    or not out.flags.c_contiguous:
-                found = "nothing" if out is None else f"{getattr(out, 'dtype', type(out))} {getattr(out, 'shape', '')}"
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a contiguous {np.dtype(self._anchor_dtypes.get(tid, np.float32))} "
+            found = anchor_problem(out, shape, self._anchor_dtypes.get(tid, np.float32))
+            if found:
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous "
+                                       f"{np.dtype(self._anchor_dtypes.get(tid, np.float32))} "
                                        f"array of shape {shape} "
                                        f"(session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:
-                engine.connect_stream(f"anchor/{tid}", out.reshape(-1))
+                art = self.dataFlow.art(tid)
+                transfers = {"ALL": bps, "EVERYN": bps // art.rp()}.get(art.id(), 1)
+                engine.connect_stream(f"anchor/{tid}", buffers.buffer(out, out.size // (transfers * self._replicas)))
         before = self._clock()
         engine.run(0)
+        buffers.finish()
         self._cycles = self._clock() - before
+        finish()
 
     def _clock(self) -> float:
         """The report's execution.total_cycles (the last IPU clock), read from the engine's
@@ -203,3 +256,16 @@ class InferenceSession:
     def getReport(self):  # noqa: N802
         """The popsim Report of the graph and the runs so far."""
         return self._need_engine("getReport").get_report()
+
+
+def _narrowed(tid, array):
+    """A 64-bit integer input as the 32-bit one the device holds; a value that does not fit is an error."""
+    if array.dtype not in (np.int64, np.uint64):
+        return np.ascontiguousarray(array)
+    small = np.dtype(np.int32 if array.dtype == np.int64 else np.uint32)
+    info = np.iinfo(small)
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        raise popart_exception(f"PyStepIO: input {tid!r} ({array.dtype}) holds values in [{array.min()}, "
+                               f"{array.max()}], outside {small}'s range: popsim.popart runs {array.dtype} as {small}, "
+                               "as PopART runs int64 as int32")
+    return np.ascontiguousarray(array, small)

@@ -9,19 +9,35 @@ NUMPY_OF = {"FLOAT": np.float32, "FLOAT16": np.float16, "DOUBLE": np.float64, "I
             "UINT16": np.uint16, "BOOL": np.bool_}
 #: numpy dtype -> the ONNX/PopART name
 NAME_OF = {np.dtype(v): k for k, v in NUMPY_OF.items()}
-#: the types that may live on the device today
-DEVICE_TYPES = ("FLOAT",)
+#: the types that may live on the device (int64 and uint64 as INT and UNSIGNED_INT; lowering.py)
+DEVICE_TYPES = ("FLOAT", "FLOAT16", "BOOL", "INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64")
+
+
+def _numpy_name(name: str):
+    try:
+        return np.dtype(name)
+    except TypeError:
+        return None
 
 
 def dtype_name(dtype) -> str:
-    """The ONNX/PopART name of a numpy dtype or type name ("FLOAT", "float32", np.float32)."""
-    if isinstance(dtype, str) and dtype.upper() in NUMPY_OF:
-        return dtype.upper()
+    """The ONNX/PopART name of a PopART type name ("FLOAT") or a numpy dtype (np.float32)."""
+    if isinstance(dtype, str):   # PopART's names, exactly ("float32" is numpy's: np.float32 is taken)
+        if dtype in NUMPY_OF:
+            return dtype
+        hint = next((k for k, v in NUMPY_OF.items() if dtype.upper() == k or _numpy_name(dtype) == np.dtype(v)), None)
+        raise popart_exception(f"TensorInfo: unknown data type {dtype!r}; PopART's names are {sorted(NUMPY_OF)}"
+                               + (f" (did you mean {hint!r}?)" if hint else "") + ", or pass a numpy dtype")
     try:
         return NAME_OF[np.dtype(dtype)]
     except (TypeError, KeyError):
         raise popart_exception(f"TensorInfo: unknown data type {dtype!r}; expected one of "
                                f"{sorted(NUMPY_OF)} or a numpy dtype") from None
+
+
+def lcase_name(name: str) -> str:
+    """PopART's lower-case name of an ONNX type name: numpy's ("FLOAT" -> "float32")."""
+    return "bool" if name == "BOOL" else np.dtype(NUMPY_OF[name]).name
 
 
 class TensorInfo:
@@ -50,11 +66,34 @@ class TensorInfo:
     def nelms(self) -> int:
         return int(np.prod(self._shape, dtype=np.int64))
 
+    def data_type_lcase(self) -> str:
+        """PopART's lower-case name of the type: numpy's ("float32", "float16", "int32", "bool")."""
+        return lcase_name(self._dtype)
+
+    def nbytes(self) -> int:
+        return self.nelms() * self.numpy_dtype().itemsize
+
+    def dim(self, i) -> int:
+        if not -len(self._shape) <= int(i) < len(self._shape):
+            raise popart_exception(f"TensorInfo.dim({i}): the shape {self._shape} has rank {len(self._shape)}")
+        return self._shape[int(i)]
+
+    def set(self, dataType, shape=None) -> None:  # noqa: N803 - PopART's names
+        """Change the type (and the shape)."""
+        new = TensorInfo(dataType, self._shape if shape is None else shape)
+        self._dtype, self._shape = new._dtype, new._shape
+
     def numpy_dtype(self):
         return np.dtype(NUMPY_OF[self._dtype])
 
     def __eq__(self, other):
         return isinstance(other, TensorInfo) and (self._dtype, self._shape) == (other._dtype, other._shape)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __str__(self):
+        return f"({self.data_type_lcase()},[{' '.join(map(str, self._shape))}])"
 
     def __repr__(self):
         return f"TensorInfo({self._dtype!r}, {self._shape})"

@@ -1,2 +1,3 @@
 """The lowerings of ONNX ops onto PopLibs ops, registered in the op table (op_table.py)."""
-from . import activations, cast, conv_transpose, elementwise, logical, matmul, nn, norm, reduce, shape, slicing  # noqa: F401
+from . import (activations, cast, conv_transpose, dropout, elementwise, logical, losses, matmul, nn, norm, pool,  # noqa: F401
+               reduce, rnn, shape, slicing)

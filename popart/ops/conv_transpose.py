@@ -3,9 +3,10 @@ PopLibs runs a transposed convolution: the input dilated by the strides, padded 
 dilation * (kernel - 1) less ONNX's pads (more on the upper side by output_padding; where
 that is negative the output is truncated instead), the kernel flipped, and W [C, M/group,
 *kernel] seen as poplin's [group, M/group, C/group, *kernel] (a view); poplin.add_bias."""
-from popsim import FLOAT, poplin
+from popsim import poplin
 
 from ..errors import popart_exception
+from ..node_attributes import poplin_options
 from ..op_table import op
 
 
@@ -48,7 +49,7 @@ def conv_transpose(ctx, node, inputs):
     lower = [dilations[i] * (kernel[i] - 1) - pad_lo[i] for i in range(rank)]
     upper = [dilations[i] * (kernel[i] - 1) - pad_hi[i] + out_pad[i] for i in range(rank)]
     cin, cout = c // group, w.shape[1]
-    params = poplin.ConvParams(FLOAT, n, tuple(field), tuple(kernel), cin, cout, group,
+    params = poplin.ConvParams(x.dtype, n, tuple(field), tuple(kernel), cin, cout, group,
                                input_dilation=tuple(strides), kernel_dilation=tuple(dilations),
                                padding_lower=tuple(max(p, 0) for p in lower),
                                padding_upper=tuple(max(p, 0) for p in upper),
@@ -56,7 +57,8 @@ def conv_transpose(ctx, node, inputs):
                                output_truncation_upper=tuple(max(-p, 0) for p in upper),
                                kernel_flip=(True,) * rank)
     weights = w.reshape((group, cin, cout) + tuple(kernel)).dim_shuffle([0, 2, 1] + list(range(3, 3 + rank)))
-    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, cache=ctx.cache)
+    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, options=poplin_options(node),
+                           cache=ctx.cache)
     if len(inputs) > 2 and inputs[2] is not None:
         poplin.add_bias(ctx.graph, y, ctx.tensor(inputs[2], node, "input 2 (B)"), ctx.prog, f"{node.name}/bias")
     return [y]

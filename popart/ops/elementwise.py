@@ -2,7 +2,7 @@
 numpy's, as popops') and unary ops, popnn's non-linearities."""
 import numpy as np
 
-from popsim import FLOAT, popnn, popops
+from popsim import FLOAT, HALF, INT, popnn, popops
 
 from ..errors import popart_exception
 from ..op_table import op
@@ -43,12 +43,17 @@ def _binary(fn):
     return lower
 
 
-@op("Pow", 7, summary="popops.pow (numpy broadcasting; an exponent of another type cast by popops.cast)")
+@op("Pow", 7, summary="popops.pow (numpy broadcasting; an exponent of another type cast by popops.cast; an integer "
+                       "base with a float exponent raised in the exponent's type and cast back)")
 def pow_(ctx, node, inputs):
     base, exponent = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
-    if base.dtype != FLOAT:
-        raise popart_exception(f"node {node.name!r} (Pow): its base is {base.dtype}; popsim.popart raises FLOAT "
-                               "bases to a power so far")
+    if base.dtype not in (FLOAT, HALF, INT):
+        raise popart_exception(f"node {node.name!r} (Pow): its base is {base.dtype}; popsim.popart raises FLOAT, "
+                               "FLOAT16 and INT bases to a power (popops.pow's types)")
+    if base.dtype == INT and exponent.dtype in (FLOAT, HALF):   # ONNX: the result has the base's type
+        wide = popops.cast(ctx.graph, base, exponent.dtype, ctx.prog, f"{node.name}/base")
+        y = popops.pow(ctx.graph, wide, exponent, ctx.prog, node.name)
+        return [popops.cast(ctx.graph, y, INT, ctx.prog, f"{node.name}/result")]
     if exponent.dtype != base.dtype:
         exponent = popops.cast(ctx.graph, exponent, base.dtype, ctx.prog, f"{node.name}/exponent")
     return [popops.pow(ctx.graph, base, exponent, ctx.prog, node.name)]
@@ -100,10 +105,13 @@ def identity(ctx, node, inputs):
 @op("Clip", 6, summary="popops.clamp (bounds from attributes before opset 11, constant inputs after)")
 def clip(ctx, node, inputs):
     x = ctx.tensor(inputs[0], node)
+    info = np.finfo(x.dtype.numpy) if x.dtype.is_floating_point else np.iinfo(x.dtype.numpy)
+    lowest, highest = float(info.min) if x.dtype.is_floating_point else int(info.min), \
+        float(info.max) if x.dtype.is_floating_point else int(info.max)   # no bound: the type's range
     if ctx.opset < 11:
-        lo, hi = node.attrs.get("min", -3.4028234663852886e38), node.attrs.get("max", 3.4028234663852886e38)
+        lo, hi = node.attrs.get("min", lowest), node.attrs.get("max", highest)
     else:
         bounds = [inputs[i] if len(inputs) > i and inputs[i] is not None else None for i in (1, 2)]
         lo, hi = (ctx.tensor(b, node, f"input {i + 1}") if b is not None else d
-                  for i, (b, d) in enumerate(zip(bounds, (-3.4028234663852886e38, 3.4028234663852886e38))))
+                  for i, (b, d) in enumerate(zip(bounds, (lowest, highest))))
     return [popops.clamp(ctx.graph, x, lo, hi, ctx.prog, node.name)]

@@ -1,33 +1,42 @@
-"""Neural-network ONNX ops: Softmax (popnn), Conv (poplin.convolution, poplin.add_bias),
-MaxPool/AveragePool (popnn.pool), BatchNormalization in inference (popnn.bn)."""
+"""Neural-network ONNX ops: Softmax and LogSoftmax (popnn), Conv (poplin.convolution, poplin.add_bias),
+global pools (popnn.pool), BatchNormalization (popnn.bn; training mode in bn_training.py);
+MaxPool and AveragePool are in pool.py."""
 import numpy as np
 
 from popsim import FLOAT, poplin, popnn, popops
 from popsim.popops import expr as pe
 
 from ..errors import popart_exception
+from ..node_attributes import poplin_options
 from ..op_table import op
+from . import bn_training
 
 
-@op("Softmax", 1, summary="popnn.non_linearity SOFTMAX_STABLE over the innermost dimension")
-def softmax(ctx, node, inputs):
-    x = ctx.tensor(inputs[0], node)
-    rank = x.rank
-    axis = int(node.attrs.get("axis", -1 if ctx.opset >= 13 else 1))
-    if not -rank <= axis < rank:
-        raise popart_exception(f"node {node.name!r} (Softmax): axis {axis} is out of range for shape {x.shape}")
-    axis %= rank
-    if ctx.opset < 13:  # the input coerced to 2-D at axis: softmax over everything from axis on
-        rows = int(np.prod(x.shape[:axis]))
-        y = popnn.non_linearity(ctx.graph, popnn.NonLinearityType.SOFTMAX_STABLE,
-                                x.reshape((rows, int(np.prod(x.shape[axis:])))), ctx.prog, node.name)
-        return [y.reshape(x.shape)]
-    perm = [d for d in range(rank) if d != axis] + [axis]
-    moved = x.dim_shuffle(perm)
-    y = popnn.non_linearity(ctx.graph, popnn.NonLinearityType.SOFTMAX_STABLE,
-                            moved.reshape((int(np.prod(moved.shape[:-1])), moved.shape[-1])),
-                            ctx.prog, node.name)
-    return [y.reshape(moved.shape).dim_shuffle(list(np.argsort(perm)))]
+def _softmax(apply):
+    """Softmax-like lowering: ``apply(graph, rows_2d, prog, name)`` over the innermost dimension."""
+    def lower(ctx, node, inputs):
+        x = ctx.tensor(inputs[0], node)
+        rank = x.rank
+        axis = int(node.attrs.get("axis", -1 if ctx.opset >= 13 else 1))
+        if not -rank <= axis < rank:
+            raise popart_exception(f"node {node.name!r} ({node.op_type}): axis {axis} is out of range for shape "
+                                   f"{x.shape}")
+        axis %= rank
+        if ctx.opset < 13:  # the input coerced to 2-D at axis: softmax over everything from axis on
+            rows = int(np.prod(x.shape[:axis]))
+            y = apply(ctx.graph, x.reshape((rows, int(np.prod(x.shape[axis:])))), ctx.prog, node.name)
+            return [y.reshape(x.shape)]
+        perm = [d for d in range(rank) if d != axis] + [axis]
+        moved = x.dim_shuffle(perm)
+        y = apply(ctx.graph, moved.reshape((int(np.prod(moved.shape[:-1])), moved.shape[-1])), ctx.prog, node.name)
+        return [y.reshape(moved.shape).dim_shuffle(list(np.argsort(perm)))]
+    return lower
+
+
+op("Softmax", 1, summary="popnn.non_linearity SOFTMAX_STABLE over the innermost dimension")(_softmax(
+    lambda graph, t, prog, name: popnn.non_linearity(graph, popnn.NonLinearityType.SOFTMAX_STABLE, t, prog, name)))
+op("LogSoftmax", 1, summary="popnn.log_softmax over the innermost dimension (the axis moved there by a view)")(
+    _softmax(popnn.log_softmax))
 
 
 def _spatial(node, x_shape, kernel, what):
@@ -53,7 +62,7 @@ def _spatial(node, x_shape, kernel, what):
     return strides, lower, upper, dilations
 
 
-def conv_params(node, x_shape, w_shape):
+def conv_params(node, x_shape, w_shape, dtype=FLOAT):
     """poplin's ConvParams of a Conv node on X ``x_shape`` and W ``w_shape`` (the lowering
     and the creation of its weights and input share them)."""
     if len(x_shape) < 3 or len(w_shape) != len(x_shape):
@@ -67,7 +76,7 @@ def conv_params(node, x_shape, w_shape):
         raise popart_exception(f"node {node.name!r} (Conv): X has {c} channels and W {tuple(w_shape)} with group "
                                f"{group}: expected C = W.shape[1] * group and M divisible by group")
     strides, lower, upper, dilations = _spatial(node, x_shape, kernel, "Conv")
-    return poplin.ConvParams(FLOAT, n, tuple(x_shape[2:]), tuple(kernel), cin, m // group, group,
+    return poplin.ConvParams(dtype, n, tuple(x_shape[2:]), tuple(kernel), cin, m // group, group,
                              stride=tuple(strides), padding_lower=tuple(lower), padding_upper=tuple(upper),
                              kernel_dilation=tuple(dilations))
 
@@ -81,50 +90,20 @@ def conv_weights_shape(params) -> tuple:
 @op("Conv", 1, summary="poplin.convolution, poplin.add_bias")
 def conv(ctx, node, inputs):
     x, w = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs[:2]))
-    params = conv_params(node, x.shape, w.shape)
+    params = conv_params(node, x.shape, w.shape, x.dtype)
     weights = w.reshape(conv_weights_shape(params))
-    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, cache=ctx.cache)
+    y = poplin.convolution(ctx.graph, x, weights, params, False, ctx.prog, node.name, options=poplin_options(node),
+                           cache=ctx.cache)
     if len(inputs) > 2 and inputs[2] is not None:
         poplin.add_bias(ctx.graph, y, ctx.tensor(inputs[2], node, "input 2 (B)"), ctx.prog, f"{node.name}/bias")
     return [y]
 
 
-def _pool(kind):
-    def lower(ctx, node, inputs):
-        x = ctx.tensor(inputs[0], node)
-        kernel = [int(k) for k in node.attrs["kernel_shape"]]
-        if x.rank != len(kernel) + 2:
-            raise popart_exception(f"node {node.name!r} ({node.op_type}): X {x.shape} must be [N, C, *field] with "
-                                   f"one field dimension per kernel dimension {kernel}")
-        for key, ok in (("ceil_mode", 0), ("storage_order", 0)):
-            if int(node.attrs.get(key, ok)) != ok:
-                raise popart_exception(f"node {node.name!r} ({node.op_type}): {key}={node.attrs[key]} is not "
-                                       "supported yet")
-        strides, lower, upper, dilations = _spatial(node, x.shape, kernel, node.op_type)
-        if any(d != 1 for d in dilations):
-            raise popart_exception(f"node {node.name!r} ({node.op_type}): dilations {dilations} are not supported yet")
-        if len(node.outputs) > 1 and node.outputs[1]:
-            raise popart_exception(f"node {node.name!r} (MaxPool): the Indices output is not supported yet")
-        include_pad = kind == "AVG" and int(node.attrs.get("count_include_pad", 0)) and any(lower + upper)
-        pooling = popnn.PoolingType.SUM if include_pad else getattr(popnn.PoolingType, kind)
-        params = popnn.PoolParams(pooling, tuple(x.shape[2:]), kernel, strides, lower, upper, x.shape[1],
-                                  x.shape[0], FLOAT)
-        y = popnn.pool(ctx.graph, params, x, ctx.prog, node.name)
-        if include_pad:  # the window's sum over its whole size, padding included
-            popops.mul_in_place(ctx.graph, y, 1.0 / float(np.prod(kernel)), ctx.prog, f"{node.name}/scale")
-        return [y]
-    return lower
-
-
-op("MaxPool", 8, summary="popnn.pool MAX")(_pool("MAX"))
-op("AveragePool", 7, summary="popnn.pool AVG (SUM and a scale with count_include_pad)")(_pool("AVG"))
-
-
-@op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise")
+@op("BatchNormalization", 9, summary="inference: popops.map (scale / sqrt(var + eps)), popnn.bn.batch_normalise; "
+    "training mode: popnn.bn.batch_norm_statistics, batch_normalise, popops.map of the running statistics")
 def batch_normalization(ctx, node, inputs):
-    if int(node.attrs.get("training_mode", 0)) or len([o for o in node.outputs if o]) > 1:
-        raise popart_exception(f"node {node.name!r} (BatchNormalization): training mode (running statistics as "
-                               "outputs) is not supported yet; popsim.popart runs it in inference")
+    if bn_training.is_training(node):
+        return bn_training.lower(ctx, node, inputs)
     x, scale, bias, mean, var = (ctx.tensor(v, node, f"input {i}") for i, v in enumerate(inputs))
     eps = float(node.attrs.get("epsilon", 1e-5))
     multiplicand = popops.map(ctx.graph, pe._1 * pe.rsqrt(pe._2 + eps), [scale, var], ctx.prog,
@@ -142,22 +121,10 @@ def _global_pool(kind):
         field = tuple(x.shape[2:])
         zeros = (0,) * len(field)
         params = popnn.PoolParams(getattr(popnn.PoolingType, kind), field, field, (1,) * len(field), zeros, zeros,
-                                  x.shape[1], x.shape[0], FLOAT)
+                                  x.shape[1], x.shape[0], x.dtype)
         return [popnn.pool(ctx.graph, params, x, ctx.prog, node.name)]
     return lower
 
 
 op("GlobalAveragePool", 1, summary="popnn.pool AVG over the whole field")(_global_pool("AVG"))
 op("GlobalMaxPool", 1, summary="popnn.pool MAX over the whole field")(_global_pool("MAX"))
-
-
-@op("Dropout", 1, summary="inference: the input itself (no program); the mask output is refused")
-def dropout(ctx, node, inputs):
-    mask = node.outputs[1] if len(node.outputs) > 1 else ""
-    if mask and (mask in ctx.model.outputs or any(mask in n.inputs for n in ctx.model.nodes)):
-        raise popart_exception(f"node {node.name!r} (Dropout): its mask output {mask!r} is read, which is not "
-                               "supported yet (inference passes the input through)")
-    if ctx.opset >= 12 and len(inputs) > 2 and inputs[2] is not None:
-        if bool(ctx.host(inputs[2], node, "training_mode (input 2)").reshape(-1)[0]):
-            raise popart_exception(f"node {node.name!r} (Dropout): training_mode is not supported yet")
-    return [inputs[0]]

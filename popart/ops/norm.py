@@ -42,6 +42,7 @@ def layer_normalization(ctx, node, inputs):
     mean, inv_std = popnn.ln.layer_norm_statistics(ctx.graph, acts, eps, ctx.prog, stable_algo=True,
                                                    name=f"{node.name}/statistics")
     y, _ = popnn.ln.layer_normalise(ctx.graph, acts, gamma, beta, mean, inv_std, ctx.prog, node.name)
+    ctx.saved[node.name] = (acts, gamma, mean, inv_std)   # for the gradient (popart/grads/nn.py)
     stat_shape = tuple(x.shape[:axis]) + (1,) * (rank - axis)
     return [y.reshape(tuple(x.shape)), mean.reshape(stat_shape), inv_std.reshape(stat_shape)]
 

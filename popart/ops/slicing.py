@@ -133,14 +133,40 @@ def gather(ctx, node, inputs):
     return [popops.gather(ctx.graph, x, wrapped, axis, ctx.prog, node.name)]
 
 
-@op("Pad", 2, summary="popops.pad (constant mode); edge, reflect and wrap as views (slices, popsim.concat)")
+def _pad_with_tensor(ctx, node, x, lower, upper, value):
+    """Constant padding by a value on the device: the scalar broadcast (a view) on each side."""
+    if value.num_elements() != 1:
+        raise popart_exception(f"node {node.name!r} (Pad): constant_value (input 2) must be one value, found shape "
+                               f"{tuple(value.shape)}")
+    if value.dtype != x.dtype:
+        value = popops.cast(ctx.graph, value, x.dtype, ctx.prog, f"{node.name}/value")
+    scalar = value.reshape([1] * x.rank)
+    for d in range(x.rank):
+        if lower[d] < 0 or upper[d] < 0:   # negative pads truncate
+            x = x.slice(max(-lower[d], 0), x.shape[d] - max(-upper[d], 0), d)
+        parts = []
+        for count, where in ((max(lower[d], 0), 0), (max(upper[d], 0), 1)):
+            block = scalar
+            for e in range(x.rank):
+                n = count if e == d else x.shape[e]
+                block = block.broadcast(n, e)
+            parts.append(block)
+        x = popsim.concat([parts[0], x, parts[1]], d)
+    return x
+
+
+@op("Pad", 2, summary="popops.pad (constant mode; a constant_value on the device as broadcast views of it); edge, "
+                      "reflect and wrap as views (slices, popsim.concat)")
 def pad(ctx, node, inputs):
     x = ctx.tensor(inputs[0], node)
     rank = x.rank
     if ctx.opset >= 11:
         pads = _ints(ctx, node, inputs[1], "pads (input 1)")
         value = _given(inputs, 2)
-        value = 0.0 if value is None else float(ctx.host(value, node, "constant_value (input 2)").reshape(-1)[0])
+        if value is not None and not isinstance(value, np.ndarray):   # a value on the device: views of it
+            value = ctx.tensor(value, node, "constant_value (input 2)")
+        else:
+            value = 0.0 if value is None else float(ctx.host(value, node, "constant_value (input 2)").reshape(-1)[0])
         axes = _ints(ctx, node, inputs[3], "axes (input 3)") if _given(inputs, 3) is not None else list(range(rank))
     else:
         pads, value, axes = list(node.attrs["pads"]), float(node.attrs.get("value", 0.0)), list(range(rank))
@@ -149,8 +175,10 @@ def pad(ctx, node, inputs):
     for i, a in enumerate(axes):
         lower[a], upper[a] = pads[i], pads[i + len(axes)]
     mode = node.attrs.get("mode", "constant")
-    if mode == "constant":
+    if mode == "constant" and not isinstance(value, popsim.Tensor):
         return [popops.pad(ctx.graph, x, lower, upper, value, node.name)]
+    if mode == "constant":
+        return [_pad_with_tensor(ctx, node, x, lower, upper, value)]
     if mode not in ("edge", "reflect", "wrap") or min(lower + upper) < 0:
         raise popart_exception(f"node {node.name!r} (Pad): mode {mode!r} with pads {pads} is not supported; "
                                "popsim.popart pads in constant, edge, reflect and wrap modes with pads >= 0")

@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
 import onnx  # noqa: E402
-from conftest import check_against_reference, run_session, single_node_model  # noqa: E402
+from onnx_models import check_against_reference, run_session, single_node_model  # noqa: E402
 
 from popsim import popart  # noqa: E402
 
@@ -32,7 +32,7 @@ def test_builder_ops_against_the_reference(rng):
     out = b.aiOnnx.identity([out])
     b.addOutputTensor(out)
     assert b.getTensorShape(flat) == [2, 12] and b.getTensorShape(out) == [2, 5]
-    assert b.getTensorDtypeString(out) == "FLOAT" and b.getInputTensorIds() == ["x", "z"]
+    assert b.getTensorDtypeString(out) == "float32" and b.getInputTensorIds() == ["x", "z"]
     assert b.isInitializer(w) and not b.isInitializer(x) and b.getOutputTensorIds() == [out]
     model = onnx.load_model_from_string(b.getModelProto())
     feeds = {"x": _f(rng, 2, 3, 4), "z": _f(rng, 2, 12)}
@@ -44,11 +44,11 @@ def test_tensor_ids_are_strings_as_popart_makes_them(rng):
     x = b.addInputTensor(popart.TensorInfo("FLOAT", [2]))
     x2 = b.addInputTensor(popart.TensorInfo("FLOAT", [2]))
     r1, r2 = b.aiOnnx.relu([x]), b.aiOnnx.relu([x2])
-    assert (x, x2, r1, r2) == ("input", "input:0", "Relu:0", "Relu:1")
+    assert (x, x2, r1, r2) == ("input", "input/1", "Relu:0", "Relu:0/1")   # PopART's getNextId
     with pytest.raises(popart.popart_exception, match=r"no tensor 'nope'"):
         b.aiOnnx.add([x, "nope"])
-    with pytest.raises(AttributeError, match=r"aiOnnx has no op 'lstm'.*matmul"):
-        b.aiOnnx.lstm([x])
+    with pytest.raises(AttributeError, match=r"aiOnnx has no op 'rnn'.*matmul"):
+        b.aiOnnx.rnn([x])
 
 
 def test_a_loaded_model_can_be_extended(rng):
@@ -78,16 +78,29 @@ def test_a_newer_opset_than_onnx_knows_is_refused(rng):
         run_session(model.SerializeToString(), {"x": _f(rng, 2)})
 
 
-def test_int64_used_as_data_is_refused_naming_the_node(rng):
-    model = single_node_model("Add", {"x": _f(rng, 2)}, initializers={"k": np.array([1, 2], np.int64)})
-    model.graph.node[0].input[1] = "k"
-    with pytest.raises(popart.popart_exception, match=r"not valid|int64"):
-        run_session(model.SerializeToString(), {"x": _f(rng, 2)})
+def test_int64_data_runs_as_int_with_a_range_check(rng):
+    """An int64 constant used as data is placed as INT where its values fit, as PopART runs
+    int64 as int32 (the anchor comes back int32), and an int64 input streams as INT; a value
+    that does not fit is refused."""
+    for values, fits in (([7, -2], True), ([2 ** 40, 1], False)):
+        b = popart.Builder()
+        k = b.addInitializedInputTensor(np.array(values, np.int64), "k")
+        y = b.aiOnnx.neg([k])
+        b.addOutputTensor(y)
+        if fits:
+            out, _ = run_session(b.getModelProto(), {})
+            assert out[y].dtype == np.int32 and out[y].tolist() == [-7, 2]
+        else:
+            with pytest.raises(popart.popart_exception, match=r"values in \[-1099511627776, -1\], outside INT's range"):
+                run_session(b.getModelProto(), {})
     b = popart.Builder()
     x = b.addInputTensor(popart.TensorInfo("INT64", [2]), "i")
-    b.addOutputTensor(b.aiOnnx.neg([x]))
-    with pytest.raises(popart.popart_exception, match=r"input 'i' is INT64.*FLOAT"):
-        run_session(b.getModelProto(), {"i": np.zeros(2, np.int64)})
+    y = b.aiOnnx.neg([x])
+    b.addOutputTensor(y)
+    out, _ = run_session(b.getModelProto(), {"i": np.array([7, -2], np.int64)})
+    assert out[y].dtype == np.int32 and out[y].tolist() == [-7, 2]
+    with pytest.raises(popart.popart_exception, match=r"input 'i' \(int64\) holds values in \[1, 4294967296\]"):
+        run_session(b.getModelProto(), {"i": np.array([1, 2 ** 32], np.int64)})
 
 
 def test_a_float64_constant_is_refused(rng):
@@ -101,15 +114,12 @@ def test_a_float64_constant_is_refused(rng):
 
 
 def test_unsupported_attributes_are_refused(rng):
+    """(MaxPool's ceil_mode and dilations, BatchNormalization's training mode now run.)"""
     x = _f(rng, 1, 1, 5, 5)
-    for op_type, attrs, match in (("MaxPool", {"kernel_shape": [2, 2], "ceil_mode": 1}, "ceil_mode=1"),
-                                  ("AveragePool", {"kernel_shape": [2, 2], "dilations": [2, 2]}, "dilations"),
-                                  ("BatchNormalization", {"training_mode": 1}, "training mode")):
-        inits = {k: np.ones(1, np.float32) for k in ("s", "b", "m", "v")} if op_type == "BatchNormalization" else None
-        outputs = 3 if op_type == "BatchNormalization" else 1   # training mode: y and the running statistics
-        model = single_node_model(op_type, {"x": x}, attrs, opset=19, initializers=inits, n_out=outputs)
-        with pytest.raises(popart.popart_exception, match=match):
-            run_session(model, {"x": x})
+    inits = {"r": np.array(0.5, np.float32), "t": np.array(True)}
+    model = single_node_model("Dropout", {"x": x}, {}, opset=13, initializers=inits)
+    with pytest.raises(popart.popart_exception, match=r"'dropout_node' \(Dropout\): training_mode=true"):
+        run_session(model, {"x": x})
 
 
 def test_logical_ops_are_named_as_popart_names_them_and_bool_anchors_come_back():

@@ -27,7 +27,12 @@ SAMPLE = [("Add", "test_add_bcast"), ("Relu", "test_relu"), ("Softmax", "test_so
           ("Gather", "test_gather_negative_indices"), ("Pad", "test_reflect_pad"), ("Pad", "test_wrap_pad"),
           ("Expand", "test_expand_dim_changed"), ("ArgMax", "test_argmax_negative_axis_keepdims_random_select_last_index"),
           ("LayerNormalization", "test_layer_normalization_3d_axis1_epsilon"), ("LRN", "test_lrn"),
-          ("ConvTranspose", "test_convtranspose_pads")]
+          ("ConvTranspose", "test_convtranspose_pads"),
+          ("LSTM", "test_lstm_batchwise"), ("GRU", "test_gru_bidirectional"),
+          ("Pad", "test_constant_pad"),
+          ("Cast", "test_cast_FLOAT_to_FLOAT16"), ("Add", "test_add_uint8"), ("Shape", "test_shape"),
+          ("BatchNormalization", "test_batchnorm_example_training_mode"), ("LogSoftmax", "test_logsoftmax_axis_1"),
+          ("Pow", "test_pow_types_int32_float32"), ("Dropout", "test_dropout_default_mask")]
 
 
 def _case(op_type, name):
@@ -44,9 +49,24 @@ def test_a_sample_of_onnx_node_tests_passes(op_type, name):
     assert (outcome.status, outcome.reason) == ("pass", "")
 
 
+#: float32 cases run with FLOAT16 tensors (node_tests.as_float16): HALF through each kind of lowering
+FLOAT16_SAMPLE = [("Conv", "test_conv_with_strides_padding"), ("Gemm", "test_gemm_all_attributes"),
+                  ("LSTM", "test_lstm_defaults"), ("Softmax", "test_softmax_axis_0"),
+                  ("BatchNormalization", "test_batchnorm_epsilon"),
+                  ("Where", "test_where_example"), ("MatMul", "test_matmul_3d")]
+
+
+@pytest.mark.parametrize("op_type,name", FLOAT16_SAMPLE, ids=[n for _, n in FLOAT16_SAMPLE])
+def test_a_sample_of_node_tests_passes_in_float16(op_type, name):
+    case = node_tests.as_float16(_case(op_type, name))
+    assert case is not None and 10 in [i.type.tensor_type.elem_type for i in case.model.graph.input]   # FLOAT16
+    outcome = node_tests.run_case(case)
+    assert (outcome.status, outcome.reason) == ("pass", "")
+
+
 def test_a_refused_case_says_why():
-    outcome = node_tests.run_case(_case("Pad", "test_constant_pad"))   # its constant_value is a streamed input
-    assert outcome.status == "refused" and "constant_value (input 2) must be a constant" in outcome.reason
+    outcome = node_tests.run_case(_case("Dropout", "test_training_dropout"))   # training_mode is a streamed input
+    assert outcome.status == "refused" and "training_mode (input 2) is computed on the device" in outcome.reason
 
 
 def test_a_wrong_result_fails(monkeypatch):
@@ -84,3 +104,15 @@ def test_every_node_test_of_the_supported_ops_counts_as_the_doc_says():
     shown = DOC.read_text().split(BEGIN, 1)[1].split(END, 1)[0]
     assert shown == node_tests.counts_table(counts), \
         "docs/onnx.md's node-test counts differ: paste `python -m popsim.popart node-tests`\n" + "\n".join(failed)
+
+
+@pytest.mark.slow
+def test_node_tests_run_in_float16_as_the_doc_says():
+    import re
+    counts = node_tests.all_counts(float16=True)
+    failed = [f"{c.op_type}: {o.case}: {o.reason}" for c in counts for o in c.outcomes if o.status == "fail"]
+    assert not failed, "\n".join(failed)
+    passed, total = sum(c.count("pass") for c in counts), sum(len(c.outcomes) for c in counts)
+    shown = re.search(r"run with FLOAT16 tensors, (\d+) of (\d+) pass", DOC.read_text().replace("\n", " "))
+    assert shown and (int(shown[1]), int(shown[2])) == (passed, total), \
+        f"docs/onnx.md should say: run with FLOAT16 tensors, {passed} of {total} pass"

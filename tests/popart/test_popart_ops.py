@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from conftest import check_against_reference, run_session, single_node_model  # noqa: E402
+from onnx_models import check_against_reference, run_session, single_node_model  # noqa: E402
 
 
 def _f(rng, *shape):

@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from conftest import NO_ONNX
+from onnx_models import NO_ONNX
 
 onnx = pytest.importorskip("onnx", reason=NO_ONNX)
 
-from conftest import run_session  # noqa: E402
+from onnx_models import run_session  # noqa: E402
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 

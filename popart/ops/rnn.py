@@ -1,0 +1,155 @@
+"""LSTM and GRU onto popnn.lstm.lstm_fwd / popnn.gru.gru_fwd, one layer per direction.
+
+ONNX keeps a direction's gates stacked along W's rows ([D, 4H, I] in the order i, o, f, c
+for LSTM; [D, 3H, I] in z, r, h for GRU); popnn takes [gates, I, H] in the params'
+``cell_order``. So W[d] is viewed as [gates, H, I] and transposed (a view, no copy), and
+``cell_order`` names ONNX's order: LSTM [INPUT, OUTPUT, FORGET, CANDIDATE], GRU [UPDATE
+(z), RESET (r), CANDIDATE (h)]. ONNX's two biases (Wb and Rb, [D, 2 * gates * H]) are summed
+by popops.add for LSTM and for GRU with linear_before_reset=0; with linear_before_reset=1
+they are popnn's reset_after biases [3, 2, H] (a view). ``reverse`` runs popnn on the
+sequence reversed in time (a view) and reverses its output back; ``bidirectional`` runs both
+and concatenates. ``layout=1`` (batch first) is a dim_shuffle of X, initial states and
+outputs.
+
+Refused, naming the node and the attribute: peepholes (P), ``clip``, ``input_forget``,
+activations popnn's cells do not have (LSTM's g and h must be the same; each of Sigmoid,
+Tanh, Relu), ``activation_alpha``/``beta``, and a ``sequence_lens`` that is not a constant
+equal to the sequence length (PopLibs' layers run every step of every batch element)."""
+import numpy as np
+
+import popsim
+from popsim import popnn, popops
+
+from ..errors import popart_exception
+from ..op_table import op
+
+_ACTIVATIONS = {"sigmoid": "SIGMOID", "tanh": "TANH", "relu": "RELU"}
+
+
+def _refuse(node, what: str):
+    raise popart_exception(f"node {node.name!r} ({node.op_type}): {what}")
+
+
+def _check_attrs(node, defaults):
+    """The (recurrent, candidate) activation names of every direction; refuses what popnn lacks."""
+    for key in ("clip", "activation_alpha", "activation_beta"):
+        if key in node.attrs:
+            _refuse(node, f"attribute {key}={node.attrs[key]!r} is not supported (popnn's {node.op_type} has no "
+                          f"{key}); remove it")
+    if int(node.attrs.get("input_forget", 0)):
+        _refuse(node, "attribute input_forget=1 (coupled input and forget gates) is not supported by popnn.lstm")
+    if int(node.attrs.get("layout", 0)) not in (0, 1):
+        _refuse(node, f"attribute layout={node.attrs['layout']} must be 0 or 1")
+    direction = node.attrs.get("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        _refuse(node, f"attribute direction={direction!r} must be forward, reverse or bidirectional")
+    dirs = 2 if direction == "bidirectional" else 1
+    names = [str(a).lower() for a in node.attrs.get("activations", defaults * dirs)]
+    if len(names) != len(defaults) * dirs:
+        _refuse(node, f"attribute activations={names} must name {len(defaults)} activations per direction "
+                      f"({dirs} direction(s))")
+    out = []
+    for d in range(dirs):
+        mine = names[d * len(defaults):(d + 1) * len(defaults)]
+        bad = [a for a in mine if a not in _ACTIVATIONS]
+        if bad or len(set(mine[1:])) != 1:
+            _refuse(node, f"attribute activations={names} is not supported: popnn's cells take Sigmoid, Tanh or "
+                          "Relu" + (", with the same activation for g and h" if len(defaults) == 3 else ""))
+        out.append((_ACTIVATIONS[mine[0]], _ACTIVATIONS[mine[1]]))
+    return direction, out
+
+
+def _check_sequence_lens(ctx, node, inputs, steps):
+    lens = inputs[4] if len(inputs) > 4 else None
+    if lens is None:
+        return
+    if not isinstance(lens, np.ndarray):
+        _refuse(node, "input 4 (sequence_lens) is computed on the device or streamed; popsim.popart needs it as a "
+                      f"constant (an initializer) equal to the sequence length {steps} for every batch element, "
+                      "or absent")
+    if np.any(lens != steps):
+        _refuse(node, f"input 4 (sequence_lens) is {lens.tolist()}: popnn's layers run all {steps} steps of every "
+                      "batch element; sequences of other lengths are not supported")
+
+
+def _rnn(ctx, node, inputs, gates, defaults, has_cell):
+    direction, acts = _check_attrs(node, defaults)
+    batch_first = int(node.attrs.get("layout", 0)) == 1
+    x = ctx.tensor(inputs[0], node, "input 0 (X)")
+    if x.rank != 3:
+        _refuse(node, f"X {tuple(x.shape)} must be [seq_length, batch_size, input_size] (layout 0) or "
+                      "[batch_size, seq_length, input_size] (layout 1)")
+    if batch_first:
+        x = x.dim_shuffle([1, 0, 2])
+    steps, batch, n_in = x.shape
+    w = ctx.tensor(inputs[1], node, "input 1 (W)")
+    r = ctx.tensor(inputs[2], node, "input 2 (R)")
+    dirs = 2 if direction == "bidirectional" else 1
+    hidden = int(node.attrs.get("hidden_size", r.shape[-1]))
+    if tuple(w.shape) != (dirs, gates * hidden, n_in) or tuple(r.shape) != (dirs, gates * hidden, hidden):
+        _refuse(node, f"W {tuple(w.shape)} and R {tuple(r.shape)} must be [{dirs}, {gates} * {hidden}, {n_in}] and "
+                      f"[{dirs}, {gates} * {hidden}, {hidden}] (num_directions, gates * hidden_size, ...)")
+    if has_cell and len(inputs) > 7 and inputs[7] is not None:
+        _refuse(node, "input 7 (P, peephole weights) is not supported: popnn.lstm has no peephole connections "
+                      "(as PopART); remove P")
+    _check_sequence_lens(ctx, node, inputs, steps)
+    dt = x.dtype
+    b = inputs[3] if len(inputs) > 3 else None
+    b = ctx.tensor(b if b is not None else np.zeros((dirs, 2 * gates * hidden), dt.numpy), node, "input 3 (B)")
+    initial = []
+    for slot in ((5, 6) if has_cell else (5,)):
+        v = inputs[slot] if len(inputs) > slot else None
+        if v is None:
+            initial.append(ctx.tensor(np.zeros((dirs, batch, hidden), dt.numpy), node, f"input {slot}"))
+        else:
+            v = ctx.tensor(v, node, f"input {slot}")
+            initial.append(v.dim_shuffle([1, 0, 2]) if batch_first else v)
+    for role, t in (("W", w), ("R", r), ("B", b)) + tuple((f"initial state {i}", t) for i, t in enumerate(initial)):
+        if t.dtype != dt:
+            _refuse(node, f"{role} is {t.dtype} and X {dt}: the inputs of an {node.op_type} must share one type")
+    ys, hs, cs = [], [], []
+    for d in range(dirs):
+        reverse = direction == "reverse" or d == 1
+        seq = x.reverse(0) if reverse and steps else x
+        name = f"{node.name}/{'reverse' if reverse else 'forward'}"
+        w_in = w[d].reshape([gates, hidden, n_in]).dim_shuffle([0, 2, 1])
+        w_out = r[d].reshape([gates, hidden, hidden]).dim_shuffle([0, 2, 1])
+        two = b[d].reshape([2, gates, hidden])
+        rec_act, act = acts[d]
+        if has_cell:
+            params = popnn.lstm.LstmParams(dt, batch, steps, [n_in, hidden], act, rec_act)
+            U = popnn.lstm.BasicLstmCellUnit
+            params.cell_order = [U.INPUT_GATE, U.OUTPUT_GATE, U.FORGET_GATE, U.CANDIDATE]
+            biases = popops.add(ctx.graph, two[0], two[1], ctx.prog, f"{name}/biases")
+            state = popnn.lstm.LstmState(initial[0][d], initial[1][d])
+            y, c = popnn.lstm.lstm_fwd(ctx.graph, params, state, seq, popnn.lstm.LstmWeights(w_in, w_out, biases),
+                                       ctx.prog, name, {"inferenceOnly": "true"})
+            cs.append(c)
+        else:
+            params = popnn.gru.GruParams(dt, batch, steps, [n_in, hidden], act, rec_act)
+            U = popnn.gru.BasicGruCellUnit
+            params.cell_order = [U.UPDATE_GATE, U.RESET_GATE, U.CANDIDATE]
+            params.reset_after = bool(int(node.attrs.get("linear_before_reset", 0)))
+            biases = two.dim_shuffle([1, 0, 2]) if params.reset_after else \
+                popops.add(ctx.graph, two[0], two[1], ctx.prog, f"{name}/biases")
+            y = popnn.gru.gru_fwd(ctx.graph, params, initial[0][d], seq,
+                                  popnn.gru.GruWeights(w_in, w_out, biases), ctx.prog, name, {"inferenceOnly": "true"})
+        hs.append(y[steps - 1] if steps else initial[0][d])
+        ys.append(y.reverse(0) if reverse and steps else y)
+    y = popsim.concat([t.expand([1]) for t in ys], 1)                     # [T, D, B, H]
+    states = [popsim.concat([t.expand([0]) for t in s], 0) for s in ([hs, cs] if has_cell else [hs])]
+    if batch_first:
+        y, states = y.dim_shuffle([2, 0, 1, 3]), [s.dim_shuffle([1, 0, 2]) for s in states]
+    return [y] + states
+
+
+@op("LSTM", 7, summary="popnn.lstm.lstm_fwd per direction (ONNX's iofc gates as cell_order, W and R as "
+                       "transposed views, popops.add of the two biases); reverse as a reversed view")
+def lstm(ctx, node, inputs):
+    return _rnn(ctx, node, inputs, 4, ["sigmoid", "tanh", "tanh"], True)
+
+
+@op("GRU", 7, summary="popnn.gru.gru_fwd per direction (zrh gates as cell_order; linear_before_reset=1 as "
+                      "reset_after); reverse as a reversed view")
+def gru(ctx, node, inputs):
+    return _rnn(ctx, node, inputs, 3, ["sigmoid", "tanh"], False)
