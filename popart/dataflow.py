@@ -85,11 +85,11 @@ class PyStepIO:
         self.runtime_asserts = bool(enable)
 
 
-def step_shape(shape, batches: int, replicas: int = 1) -> tuple:
-    """A tensor's host shape over ``batches`` batches of ``replicas`` replicas:
-    [batches, replicas, *shape], the leading dims dropped where they are 1 (PopART's rule
-    for inputs and anchors)."""
-    return tuple(d for d in (batches, replicas) if d > 1) + tuple(shape)
+def step_shape(shape, *counts) -> tuple:
+    """A tensor's host shape over ``counts`` (batches per step, then the accumulation factor
+    and the replicas where they apply): [*counts, *shape], each count of 1 dropped (PopART's
+    rule for inputs and anchors)."""
+    return tuple(int(c) for c in counts if c > 1) + tuple(shape)
 
 
 def anchor_problem(out, shape, dtype) -> str:

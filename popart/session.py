@@ -187,10 +187,19 @@ class InferenceSession(HostWeights, SessionInfo):
 
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches of the inputs in ``stepio``, the anchors into its outputs."""
+        self._run_step(stepio)
+
+    #: micro-batches per batch (a TrainingSession's accumulation factor)
+    _accl = 1
+
+    def _run_step(self, stepio) -> None:
         engine = self._need_engine("run")
         self._check_weights_written()
-        bps = self.dataFlow.batchesPerStep()
-        inputs = {tid: (step_shape(shape, bps, self._replicas), STREAMED[dtype][1])
+        bps, accl, replicas = self.dataFlow.batchesPerStep(), self._accl, self._replicas
+        counts = (bps, accl, replicas)
+        rule = (f"[batches_per_step={bps}, " + (f"accumulation_factor={accl}, " if accl > 1 else "")
+                + f"replicas={replicas}, *shape] with size-1 dimensions dropped")
+        inputs = {tid: (step_shape(shape, *counts), STREAMED[dtype][1])
                   for tid, (dtype, shape) in self.model.inputs.items() if dtype in STREAMED}
         anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
         stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
@@ -202,7 +211,7 @@ class InferenceSession(HostWeights, SessionInfo):
             raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
                                    f"{sorted(self.model.inputs)}")
         for tid, (dtype, shape) in self.model.inputs.items():
-            expected, np_type = step_shape(shape, bps, self._replicas), np.dtype(STREAMED[dtype][1])
+            expected, np_type = step_shape(shape, *counts), np.dtype(STREAMED[dtype][1])
             array = stepio.inputs.get(tid)
             if array is None:
                 raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
@@ -210,24 +219,21 @@ class InferenceSession(HostWeights, SessionInfo):
             if array.size != int(np.prod(expected)) or array.dtype != np_type:   # PopART checks the count
                 raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape} ({array.size} "
                                        f"elements); expected {np_type} of {int(np.prod(expected))} elements, shaped "
-                                       f"{expected} ([batches_per_step={bps}, replicas={self._replicas}, "
-                                       f"*{tuple(shape)}] with size-1 dimensions dropped)")
+                                       f"{expected} ({rule}; the model's shape {tuple(shape)})")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), self._replicas,
+                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), replicas,
                                                                   int(np.prod(shape))))
-        buffers = AnchorBuffers(self._replicas)
+        buffers = AnchorBuffers(replicas)
         for tid, shape in self._anchor_shapes.items():
-            out = stepio.outputs.get(tid)
-            found = anchor_problem(out, shape, self._anchor_dtypes.get(tid, np.float32))
+            out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)
+            found = anchor_problem(out, shape, dtype)
             if found:
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous "
-                                       f"{np.dtype(self._anchor_dtypes.get(tid, np.float32))} "
-                                       f"array of shape {shape} "
-                                       f"(session.initAnchorArrays() makes them), found {found}")
+                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous {np.dtype(dtype)} "
+                                       f"array of shape {shape} (session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:
                 art = self.dataFlow.art(tid)
-                transfers = {"ALL": bps, "EVERYN": bps // art.rp()}.get(art.id(), 1)
-                engine.connect_stream(f"anchor/{tid}", buffers.buffer(out, out.size // (transfers * self._replicas)))
+                transfers = {"ALL": bps * accl, "EVERYN": bps // art.rp()}.get(art.id(), 1)
+                engine.connect_stream(f"anchor/{tid}", buffers.buffer(out, out.size // (transfers * replicas)))
         before = self._clock()
         engine.run(0)
         buffers.finish()

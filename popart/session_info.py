@@ -30,7 +30,8 @@ class SessionInfo:
         """initAnchorArrays before prepareDevice: the arrays from the model's shapes and the
         DataFlow (the same as prepareDevice gives)."""
         training, bps, arrays = hasattr(self, "optimizer"), self.dataFlow.batchesPerStep(), {}
-        replicas = 1 if training else self._plan.replicas
+        opts = self.options
+        replicas = int(opts.replicatedGraphCount) if opts.enableReplicatedGraphs else 1
         for tid in self.dataFlow.anchors():
             base = tid[len(GRADIENT_PREFIX):] if training and tid.startswith(GRADIENT_PREFIX) else tid
             dtype, shape = self.model.shapes.get(base, (None, None))
@@ -40,7 +41,7 @@ class SessionInfo:
             art = self.dataFlow.art(tid)
             n = {"ALL": bps, "EVERYN": bps // art.rp()}.get(art.id(), 1)
             accl = self.accumulationFactor if training and art.id() == "ALL" else 1
-            host = tuple(c for c in (n, accl) if c > 1) + tuple(shape) if training else step_shape(shape, n, replicas)
+            host = step_shape(shape, n, accl, replicas)
             arrays[tid] = np.zeros(host, ANCHOR_TYPES[dtype])
         return arrays
 

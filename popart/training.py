@@ -13,7 +13,7 @@ from popsim import FLOAT, gcl, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .autodiff import GRADIENT_PREFIX, Autodiff
-from .dataflow import DataFlow, PyStepIO, anchor_problem
+from .dataflow import DataFlow, step_shape
 from .device import DeviceInfo
 from .errors import popart_exception
 from .layout import create_variable
@@ -27,18 +27,11 @@ from .pipelined_training import TrainingStages, check_pipelined_training
 from .placed_autodiff import PlacedAutodiff
 from .placement import PlacedLowering, Placement, clone_to_ipu, ipus_of
 from .random_seed import RandomSeed
-from .replication import AnchorBuffers, to_replicas
-from .stepio_callback import gather
-from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession, _narrowed
+from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
 
 LINEAR = popsim.VariableMappingMethod.LINEAR
 #: the options a TrainingSession refuses away from their defaults (several IPUs per replica)
 NOT_IN_TRAINING = ("globalReplicationFactor", "autoRecomputation", "explicitRecomputation", "syntheticDataMode")
-
-
-def host_shape(shape, *counts) -> tuple:
-    """A tensor's host shape over ``counts`` (batches, micro-batches), each dropped when 1."""
-    return tuple(int(c) for c in counts if c > 1) + tuple(shape)
 
 
 class TrainingSession(InferenceSession):
@@ -187,8 +180,8 @@ class TrainingSession(InferenceSession):
                 raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
                                        "not a tensor on the device; anchor a tensor an op computes")
             kind = art.id()
-            shape = {"ALL": host_shape(t.shape, bps, accl, r), "EVERYN": host_shape(t.shape, bps // period, r)}.get(
-                kind, host_shape(t.shape, r))
+            shape = {"ALL": step_shape(t.shape, bps, accl, r), "EVERYN": step_shape(t.shape, bps // period, r)}.get(
+                kind, step_shape(t.shape, r))
             self._anchor_shapes[tid] = shape
             if t.num_elements() == 0:
                 self._empty_anchors.add(tid)
@@ -317,47 +310,4 @@ class TrainingSession(InferenceSession):
 
     def run(self, stepio, debugName="") -> None:  # noqa: N803
         """One step: batchesPerStep batches (each accumulationFactor micro-batches) of training."""
-        engine = self._need_engine("run")
-        self._check_weights_written()
-        bps = self.dataFlow.batchesPerStep()
-        inputs = {tid: (host_shape(shape, bps, self._accl), STREAMED[dtype][1])
-                  for tid, (dtype, shape) in self.model.inputs.items() if dtype in STREAMED}
-        anchors = {tid: (shape, self._anchor_dtypes.get(tid, np.float32)) for tid, shape in self._anchor_shapes.items()}
-        stepio, finish = gather(stepio, inputs, anchors)  # a PyStepIOCallback's arrays
-        if not isinstance(stepio, PyStepIO):
-            raise popart_exception(f"run: expected a popart.PyStepIO or PyStepIOCallback, found "
-                                   f"{type(stepio).__name__}")
-        unknown = sorted(set(stepio.inputs) - set(self.model.inputs))
-        if unknown:
-            raise popart_exception(f"PyStepIO: input(s) {unknown} are no inputs of the model; its inputs are "
-                                   f"{sorted(self.model.inputs)}")
-        for tid, (dtype, shape) in self.model.inputs.items():
-            expected, np_type = host_shape(shape, bps, self._accl, self._replicas), np.dtype(STREAMED[dtype][1])
-            array = stepio.inputs.get(tid)
-            if array is None:
-                raise popart_exception(f"PyStepIO: no array for input {tid!r}; expected shape {expected} ({np_type})")
-            array = np.asarray(array)
-            if array.size != int(np.prod(expected)) or array.dtype != np_type:   # PopART checks the count
-                raise popart_exception(f"PyStepIO: input {tid!r} is {array.dtype} {array.shape} ({array.size} "
-                                       f"elements); expected {np_type} of {int(np.prod(expected))} elements, shaped "
-                                       f"{expected} ([batches_per_step={bps}, accumulation_factor={self._accl}, "
-                                       f"replicas={self._replicas}, *{tuple(shape)}] with the dimensions of 1 dropped)")
-            if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), self._replicas,
-                                                                  int(np.prod(shape))))
-        buffers = AnchorBuffers(self._replicas)
-        for tid, shape in self._anchor_shapes.items():
-            out, dtype = stepio.outputs.get(tid), self._anchor_dtypes.get(tid, np.float32)
-            found = anchor_problem(out, shape, dtype)
-            if found:
-                raise popart_exception(f"PyStepIO: anchor {tid!r} needs a writable C-contiguous {np.dtype(dtype)} "
-                                       f"array of shape {shape} (session.initAnchorArrays() makes them), found {found}")
-            if tid not in self._empty_anchors:
-                art = self.dataFlow.art(tid)
-                transfers = {"ALL": bps * self._accl, "EVERYN": bps // art.rp()}.get(art.id(), 1)
-                engine.connect_stream(f"anchor/{tid}", buffers.buffer(out, out.size // (transfers * self._replicas)))
-        before = self._clock()
-        engine.run(0)
-        buffers.finish()
-        self._cycles = self._clock() - before
-        finish()
+        self._run_step(stepio)

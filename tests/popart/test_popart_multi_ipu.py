@@ -256,10 +256,11 @@ def test_replicated_training_sums_the_replicas_gradients(rng):
         device = popart.DeviceManager().createIpuModelDevice({"numIPUs": replicas, "tilesPerIPU": TILES})
         session = popart.TrainingSession(builder.getModelProto(), popart.DataFlow(bps, [loss]), loss,
                                          popart.ConstSGD(lr), device, userOptions=opts)
+        early = session.initAnchorArrays()   # from the model's shapes, before prepareDevice
         session.prepareDevice()
         session.weightsFromHost()
         anchors = session.initAnchorArrays()
-        assert anchors[loss].shape == (bps, 2)   # [batches, replicas] or [batches, accumulation]
+        assert anchors[loss].shape == early[loss].shape == (bps, 2)   # [batches, replicas] or [batches, accumulation]
         session.run(popart.PyStepIO({x: xs, label: labels}, anchors))
         results.append((anchors[loss].copy(), session.weightsToHost()))
     w = {k: v.astype(np.float64) for k, v in init.items()}
