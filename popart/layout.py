@@ -39,13 +39,14 @@ def create_variable(graph, model, tid, shape, cache, dtype=FLOAT):
                 weights = poplin.create_weights(graph, params, tid, options=options, cache=cache)
                 return weights.reshape(shape) if conv_weights_shape(params) != shape else weights
         rhs = (node is not None and slot == 1 and len(shape) == 2 and
-               (node.op_type == "MatMul" or node.op_type == "Gemm" and not node.attrs.get("transB", 0)
-                and not node.attrs.get("transA", 0)))
-        if rhs:
+               (node.op_type == "MatMul" or node.op_type == "Gemm" and not node.attrs.get("transA", 0)))
+        if rhs:   # Gemm's transB: B [N, K] laid out as the transpose of the [K, N] right-hand side
+            trans_b = node.op_type == "Gemm" and bool(node.attrs.get("transB", 0))
+            b_shape = shape[::-1] if trans_b else shape
             a_shape = _shape(model, node.inputs[0])
-            if a_shape and len(a_shape) == 2 and a_shape[1] == shape[0]:
-                return poplin.create_mat_mul_input_rhs(graph, dtype, a_shape, shape, tid, options=options,
-                                                       cache=cache)
+            if a_shape and len(a_shape) == 2 and a_shape[1] == b_shape[0]:
+                t = poplin.create_mat_mul_input_rhs(graph, dtype, a_shape, b_shape, tid, options=options, cache=cache)
+                return t.transpose() if trans_b else t
     except popsim.PopsimError:
         pass  # the reader will say what is wrong with its operands; lay the tensor out linearly
     return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)

@@ -27,6 +27,7 @@ class Lowering:
         self.values = dict(values)   # id -> popsim Tensor or numpy array (a host constant)
         self.saved = {}   # node name -> what its lowering keeps for its gradient (BatchNormalization's statistics)
         self._constants = 0
+        self._next_tile = 0   # where the next host constant's linear mapping starts
         self._widened = {}   # id -> (narrow integer tensor, its INT copy)
 
     def run(self) -> None:
@@ -62,7 +63,9 @@ class Lowering:
 
     def constant(self, value: np.ndarray, node, role: str = "input"):
         """A host constant placed on the tiles (Graph.add_constant, mapped linearly) in its
-        device type (``device_type``)."""
+        device type (``device_type``). Each starts on the tile after the last one's, so that
+        a model's many small constants (biases, shapes) spread over the tiles instead of
+        all landing on tile 0."""
         dtype = device_type(value.dtype, f"node {node.name!r} ({node.op_type}): its {role}")
         array = np.array(value, order="C")   # (ascontiguousarray would make a scalar 1-D)
         if dtype.is_integral and dtype != BOOL and array.size:
@@ -75,7 +78,8 @@ class Lowering:
         self._constants += 1
         c = self.graph.add_constant(dtype, array.shape, array.astype(dtype.numpy),
                                     f"{node.name}/constant{self._constants}")
-        poputil.map_tensor_linearly(self.graph, c)
+        mapping, self._next_tile = poputil.calc_linear_tile_mapping_and_new_offset(self.graph, c, self._next_tile)
+        self.graph.set_tile_mapping(c, mapping)
         return c
 
     def anchor(self, tid: str):

@@ -2,11 +2,13 @@
 and from it on), layer_norm_statistics for each row's mean and inverse standard deviation
 (biased variance, as ONNX), layer_normalise with Scale and B as the per-column gamma and
 beta (B absent: a zero constant). Mean and InvStdDev outputs are views of the statistics.
-LRN: the squares' sum over each channel's window as a sum of shifted views of the
-zero-padded squares (popops.pad, popops.add), then one popops.map."""
+LRN: the squares' sum over each channel's window, a copy of the squares with each channel
+shift's overlapping slices added in place (popops.add_in_place; the window's channels
+outside [0, C) add nothing, so nothing is padded), then one popops.map."""
 import numpy as np
 
 from popsim import popnn, popops
+from popsim.program import Copy
 from popsim.popops import expr as pe
 
 from ..errors import popart_exception
@@ -47,7 +49,7 @@ def layer_normalization(ctx, node, inputs):
     return [y.reshape(tuple(x.shape)), mean.reshape(stat_shape), inv_std.reshape(stat_shape)]
 
 
-@op("LRN", 1, summary="popops.square, popops.pad and popops.add of channel-shifted views, popops.map "
+@op("LRN", 1, summary="popops.square, popops.add_in_place of channel-shifted slices, popops.map "
     "x / (bias + alpha/size * sum)^beta")
 def lrn(ctx, node, inputs):
     x = ctx.tensor(inputs[0], node)
@@ -59,11 +61,13 @@ def lrn(ctx, node, inputs):
     channels, lower = x.shape[1], (size - 1) // 2
     upper = size - 1 - lower
     square = popops.square(ctx.graph, x, ctx.prog, f"{node.name}/square")
-    pads = [0] * x.rank
-    padded = popops.pad(ctx.graph, square, pads[:1] + [lower] + pads[2:], pads[:1] + [upper] + pads[2:], 0.0,
-                        f"{node.name}/pad")
-    window = padded.slice(0, channels, 1)
-    for k in range(1, size):   # the sum over the channel window, one shifted view at a time
-        window = popops.add(ctx.graph, window, padded.slice(k, k + channels, 1), ctx.prog, f"{node.name}/sum{k}")
+    window = ctx.graph.clone(square, f"{node.name}/window")
+    ctx.prog.add(Copy(square, window))
+    for shift in range(-lower, upper + 1):   # window[c] += square[c + shift] where both exist
+        if shift == 0 or abs(shift) >= channels:
+            continue
+        lo, hi = max(0, -shift), channels - max(0, shift)
+        popops.add_in_place(ctx.graph, window.slice(lo, hi, 1), square.slice(lo + shift, hi + shift, 1), ctx.prog,
+                            f"{node.name}/sum{shift}")
     y = popops.map(ctx.graph, pe._1 / (bias + (alpha / size) * pe._2) ** beta, [x, window], ctx.prog, node.name)
     return [y]

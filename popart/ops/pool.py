@@ -129,7 +129,8 @@ def _dilated(ctx, node, x, kind, kernel, strides, lower, upper, dilations, out, 
     ``index_of`` also the index of each maximum (the first, as ONNX), by popops.gt and select."""
     fill = float(np.finfo(x.dtype.numpy).min) if kind == "MAX" else 0.0
     rank = len(kernel)
-    padded = popops.pad(ctx.graph, x, [0, 0] + list(lower), [0, 0] + list(upper), fill, f"{node.name}/pad")
+    padded = popops.pad(ctx.graph, x, [0, 0] + list(lower), [0, 0] + list(upper), fill, f"{node.name}/pad",
+                        popops.MappingMethod.EDGE)   # as PopART pads: beside the edge, not all on tile 0
     views = []
     for offset in itertools.product(*[range(k) for k in kernel]):
         view = padded

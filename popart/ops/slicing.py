@@ -155,8 +155,8 @@ def _pad_with_tensor(ctx, node, x, lower, upper, value):
     return x
 
 
-@op("Pad", 2, summary="popops.pad (constant mode; a constant_value on the device as broadcast views of it); edge, "
-                      "reflect and wrap as views (slices, popsim.concat)")
+@op("Pad", 2, summary="popops.pad (constant mode, MappingMethod EDGE as PopART; a constant_value on the device "
+                      "as broadcast views of it); edge, reflect and wrap as views (slices, popsim.concat)")
 def pad(ctx, node, inputs):
     x = ctx.tensor(inputs[0], node)
     rank = x.rank
@@ -176,7 +176,7 @@ def pad(ctx, node, inputs):
         lower[a], upper[a] = pads[i], pads[i + len(axes)]
     mode = node.attrs.get("mode", "constant")
     if mode == "constant" and not isinstance(value, popsim.Tensor):
-        return [popops.pad(ctx.graph, x, lower, upper, value, node.name)]
+        return [popops.pad(ctx.graph, x, lower, upper, value, node.name, popops.MappingMethod.EDGE)]   # as PopART
     if mode == "constant":
         return [_pad_with_tensor(ctx, node, x, lower, upper, value)]
     if mode not in ("edge", "reflect", "wrap") or min(lower + upper) < 0:

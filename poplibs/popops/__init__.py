@@ -18,7 +18,7 @@ from .reduce import Operation, ReduceParams, SingleReduceOp, reduce, reduce_many
 # fill, cast, scaled add, select/clamp and friends
 from .fill_cast import cast, cast_with_output, fill, zero
 from .scaled_add import scaled_add_to, scaled_subtract_from
-from .misc import all_true, has_nan, iota, pad
+from .misc import MappingMethod, all_true, has_nan, iota, pad
 from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
 from ..poputil.checks import check_graph
@@ -42,7 +42,7 @@ __all__ = [
     "Operation", "ReduceParams", "SingleReduceOp", "reduce", "reduce_many", "reduce_with_output",
     # fill, cast, scaled add, select/clamp and friends
     "cast", "cast_with_output", "fill", "zero", "scaled_add_to", "scaled_subtract_from", "all_true", "has_nan",
-    "iota", "pad", "clamp", "clamp_in_place", "clamp_with_output", "select", "select_in_place",
+    "iota", "pad", "MappingMethod", "clamp", "clamp_in_place", "clamp_with_output", "select", "select_in_place",
     "select_with_output",
     # slicing, gathering, encoding and sorting
     "create_sliceable_tensor", "dynamic_slice", "dynamic_update", "multi_slice", "multi_update",

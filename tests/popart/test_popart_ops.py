@@ -178,3 +178,13 @@ def test_constant_of_shape_weights_and_an_unread_dropout_mask(rng):
                               [onnx.numpy_helper.from_array(np.array([4, 3], np.int64), "wshape")])
     got = check_against_reference(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)]), {"x": x})
     np.testing.assert_allclose(got["y"], x @ np.full((4, 3), 0.25, np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("channels,size", [(3, 4), (2, 5), (6, 6)])
+def test_lrn_windows_clipped_at_the_channel_ends(rng, channels, size):
+    """LRN sums shifted slices (no padding): even sizes (one more channel above than below)
+    and windows wider than the channels. N = C: onnx.reference's LRN loops its channel
+    index over range(N), so it is right only there."""
+    x = _f(rng, channels, channels, 3, 2)
+    attrs = {"size": size, "alpha": 0.3, "beta": 0.8, "bias": 1.5}
+    check_against_reference(single_node_model("LRN", {"x": x}, attrs), {"x": x}, rtol=2e-6, atol=1e-6)
