@@ -135,12 +135,21 @@ class _Walk:
 
     def program(self, index: int) -> None:
         first = len(self.point_step)
-        self._events(("program", index), 0, ())
+        self._events(("program", index), 0)
         self.program_spans.append((first, len(self.point_step) - 1))
 
-    def _events(self, context, scope: int, calling: tuple) -> None:
-        stack = [scope]
-        for ev in self.rec.events.get(context, ()):
+    def _events(self, context, scope: int) -> None:
+        """Walk ``context``'s events, entering each Called function where it is called
+        (with an explicit stack: chains of Calls may be thousands deep)."""
+        frames = [(iter(self.rec.events.get(context, ())), [scope], None)]
+        on_path = set()
+        while frames:
+            events, stack, function = frames[-1]
+            ev = next(events, None)
+            if ev is None:
+                frames.pop()
+                on_path.discard(function)
+                continue
             kind = ev[0]
             if kind == "step":
                 self._point(ev, stack[-1])
@@ -150,8 +159,9 @@ class _Walk:
             elif kind == "close":
                 s = self.scopes[stack.pop()]
                 s[2], s[4] = ev[1], len(self.point_step) - 1
-            elif kind == "call" and ev[1] not in calling:
-                self._events(("function", ev[1]), stack[-1], calling + (ev[1],))
+            elif kind == "call" and ev[1] not in on_path:
+                on_path.add(ev[1])
+                frames.append((iter(self.rec.events.get(("function", ev[1]), ())), [stack[-1]], ev[1]))
 
     def _point(self, ev, scope: int) -> None:
         _, step, reads, writes, full = ev
