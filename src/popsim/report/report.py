@@ -16,7 +16,7 @@ import numpy as np
 
 from ..compilation import CompilationInfo
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass
