@@ -162,3 +162,23 @@ def test_results_are_bit_for_bit_the_same_with_and_without_reuse():
     on, off = out[True][1], out[False][1]
     assert sum(on.by_category["variables"]) < sum(off.by_category["variables"])  # c, d, f: f can take c's place
     assert on.not_always_live > 0 and off.not_always_live == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_first_fit_never_overlaps_blocks_live_together(seed):
+    from popsim.lower.liveness import first_fit
+    rng = np.random.default_rng(seed)
+    n = 60
+    size = np.sort(rng.integers(1, 100, n))[::-1] * 8
+    start = rng.integers(0, 50, n)
+    end = start + rng.integers(0, 10, n)
+    off = first_fit(size, start, end)
+    for i in range(n):
+        for j in range(i):
+            if start[i] <= end[j] and start[j] <= end[i]:
+                assert off[i] + size[i] <= off[j] or off[j] + size[j] <= off[i], (i, j)
+        # first fit: one block lower would hit a block live with it, or it is at 0
+        lower = [off[j] + size[j] for j in range(i) if start[i] <= end[j] and start[j] <= end[i]]
+        assert off[i] == 0 or off[i] in lower
+    live = [size[(start <= p) & (p <= end)].sum() for p in range(60)]
+    assert (off + size).max() >= max(live)  # never below the bytes live at once

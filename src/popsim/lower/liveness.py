@@ -268,7 +268,8 @@ def allocate_reuse(layout, live: Liveness, num_steps: int) -> None:
     tiles = rt[idx]
     bounds = np.flatnonzero(np.r_[True, tiles[1:] != tiles[:-1], True])
     for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        peak[int(tiles[a])] = _first_fit(rb[idx[a:z]], s[a:z], e[a:z])
+        sizes = rb[idx[a:z]]
+        peak[int(tiles[a])] = int((first_fit(sizes, s[a:z], e[a:z]) + sizes).max())
     layout.by_category["variables"] = layout.by_category["variables"] - own + peak
     layout.not_always_live = peak
     # Per step: bytes of not-always-live variables live while it runs (all tiles).
@@ -286,13 +287,11 @@ def allocate_reuse(layout, live: Liveness, num_steps: int) -> None:
     layout.step_live = step_live
 
 
-def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+def first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Offsets for blocks of ``size`` live over [start, end], in the order given (largest
-    first), each at the lowest offset free over its whole range; returns the highest
-    end address."""
+    first), each at the lowest offset free over its whole range."""
     n = size.size
     off = np.zeros(n, np.int64)
-    top = 0
     for k in range(n):
         sz, st, en = int(size[k]), start[k], end[k]
         busy = np.flatnonzero((start[:k] <= en) & (end[:k] >= st))
@@ -307,5 +306,4 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
             fits = np.flatnonzero(ends - begins >= sz)
             o = int(begins[fits[0]])
         off[k] = o
-        top = max(top, o + sz)
-    return top
+    return off
