@@ -241,7 +241,9 @@ class ProgramLowerer:
             maps.append(dest)
         all_segs, cost = self.planner.cross_replica_copies([(p.src, p.dst, m) for p, m in zip(copies, maps)])
         step = self._step(" + ".join(p.describe() for p in copies), "CrossReplicaCopy", cost)
-        self.live.step(self._context, step, reads=[p.src for p in copies], writes=[p.dst for p in copies])
+        # a replica no copy writes keeps its old dst: for liveness, such a dst is also read
+        kept = [p.dst for p in copies if len(set(p.replica_map.values())) < self.replicas]
+        self.live.step(self._context, step, reads=[p.src for p in copies] + kept, writes=[p.dst for p in copies])
         for i, (p, segs, dest) in enumerate(zip(copies, all_segs, maps)):
             table = self.tables.add(segs, overlaps=_overlaps_itself(p))
             self.replica_maps.append(dest.tolist())
