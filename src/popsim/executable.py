@@ -51,7 +51,7 @@ from .version import __version__
 __all__ = ["Executable", "compile_executable", "evict_from_cache", "FORMAT_VERSION"]
 
 # The options that shape what is compiled (the rest only affect how it runs or reports).
-COMPILE_OPTIONS = ("debug.allowOutOfMemory", "popsim.codeletMode", "popsim.checkRaces")
+COMPILE_OPTIONS = ("debug.allowOutOfMemory", "popsim.codeletMode", "popsim.checkRaces", "debug.variableLiveness")
 
 
 class Executable:
@@ -174,7 +174,8 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
     logger.debug("compiling: %d variables, %d compute sets, %d vertices, %d programs", len(state.table),
                  len(state.compute_sets), sum(len(cs.vertices) for cs in state.compute_sets), len(progs))
     with phase("lower graph", timings):
-        lowered = lower_graph(state, progs, interpreted, timings, compile_options["popsim.checkRaces"] == "true")
+        lowered = lower_graph(state, progs, interpreted, timings, compile_options["popsim.checkRaces"] == "true",
+                              compile_options["debug.variableLiveness"] == "true")
     exe = Executable(lowered, compile_options, info)
     if lowered.tiles_out_of_memory.size and not opts.flag("debug.allowOutOfMemory"):
         error = GraphMemoryAllocationError(out_of_memory_message(lowered.layout, lowered.variable_names,

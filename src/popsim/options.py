@@ -65,6 +65,8 @@ OPTIONS: Dict[str, OptionSpec] = {
                                                         check=_non_negative_int),
     # Debugging (Poplar's keys).
     "debug.allowOutOfMemory": _flag("false", "build the engine even when tiles are over memory"),
+    "debug.variableLiveness": _flag("true", "variables that are not always live share tile memory where their live "
+                                            "ranges do not overlap (false: each has its own, for comparisons)"),
     "debug.retainDebugInformation": _flag("true"),
     "debug.instrument": _flag("false"),
     "debug.instrumentCompute": _flag("false"),

@@ -21,6 +21,7 @@ from .cost_model import (CATEGORIES, CONTROL_CODE_BYTES, EXCHANGE_CODE_BYTES, SU
                          WORKER_STACK_BYTES, CostModel)
 from .initial_image import initial_image
 from .layout import MemoryLayout, plan_memory, tiles_over
+from .liveness import allocate_reuse, analyse, tensor_vars
 from .programs import LoweredPrograms, ProgramLowerer
 from .transfers import CopyTables, TransferPlanner
 
@@ -89,11 +90,12 @@ class Lowered:
 
 
 def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Dict[str, float]] = None,
-                check_races: bool = False) -> Lowered:
+                check_races: bool = False, variable_liveness: bool = True) -> Lowered:
     """Lower ``programs`` for the graph ``state``; tiles over their memory are listed in
     ``tiles_out_of_memory`` (the caller decides whether that is an error). With
     ``check_races``, a vertex reading what another writes in one compute set is an error
-    (conflicts.py)."""
+    (conflicts.py). With ``variable_liveness``, variables that are not always live share
+    tile memory where their live ranges do not overlap (liveness.py)."""
     timings = {} if timings is None else timings
     target = state.target
     variables = state.table.variables
@@ -110,10 +112,15 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
     compute_sets = ComputeSetLowerer(state, layout, planner, tables, cost, interpreted, progress, check_races)
     try:
         with phase("lower programs and compute sets", timings):
-            lowered_programs = ProgramLowerer(state, planner, tables, cost, compute_sets).lower(programs)
+            lowerer = ProgramLowerer(state, planner, tables, cost, compute_sets)
+            lowered_programs = lowerer.lower(programs)
     finally:
         progress.close()
     _account_code_and_stack(layout, lowered_programs, target)
+    if variable_liveness:
+        with phase("variable liveness", timings):
+            allocate_reuse(layout, analyse(lowerer.live, len(programs), len(variables), _always_live(state)),
+                           len(lowered_programs.steps))
     with phase("initial memory image", timings):
         init = initial_image(state, planner, tables, compute_sets.init_entries)
     over = tiles_over(layout, target)
@@ -135,6 +142,18 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
                    tiles_out_of_memory=over, program_names=[p.debug_name or f"program {i}" for i, p in
                                                             enumerate(programs)],
                    variable_names=[v.name for v in variables], graph_counts=counts)
+
+
+def _always_live(state) -> np.ndarray:
+    """Per variable: always live whatever the programs do (liveness.py): constants,
+    variables with host read/write handles and variables with initial values."""
+    table = state.table
+    always = np.fromiter((v.is_constant for v in table.variables), bool, len(table.variables))
+    tensors = list(state.host_writes.values()) + list(state.host_reads.values()) + \
+        [t for t, _ in state.initial_values]
+    for t in tensors:
+        always[tensor_vars(table, t)[0]] = True
+    return always
 
 
 def _account_code_and_stack(layout: MemoryLayout, programs: LoweredPrograms, target) -> None:

@@ -31,6 +31,7 @@ from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, Ste
 from .edge_buffers import EdgePlacer
 from .edges import read_edges
 from .layout import ARENA_ALIGNMENT, MemoryLayout
+from .liveness import edge_access
 from .transfers import CopyTables, TransferPlanner
 from .vertex_rows import FieldRows, TypeColumns
 
@@ -132,6 +133,7 @@ class ComputeSetLowerer:
         self._row_index: List[np.ndarray] = []
         self.num_vertices = self.num_fields = self.num_spans = self.num_groups = 0
         self.compute_sets: List[Tuple[int, int, int, int]] = []
+        self.accesses: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per row: liveness.edge_access
         self.codelets: List[Tuple[str, str]] = []
         self.codelet_fields: List[List[Tuple[int, int]]] = []
         self.exchange_costs: List[np.ndarray] = []
@@ -205,6 +207,7 @@ class ComputeSetLowerer:
         table_in = self.tables.add(placed.gathers) if placed.gathers.size else -1
         table_out = self.tables.add(placed.scatters) if placed.scatters.size else -1
         self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out))
+        self.accesses.append(edge_access(self.state.table, edges))
         exchange_in, exchange_out = placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost)
         self.exchange_costs.append(np.stack([exchange_in.vector, exchange_out.vector]))
         static = self.cost.compute_set(exchange_in, exchange_out, tile)

@@ -37,6 +37,10 @@ class MemoryLayout:
     region_tile: np.ndarray
     region_bytes: np.ndarray
     by_category: Dict[str, np.ndarray] = field(default_factory=dict)  # category -> bytes per tile
+    # With variable liveness (liveness.py): per tile, the bytes of "variables" that
+    # not-always-live variables take, sharing memory; per step, their bytes live then.
+    not_always_live: Optional[np.ndarray] = None
+    step_live: Optional[np.ndarray] = None
 
     @property
     def tile_totals(self) -> np.ndarray:

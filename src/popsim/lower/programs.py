@@ -23,6 +23,7 @@ from ..contract import MAX_CALL_DEPTH, NUM_CATEGORIES, ROW_WIDTHS, Op
 from ..program_tree import check_belongs_to, drive
 from ..types import Type
 from .cost_model import CostModel, StepCost
+from .liveness import LiveRecorder
 from .transfers import CopyTables, TransferPlanner
 
 # Opcodes: the core's own (popsim/contract.py).
@@ -98,6 +99,7 @@ class ProgramLowerer:
         self._context: Tuple[str, int] = ("program", 0)
         self._context_name = ""  # for step names in reports
         self._where = ""  # for messages
+        self.live = LiveRecorder(state.table)  # what each step reads and writes (liveness.py)
 
     # -- emission ----------------------------------------------------------------------------
     def _emit(self, op: int, step: int = -1, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
@@ -239,6 +241,9 @@ class ProgramLowerer:
             maps.append(dest)
         all_segs, cost = self.planner.cross_replica_copies([(p.src, p.dst, m) for p, m in zip(copies, maps)])
         step = self._step(" + ".join(p.describe() for p in copies), "CrossReplicaCopy", cost)
+        # a replica no copy writes keeps its old dst: for liveness, such a dst is also read
+        kept = [p.dst for p in copies if len(set(p.replica_map.values())) < self.replicas]
+        self.live.step(self._context, step, reads=[p.src for p in copies] + kept, writes=[p.dst for p in copies])
         for i, (p, segs, dest) in enumerate(zip(copies, all_segs, maps)):
             table = self.tables.add(segs, overlaps=_overlaps_itself(p))
             self.replica_maps.append(dest.tolist())
@@ -249,6 +254,7 @@ class ProgramLowerer:
         row, cost = self.compute_sets.lower(p.compute_set)
         step = self._step(f"Execute {p.describe()}", "Execute", cost)
         self.steps[step].compute_set = row
+        self.live.step_vars(self._context, step, *self.compute_sets.accesses[row])
         self._emit(OP_EXECUTE, step, row)
 
     def _lower_Copy(self, p: P.Copy) -> None:
@@ -259,7 +265,9 @@ class ProgramLowerer:
         else:
             segs, cost = self.planner.copy(p.src, p.dst)
             table = self.tables.add(segs, overlaps=p.src.intersects_with(p.dst))
-            self._emit(OP_COPY, self._step(p.describe(), "Copy", cost), table)
+            step = self._step(p.describe(), "Copy", cost)
+            self.live.step(self._context, step, reads=[p.src], writes=[p.dst])
+            self._emit(OP_COPY, step, table)
 
     def _lower_CrossReplicaCopy(self, p: P.CrossReplicaCopy) -> None:
         self._cross_replica_copies([p])
@@ -268,6 +276,7 @@ class ProgramLowerer:
         table = self.tables.add(self.planner.host_segments(tensor, to_device))
         cost = self.cost.host_transfer(stream.transfer_bytes, self.planner.tiles_of(tensor))
         step = self._step(p.describe(), "StreamCopy", cost)
+        self.live.pin(tensor)
         self._streams.setdefault(self._context, set()).add(stream.index)
         self._emit(OP_STREAM_TO_DEVICE if to_device else OP_STREAM_FROM_DEVICE, step, stream.index, table)
 
@@ -276,7 +285,9 @@ class ProgramLowerer:
         self.loop_slots += 1
         begin = self._emit(OP_LOOP_BEGIN, -1, slot, p.count)
         body = self._here()
+        self.live.open(self._context, conditional=p.count == 0)
         yield p.body
+        self.live.close(self._context, loop=True)
         step = self._step(f"Repeat x{p.count}", "Repeat", self.cost.loop_iteration())
         self._emit(OP_LOOP_END, step, slot, body)
         self.instrs[begin][4] = self._here()  # exit target when count is 0
@@ -287,15 +298,19 @@ class ProgramLowerer:
         return int(self.planner.arena_offsets(gid)[0]), tensor.dtype.code
 
     def _branch_step(self, what: str, tensor) -> int:
-        return self._step(f"{what} on {tensor.name}", "Branch", self.cost.branch(tensor.dtype.size))
+        step = self._step(f"{what} on {tensor.name}", "Branch", self.cost.branch(tensor.dtype.size))
+        self.live.step(self._context, step, reads=[tensor])
+        return step
 
     def _lower_RepeatWhileTrue(self, p: P._RepeatWhile):
         top = self._here()
+        self.live.open(self._context, conditional=True)
         yield p.condition
         offset, code = self._predicate(p.predicate)
         exit_op = OP_BRANCH_IF_FALSE if p._loop_while else OP_BRANCH_IF_TRUE
         test = self._emit(exit_op, self._branch_step(type(p).__name__, p.predicate), 0, offset, code)
         yield p.body
+        self.live.close(self._context, loop=True)
         self._emit(OP_JUMP, -1, top)
         self.instrs[test][2] = self._here()
 
@@ -304,10 +319,10 @@ class ProgramLowerer:
     def _lower_If(self, p: P.If):
         offset, code = self._predicate(p.predicate)
         test = self._emit(OP_BRANCH_IF_FALSE, self._branch_step("If", p.predicate), 0, offset, code)
-        yield p.then_body
+        yield from self._conditional(p.then_body)
         skip = self._emit(OP_JUMP, -1, 0)
         self.instrs[test][2] = self._here()
-        yield p.else_body
+        yield from self._conditional(p.else_body)
         self.instrs[skip][2] = self._here()
 
     def _lower_Switch(self, p: P.Switch):
@@ -321,18 +336,25 @@ class ProgramLowerer:
         rows = []
         for value, body in p.cases.items():
             rows.append((_case_word(value), self._here()))
-            yield body
+            yield from self._conditional(body)
             jumps.append(self._emit(OP_JUMP, -1, 0))
         default = self._here()
-        yield p.default
+        yield from self._conditional(p.default)
         for j in jumps:
             self.instrs[j][2] = self._here()
         self.switch_tables[table] = (rows, default)
+
+    def _conditional(self, body):
+        """Yield ``body`` as a body that may not run (for liveness)."""
+        self.live.open(self._context, conditional=True)
+        yield body
+        self.live.close(self._context, loop=False)
 
     def _lower_Call(self, p: P.Call) -> None:
         f = p.function
         self._callees.setdefault(self._context, set()).add(f.index)
         at = self._emit(OP_CALL, self._step(p.describe(), "Call", self.cost.call()), 0)
+        self.live.call(self._context, f.index)
         self._calls.append((at, f))
 
     def _lower_PrintTensor(self, p: P.PrintTensor) -> None:
@@ -340,10 +362,13 @@ class ProgramLowerer:
         table = self.tables.add(self.planner.host_segments(t, to_device=False))
         self.callbacks.append(HostCallback(p.title, table, t.dtype, t.shape))
         cost = self.cost.host_transfer(t.num_elements() * t.dtype.size)
-        self._emit(OP_HOST_CALL, self._step(p.describe(), "PrintTensor", cost), len(self.callbacks) - 1)
+        step = self._step(p.describe(), "PrintTensor", cost)
+        self.live.step(self._context, step, reads=[t])
+        self._emit(OP_HOST_CALL, step, len(self.callbacks) - 1)
 
     def _lower_WriteUndef(self, p: P.WriteUndef) -> None:
         """Only a liveness hint: nothing runs."""
+        self.live.undef(self._context, p.tensor)
 
     def _lower_Sync(self, p: P.Sync) -> None:
         external = p.sync_type is not P.SyncType.INTERNAL

@@ -150,12 +150,15 @@ def _memory(lw, kind=MemoryInfo) -> MemoryInfo:
     layout = lw.layout
     totals = layout.tile_totals
     worst = np.argsort(-totals, kind="stable")[:5]
-    always = int(sum(int(v.sum()) for k, v in layout.by_category.items() if k != "exchange_buffers"))
+    shared = int(layout.not_always_live.sum()) if layout.not_always_live is not None else 0
+    always = int(sum(int(v.sum()) for k, v in layout.by_category.items() if k != "exchange_buffers")) - shared
     buffers = lw.vertices.cs_buffer_bytes
-    liveness = [always + (buffers[s.compute_set] if s.compute_set >= 0 else 0) for s in lw.programs.steps]
+    step_live = layout.step_live if layout.step_live is not None else np.zeros(len(lw.programs.steps), np.int64)
+    liveness = [always + int(step_live[i]) + (buffers[s.compute_set] if s.compute_set >= 0 else 0)
+                for i, s in enumerate(lw.programs.steps)]
     return kind(
         bytes_per_tile=lw.target.bytes_per_tile,
         by_category={k: v.tolist() for k, v in layout.by_category.items()},
         largest=[{"tile": int(t), "tensors": [[n, b] for n, b in layout.largest_on_tile(int(t), lw.variable_names)]}
                  for t in worst if totals[t] > 0],
-        always_live=always, liveness=liveness, exchange_buffers_shared=int(sum(lw.vertices.cs_shared_bytes)))
+        always_live=always, liveness=liveness, not_always_live=shared, exchange_buffers_shared=int(sum(lw.vertices.cs_shared_bytes)))

@@ -105,6 +105,7 @@ def _memory(a: Report, b: Report) -> List[str]:
     rows.append(_row("fullest tile", ma.max_bytes, mb.max_bytes, f" (tile {ma.max_tile})", f" (tile {mb.max_tile})"))
     rows.append(_row("tiles out of memory", len(ma.tiles_out_of_memory), len(mb.tiles_out_of_memory)))
     rows.append(_row("always live", ma.always_live, mb.always_live))
+    rows.append(_row("not always live", ma.not_always_live, mb.not_always_live))
     rows.append(_row("most live in a step", max(ma.liveness, default=0), max(mb.liveness, default=0)))
     return _table("Memory (bytes):", _HEAD, rows)
 

@@ -101,6 +101,7 @@ def _overview(r: Report) -> str:
               ("fullest tile", f"{_bytes(fig.max_bytes)} on tile {fig.max_tile}" if fig.tiles.size else "none"),
               ("tiles out of memory", f"{len(over):,}" + (f" (first: {', '.join(map(str, over[:8]))})" if over else "")),
               ("always live", _bytes(m.always_live)),
+              ("not always live (shared)", _bytes(m.not_always_live)),
               ("most live in a step", _bytes(max(m.liveness)) if m.liveness else "no steps")]
     ran = ", ".join(f"{p.get('name')} ({p.get('runs')} run{'s' if p.get('runs') != 1 else ''})"
                     for p in x.programs_executed) or "none yet"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..compilation import CompilationInfo
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass
@@ -49,8 +49,10 @@ class MemoryInfo:
     """Bytes per tile, by category; ``tiles[t]`` is tile t's total.
 
     ``liveness``: for each step of the program, the bytes live while it runs: what is
-    always live (variables, constants, vertex state, code) plus what only that step
-    needs (its exchange buffers)."""
+    always live (always-live variables, constants, vertex state, code) plus what only
+    that step needs (its exchange buffers and the not-always-live variables live then).
+    ``not_always_live``: bytes, over all tiles, that variables which are not always live
+    take, sharing memory where their live ranges do not overlap (part of "variables")."""
 
     bytes_per_tile: int
     by_category: Dict[str, List[int]]
@@ -58,6 +60,7 @@ class MemoryInfo:
     largest: List[Dict[str, object]] = field(default_factory=list)
     always_live: int = 0
     liveness: List[int] = field(default_factory=list)  # per step: total bytes live during it
+    not_always_live: int = 0
     # Exchange-buffer bytes saved because vertices on one tile reading the same elements
     # share one receive buffer (what separate buffers would add, over all compute sets).
     exchange_buffers_shared: int = 0
