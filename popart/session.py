@@ -108,35 +108,10 @@ class InferenceSession(HostWeights, SessionInfo):
             raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "
                                    "supported yet; use one period")
         period = periods.pop() if periods else 1
+        counts = {"ALL": (bps,), "EVERYN": (bps // period,)}
         for tid in self.dataFlow.anchors():
-            art = self.dataFlow.art(tid)
-            t = lowering.anchor(tid)   # a constant placed on the tiles, in its ONNX type's device type
-            kind = art.id()
-            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
-            if t.num_elements() == 0:   # an empty anchor: nothing to copy back
-                n = {"ALL": bps, "EVERYN": bps // period}.get(kind, 1)
-                self._anchor_shapes[tid] = step_shape(t.shape, n, plan.replicas)
-                self._empty_anchors.add(tid)
-                continue
-            if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
-                raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
-                                       f"{', '.join(STREAMED)} anchors (SUM: FLOAT) so far")
-            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
-            if kind == "ALL":
-                per_batch(tid, step).add(Copy(t.flatten(), fifo))
-                self._anchor_shapes[tid] = step_shape(t.shape, bps, plan.replicas)
-            elif kind == "EVERYN":
-                every_n.add(Copy(t.flatten(), fifo))
-                self._anchor_shapes[tid] = step_shape(t.shape, bps // period, plan.replicas)
-            elif kind == "FINAL":
-                final.add(Copy(t.flatten(), fifo))
-                self._anchor_shapes[tid] = step_shape(t.shape, 1, plan.replicas)
-            else:  # SUM
-                acc = g.clone(t, f"anchor/{tid}/sum")   # on the tiles (and IPU) of the tensor it sums
-                popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
-                popops.add_in_place(g, acc, t, per_batch(tid, step), f"anchor/{tid}/sum")
-                final.add(Copy(acc.flatten(), fifo))
-                self._anchor_shapes[tid] = step_shape(t.shape, 1, plan.replicas)
+            progs = {"ALL": per_batch(tid, step), "EVERYN": every_n, "FINAL": final}
+            self._stream_anchor(g, tid, lowering.anchor(tid), counts, progs, prologue)
         body = stages.step(g, bps) if stages else Repeat(bps // period, Sequence(Repeat(period, step), every_n))
         program = Sequence(prologue, body, final)
         self._graph = g
@@ -144,6 +119,29 @@ class InferenceSession(HostWeights, SessionInfo):
         self._weights_written = False
         if loadEngine:
             self._engine.load(self.deviceInfo.device)
+
+    def _stream_anchor(self, g, tid, t, counts, progs, prologue) -> None:
+        """Stream anchor ``tid`` (device tensor ``t``) back to the host. ``counts``: its return
+        type -> the host dimensions before its shape (the replicas follow); ``progs``: ALL,
+        EVERYN and FINAL -> the program copying it (SUM adds into an accumulator in ALL's and
+        copies that in FINAL's)."""
+        kind = self.dataFlow.art(tid).id()
+        self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
+        self._anchor_shapes[tid] = step_shape(t.shape, *counts.get(kind, ()), self._replicas)
+        if t.num_elements() == 0:   # an empty anchor: nothing to copy back
+            self._empty_anchors.add(tid)
+            return
+        if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
+            raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
+                                   f"{', '.join(STREAMED)} anchors (SUM: FLOAT) so far")
+        fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
+        if kind == "SUM":
+            acc = g.clone(t, f"anchor/{tid}/sum")   # on the tiles (and IPU) of the tensor it sums
+            popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
+            popops.add_in_place(g, acc, t, progs["ALL"], f"anchor/{tid}/sum")
+            progs["FINAL"].add(Copy(acc.flatten(), fifo))
+        else:
+            progs[kind].add(Copy(t.flatten(), fifo))
 
     def _build_engine(self, graph, program):
         """The engine, or OutOfMemoryException (with the report) when tiles are over their memory;

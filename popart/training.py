@@ -8,12 +8,11 @@ accumulation_factor, *shape], the size-1 leading dimensions dropped, as PopART s
 modelToHost writes the model with the weights read back from the device."""
 import numpy as np
 
-import popsim
 from popsim import FLOAT, gcl, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .autodiff import GRADIENT_PREFIX, Autodiff
-from .dataflow import DataFlow, step_shape
+from .dataflow import DataFlow
 from .device import DeviceInfo
 from .errors import popart_exception
 from .layout import create_variable
@@ -27,9 +26,8 @@ from .pipelined_training import TrainingStages, check_pipelined_training
 from .placed_autodiff import PlacedAutodiff
 from .placement import PlacedLowering, Placement, clone_to_ipu, ipus_of
 from .random_seed import RandomSeed
-from .session import _NUMPY_OF_DEVICE, STREAMED, InferenceSession
+from .session import STREAMED, InferenceSession
 
-LINEAR = popsim.VariableMappingMethod.LINEAR
 #: the options a TrainingSession refuses away from their defaults (several IPUs per replica)
 NOT_IN_TRAINING = ("globalReplicationFactor", "autoRecomputation", "explicitRecomputation", "syntheticDataMode")
 
@@ -164,10 +162,10 @@ class TrainingSession(InferenceSession):
                     at(out).add(Copy(values[out], values[src]))
 
     def _anchors(self, g, values, grads, prologue, at, every_n, final, period):
-        bps, accl, r = self.dataFlow.batchesPerStep(), self._accl, self._replicas
+        bps = self.dataFlow.batchesPerStep()
+        counts = {"ALL": (bps, self._accl), "EVERYN": (bps // period,)}
         self._empty_anchors, self._anchor_dtypes = set(), {}
         for tid in self.dataFlow.anchors():
-            art = self.dataFlow.art(tid)
             if tid.startswith(GRADIENT_PREFIX):
                 t = grads.get(tid[len(GRADIENT_PREFIX):])
                 if t is None:
@@ -179,26 +177,7 @@ class TrainingSession(InferenceSession):
             if t is None or isinstance(t, np.ndarray):
                 raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
                                        "not a tensor on the device; anchor a tensor an op computes")
-            kind = art.id()
-            shape = {"ALL": step_shape(t.shape, bps, accl, r), "EVERYN": step_shape(t.shape, bps // period, r)}.get(
-                kind, step_shape(t.shape, r))
-            self._anchor_shapes[tid] = shape
-            if t.num_elements() == 0:
-                self._empty_anchors.add(tid)
-                continue
-            if t.dtype not in _NUMPY_OF_DEVICE or (kind == "SUM" and t.dtype != FLOAT):
-                raise popart_exception(f"DataFlow anchor {tid!r} is {t.dtype} on the device: popsim.popart returns "
-                                       "FLOAT, BOOL and INT32 anchors (SUM: FLOAT) so far")
-            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE[t.dtype]
-            fifo = g.add_device_to_host_fifo(f"anchor/{tid}", t.dtype, t.num_elements())
-            if kind == "SUM":
-                acc = g.clone(t, f"anchor/{tid}/sum") if self._plan.manual else \
-                    g.add_variable(FLOAT, t.shape, f"anchor/{tid}/sum", mapping=LINEAR)
-                popops.zero(g, acc, prologue, f"anchor/{tid}/zero")
-                popops.add_in_place(g, acc, t, at(tid), f"anchor/{tid}/sum")
-                final.add(Copy(acc.flatten(), fifo))
-            else:
-                {"ALL": at(tid), "EVERYN": every_n, "FINAL": final}[kind].add(Copy(t.flatten(), fifo))
+            self._stream_anchor(g, tid, t, counts, {"ALL": at(tid), "EVERYN": every_n, "FINAL": final}, prologue)
 
     def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
         """Lower the model, its backward pass and the weight update onto a popsim graph and make its engine."""
