@@ -17,21 +17,25 @@ MultiVertex and any other tile one ``popops::Cast2D<from,to>`` per worker (PopLi
 Cast.cpp; PopLibs' Cast1DSingleWorker for a worker with one region is a Cast2D here).
 Conversions are C's: float to integer truncates toward zero (saturating at the type's
 limits, NaN giving 0), to HALF rounds to nearest even, to BOOL is ``x != 0``, between
-integers wraps.
+integers wraps. FLOAT and HALF cast to and from QUARTER (Poplar's 8-bit float) with the
+QUARTER side's metadata: ``cast(graph, src, QUARTER, prog, metadata=md)``
+(poplibs/popops/quarter_cast.py).
 """
 import numbers
 
 import numpy as np
 
 import popsim
-from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
-                    UNSIGNED_LONGLONG, UNSIGNED_SHORT, Input, MultiVertex, Output, Vector, VectorList, Vertex)
+from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, QUARTER, SHORT, SIGNED_CHAR, UNSIGNED_CHAR,
+                    UNSIGNED_INT, UNSIGNED_LONGLONG, UNSIGNED_SHORT, Input, MultiVertex, Output, Vector, VectorList,
+                    Vertex)
 from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_tensor
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import WORKERS, vector_width
+from .quarter_cast import QUARTER_PAIRS, check_quarter_pair, metadata_edge, quarter_cast_class
 
 __all__ = ["fill", "zero", "cast", "cast_with_output"]
 
@@ -45,7 +49,10 @@ _EIGHT_BIT = (BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR)
 
 def cast_allowed(src, dst) -> bool:
     """Whether PopLibs casts ``src`` to ``dst`` (validateCastVertexTypes): any pair of
-    CAST_TYPES, the same type, and integers to LONGLONG/UNSIGNED_LONGLONG."""
+    CAST_TYPES, the same type, integers to LONGLONG/UNSIGNED_LONGLONG, and FLOAT and HALF
+    to and from QUARTER."""
+    if QUARTER in (src, dst):
+        return (src, dst) in QUARTER_PAIRS
     if src == dst:
         return True
     if dst in _LONG:
@@ -87,12 +94,14 @@ def _check_cast_pair(src_type, dst_type, name):
                            "same type is a Copy)")
 
 
-_ALL_CAST = list(CAST_TYPES) + list(_LONG)
+_ALL_CAST = list(CAST_TYPES) + list(_LONG) + [QUARTER]
 
 
 @popsim.vertex_template("popops::Cast1D", src_type=_ALL_CAST, dst_type=_ALL_CAST)
 def Cast1D(src_type, dst_type):
     _check_cast_pair(src_type, dst_type, "popops::Cast1D")
+    if QUARTER in (src_type, dst_type):
+        return quarter_cast_class(src_type, dst_type, two_d=False)
 
     class Cast1D(MultiVertex):
         src: Input[Vector[src_type]]
@@ -108,6 +117,8 @@ def Cast1D(src_type, dst_type):
 @popsim.vertex_template("popops::Cast2D", src_type=_ALL_CAST, dst_type=_ALL_CAST)
 def Cast2D(src_type, dst_type):
     _check_cast_pair(src_type, dst_type, "popops::Cast2D")
+    if QUARTER in (src_type, dst_type):
+        return quarter_cast_class(src_type, dst_type, two_d=True)
 
     class Cast2D(Vertex):
         src: Input[VectorList[src_type]]
@@ -252,6 +263,8 @@ def _cast_into(graph, src, dst, prog, name: str, what: str) -> None:
     if tuple(src.shape) != tuple(dst.shape):
         raise PoplibsError(f"{what}: the source {describe(src)} and the destination {describe(dst)} must have "
                            "the same shape")
+    if QUARTER in (src.dtype, dst.dtype):
+        check_quarter_pair(src, dst, what)
     if not cast_allowed(src.dtype, dst.dtype):
         raise PoplibsError(f"{what}: casting {describe(src)} to {dst.dtype.name} is not supported; PopLibs casts "
                            f"between {', '.join(x.name for x in CAST_TYPES)} and from integers to LONGLONG")
@@ -266,13 +279,17 @@ def _cast_into(graph, src, dst, prog, name: str, what: str) -> None:
     cs = graph.add_compute_set(name or "Cast")
     regions_on = dict(per_tile.tile_regions(graph, d))
     width = vector_width(FLOAT)  # PopLibs splits by the float vector width whatever the types
+    # QUARTER: the vertices read its metadata (PopLibs': getMetadata() of the quarter field)
+    extra = {"metadata": metadata_edge(dst if dst.dtype == QUARTER else src)} if QUARTER in (src.dtype, dst.dtype) \
+        else {}
 
     def make_vertex(tile, group):
         if len(regions_on[tile]) == 1:
             vertex_type = _ensure(graph, Cast1D, (src.dtype, dst.dtype), _cast_estimator(src.dtype, dst.dtype, False))
-            return vertex_type, {"src": per_tile.regions_view(s, group), "dst": per_tile.regions_view(d, group)}
+            return vertex_type, {"src": per_tile.regions_view(s, group), "dst": per_tile.regions_view(d, group),
+                                 **extra}
         vertex_type = _ensure(graph, Cast2D, (src.dtype, dst.dtype), _cast_estimator(src.dtype, dst.dtype, True))
-        return vertex_type, {"src": per_tile.region_views(s, group), "dst": per_tile.region_views(d, group)}
+        return vertex_type, {"src": per_tile.region_views(s, group), "dst": per_tile.region_views(d, group), **extra}
 
     per_tile.add_vertices_per_tile(graph, cs, d, make_vertex, grain_size=width, min_elements_per_worker=2 * width,
                                    grouping="auto")
@@ -293,17 +310,22 @@ def _check_cast_args(graph, src, prog, name, what):
         raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
 
-def cast(graph, src, dtype, prog, name: str = ""):
+def cast(graph, src, dtype, prog, name: str = "", metadata=None):
     """A new tensor of type ``dtype``, mapped like ``src``, holding ``src``'s elements
-    converted as C converts (PopLibs' cast). Appends the conversion to ``prog``."""
+    converted as C converts (PopLibs' cast). Appends the conversion to ``prog``. A QUARTER
+    result needs its ``metadata`` (a QUARTER_METADATA tensor), as in PopLibs."""
     what = "popops.cast"
     _check_cast_args(graph, src, prog, name, what)
     if not isinstance(dtype, popsim.Type):
         raise popsim.TypeError(f"{what}: dtype must be a popsim type (popsim.HALF...), found {type(dtype).__name__}")
+    if (dtype == QUARTER) != (metadata is not None):
+        raise PoplibsError(f"{what}: metadata is required when casting to QUARTER, and only then (casting "
+                           f"{describe(src)} to {dtype.name}" + (" with metadata)" if metadata is not None else ")"))
     if not cast_allowed(src.dtype, dtype):
         raise PoplibsError(f"{what}: casting {describe(src)} to {dtype.name} is not supported; PopLibs casts "
-                           f"between {', '.join(x.name for x in CAST_TYPES)} and from integers to LONGLONG")
-    dst = graph.clone(src, name or f"{src.name}_cast", dtype)
+                           f"between {', '.join(x.name for x in CAST_TYPES)}, from integers to LONGLONG and FLOAT "
+                           "and HALF to and from QUARTER")
+    dst = graph.clone(src, name or f"{src.name}_cast", dtype, metadata=metadata)
     _cast_into(graph, src, dst, prog, name, what)
     return dst
 

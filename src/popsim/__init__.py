@@ -23,8 +23,9 @@ from .report import Report, open_report
 from .streams import DataStream, ReplicatedStreamMode, StreamCallback
 from .target import RelativeSyncDelayType, Target, TargetType
 from .tensor import Tensor
-from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SHORT, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
-                    UNSIGNED_LONGLONG, UNSIGNED_SHORT, Type)
+from .quarter import QuarterMetadata, create_constant_metadata_tensor
+from .types import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, QUARTER, QUARTER_METADATA, SHORT, SIGNED_CHAR,
+                    UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_LONGLONG, UNSIGNED_SHORT, Type)
 
 from .version import __version__  # noqa: F401 - the package version
 
@@ -37,6 +38,7 @@ __all__ = [
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",
     "TargetType", "Tensor", "append", "concat", "Type", "BOOL", "CHAR", "FLOAT", "HALF", "INT", "LONGLONG",
     "SHORT", "SIGNED_CHAR", "UNSIGNED_CHAR", "UNSIGNED_INT", "UNSIGNED_LONGLONG", "UNSIGNED_SHORT",
+    "QUARTER", "QUARTER_METADATA", "QuarterMetadata", "create_constant_metadata_tensor",
     "Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList", "VertexTemplate",
     "vertex_template", "template_vertex",
     *_error_names,

@@ -17,6 +17,7 @@ from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, In
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
 from .poplar_names import SnakeCaseNames
+from .quarter import checked_metadata
 from .runs import MappingIndex, runs_of, split_at_positions
 from . import views
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
@@ -40,10 +41,7 @@ class Function:
     __slots__ = ("program", "index", "name", "_state")
 
     def __init__(self, state, index: int, program, name: str):
-        self._state = state
-        self.index = index
-        self.program = program
-        self.name = name
+        self._state, self.index, self.program, self.name = state, index, program, name
 
     def __repr__(self) -> str:
         return f"Function({self.name!r})"
@@ -232,9 +230,9 @@ class Graph(VertexBuilding, SnakeCaseNames):
         return tuple(dims)
 
     def add_variable(self, dtype, shape, name_or_mapping=None, name: Optional[str] = None,
-                     mapping: Optional[VariableMappingMethod] = None) -> Tensor:
-        """A new variable of ``dtype`` and ``shape``; map it with ``set_tile_mapping``, or
-        pass ``mapping=VariableMappingMethod.LINEAR``."""
+                     mapping: Optional[VariableMappingMethod] = None, metadata: Optional[Tensor] = None) -> Tensor:
+        """A new variable of ``dtype`` and ``shape``; map it with ``set_tile_mapping``, or pass
+        ``mapping=VariableMappingMethod.LINEAR``. QUARTER needs ``metadata`` (popsim/quarter.py)."""
         if isinstance(name_or_mapping, VariableMappingMethod):
             mapping = name_or_mapping
         elif name_or_mapping is not None:
@@ -243,7 +241,9 @@ class Graph(VertexBuilding, SnakeCaseNames):
         dims = self._shape_arg(shape, "add_variable")
         if mapping not in (None, VariableMappingMethod.NONE, VariableMappingMethod.LINEAR):  # before anything is added
             raise errors.TypeError(f"add_variable: mapping must be a VariableMappingMethod, found {found(mapping)}")
+        metadata = checked_metadata(t, metadata, self.owns, "add_variable")
         var = self._state.table.add(self._state.unique_name(name, "variable"), t, dims)
+        var.metadata = metadata
         tensor = Tensor._of_variable(self._state.table, var)
         if mapping is VariableMappingMethod.LINEAR:
             self.set_tile_mapping(tensor, self.linear_mapping(tensor))
@@ -270,16 +270,17 @@ class Graph(VertexBuilding, SnakeCaseNames):
         self._state.replication_index.append(t)
         return t
 
-    def clone(self, tensor, name=None, dtype=None) -> Tensor:
+    def clone(self, tensor, name=None, dtype=None, metadata=None) -> Tensor:
         """A new variable with the shape and tile mapping of ``tensor`` (any view), element
-        by element, and its type, or ``dtype`` when given (PopLibs' clone(outType, t)).
-        Poplar's argument order, ``clone(dtype, tensor, name)``, works too."""
+        by element, and its type, or ``dtype`` when given (PopLibs' clone(outType, t)), and
+        ``metadata`` for QUARTER (``tensor``'s by default). Poplar's argument order works too."""
         if not isinstance(tensor, Tensor) and isinstance(name, Tensor):  # clone(FLOAT, t[, name])
             tensor, name, dtype = name, dtype, tensor
         self._check_tensor(tensor, "clone")
         out_type = tensor.dtype if dtype is None else as_type(dtype)
+        metadata = tensor.metadata if metadata is None and out_type == tensor.dtype else metadata
         unnamed = name is None or (isinstance(name, str) and not name)  # never an array's truth value
-        out = self.add_variable(out_type, tensor.shape, f"{tensor.name}_clone" if unnamed else name)
+        out = self.add_variable(out_type, tensor.shape, f"{tensor.name}_clone" if unnamed else name, metadata=metadata)
         pieces, tiles = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
         mapped = tiles >= 0
         if mapped.any():

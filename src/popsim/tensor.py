@@ -91,6 +91,19 @@ class Tensor(SnakeCaseNames):
     def element_type(self) -> Type:
         return self._dtype
 
+    @property
+    def metadata(self) -> Optional["Tensor"]:
+        """A QUARTER tensor's QUARTER_METADATA tensor (Poplar's ``getMetadata()``); None
+        for other types. Views joining QUARTER variables of different metadata have none
+        to give: a TensorCreationError."""
+        if self._dtype.name != "QUARTER":
+            return None
+        owners = {id(v.metadata): v.metadata for v in self._variables()}
+        if len(owners) > 1:
+            raise TensorCreationError(f"{self._describe()} joins QUARTER variables of {len(owners)} different metadata "
+                                      "tensors; cast or copy them to one metadata first")
+        return next(iter(owners.values()), None)
+
     def num_elements(self) -> int:
         n = 1
         for d in self._shape:
@@ -542,6 +555,10 @@ class Tensor(SnakeCaseNames):
     def reinterpret(self, dtype) -> "Tensor":
         """The same elements viewed as another type of the same size."""
         new = as_type(dtype)
+        if new.name == "QUARTER" and self._dtype != new:
+            raise TensorCreationError(f"reinterpret of {self._describe()} as QUARTER: a QUARTER tensor carries its "
+                                      "metadata; clone it as QUARTER with metadata and Copy the bytes into "
+                                      "clone.reinterpret(UNSIGNED_CHAR), as Poplar has it")
         if new.size != self._dtype.size:
             raise TensorCreationError(f"reinterpret of {self._describe()} from {self._dtype.name} "
                                       f"({self._dtype.size} bytes) to {new.name} ({new.size} bytes): "

@@ -8,7 +8,7 @@ from .contract import ScalarType
 
 __all__ = [
     "Type", "as_type", "BOOL", "CHAR", "UNSIGNED_CHAR", "SIGNED_CHAR", "SHORT", "UNSIGNED_SHORT",
-    "INT", "UNSIGNED_INT", "LONGLONG", "UNSIGNED_LONGLONG", "HALF", "FLOAT",
+    "INT", "UNSIGNED_INT", "LONGLONG", "UNSIGNED_LONGLONG", "HALF", "FLOAT", "QUARTER", "QUARTER_METADATA",
 ]
 
 
@@ -22,22 +22,24 @@ class Type:
     streams.
     """
 
-    __slots__ = ("name", "cpp", "size", "numpy", "code")
+    __slots__ = ("name", "cpp", "size", "numpy", "code", "opaque")
 
-    def __init__(self, name: str, cpp: str, numpy_dtype, code: ScalarType):
+    def __init__(self, name: str, cpp: str, numpy_dtype, code: ScalarType, opaque: bool = False):
         self.name = name
         self.cpp = cpp
         self.numpy = np.dtype(numpy_dtype)
         self.size = self.numpy.itemsize
         self.code = int(code)  # the core's scalar type code (popsim/contract.py)
+        # QUARTER and QUARTER_METADATA: bytes whose meaning the host arrays (uint8) do not carry
+        self.opaque = opaque
 
     @property
     def is_floating_point(self) -> bool:
-        return self.numpy.kind == "f"
+        return self.numpy.kind == "f" and not self.opaque
 
     @property
     def is_integral(self) -> bool:
-        return self.numpy.kind in "iub"
+        return self.numpy.kind in "iub" and not self.opaque
 
     def __repr__(self) -> str:
         return f"popsim.{self.name}"
@@ -61,13 +63,17 @@ LONGLONG = Type("LONGLONG", "long long", np.int64, ScalarType.I64)
 UNSIGNED_LONGLONG = Type("UNSIGNED_LONGLONG", "unsigned long long", np.uint64, ScalarType.U64)
 HALF = Type("HALF", "half", np.float16, ScalarType.F16)
 FLOAT = Type("FLOAT", "float", np.float32, ScalarType.F32)
+# Poplar's 8-bit float (SDK 3.2+): one byte per element, its format (F143, F152) and scale
+# in the QUARTER_METADATA tensor it carries (popsim/quarter.py); host arrays hold the bytes.
+QUARTER = Type("QUARTER", "quarter", np.uint8, ScalarType.U8, opaque=True)
+QUARTER_METADATA = Type("QUARTER_METADATA", "quarter_metadata", np.uint8, ScalarType.U8, opaque=True)
 
 ALL_TYPES = (BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, SHORT, UNSIGNED_SHORT, INT, UNSIGNED_INT,
-             LONGLONG, UNSIGNED_LONGLONG, HALF, FLOAT)
+             LONGLONG, UNSIGNED_LONGLONG, HALF, FLOAT, QUARTER, QUARTER_METADATA)
 _BY_NAME = {t.name: t for t in ALL_TYPES}
 _BY_CPP = {t.cpp: t for t in ALL_TYPES}
-# CHAR and SIGNED_CHAR share int8; numpy int8 means CHAR.
-_BY_DTYPE = {t.numpy: t for t in reversed(ALL_TYPES)}
+# CHAR and SIGNED_CHAR share int8; numpy int8 means CHAR (and uint8 UNSIGNED_CHAR, never QUARTER).
+_BY_DTYPE = {t.numpy: t for t in reversed(ALL_TYPES) if not t.opaque}
 _BY_PYTHON = {float: FLOAT, int: INT, bool: BOOL}
 
 

@@ -23,7 +23,7 @@ MAX_GRAPH_BYTES = 1 << 50
 class Variable:
     """A variable or constant: name, type, shape, its global id range and tile mapping."""
 
-    __slots__ = ("index", "name", "dtype", "shape", "size", "base", "is_constant", "mapping", "values")
+    __slots__ = ("index", "name", "dtype", "shape", "size", "base", "is_constant", "mapping", "values", "metadata")
 
     def __init__(self, index: int, name: str, dtype: Type, shape: Tuple[int, ...], base: int,
                  is_constant: bool, values: Optional[np.ndarray]):
@@ -39,6 +39,7 @@ class Variable:
         self.is_constant = is_constant
         self.mapping = VariableMapping(self.size)
         self.values = values  # constants: flat host values in the variable's dtype
+        self.metadata = None  # QUARTER: its QUARTER_METADATA tensor (popsim/quarter.py)
 
     @property
     def nbytes(self) -> int:

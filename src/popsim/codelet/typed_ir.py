@@ -98,6 +98,9 @@ STORAGE = {
     _types.LONGLONG: Storage("int64_t", "i64", T.I64, np.int64),
     _types.UNSIGNED_LONGLONG: Storage("uint64_t", "u64", T.U64, np.uint64),
     _types.BOOL: Storage("uint8_t", "b8", T.BOOL, np.bool_),
+    # QUARTER and its metadata: vertex code sees the bytes (popops' quarter casts decode them)
+    _types.QUARTER: Storage("uint8_t", "u8", T.I32, np.uint8),
+    _types.QUARTER_METADATA: Storage("uint8_t", "u8", T.I32, np.uint8),
 }
 
 
