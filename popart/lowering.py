@@ -5,13 +5,15 @@ program the PopLibs ops append to.
 Element types on the device: FLOAT16 is HALF; 8- and 16-bit integers live as CHAR, SHORT...
 where streamed and are widened to INT (popops.cast) when an op reads them, as PopLibs'
 arithmetic takes INT; int64 and uint64 run as INT and UNSIGNED_INT (as PopART runs int64 as
-int32), a constant of them placed only where its values fit (a range check). An anchor is
-cast back (popops.cast) to the device type of its ONNX type."""
+int32), a constant of them placed only where its values fit (a range check). ONNX's
+FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ are QUARTER (popart/float8.py). An anchor is cast back
+(popops.cast) to the device type of its ONNX type."""
 import numpy as np
 
-from popsim import BOOL, CHAR, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, poplin, \
-    popops, poputil
+from popsim import BOOL, CHAR, FLOAT, HALF, INT, QUARTER, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, \
+    poplin, popops, poputil
 
+from . import float8
 from .errors import popart_exception
 from .model import Model
 from .op_table import lookup
@@ -67,7 +69,7 @@ class Lowering:
         a model's many small constants (biases, shapes) spread over the tiles instead of
         all landing on tile 0."""
         dtype = device_type(value.dtype, f"node {node.name!r} ({node.op_type}): its {role}")
-        array = np.array(value, order="C")   # (ascontiguousarray would make a scalar 1-D)
+        array = float8.as_bytes(np.array(value, order="C"))   # (ascontiguousarray would make a scalar 1-D)
         if dtype.is_integral and dtype != BOOL and array.size:
             info = np.iinfo(dtype.numpy)
             if array.min() < info.min or array.max() > info.max:
@@ -76,10 +78,13 @@ class Lowering:
                                        f"[{info.min}, {info.max}]; popsim.popart runs {value.dtype} data as {dtype} "
                                        "(as PopART runs int64 as int32)")
         self._constants += 1
-        c = self.graph.add_constant(dtype, array.shape, array.astype(dtype.numpy),
+        c = self.graph.add_constant(UNSIGNED_CHAR if dtype == QUARTER else dtype, array.shape, array.astype(dtype.numpy),
                                     f"{node.name}/constant{self._constants}")
         mapping, self._next_tile = poputil.calc_linear_tile_mapping_and_new_offset(self.graph, c, self._next_tile)
         self.graph.set_tile_mapping(c, mapping)
+        if dtype == QUARTER:   # placed as its bytes, then copied into a QUARTER clone (PopART's way)
+            name = float8.name_of(value.dtype)
+            return float8.as_quarter(self.graph, c, float8.metadata(self.graph, name), self.prog)
         return c
 
     def anchor(self, tid: str):
@@ -122,7 +127,7 @@ class _AnchorNode:
 #: the device type of each ONNX type that may live on the device
 ANCHOR_TYPES = {"FLOAT": FLOAT, "FLOAT16": HALF, "BOOL": BOOL, "INT32": INT, "INT64": INT, "INT8": CHAR,
                 "UINT8": UNSIGNED_CHAR, "INT16": SHORT, "UINT16": UNSIGNED_SHORT, "UINT32": UNSIGNED_INT,
-                "UINT64": UNSIGNED_INT}
+                "UINT64": UNSIGNED_INT, **{name: QUARTER for name in float8.NUMPY_OF}}
 _NARROW = (CHAR, UNSIGNED_CHAR, SHORT, UNSIGNED_SHORT)
 
 
@@ -137,6 +142,8 @@ def device_type(dtype, what: str):
         return HALF
     if dtype == np.bool_:
         return BOOL
+    if float8.is_float8(dtype):
+        return QUARTER
     if dtype.kind == "i" or dtype in (np.uint8, np.uint16):
         return INT
     if dtype.kind == "u":

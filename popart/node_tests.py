@@ -9,8 +9,9 @@ says it does not run it: an unsupported op in an expanded function, attribute, o
 type; the reason is kept). int64 and uint64 inputs of a case (shapes, axes, indices) are
 given as initializers, as a PopART user gives them, since popsim.popart reads them as the
 graph is built (and places them as INT / UNSIGNED_INT, range checked, where used as data);
-float32, float16, bool and 8- to 32-bit integer inputs are streamed. int64 and uint64
-outputs come back as int32 and uint32 (PopART runs int64 as int32) and are compared widened."""
+float32, float16, bool, 8- to 32-bit integer and the FNUZ float8 inputs are streamed. int64 and
+uint64 outputs come back as int32 and uint32 (PopART runs int64 as int32) and are compared
+widened; float8 outputs are compared byte for byte."""
 import importlib
 import os
 import sys
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import float8
 from .dataflow import AnchorReturnType, DataFlow, PyStepIO
 from .device import DeviceManager
 from .errors import onnx_module, popart_exception
@@ -28,7 +30,7 @@ from .op_table import supported_ops
 TILES = 16
 #: the element types a case's inputs are streamed in and its outputs compared in
 _STREAMED = tuple(np.dtype(t) for t in (np.float32, np.float16, np.bool_, np.int32, np.uint32, np.int8, np.uint8,
-                                        np.int16, np.uint16))
+                                        np.int16, np.uint16, *float8.NUMPY_OF.values()))
 
 
 @dataclass
@@ -119,8 +121,9 @@ def _prepared(case: Case, inputs):
         elif array.dtype in (np.int64, np.uint64):
             graph.initializer.append(onnx.numpy_helper.from_array(array, vi.name))
         else:
-            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, float16, bool "
-                                   "and 8- to 32-bit integer inputs and reads int64/uint64 ones as constants")
+            raise popart_exception(f"input {vi.name!r} is {array.dtype}: popsim.popart streams float32, float16, bool, "
+                                   "8- to 32-bit integer and FNUZ float8 inputs and reads int64/uint64 ones as "
+                                   "constants")
     del graph.input[:]
     graph.input.extend(keep)
     return model, feeds
@@ -136,8 +139,8 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
             want = [_array(o) for o in outputs]
             for n, w in zip(names, want):
                 if w.dtype not in _STREAMED and w.dtype not in (np.int64, np.uint64):
-                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, float16, bool "
-                                           "and integer anchors (int32 for int64, uint32 for uint64)")
+                    raise popart_exception(f"output {n!r} is {w.dtype}: popsim.popart returns float32, float16, bool, "
+                                           "integer (int32 for int64, uint32 for uint64) and FNUZ float8 anchors")
             flow = DataFlow(1, {n: AnchorReturnType("ALL") for n in names})
             device = DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": tiles})
             session = InferenceSession(fnModel=model.SerializeToString(), dataFlow=flow, deviceInfo=device)
@@ -152,7 +155,11 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
                 if got.shape != w.shape or got.dtype != w.dtype:
                     return Outcome(case.name, "fail", f"output {n!r} is {got.dtype} {got.shape}, expected {w.dtype} "
                                                       f"{w.shape}")
-                if w.dtype.kind != "f" and not np.array_equal(got, w) or \
+                if float8.is_float8(w.dtype):   # byte for byte (0x80 the one NaN)
+                    if not np.array_equal(got.view(np.uint8), w.view(np.uint8)):
+                        bad = int(np.sum(got.view(np.uint8) != w.view(np.uint8)))
+                        return Outcome(case.name, "fail", f"output {n!r} differs in {bad} of {w.size} bytes")
+                elif w.dtype.kind != "f" and not np.array_equal(got, w) or \
                         not np.allclose(got, w, rtol=case.rtol, atol=case.atol, equal_nan=True):
                     err = float(np.max(np.abs(got - w))) if got.size else 0.0
                     return Outcome(case.name, "fail", f"output {n!r} differs (max abs error {err:.3g})")

@@ -6,9 +6,11 @@ import io
 import numpy as np
 
 import popsim
-from popsim import BOOL, CHAR, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, poplin, popops
+from popsim import BOOL, CHAR, FLOAT, HALF, INT, QUARTER, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, poplin, \
+    popops
 from popsim.program import Copy, Repeat, Sequence
 
+from . import float8
 from .dataflow import DataFlow, PyStepIO, anchor_problem, step_shape
 from .device import DeviceInfo
 from .errors import OutOfMemoryException, out_of_memory, popart_exception
@@ -29,8 +31,10 @@ STREAMED = {"FLOAT": (FLOAT, np.float32), "FLOAT16": (HALF, np.float16), "BOOL":
             "INT32": (INT, np.int32), "UINT32": (UNSIGNED_INT, np.uint32), "INT8": (CHAR, np.int8),
             "UINT8": (UNSIGNED_CHAR, np.uint8), "INT16": (SHORT, np.int16), "UINT16": (UNSIGNED_SHORT, np.uint16)}
 _NUMPY_OF_DEVICE = {dev: np_type for dev, np_type in STREAMED.values()}
-#: int64 inputs stream as INT (as PopART runs int64 as int32), each value checked to fit
-STREAMED.update({"INT64": (INT, np.int64), "UINT64": (UNSIGNED_INT, np.uint64)})
+#: int64 inputs stream as INT (as PopART runs int64 as int32), each value checked to fit; the FNUZ
+#: float8 types as their bytes into QUARTER tensors (popart/float8.py)
+STREAMED.update({"INT64": (INT, np.int64), "UINT64": (UNSIGNED_INT, np.uint64),
+                 **{name: (QUARTER, dtype) for name, dtype in float8.NUMPY_OF.items()}})
 
 
 class InferenceSession(HostWeights, SessionInfo):
@@ -78,13 +82,19 @@ class InferenceSession(HostWeights, SessionInfo):
             if dtype not in STREAMED:
                 raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams "
                                        f"{', '.join(STREAMED)} inputs so far")
-            t = create_variable(plan.graph_for(g, tid), m, tid, shape, cache, STREAMED[dtype][0])
+            if dtype in float8.NUMPY_OF:   # a QUARTER tensor, its bytes streamed
+                home = plan.graph_for(g, tid)
+                t = home.add_variable(QUARTER, tuple(shape), tid, mapping=popsim.VariableMappingMethod.LINEAR,
+                                      metadata=float8.metadata(home, dtype))
+            else:
+                t = create_variable(plan.graph_for(g, tid), m, tid, shape, cache, STREAMED[dtype][0])
             values[tid] = t
             if t.num_elements() == 0:   # nothing to stream (an empty tensor)
                 self._empty_inputs.add(tid)
                 continue
-            per_batch(tid, feed).add(Copy(g.add_host_to_device_fifo(f"input/{tid}", t.dtype, t.num_elements()),
-                                          t.flatten()))
+            into = t.reinterpret(UNSIGNED_CHAR) if t.dtype == QUARTER else t
+            per_batch(tid, feed).add(Copy(g.add_host_to_device_fifo(f"input/{tid}", into.dtype, t.num_elements()),
+                                          into.flatten()))
         self._weights = {}
         for tid, array in m.initializers.items():
             if array.dtype in (np.float32, np.float16):   # FLOAT16 weights are HALF
@@ -127,6 +137,9 @@ class InferenceSession(HostWeights, SessionInfo):
         copies that in FINAL's)."""
         kind = self.dataFlow.art(tid).id()
         self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
+        if t.dtype == QUARTER:   # its bytes, into the host's float8 array
+            self._anchor_dtypes[tid] = STREAMED[self.model.shapes[tid][0]][1]
+            t = t.reinterpret(UNSIGNED_CHAR)
         self._anchor_shapes[tid] = step_shape(t.shape, *counts.get(kind, ()), self._replicas)
         if t.num_elements() == 0:   # an empty anchor: nothing to copy back
             self._empty_anchors.add(tid)
@@ -219,7 +232,7 @@ class InferenceSession(HostWeights, SessionInfo):
                                        f"elements); expected {np_type} of {int(np.prod(expected))} elements, shaped "
                                        f"{expected} ({rule}; the model's shape {tuple(shape)})")
             if tid not in self._empty_inputs:
-                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, array), replicas,
+                engine.connect_stream(f"input/{tid}", to_replicas(_narrowed(tid, float8.as_bytes(array)), replicas,
                                                                   int(np.prod(shape))))
         buffers = AnchorBuffers(replicas)
         for tid, shape in self._anchor_shapes.items():
@@ -231,9 +244,13 @@ class InferenceSession(HostWeights, SessionInfo):
             if tid not in self._empty_anchors:
                 art = self.dataFlow.art(tid)
                 transfers = {"ALL": bps * accl, "EVERYN": bps // art.rp()}.get(art.id(), 1)
-                engine.connect_stream(f"anchor/{tid}", buffers.buffer(out, out.size // (transfers * replicas)))
+                engine.connect_stream(f"anchor/{tid}", buffers.buffer(float8.as_bytes(out),
+                                                                      out.size // (transfers * replicas)))
         before = self._clock()
-        engine.run(0)
+        try:
+            engine.run(0)
+        except popsim.ApplicationRuntimeError as e:   # a check on the device stopped the step (Dropout's)
+            raise popart_exception(f"run: {e}") from e
         buffers.finish()
         self._cycles = self._clock() - before
         finish()

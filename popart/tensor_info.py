@@ -1,16 +1,19 @@
 """popart.TensorInfo: an ONNX data type and shape, and the types popsim.popart runs."""
 import numpy as np
 
+from . import float8
 from .errors import popart_exception
 
 #: ONNX/PopART type names -> numpy dtype, for the types a model may hold
 NUMPY_OF = {"FLOAT": np.float32, "FLOAT16": np.float16, "DOUBLE": np.float64, "INT32": np.int32,
             "INT64": np.int64, "UINT32": np.uint32, "INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16,
-            "UINT16": np.uint16, "BOOL": np.bool_}
+            "UINT16": np.uint16, "BOOL": np.bool_, **float8.NUMPY_OF}
 #: numpy dtype -> the ONNX/PopART name
 NAME_OF = {np.dtype(v): k for k, v in NUMPY_OF.items()}
-#: the types that may live on the device (int64 and uint64 as INT and UNSIGNED_INT; lowering.py)
-DEVICE_TYPES = ("FLOAT", "FLOAT16", "BOOL", "INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64")
+#: the types that may live on the device (int64 and uint64 as INT and UNSIGNED_INT; lowering.py;
+#: the FNUZ float8 types as QUARTER, popart/float8.py)
+DEVICE_TYPES = ("FLOAT", "FLOAT16", "BOOL", "INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64",
+                *float8.NUMPY_OF)
 
 
 def _numpy_name(name: str):

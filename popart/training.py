@@ -8,7 +8,7 @@ accumulation_factor, *shape], the size-1 leading dimensions dropped, as PopART s
 modelToHost writes the model with the weights read back from the device."""
 import numpy as np
 
-from popsim import FLOAT, gcl, poplin, popops
+from popsim import FLOAT, QUARTER, gcl, poplin, popops
 from popsim.program import Copy, Repeat, Sequence
 
 from .autodiff import GRADIENT_PREFIX, Autodiff
@@ -85,9 +85,10 @@ class TrainingSession(InferenceSession):
     def _inputs(self, g, cache, values, feed, stages):
         self._empty_inputs = set()
         for tid, (dtype, shape) in self.model.inputs.items():
-            if dtype not in STREAMED:
-                raise popart_exception(f"model input {tid!r} is {dtype}: popsim.popart streams "
-                                       f"{', '.join(STREAMED)} inputs so far")
+            if dtype not in STREAMED or STREAMED[dtype][0] == QUARTER:
+                raise popart_exception(f"model input {tid!r} is {dtype}: a TrainingSession streams "
+                                       f"{', '.join(k for k, v in STREAMED.items() if v[0] != QUARTER)} inputs so far "
+                                       "(8-bit float inputs: an InferenceSession)")
             t = create_variable(self._plan.graph_for(g, tid), self.model, tid, shape, cache, STREAMED[dtype][0])
             values[tid] = t
             if t.num_elements() == 0:

@@ -207,3 +207,27 @@ def test_bad_seeds_and_ratios_are_refused(rng):
     with pytest.raises(popart.popart_exception, match=r"\(Dropout\): ratio 1.0 is not valid; use a value in the "
                                                        r"interval \[0, 1\)"):
         _session(b, loss, [ids["y"]])
+
+
+def test_a_streamed_training_mode_in_inference_passes_through_or_stops_the_run(rng):
+    """Inference with training_mode (and ratio) streamed: the input through and the mask all
+    true where ONNX defines no dropping (training_mode false, or ratio 0); a true
+    training_mode with a nonzero ratio stops the step (AbortOnCondition) with why."""
+    xs = _data(rng)
+    b = popart.Builder(opsets={"ai.onnx": 13, "ai.graphcore": 1})
+    x = b.addInputTensor(popart.TensorInfo("FLOAT", [N]), "x")
+    r = b.addInputTensor(popart.TensorInfo("FLOAT", []), "r")
+    t = b.addInputTensor(popart.TensorInfo("BOOL", []), "t")
+    y, m = b.aiOnnx.dropout([x, r, t], num_outputs=2)
+    device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": 4})
+    s = popart.InferenceSession(b.getModelProto(), popart.DataFlow(1, {y: ALL, m: ALL}), device)
+    s.prepareDevice()
+    s.weightsFromHost()
+    for ratio, mode in ((0.5, False), (0.0, True), (0.0, False)):
+        out = s.initAnchorArrays()
+        s.run(popart.PyStepIO({x: xs, r: np.array(ratio, np.float32), t: np.array(mode)}, out))
+        np.testing.assert_array_equal(out[y], xs)
+        assert out[m].all()
+    for ratio, mode, why in ((0.5, True, "training_mode is true with a nonzero ratio"), (1.5, False, "outside")):
+        with pytest.raises(popart.popart_exception, match=why):
+            s.run(popart.PyStepIO({x: xs, r: np.array(ratio, np.float32), t: np.array(mode)}, s.initAnchorArrays()))

@@ -32,7 +32,10 @@ SAMPLE = [("Add", "test_add_bcast"), ("Relu", "test_relu"), ("Softmax", "test_so
           ("Pad", "test_constant_pad"),
           ("Cast", "test_cast_FLOAT_to_FLOAT16"), ("Add", "test_add_uint8"), ("Shape", "test_shape"),
           ("BatchNormalization", "test_batchnorm_example_training_mode"), ("LogSoftmax", "test_logsoftmax_axis_1"),
-          ("Pow", "test_pow_types_int32_float32"), ("Dropout", "test_dropout_default_mask")]
+          ("Pow", "test_pow_types_int32_float32"), ("Dropout", "test_dropout_default_mask"),
+          ("Cast", "test_cast_FLOAT_to_FLOAT8E4M3FNUZ"), ("Cast", "test_cast_FLOAT8E5M2FNUZ_to_FLOAT16"),
+          ("Cast", "test_cast_no_saturate_FLOAT16_to_FLOAT8E5M2FNUZ"),
+          ("Dropout", "test_training_dropout_zero_ratio_mask")]
 
 
 def _case(op_type, name):
@@ -65,8 +68,11 @@ def test_a_sample_of_node_tests_passes_in_float16(op_type, name):
 
 
 def test_a_refused_case_says_why():
-    outcome = node_tests.run_case(_case("Dropout", "test_training_dropout"))   # training_mode is a streamed input
-    assert outcome.status == "refused" and "training_mode (input 2) is computed on the device" in outcome.reason
+    outcome = node_tests.run_case(_case("Dropout", "test_training_dropout"))   # training_mode a streamed true
+    assert outcome.status == "refused" and "training_mode is true with a nonzero ratio in an InferenceSession" \
+        in outcome.reason
+    outcome = node_tests.run_case(_case("Cast", "test_cast_FLOAT_to_FLOAT8E4M3FN"))   # not an IPU format
+    assert outcome.status == "refused" and "float8_e4m3fn" in outcome.reason
 
 
 def test_a_wrong_result_fails(monkeypatch):

@@ -101,3 +101,34 @@ def test_builder_cast_takes_popart_type_names():
     with pytest.raises(popart.popart_exception, match=r"aiOnnx.cast: unknown type 'FLOAT17'"):
         b.aiOnnx.cast([x], "FLOAT17")
     assert b.getTensorDtypeString(b.aiOnnx.cast([x], "float16")) == "float16"   # PopART's lower-case name
+
+
+def test_fnuz_float8_inputs_casts_and_anchors_run_as_quarter(rng):
+    """FLOAT8E4M3FNUZ and FLOAT8E5M2FNUZ (the IPU's QUARTER F143 and F152): a float8 input
+    streamed as its bytes, Cast to and from them on the device (saturating by default, to NaN
+    with saturate=0), float8 anchors; ml_dtypes and onnx's saturate_cast as the reference."""
+    import ml_dtypes
+    import onnx
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+    e4, e5 = ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz
+    nodes = [h.make_node("Cast", ["q"], ["q_float"], to=TP.FLOAT),
+             h.make_node("Cast", ["f"], ["f_e5"], to=TP.FLOAT8E5M2FNUZ),
+             h.make_node("Cast", ["f"], ["f_e4_nan"], to=TP.FLOAT8E4M3FNUZ, saturate=0),
+             h.make_node("Cast", ["f_e5"], ["f_e5_e4"], to=TP.FLOAT8E4M3FNUZ)]
+    graph = h.make_graph(nodes, "fnuz", [h.make_tensor_value_info("q", TP.FLOAT8E4M3FNUZ, [8]),
+                                         h.make_tensor_value_info("f", TP.FLOAT, [8])],
+                         [h.make_tensor_value_info(n, t, [8]) for n, t in
+                          (("q_float", TP.FLOAT), ("f_e5", TP.FLOAT8E5M2FNUZ), ("f_e4_nan", TP.FLOAT8E4M3FNUZ),
+                           ("f_e5_e4", TP.FLOAT8E4M3FNUZ))])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 21)])
+    q = (rng.standard_normal(8) * 20).astype(e4)
+    f = np.array([0.3, -1e6, 1e6, np.inf, -np.inf, np.nan, 250.0, 1e-9], np.float32)
+    out, _ = run_session(model.SerializeToString(), {"q": q, "f": f})
+    assert out["f_e5"].dtype == e5 and out["f_e4_nan"].dtype == e4
+    np.testing.assert_array_equal(out["q_float"], q.astype(np.float32))
+    want_e5 = onnx.numpy_helper.saturate_cast(f, e5)
+    np.testing.assert_array_equal(out["f_e5"].view(np.uint8), want_e5.view(np.uint8))
+    np.testing.assert_array_equal(out["f_e4_nan"].view(np.uint8), f.astype(e4).view(np.uint8))
+    want_e4 = onnx.numpy_helper.saturate_cast(want_e5.astype(np.float32), e4)
+    np.testing.assert_array_equal(out["f_e5_e4"].view(np.uint8), want_e4.view(np.uint8))
