@@ -103,6 +103,28 @@ def test_gather_with_indices_computed_on_the_device_wraps_negative_ones():
     np.testing.assert_array_equal(out["y"], np.take(x, i, axis=1))
 
 
+#: the ops issue 22 names (its "element-wise arithmetic": Add, Sub, Mul, Div)
+ISSUE_OPS = ("Conv ConvTranspose Gemm MatMul Add Sub Mul Div Relu LeakyRelu Sigmoid Tanh Gelu Erf Exp Log Sqrt Pow "
+             "Abs Neg Softmax LogSoftmax BatchNormalization LayerNormalization MaxPool AveragePool GlobalAveragePool "
+             "Dropout Reshape Transpose Flatten Concat Split Slice Gather Squeeze Unsqueeze Expand Where Cast "
+             "ReduceMean ReduceSum ReduceMax Identity Clip Pad Sum ArgMax Equal Less Greater LSTM GRU LRN Constant "
+             "Shape ConstantOfShape").split()
+
+
+def test_the_doc_states_the_pass_count_of_the_issues_ops_as_its_table_has_it():
+    import re
+    text = DOC.read_text()
+    rows = {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"^\| (\w+) \| (\d+) \| \d+ \| \d+ \| (\d+) \|$",
+                                                            text.split(BEGIN, 1)[1].split(END, 1)[0], re.MULTILINE)}
+    assert set(ISSUE_OPS) <= set(rows), sorted(set(ISSUE_OPS) - set(rows))
+    passed, total = sum(rows[o][0] for o in ISSUE_OPS), sum(rows[o][1] for o in ISSUE_OPS)
+    shown = re.search(r"Of the ops the issue names \([^)]*\), (\d+) of (\d+) cases pass \(([\d.]+)%",
+                      text.replace("\n", " "))
+    assert shown and (int(shown[1]), int(shown[2])) == (passed, total), \
+        f"docs/onnx.md should say: Of the ops the issue names (...), {passed} of {total} cases pass"
+    assert float(shown[3]) == round(100 * passed / total, 1)
+
+
 @pytest.mark.slow
 def test_every_node_test_of_the_supported_ops_counts_as_the_doc_says():
     counts = node_tests.all_counts()
