@@ -216,8 +216,9 @@ def test_placement_errors_name_what_is_wrong(rng):
         opts.replicatedGraphCount = 2
         _session(unplaced, [uy], 2, opts)
     opts = popart.SessionOptions()
-    opts.virtualGraphMode = popart.VirtualGraphMode.Auto
-    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode = 'Auto' is not supported yet.*'Manual'"):
+    opts.virtualGraphMode = popart.VirtualGraphMode.ExecutionPhases
+    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode = 'ExecutionPhases' is not supported yet"
+                                                      r".*'Manual', 'Auto'"):
         _session(b, [y], 2, opts)
 
 
