@@ -117,10 +117,6 @@ class Placement:
         if not training and data_flow.batchesPerStep() < self.num_stages:   # training: accumulationFactor
             raise popart_exception(f"for pipelining, batchesPerStep ({data_flow.batchesPerStep()}) must be at least "
                                    f"the number of pipeline stages ({self.num_stages})")
-        for tid in data_flow.anchors():
-            if data_flow.art(tid).id() == "EVERYN":
-                raise popart_exception(f"DataFlow anchor {tid!r} is EVERYN, which popsim.popart does not pipeline yet; "
-                                       "use ALL, FINAL or SUM with enablePipelining")
 
     # -- the graph ---------------------------------------------------------------------------------
     def make_graph(self, device):
