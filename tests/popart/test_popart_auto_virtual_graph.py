@@ -180,3 +180,14 @@ def test_a_model_too_big_for_one_ipu_fits_two():
         assert f.fullest[0] // 2 == f.ipu and f.compute_cycles > 0
     assert max(f.fullest[1] for f in two.per_ipu) == two.fullest[0][1]
     assert "  IPU 1: 5 ops" in two.text()
+
+
+def test_a_pipelined_training_estimate_accumulates_over_the_pipeline():
+    """Training pipelined over 2 IPUs: PopART needs an accumulation of at least 2 x 2 - 1
+    micro-batches, which samples/s counts."""
+    e = estimate(_mlp(layers=2), 2, ipus=2, pipeline=True, train=True, tiles_per_ipu=TILES, report_path=None,
+                 progress=False)
+    assert e.fits and e.train and e.pipelined and e.accumulation == 3
+    assert e.samples_per_second == pytest.approx(2 * 3 * e.clock_hz / e.cycles_per_step)
+    assert [f.nodes for f in e.per_ipu] == [2, 3] and all(f.compute_cycles > 0 for f in e.per_ipu)
+    assert "x 3 micro-batches" in e.text() and ", pipelined" in e.text()
