@@ -1,9 +1,9 @@
 """Where a session's nodes run on a multi-IPU device, as PopART places them: with
 ``virtualGraphMode = Manual`` each node runs on the virtual graph of the IPU its
 ``__ipu_number`` names (Builder.virtualGraph), with ``Auto`` on the IPU that
-popart/auto_virtual_graph.py gives it (over the device's IPUs per replica), and with ``enablePipelining`` in the pipeline
-stage its ``__pipeline_stage`` names (Builder.pipelineStage; the IPU number when no node has
-one). A replica spans ``ipus_per_replica`` IPUs (the highest IPU number + 1), so the device
+popart/auto_virtual_graph.py gives it (over the device's IPUs per replica), and with
+``enablePipelining`` in the pipeline stage its ``__pipeline_stage`` names
+(Builder.pipelineStage; the IPU number when no node has one). A replica spans ``ipus_per_replica`` IPUs (the highest IPU number + 1), so the device
 needs ``replicatedGraphCount x ipus_per_replica`` IPUs.
 
 A tensor a node reads from another IPU is first copied onto the node's IPU, into a clone
@@ -84,8 +84,8 @@ class Placement:
             raise popart_exception(
                 f"the device has {device_info.numIpus} IPUs, but the session needs replicatedGraphCount "
                 f"({self.replicas}) x IPUs per replica ({self.ipus_per_replica}"
-                + (", the highest virtualGraph + 1" if self.manual and not self.auto else "") + f") = {need}; create it with "
-                f"createIpuModelDevice({{'numIPUs': {need}, ...}})")
+                + (", the highest virtualGraph + 1" if self.manual and not self.auto else "")
+                + f") = {need}; create it with createIpuModelDevice({{'numIPUs': {need}, ...}})")
         self.ipus = []
 
     def _stages(self, placed, data_flow, training) -> None:
