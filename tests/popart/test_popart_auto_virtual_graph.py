@@ -104,6 +104,16 @@ def test_auto_sessions_give_the_one_ipu_results_bit_for_bit(ipus, pipelined):
         if name != "skip" or ipus < 4:
             assert _ipus_computing(report, name) <= {ipu}, name   # its compute sets: on its IPU only
     assert _ipus_computing(report, "fc0") == {0} and _ipus_computing(report, "fc3") == {ipus - 1}
+    held = 0   # the tensors on each tile (the report's memory): its IPU's ops' outputs, weights and copies
+    for entry in report.memory.largest:
+        for tensor, _ in entry["tensors"]:
+            owner, _, rest = tensor.partition("/")
+            where = {placed.get(owner), placed.get("fc" + owner[1:]) if owner.startswith("w") else None,
+                     int(rest[3:]) if rest.startswith("ipu") else None} - {None}
+            if where:
+                assert where == {entry["tile"] // TILES}, (tensor, entry["tile"])
+                held += 1
+    assert held >= 3 * ipus
 
 
 def test_auto_training_gives_the_one_ipu_weights_bit_for_bit():
