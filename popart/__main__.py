@@ -31,8 +31,10 @@ def main(argv=None) -> int:
     es = sub.add_parser("estimate", help="would the model fit at this batch, and how fast would it run")
     es.add_argument("model", help="an .onnx file")
     es.add_argument("--batch", type=int, required=True, help="the batch size (the inputs' first dimension)")
-    es.add_argument("--ipus", type=int, default=1, help="IPUs per replica (1 so far)")
-    es.add_argument("--replicas", type=int, default=1, help="copies of the model, one IPU each")
+    es.add_argument("--ipus", type=int, default=1,
+                    help="IPUs per replica: the model is sharded over them as PopART's virtualGraphMode Auto does")
+    es.add_argument("--pipeline", action="store_true", help="pipeline the IPUs' shards (enablePipelining)")
+    es.add_argument("--replicas", type=int, default=1, help="copies of the model, --ipus IPUs each")
     es.add_argument("--build-replicas", action="store_true",
                     help="build the replicas as a replicated graph and run them, rather than count one R times")
     es.add_argument("--train", action="store_true",
@@ -58,7 +60,8 @@ def main(argv=None) -> int:
         try:
             e = estimate(args.model, args.batch, ipus=args.ipus, replicas=args.replicas, train=args.train,
                          tiles_per_ipu=args.tiles_per_ipu, batches_per_step=args.batches_per_step,
-                         report_path=args.report or None, build_replicas=args.build_replicas)
+                         report_path=args.report or None, build_replicas=args.build_replicas,
+                         pipeline=args.pipeline)
         except popart_exception as err:
             parser.exit(2, f"{parser.prog} estimate: error: {err}\n")
         sys.stdout.write(e.text())

@@ -3,7 +3,10 @@ modelled IPU at that batch size, and how fast would it run? The model is rebatch
 through an InferenceSession (or, with ``train``, a TrainingSession of an added L1 loss; a
 progress bar per node on a terminal), and, when it fits, one step is run on zeros: memory per tile comes from the report's memory layout, cycles per
 step from the engine's clock, the costliest ops from the report's steps (PopLibs ops are
-named after the ONNX node), and the HTML report is written beside."""
+named after the ONNX node), and the HTML report is written beside. On several IPUs
+(``ipus``) the model is sharded as PopART's ``virtualGraphMode = Auto`` shards it
+(popart/auto_virtual_graph.py), optionally pipelined, and memory and busy cycles are also
+given per IPU."""
 import os
 import shutil
 import tempfile
@@ -21,7 +24,7 @@ from .device import DeviceManager
 from .errors import OutOfMemoryException, fullest_tiles, onnx_module, popart_exception
 from .model import model_proto
 from .optimizer import ConstSGD
-from .options import SessionOptions
+from .options import SessionOptions, VirtualGraphMode
 from .session import STREAMED, InferenceSession
 from .training import TrainingSession
 
@@ -41,6 +44,18 @@ class OpCost:
     name: str
     op_type: str
     cycles: float
+
+
+@dataclass
+class IpuFigures:
+    """One IPU of a replica: its nodes, its fullest tile and its memory, and the cycles of
+    the step its tiles computed (its compute sets; not the copies between IPUs, host I/O
+    or the waits for other IPUs)."""
+    ipu: int
+    nodes: int
+    fullest: Tuple[int, int]           # (tile, bytes); the tile numbered within the replica
+    total_bytes: int
+    compute_cycles: Optional[float] = None
 
 
 @dataclass
@@ -71,11 +86,14 @@ class Estimate:
     build_seconds: float = 0.0
     report: object = None              # the popsim Report
     train: bool = False                # a training step (forward, backward, SGD update), else inference
+    accumulation: int = 1              # micro-batches a batch (pipelined training: 2 ipus - 1)
     replicas_built: bool = False       # the replicas built as a replicated graph and run, not counted
+    per_ipu: List[IpuFigures] = field(default_factory=list)   # ipus > 1: each IPU of a replica
+    pipelined: bool = False            # ipus > 1 with enablePipelining: the stages run side by side
 
     @property
     def samples_per_step(self) -> int:
-        return self.batch * self.batches_per_step * self.replicas
+        return self.batch * self.batches_per_step * self.accumulation * self.replicas
 
     @property
     def seconds_per_step(self) -> Optional[float]:
@@ -234,13 +252,16 @@ def _node_of(step, names: dict) -> Optional[str]:
 def op_costs(report, nodes, weights=()) -> Tuple[List[OpCost], float, float]:
     """Cycles per ONNX node over the runs the report counted, costliest first; the cycles of
     the weight updates (compute sets ``<weight>/update/...``, training) and of the steps that
-    belong to neither."""
+    belong to neither (copies between IPUs among them). On several IPUs the ops of different
+    IPUs run side by side, so the lines can add up to more than the step."""
     names = {n.name: n.op_type for n in nodes}
     updates = {f"{w}/update": w for w in weights}
     cycles, other, update = {}, 0.0, 0.0
     for step in report.execution.steps:
         node = _node_of(step, names)
-        if node is not None:
+        if step.kind == "Copy" and sum(c > 0 for c in step.ipu_cycles) > 1:
+            other += step.cycles   # between IPUs: the IPU-Link exchange and the wait for the sender
+        elif node is not None:
             cycles[node] = cycles.get(node, 0.0) + step.cycles
         elif step.compute_set and _node_of(step, updates) is not None:
             update += step.cycles
@@ -252,32 +273,42 @@ def op_costs(report, nodes, weights=()) -> Tuple[List[OpCost], float, float]:
 
 def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = False,
              tiles_per_ipu: int = DEFAULT_TILES, batches_per_step: int = 1, report_path: Optional[str] = DEFAULT_REPORT,
-             ipu_version: str = "ipu2", progress: bool = True, build_replicas: bool = False) -> Estimate:
+             ipu_version: str = "ipu2", progress: bool = True, build_replicas: bool = False,
+             pipeline: bool = False) -> Estimate:
     """Estimate ``model`` (a path, ModelProto, its bytes or a Builder) at ``batch``: build it for
     one replica of ``ipus`` IPUs of ``tiles_per_ipu`` tiles, run one step of ``batches_per_step``
     batches when it fits, and write the HTML report to ``report_path`` (None: none).
     ``replicas`` are counted (R times one replica's samples/s), or with ``build_replicas``
-    built as a replicated graph (SessionOptions.replicatedGraphCount) and run together."""
+    built as a replicated graph (SessionOptions.replicatedGraphCount) and run together.
+    With ``ipus`` > 1 the model is sharded over them by ``virtualGraphMode = Auto``, and with
+    ``pipeline`` pipelined (enablePipelining; inference needs ``batches_per_step`` >= ``ipus``,
+    training gets gradient accumulation over 2 ``ipus`` - 1 micro-batches, as PopART needs)."""
     for key, value in (("ipus", ipus), ("replicas", replicas), ("tiles_per_ipu", tiles_per_ipu),
                        ("batches_per_step", batches_per_step)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise popart_exception(f"estimate: {key} must be a positive integer, found {value!r}")
-    if ipus != 1:
-        raise popart_exception(f"estimate: ipus={ipus}: popsim.popart builds a model on one IPU so far (sharding "
-                               "over several IPUs is not supported yet); use ipus=1, and replicas to run copies of "
-                               "the model on more IPUs")
+    if pipeline and ipus < 2:
+        raise popart_exception(f"estimate: pipelining needs the model on more than one IPU, found ipus={ipus}; "
+                               "give ipus=2 or more")
     name = os.path.basename(os.fspath(model)) if isinstance(model, (str, os.PathLike)) else type(model).__name__
     proto = rebatch(constants_as_weights(model_proto(model)), batch)
     if train:
         proto = with_loss(proto)
     outputs = [o.name for o in proto.graph.output]
     built = int(replicas) if build_replicas else 1
-    device = DeviceManager().createIpuModelDevice({"numIPUs": built, "tilesPerIPU": int(tiles_per_ipu),
+    device = DeviceManager().createIpuModelDevice({"numIPUs": built * int(ipus), "tilesPerIPU": int(tiles_per_ipu),
                                                     "ipuVersion": ipu_version})
     directory = tempfile.mkdtemp(prefix="popsim_estimate_")
     options = SessionOptions()
     if built > 1:
         options.enableReplicatedGraphs, options.replicatedGraphCount = True, built
+    accumulation = 1
+    if ipus > 1:   # sharded as PopART's Auto shards it, built through the Manual placement
+        options.virtualGraphMode = VirtualGraphMode.Auto
+        options.enablePipelining = bool(pipeline)
+        if pipeline and train:   # PopART: accumulationFactor at least the pipeline stages, 2 ipus - 1
+            accumulation = 2 * int(ipus) - 1
+            options.enableGradientAccumulation, options.accumulationFactor = True, accumulation
     if report_path:
         options.engineOptions = {"autoReport.outputExecutionProfile": "true", "autoReport.directory": directory}
     try:
@@ -301,11 +332,15 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
             bar.close()
         build = time.perf_counter() - start
         est = _figures(name, batch, session, report, fits, replicas, tiles_per_ipu, batches_per_step, build)
-        est.train, est.replicas_built = bool(train), built > 1
+        est.train, est.replicas_built, est.ipus = bool(train), built > 1, int(ipus)
+        est.accumulation, est.pipelined = accumulation, bool(pipeline)
         if fits:
-            _run_step(session, batches_per_step, built)
+            _run_step(session, batches_per_step, built, accumulation)
             est.report = report = session.getReport()
             est.cycles_per_step = float(session.getCycleCount())
+        if ipus > 1:
+            est.per_ipu = per_ipu(report, session, int(ipus), int(tiles_per_ipu), ran=fits)
+        if fits:
             est.ops, est.update_cycles, est.other_cycles = op_costs(report, session.model.nodes,
                                                                     session.model.initializers)
         if report_path:
@@ -329,10 +364,31 @@ def _figures(name, batch, session, report, fits, replicas, tiles_per_ipu, bps, b
         largest_on_fullest=[(str(n), int(b)) for n, b in largest], build_seconds=build, report=report)
 
 
-def _run_step(session: InferenceSession, bps: int, replicas: int) -> None:
+def per_ipu(report, session, ipus: int, tiles_per_ipu: int, ran: bool) -> List[IpuFigures]:
+    """Each IPU of a replica: its nodes (from the session's placement), its fullest tile and
+    memory (the report's memory layout, the tiles of one replica), and, when a step ran, the
+    cycles of its compute sets (the Execute steps' per-IPU cycles added up)."""
+    tiles = np.asarray(report.memory.figures().tiles, np.int64)
+    placed = list(session._plan.node_ipu.values())
+    busy = np.zeros(ipus)
+    if ran:
+        for step in (s for s in report.execution.steps if s.kind == "Execute"):
+            cycles = np.asarray(step.ipu_cycles, float)
+            n = min(ipus, cycles.size)
+            busy[:n] += cycles[:n]
+    out = []
+    for k in range(ipus):
+        mine = tiles[k * tiles_per_ipu:(k + 1) * tiles_per_ipu]
+        t = int(np.argmax(mine)) if mine.size else 0
+        out.append(IpuFigures(k, placed.count(k), (k * tiles_per_ipu + t, int(mine[t]) if mine.size else 0),
+                              int(mine.sum()), float(busy[k]) if ran else None))
+    return out
+
+
+def _run_step(session: InferenceSession, bps: int, replicas: int, accumulation: int = 1) -> None:
     """One step on zeros: the inputs streamed in, the anchors back, as a real run would."""
     session.weightsFromHost()
-    inputs = {tid: np.zeros(step_shape(shape, bps, replicas), STREAMED[dtype][1])
+    inputs = {tid: np.zeros(step_shape(shape, bps, accumulation, replicas), STREAMED[dtype][1])
               for tid, (dtype, shape) in session.model.inputs.items()}
     session.run(PyStepIO(inputs, session.initAnchorArrays()))
 
@@ -346,13 +402,18 @@ def format_estimate(e: Estimate, top: int = 10) -> str:
     limit = e.bytes_per_tile
     shapes = ", ".join(f"{t} {s}" for t, s in e.inputs.items())
     how = "built as a replicated graph" if e.replicas_built else "counted"
-    rep = f"; {e.replicas} replicas, one IPU each, {how} (memory and cycles: per replica)" if e.replicas > 1 else ""
+    each = "one IPU" if e.ipus == 1 else f"{e.ipus} IPUs"
+    rep = f"; {e.replicas} replicas, {each} each, {how} (memory and cycles: per replica)" if e.replicas > 1 else ""
+    if e.ipus > 1:
+        rep = (f"; the model sharded over the {e.ipus} IPUs as PopART's virtualGraphMode Auto shards it"
+               + (", pipelined" if e.pipelined else "") + rep)
+    micro = f" x {e.accumulation} micro-batches" if e.accumulation > 1 else ""
     lines = [f"Model:              {e.model} ({e.nodes} nodes), inputs {shapes}",
-             f"Batch:              {e.batch} (x {e.batches_per_step} batch(es) a step); "
+             f"Batch:              {e.batch} (x {e.batches_per_step} batch(es) a step{micro}); "
              + ("training: forward, the L1 loss of the first output back to every weight, an SGD update"
                 if e.train else "inference"),
-             f"Device:             {e.ipus} IPU of {e.tiles_per_ipu:,} tiles, {limit:,} bytes each, "
-             f"{e.clock_hz / 1e6:,.0f} MHz{rep}"]
+             f"Device:             {e.ipus} IPU{'s' if e.ipus > 1 else ''} of {e.tiles_per_ipu:,} tiles, "
+             f"{limit:,} bytes each, {e.clock_hz / 1e6:,.0f} MHz{rep}"]
     t0, b0 = e.fullest[0] if e.fullest else (0, 0)
     if e.fits:
         lines.append(f"Fits:               yes (fullest tile {t0}: {b0:,} bytes, {100.0 * b0 / limit:.1f}% of "
@@ -365,7 +426,14 @@ def format_estimate(e: Estimate, top: int = 10) -> str:
             held = ", ".join(f"{n} ({b:,} bytes)" for n, b in e.largest_on_fullest[:5])
             lines.append(f"  largest tensors on tile {t0}: {held}")
     lines.append(f"Memory per tile:    max {b0:,} bytes, average {e.average_tile_bytes:,.0f}; "
-                 f"total {_mb(e.total_bytes)} of {_mb(limit * e.tiles_per_ipu)}")
+                 f"total {_mb(e.total_bytes)} of {_mb(limit * e.tiles_per_ipu * e.ipus)}")
+    for f in e.per_ipu:
+        t, b = f.fullest
+        busy = "" if f.compute_cycles is None else (f"; computes {f.compute_cycles:,.0f} cycles "
+                                                    f"({100.0 * f.compute_cycles / (e.cycles_per_step or 1.0):.0f}% "
+                                                    "of the step)")
+        lines.append(f"  IPU {f.ipu}: {f.nodes} ops, fullest tile {t}: {b:,} bytes ({100.0 * b / limit:.1f}%), "
+                     f"total {_mb(f.total_bytes)}{busy}")
     if e.cycles_per_step is None:
         lines.append("Cycles per step:    not run: the model does not fit")
     else:

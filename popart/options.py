@@ -70,7 +70,7 @@ IMPLEMENTED = set(SCHEDULING) | {
 #: the fields only a TrainingSession honours (an InferenceSession refuses them away from their default)
 TRAINING_ONLY = {"accumulationFactor", "enableGradientAccumulation"}
 #: fields honoured with some values only: field -> those values
-IMPLEMENTED_VALUES = {"virtualGraphMode": (VirtualGraphMode.Off, VirtualGraphMode.Manual)}
+IMPLEMENTED_VALUES = {"virtualGraphMode": (VirtualGraphMode.Off, VirtualGraphMode.Manual, VirtualGraphMode.Auto)}
 
 
 class SessionOptions:

@@ -9,7 +9,12 @@ A tensor read k stages after the one computing it is copied stage by stage (PopA
 its IpuCopies the same way), one buffer on each stage's IPU, so every stage reads the batch
 it works on. The copies of one cycle run the farthest hops first, so each buffer is read
 before it is overwritten; the hops of one distance are one Copy (one exchange). With
-per-IPU clocks (docs/multi_ipu.md) the stages of a cycle run side by side."""
+per-IPU clocks (docs/multi_ipu.md) the stages of a cycle run side by side.
+
+An ``EVERYN`` anchor (DataFlow) is copied to the host by the stage computing it, in the
+cycles where that stage works on batches N, 2N, ...: stage s has batch c - s in cycle c, so
+the cycles with copies repeat with period N, and the full cycles run as a Repeat of N cycles
+(the rest unrolled)."""
 import popsim
 from popsim.program import Call, Copy, Repeat, Sequence
 
@@ -37,6 +42,8 @@ class Stages:
         self.home = {}            # tensor id -> the stage computing (or streaming) it
         self._buffers = {}        # (tensor id, stage) -> its buffer on that stage's IPU
         self._hops = {}           # distance from the home stage -> [(source, destination)]
+        self._every = {}          # stage -> the Sequence streaming its EVERYN anchors out
+        self._functions = None    # the stages', EVERYN copies' and IPU copies' Functions, once made
 
     def count(self) -> int:
         """The number of pipeline stages (popart/pipelined_training.py: forward and backward ones)."""
@@ -60,6 +67,11 @@ class Stages:
     def per_batch(self, tid) -> Sequence:
         """The program that streams tensor ``tid`` in or out: its home stage's."""
         return self.programs[self.home_of(tid)]
+
+    def every_n(self, tid, stage=None) -> Sequence:
+        """The program that streams EVERYN anchor ``tid`` out of ``stage`` (default: its home
+        stage), in the cycles where that stage works on every Nth batch."""
+        return self._every.setdefault(self.home_of(tid) if stage is None else stage, Sequence())
 
     def read(self, tid, value, node, stage: int, graph):
         """``value`` (tensor ``tid``) as node ``node`` of stage ``stage`` reads it."""
@@ -95,17 +107,35 @@ class Stages:
                               popsim.concat([d.flatten() for _, d in pairs])))
         return prog
 
-    def step(self, graph, batches: int) -> Sequence:
-        """One step: ``batches`` batches through the pipeline."""
-        n = len(self.programs)
-        calls = [graph.add_function(p, f"pipelineStage{s}") for s, p in enumerate(self.programs)]
-        copies = [graph.add_function(self._copies(), "ipuCopies")] if self._hops else []
+    def _made(self, graph):
+        if self._functions is None:   # made once: a training step runs the pipeline in several places
+            self._functions = ([graph.add_function(p, f"pipelineStage{s}") for s, p in enumerate(self.programs)],
+                               {s: graph.add_function(p, f"pipelineStage{s}/everyN") for s, p in self._every.items()},
+                               [graph.add_function(self._copies(), "ipuCopies")] if self._hops else [])
+        return self._functions
 
-        def cycle(active) -> Sequence:
-            return Sequence(*[Call(calls[s]) for s in active], *[Call(f) for f in copies])
+    def step(self, graph, batches: int, period: int = 0) -> Sequence:
+        """One step: ``batches`` batches through the pipeline; with ``period`` N, the EVERYN
+        anchors streamed out after batches N, 2N, ... (0: none; 1: after every batch)."""
+        n = len(self.programs)
+        calls, every, copies = self._made(graph)
+
+        def cycle(c) -> Sequence:
+            parts = []
+            for s in range(n):
+                if 0 <= c - s < batches:
+                    parts.append(Call(calls[s]))
+                    if period and s in every and (c - s + 1) % period == 0:
+                        parts.append(Call(every[s]))
+            return Sequence(*parts, *[Call(f) for f in copies])
 
         cycles = schedule(batches, n)
-        fill = Sequence(*[cycle(active) for phase, active in cycles if phase == "fill"])
-        main = Repeat(sum(phase == "main" for phase, _ in cycles), cycle(range(n)))
-        flush = Sequence(*[cycle(active) for phase, active in cycles if phase == "flush"])
-        return Sequence(fill, main, flush)
+        fill = [c for c, (phase, _) in enumerate(cycles) if phase == "fill"]
+        full = [c for c, (phase, _) in enumerate(cycles) if phase == "main"]
+        flush = [c for c, (phase, _) in enumerate(cycles) if phase == "flush"]
+        block = max(1, period)   # the full cycles repeat with the EVERYN period
+        repeats, rest = divmod(len(full), block)
+        body = cycle(full[0]) if block == 1 else Sequence(*[cycle(c) for c in full[:block]])
+        main = Repeat(repeats, body) if repeats else Sequence()
+        tail = full[repeats * block:]
+        return Sequence(Sequence(*[cycle(c) for c in fill]), main, Sequence(*[cycle(c) for c in tail + flush]))

@@ -1,8 +1,9 @@
 """Where a session's nodes run on a multi-IPU device, as PopART places them: with
 ``virtualGraphMode = Manual`` each node runs on the virtual graph of the IPU its
-``__ipu_number`` names (Builder.virtualGraph), and with ``enablePipelining`` in the pipeline
-stage its ``__pipeline_stage`` names (Builder.pipelineStage; the IPU number when no node has
-one). A replica spans ``ipus_per_replica`` IPUs (the highest IPU number + 1), so the device
+``__ipu_number`` names (Builder.virtualGraph), with ``Auto`` on the IPU that
+popart/auto_virtual_graph.py gives it (over the device's IPUs per replica), and with
+``enablePipelining`` in the pipeline stage its ``__pipeline_stage`` names
+(Builder.pipelineStage; the IPU number when no node has one). A replica spans ``ipus_per_replica`` IPUs (the highest IPU number + 1), so the device
 needs ``replicatedGraphCount x ipus_per_replica`` IPUs.
 
 A tensor a node reads from another IPU is first copied onto the node's IPU, into a clone
@@ -13,6 +14,7 @@ import numpy as np
 import popsim
 from popsim.program import Copy
 
+from .auto_virtual_graph import auto_split
 from .errors import popart_exception
 from .lowering import Lowering
 from .node_attributes import PIPELINE_STAGE, VIRTUAL_GRAPH
@@ -47,12 +49,21 @@ class Placement:
 
     def __init__(self, model, options, data_flow, device_info, training=False):
         self.model, self.replicas = model, replication_factor(options)
-        self.manual = options.virtualGraphMode == VirtualGraphMode.Manual
+        self.auto = options.virtualGraphMode == VirtualGraphMode.Auto
+        self.manual = options.virtualGraphMode == VirtualGraphMode.Manual or self.auto   # Auto: built as Manual
         self.pipelined = bool(options.enablePipelining)
         self.tiles_per_ipu = device_info.tilesPerIPU
         self.node_ipu, self.node_stage = {}, {}
         placed = [n for n in model.nodes if n.op_type not in HOST_NODES]
-        if self.manual:
+        if self.auto:
+            per_replica, left = divmod(device_info.numIpus, self.replicas)
+            if left:
+                raise popart_exception(
+                    f"virtualGraphMode Auto: the device's {device_info.numIpus} IPUs do not divide into "
+                    f"replicatedGraphCount ({self.replicas}) replicas; create it with a multiple of {self.replicas}")
+            accumulation = bool(training and options.enableGradientAccumulation and options.accumulationFactor > 1)
+            self.node_ipu = auto_split(model, placed, per_replica, training, accumulation)
+        elif self.manual:
             missing = [n for n in placed if VIRTUAL_GRAPH not in n.attrs]
             if missing:
                 raise popart_exception(
@@ -64,7 +75,8 @@ class Placement:
             if negative:
                 raise popart_exception(f"ops {_names(negative)} have a negative virtualGraph "
                                        f"{self.node_ipu[id(negative[0])]}; IPUs are numbered from 0")
-        self.ipus_per_replica = max(self.node_ipu.values(), default=0) + 1
+        self.ipus_per_replica = (device_info.numIpus // self.replicas if self.auto else
+                                 max(self.node_ipu.values(), default=0) + 1)
         if self.pipelined:
             self._stages(placed, data_flow, training)
         need = self.replicas * self.ipus_per_replica
@@ -72,14 +84,14 @@ class Placement:
             raise popart_exception(
                 f"the device has {device_info.numIpus} IPUs, but the session needs replicatedGraphCount "
                 f"({self.replicas}) x IPUs per replica ({self.ipus_per_replica}"
-                + (", the highest virtualGraph + 1" if self.manual else "") + f") = {need}; create it with "
-                f"createIpuModelDevice({{'numIPUs': {need}, ...}})")
+                + (", the highest virtualGraph + 1" if self.manual and not self.auto else "")
+                + f") = {need}; create it with createIpuModelDevice({{'numIPUs': {need}, ...}})")
         self.ipus = []
 
     def _stages(self, placed, data_flow, training) -> None:
         if not self.manual or self.ipus_per_replica < 2:
-            raise popart_exception(f"SessionOptions.enablePipelining needs virtualGraphMode = Manual and ops on more "
-                                   f"than one IPU (currently {self.ipus_per_replica} IPU, virtualGraphMode "
+            raise popart_exception(f"SessionOptions.enablePipelining needs virtualGraphMode = Manual (or Auto) and "
+                                   f"ops on more than one IPU (currently {self.ipus_per_replica} IPU, virtualGraphMode "
                                    "{0}): put the stages on IPUs with builder.virtualGraph".format(
                                        "Manual" if self.manual else "Off"))
         staged = [n for n in placed if PIPELINE_STAGE in n.attrs]
@@ -87,8 +99,8 @@ class Placement:
             missing = [n for n in placed if PIPELINE_STAGE not in n.attrs]
             raise popart_exception(f"only some ops have a pipeline stage; ops missing one: {_names(missing)}; add "
                                    "them inside `with builder.pipelineStage(stage):`")
-        key = PIPELINE_STAGE if staged else VIRTUAL_GRAPH   # PopART: the IPU is the stage when none is set
-        self.node_stage = {id(n): int(n.attrs[key]) for n in placed}
+        # PopART: the IPU (Manual's or Auto's) is the stage when none is set
+        self.node_stage = {id(n): int(n.attrs[PIPELINE_STAGE]) if staged else self.node_ipu[id(n)] for n in placed}
         self.stage_ipu = {}
         for n in placed:
             s = self.node_stage[id(n)]
@@ -105,10 +117,6 @@ class Placement:
         if not training and data_flow.batchesPerStep() < self.num_stages:   # training: accumulationFactor
             raise popart_exception(f"for pipelining, batchesPerStep ({data_flow.batchesPerStep()}) must be at least "
                                    f"the number of pipeline stages ({self.num_stages})")
-        for tid in data_flow.anchors():
-            if data_flow.art(tid).id() == "EVERYN":
-                raise popart_exception(f"DataFlow anchor {tid!r} is EVERYN, which popsim.popart does not pipeline yet; "
-                                       "use ALL, FINAL or SUM with enablePipelining")
 
     # -- the graph ---------------------------------------------------------------------------------
     def make_graph(self, device):

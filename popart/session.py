@@ -117,12 +117,15 @@ class InferenceSession(HostWeights, SessionInfo):
         if len(periods) > 1:
             raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "
                                    "supported yet; use one period")
-        period = periods.pop() if periods else 1
+        periods_given, period = bool(periods), periods.pop() if periods else 1
         counts = {"ALL": (bps,), "EVERYN": (bps // period,)}
         for tid in self.dataFlow.anchors():
-            progs = {"ALL": per_batch(tid, step), "EVERYN": every_n, "FINAL": final}
+            progs = {"ALL": per_batch(tid, step), "EVERYN": stages.every_n(tid) if stages else every_n, "FINAL": final}
             self._stream_anchor(g, tid, lowering.anchor(tid), counts, progs, prologue)
-        body = stages.step(g, bps) if stages else Repeat(bps // period, Sequence(Repeat(period, step), every_n))
+        if stages:   # EVERYN anchors: out of their stage in the cycles it works on every Nth batch
+            body = stages.step(g, bps, period if periods_given else 0)
+        else:
+            body = Repeat(bps // period, Sequence(Repeat(period, step), every_n))
         program = Sequence(prologue, body, final)
         self._graph = g
         self._engine = self._build_engine(g, program)
@@ -243,7 +246,7 @@ class InferenceSession(HostWeights, SessionInfo):
                                        f"array of shape {shape} (session.initAnchorArrays() makes them), found {found}")
             if tid not in self._empty_anchors:
                 art = self.dataFlow.art(tid)
-                transfers = {"ALL": bps * accl, "EVERYN": bps // art.rp()}.get(art.id(), 1)
+                transfers = {"ALL": bps * accl, "EVERYN": bps // art.rp() * accl}.get(art.id(), 1)
                 engine.connect_stream(f"anchor/{tid}", buffers.buffer(float8.as_bytes(out),
                                                                       out.size // (transfers * replicas)))
         before = self._clock()

@@ -40,7 +40,7 @@ class SessionInfo:
                                        "model is lowered: call session.prepareDevice() first")
             art = self.dataFlow.art(tid)
             n = {"ALL": bps, "EVERYN": bps // art.rp()}.get(art.id(), 1)
-            accl = self.accumulationFactor if training and art.id() == "ALL" else 1
+            accl = self.accumulationFactor if training and art.id() in ("ALL", "EVERYN") else 1
             host = step_shape(shape, n, accl, replicas)
             arrays[tid] = np.zeros(host, ANCHOR_TYPES[dtype])
         return arrays

@@ -9,7 +9,7 @@ modelToHost writes the model with the weights read back from the device."""
 import numpy as np
 
 from popsim import FLOAT, QUARTER, gcl, poplin, popops
-from popsim.program import Copy, Repeat, Sequence
+from popsim.program import Call, Copy, Repeat, Sequence
 
 from .autodiff import GRADIENT_PREFIX, Autodiff
 from .dataflow import DataFlow
@@ -162,9 +162,9 @@ class TrainingSession(InferenceSession):
                 if out and src in self._weights:
                     at(out).add(Copy(values[out], values[src]))
 
-    def _anchors(self, g, values, grads, prologue, at, every_n, final, period):
-        bps = self.dataFlow.batchesPerStep()
-        counts = {"ALL": (bps, self._accl), "EVERYN": (bps // period,)}
+    def _anchors(self, g, values, grads, prologue, at, every_at, final, period):
+        bps = self.dataFlow.batchesPerStep()   # EVERYN: every micro-batch of batches N, 2N... (PopART's shape)
+        counts = {"ALL": (bps, self._accl), "EVERYN": (bps // period, self._accl)}
         self._empty_anchors, self._anchor_dtypes = set(), {}
         for tid in self.dataFlow.anchors():
             if tid.startswith(GRADIENT_PREFIX):
@@ -178,7 +178,8 @@ class TrainingSession(InferenceSession):
             if t is None or isinstance(t, np.ndarray):
                 raise popart_exception(f"DataFlow anchor {tid!r} is a constant of the model (known as it is built), "
                                        "not a tensor on the device; anchor a tensor an op computes")
-            self._stream_anchor(g, tid, t, counts, {"ALL": at(tid), "EVERYN": every_n, "FINAL": final}, prologue)
+            self._stream_anchor(g, tid, t, counts, {"ALL": at(tid), "EVERYN": every_at(tid), "FINAL": final},
+                                prologue)
 
     def prepareDevice(self, loadEngine=True) -> None:  # noqa: N802,N803 - PopART's names
         """Lower the model, its backward pass and the weight update onto a popsim graph and make its engine."""
@@ -229,21 +230,37 @@ class TrainingSession(InferenceSession):
                 if tid.startswith(GRADIENT_PREFIX):
                     return grad_at(tid[len(GRADIENT_PREFIX):])
                 return stages.per_batch(tid)
+
+            def every_at(tid):   # out of the stage computing it, after each micro-batch of every Nth batch
+                if tid.startswith(GRADIENT_PREFIX):
+                    return stages.every_n(tid, autodiff.where[tid[len(GRADIENT_PREFIX):]])
+                return stages.every_n(tid)
         else:
             at = grad_at = lambda tid: micro  # noqa: E731
+            every_at = lambda tid: every_n  # noqa: E731 - after each micro-batch of every Nth batch
         self._weight_updates(g, lowering.values, grads, prologue, grad_at, update)
         self._running_statistics(lowering.values, at)
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors() if self.dataFlow.art(a).id() == "EVERYN"}
         if len(periods) > 1:
             raise popart_exception(f"DataFlow: EVERYN anchors with different periods {sorted(periods)} are not "
                                    "supported yet; use one period")
-        period = periods.pop() if periods else 1
-        self._anchors(g, lowering.values, grads, prologue, at, every_n, final, period)
+        every_ns, period = bool(periods), periods.pop() if periods else 1
+        self._anchors(g, lowering.values, grads, prologue, at, every_at, final, period)
         if stages:   # the accumulation's micro-batches through the pipeline, then the update
             batch = Sequence(stages.step(g, self._accl), update)
+            nth = Sequence(stages.step(g, self._accl, period=1), update) if every_ns else batch
         else:
+            if every_ns:   # the micro-batch runs in two places: once, as a Function
+                micro = Call(g.add_function(micro, "microBatch"))
             batch = Sequence(Repeat(self._accl, micro) if self._accl > 1 else micro, update)
-        program = Sequence(prologue, Repeat(bps // period, Sequence(Repeat(period, batch), every_n)), final)
+            nth = batch
+            if every_ns:
+                nth = Sequence(Repeat(self._accl, Sequence(micro, every_n)), update)
+        if every_ns:
+            every = Sequence(Repeat(period - 1, batch), nth) if period > 1 else nth
+        else:
+            every = Sequence(Repeat(period, batch), every_n)
+        program = Sequence(prologue, Repeat(bps // period, every), final)
         self._graph = g
         self._engine = self._build_engine(g, program)   # OutOfMemoryException when it does not fit
         self._weights_written = False

@@ -11,10 +11,20 @@ sequence reversed in time (a view) and reverses its output back; ``bidirectional
 and concatenates. ``layout=1`` (batch first) is a dim_shuffle of X, initial states and
 outputs.
 
-Refused, naming the node and the attribute: peepholes (P), ``clip``, ``input_forget``,
-activations popnn's cells do not have (LSTM's g and h must be the same; each of Sigmoid,
-Tanh, Relu), ``activation_alpha``/``beta``, and a ``sequence_lens`` that is not a constant
-equal to the sequence length (PopLibs' layers run every step of every batch element)."""
+A constant ``sequence_lens`` shorter than the sequence (PopART hands it to popnn's layers)
+runs the whole sequence and keeps, for batch element b of length n, the first n steps: in
+the forward direction later steps cannot change earlier ones; in the reverse direction
+element b's first n steps are reversed (a view), so popnn starts it at step n - 1. Y's
+steps from n on are zero (popops.select against a constant mask, as ONNX defines them),
+Y_h is the output of element b's step n - 1 and Y_c its cell state after that step (popnn's
+per-step intermediates, a view).
+
+Refused, naming the node and the attribute, as PopART refuses them: peepholes (P; "Popart
+does not support peephole connections"), ``clip`` (PopART: "LSTMOp attribute `clip' is not
+supported"), ``input_forget``, activations popnn's cells do not have (LSTM's g and h must be
+the same; each of Sigmoid, Tanh, Relu), ``activation_alpha``/``beta``; and a
+``sequence_lens`` computed on the device or streamed, or with a length of 0 or over the
+sequence."""
 import numpy as np
 
 import popsim
@@ -32,7 +42,10 @@ def _refuse(node, what: str):
 
 def _check_attrs(node, defaults):
     """The (recurrent, candidate) activation names of every direction; refuses what popnn lacks."""
-    for key in ("clip", "activation_alpha", "activation_beta"):
+    if "clip" in node.attrs:
+        _refuse(node, f"attribute clip={node.attrs['clip']!r} is not supported: PopART refuses it (\"{node.op_type}Op "
+                      "attribute `clip' is not supported\"), and popnn's cells have no cell clip; remove it")
+    for key in ("activation_alpha", "activation_beta"):
         if key in node.attrs:
             _refuse(node, f"attribute {key}={node.attrs[key]!r} is not supported (popnn's {node.op_type} has no "
                           f"{key}); remove it")
@@ -59,17 +72,41 @@ def _check_attrs(node, defaults):
     return direction, out
 
 
-def _check_sequence_lens(ctx, node, inputs, steps):
+def _sequence_lens(ctx, node, inputs, steps, batch):
+    """The batch elements' lengths (a list), or None when every one runs all ``steps``."""
     lens = inputs[4] if len(inputs) > 4 else None
     if lens is None:
-        return
+        return None
     if not isinstance(lens, np.ndarray):
         _refuse(node, "input 4 (sequence_lens) is computed on the device or streamed; popsim.popart needs it as a "
-                      f"constant (an initializer) equal to the sequence length {steps} for every batch element, "
-                      "or absent")
-    if np.any(lens != steps):
-        _refuse(node, f"input 4 (sequence_lens) is {lens.tolist()}: popnn's layers run all {steps} steps of every "
-                      "batch element; sequences of other lengths are not supported")
+                      "constant (an initializer) or absent")
+    if lens.shape != (batch,) or np.any(lens < 1) or np.any(lens > steps):
+        _refuse(node, f"input 4 (sequence_lens) is {lens.tolist()}: it must give each of the {batch} batch elements "
+                      f"a length from 1 to the sequence length {steps}")
+    return None if np.all(lens == steps) else [int(n) for n in lens]
+
+
+def _first_steps_reversed(t, lens):
+    """A view of ``t`` [T, B, ...] with each batch element's first lens[b] steps reversed (the
+    rest kept): the order the reverse direction takes element b's valid steps in; its own
+    inverse."""
+    steps, cols = t.shape[0], []
+    for b, n in enumerate(lens):
+        col = t.slice(b, b + 1, 1)
+        cols.append(popsim.concat([col.slice(0, n, 0).reverse(0)] + ([col.slice(n, steps, 0)] if n < steps else []),
+                                  0))
+    return popsim.concat(cols, 1)
+
+
+def _at_lengths(t, lens, after=None):
+    """[B, H] of ``t`` [T, B, H]: element b at step lens[b] - 1 (with ``after``, [T, B, H] of
+    the states before each step and the final one, the state after step lens[b] - 1)."""
+    steps = t.shape[0]
+    rows = []
+    for b, n in enumerate(lens):
+        src = t[n - 1] if after is None else (t[n] if n < steps else after)
+        rows.append(src.slice(b, b + 1, 0))
+    return popsim.concat(rows, 0)
 
 
 def _rnn(ctx, node, inputs, gates, defaults, has_cell):
@@ -92,7 +129,7 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
     if has_cell and len(inputs) > 7 and inputs[7] is not None:
         _refuse(node, "input 7 (P, peephole weights) is not supported: popnn.lstm has no peephole connections "
                       "(as PopART); remove P")
-    _check_sequence_lens(ctx, node, inputs, steps)
+    lens = _sequence_lens(ctx, node, inputs, steps, batch) if steps else None
     dt = x.dtype
     b = inputs[3] if len(inputs) > 3 else None
     b = ctx.tensor(b if b is not None else np.zeros((dirs, 2 * gates * hidden), dt.numpy), node, "input 3 (B)")
@@ -110,7 +147,10 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
     ys, hs, cs = [], [], []
     for d in range(dirs):
         reverse = direction == "reverse" or d == 1
-        seq = x.reverse(0) if reverse and steps else x
+        if lens is not None:   # each element's valid steps, in the order this direction takes them
+            seq = _first_steps_reversed(x, lens) if reverse else x
+        else:
+            seq = x.reverse(0) if reverse and steps else x
         name = f"{node.name}/{'reverse' if reverse else 'forward'}"
         w_in = w[d].reshape([gates, hidden, n_in]).dim_shuffle([0, 2, 1])
         w_out = r[d].reshape([gates, hidden, hidden]).dim_shuffle([0, 2, 1])
@@ -122,8 +162,14 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
             params.cell_order = [U.INPUT_GATE, U.OUTPUT_GATE, U.FORGET_GATE, U.CANDIDATE]
             biases = popops.add(ctx.graph, two[0], two[1], ctx.prog, f"{name}/biases")
             state = popnn.lstm.LstmState(initial[0][d], initial[1][d])
-            y, c = popnn.lstm.lstm_fwd(ctx.graph, params, state, seq, popnn.lstm.LstmWeights(w_in, w_out, biases),
-                                       ctx.prog, name, {"inferenceOnly": "true"})
+            weights = popnn.lstm.LstmWeights(w_in, w_out, biases)
+            if lens is None:
+                y, c = popnn.lstm.lstm_fwd(ctx.graph, params, state, seq, weights, ctx.prog, name,
+                                           {"inferenceOnly": "true"})
+            else:   # the cell state of each step: the intermediates' (f, i, g, o, act(c), c_prev)
+                y, c, inter = popnn.lstm.lstm_fwd(ctx.graph, params, state, seq, weights, ctx.prog, name,
+                                                  {"inferenceOnly": "true"}, return_intermediates=True)
+                c = _at_lengths(inter.slice(5, 6, 1).squeeze([1]), lens, after=c)
             cs.append(c)
         else:
             params = popnn.gru.GruParams(dt, batch, steps, [n_in, hidden], act, rec_act)
@@ -134,6 +180,10 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
                 popops.add(ctx.graph, two[0], two[1], ctx.prog, f"{name}/biases")
             y = popnn.gru.gru_fwd(ctx.graph, params, initial[0][d], seq,
                                   popnn.gru.GruWeights(w_in, w_out, biases), ctx.prog, name, {"inferenceOnly": "true"})
+        if lens is not None:
+            hs.append(_at_lengths(y, lens))
+            ys.append(_masked(ctx, node, _first_steps_reversed(y, lens) if reverse else y, lens, name))
+            continue
         hs.append(y[steps - 1] if steps else initial[0][d])
         ys.append(y.reverse(0) if reverse and steps else y)
     y = popsim.concat([t.expand([1]) for t in ys], 1)                     # [T, D, B, H]
@@ -141,6 +191,15 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
     if batch_first:
         y, states = y.dim_shuffle([2, 0, 1, 3]), [s.dim_shuffle([1, 0, 2]) for s in states]
     return [y] + states
+
+
+def _masked(ctx, node, y, lens, name):
+    """``y`` [T, B, H] with each element's steps from lens[b] on set to zero (popops.select)."""
+    steps = y.shape[0]
+    keep = np.broadcast_to((np.arange(steps)[:, None] < np.array(lens)[None, :])[:, :, None], y.shape)
+    zeros = ctx.constant(np.zeros(y.shape, y.dtype.numpy), node, "zeros past sequence_lens")
+    return popops.select(ctx.graph, y, zeros, ctx.constant(np.ascontiguousarray(keep), node, "sequence_lens mask"),
+                         ctx.prog, f"{name}/pastSequenceLens")
 
 
 @op("LSTM", 7, summary="popnn.lstm.lstm_fwd per direction (ONNX's iofc gates as cell_order, W and R as "

@@ -194,7 +194,8 @@ def test_the_command_prints_the_figures(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--batch", "0"], "the batch must be a positive integer, found 0"),
-    (["--batch", "2", "--ipus", "2"], "ipus=2: popsim.popart builds a model on one IPU"),
+    (["--batch", "2", "--pipeline"], "pipelining needs the model on more than one IPU, found ipus=1"),
+    (["--batch", "2", "--ipus", "0"], "ipus must be a positive integer"),
     (["--batch", "2", "--replicas", "0"], "replicas must be a positive integer"),
 ])
 def test_bad_arguments_are_clear_errors(tmp_path, capsys, args, message):

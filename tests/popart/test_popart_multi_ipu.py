@@ -216,8 +216,9 @@ def test_placement_errors_name_what_is_wrong(rng):
         opts.replicatedGraphCount = 2
         _session(unplaced, [uy], 2, opts)
     opts = popart.SessionOptions()
-    opts.virtualGraphMode = popart.VirtualGraphMode.Auto
-    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode = 'Auto' is not supported yet.*'Manual'"):
+    opts.virtualGraphMode = popart.VirtualGraphMode.ExecutionPhases
+    with pytest.raises(popart.popart_exception, match=r"virtualGraphMode = 'ExecutionPhases' is not supported yet"
+                                                      r".*'Manual', 'Auto'"):
         _session(b, [y], 2, opts)
 
 
@@ -291,3 +292,20 @@ def test_replicated_training_sums_the_replicas_gradients(rng):
     with pytest.raises(popart.popart_exception, match=r"virtualGraphMode is Manual, so every op needs an IPU"):
         popart.TrainingSession(builder.getModelProto(), popart.DataFlow(1, [loss]), loss, popart.ConstSGD(lr),
                                popart.DeviceManager().createIpuModelDevice({"tilesPerIPU": TILES}), userOptions=opts)
+
+
+@pytest.mark.parametrize("period", [1, 2, 3, 6])
+def test_pipelined_everyn_anchors_are_the_unpipelined_ones(rng, period):
+    """PopART returns batches N, 2N, ... of an EVERYN anchor; pipelined, each stage streams
+    its own out in the cycles where it works on them."""
+    b, x, h0, y, numpy = _skip_model(rng, (0, 1, 2))
+    bps = 6
+    data = rng.standard_normal((bps, 2, 8)).astype(np.float32)
+    arts = {t: popart.AnchorReturnType("EVERYN", period) for t in (x, h0, y)}
+    piped, _ = _run(b, arts, {x: data}, bps, 3, _options(manual=True, pipelined=True))
+    plain, _ = _run(b, arts, {x: data}, bps, 3, _options(manual=True))
+    for tid in arts:
+        np.testing.assert_array_equal(piped[tid], plain[tid], err_msg=tid)
+    shape = (bps // period, 2, 8) if period < bps else (2, 8)
+    np.testing.assert_array_equal(piped[x], data[period - 1::period].reshape(shape))
+    np.testing.assert_allclose(piped[y], numpy(data[period - 1::period]).reshape(shape), rtol=1e-5, atol=1e-5)

@@ -273,3 +273,25 @@ def test_pipelined_training_refuses_what_popart_refuses(rng):
         unplaced, _, _, unplaced_loss, _ = __import__("test_popart_training")._mlp(rng)
         popart.TrainingSession(unplaced.getModelProto(), popart.DataFlow(1, [unplaced_loss]), unplaced_loss,
                                popart.ConstSGD(0.1), device, userOptions=_options())
+
+
+def test_pipelined_everyn_anchors_are_the_unpipelined_ones(rng):
+    """EVERYN N with gradient accumulation: every micro-batch of batches N, 2N, ..., shaped
+    [batches_per_step / N, accumulation_factor, ...] as PopART shapes them; pipelined, as the
+    unpipelined run and as the matching rows of an ALL anchor."""
+    b, x, label, loss, init = _mlp(rng, (0, 1, 2))
+    bps, accl = 4, 5
+    inputs = {x: rng.standard_normal((bps, accl, 4, 6)).astype(np.float32),
+              label: rng.integers(0, 3, (bps, accl, 4)).astype(np.int32)}
+    arts = {loss: popart.AnchorReturnType("EVERYN", 2), G + "w1": popart.AnchorReturnType("EVERYN", 2)}
+    runs = [_train(b, loss, inputs, arts, bps, 3, _options(pipelined=p, accumulation=accl), popart.ConstSGD(0.1))
+            for p in (False, True)]
+    everything, _, _ = _train(b, loss, inputs, {loss: popart.AnchorReturnType("ALL")}, bps, 3,
+                              _options(pipelined=True, accumulation=accl), popart.ConstSGD(0.1))
+    (plain, plain_w, _), (piped, piped_w, _) = runs
+    assert piped[loss].shape == (2, accl) and piped[G + "w1"].shape == (2, accl, 8, 8)
+    for tid in arts:
+        np.testing.assert_array_equal(piped[tid], plain[tid], err_msg=tid)
+    np.testing.assert_array_equal(piped[loss], everything[loss][1::2])
+    for k in init:
+        np.testing.assert_array_equal(piped_w[k], plain_w[k], err_msg=k)

@@ -62,12 +62,13 @@ def test_gru_linear_before_reset_is_popnn_reset_after(rng):
 
 
 @pytest.mark.parametrize("attrs,inputs_extra,message", [
-    ({"clip": 1.0}, {}, "attribute clip=1.0 is not supported"),
+    ({"clip": 1.0}, {}, "attribute clip=1.0 is not supported: PopART refuses it"),
     ({"activations": ["Sigmoid", "Tanh", "Relu"]}, {}, "same activation for g and h"),
     ({"activations": ["HardSigmoid", "Tanh", "Tanh"]}, {}, "popnn's cells take Sigmoid, Tanh or Relu"),
     ({"input_forget": 1}, {}, "input_forget=1"),
     ({}, {"P": True}, "input 7 (P, peephole weights) is not supported"),
-    ({}, {"lens": np.array([3, 2], np.int32)}, "sequence_lens) is [3, 2]"),
+    ({}, {"lens": np.array([3, 0], np.int32)}, "sequence_lens) is [3, 0]: it must give each of the 2"),
+    ({}, {"lens": np.array([4, 1], np.int32)}, "a length from 1 to the sequence length 3"),
 ])
 def test_unsupported_lstm_features_are_refused_by_name(rng, attrs, inputs_extra, message):
     T, B, I, H = 3, 2, 2, 3
@@ -88,3 +89,31 @@ def test_unsupported_lstm_features_are_refused_by_name(rng, attrs, inputs_extra,
     with pytest.raises(popart.popart_exception, match="node 'rnn' \\(LSTM\\)") as e:
         session.prepareDevice()
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize("op_type", ["LSTM", "GRU"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_sequence_lens_shorter_than_the_sequence(rng, op_type, direction):
+    """Each batch element runs its own length (ONNX): checked against onnx's reference run on
+    each element's sequence cut to its length (the reference itself ignores sequence_lens);
+    Y is zero past an element's length, Y_h (and Y_c) are those of its last step."""
+    gates, T, B, I, H = (4 if op_type == "LSTM" else 3), 4, 3, 3, 2
+    D = 2 if direction == "bidirectional" else 1
+    f = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)  # noqa: E731
+    lens = np.array([4, 1, 3], np.int32)
+    weights = {"w": f(D, gates * H, I), "r": f(D, gates * H, H), "b": f(D, 2 * gates * H)}
+    states = {"h0": f(D, B, H)} | ({"c0": f(D, B, H)} if op_type == "LSTM" else {})
+    x = f(T, B, I)
+    outputs = ["y", "y_h"] + (["y_c"] if op_type == "LSTM" else [])
+    attrs = dict(hidden_size=H, direction=direction)
+    model = _model(op_type, {"x": x, **weights, "lens": lens, **states}, outputs, attrs,
+                   initializers=("w", "r", "b", "lens"))
+    got, _ = run_session(model, {"x": x, **states})
+    plain = _model(op_type, {"x": x, **weights, "": np.zeros(0, np.float32), **states}, outputs, attrs,
+                   initializers=("w", "r", "b"))
+    for b, n in enumerate(lens):
+        want = reference(plain, {"x": x[:n, b:b + 1], **{k: v[:, b:b + 1] for k, v in states.items()}})
+        np.testing.assert_allclose(got["y"][:n, :, b], want["y"][:, :, 0], rtol=1e-4, atol=1e-5, err_msg=str(b))
+        assert not got["y"][n:, :, b].any(), b
+        for name in outputs[1:]:
+            np.testing.assert_allclose(got[name][:, b], want[name][:, 0], rtol=1e-4, atol=1e-5, err_msg=name)
