@@ -19,12 +19,16 @@ steps from n on are zero (popops.select against a constant mask, as ONNX defines
 Y_h is the output of element b's step n - 1 and Y_c its cell state after that step (popnn's
 per-step intermediates, a view).
 
-Refused, naming the node and the attribute, as PopART refuses them: peepholes (P; "Popart
-does not support peephole connections"), ``clip`` (PopART: "LSTMOp attribute `clip' is not
-supported"), ``input_forget``, activations popnn's cells do not have (LSTM's g and h must be
-the same; each of Sigmoid, Tanh, Relu), ``activation_alpha``/``beta``; and a
-``sequence_lens`` computed on the device or streamed, or with a length of 0 or over the
-sequence."""
+An LSTM with peepholes (P) or ``clip``, which popnn's cell has not (PopART refused both:
+"Popart does not support peephole connections", "LSTMOp attribute `clip' is not
+supported"), runs on a cell composed from PopLibs ops instead (lstm_cell.py), which also
+reads a ``sequence_lens`` streamed or computed on the device; every other LSTM stays on
+popnn.lstm_fwd.
+
+Refused, naming the node and the attribute: GRU's ``clip``, ``input_forget``, activations
+popnn's cells do not have (LSTM's g and h must be the same; each of Sigmoid, Tanh, Relu),
+``activation_alpha``/``beta``; and, but for the composed LSTM, a ``sequence_lens`` computed
+on the device or streamed; a constant one with a length of 0 or over the sequence."""
 import numpy as np
 
 import popsim
@@ -32,6 +36,7 @@ from popsim import popnn, popops
 
 from ..errors import popart_exception
 from ..op_table import op
+from .lstm_cell import lengths, lstm_composed
 
 _ACTIVATIONS = {"sigmoid": "SIGMOID", "tanh": "TANH", "relu": "RELU"}
 
@@ -42,9 +47,13 @@ def _refuse(node, what: str):
 
 def _check_attrs(node, defaults):
     """The (recurrent, candidate) activation names of every direction; refuses what popnn lacks."""
-    if "clip" in node.attrs:
+    if "clip" in node.attrs and node.op_type != "LSTM":
         _refuse(node, f"attribute clip={node.attrs['clip']!r} is not supported: PopART refuses it (\"{node.op_type}Op "
-                      "attribute `clip' is not supported\"), and popnn's cells have no cell clip; remove it")
+                      "attribute `clip' is not supported\"), popnn's cells have no cell clip, and popsim composes "
+                      "a clipped cell for LSTM only; remove it")
+    if "clip" in node.attrs and not float(node.attrs["clip"]) > 0:
+        _refuse(node, f"attribute clip={node.attrs['clip']!r} must be a positive number (the gates' pre-activations "
+                      "are bounded to [-clip, clip])")
     for key in ("activation_alpha", "activation_beta"):
         if key in node.attrs:
             _refuse(node, f"attribute {key}={node.attrs[key]!r} is not supported (popnn's {node.op_type} has no "
@@ -72,18 +81,28 @@ def _check_attrs(node, defaults):
     return direction, out
 
 
-def _sequence_lens(ctx, node, inputs, steps, batch):
-    """The batch elements' lengths (a list), or None when every one runs all ``steps``."""
+def _sequence_lens(ctx, node, inputs, steps, batch, composed=False):
+    """The batch elements' lengths (a list), or None when every one runs all ``steps``;
+    ``composed`` (lstm_cell's LSTM): the lengths as they are, a device tensor or an array
+    (None when absent or all ``steps``)."""
     lens = inputs[4] if len(inputs) > 4 else None
     if lens is None:
         return None
     if not isinstance(lens, np.ndarray):
+        if composed:
+            if tuple(lens.shape) != (batch,):
+                _refuse(node, f"input 4 (sequence_lens) has shape {tuple(lens.shape)}: it must be [{batch}] "
+                              "(batch_size)")
+            return lens
         _refuse(node, "input 4 (sequence_lens) is computed on the device or streamed; popsim.popart needs it as a "
-                      "constant (an initializer) or absent")
+                      "constant (an initializer) or absent (or the LSTM to have peepholes or clip, which popsim "
+                      "composes with lengths read as the step runs)")
     if lens.shape != (batch,) or np.any(lens < 1) or np.any(lens > steps):
         _refuse(node, f"input 4 (sequence_lens) is {lens.tolist()}: it must give each of the {batch} batch elements "
                       f"a length from 1 to the sequence length {steps}")
-    return None if np.all(lens == steps) else [int(n) for n in lens]
+    if np.all(lens == steps):
+        return None
+    return lens if composed else [int(n) for n in lens]
 
 
 def _first_steps_reversed(t, lens):
@@ -126,10 +145,16 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
     if tuple(w.shape) != (dirs, gates * hidden, n_in) or tuple(r.shape) != (dirs, gates * hidden, hidden):
         _refuse(node, f"W {tuple(w.shape)} and R {tuple(r.shape)} must be [{dirs}, {gates} * {hidden}, {n_in}] and "
                       f"[{dirs}, {gates} * {hidden}, {hidden}] (num_directions, gates * hidden_size, ...)")
-    if has_cell and len(inputs) > 7 and inputs[7] is not None:
-        _refuse(node, "input 7 (P, peephole weights) is not supported: popnn.lstm has no peephole connections "
-                      "(as PopART); remove P")
-    lens = _sequence_lens(ctx, node, inputs, steps, batch) if steps else None
+    peep = inputs[7] if has_cell and len(inputs) > 7 else None
+    composed = peep is not None or "clip" in node.attrs   # popnn's cell has neither: lstm_cell's
+    if composed and steps == 0:
+        _refuse(node, "X has no time steps: an LSTM with peepholes or clip needs at least one")
+    if peep is not None:
+        peep = ctx.tensor(peep, node, "input 7 (P)")
+        if tuple(peep.shape) != (dirs, 3 * hidden):
+            _refuse(node, f"input 7 (P) {tuple(peep.shape)} must be [{dirs}, 3 * {hidden}] (num_directions, "
+                          "peephole weights i, o, f)")
+    lens = _sequence_lens(ctx, node, inputs, steps, batch, composed) if steps else None
     dt = x.dtype
     b = inputs[3] if len(inputs) > 3 else None
     b = ctx.tensor(b if b is not None else np.zeros((dirs, 2 * gates * hidden), dt.numpy), node, "input 3 (B)")
@@ -141,12 +166,25 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
         else:
             v = ctx.tensor(v, node, f"input {slot}")
             initial.append(v.dim_shuffle([1, 0, 2]) if batch_first else v)
-    for role, t in (("W", w), ("R", r), ("B", b)) + tuple((f"initial state {i}", t) for i, t in enumerate(initial)):
+    roles = [("W", w), ("R", r), ("B", b)] + ([("P", peep)] if peep is not None else [])
+    for role, t in roles + [(f"initial state {i}", t) for i, t in enumerate(initial)]:
         if t.dtype != dt:
             _refuse(node, f"{role} is {t.dtype} and X {dt}: the inputs of an {node.op_type} must share one type")
     ys, hs, cs = [], [], []
+    if composed and lens is not None:
+        lens = lengths(ctx, node, lens, steps, node.name)
     for d in range(dirs):
         reverse = direction == "reverse" or d == 1
+        if composed:
+            name = f"{node.name}/{'reverse' if reverse else 'forward'}"
+            y, h, c = lstm_composed(ctx, name, x, w[d], r[d], b[d].reshape([2, gates, hidden]),
+                                    peep[d] if peep is not None else None,
+                                    float(node.attrs["clip"]) if "clip" in node.attrs else None,
+                                    initial[0][d], initial[1][d], lens, reverse, acts[d])
+            ys.append(y)
+            hs.append(h)
+            cs.append(c)
+            continue
         if lens is not None:   # each element's valid steps, in the order this direction takes them
             seq = _first_steps_reversed(x, lens) if reverse else x
         else:
@@ -203,7 +241,8 @@ def _masked(ctx, node, y, lens, name):
 
 
 @op("LSTM", 7, summary="popnn.lstm.lstm_fwd per direction (ONNX's iofc gates as cell_order, W and R as "
-                       "transposed views, popops.add of the two biases); reverse as a reversed view")
+                       "transposed views, popops.add of the two biases); reverse as a reversed view; with "
+                       "peepholes or clip a cell of poplin.mat_mul and popops.map in a Repeat over time")
 def lstm(ctx, node, inputs):
     return _rnn(ctx, node, inputs, 4, ["sigmoid", "tanh", "tanh"], True)
 

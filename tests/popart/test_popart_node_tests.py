@@ -28,7 +28,7 @@ SAMPLE = [("Add", "test_add_bcast"), ("Relu", "test_relu"), ("Softmax", "test_so
           ("Expand", "test_expand_dim_changed"), ("ArgMax", "test_argmax_negative_axis_keepdims_random_select_last_index"),
           ("LayerNormalization", "test_layer_normalization_3d_axis1_epsilon"), ("LRN", "test_lrn"),
           ("ConvTranspose", "test_convtranspose_pads"),
-          ("LSTM", "test_lstm_batchwise"), ("GRU", "test_gru_bidirectional"),
+          ("LSTM", "test_lstm_batchwise"), ("LSTM", "test_lstm_with_peepholes"), ("GRU", "test_gru_bidirectional"),
           ("Pad", "test_constant_pad"),
           ("Cast", "test_cast_FLOAT_to_FLOAT16"), ("Add", "test_add_uint8"), ("Shape", "test_shape"),
           ("BatchNormalization", "test_batchnorm_example_training_mode"), ("LogSoftmax", "test_logsoftmax_axis_1"),
