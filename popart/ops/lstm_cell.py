@@ -41,8 +41,8 @@ def lengths(ctx, node, value, steps: int, name: str):
         return ctx.constant(value.astype(np.int32), node, "input 4 (sequence_lens)")
     lens = ctx.tensor(value, node, "input 4 (sequence_lens)")
     if lens.dtype not in (INT, popsim.UNSIGNED_INT):
-        raise popart_exception(f"node {node.name!r} ({node.op_type}): input 4 (sequence_lens) is {lens.dtype}; "
-                               "ONNX gives it as int32")
+        raise popart_exception(f"node {node.name!r} ({node.op_type}): input 4 (sequence_lens) is {lens.dtype}, "
+                               "expected int32 (ONNX's type for it); give the lengths as int32")
     if lens.dtype != INT:
         lens = popops.cast(ctx.graph, lens, INT, ctx.prog, f"{name}/sequenceLens")
     bad = popops.map(ctx.graph, pe.logical_or(pe._1 < pe.Const(1, INT), pe._1 > pe.Const(steps, INT)), [lens],
