@@ -162,6 +162,7 @@ class InferenceSession(HostWeights, SessionInfo):
     def _build_engine(self, graph, program):
         """The engine, or OutOfMemoryException (with the report) when tiles are over their memory;
         the option debug.allowOutOfMemory=true builds it anyway, as in Poplar."""
+        self._clock_after = None   # a new engine: its clock starts again
         options = dict(self.options.engineOptions)
         allowed = str(options.get("debug.allowOutOfMemory", "false")).lower() == "true"
         try:
@@ -249,14 +250,20 @@ class InferenceSession(HostWeights, SessionInfo):
                 transfers = {"ALL": bps * accl, "EVERYN": bps // art.rp() * accl}.get(art.id(), 1)
                 engine.connect_stream(f"anchor/{tid}", buffers.buffer(float8.as_bytes(out),
                                                                       out.size // (transfers * replicas)))
-        before = self._clock()
+        # Only session.run runs this engine: the clock after the last run is the clock now.
+        before = self._clock_after if self._clock_after is not None else self._clock()
+        self._clock_after = None   # a run stopped part way leaves the clock to be read again
         try:
             engine.run(0)
         except popsim.ApplicationRuntimeError as e:   # a check on the device stopped the step (Dropout's)
             raise popart_exception(f"run: {e}") from e
         buffers.finish()
-        self._cycles = self._clock() - before
+        self._clock_after = self._clock()
+        self._cycles = self._clock_after - before
         finish()
+
+    #: the engine's clock after the last run (None: read it)
+    _clock_after = None
 
     def _clock(self) -> float:
         """The report's execution.total_cycles (the last IPU clock), read from the engine's

@@ -230,7 +230,8 @@ class PyMachine {
   unsigned num_threads() const { return machine_.num_threads(); }
   // How copy table `table` runs (for tests): {"pieces": run in parallel in this many
   // pieces between host and tile memory (1: on one thread), "pieces_in_arena": the same
-  // from tile memory to tile memory, "streams": with non-temporal stores}.
+  // from tile memory to tile memory, "streams": with non-temporal stores, "runs": how many
+  // run rows its segments became}.
   py::dict copy_plan(int64_t table) const {
     if (table < 0 || table >= static_cast<int64_t>(machine_.executable().table_overlaps.size()))
       throw py::index_error("copy table index out of range");
@@ -238,6 +239,7 @@ class PyMachine {
     d["pieces"] = machine_.copies().pieces(table, false);
     d["pieces_in_arena"] = machine_.copies().pieces(table, true);
     d["streams"] = machine_.copies().streams(table);
+    d["runs"] = machine_.copies().runs(table);
     return d;
   }
   uint8_t *arena_data() { return machine_.arena(); }

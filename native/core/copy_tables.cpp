@@ -84,17 +84,70 @@ CopyTables::CopyTables(const Executable &exe, ThreadPool &pool, int64_t streamin
   plans_.resize(ntables);
   int64_t scratch = 0;
   for (size_t t = 0; t < ntables; ++t) {
-    plans_[t] = plan(static_cast<int64_t>(t), streaming_bytes);
-    const CopySeg *segs = exe_.segs.data();
-    tables_.push_back(Table{segs + exe_.table_begin[t], segs + exe_.table_begin[t + 1],
-                            !exe_.table_overlaps[t] && plans_[t].cuts.empty() && !plans_[t].streaming});
+    Plan &p = plans_[t];
+    p = plan(static_cast<int64_t>(t), streaming_bytes);
+    const int64_t first = exe_.table_begin[t], last = exe_.table_begin[t + 1];
+    const std::vector<Cut> whole{Cut{first, 0, 0}, Cut{last, 0, 0}};
+    const std::vector<Cut> &cuts = p.cuts.empty() ? whole : p.cuts;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const int64_t begin = static_cast<int64_t>(runs_.size());
+      add_runs(cuts[k], cuts[k + 1]);
+      p.pieces.push_back(Piece{begin, static_cast<int64_t>(runs_.size()), cuts[k].scratch});
+    }
+    // A cut may fall inside a segment; on one thread the table runs segment by segment
+    // (a segment whose source meets its destination is one move), so it has runs of its own.
+    if (p.pieces.size() == 1) {
+      p.whole = p.pieces.front();
+    } else {
+      const int64_t begin = static_cast<int64_t>(runs_.size());
+      add_runs(whole.front(), whole.back());
+      p.whole = Piece{begin, static_cast<int64_t>(runs_.size()), 0};
+    }
     if (!exe_.table_overlaps[t]) continue;
     int64_t total = 0;
-    for (int64_t i = exe_.table_begin[t]; i < exe_.table_begin[t + 1]; ++i)
-      total = saturating_add(total, exe_.segs[static_cast<size_t>(i)].len);
+    for (int64_t i = first; i < last; ++i) total = saturating_add(total, exe_.segs[static_cast<size_t>(i)].len);
     scratch = std::max(scratch, total);
   }
+  runs_.shrink_to_fit();
+  for (size_t t = 0; t < ntables; ++t) {  // runs_ is complete: point into it
+    const Plan &p = plans_[t];
+    tables_.push_back(Table{runs_.data() + p.whole.first, runs_.data() + p.whole.last,
+                            !exe_.table_overlaps[t] && p.cuts.empty() && !p.streaming});
+  }
   scratch_.resize(static_cast<size_t>(scratch));
+}
+
+void CopyTables::add_runs(const Cut &from, const Cut &to) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const size_t start = runs_.size();  // runs of this piece only: a piece is copied on its own
+  auto fits = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= kMax; };
+  auto add = [&](int64_t src, int64_t dst, int64_t len) {
+    for (; len > kMax; src += kMax, dst += kMax, len -= kMax)  // a run's length is 32-bit
+      runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(kMax), 1, 0, 0});
+    if (runs_.size() > start) {
+      CopyRun &r = runs_.back();
+      if (r.len == len && r.count < kMax) {
+        if (r.count == 1 && fits(src - r.src) && fits(dst - r.dst)) {
+          r.src_stride = static_cast<int32_t>(src - r.src);
+          r.dst_stride = static_cast<int32_t>(dst - r.dst);
+          r.count = 2;
+          return;
+        }
+        const int64_t n = r.count;
+        if (r.count > 1 && src == r.src + n * r.src_stride && dst == r.dst + n * r.dst_stride) {
+          ++r.count;
+          return;
+        }
+      }
+    }
+    runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(len), 1, 0, 0});
+  };
+  for (int64_t i = from.seg; i < to.seg || (i == to.seg && to.offset > 0); ++i) {
+    const CopySeg &s = exe_.segs[static_cast<size_t>(i)];
+    const int64_t begin = i == from.seg ? from.offset : 0;
+    const int64_t end = i == to.seg ? to.offset : s.len;
+    if (end > begin) add(s.src + begin, s.dst + begin, end - begin);
+  }
 }
 
 CopyTables::Plan CopyTables::plan(int64_t table, int64_t streaming_bytes) const {
@@ -159,63 +212,62 @@ int64_t CopyTables::pieces(int64_t table, bool within_one_memory) const {
 
 bool CopyTables::streams(int64_t table) const { return plans_[static_cast<size_t>(table)].streaming; }
 
-// The parts of segments between two cuts: f(segment, first byte, bytes).
-#define POPSIM_FOR_EACH_PART(FROM, TO, BODY)                                                 \
-  for (int64_t i = (FROM).seg; i < (TO).seg || (i == (TO).seg && (TO).offset > 0); ++i) {  \
-    const CopySeg &s = exe_.segs[static_cast<size_t>(i)];                                  \
-    const int64_t begin = i == (FROM).seg ? (FROM).offset : 0;                             \
-    const int64_t end = i == (TO).seg ? (TO).offset : s.len;                               \
-    if (end > begin) { BODY }                                                              \
+int64_t CopyTables::runs(int64_t table) const {
+  const Plan &p = plans_[static_cast<size_t>(table)];
+  return p.whole.last - p.whole.first;
+}
+
+void CopyTables::copy_range(const Piece &piece, const uint8_t *src, uint8_t *dst, bool streaming) const {
+  const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last;
+  if (!streaming) {
+    for (; r != end; ++r) copy_run(*r, src, dst);
+    return;
   }
+  for (; r != end; ++r) {
+    const uint8_t *s = src + r->src;
+    uint8_t *d = dst + r->dst;
+    for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, d += r->dst_stride) stream_bytes(d, s, r->len);
+  }
+  store_fence();
+}
 
-void CopyTables::copy_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *dst, bool streaming) const {
-  POPSIM_FOR_EACH_PART(from, to, move(dst + s.dst + begin, src + s.src + begin, end - begin, streaming);)
+void CopyTables::gather_range(const Piece &piece, const uint8_t *src, uint8_t *tmp) const {
+  tmp += piece.scratch;
+  for (const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last; r != end; ++r) {
+    const uint8_t *s = src + r->src;
+    for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, tmp += r->len) copy_bytes(tmp, s, r->len);
+  }
+}
+
+void CopyTables::scatter_range(const Piece &piece, const uint8_t *tmp, uint8_t *dst, bool streaming) const {
+  tmp += piece.scratch;
+  for (const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last; r != end; ++r) {
+    uint8_t *d = dst + r->dst;
+    for (int32_t i = 0; i < r->count; ++i, d += r->dst_stride, tmp += r->len) move(d, tmp, r->len, streaming);
+  }
   if (streaming) store_fence();
 }
-
-void CopyTables::gather_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *tmp) const {
-  tmp += from.scratch;
-  POPSIM_FOR_EACH_PART(from, to, copy_bytes(tmp, src + s.src + begin, end - begin); tmp += end - begin;)
-}
-
-void CopyTables::scatter_range(const Cut &from, const Cut &to, const uint8_t *tmp, uint8_t *dst,
-                               bool streaming) const {
-  tmp += from.scratch;
-  POPSIM_FOR_EACH_PART(from, to, move(dst + s.dst + begin, tmp, end - begin, streaming); tmp += end - begin;)
-  if (streaming) store_fence();
-}
-#undef POPSIM_FOR_EACH_PART
 
 void CopyTables::run_planned(int64_t table, const uint8_t *src, uint8_t *dst) {
   const Plan &p = plans_[static_cast<size_t>(table)];
   const bool overlaps = exe_.table_overlaps[static_cast<size_t>(table)] != 0;
-  const bool parallel = pieces(table, src == dst) > 1;
-  const CopySeg *seg = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
-  const CopySeg *end = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
-  const int64_t pieces = static_cast<int64_t>(p.cuts.size()) - 1;
-  if (!overlaps) {
-    if (parallel) {
-      pool_.parallel_for(pieces, [&](int64_t k) { copy_range(p.cuts[k], p.cuts[k + 1], src, dst, p.streaming); });
-    } else if (p.streaming) {
-      for (; seg != end; ++seg) stream_bytes(dst + seg->dst, src + seg->src, seg->len);
-      store_fence();
-    } else {
-      for (; seg != end; ++seg) copy_bytes(dst + seg->dst, src + seg->src, seg->len);
+  const int64_t n = static_cast<int64_t>(p.pieces.size());
+  if (pieces(table, src == dst) > 1) {
+    if (!overlaps) {
+      pool_.parallel_for(n, [&](int64_t k) { copy_range(p.pieces[k], src, dst, p.streaming); });
+      return;
     }
+    // Source and destination overlap: read everything first, as the hardware's
+    // exchange does, then write.
+    uint8_t *tmp = scratch_.data();
+    pool_.parallel_for(n, [&](int64_t k) { gather_range(p.pieces[k], src, tmp); });
+    pool_.parallel_for(n, [&](int64_t k) { scatter_range(p.pieces[k], tmp, dst, p.streaming); });
     return;
   }
-  // Source and destination overlap: read everything first, as the hardware's exchange
-  // does, then write.
-  uint8_t *tmp = scratch_.data();
-  if (parallel) {
-    pool_.parallel_for(pieces, [&](int64_t k) { gather_range(p.cuts[k], p.cuts[k + 1], src, tmp); });
-    pool_.parallel_for(pieces, [&](int64_t k) { scatter_range(p.cuts[k], p.cuts[k + 1], tmp, dst, p.streaming); });
-    return;
-  }
-  for (const CopySeg *s = seg; s != end; ++s) { copy_bytes(tmp, src + s->src, s->len); tmp += s->len; }
-  tmp = scratch_.data();
-  for (const CopySeg *s = seg; s != end; ++s) { move(dst + s->dst, tmp, s->len, p.streaming); tmp += s->len; }
-  if (p.streaming) store_fence();
+  // On this thread, in the segments' order.
+  if (!overlaps) return copy_range(p.whole, src, dst, p.streaming);
+  gather_range(p.whole, src, scratch_.data());
+  scatter_range(p.whole, scratch_.data(), dst, p.streaming);
 }
 
 }  // namespace popsim

@@ -10,6 +10,12 @@
 // count. Tables bigger than the last-level cache (counting every replica's run of them)
 // are written with non-temporal stores (the destination would not stay in the cache
 // anyway, and they save reading each destination line before overwriting it).
+//
+// A table runs from runs, not segments: consecutive segments of one length whose sources
+// and destinations each step by a constant stride (a transpose or a strided view moves
+// one 4-byte element per segment) become one run row, copied by a tight loop. The runs
+// keep the segments' order, so every table copies exactly what its segments say, in the
+// same order.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -28,6 +34,37 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
     case 4: std::memcpy(dst, src, 4); return;
     case 8: std::memcpy(dst, src, 8); return;
     default: std::memcpy(dst, src, static_cast<size_t>(len));
+  }
+}
+
+// `count` elements of `len` bytes, element i from src + i * src_stride to
+// dst + i * dst_stride (one segment: count 1, strides 0).
+struct CopyRun {
+  int64_t src, dst;
+  int32_t len, count, src_stride, dst_stride;
+};
+
+// Copies a run's elements in order.
+inline void copy_run(const CopyRun &r, const uint8_t *src, uint8_t *dst) {
+  const uint8_t *s = src + r.src;
+  uint8_t *d = dst + r.dst;
+  if (r.count == 1) return copy_bytes(d, s, r.len);
+  const int64_t ss = r.src_stride, ds = r.dst_stride;
+  switch (r.len) {
+    case 4:
+      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, 4);
+      return;
+    case 8:
+      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, 8);
+      return;
+    case 2:
+      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, 2);
+      return;
+    case 1:
+      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) *d = *s;
+      return;
+    default:
+      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, static_cast<size_t>(r.len));
   }
 }
 
@@ -50,8 +87,11 @@ class CopyTables {
   void run(int64_t table, const uint8_t *src, uint8_t *dst) {
     const Table &t = tables_[static_cast<size_t>(table)];
     if (!t.plain) return run_planned(table, src, dst);
-    for (const CopySeg *s = t.first; s != t.end; ++s) copy_bytes(dst + s->dst, src + s->src, s->len);
+    for (const CopyRun *r = t.first, *end = t.end; r != end; ++r) copy_run(*r, src, dst);
   }
+
+  // For tests: how many run rows table `table` has (the segments it merges into runs).
+  int64_t runs(int64_t table) const;
 
   // For tests: how table `table` runs: in how many pieces (1: on the calling thread)
   // between two memories and within one (source and destination in the arena), and
@@ -65,25 +105,35 @@ class CopyTables {
   struct Cut {
     int64_t seg, offset, scratch;
   };
+  // A piece of a table: runs [first, last) of runs_, its bytes from `scratch` on in the
+  // scratch buffer of an overlapping table.
+  struct Piece {
+    int64_t first, last, scratch;
+  };
   struct Plan {
     std::vector<Cut> cuts;  // pieces + 1 positions, from the table's start to its end
+    std::vector<Piece> pieces;  // one per piece (one for a table run whole)
+    Piece whole{0, 0, 0};       // the table's runs in one piece, for running it on one thread
     bool streaming = false;
     bool disjoint_from_source = false;  // no destination byte is a source byte (arena -> arena)
   };
-  // Where a table's segments are, and whether it is plain: not overlapping, on one
-  // thread, without non-temporal stores.
+  // Where a table's runs are, and whether it is plain: not overlapping, on one thread,
+  // without non-temporal stores.
   struct Table {
-    const CopySeg *first, *end;
+    const CopyRun *first, *end;
     bool plain;
   };
   void run_planned(int64_t table, const uint8_t *src, uint8_t *dst);
-  void copy_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *dst, bool streaming) const;
-  void gather_range(const Cut &from, const Cut &to, const uint8_t *src, uint8_t *tmp) const;
-  void scatter_range(const Cut &from, const Cut &to, const uint8_t *tmp, uint8_t *dst, bool streaming) const;
+  void copy_range(const Piece &piece, const uint8_t *src, uint8_t *dst, bool streaming) const;
+  void gather_range(const Piece &piece, const uint8_t *src, uint8_t *tmp) const;
+  void scatter_range(const Piece &piece, const uint8_t *tmp, uint8_t *dst, bool streaming) const;
   Plan plan(int64_t table, int64_t streaming_bytes) const;
+  // Appends the runs of the segment parts between two cuts to runs_.
+  void add_runs(const Cut &from, const Cut &to);
 
   const Executable &exe_;
   ThreadPool &pool_;
+  std::vector<CopyRun> runs_;     // every table's, piece by piece
   std::vector<Table> tables_;
   std::vector<Plan> plans_;       // per table; empty cuts: run whole, on the calling thread
   std::vector<uint8_t> scratch_;  // for tables whose source and destination overlap

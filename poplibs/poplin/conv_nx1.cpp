@@ -95,7 +95,7 @@ public:
     const unsigned tailCols = width % COLS;
     const bool widen = !std::is_same<FPType, float>::value;
     const std::size_t inSize = in[0].size(), wSize = std::size_t(kernelPositions) * chans * width;
-    std::vector<const float *> inBase(groups), wBase(groups), inRows(groups), wRows(groups), tailRows(groups);
+    SmallArray<const float *> inBase(groups), wBase(groups), inRows(groups), wRows(groups), tailRows(groups);
     std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * kernelPositions * chans * (tailCols ? COLS : 0));
     for (unsigned cg = 0; cg < numConvGroups; ++cg) {
       inStore.clear();

@@ -68,7 +68,7 @@ public:
       return true;
     const unsigned numOutGroups = numOutGroupsM1 + 1, tailCols = width % COLS;
     const bool widen = !std::is_same<FPType, float>::value;
-    std::vector<const float *> inRows(groups), wRows(groups), tailRows(groups);
+    SmallArray<const float *> inRows(groups), wRows(groups), tailRows(groups);
     std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * chans * (tailCols ? COLS : 0));
     for (unsigned cg = 0; cg <= numConvGroupsM1; ++cg) {
       // inputs: the worker's positions of every in-channel group, rows `chans` apart
