@@ -28,3 +28,42 @@ def test_a_mapping_index_in_order_or_not_is_sorted_by_begin():
         index = MappingIndex(b, b + 2, b * 10)
         assert index.begins.tolist() == [0, 4, 9] and index.ends.tolist() == [2, 6, 11]
         assert index.tiles.tolist() == [0, 40, 90]
+
+
+def test_search_of_a_large_array_agrees_for_sorted_unsorted_and_2d_queries():
+    from popsim.runs import CACHED_VALUES, search
+    rng = np.random.default_rng(2)
+    values = np.sort(rng.integers(0, 10 ** 7, CACHED_VALUES + 10))
+    for queries in (rng.integers(-5, 10 ** 7 + 5, 6000), np.sort(rng.integers(0, 10 ** 7, 6000)),
+                    values[rng.integers(0, values.size, (80, 70))]):
+        for side in ("left", "right"):
+            got = search(values, queries, side)
+            assert got.shape == queries.shape and np.array_equal(got, np.searchsorted(values, queries, side=side))
+
+
+def _tile_intervals_one_by_one(pos, length, tiles, num_tiles):
+    """get_tile_mapping's rule piece by piece, in position order: a piece extends its tile's
+    last interval when that ends where it starts; unmapped pieces (-1) are left out."""
+    result = [[] for _ in range(num_tiles)]
+    for i in np.argsort(pos, kind="stable").tolist():
+        p, n, t = int(pos[i]), int(length[i]), int(tiles[i])
+        if t >= 0:
+            row = result[t]
+            if row and row[-1][1] == p:
+                row[-1] = (row[-1][0], p + n)
+            else:
+                row.append((p, p + n))
+    return result
+
+
+def test_tile_intervals_join_neighbours_on_one_tile_as_piece_by_piece():
+    from popsim.runs import Runs, tile_intervals
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        k = int(rng.integers(0, 25))
+        length = rng.integers(0 if rng.random() < 0.2 else 1, 4, k)   # some with empty pieces
+        pos = np.cumsum(length + rng.integers(0, 2, k) * rng.integers(0, 3, k)) - length
+        order = rng.permutation(k)   # pieces in any order
+        tiles = rng.integers(-1, 3, k)
+        got = tile_intervals(Runs(pos[order], pos[order] * 7, length[order]), tiles[order], 3)
+        assert got == _tile_intervals_one_by_one(pos[order], length[order], tiles[order], 3)

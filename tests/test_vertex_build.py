@@ -81,7 +81,9 @@ VIEWS = {
     "None": lambda t: None,
 }
 
-UNUSUAL = {"odd shape"}  # views the Python lean branch takes but C hands to Python: nothing else
+# views the Python lean branches take but C hands to Python: nothing else (a list: its sub-edges,
+# each a strided view the list field takes as it is, are checked by the lean branch for lists)
+UNUSUAL = {"odd shape", "a list"}
 
 # Views each edge field takes (the common call), to draw calls that succeed often.
 FITTING = {"s_in": ["x[1, 2]", "x[1][2:3]", "odd shape"], "s_out": ["x[1, 2]", "x[1][2:3]"],
@@ -285,3 +287,46 @@ def _count_references_of_the_c_path():
     assert counts()[2] == before[2]
     del cs._types[1:], cs._tiles[1:], cs._perf[1:], cs._first[1:], cs._slots[len(vt.fields):]
     assert counts() == before
+
+
+class Lists(popsim.Vertex):
+    """List fields of each kind the lean branch for lists checks: read and written, vectors and scalars."""
+
+    ins: Input[VectorList[float]]
+    outs: Output[VectorList[float]]
+    scalars: Vector[Input[float]]
+
+    def compute(self):
+        return True
+
+
+def test_lists_added_whole_are_stored_and_refused_as_connect_stores_and_refuses_them():
+    g = new_graph()
+    g.add_codelets([Lists])
+    x, k = g.add_variable(FLOAT, [3, 4], "x"), g.add_constant(FLOAT, [4], 1.5, "k")
+    ints = g.add_variable(INT, [4], "ints")
+    cs = g.add_compute_set("cs")
+    fine = {"ins": [x[0], x[1:3, ::2], k], "outs": [x[2][::-1]], "scalars": [x[0, 1], x[1][2:3]]}
+    v = g.add_vertex(cs, "Lists", fine)
+    w = g.add_vertex(cs, "Lists")
+    for name, value in fine.items():
+        g.connect(w[name], value)
+    assert [slot_key(s, []) for s in cs._slots[:3]] == [slot_key(s, []) for s in cs._slots[3:]]
+    assert all(type(s) is list and s is not fine[name] for s, name in zip(cs._slots[:3], fine))
+    assert v.index == 0
+    for bad in ({"outs": [x[0], k[1:]]}, {"ins": [x[0], ints]}, {"scalars": [x[0]]}, {"ins": [x[0], x[0, 1]]},
+                {"ins": [x[0], popsim.concat([x[0], x[2]])]}, {"ins": [new_graph().add_variable(FLOAT, [2], "y")]},
+                {"ins": [x[0], 3]}):
+        errors = []
+        for how in ("whole", "by connect"):
+            u = g.add_vertex(cs, "Lists") if how == "by connect" else None
+            try:
+                if u is None:
+                    g.add_vertex(cs, "Lists", bad)
+                else:
+                    g.connect(u[next(iter(bad))], next(iter(bad.values())))
+                errors.append(None)
+            except Exception as e:  # noqa: BLE001 - the error is what is compared
+                errors.append((type(e), str(e).replace(f"#{len(cs.vertices) - 1}", "#N").replace(
+                    f"#{len(cs.vertices) - 2}", "#N")))
+        assert errors[0] == errors[1], bad

@@ -196,7 +196,10 @@ class _TileBuilder:
         c0, c1 = c_range
         kr = self.b.k_ranges(kp)
         out_block = self._out_block(box, kp, ci)
-        outs = [out_block[g].flatten() for g in range(g1 - g0)]
+        # Each group's box as it is (a strided view, not flattened): a vector sub-edge takes any rank, in
+        # row-major order, and lowering reads a strided view by its geometry where a flattened box would be
+        # an id view, its element ids built here and searched there one by one.
+        outs = [out_block[g] for g in range(g1 - g0)]
         tile = self.b.tile(gi, bi, fi, ni, kp, ci)
         if self.one_by_one:
             window = fr
@@ -216,9 +219,9 @@ class _TileBuilder:
             fields.update({"batchSize": b1 - b0} if self.vmac else {"inChanGrouping": self.grouping}
                           if self.height is None else
                           {"ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0]})
-        ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1]).flatten()
+        ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1])
                for g in range(g0, g1)]
-        weights = [self.wg[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1]).flatten()
+        weights = [self.wg[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1])
                    for g in range(g0, g1)]
         fields.update({"in": ins, "weights": weights, "out": outs, "numConvGroupsM1": g1 - g0 - 1,
                        "numOutGroupsM1": 0, "numInGroups": 1, "inChansPerGroup": c1 - c0,

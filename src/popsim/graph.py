@@ -18,7 +18,7 @@ from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, In
 from .linear_mapping import linear_tile_mapping
 from .poplar_names import SnakeCaseNames
 from .quarter import checked_metadata
-from .runs import MappingIndex, runs_of, split_at_positions
+from .runs import MappingIndex, runs_of, split_at_positions, tile_intervals
 from . import views
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
@@ -439,17 +439,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
                 f"get_tile_mapping of tensor '{tensor.name}': elements [{pieces.pos[i]}, "
                 f"{pieces.pos[i] + pieces.length[i]}) {why}; map them with set_tile_mapping, or pass "
                 "require_complete=False")
-        result: List[List[Tuple[int, int]]] = [[] for _ in range(self._target.num_tiles)]
-        order = np.argsort(pieces.pos, kind="stable")
-        for p, n, t in zip(pieces.pos[order].tolist(), pieces.length[order].tolist(), tiles[order].tolist()):
-            if t < 0:
-                continue
-            row = result[t]
-            if row and row[-1][1] == p:
-                row[-1] = (row[-1][0], p + n)
-            else:
-                row.append((p, p + n))
-        return result
+        return tile_intervals(pieces, tiles, self._target.num_tiles)
 
     def get_sorted_contiguous_regions(self, tensor: Tensor, regions) -> List[List[Tuple[int, int]]]:
         """Poplar's getSortedContiguousRegions: ``regions`` ([begin, end) intervals of the

@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import TensorCreationError
 from .mapping import VariableMapping
+from .runs import search
 from .types import Type
 
 # The bytes all variables and constants of a graph may hold together: 1 PiB, a million
@@ -101,7 +102,7 @@ class VariableTable:
 
     def index_of(self, ids: np.ndarray) -> np.ndarray:
         """The variable index owning each global id."""
-        return np.searchsorted(self.bases(), ids, side="right") - 1
+        return search(self.bases(), ids, side="right") - 1
 
     def variable_of(self, gid: int) -> Variable:
         return self.variables[int(self.index_of(np.asarray([gid]))[0])]

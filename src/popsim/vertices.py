@@ -81,6 +81,33 @@ class VertexInfo:
         return None if c is None else (c[0] if len(c) == 1 else c)
 
 
+def _list_plan(vt: VertexType) -> Dict[str, tuple]:
+    """For each list field of edges: (position, element type, each sub-edge a scalar, is
+    written), what add_vertex's lean path for lists checks sub-edges against; cached."""
+    plan = vt.extra["list_plan"] = {
+        f.name: (i, f.dtype, f.kind is FieldKind.EDGE_VECTOR and f.element_kind is FieldKind.SCALAR_EDGE,
+                 f.direction in WRITING)
+        for i, f in enumerate(vt.fields) if f.kind.is_list and f.kind.is_edge}
+    return plan
+
+
+def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
+    """The list a list field stores for ``value`` when every sub-edge is a strided view of one
+    variable that _checked would take as it is (of the field's type, one element for scalars,
+    not rank 0 for vectors, no constant where the vertex writes); else None (connect checks
+    and explains)."""
+    _, dtype, scalar, writing = entry
+    for t in value:
+        if type(t) is not Tensor:
+            return None
+        var = t._var
+        if var is None or t._table is not table or t._dtype is not dtype or (writing and var.is_constant):
+            return None
+        if (t.num_elements() != 1) if scalar else not t._shape:
+            return None
+    return list(value)
+
+
 class VertexBuilding:
     """The vertex half of Graph's API (mixed into Graph)."""
 
@@ -170,6 +197,13 @@ class VertexBuilding:
                             # garbage collector to trace (see vertex_store.py); both read back the same.
                             slots[first + entry[0]] = value if getrefcount(value) > _ONLY_IN_THE_DICT else \
                                 (var.index, value._offset, shape, value._strides)  # edge_record(value)
+                            continue
+                elif type(value) is list:
+                    entry = (vt.extra.get("list_plan") or _list_plan(vt)).get(name)
+                    if entry is not None:
+                        edges = _lean_sub_edges(value, table, entry)
+                        if edges is not None:
+                            slots[first + entry[0]] = edges
                             continue
                 self.connect(v[name], value)
         return v
