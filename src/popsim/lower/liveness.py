@@ -127,8 +127,6 @@ class LiveRecorder:
     def __init__(self, table):
         self.table = table
         self.events: Dict[Tuple[str, int], List[tuple]] = {}
-        self.pinned: set = set()    # variables that are always live whatever the steps do
-        self.streamed: set = set()  # variables a stream copy touches (for reports: not pinned)
 
     def _add(self, context, event) -> None:
         self.events.setdefault(context, []).append(event)
@@ -144,15 +142,10 @@ class LiveRecorder:
     def stream(self, context, step: int, tensor, to_device: bool) -> None:
         """A stream copy: from the host it writes ``tensor``'s elements, an ordinary
         definition (as Poplar's liveness treats it); to the host it reads them."""
-        self.streamed.update(tensor_vars(self.table, tensor)[0].tolist())
         if to_device:
             self.step(context, step, writes=[tensor])
         else:
             self.step(context, step, reads=[tensor])
-
-    def pin(self, tensor) -> None:
-        """``tensor``'s variables are always live."""
-        self.pinned.update(tensor_vars(self.table, tensor)[0].tolist())
 
     def undef(self, context, tensor) -> None:
         self._add(context, ("step", -1, NO_ACCESS, tensor_access(self.table, tensor)))
@@ -258,7 +251,6 @@ def analyse(recorder: LiveRecorder, num_programs: int, num_vars: int, always: np
     always live."""
     walk = _Walk(recorder, num_vars, max_points)
     always = always.copy()
-    always[list(recorder.pinned)] = True
     try:
         for i in range(num_programs):
             walk.program(i)
