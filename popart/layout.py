@@ -1,9 +1,16 @@
 """Where a model's inputs and weights live on the tiles: laid out for the op that reads
 them, as PopART asks an op to create its inputs (poplin.create_weights / create_input for a
 Conv, create_mat_mul_input_rhs for a MatMul's or Gemm's right-hand side), and linearly
-mapped otherwise. A tensor laid out for its reader needs no rearranging copy each batch."""
+mapped otherwise. A tensor laid out for its reader needs no rearranging copy each batch.
+
+Linearly mapped ones go through ``map_linearly``, PopART's LinearMapper: each starts on the
+tile after the last one of the graph's previous one (wrapping round), so that a model's many
+small tensors (a BatchNormalization's scale, bias, mean and variance) spread over the tiles
+instead of all starting on tile 0."""
+import weakref
+
 import popsim
-from popsim import FLOAT, HALF, poplin
+from popsim import FLOAT, HALF, poplin, poputil
 
 from .node_attributes import poplin_options
 from .ops.nn import conv_params, conv_weights_shape
@@ -21,13 +28,30 @@ def _first_reader(model, tid):
     return None, None
 
 
+_NEXT_TILE = weakref.WeakKeyDictionary()   # graph -> where its next linear mapping starts
+
+
+def map_linearly(graph, t) -> None:
+    """Map ``t`` linearly over ``graph``'s tiles from the tile after the last one the graph's
+    previous linearly mapped tensor used (PopART's LinearMapper: calcLinearTileMapping
+    rotated, the start advanced by the tiles used)."""
+    mapping, _NEXT_TILE[graph] = poputil.calc_linear_tile_mapping_and_new_offset(graph, t, _NEXT_TILE.get(graph, 0))
+    graph.set_tile_mapping(t, mapping)
+
+
+def _linear_variable(graph, dtype, shape, tid):
+    t = graph.add_variable(dtype, shape, tid)
+    map_linearly(graph, t)
+    return t
+
+
 def create_variable(graph, model, tid, shape, cache, dtype=FLOAT):
     """The variable for model input or weight ``tid`` of ``shape`` (FLOAT unless ``dtype``;
     FLOAT and HALF ones laid out by poplin for their reader, others linearly)."""
     node, slot = _first_reader(model, tid)
     shape = tuple(shape)
     if dtype not in (FLOAT, HALF):
-        return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)
+        return _linear_variable(graph, dtype, shape, tid)
     options = poplin_options(node) if node is not None else None   # the plan the reader will use
     try:
         if node is not None and node.op_type == "Conv" and slot in (0, 1) and len(node.inputs) > 1:
@@ -49,4 +73,4 @@ def create_variable(graph, model, tid, shape, cache, dtype=FLOAT):
                 return t.transpose() if trans_b else t
     except popsim.PopsimError:
         pass  # the reader will say what is wrong with its operands; lay the tensor out linearly
-    return graph.add_variable(dtype, shape, tid, mapping=popsim.VariableMappingMethod.LINEAR)
+    return _linear_variable(graph, dtype, shape, tid)

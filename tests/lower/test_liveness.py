@@ -96,6 +96,117 @@ def test_a_partial_write_does_not_start_a_live_range():
     assert _variables(g, prog) == 4 * B
 
 
+def test_a_variable_written_piece_by_piece_before_any_read_is_defined():
+    # b's two halves are written by two copies (a concat) before b is read: together they
+    # define b, which then shares with a.
+    g, t = _graph("x y a b".split())
+    h = N // 2
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"]),
+                     Copy(t["x"][:h], t["b"][h:]), Copy(t["x"][h:], t["b"][:h]), Copy(t["b"], t["y"])])
+    mem = _memory(g, prog)
+    assert mem.by_category["variables"][0] == 3 * B
+    assert [live - mem.always_live for live in mem.liveness] == [B, B, B, B, B]
+    # the same halves with a read of b between them: the read sees the last run's second half
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"]),
+                     Copy(t["x"][:h], t["b"][:h]), Copy(t["b"], t["y"]), Copy(t["x"][h:], t["b"][h:])])
+    assert _variables(g, prog) == 4 * B
+    # halves that overlap and leave one element unwritten define nothing
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"]),
+                     Copy(t["x"][:h], t["b"][:h]), Copy(t["x"][h - 1:N - 1], t["b"][h - 1:N - 1]),
+                     Copy(t["b"], t["y"])])
+    assert _variables(g, prog) == 4 * B
+
+
+def test_one_write_of_two_adjacent_variables_defines_both():
+    # a and b hold consecutive element ids; one Copy writes both whole (through a concat
+    # of them): each is defined there, so both are temporaries and c reuses their place.
+    g, t = _graph("x y a b c".split())
+    two = g.add_variable(FLOAT, [2 * N], "two")
+    g.set_tile_mapping(two, 0)
+    g.create_host_write("two", two)
+    prog = Sequence([Copy(two, popsim.concat([t["a"], t["b"]])), Copy(t["a"], t["y"]), Copy(t["b"], t["y"]),
+                     Copy(t["x"], t["c"]), Copy(t["c"], t["y"])])
+    mem = _memory(g, prog)
+    assert mem.not_always_live == 2 * B
+    assert mem.by_category["variables"][0] == 6 * B  # x, y, two (2 B); a and b; c shares
+
+
+def test_elements_never_read_need_no_write():
+    # Only b's first half is written and only it is read (like a convolution's partials,
+    # padded past what any vertex writes): no element's value comes from an earlier run,
+    # so b is a temporary; reading one element of the unwritten half makes it always live.
+    g, t = _graph("x y a b".split())
+    h = N // 2
+    head = [Copy(t["x"], t["a"]), Copy(t["a"], t["y"])]
+    prog = Sequence(head + [Copy(t["x"][:h], t["b"][:h]), Copy(t["b"][:h], t["y"][:h])])
+    assert _variables(g, prog) == 3 * B
+    prog = Sequence(head + [Copy(t["x"][:h], t["b"][:h]), Copy(t["b"][:h + 1], t["y"][:h + 1])])
+    assert _variables(g, prog) == 4 * B
+
+
+def test_a_variable_written_row_by_row_by_compute_sets_is_defined():
+    # popops.fill writes each row of out in a compute set of its own: out is defined once
+    # both have run, so it is a temporary that a (live before it) shares memory with.
+    from popsim import popops
+    g, t = _graph("x y a".split())
+    popops.add_codelets(g)
+    out = mapped(g, FLOAT, [2, N], "out")
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"])])
+    popops.fill(g, out[0], 1.0, prog, "row0")
+    popops.fill(g, out[1], 2.0, prog, "row1")
+    prog.add(Copy(out[1], t["y"]))
+    mem = _memory(g, prog)
+    assert mem.by_category["variables"][0] == 4 * B  # x, y and out (2 B); a shares out's place
+    assert mem.not_always_live == 2 * B
+
+
+def test_a_stream_copy_from_the_host_defines_its_destination_each_iteration():
+    # In a Repeat, s is filled from the host stream and read in each iteration: a value of
+    # the iteration only, so s shares memory with a (before the loop); results are those
+    # of a run without reuse.
+    device = small_device(1)
+    g, t = _graph("x y a s".split())
+    fifo = g.add_host_to_device_fifo("in", FLOAT, N)
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"]), Repeat(3, Sequence([Copy(fifo, t["s"]),
+                                                                                      Copy(t["s"], t["y"])]))])
+    assert _variables(g, prog) == 3 * B
+    outs = []
+    for opts in (None, OFF):
+        engine = popsim.Engine(g, [prog], opts)
+        engine.load(device)
+        data = np.arange(3 * N, dtype=np.float32)
+        engine.connect_stream("in", data)
+        engine.write_tensor("x", np.ones(N, np.float32))
+        engine.run(0)
+        outs.append(engine.read_tensor("y").copy())
+    assert outs[0].tobytes() == outs[1].tobytes() == np.arange(2 * N, 3 * N, dtype=np.float32).tobytes()
+
+
+def test_a_stream_copy_to_the_host_reads_its_source():
+    # c is streamed out before it is written in the loop body: the first iteration sends
+    # the last run's c, so c is always live; written first, it is a temporary of the body.
+    g, t = _graph("x y a c".split())
+    fifo = g.add_device_to_host_fifo("out", FLOAT, N)
+    head = [Copy(t["x"], t["a"]), Copy(t["a"], t["y"])]
+    carried = Sequence(head + [Repeat(2, Sequence([Copy(t["c"], fifo), Copy(t["x"], t["c"])]))])
+    assert _variables(g, carried) == 4 * B
+    fresh = Sequence(head + [Repeat(2, Sequence([Copy(t["x"], t["c"]), Copy(t["c"], fifo)]))])
+    assert _variables(g, fresh) == 3 * B
+
+
+def test_a_partial_write_in_a_loop_is_defined_only_with_the_rest_before_the_read():
+    # b's first half is written before the loop, the second in it, then b is read in it:
+    # complete before the read, so b is a temporary and takes a's place (a is dead by then).
+    g, t = _graph("x y a b".split())
+    h = N // 2
+    body = Sequence([Copy(t["x"][h:], t["b"][h:]), Copy(t["b"], t["y"])])
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"]), Copy(t["x"][:h], t["b"][:h]), Repeat(2, body)])
+    assert _variables(g, prog) == 3 * B
+    # only the second half is written in the loop: the first is the last run's
+    prog = Sequence([Copy(t["x"], t["a"]), Copy(t["a"], t["y"]), Repeat(2, body)])
+    assert _variables(g, prog) == 4 * B
+
+
 def test_a_first_write_in_one_branch_of_an_if_is_not_a_definition():
     g = popsim.Graph(small_device(1))
     t = {n: mapped(g, FLOAT, [N], n) for n in "x y a b".split()}

@@ -189,3 +189,23 @@ def test_weights_and_inputs_are_laid_out_for_their_reader(rng, monkeypatch):
     linear, s2 = run_session(b.getModelProto(), {x: data}, tiles=64, anchors=[out])
     np.testing.assert_allclose(laid_out[out], linear[out], rtol=1e-4, atol=1e-3)
     assert s1.getCycleCount() < s2.getCycleCount()
+
+
+def test_linearly_mapped_tensors_start_where_the_last_one_ended():
+    """PopART's LinearMapper: a tensor with no creator is mapped linearly from the tile after
+    the last one its graph's previous such tensor used, wrapping round, so that many small
+    ones (a BatchNormalization's scale, bias, mean, variance) do not all start on tile 0."""
+    from types import SimpleNamespace
+
+    import popsim
+    from graph_helpers import small_device
+    from popsim.popart.layout import create_variable
+    g = popsim.Graph(small_device(8))
+    model = SimpleNamespace(nodes=[], shapes={})
+    first_tiles = []
+    for i, n in enumerate([10, 100, 3, 1]):   # 10 floats: 1 tile (128 bytes a tile at least); 100: 3 tiles
+        t = create_variable(g, model, f"w{i}", (n,), None)
+        first_tiles.append(min(tile for tile, intervals in enumerate(g.get_tile_mapping(t)) if intervals))
+    assert first_tiles == [0, 1, 4, 5]
+    other = popsim.Graph(small_device(8))   # each graph keeps its own start
+    assert other.get_tile_mapping(create_variable(other, model, "v", (4,), None))[0]

@@ -133,7 +133,7 @@ class ComputeSetLowerer:
         self._row_index: List[np.ndarray] = []
         self.num_vertices = self.num_fields = self.num_spans = self.num_groups = 0
         self.compute_sets: List[Tuple[int, int, int, int]] = []
-        self.accesses: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per row: liveness.edge_access
+        self.accesses: List[tuple] = []  # per row: (reads, writes), liveness.edge_access
         self.codelets: List[Tuple[str, str]] = []
         self.codelet_fields: List[List[Tuple[int, int]]] = []
         self.exchange_costs: List[np.ndarray] = []

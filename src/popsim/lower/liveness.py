@@ -2,23 +2,25 @@
 and which may share it with others whose live ranges do not overlap.
 
 While programs are lowered, ``LiveRecorder`` notes, per context (an entry program or a
-Function), what each step reads and writes (by variable) and where loops and
-conditional bodies begin and end. ``analyse`` then walks each entry program in order,
-with every Call's function inlined, numbering the places where steps run (*points*),
-and gives each variable a live range [first point, last point] or marks it always live:
+Function), what each step reads and writes (by variable, with the elements of those it
+touches only in part) and where loops and conditional bodies begin and end. ``analyse``
+then walks each entry program in order, with every Call's function inlined, numbering the
+places where steps run (*points*), and gives each variable a live range [first point,
+last point] or marks it always live:
 
-- constants, variables with a host read or write handle, variables a stream copy
-  reads or writes, variables with an initial value, and variables no program uses
-  are always live;
-- a variable whose first access in a program is not a write of all its elements
-  (a read, or a partial write) holds a value from before the program ran, so it is
-  always live; so is one whose first full write is inside a conditional body (an If or
-  Switch case, a RepeatWhile, a Repeat of count 0) when the variable is used outside
-  that body;
+- constants, variables with a host read or write handle, variables with an initial
+  value, and variables no program uses are always live;
+- a variable a program reads an element of before writing it holds a value from before
+  the program ran, so it is always live. Writes may define a variable piece by piece
+  (several copies or compute sets each writing part of it): their elements add up, and
+  elements never read need no write. A stream copy from the host is such a write, one
+  to the host a read;
+- so is one whose defining writes are inside a conditional body (an If or Switch case, a
+  RepeatWhile, a Repeat of count 0) when the variable is used outside that body;
 - a variable accessed inside a loop and also outside it is live across the whole loop.
 
 Within one step reads come before writes (an InOut field or a Copy onto itself reads
-the old value first). WriteUndef counts as a full write that reads nothing.
+the old value first). WriteUndef counts as a write that reads nothing.
 
 Storage is not affected: the engine keeps every variable at its own arena offset
 (layout.py), so two variables that share modelled tile memory never share host bytes
@@ -32,40 +34,91 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 _EMPTY = np.empty(0, np.int64)
-READ, FULL_WRITE, PART_WRITE = 0, 1, 2
+READ, PART_READ, FULL_WRITE, PART_WRITE = 0, 1, 2, 3
+
+
+#: what a step does to variables: (variables, whether it touches each entirely, the merged
+#: intervals [lo, hi) of global element ids it touches of the others)
+Access = Tuple[np.ndarray, np.ndarray, Tuple[np.ndarray, np.ndarray]]
+NO_ACCESS: Access = (_EMPTY, np.zeros(0, bool), (_EMPTY, _EMPTY))
 
 
 def tensor_vars(table, tensor) -> Tuple[np.ndarray, np.ndarray]:
     """(variables, whether the view covers each of them entirely) of ``tensor``."""
+    v, full, _ = tensor_access(table, tensor)
+    return v, full
+
+
+def tensor_access(table, tensor) -> Access:
+    """The Access of the elements of view ``tensor``."""
     gid, length = tensor._runs()
-    if gid.size == 0:
-        return _EMPTY, np.zeros(0, bool)
-    return _covered(table, gid, length)
+    return runs_access(table, gid, length)
 
 
-def _covered(table, gid: np.ndarray, length: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    owner = table.index_of(np.asarray(gid, np.int64))
-    vars_, inverse = np.unique(owner, return_inverse=True)
-    counts = np.bincount(inverse, weights=np.asarray(length, np.float64), minlength=vars_.size)
+def runs_access(table, gid: np.ndarray, length: np.ndarray) -> Access:
+    """The Access of runs of global ids (first ``gid``, ``length``; a run never crosses
+    from one variable into another). Runs may overlap: coverage counts each element once."""
+    gid, length = np.asarray(gid, np.int64), np.asarray(length, np.int64)
+    lo, hi = merge_intervals(gid, gid + length)
+    if lo.size == 0:
+        return NO_ACCESS
+    owner, last = table.index_of(lo), table.index_of(hi - 1)
+    if (last != owner).any():   # merged across the end of one variable into the next: split there
+        n = last - owner + 1
+        rep = np.repeat(np.arange(lo.size), n)
+        owner = owner[rep] + np.arange(rep.size) - np.repeat(np.cumsum(n) - n, n)
+        bases = table.bases()
+        lo, hi = np.maximum(lo[rep], bases[owner]), hi[rep]
+        nxt = np.minimum(owner + 1, bases.size - 1)
+        hi = np.where(owner + 1 < bases.size, np.minimum(hi, bases[nxt]), hi)
+        keep = hi > lo
+        lo, hi, owner = lo[keep], hi[keep], owner[keep]
+    vars_, first = np.unique(owner, return_index=True)
+    cover = np.add.reduceat(hi - lo, first)
     sizes = np.fromiter((table.variables[v].size for v in vars_.tolist()), np.int64, vars_.size)
-    return vars_.astype(np.int64), counts >= sizes
+    full = cover >= sizes
+    part = ~full[np.searchsorted(vars_, owner)]
+    return vars_.astype(np.int64), full, (lo[part], hi[part])
 
 
-def edge_access(table, edges) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(variables read, variables written, of those written: entirely) by a compute
-    set's edges (edges.EdgeTable)."""
+def join_accesses(accesses) -> Access:
+    """One Access of several (of different tensors one step touches)."""
+    accesses = [a for a in accesses if a[0].size]
+    if not accesses:
+        return NO_ACCESS
+    if len(accesses) == 1:
+        return accesses[0]
+    vars_ = np.concatenate([a[0] for a in accesses])
+    full = np.concatenate([a[1] for a in accesses])
+    lo, hi = merge_intervals(np.concatenate([a[2][0] for a in accesses]), np.concatenate([a[2][1] for a in accesses]))
+    return vars_, full, (lo, hi)
+
+
+def merge_intervals(lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The union of intervals [lo, hi) as sorted, disjoint, non-touching intervals."""
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if lo.size == 0:
+        return _EMPTY, _EMPTY
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
+    return lo[starts], np.maximum.reduceat(hi, starts)
+
+
+def edge_access(table, edges) -> Tuple[Access, Access]:
+    """(what a compute set's edges read, what they write) (edges.EdgeTable)."""
     one = edges.gid >= 0
     gid = np.concatenate([edges.gid[one], edges.run_gid])
     length = np.concatenate([edges.n[one], edges.run_len])
     edge = np.concatenate([np.flatnonzero(one), edges.run_edge])
     keep = length > 0
     gid, length, edge = gid[keep], length[keep], edge[keep]
-    reads = np.unique(table.index_of(gid[edges.reads[edge].astype(bool)])) if gid.size else _EMPTY
-    w = edges.writes[edge].astype(bool) if gid.size else np.zeros(0, bool)
-    if not w.any():
-        return reads.astype(np.int64), _EMPTY, np.zeros(0, bool)
-    written, full = _covered(table, gid[w], length[w])
-    return reads.astype(np.int64), written, full
+    if gid.size == 0:
+        return NO_ACCESS, NO_ACCESS
+    r, w = edges.reads[edge].astype(bool), edges.writes[edge].astype(bool)
+    return runs_access(table, gid[r], length[r]), runs_access(table, gid[w], length[w])
 
 
 class LiveRecorder:
@@ -74,28 +127,28 @@ class LiveRecorder:
     def __init__(self, table):
         self.table = table
         self.events: Dict[Tuple[str, int], List[tuple]] = {}
-        self.pinned: set = set()  # variables a stream copy touches: always live
 
     def _add(self, context, event) -> None:
         self.events.setdefault(context, []).append(event)
 
     def step(self, context, step: int, reads=(), writes=()) -> None:
         """Step ``step`` reads tensors ``reads`` and writes tensors ``writes``."""
-        r = [tensor_vars(self.table, t)[0] for t in reads]
-        w = [tensor_vars(self.table, t) for t in writes]
-        self.step_vars(context, step, np.concatenate(r) if r else _EMPTY,
-                       np.concatenate([v for v, _ in w]) if w else _EMPTY,
-                       np.concatenate([f for _, f in w]) if w else np.zeros(0, bool))
+        self.step_access(context, step, join_accesses([tensor_access(self.table, t) for t in reads]),
+                         join_accesses([tensor_access(self.table, t) for t in writes]))
 
-    def step_vars(self, context, step: int, reads: np.ndarray, writes: np.ndarray, full: np.ndarray) -> None:
-        self._add(context, ("step", step, reads, writes, full))
+    def step_access(self, context, step: int, reads: Access, writes: Access) -> None:
+        self._add(context, ("step", step, reads, writes))
 
-    def pin(self, tensor) -> None:
-        self.pinned.update(tensor_vars(self.table, tensor)[0].tolist())
+    def stream(self, context, step: int, tensor, to_device: bool) -> None:
+        """A stream copy: from the host it writes ``tensor``'s elements, an ordinary
+        definition (as Poplar's liveness treats it); to the host it reads them."""
+        if to_device:
+            self.step(context, step, writes=[tensor])
+        else:
+            self.step(context, step, reads=[tensor])
 
     def undef(self, context, tensor) -> None:
-        v, full = tensor_vars(self.table, tensor)
-        self._add(context, ("step", -1, _EMPTY, v, full))
+        self._add(context, ("step", -1, NO_ACCESS, tensor_access(self.table, tensor)))
 
     def open(self, context, conditional: bool) -> None:
         """A loop body (``conditional``: it may run no time) or a conditional body begins."""
@@ -129,9 +182,14 @@ class _Walk:
         self.acc_var: List[np.ndarray] = []
         self.acc_kind: List[np.ndarray] = []
         self.acc_scope: List[np.ndarray] = []
+        # point -> intervals of global ids it reads (writes) of variables it does not read (write) entirely
+        self.read_parts: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+        self.write_parts: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
         # Scopes: (parent, conditional, is_loop, first point, last point); 0 is the root.
         self.scopes: List[List] = [[-1, False, False, 0, -1]]
         self.program_spans: List[Tuple[int, int]] = []
+        self.bases = recorder.table.bases()
+        self.sizes = np.fromiter((v.size for v in recorder.table.variables), np.int64, len(recorder.table.variables))
 
     def program(self, index: int) -> None:
         first = len(self.point_step)
@@ -164,13 +222,17 @@ class _Walk:
                 frames.append((iter(self.rec.events.get(("function", ev[1]), ())), [stack[-1]], ev[1]))
 
     def _point(self, ev, scope: int) -> None:
-        _, step, reads, writes, full = ev
+        _, step, (reads, rfull, rparts), (writes, wfull, wparts) = ev
         p = len(self.point_step)
         if p >= self.max_points:
             raise _TooLarge()
         self.point_step.append(step)
-        for vars_, kinds in ((reads, np.full(reads.size, READ, np.int8)),
-                             (writes, np.where(full, FULL_WRITE, PART_WRITE).astype(np.int8))):
+        if rparts[0].size:
+            self.read_parts[p] = rparts
+        if wparts[0].size:
+            self.write_parts[p] = wparts
+        for vars_, kinds in ((reads, np.where(rfull, READ, PART_READ).astype(np.int8)),
+                             (writes, np.where(wfull, FULL_WRITE, PART_WRITE).astype(np.int8))):
             if vars_.size:
                 self.acc_point.append(np.full(vars_.size, p, np.int64))
                 self.acc_var.append(vars_)
@@ -189,7 +251,6 @@ def analyse(recorder: LiveRecorder, num_programs: int, num_vars: int, always: np
     always live."""
     walk = _Walk(recorder, num_vars, max_points)
     always = always.copy()
-    always[list(recorder.pinned)] = True
     try:
         for i in range(num_programs):
             walk.program(i)
@@ -204,7 +265,7 @@ def analyse(recorder: LiveRecorder, num_programs: int, num_vars: int, always: np
         kind = np.concatenate(walk.acc_kind)
         scope = np.concatenate(walk.acc_scope)
         # by variable, then point, reads before writes at one point
-        order = np.lexsort((kind != READ, point, var))
+        order = np.lexsort((kind >= FULL_WRITE, point, var))
         point, var, kind, scope = point[order], var[order], kind[order], scope[order]
         _ranges(walk, point, var, kind, scope, start, end, always)
     always |= start < 0
@@ -227,19 +288,13 @@ def _ranges(walk: _Walk, point, var, kind, scope, start, end, always) -> None:
         v = int(var[f])
         if always[v]:
             continue
-        if kind[f] != FULL_WRITE:
-            always[v] = True
+        defined = f if kind[f] == FULL_WRITE else _defining_writes(walk, v, point, kind, f, l)
+        if defined < 0:
+            always[v] = True  # some element is read before this run writes it: its value is older
             continue
         lo, hi = int(point[f]), int(point[l])
-        s = int(scope[f])
-        while s > 0:
-            parent, conditional, _, b, e = scopes[s]
-            if b <= lo and hi <= e:
-                break  # the variable lives inside this body: whatever is outside does not matter
-            if conditional:
-                always[v] = True
-                break
-            s = parent
+        if any(_conditional_for(scopes, int(scope[k]), lo, hi) for k in range(f, defined + 1) if kind[k] >= FULL_WRITE):
+            always[v] = True
     # Loops: a variable used inside a loop and outside it is live across all of it.
     # Innermost loops first (they come after their parents), then outwards.
     loops = [(b, e) for (_, _, is_loop, b, e) in scopes[1:] if is_loop and e >= b]
@@ -248,6 +303,52 @@ def _ranges(walk: _Walk, point, var, kind, scope, start, end, always) -> None:
         spill = touched & ((start < b) | (end > e))
         start[spill] = np.minimum(start[spill], b)
         end[spill] = np.maximum(end[spill], e)
+
+
+def _conditional_for(scopes, s: int, lo: int, hi: int) -> bool:
+    """Whether a write in scope ``s`` may not run while the variable is used over points
+    [lo, hi]: some conditional body holds the write but not all of those uses."""
+    while s > 0:
+        parent, conditional, _, b, e = scopes[s]
+        if b <= lo and hi <= e:
+            return False  # the variable lives inside this body: whatever is outside does not matter
+        if conditional:
+            return True
+        s = parent
+    return False
+
+
+def _clip(parts, base: int, end: int):
+    """The intervals of ``parts`` (sorted, disjoint) within [base, end)."""
+    lo, hi = parts
+    a, z = np.searchsorted(hi, base, side="right"), np.searchsorted(lo, end, side="left")
+    return np.clip(lo[a:z], base, end), np.clip(hi[a:z], base, end)
+
+
+def _defining_writes(walk: _Walk, v: int, point, kind, f: int, l: int) -> int:
+    """A variable first written in part at access ``f`` (its accesses in one program are
+    ``f..l``, in order): -1 if the program reads an element of it before writing it (the
+    value is an earlier run's), else the access whose write completes it (the last
+    access when the writes never cover it all and the elements left are never read)."""
+    base, size = int(walk.bases[v]), int(walk.sizes[v])
+    lo, hi = _EMPTY, _EMPTY   # written so far
+    for k in range(f, l + 1):
+        kk = kind[k]
+        if kk == READ:
+            return -1
+        if kk == FULL_WRITE:
+            return k
+        if kk == PART_READ:
+            rlo, rhi = _clip(walk.read_parts[int(point[k])], base, base + size)
+            at = np.searchsorted(lo, rlo, side="right") - 1
+            if rlo.size and (at.min() < 0 or (hi[np.maximum(at, 0)] < rhi).any()):
+                return -1
+            continue
+        wlo, whi = _clip(walk.write_parts[int(point[k])], base, base + size)
+        lo, hi = merge_intervals(np.r_[lo, wlo], np.r_[hi, whi])
+        if int((hi - lo).sum()) >= size:
+            return k
+    return l
 
 
 def allocate_reuse(layout, live: Liveness, num_steps: int) -> None:
@@ -262,14 +363,18 @@ def allocate_reuse(layout, live: Liveness, num_steps: int) -> None:
     own = np.bincount(rt[reuse], weights=rb[reuse], minlength=num_tiles).astype(np.int64)
     peak = np.zeros(num_tiles, np.int64)
     idx = np.flatnonzero(reuse)
-    s, e = live.start[rv[idx]], live.end[rv[idx]]
-    order = np.lexsort((s, -rb[idx], rt[idx]))
-    idx, s, e = idx[order], s[order], e[order]
-    tiles = rt[idx]
+    bvar, btile, bsize = rv[idx], rt[idx], rb[idx]   # one block per region (a variable's run on a tile)
+    s, e = live.start[bvar], live.end[bvar]
+    order = np.lexsort((s, -bsize, btile))
+    bsize, s, e, tiles = bsize[order], s[order], e[order], btile[order]
     bounds = np.flatnonzero(np.r_[True, tiles[1:] != tiles[:-1], True])
+    seen: Dict[bytes, int] = {}   # tiles often hold the same blocks over the same ranges
     for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        sizes = rb[idx[a:z]]
-        peak[int(tiles[a])] = int((first_fit(sizes, s[a:z], e[a:z]) + sizes).max())
+        sig = np.concatenate([bsize[a:z], s[a:z], e[a:z]]).tobytes()
+        top = seen.get(sig)
+        if top is None:
+            top = seen[sig] = int((first_fit(bsize[a:z], s[a:z], e[a:z]) + bsize[a:z]).max())
+        peak[int(tiles[a])] = top
     layout.by_category["variables"] = layout.by_category["variables"] - own + peak
     layout.not_always_live = peak
     # Per step: bytes of not-always-live variables live while it runs (all tiles).

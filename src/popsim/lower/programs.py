@@ -254,7 +254,7 @@ class ProgramLowerer:
         row, cost = self.compute_sets.lower(p.compute_set)
         step = self._step(f"Execute {p.describe()}", "Execute", cost)
         self.steps[step].compute_set = row
-        self.live.step_vars(self._context, step, *self.compute_sets.accesses[row])
+        self.live.step_access(self._context, step, *self.compute_sets.accesses[row])
         self._emit(OP_EXECUTE, step, row)
 
     def _lower_Copy(self, p: P.Copy) -> None:
@@ -276,7 +276,7 @@ class ProgramLowerer:
         table = self.tables.add(self.planner.host_segments(tensor, to_device))
         cost = self.cost.host_transfer(stream.transfer_bytes, self.planner.tiles_of(tensor))
         step = self._step(p.describe(), "StreamCopy", cost)
-        self.live.pin(tensor)
+        self.live.stream(self._context, step, tensor, to_device)
         self._streams.setdefault(self._context, set()).add(stream.index)
         self._emit(OP_STREAM_TO_DEVICE if to_device else OP_STREAM_FROM_DEVICE, step, stream.index, table)
 
