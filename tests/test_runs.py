@@ -42,18 +42,10 @@ def test_search_of_a_large_array_agrees_for_sorted_unsorted_and_2d_queries():
 
 
 def _tile_intervals_one_by_one(pos, length, tiles, num_tiles):
-    """get_tile_mapping's rule piece by piece, in position order: a piece extends its tile's
-    last interval when that ends where it starts; unmapped pieces (-1) are left out."""
-    result = [[] for _ in range(num_tiles)]
-    for i in np.argsort(pos, kind="stable").tolist():
-        p, n, t = int(pos[i]), int(length[i]), int(tiles[i])
-        if t >= 0:
-            row = result[t]
-            if row and row[-1][1] == p:
-                row[-1] = (row[-1][0], p + n)
-            else:
-                row.append((p, p + n))
-    return result
+    """get_tile_mapping's rule piece by piece (the path tile_intervals takes with empty pieces)."""
+    from popsim.runs import join_piece_by_piece
+    order = np.argsort(pos, kind="stable")
+    return join_piece_by_piece(pos[order], length[order], tiles[order], [[] for _ in range(num_tiles)])
 
 
 def test_tile_intervals_join_neighbours_on_one_tile_as_piece_by_piece():

@@ -115,7 +115,14 @@ def tile_intervals(pieces: Runs, tiles: np.ndarray, num_tiles: int) -> List[List
         for t, b, e in zip(tiles[heads].tolist(), pos[heads].tolist(), (pos[ends] + length[ends]).tolist()):
             result[t].append((b, e))
         return result
-    for p, n, t in zip(pos.tolist(), length.tolist(), tiles.tolist()):   # with empty pieces: one by one
+    return join_piece_by_piece(pos, length, tiles, result)   # with empty pieces: one by one
+
+
+def join_piece_by_piece(pos: np.ndarray, length: np.ndarray, tiles: np.ndarray,
+                        result: List[List[Tuple[int, int]]]) -> List[List[Tuple[int, int]]]:
+    """``tile_intervals``' rule one piece at a time, pieces in position order: a piece extends
+    its tile's last interval when that ends where it starts; unmapped pieces (-1) are left out."""
+    for p, n, t in zip(pos.tolist(), length.tolist(), tiles.tolist()):
         if t < 0:
             continue
         row = result[t]
