@@ -1,8 +1,9 @@
 """Engine: loading, host reads and writes, FIFO streams, callbacks, threads, interrupts;
 program indices, loading onto another device, and aborts (the engine stays usable after
 a failed run)."""
-import _thread
+import os
 import re
+import signal
 import threading
 import time
 
@@ -223,7 +224,9 @@ def test_ctrl_c_stops_a_run_and_engine_stays_usable(device):
     x, y = mapped(g, FLOAT, [1], "x"), mapped(g, FLOAT, [1], "y")
     e = popsim.Engine(g, [RepeatWhileTrue(Sequence(), forever, Copy(x, y)), Copy(x, y)])
     e.load(device)
-    timer = threading.Timer(0.2, _thread.interrupt_main)
+    # A real SIGINT, as Ctrl-C sends: _thread.interrupt_main only sets Python's own flag,
+    # which an earlier test's leftovers can leave unhandled (a full fresh-venv run once hung here).
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         e.run(0)
