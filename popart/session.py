@@ -139,10 +139,11 @@ class InferenceSession(HostWeights, SessionInfo):
         EVERYN and FINAL -> the program copying it (SUM adds into an accumulator in ALL's and
         copies that in FINAL's)."""
         kind = self.dataFlow.art(tid).id()
-        self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
         if t.dtype == QUARTER:   # its bytes, into the host's float8 array
             self._anchor_dtypes[tid] = STREAMED[self.model.shapes[tid][0]][1]
             t = t.reinterpret(UNSIGNED_CHAR)
+        else:
+            self._anchor_dtypes[tid] = _NUMPY_OF_DEVICE.get(t.dtype, np.float32)
         self._anchor_shapes[tid] = step_shape(t.shape, *counts.get(kind, ()), self._replicas)
         if t.num_elements() == 0:   # an empty anchor: nothing to copy back
             self._empty_anchors.add(tid)
