@@ -132,7 +132,7 @@ def NormStatisticOp(op, dtype):
                 for r in range(len(self.out)):
                     i = 0
                     for q in range(self.regionRuns[r]):
-                        n = self.runLengths[k]
+                        n = int(self.runLengths[k])  # int32, as i and j: the loop over j vectorises
                         a = self.a[self.runStat[k]]
                         for j in range(i, i + n):
                             if FIRST:
@@ -157,7 +157,7 @@ def NormStatisticOp(op, dtype):
                 for r in range(len(self.out)):
                     i = 0
                     for q in range(self.regionRuns[r]):
-                        n = self.runLengths[k]
+                        n = int(self.runLengths[k])  # int32, as i and j: the loop over j vectorises
                         a = self.a[self.runStat[k]]
                         b = self.b[self.runStat[k]]
                         for j in range(i, i + n):
@@ -185,7 +185,7 @@ def NormStatisticOp(op, dtype):
                 for r in range(len(self.out)):
                     i = 0
                     for q in range(self.regionRuns[r]):
-                        n = self.runLengths[k]
+                        n = int(self.runLengths[k])  # int32, as i and j: the loop over j vectorises
                         a = self.a[self.runStat[k]]
                         b = self.b[self.runStat[k]]
                         c = self.c[self.runStat[k]]

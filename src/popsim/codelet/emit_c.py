@@ -92,6 +92,7 @@ class CEmitter:
         self.has_loops = False
         self.exits: List[List[str]] = []  # per enclosing loop: [] for C's break, or [label, used]
         self.labels = 0                   # chunked loops emitted (their exit labels are numbered)
+        self.rows = {}                    # C of a row read hoisted out of a loop -> its local
 
     def sfx(self, field: int) -> str:
         return STORAGE[self.fn.fields[field].dtype].suffix
@@ -124,7 +125,8 @@ class CEmitter:
             kind = "lds" if e.view.ty.kind is VK.SCALARS else "ld"
             return self.access(f"{kind}_{self.sfx(e.view.ty.field)}", e)
         if isinstance(e, RowAt):
-            return self.access("row", e)
+            code = self.access("row", e)
+            return self.rows.get(code, code)
         if isinstance(e, Len):
             return f"((int32_t)({self.expr(e.view)}).size)"
         if isinstance(e, Unary):
@@ -330,6 +332,9 @@ class CEmitter:
                  depth + 1)
             wide = f"((uint64_t)a_{k} + {k} * (uint64_t)d_{k})"
         value = f"(({rt.ctype}){wide})"
+        saved = dict(self.rows)
+        if s.fast is not None:
+            self.hoist_rows(s.fast, k, depth + 1)
 
         def loop(body, hoisted, d):
             def emit_body(d2):
@@ -350,6 +355,23 @@ class CEmitter:
             loop(s.body, 0, depth + 2)
             emit("}", depth + 1)
         emit("}", depth)
+        self.rows = saved
+
+    def hoist_rows(self, fast, k: str, depth: int) -> None:
+        """Read once, before the loop, the rows its fast body takes at an enclosing loop's
+        index (``self.data[r][i]`` in a loop over i). A row descriptor never changes while a
+        vertex runs, but C reloads it after every store (stores may alias it under
+        -fno-strict-aliasing), which keeps the loop from vectorising. Such an index is in
+        range for the whole of the enclosing loop's iteration (its guards proved it)."""
+        inner = {k} | {x.counter for x in walk_stmts(fast) if isinstance(x, (ForRange, ForEach))}
+        for x in (x for st in walk_stmts(fast) for e in stmt_exprs(st) for x in walk_exprs(e)):
+            if (isinstance(x, RowAt) and x.site is None and isinstance(x.view, FieldRef)
+                    and isinstance(x.index, LoopIndex) and x.index.counter not in inner):
+                code = self.access("row", x)
+                if code not in self.rows:
+                    name = f"h_{k}_{len(self.rows)}"
+                    self.emit(f"const popsim_span {name} = {code};", depth)
+                    self.rows[code] = name
 
     def guard_test(self, s: ForRange) -> str:
         """C that is true when every guard of ``s`` holds for the whole range."""

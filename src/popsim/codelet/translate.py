@@ -33,8 +33,17 @@ _NO_BUILTIN_MATH = [f"-fno-builtin-{n}" for n in (
     "sinh", "cosh", "tanh", "erf", "erfc", "pow", "hypot")]
 
 
+#: Vectorise counted loops whose arrays may overlap (a run-time overlap test picks the
+#: vector or the scalar loop): -O2's default model vectorises only loops that need no
+#: such test, which leaves out every element-wise loop between two fields (ReLU's, a
+#: copy's). Vector code computes each element as the scalar loop does (no reassociation,
+#: no contraction), so results are bit-identical. Loops of float arithmetic stay scalar:
+#: its NaN rule (include/popsim_python_runtime.h) is not vector code.
+_VECTORISE = ["-fvect-cost-model=cheap"]
+
+
 def compile_flags(checked: bool = True) -> List[str]:
-    flags = [f"-DPOPSIM_CHECKED={1 if checked else 0}", *_NO_BUILTIN_MATH]
+    flags = [f"-DPOPSIM_CHECKED={1 if checked else 0}", *_VECTORISE, *_NO_BUILTIN_MATH]
     if sys.platform.startswith("linux"):
         flags += ["-lm"]
     return flags
