@@ -252,3 +252,39 @@ def test_a_copy_plan_of_a_table_that_does_not_exist_is_an_index_error(device):
     m = build(lw, 2, 0)
     with pytest.raises(IndexError, match="copy table index out of range"):
         m.copy_plan(len(lw.table_begin) - 1)
+
+
+@pytest.mark.parametrize("shape", [(13, 37), (64, 56), (4, 4), (5, 3), (8, 9)])
+@pytest.mark.parametrize("into", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("streaming_bytes", [1, NEVER])
+def test_a_transpose_is_one_two_dimensional_run_moved_in_blocks(device, shape, into, streaming_bytes):
+    """[C, P] on one tile to [P, C] on another, or back (NCHW to NHWC and the reverse):
+    its segments, one 4-byte element each, are one run of P rows of C elements (or the
+    mirror image), which moves 4 x 4 blocks through registers and then the edges; any
+    shape, aligned for non-temporal stores or not (a destination one element in)."""
+    c, p = shape
+    g = popsim.Graph(device)
+    a = g.add_variable(FLOAT, [c, p], "a")
+    b = g.add_variable(FLOAT, [p * c + 1], "b")
+    g.set_tile_mapping(a, 0)
+    g.set_tile_mapping(b, 1)
+    values = np.random.default_rng(10).standard_normal((c, p)).astype(np.float32)
+    values.flat[::7] = np.float32("nan")   # NaN bits move unchanged, as every other value's
+    g.set_initial_value(a, values)
+    g.create_host_read("b", b)
+    for start in (0, 1):
+        dst = b[start:start + p * c]
+        if into == "channels_last":   # b[p, c] = a[c, p]: each row of a element-wise into a column of b
+            lw = popsim.compile_graph(g, Copy(a.transpose(), dst.reshape([p, c]))).lowered
+        else:                         # b as [p, c] read in [c, p] order: rows of a into columns of b
+            lw = popsim.compile_graph(g, Copy(a, dst.reshape([p, c]).transpose())).lowered
+        table = copy_table(lw)
+        for threads in (1, 2):
+            plan = run_table_and_compare(lw, table, threads, streaming_bytes)
+            assert plan["runs"] == 1
+            m = build(lw, threads, streaming_bytes)
+            run(m)
+            out = np.empty(p * c + 1, np.float32)
+            m.read(lw.host_reads["b"].table, out)
+            np.testing.assert_array_equal(out[start:start + p * c].view(np.uint32),
+                                          values.T.reshape(-1).view(np.uint32))

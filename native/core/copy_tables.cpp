@@ -9,17 +9,21 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include <xmmintrin.h>
 #endif
 
 namespace popsim {
 
 namespace {
 
+// Shorter copies than this are plain ones (a non-temporal store pays for whole lines).
+constexpr int64_t kStreamMin = 256;
+
 // memcpy with non-temporal stores: whole 64-byte lines go straight to memory, without
 // first reading them into the cache. The caller ends with store_fence().
 inline void stream_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
 #if defined(__SSE2__)
-  if (len < 256) return copy_bytes(dst, src, len);
+  if (len < kStreamMin) return copy_bytes(dst, src, len);
   const int64_t head = static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
   std::memcpy(dst, src, static_cast<size_t>(head));
   dst += head, src += head, len -= head;
@@ -123,7 +127,7 @@ void CopyTables::add_runs(const Cut &from, const Cut &to) {
   auto fits = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= kMax; };
   auto add = [&](int64_t src, int64_t dst, int64_t len) {
     for (; len > kMax; src += kMax, dst += kMax, len -= kMax)  // a run's length is 32-bit
-      runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(kMax), 1, 0, 0});
+      runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(kMax), 1, 0, 0, 1, 0, 0, 0});
     if (runs_.size() > start) {
       CopyRun &r = runs_.back();
       if (r.len == len && r.count < kMax) {
@@ -140,7 +144,7 @@ void CopyTables::add_runs(const Cut &from, const Cut &to) {
         }
       }
     }
-    runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(len), 1, 0, 0});
+    runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(len), 1, 0, 0, 1, 0, 0, 0});
   };
   for (int64_t i = from.seg; i < to.seg || (i == to.seg && to.offset > 0); ++i) {
     const CopySeg &s = exe_.segs[static_cast<size_t>(i)];
@@ -148,6 +152,107 @@ void CopyTables::add_runs(const Cut &from, const Cut &to) {
     const int64_t end = i == to.seg ? to.offset : s.len;
     if (end > begin) add(s.src + begin, s.dst + begin, end - begin);
   }
+  join_rows(start);
+}
+
+void CopyTables::join_rows(size_t start) {
+  auto fits = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); };
+  size_t out = start;
+  for (size_t i = start; i < runs_.size(); ++i) {
+    const CopyRun &r = runs_[i];
+    if (out > start) {
+      CopyRun &p = runs_[out - 1];
+      const bool same = p.len == r.len && p.count == r.count && p.count > 1 && p.src_stride == r.src_stride &&
+                        p.dst_stride == r.dst_stride && p.outer < std::numeric_limits<int32_t>::max();
+      if (same && p.outer == 1 && fits(r.src - p.src) && fits(r.dst - p.dst)) {
+        p.outer_src = static_cast<int32_t>(r.src - p.src);
+        p.outer_dst = static_cast<int32_t>(r.dst - p.dst);
+        p.outer = 2;
+        continue;
+      }
+      if (same && p.outer > 1 && r.src == p.src + int64_t{p.outer} * p.outer_src &&
+          r.dst == p.dst + int64_t{p.outer} * p.outer_dst) {
+        ++p.outer;
+        continue;
+      }
+    }
+    runs_[out++] = r;
+  }
+  runs_.resize(out);
+  for (size_t i = start; i < runs_.size(); ++i) {
+    CopyRun &r = runs_[i];
+    if (r.outer < 4 || r.count < 4 || r.len != 4) continue;
+    // Rows contiguous on one side, columns on the other, every destination element apart
+    // (rows of 4-byte columns, the rows far enough apart), and the source's offsets clear
+    // of the destination's: then no element's value depends on the copying order.
+    const bool rows_in = r.outer_src == 4 && r.dst_stride == 4 && r.outer_dst >= 4 * int64_t{r.count};
+    const bool rows_out = r.src_stride == 4 && r.outer_dst == 4 && r.dst_stride >= 4 * int64_t{r.outer};
+    if (!rows_in && !rows_out) continue;
+    auto span = [&](int64_t base, int64_t outer_stride, int64_t stride) {
+      const int64_t a = (r.outer - 1) * outer_stride, b = (r.count - 1) * stride;
+      return std::make_pair(base + std::min<int64_t>(a, 0) + std::min<int64_t>(b, 0),
+                            base + std::max<int64_t>(a, 0) + std::max<int64_t>(b, 0) + 4);
+    };
+    const auto s = span(r.src, r.outer_src, r.src_stride), d = span(r.dst, r.outer_dst, r.dst_stride);
+    r.blocked = s.second <= d.first || d.second <= s.first;
+  }
+}
+
+#if defined(__SSE2__)
+// The 4 x 4 blocks of a blocked run (copy_blocked): 4 loads `sp` apart, a register
+// transpose, 4 stores `dp` apart.
+template <bool Stream>
+inline void transpose_blocks(const uint8_t *s0, uint8_t *d0, int64_t os, int64_t od, int64_t is, int64_t id,
+                             int32_t o4, int32_t i4, int64_t sp, int64_t dp) {
+  for (int32_t o = 0; o < o4; o += 4) {
+    for (int32_t i = 0; i < i4; i += 4) {
+      const uint8_t *s = s0 + o * os + i * is;
+      uint8_t *d = d0 + o * od + i * id;
+      __m128 a = _mm_loadu_ps(reinterpret_cast<const float *>(s));
+      __m128 b = _mm_loadu_ps(reinterpret_cast<const float *>(s + sp));
+      __m128 c = _mm_loadu_ps(reinterpret_cast<const float *>(s + 2 * sp));
+      __m128 e = _mm_loadu_ps(reinterpret_cast<const float *>(s + 3 * sp));
+      _MM_TRANSPOSE4_PS(a, b, c, e);
+      if (Stream) {
+        _mm_stream_ps(reinterpret_cast<float *>(d), a);
+        _mm_stream_ps(reinterpret_cast<float *>(d + dp), b);
+        _mm_stream_ps(reinterpret_cast<float *>(d + 2 * dp), c);
+        _mm_stream_ps(reinterpret_cast<float *>(d + 3 * dp), e);
+      } else {
+        _mm_storeu_ps(reinterpret_cast<float *>(d), a);
+        _mm_storeu_ps(reinterpret_cast<float *>(d + dp), b);
+        _mm_storeu_ps(reinterpret_cast<float *>(d + 2 * dp), c);
+        _mm_storeu_ps(reinterpret_cast<float *>(d + 3 * dp), e);
+      }
+    }
+  }
+}
+#endif
+
+void copy_blocked(const CopyRun &r, const uint8_t *src, uint8_t *dst, bool streaming) {
+  const uint8_t *s0 = src + r.src;
+  uint8_t *d0 = dst + r.dst;
+  const int64_t os = r.outer_src, od = r.outer_dst, is = r.src_stride, id = r.dst_stride;
+  const int32_t o4 = r.outer & ~3, i4 = r.count & ~3;
+#if defined(__SSE2__)
+  // Rows in (outer_src 4): 4 rows' element i are one load, stored as element i's column.
+  // Rows out (outer_dst 4): the mirror image. Either way a 4 x 4 register transpose.
+  const bool rows_in = os == 4;
+  const int64_t sp = rows_in ? is : os, dp = rows_in ? od : id;
+  // Non-temporal stores where every 16-byte store is aligned (the caller fences).
+  if (streaming && reinterpret_cast<uintptr_t>(d0) % 16 == 0 && dp % 16 == 0) {
+    transpose_blocks<true>(s0, d0, os, od, is, id, o4, i4, sp, dp);
+  } else {
+    transpose_blocks<false>(s0, d0, os, od, is, id, o4, i4, sp, dp);
+  }
+#else
+  (void)streaming;
+  for (int32_t o = 0; o < o4; ++o)
+    for (int32_t i = 0; i < i4; ++i) std::memcpy(d0 + o * od + i * id, s0 + o * os + i * is, 4);
+#endif
+  // The edges: columns past the last block of 4 in every row, then rows past the last block.
+  for (int32_t o = 0; o < r.outer; ++o)
+    for (int32_t i = o < o4 ? i4 : 0; i < r.count; ++i) std::memcpy(d0 + o * od + i * id, s0 + o * os + i * is, 4);
 }
 
 CopyTables::Plan CopyTables::plan(int64_t table, int64_t streaming_bytes) const {
@@ -224,9 +329,16 @@ void CopyTables::copy_range(const Piece &piece, const uint8_t *src, uint8_t *dst
     return;
   }
   for (; r != end; ++r) {
-    const uint8_t *s = src + r->src;
-    uint8_t *d = dst + r->dst;
-    for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, d += r->dst_stride) stream_bytes(d, s, r->len);
+    if (r->len < kStreamMin) {  // stream_bytes would copy each element plainly: copy_run's loops do
+      if (r->outer > 1 && r->blocked) copy_blocked(*r, src, dst, true);
+      else copy_run(*r, src, dst);
+      continue;
+    }
+    for (int32_t o = 0; o < r->outer; ++o) {
+      const uint8_t *s = src + r->src + int64_t{o} * r->outer_src;
+      uint8_t *d = dst + r->dst + int64_t{o} * r->outer_dst;
+      for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, d += r->dst_stride) stream_bytes(d, s, r->len);
+    }
   }
   store_fence();
 }
@@ -234,16 +346,20 @@ void CopyTables::copy_range(const Piece &piece, const uint8_t *src, uint8_t *dst
 void CopyTables::gather_range(const Piece &piece, const uint8_t *src, uint8_t *tmp) const {
   tmp += piece.scratch;
   for (const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last; r != end; ++r) {
-    const uint8_t *s = src + r->src;
-    for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, tmp += r->len) copy_bytes(tmp, s, r->len);
+    for (int32_t o = 0; o < r->outer; ++o) {
+      const uint8_t *s = src + r->src + int64_t{o} * r->outer_src;
+      for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, tmp += r->len) copy_bytes(tmp, s, r->len);
+    }
   }
 }
 
 void CopyTables::scatter_range(const Piece &piece, const uint8_t *tmp, uint8_t *dst, bool streaming) const {
   tmp += piece.scratch;
   for (const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last; r != end; ++r) {
-    uint8_t *d = dst + r->dst;
-    for (int32_t i = 0; i < r->count; ++i, d += r->dst_stride, tmp += r->len) move(d, tmp, r->len, streaming);
+    for (int32_t o = 0; o < r->outer; ++o) {
+      uint8_t *d = dst + r->dst + int64_t{o} * r->outer_dst;
+      for (int32_t i = 0; i < r->count; ++i, d += r->dst_stride, tmp += r->len) move(d, tmp, r->len, streaming);
+    }
   }
   if (streaming) store_fence();
 }

@@ -15,7 +15,9 @@
 // and destinations each step by a constant stride (a transpose or a strided view moves
 // one 4-byte element per segment) become one run row, copied by a tight loop. The runs
 // keep the segments' order, so every table copies exactly what its segments say, in the
-// same order.
+// same order. Consecutive runs that repeat one run at constant offsets become one
+// two-dimensional run; a transpose of 4-byte elements (NCHW to NHWC) then moves 4 x 4
+// blocks through registers, where the result cannot depend on the order.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -37,17 +39,20 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
   }
 }
 
-// `count` elements of `len` bytes, element i from src + i * src_stride to
-// dst + i * dst_stride (one segment: count 1, strides 0).
+// `outer` rows of `count` elements of `len` bytes: element i of row o from
+// src + o * outer_src + i * src_stride to dst + o * outer_dst + i * dst_stride (one
+// segment: outer and count 1, strides 0). Rows run in order, each row's elements in order:
+// the segments' order. `blocked`: 4-byte elements whose rows or columns are contiguous on
+// one side (a transpose), every destination written once and no source byte among the
+// destination's (offsets apart): copy_run may move them 4 x 4 at a time.
 struct CopyRun {
   int64_t src, dst;
   int32_t len, count, src_stride, dst_stride;
+  int32_t outer, outer_src, outer_dst, blocked;
 };
 
-// Copies a run's elements in order.
-inline void copy_run(const CopyRun &r, const uint8_t *src, uint8_t *dst) {
-  const uint8_t *s = src + r.src;
-  uint8_t *d = dst + r.dst;
+// Copies a row of a run's elements in order.
+inline void copy_row(const CopyRun &r, const uint8_t *s, uint8_t *d) {
   if (r.count == 1) return copy_bytes(d, s, r.len);
   const int64_t ss = r.src_stride, ds = r.dst_stride;
   switch (r.len) {
@@ -66,6 +71,19 @@ inline void copy_run(const CopyRun &r, const uint8_t *src, uint8_t *dst) {
     default:
       for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, static_cast<size_t>(r.len));
   }
+}
+
+// A blocked run's elements, 4 x 4 at a time through a register transpose (copy_tables.cpp);
+// `streaming`: with non-temporal stores where they are aligned (the caller then fences).
+void copy_blocked(const CopyRun &r, const uint8_t *src, uint8_t *dst, bool streaming = false);
+
+// Copies a run's elements (the same bytes as in the segments' order).
+inline void copy_run(const CopyRun &r, const uint8_t *src, uint8_t *dst) {
+  if (r.outer == 1) return copy_row(r, src + r.src, dst + r.dst);
+  if (r.blocked) return copy_blocked(r, src, dst);
+  const uint8_t *s = src + r.src;
+  uint8_t *d = dst + r.dst;
+  for (int32_t o = 0; o < r.outer; ++o, s += r.outer_src, d += r.outer_dst) copy_row(r, s, d);
 }
 
 class CopyTables {
@@ -130,6 +148,8 @@ class CopyTables {
   Plan plan(int64_t table, int64_t streaming_bytes) const;
   // Appends the runs of the segment parts between two cuts to runs_.
   void add_runs(const Cut &from, const Cut &to);
+  // Joins runs_[start:] that repeat one run at constant offsets into two-dimensional runs.
+  void join_rows(size_t start);
 
   const Executable &exe_;
   ThreadPool &pool_;
