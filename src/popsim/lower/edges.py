@@ -22,7 +22,7 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from ..runs import distinct
+from ..runs import distinct, sort_order
 from ..tensor import Tensor
 from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, record_columns, vertex_ref
 from ..views import strided_runs
@@ -160,7 +160,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
         _general_runs(general, table, edges, patterns, run_parts)
     if run_parts:
         run_edge, run_pos, run_gid, run_len = (np.concatenate(p) for p in zip(*run_parts))
-        order = np.argsort(run_edge, kind="stable")
+        order = sort_order(run_edge)
         edges.run_edge, edges.run_pos, edges.run_gid, edges.run_len = \
             run_edge[order], run_pos[order], run_gid[order], run_len[order]
     else:

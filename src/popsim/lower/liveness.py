@@ -34,6 +34,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from .._first_fit import place as _place
+from ..runs import sort_order
 
 _EMPTY = np.empty(0, np.int64)
 READ, PART_READ, FULL_WRITE, PART_WRITE = 0, 1, 2, 3
@@ -102,7 +103,7 @@ def merge_intervals(lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, np.ndar
     lo, hi = lo[keep], hi[keep]
     if lo.size == 0:
         return _EMPTY, _EMPTY
-    order = np.argsort(lo, kind="stable")
+    order = sort_order(lo)   # intervals with equal starts merge whatever their order
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)
     starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
