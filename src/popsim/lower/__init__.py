@@ -106,10 +106,11 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
 @contextlib.contextmanager
 def _no_cyclic_gc():
     """Python's cyclic garbage collector off while lowering. Lowering allocates many small
-    objects (tuples, arrays) and makes no reference cycles, but every allocation counts
-    towards a collection, and each full collection walks all of the graph's millions of
-    objects: a tenth of SqueezeNet's build went there. Reference counting still frees
-    everything lowering drops; the collector resumes afterwards."""
+    objects (tuples, arrays) and relies on no cycle being collected, but every allocation
+    counts towards a collection, and each full collection walks all of the graph's
+    millions of objects (with the collector off for a whole SqueezeNet estimate, its CPU
+    time fell from 76 s to 64 s). Reference counting still frees what lowering drops; the
+    collector resumes afterwards and finds any cycle then."""
     enabled = gc.isenabled()
     gc.disable()
     try:
