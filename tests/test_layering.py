@@ -39,6 +39,7 @@ MODULE_LAYER = {
     "variables": "model", "tensor": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
     "program": "model", "program_tree": "model", "quarter": "model", "graph_description": "model", "vertices": "model", "vertex_store": "model",
     "_vertex_build": "model",  # native/accel/vertex_build.cpp: add_vertex's common call in C
+    "_first_fit": "lower",  # native/accel/first_fit.cpp: variable liveness's block placement in C
     "codelet": "codelet", "lower": "lower", "compilation": "lower",
     "reference": "lower",  # reference: the pure-Python executor
     "report": "runtime", "engine": "runtime", "engine_guard": "runtime", "executable": "runtime",

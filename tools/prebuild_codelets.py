@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     parser.add_argument("--source", required=True, type=Path, help="the repository root")
     parser.add_argument("--out", required=True, type=Path, help="the prebuilt directory to write")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("natives", nargs="+", help="the built native modules (_core, _vertex_build)")
+    parser.add_argument("natives", nargs="+", help="the built native modules (_core, _vertex_build, _first_fit)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     out, root = args.out.resolve(), args.source.resolve()

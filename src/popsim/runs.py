@@ -38,6 +38,10 @@ def distinct(values: np.ndarray) -> np.ndarray:
 # Below this many values a sorted array stays in the CPU's caches: searching it in the
 # queries' own order is fastest. Above, queries in no order miss the cache on every probe.
 CACHED_VALUES = 1 << 18
+# MappingIndex.boundaries_up_to reads a table per id for this many queries or more, when the
+# ids end below DENSE_IDS (the table's int32s take 4 bytes an id: 512 MB at most).
+DENSE_QUERIES = 1 << 16
+DENSE_IDS = 1 << 27
 
 
 def search(sorted_values: np.ndarray, queries: np.ndarray, side: str = "left") -> np.ndarray:
@@ -50,12 +54,33 @@ def search(sorted_values: np.ndarray, queries: np.ndarray, side: str = "left") -
     if queries.size < 4096 or sorted_values.size < CACHED_VALUES:
         return np.searchsorted(sorted_values, queries, side=side)
     flat = queries.reshape(-1)
-    if (flat[1:] >= flat[:-1]).all():
+    descents = np.count_nonzero(flat[1:] < flat[:-1])
+    if descents == 0:
         return np.searchsorted(sorted_values, queries, side=side)
-    order = np.argsort(flat)
+    order = sort_order(flat, descents)   # equal queries get equal answers in any order
     out = np.empty(flat.size, np.int64)
     out[order] = np.searchsorted(sorted_values, flat[order], side=side)
     return out.reshape(queries.shape)
+
+
+def sort_order(values: np.ndarray, descents: int = -1) -> np.ndarray:
+    """np.argsort(values, kind="stable") for 1-D ``values``, faster. Values made of a few
+    long ascending stretches (a channels-last tensor read channel by channel) are merged
+    by timsort, several times faster than quicksort there; ``descents``, the count of
+    values below the one before, when known."""
+    if descents < 0:
+        descents = np.count_nonzero(values[1:] < values[:-1])
+    n = values.size
+    if descents * 1024 <= n:
+        return np.argsort(values, kind="stable")
+    # Otherwise each value with its index packed below it in one int64, sorted as values:
+    # numpy's vectorised sort is several times faster than its argsort.
+    bits = max(int(n - 1).bit_length(), 1)
+    if values.dtype.kind in "iu" and values.min() >= 0 and int(values.max()) < 1 << (63 - bits):
+        key = (values.astype(np.int64) << bits) | np.arange(n, dtype=np.int64)
+        key.sort()
+        return key & ((1 << bits) - 1)
+    return np.argsort(values, kind="stable")
 
 
 def runs_of(tensor) -> Runs:
@@ -82,8 +107,15 @@ def _split(r: Runs, coord: np.ndarray, cuts: np.ndarray, cuts_sorted: bool = Fal
     if not cuts_sorted:
         cuts = distinct(cuts)
     lo = search(cuts, coord, side="right")
-    hi = search(cuts, coord + r.length, side="left")
-    extra = hi - lo  # cut points strictly inside each run
+    if r.length.min() > 0:   # the end is searched for only where the next cut falls inside the run
+        inside = lo < cuts.size
+        inside[inside] = cuts[lo[inside]] < coord[inside] + r.length[inside]
+        at = np.flatnonzero(inside)
+        extra = np.zeros(r.size, np.int64)
+        extra[at] = search(cuts, coord[at] + r.length[at], side="left") - lo[at]
+    else:
+        extra = search(cuts, coord + r.length, side="left") - lo
+    # extra: cut points strictly inside each run
     if not extra.any():
         return r
     pieces = extra + 1
@@ -136,14 +168,14 @@ def join_piece_by_piece(pos: np.ndarray, length: np.ndarray, tiles: np.ndarray,
 class MappingIndex:
     """Tile lookup by global element id, over the variables it was built from."""
 
-    __slots__ = ("begins", "ends", "tiles", "_cuts")
+    __slots__ = ("begins", "ends", "tiles", "_cuts", "_segments", "_dense")
 
     def __init__(self, begins: np.ndarray, ends: np.ndarray, tiles: np.ndarray):
         if begins.size > 1 and not (begins[1:] >= begins[:-1]).all():  # usually in order already
             order = np.argsort(begins, kind="stable")
             begins, ends, tiles = begins[order], ends[order], tiles[order]
         self.begins, self.ends, self.tiles = begins, ends, tiles
-        self._cuts = None
+        self._cuts = self._segments = self._dense = None
 
     @classmethod
     def for_variables(cls, variables: Iterable) -> "MappingIndex":
@@ -179,9 +211,61 @@ class MappingIndex:
         return out
 
     def split(self, r: Runs) -> Tuple[Runs, np.ndarray]:
-        """Runs split at tile boundaries, and the tile of each (-1 when unmapped)."""
-        pieces = split_at_gids(r, self.boundaries(), cuts_sorted=True)
-        return pieces, self.tile_at(pieces.gid)
+        """Runs split at tile boundaries, and the tile of each (-1 when unmapped): what
+        ``split_at_gids`` at ``boundaries()`` then ``tile_at`` give, with one search of
+        the boundaries for most runs instead of three. Between two neighbouring
+        boundaries every id has one tile, so a piece's tile follows from the boundary
+        before it; only runs that some boundary cuts are searched again for their end."""
+        cuts = self.boundaries()
+        if r.size == 0 or cuts.size == 0 or r.length.min() <= 0:   # (empty runs: split_at_gids' rule)
+            pieces = split_at_gids(r, cuts, cuts_sorted=True)
+            return pieces, self.tile_at(pieces.gid)
+        seg = self.boundaries_up_to(r.gid)   # boundaries at or before each run's first id
+        end = r.gid + r.length
+        cut = seg < cuts.size
+        cut[cut] = cuts[seg[cut]] < end[cut]   # the next boundary falls strictly inside the run
+        if not cut.any():
+            return r, self._segment_tiles()[seg]
+        extra = np.zeros(r.size, np.int64)
+        at = np.flatnonzero(cut)
+        extra[at] = search(cuts, end[at], side="left") - seg[at]
+        pieces = extra + 1
+        owner = np.repeat(np.arange(r.size), pieces)
+        # The k-th piece of run i starts at boundary seg[i] + k - 1 (k >= 1), or at the run start.
+        k = np.arange(owner.size) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+        piece_seg = seg[owner] + k
+        gid = r.gid[owner]
+        start = np.where(k == 0, gid, cuts[np.minimum(piece_seg - 1, cuts.size - 1)])
+        nxt = np.where(k == pieces[owner] - 1, end[owner], cuts[np.minimum(piece_seg, cuts.size - 1)])
+        delta = start - gid
+        return Runs(r.pos[owner] + delta, gid + delta, nxt - start), self._segment_tiles()[piece_seg]
+
+    def boundaries_up_to(self, gids: np.ndarray) -> np.ndarray:
+        """How many boundaries are at or before each (non-negative) id: search(boundaries(),
+        gids, side="right"). Many queries read a table of the answer per id instead (made
+        once, 4 bytes an id up to the last boundary): millions of ids in no order cost a
+        sort to search, a few times what the look-ups cost."""
+        cuts = self.boundaries()
+        if gids.size < DENSE_QUERIES or cuts.size == 0 or cuts[-1] >= DENSE_IDS or cuts[0] < 0 or \
+                cuts.size >= 1 << 31:
+            return search(cuts, gids, side="right")
+        if self._dense is None:
+            last = int(cuts[-1])
+            table = np.zeros(last + 1, np.int32)
+            table[int(cuts[0]):last] = np.repeat(np.arange(1, cuts.size, dtype=np.int32), np.diff(cuts))
+            table[last] = cuts.size
+            self._dense = table
+        return self._dense[np.minimum(gids, cuts[-1])].astype(np.int64)
+
+    def _segment_tiles(self) -> np.ndarray:
+        """``out[i]``: the tile of the ids from boundary i - 1 up to boundary i (-1 when
+        unmapped; i = 0 is before the first boundary, the last entry after the last)."""
+        if self._segments is None:
+            cuts = self.boundaries()
+            out = np.full(cuts.size + 1, -1, np.int64)
+            out[1:-1] = self.tile_at(cuts[:-1])
+            self._segments = out
+        return self._segments
 
 
 def variable_offsets(table: "VariableTable", gid: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

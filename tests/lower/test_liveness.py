@@ -293,3 +293,44 @@ def test_first_fit_never_overlaps_blocks_live_together(seed):
         assert off[i] == 0 or off[i] in lower
     live = [size[(start <= p) & (p <= end)].sum() for p in range(60)]
     assert (off + size).max() >= max(live)  # never below the bytes live at once
+
+
+def _first_fit_numpy(size, start, end):
+    """first_fit's rule in numpy, block by block (what liveness.py did before the C placement)."""
+    off = np.zeros(size.size, np.int64)
+    for k in range(size.size):
+        busy = np.flatnonzero((start[:k] <= end[k]) & (end[:k] >= start[k]))
+        o = 0
+        if busy.size:
+            lo = off[busy]
+            order = np.argsort(lo, kind="stable")
+            lo, hi = lo[order], lo[order] + size[busy][order]
+            begins = np.r_[0, np.maximum.accumulate(hi)]
+            ends = np.r_[lo, np.iinfo(np.int64).max]
+            o = int(begins[np.flatnonzero(ends - begins >= size[k])[0]])
+        off[k] = o
+    return off
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_fit_matches_the_numpy_rule(seed):
+    """The C placement gives the numpy rule's offsets exactly, ties and empty blocks included
+    (the modelled bytes must not move)."""
+    from popsim.lower.liveness import first_fit
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    size = np.sort(rng.integers(0, 6, n) * 8 * rng.integers(1, 4, n))[::-1].astype(np.int64)
+    start = rng.integers(0, 40, n).astype(np.int64)
+    end = start + rng.integers(0, 15, n)
+    assert first_fit(size, start, end).tolist() == _first_fit_numpy(size, start, end).tolist()
+
+
+def test_first_fit_refuses_arrays_it_cannot_read():
+    from popsim import _first_fit
+    ok = np.zeros(3, np.int64)
+    with pytest.raises(TypeError, match="size must be a 1-D int64 array, found format 'd'"):
+        _first_fit.place(np.zeros(3), ok, ok, ok.copy())
+    with pytest.raises(ValueError, match="one length, found 3, 3, 2 and 3"):
+        _first_fit.place(ok, ok, ok[:2], ok.copy())
+    with pytest.raises(TypeError, match="out must be a C-contiguous writable int64 array"):
+        _first_fit.place(ok, ok, ok, ok.copy().tobytes())

@@ -6,6 +6,8 @@ collect host handles, streams and the initial memory image (initial_image.py).
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -96,7 +98,30 @@ def lower_graph(state, programs, interpreted: bool = False, timings: Optional[Di
     ``check_races``, a vertex reading what another writes in one compute set is an error
     (conflicts.py). With ``variable_liveness``, variables that are not always live share
     tile memory where their live ranges do not overlap (liveness.py)."""
-    timings = {} if timings is None else timings
+    with _no_cyclic_gc():
+        return _lower_graph(state, programs, interpreted, {} if timings is None else timings, check_races,
+                            variable_liveness)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc():
+    """Python's cyclic garbage collector off while lowering. Lowering allocates many small
+    objects (tuples, arrays) and relies on no cycle being collected, but every allocation
+    counts towards a collection, and each full collection walks all of the graph's
+    millions of objects (with the collector off for a whole SqueezeNet estimate, its CPU
+    time fell from 76 s to 64 s). Reference counting still frees what lowering drops; the
+    collector resumes afterwards and finds any cycle then."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _lower_graph(state, programs, interpreted: bool, timings: Dict[str, float], check_races: bool,
+                 variable_liveness: bool) -> Lowered:
     target = state.target
     variables = state.table.variables
     with phase("memory layout", timings):

@@ -24,7 +24,7 @@ from ..codec import NOT_SAVED
 from ..codelet.fields import FieldKind
 from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, VERTEX_MULTI, FieldBase
 from ..errors import GraphConnectionError, InvalidTileMappingError
-from ..runs import distinct
+from ..runs import distinct, sort_order
 from ..vertex_store import (NO_TILE, SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, SLOT_VALUES, count_vertices_and_edges,
                             vertex_ref)
 from .cost_model import DEFAULT_VERTEX_CYCLES, VERTEX_CODE_BYTES, CostModel, StepCost
@@ -162,7 +162,7 @@ class ComputeSetLowerer:
             v = vertex_ref(cs, int(unplaced[0]))
             raise InvalidTileMappingError(f"{v.describe()} has no tile: place it with graph.set_tile_mapping(v, "
                                           "tile)")
-        order = np.argsort(tiles, kind="stable")  # by tile, then creation order
+        order = sort_order(tiles)  # by tile, then creation order
         types = TypeColumns(cs._types)
         rows = FieldRows(cs, types, order)
         bad = rows.first_unconnected(cs._slots)

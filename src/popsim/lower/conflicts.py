@@ -27,6 +27,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..errors import GraphCycleError
+from ..runs import sort_order
 
 Intervals = Tuple[np.ndarray, np.ndarray, np.ndarray]  # starts, lengths, edges
 
@@ -40,7 +41,7 @@ def check_conflicts(cs, owners, writes: Intervals,
     starts, lengths, edge = starts[keep], lengths[keep], edge[keep]
     if starts.size == 0:
         return
-    order = np.argsort(starts, kind="stable")
+    order = sort_order(starts)
     s, e, o = starts[order], starts[order] + lengths[order], edge[order]
     if starts.size > 1:
         _check_writes(cs, owners, s, e, o)

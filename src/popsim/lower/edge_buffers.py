@@ -17,7 +17,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from ..runs import Runs, search
+from ..runs import Runs, search, sort_order
 from .conflicts import check_conflicts
 from .edges import EdgeOwners, EdgeTable
 from .exchange import Traffic, merge_overlapping_runs
@@ -214,7 +214,7 @@ def _overlap_written(edges: EdgeTable, start: np.ndarray, length: np.ndarray) ->
     if not w_start.size or not start.size:
         return np.zeros(start.size, bool)
     w_end = w_start + np.concatenate([edges.n[one_run], edges.run_len[in_view]])
-    order = np.argsort(w_start, kind="stable")
+    order = sort_order(w_start)
     w_start, reach = w_start[order], np.maximum.accumulate(w_end[order])
     # the written intervals starting before a run ends; the furthest of them reaches past its start?
     last = np.searchsorted(w_start, start + length, side="left") - 1

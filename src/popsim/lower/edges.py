@@ -17,12 +17,12 @@ conflicts are reported in.
 """
 from __future__ import annotations
 
-from itertools import compress
+from itertools import chain, compress
 from typing import Dict, List, Tuple
 
 import numpy as np
 
-from ..runs import distinct
+from ..runs import distinct, sort_order
 from ..tensor import Tensor
 from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, record_columns, vertex_ref
 from ..views import strided_runs
@@ -109,25 +109,20 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     edge_of_slot[rec_slots] = row_start[rec_rows]
     columns = [record_columns(records)]
     del records
-    x_edge: List[int] = []   # strided views from Tensors and sub-edges, as records
-    x_records: List[tuple] = []
-    general: List[Tuple[int, Tensor]] = []  # views not of one variable
-    others = np.flatnonzero(row_kind == SLOT_TENSOR).tolist()
-    items = [(int(row_start[r]), slots[s]) for r, s in zip(others, row_slot[others].tolist())]
-    for r, c in zip(list_rows.tolist(), lists):
-        start = int(row_start[r])
-        items += [(start + j, t) for j, t in enumerate(c)]
-    for e, t in items:
-        if type(t) is tuple:  # a record (list fields hold Tensors, but a record reads the same)
-            x_edge.append(e)
-            x_records.append(t)
-        elif t._var is not None:
-            x_edge.append(e)
-            x_records.append(edge_record(t))
-        else:
-            general.append((e, t))
+    # Tensors, then the sub-edges of list rows (their edges are consecutive, in row order).
+    others = np.flatnonzero(row_kind == SLOT_TENSOR)
+    items = [slots[s] for s in row_slot[others].tolist()]
+    items += chain.from_iterable(lists)
+    item_edge = np.concatenate([row_start[others], np.flatnonzero(is_list[edge_row])])
+    # Each a record already (list fields hold Tensors, but a record reads the same), a
+    # strided view of one variable (made a record), or a view not of one variable.
+    general_mask = bytes(type(t) is not tuple and t._var is None for t in items)
+    strided = np.frombuffer(general_mask, np.uint8) == 0
+    x_records = [t if type(t) is tuple else edge_record(t) for t in compress(items, strided.tobytes())]
+    general: List[Tuple[int, Tensor]] = list(zip(item_edge[~strided].tolist(), compress(items, general_mask)))
+    del items
     columns.append(record_columns(x_records))
-    s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], np.asarray(x_edge, np.int64)])
+    s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], item_edge[strided]])
     var_index, offset, rank, dims, steps = (np.concatenate(c) for c in zip(*columns))
 
     edges = EdgeTable()
@@ -165,7 +160,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
         _general_runs(general, table, edges, patterns, run_parts)
     if run_parts:
         run_edge, run_pos, run_gid, run_len = (np.concatenate(p) for p in zip(*run_parts))
-        order = np.argsort(run_edge, kind="stable")
+        order = sort_order(run_edge)
         edges.run_edge, edges.run_pos, edges.run_gid, edges.run_len = \
             run_edge[order], run_pos[order], run_gid[order], run_len[order]
     else:

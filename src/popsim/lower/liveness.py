@@ -33,6 +33,9 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
+from .._first_fit import place as _place
+from ..runs import sort_order
+
 _EMPTY = np.empty(0, np.int64)
 READ, PART_READ, FULL_WRITE, PART_WRITE = 0, 1, 2, 3
 
@@ -100,7 +103,7 @@ def merge_intervals(lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, np.ndar
     lo, hi = lo[keep], hi[keep]
     if lo.size == 0:
         return _EMPTY, _EMPTY
-    order = np.argsort(lo, kind="stable")
+    order = sort_order(lo)   # intervals with equal starts merge whatever their order
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)
     starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
@@ -394,21 +397,11 @@ def allocate_reuse(layout, live: Liveness, num_steps: int) -> None:
 
 def first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Offsets for blocks of ``size`` live over [start, end], in the order given (largest
-    first), each at the lowest offset free over its whole range."""
-    n = size.size
-    off = np.zeros(n, np.int64)
-    for k in range(n):
-        sz, st, en = int(size[k]), start[k], end[k]
-        busy = np.flatnonzero((start[:k] <= en) & (end[:k] >= st))
-        o = 0
-        if busy.size:
-            lo = off[busy]
-            order = np.argsort(lo, kind="stable")
-            lo, hi = lo[order], lo[order] + size[busy][order]
-            # a gap ends at each block's start; it begins after every block below it
-            begins = np.r_[0, np.maximum.accumulate(hi)]
-            ends = np.r_[lo, np.iinfo(np.int64).max]
-            fits = np.flatnonzero(ends - begins >= sz)
-            o = int(begins[fits[0]])
-        off[k] = o
+    first), each at the lowest offset free over its whole range: the lowest gap between
+    the earlier blocks live with it (by offset, ties in order) that holds it, else above
+    them all. In C (native/accel/first_fit.cpp): a tile of ResNet-50 holds thousands of
+    blocks, and numpy's calls per block made this most of the liveness analysis."""
+    size, start, end = (np.ascontiguousarray(a, np.int64) for a in (size, start, end))
+    off = np.zeros(size.size, np.int64)
+    _place(size, start, end, off)
     return off
