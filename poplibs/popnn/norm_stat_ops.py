@@ -119,25 +119,40 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
         tile_stats = [copy.slice(offset, offset + tile_needed.size) for copy in local]
         offset += tile_needed.size
         for group in per_tile.group_regions(graph.target, regions, "workers", width, 2 * width):
-            region_runs, lengths, run_stats = [], [], []
-            for begin, end in group:
-                ids = stat_index[begin:end]
-                cuts = np.concatenate(([0], np.flatnonzero(np.diff(ids)) + 1, [end - begin]))
-                region_runs.append(cuts.size - 1)
-                lengths.append(np.diff(cuts))
-                run_stats.append(ids[cuts[:-1]])
+            region_runs, lengths, run_stats = _runs(stat_index, group)
             connections = {"out": per_tile.region_views(out_flat, group)}
             for k, view in enumerate(views):
                 connections[f"in{k + 1}"] = per_tile.region_views(view, group)
             connections.update(zip("abc", tile_stats))
             vertex = graph.add_vertex(cs, vertex_type, connections)
-            graph.set_initial_value(vertex["regionRuns"], np.asarray(region_runs, dtype=np.uint32))
-            graph.set_initial_value(vertex["runLengths"], np.concatenate(lengths).astype(np.uint32))
-            run_stats = np.searchsorted(tile_needed, np.concatenate(run_stats)).astype(np.uint32)
+            graph.set_initial_value(vertex["regionRuns"], region_runs.astype(np.uint32))
+            graph.set_initial_value(vertex["runLengths"], lengths.astype(np.uint32))
+            run_stats = np.searchsorted(tile_needed, run_stats).astype(np.uint32)
             graph.set_initial_value(vertex["runStat"], run_stats)
             graph.set_tile_mapping(vertex, tile)
     prog.add(Execute(cs))
     return out.dim_shuffle(_inverse(order))
+
+
+def _runs(stat_index: np.ndarray, group):
+    """For a vertex's regions ``group`` of the flat elements whose statistics are
+    ``stat_index``: per region its number of runs (elements in a row sharing a statistic),
+    each run's length and each run's statistic, in order; one numpy pass over the group."""
+    begins = np.fromiter((b for b, _ in group), np.int64, len(group))
+    sizes = np.fromiter((e for _, e in group), np.int64, len(group)) - begins
+    firsts = np.cumsum(sizes) - sizes   # each region's first element in the group's
+    total = int(sizes.sum())
+    if total == 0 or not sizes.all():   # an empty region: the region-by-region rule (which refuses it)
+        cuts = [np.concatenate(([0], np.flatnonzero(np.diff(stat_index[b:e])) + 1, [e - b])) for b, e in group]
+        return (np.asarray([c.size - 1 for c in cuts], np.int64), np.concatenate([np.diff(c) for c in cuts]),
+                np.concatenate([stat_index[b:e][c[:-1]] for (b, e), c in zip(group, cuts)]))
+    ids = stat_index[np.repeat(begins - firsts, sizes) + np.arange(total)]
+    starts = np.empty(total, bool)
+    starts[0] = True
+    np.not_equal(ids[1:], ids[:-1], out=starts[1:])
+    starts[firsts] = True
+    cut = np.flatnonzero(starts)
+    return np.add.reduceat(starts.astype(np.int64), firsts), np.diff(np.append(cut, total)), ids[cut]
 
 
 def _inverse(order):

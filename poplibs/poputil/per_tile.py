@@ -57,9 +57,10 @@ def tile_regions(graph, t) -> List[Tuple[int, List[Interval]]]:
 
 def region_views(t, regions: Sequence[Interval]) -> List:
     """One 1-D view of ``t``'s flat elements per region (for VectorList fields). Pass a
-    1-D ``t`` (flattened once) when calling this for many tiles: it is used as it is."""
+    1-D ``t`` (flattened once) when calling this for many tiles: it is used as it is (and
+    ``Tensor.slices`` keeps what it learns about its elements for the next tile's call)."""
     flat = t if len(t.shape) == 1 else t.flatten()
-    return [flat.slice(begin, end) for begin, end in regions]
+    return flat.slices(list(regions))
 
 
 def regions_view(t, regions: Sequence[Interval]):

@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import errors, views
+from . import errors, id_slices, views
 from .arguments import as_index, as_indices, found
 from .errors import IndexError, TensorCreationError
 from .poplar_names import SnakeCaseNames
@@ -36,7 +36,8 @@ class Tensor(SnakeCaseNames):
 
     # _run_cache: an indexed view's runs, computed once (views never change); strided
     # views compute theirs from their strides and never set it
-    __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids", "_run_cache")
+    # _steps: a 1-D indexed view's step facts for slices (id_slices.py), set on first use
+    __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids", "_run_cache", "_steps")
 
     def __init__(self):
         raise errors.TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
@@ -340,6 +341,10 @@ class Tensor(SnakeCaseNames):
         if pairs is None or not all(isinstance(k, (list, tuple, np.ndarray)) and len(k) == 2 for k in pairs):
             raise errors.TypeError(f"slices: intervals must be a list of (begin, end) pairs, found {found(intervals)}; "
                                    "e.g. t.slices([(0, 2), (2, 4)], dim)")
+        n = self._shape[0] if len(self._shape) == 1 and self._ids is not None and dim == 0 else -1
+        if n >= 0 and all(type(b) is int and type(e) is int and 0 <= b <= e <= n for b, e in pairs):
+            return id_slices.slices(self, pairs, lambda var, offset, size, step: _strided_view(
+                self._table, var, self._dtype, (size,), offset, (step,)))
         return [self.slice(b, e, dim) for b, e in pairs]
 
     # -- shape transforms -------------------------------------------------------------------

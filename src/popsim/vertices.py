@@ -108,6 +108,18 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
     return list(value)
 
 
+def _state_plan(vt: VertexType) -> Dict[str, tuple]:
+    """For each plain integer STATE field: (position, numpy type, lowest, highest value), what
+    add_vertex's lean path for a plain int checks (FieldRef._set_initial_value's int branch,
+    which stores the same (1,) array); cached."""
+    plan = vt.extra["state_plan"] = {}
+    for i, f in enumerate(vt.fields):
+        if f.kind is FieldKind.STATE and np.dtype(getattr(f.dtype, "numpy", None) or object).kind in "iu":
+            info = np.iinfo(f.dtype.numpy)
+            plan[f.name] = (i, f.dtype.numpy, int(info.min), int(info.max))
+    return plan
+
+
 class VertexBuilding:
     """The vertex half of Graph's API (mixed into Graph)."""
 
@@ -198,6 +210,12 @@ class VertexBuilding:
                             slots[first + entry[0]] = value if getrefcount(value) > _ONLY_IN_THE_DICT else \
                                 (var.index, value._offset, shape, value._strides)  # edge_record(value)
                             continue
+                elif type(value) is int:   # a plain int state value
+                    entry = vt.extra.get("state_plan")
+                    entry = (_state_plan(vt) if entry is None else entry).get(name)
+                    if entry is not None and entry[2] <= value <= entry[3]:
+                        slots[first + entry[0]] = np.array([value], entry[1])
+                        continue
                 elif type(value) is list:
                     entry = (vt.extra.get("list_plan") or _list_plan(vt)).get(name)
                     if entry is not None:
