@@ -259,7 +259,7 @@ def op_costs(report, nodes, weights=()) -> Tuple[List[OpCost], float, float]:
     cycles, other, update = {}, 0.0, 0.0
     for step in report.execution.steps:
         node = _node_of(step, names)
-        if step.kind == "Copy" and sum(c > 0 for c in step.ipu_cycles) > 1:
+        if step.kind == "Copy" and sum(c > 0 for c in step.ipu_cycles or ()) > 1:
             other += step.cycles   # between IPUs: the IPU-Link exchange and the wait for the sender
         elif node is not None:
             cycles[node] = cycles.get(node, 0.0) + step.cycles

@@ -213,3 +213,25 @@ def test_a_missing_model_and_a_missing_batch(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["estimate", str(tmp_path / "none.onnx")])
     assert exit_.value.code == 2 and "--batch" in capsys.readouterr().err
+
+
+def test_a_copy_step_on_one_ipu_counts_in_the_other_line():
+    """One IPU's report has no per-IPU cycles (None): a device-to-device Copy that belongs to
+    no node goes to the other line, as a ResNet-50 prefix's did, rather than failing."""
+    import popsim
+    from popsim.program import Copy, Sequence
+    from popsim.popart.estimate import op_costs
+    model = popsim.IPUModel()
+    model.tiles_per_ipu = 4
+    device = model.create_device()
+    graph = popsim.Graph(device.get_target())
+    a, b = graph.add_variable(popsim.FLOAT, [8], "a"), graph.add_variable(popsim.FLOAT, [8], "b")
+    graph.set_tile_mapping(a, 0)
+    graph.set_tile_mapping(b, 1)
+    engine = popsim.Engine(graph, Sequence([Copy(a, b)]))
+    engine.load(device)
+    engine.run(0)
+    report = engine.get_report()
+    assert [s.kind for s in report.execution.steps] == ["Copy"] and report.execution.steps[0].ipu_cycles is None
+    ops, update, other = op_costs(report, [])
+    assert ops == [] and update == 0 and other == report.execution.steps[0].cycles > 0
