@@ -32,7 +32,7 @@ from popsim.program import Execute, Sequence
 from ..poputil import PoplibsError
 from ..popops import reduce_vertices
 from . import amp_configs, conv_vertices, reduce_add
-from .mat_mul_layout import MatMulBlocking, create_partials
+from .mat_mul_layout import MatMulBlocking, create_partials, reduction_tiles, split_bounds
 from .serial_loop import SerialDim, SerialLoop
 
 
@@ -130,7 +130,8 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
         dst, src = reversed(_block_pairs(step, partials_var, out_step))
         popops.add_in_place(graph, dst, src, inner, f"{name}/AddPartials")
     elif not direct:
-        _reduce_partials(graph, step, partials_var, out_step, 0, 0, params, inner, f"{name}/Reduce")
+        _reduce_partials(graph, step, partials_var, out_step, 0, 0, params, inner, f"{name}/Reduce",
+                         output_grain(graph, plan, out.dtype))
     loop.repeat(outer, k_split, k_count, inner, "inChanLoop")
     loop.update(out_steps, out_held, outer, "outUpdate")
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
@@ -160,10 +161,10 @@ def _block_pairs(blocks, partials_var, out):
     return popsim.concat(src), popsim.concat(dst)
 
 
-def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name) -> None:
+def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, name, grain) -> None:
     """The in-channel parts' partials of serial iteration (ns, ks) reduced into the output
     (reduce_partials), each output block by the tiles that hold its parts."""
-    used = -(-(min(blocks.k, (ks + 1) * blocks.k_stride) - ks * blocks.k_stride) // blocks.k_t)
+    used = reduction_tiles(blocks, ks)
     items = []
     for gi in range(blocks.gs):
         g0, g1 = blocks.g_range(gi)
@@ -177,16 +178,26 @@ def _reduce_partials(graph, blocks, partials_var, out, ns, ks, params, prog, nam
                 parts = [_partials_block(partials_var, ki, gi, mi, ni, (g1 - g0, m1 - m0, n1 - n0)).flatten()
                          for ki in range(used)]
                 items.append((block_out, parts, [blocks.tile(gi, mi, ni, ki) for ki in range(used)]))
-    reduce_partials(graph, items, partials_var.dtype, out.dtype, params, prog, name)
+    reduce_partials(graph, items, partials_var.dtype, out.dtype, params, prog, name, grain)
 
 
-def reduce_partials(graph, items, partials_type, out_type, params, prog, name) -> None:
+def output_grain(graph, plan, out_type) -> int:
+    """The elements a reduction's output is shared out in (PopLibs' partialGroupedReduce):
+    the plan's partial channels per group, at least and in whole multiples of the output
+    type's vector width."""
+    width = graph.get_target().vector_width(out_type)
+    return -(-max(int(plan.partial_chans_per_group or 1), width) // width) * width
+
+
+def reduce_partials(graph, items, partials_type, out_type, params, prog, name, grain: int = 1) -> None:
     """Partials reduced into the output where they live, as PopLibs' convolution reduction
-    does. ``items``: (output block, its parts, the tile of each part), all flat and of one
-    size; each block's elements are cut into one chunk per part's tile, and that tile
-    reduces its chunk of every part with PopLibs' poplin::ReduceAdd (a MultiVertex), or, to
-    update or scale the output (mat_mul_acc, later in-channel serial steps), with popops'
-    reduce vertex, one per worker's piece: one compute set of a few vertices per tile."""
+    (ConvReduce.cpp) does. ``items``: (output block, its parts, the tile of each part), all
+    flat and of one size; each block is cut into one piece of whole ``grain`` elements per
+    part's tile (split_bounds, as create_output maps it, so each piece is reduced on the
+    tile that holds it), and that tile reduces its piece of every part with PopLibs'
+    poplin::ReduceAdd (a MultiVertex), or, to update or scale the output (mat_mul_acc, later
+    in-channel serial steps), with popops' reduce vertex, one per worker's piece: one compute
+    set of a few vertices per tile."""
     workers = graph.get_target().num_worker_contexts
     scaled = params.use_scale
     plain = not scaled and not params.update  # PopLibs' own vertex; else popops' with update and scale
@@ -206,23 +217,24 @@ def reduce_partials(graph, items, partials_type, out_type, params, prog, name) -
     cs = graph.add_compute_set(name)
     for block_out, parts, tiles in items:
         used = len(parts)
-        size = block_out.num_elements()
-        pieces = used * workers
-        for p in range(pieces):
-            lo, hi = size * p // pieces, size * (p + 1) // pieces
-            if lo == hi:
-                continue
-            chunk = [part.slice(lo, hi) for part in parts]
-            if plain:
-                v = graph.add_vertex(cs, vertex, {"out": block_out.slice(lo, hi), "partials": chunk,
-                                                  "numPartials": used, "numElems": hi - lo})
-            else:
-                fields = {"out": [block_out.slice(lo, hi)], "partials": chunk}
-                if scaled:
-                    fields["k"] = scale
-                v = graph.add_vertex(cs, vertex, fields)
-                graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
-            graph.set_tile_mapping(v, tiles[p // workers])
+        bounds = split_bounds(block_out.num_elements(), used, grain)
+        for t in range(used):
+            first, last = bounds[t], bounds[t + 1]
+            for w in range(workers):
+                lo, hi = first + (last - first) * w // workers, first + (last - first) * (w + 1) // workers
+                if lo == hi:
+                    continue
+                chunk = [part.slice(lo, hi) for part in parts]
+                if plain:
+                    v = graph.add_vertex(cs, vertex, {"out": block_out.slice(lo, hi), "partials": chunk,
+                                                      "numPartials": used, "numElems": hi - lo})
+                else:
+                    fields = {"out": [block_out.slice(lo, hi)], "partials": chunk}
+                    if scaled:
+                        fields["k"] = scale
+                    v = graph.add_vertex(cs, vertex, fields)
+                    graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
+                graph.set_tile_mapping(v, tiles[t])
     prog.add(Execute(cs))
 
 

@@ -179,19 +179,32 @@ def create_weights(graph, dtype, blocks: ConvBlocking, name: str):
     return view.dim_shuffle([0, rank + 2, rank + 1] + list(range(1, rank + 1)))
 
 
-def create_output(graph, dtype, blocks: ConvBlocking, name: str):
-    """The output [B, G*Cout, *out_field]: blocks [g_t, b_t, *field block, n_t] on the tile
-    that computes (or, with partials, the first that reduces) each."""
+def create_output(graph, dtype, blocks: ConvBlocking, name: str, grain: int = 1):
+    """The output [B, G*Cout, *out_field]: blocks [g_t, b_t, *field block, n_t], each on the
+    tile that computes it, or, with kernel or in-channel parts, shared in pieces of whole
+    ``grain`` elements by the tiles holding its partials (reducing_parts), each piece where
+    it is reduced (PopLibs' reduction output, ConvReduce.cpp, split over each tile group)."""
     rank = len(blocks.out_field)
     nparts = blocks.n_serial * blocks.ns
+    parts = reducing_parts(blocks) or [(0, 0)]   # none: no in-channels, nothing to reduce
 
     def tile_of(gi, bi, *rest):
-        return blocks.tile(gi, bi, _flat(rest[:rank], blocks.fs), rest[rank] % blocks.ns)
-    parts = (blocks.gs, blocks.bs) + blocks.fs + (nparts,)
+        fi, ni = _flat(rest[:rank], blocks.fs), rest[rank] % blocks.ns
+        tiles = [blocks.tile(gi, bi, fi, ni, kp, ci) for kp, ci in parts]
+        return tiles[0] if len(tiles) == 1 else tiles
+    shape = (blocks.gs, blocks.bs) + blocks.fs + (nparts,)
     block = (blocks.g_t, blocks.b_t) + blocks.f_t + (blocks.n_t,)
-    view, _ = _blocked(graph, dtype, name, parts, block, tile_of, _interleave(len(parts)),
-                       (blocks.groups, blocks.batch) + blocks.out_field + (blocks.out_chans,))
+    view, _ = _blocked(graph, dtype, name, shape, block, tile_of, _interleave(len(shape)),
+                       (blocks.groups, blocks.batch) + blocks.out_field + (blocks.out_chans,), grain)
     return _to_nchw(view, rank)
+
+
+def reducing_parts(blocks: ConvBlocking, serial: int = 0):
+    """The (kernel part, in-channel part) pairs with work in in-channel serial step
+    ``serial``, in tile order: the parts whose partials of each output box are reduced."""
+    return [(kp, ci) for kp in range(blocks.kernel_parts) for ci in range(blocks.cs)
+            if blocks.c_range(serial, ci)[0] < blocks.c_range(serial, ci)[1]
+            and all(lo < hi for lo, hi in blocks.k_ranges(kp))]
 
 
 def create_partials(graph, dtype, blocks: ConvBlocking, name: str):

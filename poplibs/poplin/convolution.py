@@ -53,7 +53,7 @@ def _mat_mul_tensor(graph, plan, params: ConvParams, role: str, dtype, name: str
     blocks = conv_execute.blocking_for(graph, plan, g, b, cin, cout)
     swap = plan.transforms[0].swap_operands
     if role == "output":
-        t = mat_mul_layout.create_output(graph, dtype, blocks, name)
+        t = mat_mul_layout.create_output(graph, dtype, blocks, name, conv_execute.output_grain(graph, plan, dtype))
         t = t.dim_shuffle([0, 2, 1]) if swap else t
         return t.dim_shuffle([1, 0, 2]).reshape([b, g * cout] + ones)
     lhs = (role == "input") != swap
@@ -76,7 +76,7 @@ def _create(graph, params, name, options, cache, role: str, what: str):
         return conv_layout.create_input(graph, dtype, blocks, params.input_field_shape, name)
     if role == "weights":
         return conv_layout.create_weights(graph, dtype, blocks, name)
-    return conv_layout.create_output(graph, dtype, blocks, name)
+    return conv_layout.create_output(graph, dtype, blocks, name, conv_execute.output_grain(graph, plan, dtype))
 
 
 def create_input(graph, params: ConvParams, name: str = "input", options=None, cache=None):

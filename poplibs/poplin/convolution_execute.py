@@ -30,7 +30,7 @@ from popsim.program import Execute, Sequence
 from ..poputil import PoplibsError
 from . import amp_configs, conv_execute, conv_hmac, conv_nx1, conv_vertices, conv_vmac
 from .conv_candidates import is_mat_mul_shaped
-from .conv_layout import ConvBlocking, create_partials
+from .conv_layout import ConvBlocking, create_partials, reducing_parts
 from .conv_transforms import canonical_views, dim_maps, is_one_by_one
 from .conv_worklists import tile_work
 from .serial_loop import SerialDim, SerialLoop
@@ -127,7 +127,7 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     elif not direct:
         params = popops.ReduceParams(popops.Operation.ADD, update=c_split.steps > 1)
         conv_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
-                                     inner, f"{name}/Reduce")
+                                     inner, f"{name}/Reduce", conv_execute.output_grain(graph, plan, out.dtype))
     loop.repeat(outer, c_split, c_count, inner, "inChanLoop")
     loop.update(out_steps, out_step, outer, "outUpdate")
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
@@ -183,9 +183,7 @@ class _TileBuilder:
         """One vertex per tile of serial iteration (ns, cser); returns the (kernel part,
         in-channel part) pairs with work."""
         b = self.b
-        active = [(kp, ci) for kp in range(b.kernel_parts) for ci in range(b.cs)
-                  if b.c_range(cser, ci)[0] < b.c_range(cser, ci)[1]
-                  and all(lo < hi for lo, hi in b.k_ranges(kp))]
+        active = reducing_parts(b, cser)
         for box in self.boxes(ns):
             for kp, ci in active:
                 self._add(cs, box, kp, ci, b.c_range(cser, ci))

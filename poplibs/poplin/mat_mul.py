@@ -63,9 +63,8 @@ def _blocking(graph, plan, a_shape, b_shape):
 
 def _create_output(graph, plan, a_shape, b_shape, out_type, name):
     blocks = _blocking(graph, plan, a_shape, b_shape)
-    if plan.transforms[0].swap_operands:
-        return mat_mul_layout.create_output(graph, out_type, blocks, name).dim_shuffle([0, 2, 1])
-    return mat_mul_layout.create_output(graph, out_type, blocks, name)
+    out = mat_mul_layout.create_output(graph, out_type, blocks, name, conv_execute.output_grain(graph, plan, out_type))
+    return out.dim_shuffle([0, 2, 1]) if plan.transforms[0].swap_operands else out
 
 
 # -- grouped (the general form) ----------------------------------------------------------------

@@ -111,11 +111,11 @@ class MatMulBlocking:
         return self.ns * self.n_t
 
 
-def _blocked(graph, dtype, name, parts, block, tile_of, order, shape):
+def _blocked(graph, dtype, name, parts, block, tile_of, order, shape, grain: int = 1):
     """A tensor of ``shape`` cut into blocks (``parts[i]`` blocks of ``block[i]`` elements
     along dimension i, the last ones clipped to ``shape`` or empty), each block a variable
     of its clipped size mapped to ``tile_of(*part)``: a tile, or a list of tiles that share
-    it in equal contiguous pieces. A clipped block is dense, so every tile's part of a
+    it in equal contiguous pieces (of whole ``grain`` elements). A clipped block is dense, so every tile's part of a
     block is one run of its memory (a vertex reading or writing it needs no rearranging).
     ``order`` (the interleaving of part and block dimensions) is the pairing i <-> i."""
     del order  # part i and block i always describe dimension i
@@ -131,20 +131,28 @@ def _blocked(graph, dtype, name, parts, block, tile_of, order, shape):
         if i == rank:
             sizes = [extent(d, j) for d, j in enumerate(prefix)]
             var = graph.add_variable(dtype, tuple(sizes), name)
-            _map_block(graph, var.flatten(), tile_of(*prefix))
+            _map_block(graph, var.flatten(), tile_of(*prefix), grain)
             return var
         pieces = [build(prefix + (j,)) for j in range(parts[i]) if extent(i, j) > 0]
         return pieces[0] if len(pieces) == 1 else popsim.concat(pieces, i)
     return build(()), None
 
 
-def _map_block(graph, flat, tiles) -> None:
+def split_bounds(size: int, parts: int, grain: int = 1):
+    """``parts + 1`` bounds cutting ``size`` elements into ``parts`` pieces of whole grains
+    (the last grain may be short), as even as grains allow: PopLibs' splitRegions, with
+    which a reduction's output is shared by the tiles holding its partials."""
+    grains = -(-size // grain)
+    return [min(size, grains * j // parts * grain) for j in range(parts + 1)]
+
+
+def _map_block(graph, flat, tiles, grain: int = 1) -> None:
     if isinstance(tiles, int):
         graph.set_tile_mapping(flat, tiles)
         return
-    size = flat.num_elements()
+    bounds = split_bounds(flat.num_elements(), len(tiles), grain)
     for j, tile in enumerate(tiles):  # spread over the tiles that read it
-        lo, hi = size * j // len(tiles), size * (j + 1) // len(tiles)
+        lo, hi = bounds[j], bounds[j + 1]
         if hi > lo:
             graph.set_tile_mapping(flat.slice(lo, hi), tile)
 
@@ -182,16 +190,26 @@ def create_rhs(graph, dtype, b: MatMulBlocking, name: str):
     return view
 
 
-def create_output(graph, dtype, b: MatMulBlocking, name: str):
-    """C [G, M, N] in blocks [g_t, m_t, n_t] on the tile that computes (or, with an
-    in-channel split, the first that reduces) each."""
+def create_output(graph, dtype, b: MatMulBlocking, name: str, grain: int = 1):
+    """C [G, M, N] in blocks [g_t, m_t, n_t], each on the tile that computes it, or, with
+    an in-channel split, shared in pieces of whole ``grain`` elements by the tiles that hold
+    its partials, each piece where it is reduced (reduction_tiles; PopLibs' reduction output,
+    ConvReduce.cpp, split over each tile group)."""
     nparts = b.n_serial * b.ns
+    used = max(1, reduction_tiles(b))   # none: no in-channels, nothing to reduce
 
     def tile_of(gi, mi, np_):
-        return b.tile(gi, mi, np_ % b.ns, 0)
+        tiles = [b.tile(gi, mi, np_ % b.ns, ki) for ki in range(used)]
+        return tiles[0] if len(tiles) == 1 else tiles
     view, _ = _blocked(graph, dtype, name, (b.gs, b.ms, nparts), (b.g_t, b.m_t, b.n_t), tile_of,
-                       [0, 3, 1, 4, 2, 5], (b.groups, b.m, b.n))
+                       [0, 3, 1, 4, 2, 5], (b.groups, b.m, b.n), grain)
     return view
+
+
+def reduction_tiles(b: MatMulBlocking, serial: int = 0) -> int:
+    """The in-channel parts with work in in-channel serial step ``serial``: the tiles whose
+    partials of each output block are reduced."""
+    return -(-(min(b.k, (serial + 1) * b.k_stride) - serial * b.k_stride) // b.k_t)
 
 
 def create_partials(graph, dtype, b: MatMulBlocking, name: str):

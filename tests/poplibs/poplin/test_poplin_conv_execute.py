@@ -119,3 +119,33 @@ def test_accumulate(plan):
 def test_plan_too_big_for_the_target():
     with pytest.raises(PoplibsError, match="over 32 tiles but the target has 16"):
         _matmul(_plan(ms=4, ns=8), 1, 8, 8, 64)
+
+
+def test_reduction_output_shared_by_the_tiles_holding_partials():
+    """PopLibs' ConvReduce: each output block is shared, in whole grains, by the tiles that
+    hold its partials, and each tile's ReduceAdd writes only its own piece (no output block
+    is left on the first in-channel part's tile alone)."""
+    plan = _plan(ms=2, ks=4, n_grain=8)
+    g = popsim.Graph(_device())
+    made = []
+    add_cs = g.add_compute_set
+    g.add_compute_set = lambda name: made.append(add_cs(name)) or made[-1]
+    blocks = conv_execute.blocking_for(g, plan, 1, 6, 64, 16)
+    grain = conv_execute.output_grain(g, plan, FLOAT)
+    assert grain == 8
+    a = mat_mul_layout.create_lhs(g, FLOAT, blocks, "a")
+    b = mat_mul_layout.create_rhs(g, FLOAT, blocks, "b")
+    c = mat_mul_layout.create_output(g, FLOAT, blocks, "c", grain)
+    for mi in range(2):   # block mi (3 rows x 16 = 48 elements, 6 grains) over its 4 in-channel parts' tiles
+        block = c[0].slice([3 * mi, 0], [3 * mi + 3, 16]).flatten()
+        mapping = g.get_tile_mapping(block)
+        held = {t: sum(e - s for s, e in r) for t, r in enumerate(mapping) if r}
+        assert held == {blocks.tile(0, mi, 0, ki): n for ki, n in enumerate((8, 16, 8, 16))}
+    conv_execute.execute_mat_mul(g, a, b, c, plan, Sequence(), "mm")
+    reduce_cs = [cs for cs in made if cs.name == "mm/Reduce"]
+    assert len(reduce_cs) == 1
+    vertices = list(reduce_cs[0].vertices)
+    assert len(vertices) == 8   # one ReduceAdd per tile holding partials (PopLibs' one vertex a tile)
+    for v in vertices:
+        out = v.conn[[f.name for f in v.type.fields].index("out")]
+        assert {t for t, r in enumerate(g.get_tile_mapping(out)) if r} == {v.tile}
