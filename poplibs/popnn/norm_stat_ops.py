@@ -11,8 +11,10 @@ none), and of the two orders the one whose tile regions are fewest is taken. Eac
 then a few pieces: blocks of G consecutive statistics repeated over the positions (PopLibs'
 BroadcastVectorInner2D work list), or, with G = 1, runs of elements sharing one statistic.
 The output is a new variable laid out like the first operand in that view, returned in the
-caller's shape. Each tile's regions are split between its workers; a vertex gets its regions
-of every operand, the statistics its elements use (only those) and its pieces.
+caller's shape. A tile holding one region gets one NormStatisticOp1D MultiVertex (PopLibs'
+BroadcastVectorInner1D); else its regions are split between its workers, a NormStatisticOp
+each. A vertex gets its regions of every operand, the statistics its elements use (only
+those) and its pieces.
 """
 import numpy as np
 
@@ -22,9 +24,9 @@ from popsim.program import Copy, Execute
 
 from .. import popops
 from ..poputil import per_tile
-from .norm_vertices import STAT_OPS, NormStatisticOp
+from .norm_vertices import STAT_OPS, NormStatisticOp, NormStatisticOp1D
 
-__all__ = ["stat_op", "stat_op_cycles", "ordered_map", "indexed", "best_order", "channel_grouping", "grouped_order",
+__all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping", "grouped_order",
            "grouped"]
 
 _OP_CYCLES = {"CENTRE": 1, "SCALE": 1, "WHITEN": 2, "AFFINE": 2, "GRADIENT": 4}
@@ -50,13 +52,29 @@ def stat_op_cycles(op: str, dtype, num_regions: int, piece_lengths, piece_counts
     return int(20 + 4 * num_regions + 6 * lengths.size + per_vector * int(np.sum(vectors)))
 
 
-def _vertex_type(graph, op: str, dtype) -> str:
-    name = NormStatisticOp.vertex_name(op, dtype)
+def stat_op_1d_cycles(op: str, dtype, piece_lengths, piece_counts, workers: int) -> int:
+    """popsim's estimate of the MultiVertex, per worker (each takes its share of every
+    piece's blocks): ``20 + Σ_pieces (6 + ceil(vectors / workers) · (ops + 1))``."""
+    width = 2 if dtype == FLOAT else 4
+    lengths = np.asarray(piece_lengths, dtype=np.int64)
+    counts = np.asarray(piece_counts, dtype=np.int64)
+    vectors = np.where(lengths == 1, -(-counts // width), counts * -(-lengths // width))
+    return int(20 + 6 * lengths.size + (_OP_CYCLES[op] + 1) * int(np.sum(-(-vectors // workers))))
+
+
+def _vertex_type(graph, op: str, dtype, one_d: bool = False) -> str:
+    template = NormStatisticOp1D if one_d else NormStatisticOp
+    name = template.vertex_name(op, dtype)
     if not graph.has_codelet(name):
-        graph.add_codelets(NormStatisticOp[op, dtype])
-        graph.register_perf_estimator(name, lambda info, target: stat_op_cycles(
-            op, dtype, len(info.field_sizes("out")), np.atleast_1d(info.initial_value("pieceLen")),
-            np.atleast_1d(info.initial_value("pieceCount"))))
+        graph.add_codelets(template[op, dtype])
+        if one_d:
+            graph.register_perf_estimator(name, lambda info, target: stat_op_1d_cycles(
+                op, dtype, np.atleast_1d(info.initial_value("pieceLen")),
+                np.atleast_1d(info.initial_value("pieceCount")), target.num_worker_contexts))
+        else:
+            graph.register_perf_estimator(name, lambda info, target: stat_op_cycles(
+                op, dtype, len(info.field_sizes("out")), np.atleast_1d(info.initial_value("pieceLen")),
+                np.atleast_1d(info.initial_value("pieceCount"))))
     return name
 
 
@@ -161,7 +179,6 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
     tiles = [(tile, regions) for tile, regions in enumerate(mapping) if regions]
     needed = [_needed(regions, int(shape[1]), **layout) for _, regions in tiles]
     local = _local_copies(graph, stats, tiles, needed, prog, name)
-    vertex_type = _vertex_type(graph, op, dtype)
     width = 2 if dtype == FLOAT else 4
     grain = g if g % width == 0 and g <= 64 else width
     cs = graph.add_compute_set(name)
@@ -169,14 +186,18 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
     for (tile, regions), tile_needed in zip(tiles, needed):
         tile_stats = [copy.slice(offset, offset + tile_needed.size) for copy in local]
         offset += tile_needed.size
-        for group in per_tile.group_regions(graph.target, regions, "workers", grain, 2 * grain):
+        one_d = len(regions) == 1   # PopLibs' rule: one region, one MultiVertex
+        vertex_type = _vertex_type(graph, op, dtype, one_d)
+        view = per_tile.regions_view if one_d else per_tile.region_views
+        for group in per_tile.group_regions(graph.target, regions, "auto", grain, 2 * grain):
             counts, lengths, blocks, piece_stats = _pieces(group, **layout)
-            connections = {"out": per_tile.region_views(out_flat, group)}
+            connections = {"out": view(out_flat, group)}
             for k, v in enumerate(views):
-                connections[f"in{k + 1}"] = per_tile.region_views(v, group)
+                connections[f"in{k + 1}"] = view(v, group)
             connections.update(zip("abc", tile_stats))
             vertex = graph.add_vertex(cs, vertex_type, connections)
-            graph.set_initial_value(vertex["regionPieces"], counts.astype(np.uint32))
+            if not one_d:
+                graph.set_initial_value(vertex["regionPieces"], counts.astype(np.uint32))
             graph.set_initial_value(vertex["pieceLen"], lengths.astype(np.uint32))
             graph.set_initial_value(vertex["pieceCount"], blocks.astype(np.uint32))
             graph.set_initial_value(vertex["pieceStat"], np.searchsorted(tile_needed, piece_stats).astype(np.uint32))

@@ -20,7 +20,8 @@ from popsim import FLOAT, HALF, Input, Output, VectorList, Vertex
 
 from ..poputil import per_tile
 
-__all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation"]
+__all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation", "NormStatisticOp",
+           "NormStatisticOp1D", "STAT_OPS"]
 
 VERTEX = "poplin::InverseStdDeviation"
 
@@ -233,3 +234,95 @@ def NormStatisticOp(op, dtype):
                         k += 1
                 return True
     return NormStatisticOp
+
+
+# PopLibs' BroadcastVectorInner1D: one MultiVertex for a tile whose data is one region, its
+# workers sharing out each piece's blocks (runs: elements), contiguously. Same pieces.
+@popsim.vertex_template(STAT_OP_VERTEX + "1D", op=list(STAT_OPS), dtype=[FLOAT, HALF])
+def NormStatisticOp1D(op, dtype):
+    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - a constant of compute: which of a pair of forms
+    pieces = popsim.Vector[popsim.UNSIGNED_INT]
+    stat = Input[popsim.Vector[dtype]]
+    data = popsim.Vector[dtype]
+    if STAT_OPS[op][1] == 1:
+        class NormStatisticOp1D(popsim.MultiVertex):
+            out: Output[data]
+            in1: Input[data]
+            a: stat
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
+
+            def compute(self, worker_id):
+                i = 0
+                for k in range(len(self.pieceLen)):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    share = (m + self.num_workers() - 1) // self.num_workers()
+                    lo = min(m, worker_id * share)
+                    hi = min(m, lo + share)
+                    for blk in range(lo, hi):
+                        for j in range(n):
+                            if FIRST:
+                                self.out[i + blk * n + j] = self.in1[i + blk * n + j] - self.a[s + j]
+                            else:
+                                self.out[i + blk * n + j] = self.in1[i + blk * n + j] * self.a[s + j]
+                    i += n * m
+                return True
+    elif STAT_OPS[op][1] == 2:
+        class NormStatisticOp1D(popsim.MultiVertex):
+            out: Output[data]
+            in1: Input[data]
+            a: stat
+            b: stat
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
+
+            def compute(self, worker_id):
+                i = 0
+                for k in range(len(self.pieceLen)):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    share = (m + self.num_workers() - 1) // self.num_workers()
+                    lo = min(m, worker_id * share)
+                    hi = min(m, lo + share)
+                    for blk in range(lo, hi):
+                        for j in range(n):
+                            x = self.in1[i + blk * n + j]
+                            if FIRST:
+                                self.out[i + blk * n + j] = (x - self.a[s + j]) * self.b[s + j]
+                            else:
+                                self.out[i + blk * n + j] = x * self.a[s + j] + self.b[s + j]
+                    i += n * m
+                return True
+    else:
+        class NormStatisticOp1D(popsim.MultiVertex):
+            out: Output[data]
+            in1: Input[data]
+            in2: Input[data]
+            a: stat
+            b: stat
+            c: stat
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
+
+            def compute(self, worker_id):
+                i = 0
+                for k in range(len(self.pieceLen)):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    share = (m + self.num_workers() - 1) // self.num_workers()
+                    lo = min(m, worker_id * share)
+                    hi = min(m, lo + share)
+                    for blk in range(lo, hi):
+                        for j in range(n):
+                            e = i + blk * n + j
+                            self.out[e] = (self.in1[e] + self.a[s + j] + self.in2[e] * self.b[s + j]) * self.c[s + j]
+                    i += n * m
+                return True
+    return NormStatisticOp1D

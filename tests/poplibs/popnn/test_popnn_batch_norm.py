@@ -124,7 +124,7 @@ def test_inference_form_and_layout_following(g, small_device):
     ref = xr * mv.astype(np.float32)[None, :, None, None] + av.astype(np.float32)[None, :, None, None]
     assert np.allclose(yv, ref, atol=1e-6)
     kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
-    assert "popnn::NormStatisticOp<AFFINE,float>" in kinds
+    assert kinds == {"popnn::NormStatisticOp1D<AFFINE,float>"}   # each tile holds one region: a MultiVertex
 
 
 def test_grouped_channels_innermost_layout_whitens_and_normalises(g, small_device):
@@ -141,7 +141,10 @@ def test_grouped_channels_innermost_layout_whitens_and_normalises(g, small_devic
     rng = np.random.default_rng(9)
     xv = rng.standard_normal((2, 2, 3, 3, 4))
     mv, sv, gv, bv = (rng.standard_normal(8).astype(np.float32) for _ in range(4))
-    (yv, hv), _ = run(g, small_device, prog, {base: xv, mean: mv, inv_std: sv, gamma: gv, beta: bv}, [y, x_hat])
+    (yv, hv), engine = run(g, small_device, prog, {base: xv, mean: mv, inv_std: sv, gamma: gv, beta: bv},
+                           [y, x_hat])
+    kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    assert {"popnn::NormStatisticOp<WHITEN,float>", "popnn::NormStatisticOp1D<WHITEN,float>"} <= kinds  # tile 0: 2
     xr = xv.astype(np.float32).transpose(0, 1, 4, 2, 3).reshape(2, 8, 3, 3)
     c = (1, 8, 1, 1)
     h_ref = (xr - mv.reshape(c)) * sv.reshape(c)
