@@ -176,32 +176,45 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
     mapping = graph.get_tile_mapping(views[0])
     graph.set_tile_mapping(out, mapping)
     out_flat = out.flatten()
-    tiles = [(tile, regions) for tile, regions in enumerate(mapping) if regions]
-    needed = [_needed(regions, int(shape[1]), **layout) for _, regions in tiles]
-    local = _local_copies(graph, stats, tiles, needed, prog, name)
     width = 2 if dtype == FLOAT else 4
     grain = g if g % width == 0 and g <= 64 else width
+    tiles, work, needed = [], [], []
+    for tile, regions in enumerate(mapping):   # each tile's vertices' groups and pieces, one _pieces call
+        if regions:
+            groups = per_tile.group_regions(graph.target, regions, "auto", grain, 2 * grain)
+            pieces = _pieces([r for group in groups for r in group], **layout)
+            tiles.append((tile, regions))
+            work.append((groups, pieces))
+            needed.append(_needed(pieces, int(shape[1])))
+    local = _local_copies(graph, stats, tiles, needed, prog, name)
     cs = graph.add_compute_set(name)
     offset = 0
-    for (tile, regions), tile_needed in zip(tiles, needed):
+    for (tile, regions), (groups, pieces), tile_needed in zip(tiles, work, needed):
         tile_stats = [copy.slice(offset, offset + tile_needed.size) for copy in local]
         offset += tile_needed.size
         one_d = len(regions) == 1   # PopLibs' rule: one region, one MultiVertex
         vertex_type = _vertex_type(graph, op, dtype, one_d)
         view = per_tile.regions_view if one_d else per_tile.region_views
-        for group in per_tile.group_regions(graph.target, regions, "auto", grain, 2 * grain):
-            counts, lengths, blocks, piece_stats = _pieces(group, **layout)
+        counts, lengths, blocks, piece_stats = pieces
+        piece_stats = np.searchsorted(tile_needed, piece_stats).astype(np.uint32)
+        lengths, blocks = lengths.astype(np.uint32), blocks.astype(np.uint32)
+        first_region = first_piece = 0
+        for group in groups:
+            last_region = first_region + len(group)
+            group_counts = counts[first_region:last_region]
+            last_piece = first_piece + int(group_counts.sum())
             connections = {"out": view(out_flat, group)}
             for k, v in enumerate(views):
                 connections[f"in{k + 1}"] = view(v, group)
             connections.update(zip("abc", tile_stats))
             vertex = graph.add_vertex(cs, vertex_type, connections)
             if not one_d:
-                graph.set_initial_value(vertex["regionPieces"], counts.astype(np.uint32))
-            graph.set_initial_value(vertex["pieceLen"], lengths.astype(np.uint32))
-            graph.set_initial_value(vertex["pieceCount"], blocks.astype(np.uint32))
-            graph.set_initial_value(vertex["pieceStat"], np.searchsorted(tile_needed, piece_stats).astype(np.uint32))
+                graph.set_initial_value(vertex["regionPieces"], group_counts.astype(np.uint32))
+            graph.set_initial_value(vertex["pieceLen"], lengths[first_piece:last_piece])
+            graph.set_initial_value(vertex["pieceCount"], blocks[first_piece:last_piece])
+            graph.set_initial_value(vertex["pieceStat"], piece_stats[first_piece:last_piece])
             graph.set_tile_mapping(vertex, tile)
+            first_region, first_piece = last_region, last_piece
     prog.add(Execute(cs))
     return out.dim_shuffle(_inverse(order)).reshape(shape)
 
@@ -212,10 +225,10 @@ def _statistic(positions, block: int, groups: int, g: int):
     return (positions // block) % groups * g + positions % g
 
 
-def _needed(regions, channels: int, block: int, groups: int, g: int) -> np.ndarray:
-    """The statistics (sorted, distinct) that elements of ``regions`` use."""
+def _needed(pieces, channels: int) -> np.ndarray:
+    """The statistics (sorted, distinct) that ``pieces`` (``_pieces``' answer) use."""
+    _, lengths, _, starts = pieces
     used = np.zeros(channels + 1, np.int64)
-    _, lengths, blocks, starts = _pieces(regions, block, groups, g)
     np.add.at(used, starts, 1)
     np.add.at(used, starts + lengths, -1)
     return np.flatnonzero(np.cumsum(used)[:channels] > 0)
