@@ -2,13 +2,19 @@
 (dimension 1 indexes the statistic), on the tiles that hold the activations: the norms'
 ``(x - mean) · invStdDev``, ``x · gamma + beta`` and friends (norm_vertices.STAT_OPS).
 
-The activations may be any view (a convolution's output is channels-innermost in memory
-under a ``[B, C, H, W]`` shape). The op works in the dimension order in which the first
-operand's tile regions are fewest (its own, statistics last, or the first two swapped), so
-that each tile's elements are a few long regions; the output is a new variable laid out
-like the first operand in that order, returned viewed in the caller's order. Each tile's
-regions are split between its workers; a vertex gets its regions of every operand, the
-statistics its elements use (only those), and the runs of elements sharing a statistic.
+The activations may be any view (a convolution's output is channels-innermost in memory,
+in groups of G channels, under a ``[B, C, H, W]`` shape). As PopLibs' element-wise ops
+reorder their operands to the simplest regions before choosing vector-broadcast vertices,
+the op works on a view ``[N, S/G, ..., G]`` (or ``[S/G, N, ..., G]``) whose order follows
+memory: G is the run of statistics held contiguously at the first position (1 when there is
+none), and of the two orders the one whose tile regions are fewest is taken. Each region is
+then a few pieces: blocks of G consecutive statistics repeated over the positions (PopLibs'
+BroadcastVectorInner2D work list), or, with G = 1, runs of elements sharing one statistic.
+The output is a new variable laid out like the first operand in that view, returned in the
+caller's shape. A tile holding one region gets one NormStatisticOp1D MultiVertex (PopLibs'
+BroadcastVectorInner1D); else its regions are split between its workers, a NormStatisticOp
+each. A vertex gets its regions of every operand, the statistics its elements use (only
+those) and its pieces.
 """
 import numpy as np
 
@@ -18,9 +24,10 @@ from popsim.program import Copy, Execute
 
 from .. import popops
 from ..poputil import per_tile
-from .norm_vertices import STAT_OPS, NormStatisticOp
+from .norm_vertices import STAT_OPS, NormStatisticOp, NormStatisticOp1D
 
-__all__ = ["stat_op", "stat_op_cycles", "ordered_map", "indexed", "best_order"]
+__all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping", "grouped_order",
+           "grouped"]
 
 _OP_CYCLES = {"CENTRE": 1, "SCALE": 1, "WHITEN": 2, "AFFINE": 2, "GRADIENT": 4}
 
@@ -31,23 +38,43 @@ def indexed(t):
     return t.flatten().reshape(t.shape)
 
 
-def stat_op_cycles(op: str, dtype, num_regions: int, run_lengths) -> int:
-    """popsim's estimate (PopLibs has no such vertex; modelled on its BroadcastVectorInner
-    loops): ``20 + 4·regions + Σ_runs (6 + ceil(n / vw) · (ops + 1))``, ``vw`` the vector width
-    (float 2, half 4), ``ops`` the expression's arithmetic ops (1, 2 or 4), one more cycle
-    per vector for the load and store."""
+def stat_op_cycles(op: str, dtype, num_regions: int, piece_lengths, piece_counts) -> int:
+    """popsim's estimate (PopLibs has no such vertex; modelled on its BroadcastVectorInner2D
+    loops): ``20 + 4·regions + Σ_pieces (6 + vectors · (ops + 1))``, a piece's vectors
+    ``count · ceil(len / vw)`` (``ceil(count / vw)`` for a run sharing one statistic,
+    ``len`` 1), ``vw`` the vector width (float 2, half 4), ``ops`` the expression's
+    arithmetic ops (1, 2 or 4), one more cycle per vector for the load and store."""
     width = 2 if dtype == FLOAT else 4
     per_vector = _OP_CYCLES[op] + 1
-    lengths = np.asarray(run_lengths, dtype=np.int64)
-    return int(20 + 4 * num_regions + 6 * lengths.size + per_vector * int(np.sum(-(-lengths // width))))
+    lengths = np.asarray(piece_lengths, dtype=np.int64)
+    counts = np.asarray(piece_counts, dtype=np.int64)
+    vectors = np.where(lengths == 1, -(-counts // width), counts * -(-lengths // width))
+    return int(20 + 4 * num_regions + 6 * lengths.size + per_vector * int(np.sum(vectors)))
 
 
-def _vertex_type(graph, op: str, dtype) -> str:
-    name = NormStatisticOp.vertex_name(op, dtype)
+def stat_op_1d_cycles(op: str, dtype, piece_lengths, piece_counts, workers: int) -> int:
+    """popsim's estimate of the MultiVertex, per worker (each takes its share of every
+    piece's blocks): ``20 + Σ_pieces (6 + ceil(vectors / workers) · (ops + 1))``."""
+    width = 2 if dtype == FLOAT else 4
+    lengths = np.asarray(piece_lengths, dtype=np.int64)
+    counts = np.asarray(piece_counts, dtype=np.int64)
+    vectors = np.where(lengths == 1, -(-counts // width), counts * -(-lengths // width))
+    return int(20 + 6 * lengths.size + (_OP_CYCLES[op] + 1) * int(np.sum(-(-vectors // workers))))
+
+
+def _vertex_type(graph, op: str, dtype, one_d: bool = False) -> str:
+    template = NormStatisticOp1D if one_d else NormStatisticOp
+    name = template.vertex_name(op, dtype)
     if not graph.has_codelet(name):
-        graph.add_codelets(NormStatisticOp[op, dtype])
-        graph.register_perf_estimator(name, lambda info, target: stat_op_cycles(
-            op, dtype, len(info.field_sizes("out")), np.atleast_1d(info.initial_value("runLengths"))))
+        graph.add_codelets(template[op, dtype])
+        if one_d:
+            graph.register_perf_estimator(name, lambda info, target: stat_op_1d_cycles(
+                op, dtype, np.atleast_1d(info.initial_value("pieceLen")),
+                np.atleast_1d(info.initial_value("pieceCount")), target.num_worker_contexts))
+        else:
+            graph.register_perf_estimator(name, lambda info, target: stat_op_cycles(
+                op, dtype, len(info.field_sizes("out")), np.atleast_1d(info.initial_value("pieceLen")),
+                np.atleast_1d(info.initial_value("pieceCount"))))
     return name
 
 
@@ -89,6 +116,47 @@ def _local_copies(graph, stats, tiles, needed, prog, name: str):
     return copies
 
 
+def channel_grouping(t) -> int:
+    """G: the most statistics (a divisor of ``t.shape[1]``) that ``t`` holds contiguously, in
+    order, at its first position (PopLibs' detectInnermostGrouping, from one position); 1
+    when there is no such run."""
+    channels = int(t.shape[1])
+    if channels <= 1 or t.num_elements() == 0:
+        return 1
+    first = t.slice([0] * t.rank, [1, channels] + [1] * (t.rank - 2)).flatten()
+    for g in range(channels, 1, -1):
+        if channels % g == 0 and first.slice(0, g).is_contiguous():
+            return g
+    return 1
+
+
+def grouped_order(graph, t):
+    """(order, block, g): of ``t`` ``[N, S, *F]`` grouped as ``[N, S/G, G, *F]``
+    (``grouped``), the permutation to ``[N, S/G, *F, G]`` or ``[S/G, N, *F, G]``, whichever
+    has the fewest tile regions (the order that follows memory); ``block`` the elements of
+    that view per index of its ``S/G`` dimension; ``g`` the grouping G."""
+    shape = [int(d) for d in t.shape]
+    g = channel_grouping(t)
+    rank = t.rank + 1
+    field = int(np.prod(shape[2:], dtype=np.int64))
+    candidates = [([0, 1] + list(range(3, rank)) + [2], field * g)]
+    if shape[1] // g > 1 and shape[0] > 1:   # else the two orders are one
+        candidates.append(([1, 0] + list(range(3, rank)) + [2], shape[0] * field * g))
+    best = 0
+    if len(candidates) > 1:
+        split = grouped(t, g)
+        best = int(np.argmin([sum(len(m) for m in graph.get_tile_mapping(split.dim_shuffle(p)))
+                              for p, _ in candidates]))
+    order, block = candidates[best]
+    return order, block, g
+
+
+def grouped(t, g: int):
+    """``t`` ``[N, S, *F]`` as ``[N, S/g, g, *F]`` (a view)."""
+    shape = [int(d) for d in t.shape]
+    return t.reshape([shape[0], shape[1] // g, g] + shape[2:])
+
+
 def stat_op(graph, op: str, data, stats, prog, name: str):
     """``op`` (norm_vertices.STAT_OPS) over ``data`` (tensors of one shape ``[N, S, ...]``)
     and ``stats`` (1-D ``[S]`` tensors), into a new tensor of that shape; one compute set."""
@@ -100,59 +168,103 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
         out = graph.add_variable(dtype, shape, name)
         graph.set_tile_mapping(out, 0)
         return out
-    order = best_order(graph, first)
-    views = [indexed(d.dim_shuffle(order)).flatten() for d in data]
-    stat_index = np.broadcast_to(np.arange(shape[1], dtype=np.int64).reshape((1, -1) + (1,) * (len(shape) - 2)),
-                                 shape).transpose(order).reshape(-1)
-    out = graph.add_variable(dtype, tuple(shape[d] for d in order), name)
+    order, block, g = grouped_order(graph, first)
+    layout = dict(block=block, groups=int(shape[1]) // g, g=g)
+    views = [indexed(grouped(d, g).dim_shuffle(order)) for d in data]
+    out = graph.add_variable(dtype, tuple(views[0].shape), name)
+    views = [v.flatten() for v in views]
     mapping = graph.get_tile_mapping(views[0])
     graph.set_tile_mapping(out, mapping)
     out_flat = out.flatten()
-    tiles = [(tile, regions) for tile, regions in enumerate(mapping) if regions]
-    needed = [np.unique(np.concatenate([stat_index[b:e] for b, e in regions])) for _, regions in tiles]
-    local = _local_copies(graph, stats, tiles, needed, prog, name)
-    vertex_type = _vertex_type(graph, op, dtype)
     width = 2 if dtype == FLOAT else 4
+    grain = g if g % width == 0 and g <= 64 else width
+    tiles, work, needed = [], [], []
+    for tile, regions in enumerate(mapping):   # each tile's vertices' groups and pieces, one _pieces call
+        if regions:
+            groups = per_tile.group_regions(graph.target, regions, "auto", grain, 2 * grain)
+            pieces = _pieces([r for group in groups for r in group], **layout)
+            tiles.append((tile, regions))
+            work.append((groups, pieces))
+            needed.append(_needed(pieces, int(shape[1])))
+    local = _local_copies(graph, stats, tiles, needed, prog, name)
     cs = graph.add_compute_set(name)
     offset = 0
-    for (tile, regions), tile_needed in zip(tiles, needed):
+    for (tile, regions), (groups, pieces), tile_needed in zip(tiles, work, needed):
         tile_stats = [copy.slice(offset, offset + tile_needed.size) for copy in local]
         offset += tile_needed.size
-        for group in per_tile.group_regions(graph.target, regions, "workers", width, 2 * width):
-            region_runs, lengths, run_stats = _runs(stat_index, group)
-            connections = {"out": per_tile.region_views(out_flat, group)}
-            for k, view in enumerate(views):
-                connections[f"in{k + 1}"] = per_tile.region_views(view, group)
+        one_d = len(regions) == 1   # PopLibs' rule: one region, one MultiVertex
+        vertex_type = _vertex_type(graph, op, dtype, one_d)
+        view = per_tile.regions_view if one_d else per_tile.region_views
+        counts, lengths, blocks, piece_stats = pieces
+        piece_stats = np.searchsorted(tile_needed, piece_stats).astype(np.uint32)
+        lengths, blocks = lengths.astype(np.uint32), blocks.astype(np.uint32)
+        first_region = first_piece = 0
+        for group in groups:
+            last_region = first_region + len(group)
+            group_counts = counts[first_region:last_region]
+            last_piece = first_piece + int(group_counts.sum())
+            connections = {"out": view(out_flat, group)}
+            for k, v in enumerate(views):
+                connections[f"in{k + 1}"] = view(v, group)
             connections.update(zip("abc", tile_stats))
             vertex = graph.add_vertex(cs, vertex_type, connections)
-            graph.set_initial_value(vertex["regionRuns"], region_runs.astype(np.uint32))
-            graph.set_initial_value(vertex["runLengths"], lengths.astype(np.uint32))
-            run_stats = np.searchsorted(tile_needed, run_stats).astype(np.uint32)
-            graph.set_initial_value(vertex["runStat"], run_stats)
+            if not one_d:
+                graph.set_initial_value(vertex["regionPieces"], group_counts.astype(np.uint32))
+            graph.set_initial_value(vertex["pieceLen"], lengths[first_piece:last_piece])
+            graph.set_initial_value(vertex["pieceCount"], blocks[first_piece:last_piece])
+            graph.set_initial_value(vertex["pieceStat"], piece_stats[first_piece:last_piece])
             graph.set_tile_mapping(vertex, tile)
+            first_region, first_piece = last_region, last_piece
     prog.add(Execute(cs))
-    return out.dim_shuffle(_inverse(order))
+    return out.dim_shuffle(_inverse(order)).reshape(shape)
 
 
-def _runs(stat_index: np.ndarray, group):
-    """For a vertex's regions ``group`` of the flat elements whose statistics are
-    ``stat_index``: per region its number of runs (elements in a row sharing a statistic),
-    each run's length and each run's statistic, in order; one numpy pass over the group."""
+def _statistic(positions, block: int, groups: int, g: int):
+    """The statistic of each flat position of the grouped view."""
+    positions = np.asarray(positions, np.int64)
+    return (positions // block) % groups * g + positions % g
+
+
+def _needed(pieces, channels: int) -> np.ndarray:
+    """The statistics (sorted, distinct) that ``pieces`` (``_pieces``' answer) use."""
+    _, lengths, _, starts = pieces
+    used = np.zeros(channels + 1, np.int64)
+    np.add.at(used, starts, 1)
+    np.add.at(used, starts + lengths, -1)
+    return np.flatnonzero(np.cumsum(used)[:channels] > 0)
+
+
+def _pieces(group, block: int, groups: int, g: int):
+    """For a vertex's regions ``group`` of the grouped view's flat elements: per region its
+    number of pieces, and per piece its length (statistics per block), its blocks and its
+    first statistic, in order; one numpy pass. Pieces are cut at the region's ends, at each
+    ``block`` boundary, and at the first and last whole block of G inside the region."""
     begins = np.fromiter((b for b, _ in group), np.int64, len(group))
-    sizes = np.fromiter((e for _, e in group), np.int64, len(group)) - begins
-    firsts = np.cumsum(sizes) - sizes   # each region's first element in the group's
-    total = int(sizes.sum())
-    if total == 0 or not sizes.all():   # an empty region: the region-by-region rule (which refuses it)
-        cuts = [np.concatenate(([0], np.flatnonzero(np.diff(stat_index[b:e])) + 1, [e - b])) for b, e in group]
-        return (np.asarray([c.size - 1 for c in cuts], np.int64), np.concatenate([np.diff(c) for c in cuts]),
-                np.concatenate([stat_index[b:e][c[:-1]] for (b, e), c in zip(group, cuts)]))
-    ids = stat_index[np.repeat(begins - firsts, sizes) + np.arange(total)]
-    starts = np.empty(total, bool)
-    starts[0] = True
-    np.not_equal(ids[1:], ids[:-1], out=starts[1:])
-    starts[firsts] = True
-    cut = np.flatnonzero(starts)
-    return np.add.reduceat(starts.astype(np.int64), firsts), np.diff(np.append(cut, total)), ids[cut]
+    ends = np.fromiter((e for _, e in group), np.int64, len(group))
+    rid = np.arange(len(group))
+    # multiples of block strictly inside each region
+    first_cut = (begins // block + 1) * block
+    inner = np.maximum(0, (ends - 1) // block - begins // block)
+    mrid = np.repeat(rid, inner)
+    mult = np.repeat(first_cut, inner) + (np.arange(int(inner.sum())) - np.repeat(np.cumsum(inner) - inner, inner)) * block
+    up, down = -(-begins // g) * g, ends // g * g
+    cuts = [begins, ends, mult, up, down]
+    owners = [rid, rid, mrid, rid, rid]
+    pos, own = np.concatenate(cuts), np.concatenate(owners)
+    keep = (pos >= begins[own]) & (pos <= ends[own])
+    pos, own = pos[keep], own[keep]
+    order = np.lexsort((pos, own))
+    pos, own = pos[order], own[order]
+    fresh = np.ones(pos.size, bool)
+    fresh[1:] = (pos[1:] != pos[:-1]) | (own[1:] != own[:-1])
+    pos, own = pos[fresh], own[fresh]
+    same = own[1:] == own[:-1]
+    p, q = pos[:-1][same], pos[1:][same]
+    whole = (p % g == 0) & ((q - p) % g == 0)
+    lengths = np.where(whole, g, q - p)
+    blocks = np.where(whole, (q - p) // g, 1)
+    counts = np.bincount(own[:-1][same], minlength=len(group)).astype(np.int64)
+    return counts, lengths.astype(np.int64), blocks.astype(np.int64), _statistic(p, block, groups, g)
 
 
 def _inverse(order):

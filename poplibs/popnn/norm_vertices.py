@@ -20,7 +20,8 @@ from popsim import FLOAT, HALF, Input, Output, VectorList, Vertex
 
 from ..poputil import per_tile
 
-__all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation"]
+__all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation", "NormStatisticOp",
+           "NormStatisticOp1D", "STAT_OPS"]
 
 VERTEX = "poplin::InverseStdDeviation"
 
@@ -95,11 +96,15 @@ def add_inverse_std_deviation(graph, mean, power, eps: float, scale_var: float, 
 
 # -- element-wise ops with per-statistic operands ----------------------------------------------
 # PopLibs multiplies and adds the per-channel vectors with popops' element-wise ops, whose
-# vector-broadcast vertices (BroadcastVectorInner/Outer) read each channel value once per run
-# of elements. popsim's popops has no such path: a broadcast operand is exchanged element by
-# element (about 800,000 cycles per operand for [32, 16, 28, 28]). These vertices are that
-# path for the norms: each reads the data's regions and the few statistics they touch, as
-# runs of elements sharing one statistic.
+# vector-broadcast vertices (BroadcastVectorInner2D: a work list of (length, block count) per
+# region, the region being `block count` repeats of a `length`-long slice of the channel
+# vector) read each channel value once per block. popsim's popops has no such path: a
+# broadcast operand is exchanged element by element (about 800,000 cycles per operand for
+# [32, 16, 28, 28]). These vertices are that path for the norms. Each region of the data is a
+# few pieces; a piece is ``pieceCount`` blocks of ``pieceLen`` elements whose statistics are
+# ``pieceStat``, ``pieceStat + 1``, ... (a channel group repeated over the positions of a
+# channels-innermost activation), or, with ``pieceLen`` 1, a run of ``pieceCount`` elements
+# sharing one statistic (a channels-outermost one). State is per piece, not per element.
 
 # op: (number of data operands, number of statistics operands, the element expression)
 STAT_OPS = {
@@ -115,7 +120,7 @@ STAT_OP_VERTEX = "popnn::NormStatisticOp"
 @popsim.vertex_template(STAT_OP_VERTEX, op=list(STAT_OPS), dtype=[FLOAT, HALF])
 def NormStatisticOp(op, dtype):
     FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - a constant of compute: which of a pair of forms
-    runs = popsim.Vector[popsim.UNSIGNED_INT]
+    pieces = popsim.Vector[popsim.UNSIGNED_INT]
     stat = Input[popsim.Vector[dtype]]
     data = VectorList[dtype]
     if STAT_OPS[op][1] == 1:
@@ -123,23 +128,35 @@ def NormStatisticOp(op, dtype):
             out: Output[data]
             in1: Input[data]
             a: stat
-            regionRuns: runs  # runs per region
-            runLengths: runs
-            runStat: runs     # index into the statistics of each run
+            regionPieces: pieces  # pieces per region
+            pieceLen: pieces      # statistics per block (1: one statistic for the piece's run)
+            pieceCount: pieces    # blocks
+            pieceStat: pieces     # the first statistic (an index into a)
 
             def compute(self):
                 k = 0
                 for r in range(len(self.out)):
                     i = 0
-                    for q in range(self.regionRuns[r]):
-                        n = int(self.runLengths[k])  # int32, as i and j: the loop over j vectorises
-                        a = self.a[self.runStat[k]]
-                        for j in range(i, i + n):
-                            if FIRST:
-                                self.out[r][j] = self.in1[r][j] - a
-                            else:
-                                self.out[r][j] = self.in1[r][j] * a
-                        i += n
+                    for q in range(self.regionPieces[r]):
+                        n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                        m = int(self.pieceCount[k])
+                        s = int(self.pieceStat[k])
+                        if n == 1:
+                            a = self.a[s]
+                            for j in range(i, i + m):
+                                if FIRST:
+                                    self.out[r][j] = self.in1[r][j] - a
+                                else:
+                                    self.out[r][j] = self.in1[r][j] * a
+                            i += m
+                        else:
+                            for blk in range(m):
+                                for j in range(n):
+                                    if FIRST:
+                                        self.out[r][i + j] = self.in1[r][i + j] - self.a[s + j]
+                                    else:
+                                        self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j]
+                                i += n
                         k += 1
                 return True
     elif STAT_OPS[op][1] == 2:
@@ -148,24 +165,36 @@ def NormStatisticOp(op, dtype):
             in1: Input[data]
             a: stat
             b: stat
-            regionRuns: runs
-            runLengths: runs
-            runStat: runs
+            regionPieces: pieces
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
 
             def compute(self):
                 k = 0
                 for r in range(len(self.out)):
                     i = 0
-                    for q in range(self.regionRuns[r]):
-                        n = int(self.runLengths[k])  # int32, as i and j: the loop over j vectorises
-                        a = self.a[self.runStat[k]]
-                        b = self.b[self.runStat[k]]
-                        for j in range(i, i + n):
-                            if FIRST:
-                                self.out[r][j] = (self.in1[r][j] - a) * b
-                            else:
-                                self.out[r][j] = self.in1[r][j] * a + b
-                        i += n
+                    for q in range(self.regionPieces[r]):
+                        n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                        m = int(self.pieceCount[k])
+                        s = int(self.pieceStat[k])
+                        if n == 1:
+                            a = self.a[s]
+                            b = self.b[s]
+                            for j in range(i, i + m):
+                                if FIRST:
+                                    self.out[r][j] = (self.in1[r][j] - a) * b
+                                else:
+                                    self.out[r][j] = self.in1[r][j] * a + b
+                            i += m
+                        else:
+                            for blk in range(m):
+                                for j in range(n):
+                                    if FIRST:
+                                        self.out[r][i + j] = (self.in1[r][i + j] - self.a[s + j]) * self.b[s + j]
+                                    else:
+                                        self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j] + self.b[s + j]
+                                i += n
                         k += 1
                 return True
     else:
@@ -176,22 +205,124 @@ def NormStatisticOp(op, dtype):
             a: stat
             b: stat
             c: stat
-            regionRuns: runs
-            runLengths: runs
-            runStat: runs
+            regionPieces: pieces
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
 
             def compute(self):
                 k = 0
                 for r in range(len(self.out)):
                     i = 0
-                    for q in range(self.regionRuns[r]):
-                        n = int(self.runLengths[k])  # int32, as i and j: the loop over j vectorises
-                        a = self.a[self.runStat[k]]
-                        b = self.b[self.runStat[k]]
-                        c = self.c[self.runStat[k]]
-                        for j in range(i, i + n):
-                            self.out[r][j] = (self.in1[r][j] + a + self.in2[r][j] * b) * c
-                        i += n
+                    for q in range(self.regionPieces[r]):
+                        n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                        m = int(self.pieceCount[k])
+                        s = int(self.pieceStat[k])
+                        if n == 1:
+                            a = self.a[s]
+                            b = self.b[s]
+                            c = self.c[s]
+                            for j in range(i, i + m):
+                                self.out[r][j] = (self.in1[r][j] + a + self.in2[r][j] * b) * c
+                            i += m
+                        else:
+                            for blk in range(m):
+                                for j in range(n):
+                                    self.out[r][i + j] = (self.in1[r][i + j] + self.a[s + j]
+                                                          + self.in2[r][i + j] * self.b[s + j]) * self.c[s + j]
+                                i += n
                         k += 1
                 return True
     return NormStatisticOp
+
+
+# PopLibs' BroadcastVectorInner1D: one MultiVertex for a tile whose data is one region, its
+# workers sharing out each piece's blocks (runs: elements), contiguously. Same pieces.
+@popsim.vertex_template(STAT_OP_VERTEX + "1D", op=list(STAT_OPS), dtype=[FLOAT, HALF])
+def NormStatisticOp1D(op, dtype):
+    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - a constant of compute: which of a pair of forms
+    pieces = popsim.Vector[popsim.UNSIGNED_INT]
+    stat = Input[popsim.Vector[dtype]]
+    data = popsim.Vector[dtype]
+    if STAT_OPS[op][1] == 1:
+        class NormStatisticOp1D(popsim.MultiVertex):
+            out: Output[data]
+            in1: Input[data]
+            a: stat
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
+
+            def compute(self, worker_id):
+                i = 0
+                for k in range(len(self.pieceLen)):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    share = (m + self.num_workers() - 1) // self.num_workers()
+                    lo = min(m, worker_id * share)
+                    hi = min(m, lo + share)
+                    for blk in range(lo, hi):
+                        for j in range(n):
+                            if FIRST:
+                                self.out[i + blk * n + j] = self.in1[i + blk * n + j] - self.a[s + j]
+                            else:
+                                self.out[i + blk * n + j] = self.in1[i + blk * n + j] * self.a[s + j]
+                    i += n * m
+                return True
+    elif STAT_OPS[op][1] == 2:
+        class NormStatisticOp1D(popsim.MultiVertex):
+            out: Output[data]
+            in1: Input[data]
+            a: stat
+            b: stat
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
+
+            def compute(self, worker_id):
+                i = 0
+                for k in range(len(self.pieceLen)):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    share = (m + self.num_workers() - 1) // self.num_workers()
+                    lo = min(m, worker_id * share)
+                    hi = min(m, lo + share)
+                    for blk in range(lo, hi):
+                        for j in range(n):
+                            x = self.in1[i + blk * n + j]
+                            if FIRST:
+                                self.out[i + blk * n + j] = (x - self.a[s + j]) * self.b[s + j]
+                            else:
+                                self.out[i + blk * n + j] = x * self.a[s + j] + self.b[s + j]
+                    i += n * m
+                return True
+    else:
+        class NormStatisticOp1D(popsim.MultiVertex):
+            out: Output[data]
+            in1: Input[data]
+            in2: Input[data]
+            a: stat
+            b: stat
+            c: stat
+            pieceLen: pieces
+            pieceCount: pieces
+            pieceStat: pieces
+
+            def compute(self, worker_id):
+                i = 0
+                for k in range(len(self.pieceLen)):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    share = (m + self.num_workers() - 1) // self.num_workers()
+                    lo = min(m, worker_id * share)
+                    hi = min(m, lo + share)
+                    for blk in range(lo, hi):
+                        for j in range(n):
+                            e = i + blk * n + j
+                            self.out[e] = (self.in1[e] + self.a[s + j] + self.in2[e] * self.b[s + j]) * self.c[s + j]
+                    i += n * m
+                return True
+    return NormStatisticOp1D

@@ -4,6 +4,7 @@ import pytest
 
 import popsim
 from popsim import FLOAT, HALF, popnn
+from popsim.popnn import norm_stat_ops
 from popsim.program import Sequence
 from popsim.poputil import PoplibsError
 
@@ -123,7 +124,32 @@ def test_inference_form_and_layout_following(g, small_device):
     ref = xr * mv.astype(np.float32)[None, :, None, None] + av.astype(np.float32)[None, :, None, None]
     assert np.allclose(yv, ref, atol=1e-6)
     kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
-    assert "popnn::NormStatisticOp<AFFINE,float>" in kinds
+    assert kinds == {"popnn::NormStatisticOp1D<AFFINE,float>"}   # each tile holds one region: a MultiVertex
+
+
+def test_grouped_channels_innermost_layout_whitens_and_normalises(g, small_device):
+    """acts laid out [N][C/G][H][W][G] (poplin's grouped conv output), G = 4, tile cuts
+    inside channel groups: the ops see G (one piece per block of whole groups) and match numpy."""
+    base = g.add_variable(FLOAT, (2, 2, 3, 3, 4), "x_grouped")   # [N, C/G, H, W, G]
+    g.set_tile_mapping(base, [[(0, 18), (50, 97)], [(18, 50)], [(97, 144)]])
+    x = base.dim_shuffle([0, 1, 4, 2, 3]).reshape((2, 8, 3, 3))
+    assert norm_stat_ops.channel_grouping(x) == 4
+    mean, inv_std = _variable(g, (8,), "mean"), _variable(g, (8,), "inv_std")
+    gamma, beta = _variable(g, (8,), "gamma"), _variable(g, (8,), "beta")
+    prog = Sequence()
+    y, x_hat = popnn.bn.batch_normalise(g, x, gamma, beta, mean, inv_std, prog)
+    rng = np.random.default_rng(9)
+    xv = rng.standard_normal((2, 2, 3, 3, 4))
+    mv, sv, gv, bv = (rng.standard_normal(8).astype(np.float32) for _ in range(4))
+    (yv, hv), engine = run(g, small_device, prog, {base: xv, mean: mv, inv_std: sv, gamma: gv, beta: bv},
+                           [y, x_hat])
+    kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    assert {"popnn::NormStatisticOp<WHITEN,float>", "popnn::NormStatisticOp1D<WHITEN,float>"} <= kinds  # tile 0: 2
+    xr = xv.astype(np.float32).transpose(0, 1, 4, 2, 3).reshape(2, 8, 3, 3)
+    c = (1, 8, 1, 1)
+    h_ref = (xr - mv.reshape(c)) * sv.reshape(c)
+    assert np.allclose(hv, h_ref, atol=1e-5)
+    assert np.allclose(yv, h_ref * gv.reshape(c) + bv.reshape(c), atol=1e-5)
 
 
 def test_half(g, small_device):
