@@ -58,14 +58,15 @@ POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, float8 
     }
   }
   for (unsigned g = 0; g < op.groups; ++g) {
-    const float *a = op.in[g] + std::size_t(row) * op.lda;
+    // rows past the sixth from a second base, so that the rows' offsets take 5 registers
+    const float *a = op.in[g] + std::size_t(row) * op.lda, *a6 = a + std::size_t(WIDE_ROWS) * op.lda;
     const float *w = op.w[g] + col;
     for (unsigned k = 0; k < op.chans; ++k, w += op.ldw) {
       float8 b[C];
       for (unsigned c = 0; c < C; ++c)
         b[c] = *reinterpret_cast<const float8u *>(w + COLS * c);
       for (unsigned r = 0; r < R; ++r) {
-        const float x = a[std::size_t(r) * op.lda + k];
+        const float x = (r < WIDE_ROWS ? a : a6)[std::size_t(r % WIDE_ROWS) * op.lda + k];
         for (unsigned c = 0; c < C; ++c)
           acc[r][c] += x * b[c];
       }
