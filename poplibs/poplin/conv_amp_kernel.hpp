@@ -6,10 +6,12 @@
 //
 // for output rows p = 0..n-1, where input row p is `lda` floats after row p-1 and output
 // row p is `ldo` elements after row p-1 (a strided convolution steps them by the stride).
-// Register blocks of up to 6 rows x 16 output channels (12 eight-float accumulators),
-// weights streamed as 8-float vectors, inputs broadcast. `Accumulate` adds to what the
-// output holds (the nx1 vertex sums kernel positions in memory, as PopLibs' does); without
-// it the output is overwritten. Built twice, for AVX2+FMA and for the baseline instruction
+// Register blocks of up to 6 rows x 16 output channels, or 12 rows x 8 (12 eight-float
+// accumulators either way), weights streamed as 8-float vectors, inputs broadcast. The
+// "groups" may be any list of (input, weights) pairs: the nx1 vertex passes one per kernel
+// position and in-channel group. `Accumulate` adds to what the output holds (the nx1
+// vertex with half partials sums kernel positions in memory, as PopLibs' does); without it
+// the output is overwritten. Built twice, for AVX2+FMA and for the baseline instruction
 // set, and picked once by what the host CPU has.
 #ifndef POPSIM_POPLIN_CONV_AMP_KERNEL_HPP
 #define POPSIM_POPLIN_CONV_AMP_KERNEL_HPP
@@ -23,7 +25,7 @@ namespace detail {
 
 typedef float float8 __attribute__((vector_size(32)));
 typedef float float8u __attribute__((vector_size(32), aligned(4)));  // an unaligned load/store
-constexpr unsigned MAX_ROWS = 6, COLS = 8;
+constexpr unsigned MAX_ROWS = 12, WIDE_ROWS = 6, COLS = 8;
 
 #define POPLIN_INLINE inline __attribute__((always_inline))
 
@@ -56,14 +58,15 @@ POPLIN_INLINE void block(const Operands &op, unsigned row, unsigned col, float8 
     }
   }
   for (unsigned g = 0; g < op.groups; ++g) {
-    const float *a = op.in[g] + std::size_t(row) * op.lda;
+    // rows past the sixth from a second base, so that the rows' offsets take 5 registers
+    const float *a = op.in[g] + std::size_t(row) * op.lda, *a6 = a + std::size_t(WIDE_ROWS) * op.lda;
     const float *w = op.w[g] + col;
     for (unsigned k = 0; k < op.chans; ++k, w += op.ldw) {
       float8 b[C];
       for (unsigned c = 0; c < C; ++c)
         b[c] = *reinterpret_cast<const float8u *>(w + COLS * c);
       for (unsigned r = 0; r < R; ++r) {
-        const float x = a[std::size_t(r) * op.lda + k];
+        const float x = (r < WIDE_ROWS ? a : a6)[std::size_t(r % WIDE_ROWS) * op.lda + k];
         for (unsigned c = 0; c < C; ++c)
           acc[r][c] += x * b[c];
       }
@@ -93,7 +96,7 @@ POPLIN_INLINE void rows(const Operands &op, const Operands &tail, unsigned row, 
                         unsigned width) {
   float8 acc[MAX_ROWS][2];
   unsigned col = 0;
-  for (; col + 2 * COLS <= width; col += 2 * COLS) {
+  for (; R <= WIDE_ROWS && col + 2 * COLS <= width; col += 2 * COLS) {  // (more rows: 8-column blocks only)
     block<Accumulate, AccumType, R, 2>(op, row, col, acc, out + col, ldo, 2 * COLS);
     store<AccumType, R>(acc, out + col, ldo, 2 * COLS);
   }
@@ -107,21 +110,46 @@ POPLIN_INLINE void rows(const Operands &op, const Operands &tail, unsigned row, 
   }
 }
 
-// Rows [first, last): output row p at out + p * ldo.
+// R rows (a template argument up to `Max`) from `row`, for R = n at run time.
+template <bool Accumulate, typename AccumType, unsigned Max>
+POPLIN_INLINE void rowsOf(unsigned n, const Operands &op, const Operands &tail, unsigned row, AccumType *out,
+                          unsigned ldo, unsigned width) {
+#define POPLIN_ROWS_CASE(R)                                                                                    \
+  case R:                                                                                                      \
+    if (R <= Max)                                                                                              \
+      rows<Accumulate, AccumType, (R <= Max ? R : 1)>(op, tail, row, out, ldo, width);                         \
+    break;
+  switch (n) {
+    POPLIN_ROWS_CASE(1) POPLIN_ROWS_CASE(2) POPLIN_ROWS_CASE(3) POPLIN_ROWS_CASE(4) POPLIN_ROWS_CASE(5)
+    POPLIN_ROWS_CASE(6) POPLIN_ROWS_CASE(7) POPLIN_ROWS_CASE(8) POPLIN_ROWS_CASE(9) POPLIN_ROWS_CASE(10)
+    POPLIN_ROWS_CASE(11) POPLIN_ROWS_CASE(12)
+  default: break;
+  }
+#undef POPLIN_ROWS_CASE
+}
+
+// Rows [first, last): output row p at out + p * ldo. The rows go in blocks of near-equal
+// size: at most 6 when there are 16-column blocks (12 accumulators), at most 12 when every
+// block is 8 columns wide. A block of few rows is a few chains of dependent additions,
+// which wait on the adder's latency, so 13 rows go as 7 + 6, not 12 + 1. How rows are
+// blocked changes no sum: each output's products are added in the same order.
 template <bool Accumulate, typename AccumType>
 POPLIN_INLINE void positions(const Operands &op, const Operands &tail, unsigned first, unsigned last,
                              AccumType *out, unsigned ldo, unsigned width) {
+  if (last <= first)
+    return;
+  const bool narrow = width < 2 * COLS;
+  const unsigned most = narrow ? MAX_ROWS : WIDE_ROWS, n = last - first;
+  const unsigned blocks = (n + most - 1) / most, base = n / blocks, extra = n % blocks;
   unsigned p = first;
-  for (; p + MAX_ROWS <= last; p += MAX_ROWS)
-    rows<Accumulate, AccumType, MAX_ROWS>(op, tail, p, out + std::size_t(p) * ldo, ldo, width);
-  AccumType *o = out + std::size_t(p) * ldo;
-  switch (last - p) {
-  case 5: rows<Accumulate, AccumType, 5>(op, tail, p, o, ldo, width); break;
-  case 4: rows<Accumulate, AccumType, 4>(op, tail, p, o, ldo, width); break;
-  case 3: rows<Accumulate, AccumType, 3>(op, tail, p, o, ldo, width); break;
-  case 2: rows<Accumulate, AccumType, 2>(op, tail, p, o, ldo, width); break;
-  case 1: rows<Accumulate, AccumType, 1>(op, tail, p, o, ldo, width); break;
-  default: break;
+  for (unsigned b = 0; b < blocks; ++b) {
+    const unsigned size = base + (b < extra ? 1 : 0);
+    AccumType *o = out + std::size_t(p) * ldo;
+    if (narrow)
+      rowsOf<Accumulate, AccumType, MAX_ROWS>(size, op, tail, p, o, ldo, width);
+    else
+      rowsOf<Accumulate, AccumType, WIDE_ROWS>(size, op, tail, p, o, ldo, width);
+    p += size;
   }
 }
 

@@ -38,6 +38,11 @@
 // Products accumulate in float and each kernel position's sum is rounded to AccumType in
 // memory (as the AMP's partials are); useLimitedVer, use128BitLoad and numConvUnits choose
 // the IPU's instruction sequence and its cycles (the estimator), not the values.
+//
+// Speed: with float partials (and unit output steps) a worker sums each run of rows over
+// all its kernel positions in registers (conv_nx1_taps.hpp) and writes it once, instead of
+// loading and storing the output once per kernel position. Storing a float and loading it
+// back changes nothing, so the sums are the same bits.
 #include <algorithm>
 #include <vector>
 
@@ -46,6 +51,7 @@
 #include <poplar/Vertex.hpp>
 
 #include "conv_amp_kernel.hpp"
+#include "conv_nx1_taps.hpp"
 
 using namespace poplar;
 
@@ -81,15 +87,25 @@ public:
     const unsigned numPositions = zerosInfo / width;
     const unsigned first = wid * numPositions / workers, last = (wid + 1) * numPositions / workers;
     const unsigned numOutGroups = numOutGroupsM1 + 1, numConvGroups = numConvGroupsM1 + 1;
-    for (unsigned e = 0; e < numConvGroups * numOutGroups; ++e)
-      std::fill(out[e].data() + std::size_t(first) * width, out[e].data() + std::size_t(last) * width,
-                AccumType(0));
     const unsigned kernelPositions = (kernelOuterSizeM1 + 1) * (kernelInnerElementsM1 + 1);
     const unsigned *lists = worklists.data();
     const unsigned *entries = lists + kernelPositions * workers + 1;
     bool any = false;
     for (unsigned k = 0; k < kernelPositions && !any; ++k)
       any = lists[k * workers + wid + 1] > lists[k * workers + wid];
+    // float partials with unit output steps: each row is summed over all its kernel positions
+    // at once, and rows no entry reaches are zeroed (conv_nx1_taps.hpp). Scratch is kept
+    // per thread, reached through references: in a shared library each thread_local access
+    // in a loop would cost a call.
+    thread_local Taps threadTaps;
+    thread_local std::vector<const float *> threadTapPointers;
+    Taps &taps = threadTaps;
+    taps.usable = false;
+    if (any && chans != 0 && std::is_same<AccumType, float>::value && outStride == 1)
+      taps.build(lists, entries, kernelPositions, workers, wid, first, last, unsigned(inStride));
+    for (unsigned e = 0; !taps.usable && e < numConvGroups * numOutGroups; ++e)
+      std::fill(out[e].data() + std::size_t(first) * width, out[e].data() + std::size_t(last) * width,
+                AccumType(0));
     if (!any || chans == 0)
       return true;
     const unsigned tailCols = width % COLS;
@@ -97,6 +113,11 @@ public:
     const std::size_t inSize = in[0].size(), wSize = std::size_t(kernelPositions) * chans * width;
     SmallArray<const float *> inBase(groups), wBase(groups), inRows(groups), wRows(groups), tailRows(groups);
     std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * kernelPositions * chans * (tailCols ? COLS : 0));
+    std::vector<const float *> &tapPointers = threadTapPointers;
+    tapPointers.resize(std::size_t(taps.maxTaps) * groups * 3);
+    const float **tapIn = tapPointers.data(), **tapW = tapIn + std::size_t(taps.maxTaps) * groups,
+                **tapTail = tapW + std::size_t(taps.maxTaps) * groups;
+    const unsigned *tapPos = taps.kernelPos.data(), *tapRow = taps.inRow.data();
     for (unsigned cg = 0; cg < numConvGroups; ++cg) {
       inStore.clear();
       for (unsigned ig = 0; ig < groups; ++ig)
@@ -115,6 +136,31 @@ public:
             tailColumns(wBase[ig] + std::size_t(k) * chans * width, chans, width, tailCols,
                         tailStore.data() + (std::size_t(ig) * kernelPositions + k) * chans * COLS);
         AccumType *o = out[cg * numOutGroups + og].data();
+        if (taps.usable) {
+          // each run of rows that every kernel position treats alike, summed over its kernel
+          // positions in one pass (conv_nx1_taps.hpp): the same sums in the same order
+          unsigned done = first;  // rows before it are written
+          for (const TapRun &run : taps.runs) {
+            if (run.end == run.begin)
+              continue;  // no entry reaches these rows: zeroed with the next gap
+            std::fill(o + std::size_t(done) * width, o + std::size_t(run.first) * width, AccumType(0));
+            done = run.first + run.rows;
+            unsigned n = 0;
+            for (unsigned t = run.begin; t < run.end; ++t) {
+              const unsigned k = tapPos[t];
+              for (unsigned ig = 0; ig < groups; ++ig, ++n) {
+                tapIn[n] = inBase[ig] + std::size_t(tapRow[t]) * chans;
+                tapW[n] = wBase[ig] + std::size_t(k) * chans * width;
+                tapTail[n] = tailStore.data() + (std::size_t(ig) * kernelPositions + k) * chans * COLS;
+              }
+            }
+            const Operands op{tapIn, tapW, n, chans, unsigned(inStride) * chans, width};
+            const Operands tail{tapIn, tapTail, n, chans, unsigned(inStride) * chans, COLS};
+            runPositions<false, AccumType>(op, tail, 0, run.rows, o + std::size_t(run.first) * width, width, width);
+          }
+          std::fill(o + std::size_t(done) * width, o + std::size_t(last) * width, AccumType(0));
+          continue;
+        }
         for (unsigned k = 0; k < kernelPositions; ++k) {
           const unsigned begin = lists[k * workers + wid], end = lists[k * workers + wid + 1];
           for (unsigned ig = 0; ig < groups; ++ig) {
