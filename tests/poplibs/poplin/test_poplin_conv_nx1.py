@@ -9,7 +9,7 @@ import pytest
 import popsim
 from popsim import FLOAT, HALF, UNSIGNED_INT
 from popsim.poplin import conv_nx1
-from popsim.program import Execute
+from poplin_harness import run_conv_vertex
 
 WORKERS = 6
 
@@ -59,24 +59,14 @@ def _run(in_type, partials_type, positions, kernel, stride, pad, groups, in_chan
         "kernelInnerElementsM1": kernel - 1, "numConvGroupsM1": 0, "outChansPerGroup": out_chans,
         "inChansPerGroup": in_chans, "outFieldRowSize": positions, "ampKernelHeightM1": 0, "kernelHeight": 1})
     g.set_tile_mapping(v, 0)
-    g.create_host_write("x", x)
-    g.create_host_write("w", w)
-    g.create_host_read("y", y)
-    engine = popsim.Engine(g, Execute(cs))
-    engine.load(device)
-    rng = np.random.default_rng(seed)
-    hx = rng.standard_normal(x.shape).astype(in_type.numpy)
-    hw = rng.standard_normal(w.shape).astype(in_type.numpy)
-    engine.write_tensor("x", hx)
-    engine.write_tensor("w", hw)
-    engine.run(0)
+    out, hx, hw, _ = run_conv_vertex(g, device, cs, x, w, y, in_type, seed)
     expected = np.zeros((positions, out_chans))
     for i in range(positions):
         for k in range(kernel):
             j = i * stride + k - pad
             if 0 <= j < in_positions:
                 expected[i] += np.einsum("gc,gcn->n", hx[:, j].astype(np.float64), hw[:, k].astype(np.float64))
-    return engine.read_tensor("y"), expected
+    return out, expected
 
 
 CASES = [  # positions, kernel, stride, pad, groups, in_chans, out_chans, cut

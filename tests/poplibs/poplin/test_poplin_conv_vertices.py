@@ -10,7 +10,7 @@ import popsim
 from popsim import FLOAT, HALF
 from popsim.poplin import conv_vertices as cv
 from popsim.poputil import PoplibsError
-from popsim.program import Execute
+from poplin_harness import run_conv_vertex
 
 
 def _run(in_type, partials_type, groups, in_groups, out_groups, positions, in_chans, out_chans, seed):
@@ -33,20 +33,10 @@ def _run(in_type, partials_type, groups, in_groups, out_groups, positions, in_ch
         "numConvGroupsM1": groups - 1, "numOutGroupsM1": out_groups - 1, "numInGroups": in_groups,
         "inChansPerGroup": in_chans, "outChansPerGroup": out_chans})
     g.set_tile_mapping(v, 0)
-    g.create_host_write("x", x)
-    g.create_host_write("w", w)
-    g.create_host_read("y", y)
-    engine = popsim.Engine(g, Execute(cs))
-    engine.load(device)
-    rng = np.random.default_rng(seed)
-    hx = rng.standard_normal(x.shape).astype(in_type.numpy)
-    hw = rng.standard_normal(w.shape).astype(in_type.numpy)
-    engine.write_tensor("x", hx)
-    engine.write_tensor("w", hw)
-    engine.run(0)
+    out, hx, hw, engine = run_conv_vertex(g, device, cs, x, w, y, in_type, seed)
     # out[c, o, p, :] = sum_i x[c, i, p, :] @ w[c, o, i]
     expected = np.einsum("cipk,coikn->copn", hx.astype(np.float64), hw.astype(np.float64))
-    return engine.read_tensor("y"), expected, engine
+    return out, expected, engine
 
 
 TYPES = [(FLOAT, FLOAT), (HALF, FLOAT), (HALF, HALF)]
