@@ -33,14 +33,17 @@ def engine_exchange_cycles(num_bytes: int, exchange_bytes_per_cycle: float) -> i
     return math.ceil(num_bytes / exchange_bytes_per_cycle) + ENGINE_EXCHANGE_OVERHEAD_CYCLES
 
 
-def reduce_exchange_cycles(partials: int, depth: int, partials_bytes: int, output_bytes: int,
+def reduce_exchange_cycles(partials: int, depth: int, grain: int, partials_bytes: int,
                            exchange_bytes_per_cycle: float) -> int:
-    """The executor's one-stage reduction (conv_execute.reduce_partials): each of ``depth``
-    tiles receives its share (ceil(partials / depth)) of the other depth - 1 tiles'
-    ``partials``, and the output's tile then receives the other depth - 1 tiles' sums."""
-    share = -(-partials // depth)
-    return (engine_exchange_cycles((depth - 1) * share * partials_bytes, exchange_bytes_per_cycle)
-            + engine_exchange_cycles((depth - 1) * share * output_bytes, exchange_bytes_per_cycle))
+    """The executor's one-stage reduction (conv_execute.reduce_partials): the ``partials``
+    of an output block are shared out over the ``depth`` tiles holding them in pieces of
+    whole ``grain`` elements (split_bounds); the tile with the largest piece receives that
+    piece of the other depth - 1 tiles' partials and sums it where it is, into the piece of
+    the output it holds (create_output maps the output so), so no sum moves again. No tile
+    sends more than it receives: a tile without a piece sends its whole block, and the
+    pieces of the other tiles cover it."""
+    piece = min(partials, -(-(-(-partials // grain)) // depth) * grain)
+    return engine_exchange_cycles((depth - 1) * piece * partials_bytes, exchange_bytes_per_cycle)
 
 
 # -- the reduction of partials across tiles ------------------------------------------------------

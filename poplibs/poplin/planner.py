@@ -117,6 +117,8 @@ class _Search:
         self.own = _Best()   # this candidate's best (the report's runner-up)
         self.vw_partial = target.vector_width(cand.partials_type)
         self.vw_out = target.vector_width(params.output_type)
+        # the elements a reduction's output is shared out in (conv_execute.output_grain)
+        self.out_grain = -(-max(cand.partial_chans_per_group, self.vw_out) // self.vw_out) * self.vw_out
 
     # -- cost of one configuration -------------------------------------------------------------
     def vertex_cycles(self, bt: int, ft: Tuple[int, ...], kt: Tuple[int, ...], cgt: int, ict: int, oct_: int) -> int:
@@ -202,7 +204,7 @@ class _Search:
             # share of every part's partials straight into the output type
             # (of the real out-channels: the vertices write no padding)
             real = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
-            exchange += cm.reduce_exchange_cycles(real, depth, self.p_bytes, self.p.output_type.size, bpc)
+            exchange += cm.reduce_exchange_cycles(real, depth, self.out_grain, self.p_bytes, bpc)
             reduce_cycles, _ = cm.conv_reduce_cycles(real, depth, self.fp, self.fo, self.fo, bpc, False,
                                                      self.workers)
             sync += self.t.max_ipu_sync_delay

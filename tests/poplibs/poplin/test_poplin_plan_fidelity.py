@@ -36,9 +36,10 @@ def _engine_cycles(device, graph, prog, feeds):
     return engine, engine.get_report().to_dict()["execution"]["total_cycles"]
 
 
-def mat_mul_fidelity(m, k, n, dtype, partials, memory=None):
+def mat_mul_fidelity(m, k, n, dtype, partials, memory=None, steps=None):
     """(plan, engine cycles, result, expected) of A[m,k] @ B[k,n] built with plan layouts;
-    ``memory``: an availableMemoryProportion (small ones force serial splits)."""
+    ``memory``: an availableMemoryProportion (small ones force serial splits); ``steps``, a
+    list, receives the execution profile's steps."""
     device = _device()
     g = popsim.Graph(device.target)
     opts = {"partialsType": partials}
@@ -56,6 +57,8 @@ def mat_mul_fidelity(m, k, n, dtype, partials, memory=None):
     ha = rng.integers(-1, 2, (m, k)).astype(host)   # sums of at most 256 ones: exact in half
     hb = rng.integers(-1, 2, (k, n)).astype(host)
     engine, cycles = _engine_cycles(device, g, prog, {"a": ha, "b": hb})
+    if steps is not None:
+        steps += engine.get_report().to_dict()["execution"]["steps"]
     plan = poplin.get_mat_mul_plan(g, dtype, (m, k), (k, n), options=opts)
     return plan, cycles, engine.read_tensor("c"), ha.astype(np.float32) @ hb.astype(np.float32)
 
@@ -99,6 +102,21 @@ def test_mat_mul_engine_cycles_match_the_plan(m, k, n, dtype, partials):
     plan, cycles, got, want = mat_mul_fidelity(m, k, n, dtype, partials)
     np.testing.assert_array_equal(got.astype(np.float32), want)   # small integers: exact in every type
     _check(plan, cycles, f"[{m},{k}] @ [{k},{n}] {dtype.name}, {partials} partials")
+
+
+@pytest.mark.parametrize("m,k,n,dtype,partials", [(8, 1024, 8, FLOAT, "float"), (4, 2048, 24, HALF, "half"),
+                                                    (16, 4096, 16, HALF, "float")])
+def test_the_plan_charges_the_reduction_exchange_the_engine_runs(m, k, n, dtype, partials):
+    """A tall product splits k over tiles: the partials are summed on the tiles that hold
+    the output's pieces (in whole grains, so some tiles hold none), and the plan's exchange
+    is what the engine charges for the op's compute sets (the operands, laid out by the
+    plan, arrive in place)."""
+    steps = []
+    plan, cycles, got, want = mat_mul_fidelity(m, k, n, dtype, partials, steps=steps)
+    np.testing.assert_array_equal(got.astype(np.float32), want)
+    assert dict(plan.cost_breakdown)["reduce"] > 0, f"no reduction to check: {plan.partition}"
+    exchange = sum(max(step["tile_exchange"]) for step in steps)
+    assert dict(plan.cost_breakdown)["exchange"] == exchange, (plan.partition, steps)
 
 
 @pytest.mark.parametrize("m,k,n,dtype,partials,serial", [(256, 256, 256, HALF, "half", "out_chan"),
