@@ -119,120 +119,73 @@ STAT_OP_VERTEX = "popnn::NormStatisticOp"
 
 @popsim.vertex_template(STAT_OP_VERTEX, op=list(STAT_OPS), dtype=[FLOAT, HALF])
 def NormStatisticOp(op, dtype):
-    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - a constant of compute: which of a pair of forms
+    # constants of compute: the front end checks and compiles only the branch each takes
+    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - which of a pair of forms
+    STATS = STAT_OPS[op][1]  # noqa: N806 - statistics operands: a; a, b; a, b, c (and a second datum)
     pieces = popsim.Vector[popsim.UNSIGNED_INT]
     stat = Input[popsim.Vector[dtype]]
     data = VectorList[dtype]
-    if STAT_OPS[op][1] == 1:
-        class NormStatisticOp(Vertex):
-            out: Output[data]
-            in1: Input[data]
-            a: stat
-            regionPieces: pieces  # pieces per region
-            pieceLen: pieces      # statistics per block (1: one statistic for the piece's run)
-            pieceCount: pieces    # blocks
-            pieceStat: pieces     # the first statistic (an index into a)
 
-            def compute(self):
-                k = 0
-                for r in range(len(self.out)):
-                    i = 0
-                    for q in range(self.regionPieces[r]):
-                        n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
-                        m = int(self.pieceCount[k])
-                        s = int(self.pieceStat[k])
-                        if n == 1:
-                            a = self.a[s]
-                            for j in range(i, i + m):
-                                if FIRST:
+    class NormStatisticOp(Vertex):
+        out: Output[data]
+        in1: Input[data]
+        if STATS == 3:
+            in2: Input[data]
+        a: stat
+        if STATS >= 2:
+            b: stat
+        if STATS == 3:
+            c: stat
+        regionPieces: pieces  # pieces per region
+        pieceLen: pieces      # statistics per block (1: one statistic for the piece's run)
+        pieceCount: pieces    # blocks
+        pieceStat: pieces     # the first statistic (an index into a)
+
+        def compute(self):
+            k = 0
+            for r in range(len(self.out)):
+                i = 0
+                for q in range(self.regionPieces[r]):
+                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                    m = int(self.pieceCount[k])
+                    s = int(self.pieceStat[k])
+                    if n == 1:
+                        a = self.a[s]
+                        if STATS >= 2:
+                            b = self.b[s]
+                        if STATS == 3:
+                            c = self.c[s]
+                        for j in range(i, i + m):
+                            if STATS == 3:
+                                self.out[r][j] = (self.in1[r][j] + a + self.in2[r][j] * b) * c
+                            elif FIRST:
+                                if STATS == 1:
                                     self.out[r][j] = self.in1[r][j] - a
                                 else:
-                                    self.out[r][j] = self.in1[r][j] * a
-                            i += m
-                        else:
-                            for blk in range(m):
-                                for j in range(n):
-                                    if FIRST:
-                                        self.out[r][i + j] = self.in1[r][i + j] - self.a[s + j]
-                                    else:
-                                        self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j]
-                                i += n
-                        k += 1
-                return True
-    elif STAT_OPS[op][1] == 2:
-        class NormStatisticOp(Vertex):
-            out: Output[data]
-            in1: Input[data]
-            a: stat
-            b: stat
-            regionPieces: pieces
-            pieceLen: pieces
-            pieceCount: pieces
-            pieceStat: pieces
-
-            def compute(self):
-                k = 0
-                for r in range(len(self.out)):
-                    i = 0
-                    for q in range(self.regionPieces[r]):
-                        n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
-                        m = int(self.pieceCount[k])
-                        s = int(self.pieceStat[k])
-                        if n == 1:
-                            a = self.a[s]
-                            b = self.b[s]
-                            for j in range(i, i + m):
-                                if FIRST:
                                     self.out[r][j] = (self.in1[r][j] - a) * b
-                                else:
-                                    self.out[r][j] = self.in1[r][j] * a + b
-                            i += m
-                        else:
-                            for blk in range(m):
-                                for j in range(n):
-                                    if FIRST:
-                                        self.out[r][i + j] = (self.in1[r][i + j] - self.a[s + j]) * self.b[s + j]
-                                    else:
-                                        self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j] + self.b[s + j]
-                                i += n
-                        k += 1
-                return True
-    else:
-        class NormStatisticOp(Vertex):
-            out: Output[data]
-            in1: Input[data]
-            in2: Input[data]
-            a: stat
-            b: stat
-            c: stat
-            regionPieces: pieces
-            pieceLen: pieces
-            pieceCount: pieces
-            pieceStat: pieces
-
-            def compute(self):
-                k = 0
-                for r in range(len(self.out)):
-                    i = 0
-                    for q in range(self.regionPieces[r]):
-                        n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
-                        m = int(self.pieceCount[k])
-                        s = int(self.pieceStat[k])
-                        if n == 1:
-                            a = self.a[s]
-                            b = self.b[s]
-                            c = self.c[s]
-                            for j in range(i, i + m):
-                                self.out[r][j] = (self.in1[r][j] + a + self.in2[r][j] * b) * c
-                            i += m
-                        else:
-                            for blk in range(m):
-                                for j in range(n):
+                            elif STATS == 1:
+                                self.out[r][j] = self.in1[r][j] * a
+                            else:
+                                self.out[r][j] = self.in1[r][j] * a + b
+                        i += m
+                    else:
+                        for blk in range(m):
+                            for j in range(n):
+                                if STATS == 3:
                                     self.out[r][i + j] = (self.in1[r][i + j] + self.a[s + j]
                                                           + self.in2[r][i + j] * self.b[s + j]) * self.c[s + j]
-                                i += n
-                        k += 1
-                return True
+                                elif FIRST:
+                                    if STATS == 1:
+                                        self.out[r][i + j] = self.in1[r][i + j] - self.a[s + j]
+                                    else:
+                                        self.out[r][i + j] = (self.in1[r][i + j] - self.a[s + j]) * self.b[s + j]
+                                elif STATS == 1:
+                                    self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j]
+                                else:
+                                    self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j] + self.b[s + j]
+                            i += n
+                    k += 1
+            return True
     return NormStatisticOp
 
 
@@ -240,89 +193,49 @@ def NormStatisticOp(op, dtype):
 # workers sharing out each piece's blocks (runs: elements), contiguously. Same pieces.
 @popsim.vertex_template(STAT_OP_VERTEX + "1D", op=list(STAT_OPS), dtype=[FLOAT, HALF])
 def NormStatisticOp1D(op, dtype):
-    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - a constant of compute: which of a pair of forms
+    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - constants of compute, as NormStatisticOp's
+    STATS = STAT_OPS[op][1]  # noqa: N806
     pieces = popsim.Vector[popsim.UNSIGNED_INT]
     stat = Input[popsim.Vector[dtype]]
     data = popsim.Vector[dtype]
-    if STAT_OPS[op][1] == 1:
-        class NormStatisticOp1D(popsim.MultiVertex):
-            out: Output[data]
-            in1: Input[data]
-            a: stat
-            pieceLen: pieces
-            pieceCount: pieces
-            pieceStat: pieces
 
-            def compute(self, worker_id):
-                i = 0
-                for k in range(len(self.pieceLen)):
-                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
-                    m = int(self.pieceCount[k])
-                    s = int(self.pieceStat[k])
-                    share = (m + self.num_workers() - 1) // self.num_workers()
-                    lo = min(m, worker_id * share)
-                    hi = min(m, lo + share)
-                    for blk in range(lo, hi):
-                        for j in range(n):
-                            if FIRST:
-                                self.out[i + blk * n + j] = self.in1[i + blk * n + j] - self.a[s + j]
-                            else:
-                                self.out[i + blk * n + j] = self.in1[i + blk * n + j] * self.a[s + j]
-                    i += n * m
-                return True
-    elif STAT_OPS[op][1] == 2:
-        class NormStatisticOp1D(popsim.MultiVertex):
-            out: Output[data]
-            in1: Input[data]
-            a: stat
-            b: stat
-            pieceLen: pieces
-            pieceCount: pieces
-            pieceStat: pieces
-
-            def compute(self, worker_id):
-                i = 0
-                for k in range(len(self.pieceLen)):
-                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
-                    m = int(self.pieceCount[k])
-                    s = int(self.pieceStat[k])
-                    share = (m + self.num_workers() - 1) // self.num_workers()
-                    lo = min(m, worker_id * share)
-                    hi = min(m, lo + share)
-                    for blk in range(lo, hi):
-                        for j in range(n):
-                            x = self.in1[i + blk * n + j]
-                            if FIRST:
-                                self.out[i + blk * n + j] = (x - self.a[s + j]) * self.b[s + j]
-                            else:
-                                self.out[i + blk * n + j] = x * self.a[s + j] + self.b[s + j]
-                    i += n * m
-                return True
-    else:
-        class NormStatisticOp1D(popsim.MultiVertex):
-            out: Output[data]
-            in1: Input[data]
+    class NormStatisticOp1D(popsim.MultiVertex):
+        out: Output[data]
+        in1: Input[data]
+        if STATS == 3:
             in2: Input[data]
-            a: stat
+        a: stat
+        if STATS >= 2:
             b: stat
+        if STATS == 3:
             c: stat
-            pieceLen: pieces
-            pieceCount: pieces
-            pieceStat: pieces
+        pieceLen: pieces
+        pieceCount: pieces
+        pieceStat: pieces
 
-            def compute(self, worker_id):
-                i = 0
-                for k in range(len(self.pieceLen)):
-                    n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
-                    m = int(self.pieceCount[k])
-                    s = int(self.pieceStat[k])
-                    share = (m + self.num_workers() - 1) // self.num_workers()
-                    lo = min(m, worker_id * share)
-                    hi = min(m, lo + share)
-                    for blk in range(lo, hi):
-                        for j in range(n):
-                            e = i + blk * n + j
+        def compute(self, worker_id):
+            i = 0
+            for k in range(len(self.pieceLen)):
+                n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
+                m = int(self.pieceCount[k])
+                s = int(self.pieceStat[k])
+                share = (m + self.num_workers() - 1) // self.num_workers()
+                lo = min(m, worker_id * share)
+                hi = min(m, lo + share)
+                for blk in range(lo, hi):
+                    for j in range(n):
+                        e = i + blk * n + j
+                        if STATS == 3:
                             self.out[e] = (self.in1[e] + self.a[s + j] + self.in2[e] * self.b[s + j]) * self.c[s + j]
-                    i += n * m
-                return True
+                        elif FIRST:
+                            if STATS == 1:
+                                self.out[e] = self.in1[e] - self.a[s + j]
+                            else:
+                                self.out[e] = (self.in1[e] - self.a[s + j]) * self.b[s + j]
+                        elif STATS == 1:
+                            self.out[e] = self.in1[e] * self.a[s + j]
+                        else:
+                            self.out[e] = self.in1[e] * self.a[s + j] + self.b[s + j]
+                i += n * m
+            return True
     return NormStatisticOp1D

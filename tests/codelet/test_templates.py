@@ -308,3 +308,57 @@ def test_cpp_templates_run_under_poplibs_names(small_device):
     np.testing.assert_array_equal(engine.read_tensor("h"), (x - 0.5 * y).astype(np.float16))
     cycles = {t.name: t.cycles for t in engine.get_report().execution.vertex_types}
     assert cycles[scaled] == 7 * 12
+
+
+# ---- constant conditions --------------------------------------------------------------------------
+@popsim.vertex_template("test::Affine", terms=[1, 2])
+def Affine(terms):
+    TERMS = terms  # noqa: N806 - a constant of compute
+
+    class Affine(Vertex):
+        x: InOut[Vector[FLOAT]]
+        a: float
+        if TERMS == 2:   # a field only the two-term instantiation has
+            b: float
+
+        def compute(self):
+            for i in range(len(self.x)):
+                if TERMS == 2:
+                    self.x[i] = self.x[i] * self.a + self.b
+                elif not TERMS > 1:
+                    self.x[i] = self.x[i] * self.a
+    return Affine
+
+
+@pytest.mark.parametrize("terms", [1, 2])
+def test_a_constant_condition_compiles_only_the_branch_it_takes(small_device, run_and_read, terms):
+    graph, (x,) = one_tile_graph(small_device, 12, FLOAT, ["x"])
+    name = popsim.template_vertex("test::Affine", terms)
+    graph.add_codelets(Affine)
+    cs = graph.add_compute_set("affine")
+    v = graph.add_vertex(cs, name, {"x": x})
+    graph.set_initial_value(v["a"], 3.0)
+    if terms == 2:
+        graph.set_initial_value(v["b"], 0.5)
+    else:
+        assert "b" not in [f.name for f in v.type.fields]
+    graph.set_tile_mapping(v, 0)
+    host = np.arange(12, dtype=np.float32)
+    (got,) = run_and_read(graph, small_device, Execute(cs), [x], writes={x: host})
+    np.testing.assert_array_equal(got, host * 3 + (0.5 if terms == 2 else 0))
+
+
+def test_a_branch_on_data_is_checked_whole(small_device):
+    """Only constants fold: a condition on a field still checks both branches."""
+    class Uses(Vertex):
+        x: InOut[Vector[FLOAT]]
+        a: float
+
+        def compute(self):
+            if self.a > 0:
+                self.x[0] = self.a
+            else:
+                self.x[0] = self.b
+    graph = popsim.Graph(small_device)
+    with pytest.raises(popsim.CodeletSyntaxError, match="has no field 'b'"):
+        graph.add_codelets(Uses)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import operator
 from typing import Optional
 
 import numpy as np
@@ -24,6 +25,8 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.
            ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
            ast.LShift: "lshift", ast.RShift: "rshift"}
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_FOLDABLE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+             ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**", "and": "&",
            "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>"}
 
@@ -292,7 +295,10 @@ class Expressions(Rules):
 
     def e_UnaryOp(self, node):
         if isinstance(node.op, ast.Not):
-            return Not(T.BOOL, loc_of(node), self.truth(self.expr(node.operand), node.operand))
+            operand = self.truth(self.expr(node.operand), node.operand)
+            if isinstance(operand, Const):
+                return Const(T.BOOL, loc_of(node), not operand.value)
+            return Not(T.BOOL, loc_of(node), operand)
         if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)) \
                 and not isinstance(node.operand.value, bool) and isinstance(node.op, (ast.USub, ast.UAdd)):
             value = -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
@@ -318,6 +324,9 @@ class Expressions(Rules):
         return result
 
     def e_Compare(self, node):
+        folded = self.folded_compare(node)
+        if folded is not None:
+            return folded
         left = self.numeric(node.left)
         result = None
         n = len(node.ops)
@@ -336,6 +345,20 @@ class Expressions(Rules):
             result = cmp if result is None else BoolOp(T.BOOL, loc_of(node), "and", result, cmp)
             left = right
         return result
+
+    def folded_compare(self, node) -> Optional[Const]:
+        """A comparison of constants (a template's parameters, module constants) is worked
+        out here, so that ``if`` can skip the branch it rules out (s_If)."""
+        operands = [node.left] + list(node.comparators)
+        if not all(isinstance(o, ast.Constant) or (isinstance(o, ast.Name) and not self.c.is_local(o.id)
+                                                   and o.id != self.c.self_name) for o in operands):
+            return None
+        values = [self.expr(o) for o in operands]
+        if not all(isinstance(v, Const) for v in values) or \
+                not all(type(op) in _FOLDABLE for op in node.ops):
+            return None
+        result = all(_FOLDABLE[type(op)](a.value, b.value) for op, a, b in zip(node.ops, values, values[1:]))
+        return Const(T.BOOL, loc_of(node), result)
 
     def compare(self, op: str, left: Expr, right: Expr, node) -> Expr:
         """An exact comparison: ints of mixed signedness compare by value (unlike C);

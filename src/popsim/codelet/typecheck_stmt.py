@@ -216,6 +216,14 @@ class Statements(Rules):
 
     def s_If(self, node):
         test = self.c.ex(lambda: self.exprs.truth(self.exprs.expr(node.test), node.test))
+        if isinstance(test, Const):
+            # a constant condition (a template parameter): only the branch it takes is
+            # checked and compiled, so one template can declare a field for some of its
+            # instances and use it under the same condition
+            taken, done, defined = self.branch(node.body if test.value else node.orelse)
+            if self.c.defined is not None:
+                self.c.defined = defined
+            return taken, done
         body, done1, d1 = self.branch(node.body)
         orelse, done2, d2 = self.branch(node.orelse)
         if self.c.defined is not None:
