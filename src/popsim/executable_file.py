@@ -70,7 +70,10 @@ def write_executable(target, lowered: Lowered, options: Dict[str, str]) -> None:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
         for name, a in arrays.items():
-            with z.open(name + ".npy", "w") as f:
+            # a member of 2 GiB or more needs zip64 sizes, and zipfile must be told before it
+            # writes the member's header (a whole ResNet-50's tables pass that size)
+            big = a.nbytes + 4096 >= zipfile.ZIP64_LIMIT
+            with z.open(name + ".npy", "w", force_zip64=big) as f:
                 np.lib.format.write_array(f, a, allow_pickle=False)
         for k, lib in enumerate(libraries):
             z.write(lib, f"{_LIBRARY}{k}")
