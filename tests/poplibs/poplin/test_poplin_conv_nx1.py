@@ -91,3 +91,51 @@ def test_half_inputs(types):
     got, expected = _run(*types, 30, 3, 2, 1, 2, 4, 16, cut=5, seed=3)
     tol = 1e-3 if types[1] == FLOAT else 3e-2
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * 10)
+
+
+def test_runs_follow_worklists_that_change_between_runs():
+    """The runs of rows come from the worklists as they are on each run: anything the vertex
+    derived from them and kept between runs would have to be made again when they change.
+    One engine, worklists rewritten before each run (other padding, other cuts, entries
+    reversed, then the first lists again)."""
+    positions, kernel, stride, groups, in_chans, out_chans = 24, 3, 1, 1, 4, 8
+    in_positions = positions
+    variants = [(1, 1000, False), (2, 4, False), (1, 3, True), (0, 5, False), (1, 1000, False)]
+    lists = [_worklists(positions, in_positions, kernel, stride, pad, cut, rev) for pad, cut, rev in variants]
+    size = max(len(a) for a in lists)
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = 2
+    device = model.create_device()
+    g = popsim.Graph(device)
+    conv_nx1.ensure_codelets(g)
+    x = g.add_variable(FLOAT, (groups, in_positions, in_chans), "x")
+    w = g.add_variable(FLOAT, (groups, kernel, in_chans, out_chans), "w")
+    y = g.add_variable(FLOAT, (positions, out_chans), "y")
+    wl = g.add_variable(UNSIGNED_INT, (size,), "worklists")
+    for t in (x, w, y, wl):
+        g.set_tile_mapping(t, 0)
+    g.create_host_write("wl", wl)
+    cs = g.add_compute_set("conv")
+    v = g.add_vertex(cs, conv_nx1.conv_partial_nx1_name(FLOAT, FLOAT, 8), {
+        "in": [x[0].flatten()], "weights": [w[0].flatten()], "out": [y.flatten()], "worklists": wl,
+        "zerosInfo": positions * out_chans, "inStride": stride, "outStride": 1, "numOutGroupsM1": 0,
+        "numInGroups": groups, "kernelOuterSizeM1": 0, "kernelInnerElementsM1": kernel - 1,
+        "numConvGroupsM1": 0, "outChansPerGroup": out_chans, "inChansPerGroup": in_chans,
+        "outFieldRowSize": positions, "ampKernelHeightM1": 0, "kernelHeight": 1})
+    g.set_tile_mapping(v, 0)
+    g.set_initial_value(wl, np.resize(lists[0], size))
+    out, hx, hw, engine = run_conv_vertex(g, device, cs, x, w, y, FLOAT, 5)
+    results = [out]
+    for a in lists[1:]:
+        engine.write_tensor("wl", np.concatenate([a, np.zeros(size - len(a), np.uint32)]))
+        engine.run(0)
+        results.append(engine.read_tensor("y"))
+    for (pad, _, _), got in zip(variants, results):
+        expected = np.zeros((positions, out_chans))
+        for i in range(positions):
+            for k in range(kernel):
+                if 0 <= i * stride + k - pad < in_positions:
+                    expected[i] += hx[0, i * stride + k - pad].astype(np.float64) @ hw[0, k].astype(np.float64)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert np.array_equal(results[0].view(np.uint32), results[-1].view(np.uint32))
+    assert not np.array_equal(results[0], results[1])
