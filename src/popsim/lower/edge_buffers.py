@@ -169,24 +169,26 @@ class EdgePlacer:
             stop = max(stop, k + 1)
             pieces, owner, piece_tile = self._pieces(edges, is_lead, int(run_first[k]), int(run_last[stop - 1]))
             k = stop
-            pbytes = pieces.length * itemsize[owner]
+            size, otile = itemsize[owner], tile[owner]
+            pbytes = pieces.length * size
             tbytes = pbytes * readers[np.searchsorted(views, owner)]
             parena = self.planner.arena_offsets(pieces.gid)
-            plocal = offsets[owner] + pieces.pos * itemsize[owner]
-            remote[owner[piece_tile != tile[owner]]] = True
+            plocal = offsets[owner] + pieces.pos * size
+            del size
+            remote[owner[piece_tile != otile]] = True
             off_tile = remote[owner]
-            cross = piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu
+            cross = piece_tile // self.target.tiles_per_ipu != otile // self.target.tiles_per_ipu
             for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)), (1, writes[owner], (plocal, parena))):
                 if not active.any():
                     continue
                 _append_joined(parts[phase], merge_segments(src[active], dst[active], pbytes[active]))
                 traffic = phases[phase]
                 local = active & ~off_tile
-                traffic.onchip += np.bincount(tile[owner][local], weights=tbytes[local], minlength=ntiles)
-                traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
+                traffic.onchip += np.bincount(otile[local], weights=tbytes[local], minlength=ntiles)
+                traffic.onchip_runs += np.bincount(otile[local], minlength=ntiles)
                 for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
                                              (active & cross, traffic.global_sent, traffic.global_received)):
-                    mine = np.bincount(tile[owner][mask], weights=tbytes[mask], minlength=ntiles)
+                    mine = np.bincount(otile[mask], weights=tbytes[mask], minlength=ntiles)
                     theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
                     received += mine if phase == 0 else theirs
                     sent += theirs if phase == 0 else mine
@@ -238,6 +240,8 @@ class EdgePlacer:
         if start.size > 1:
             np.cumsum(length[:-1], out=base[1:])
         pieces, tiles = self.layout.index.split(Runs(base, start, length))
+        if pieces.pos is base:   # no run crosses a tile boundary (scattered elements: one each)
+            return Runs(pos, start, length), owner, tiles
         parent = np.searchsorted(base, pieces.pos, side="right") - 1
         return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
 
