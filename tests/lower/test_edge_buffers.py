@@ -84,3 +84,37 @@ def test_identical_scattered_reads_on_a_tile_share_one_buffer_and_writers_do_not
         assert lw.vertices.cs_shared_bytes == [5 * 16]  # five reads of 4 floats share tile 5's one buffer
         outs = f[2::3, 1]
         assert len(set(outs.tolist())) == 4 and np.all(f[2::3, 2] == 2)
+
+
+def _everything(lw):
+    vt = lw.vertices
+    return [vt.vertices, vt.fields, vt.spans, vt.groups, vt.compute_sets, lw.segs, lw.table_begin,
+            lw.programs.step_costs, vt.exchange_costs, np.array(vt.cs_buffer_bytes), np.array(vt.cs_shared_bytes)] + \
+        [lw.layout.by_category[k] for k in sorted(lw.layout.by_category)]
+
+
+SCATTERED = [  # scattered reads (of y[:40]) and writes (of y[40:]) on and off their tiles, some shared
+    (5, fields(lambda y: y[3:40:8], lambda y: y[3:40:8], lambda y: y[41:49:2])),
+    (5, fields(lambda y: y.slice(0, 40)[::-1], lambda y: y[3:40:8], lambda y: y[42:50:2])),
+    (1, fields(lambda y: y[16:32], lambda y: y.slice(0, 8), lambda y: y.slice(60, 64))),
+    (6, fields(lambda y: y[0:40:5], lambda y: y[0:40:7], lambda y: y[50:60:3])),
+    (2, fields(lambda y: y[1:40:4], lambda y: y[32:40], lambda y: y[51:60:3])),
+    (7, fields(lambda y: y[1:8:2], lambda y: y[8:16:2], lambda y: y.slice(40, 41))),   # a's last copy, b's first: one
+]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_lowering_views_a_few_runs_at_a_time_gives_the_same_tables_and_conflicts(monkeypatch, batch):
+    # EdgePlacer._view_pieces and liveness.edge_access work through a compute set's runs a
+    # batch at a time (a bound on their temporaries): the tables, costs, buffers and memory,
+    # and the conflicts found, must be those of one pass over all of them.
+    from popsim.lower import edge_buffers, liveness
+    whole = {hold: _everything(lower(SCATTERED, hold)) for hold in (False, True)}
+    monkeypatch.setattr(edge_buffers, "VIEW_RUNS_AT_ONCE", batch)
+    monkeypatch.setattr(liveness, "RUNS_AT_ONCE", batch)
+    for hold in (False, True):
+        for a, b in zip(whole[hold], _everything(lower(SCATTERED, hold))):
+            assert np.array_equal(a, b)
+    vertices, message = CASES["scattered writers"]
+    with pytest.raises(popsim.GraphCycleError, match=message):
+        lower(vertices, False)

@@ -139,7 +139,8 @@ class ComputeSetLowerer:
         self.exchange_costs: List[np.ndarray] = []
         self._codelet_index: Dict[Tuple[str, str], int] = {}
         self.state_bytes = 0
-        self.init_entries: List[Tuple[int, np.ndarray]] = []  # (arena offset, bytes) written at load
+        # written at load, per compute set: (arena offsets, byte counts, the bytes one after another)
+        self.init_entries: List[Tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._type_index: Dict[str, int] = {}
         self.types: List[object] = []
         self.cs_names: List[str] = []
@@ -268,7 +269,9 @@ class ComputeSetLowerer:
         size[value_rows] = [int(np.asarray(slots[s]).size) for s in rows.slot[value_rows].tolist()]
         offset[value_rows] = self.layout.allocate_many(np.array([d.size for d in data], np.int64),
                                                        row_tile[value_rows], "vertex_state")
-        self.init_entries += zip(offset[value_rows].tolist(), data)
+        # one buffer per compute set, not an array per field: millions of vertices have such fields
+        self.init_entries.append((offset[value_rows], np.array([d.size for d in data], np.int64),
+                                  np.concatenate(data)))
         return offset, size
 
     def _field_rows(self, rows: FieldRows, edges, offsets: np.ndarray, edge_start: np.ndarray,

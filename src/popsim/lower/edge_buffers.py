@@ -24,6 +24,11 @@ from .exchange import Traffic, merge_overlapping_runs
 from .layout import TILE_REGION_ALIGNMENT, MemoryLayout
 from .transfers import TransferPlanner, merge_segments
 
+#: Runs of view edges split into pieces at once (EdgePlacer._view_pieces): a bound on the
+#: temporaries of a compute set that gathers millions of scattered elements.
+VIEW_RUNS_AT_ONCE = 1 << 19
+_EMPTY = np.empty(0, np.int64)
+
 
 @dataclass
 class PlacedEdges:
@@ -117,52 +122,86 @@ class EdgePlacer:
         offsets[views[leads]] = lead_offset
         offsets[views[~leads]] = offsets[leader[~leads]]
         separate_bytes += _padded(n[views[~leads]] * itemsize[views[~leads]])
-        is_lead = np.zeros(count, bool)
-        is_lead[views[leads]] = True
-        pieces, owner, piece_tile = self._pieces(edges, is_lead)
-        pbytes = pieces.length * itemsize[owner]
-        # Traffic is counted per reading field (see the contiguous case): a shared view's
-        # pieces weigh as many times as the fields that read them.
-        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
-        tbytes = pbytes * readers[np.searchsorted(views, owner)]
-        parena = self.planner.arena_offsets(pieces.gid)
-        plocal = offsets[owner] + pieces.pos * itemsize[owner]
-        remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
-        remote[owner[piece_tile != tile[owner]]] = True
-        off_tile = remote[owner]
-        cross = piece_tile // self.target.tiles_per_ipu != tile[owner] // self.target.tiles_per_ipu
-        for phase, active, seg, (src, dst) in ((0, reads[owner], segments[0], (parena, plocal)),
-                                              (1, writes[owner], segments[1], (plocal, parena))):
-            if not active.any():
-                continue
-            seg.append(merge_segments(src[active], dst[active], pbytes[active]))
-            traffic = phases[phase]
-            local = active & ~off_tile
-            traffic.onchip += np.bincount(tile[owner][local], weights=tbytes[local], minlength=ntiles)
-            traffic.onchip_runs += np.bincount(tile[owner][local], minlength=ntiles)
-            for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
-                                         (active & cross, traffic.global_sent, traffic.global_received)):
-                mine = np.bincount(tile[owner][mask], weights=tbytes[mask], minlength=ntiles)
-                theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
-                received += mine if phase == 0 else theirs
-                sent += theirs if phase == 0 else mine
+        pieces_w = self._view_pieces(edges, views, leader, leads, offsets, phases, segments, read_only)
 
         written = simple & writes & (n > 0)
-        pw = writes[owner]
-        write_intervals = (np.concatenate([gid[written], pieces.gid[pw]]),
-                           np.concatenate([n[written], pieces.length[pw]]),
-                           np.concatenate([np.flatnonzero(written), owner[pw]]))
+        write_intervals = (np.concatenate([gid[written], pieces_w["wgid"]]),
+                           np.concatenate([n[written], pieces_w["wlen"]]),
+                           np.concatenate([np.flatnonzero(written), pieces_w["wowner"]]))
         read_intervals = None
         if self.check_races:
             read = simple & read_only & (n > 0)
-            pr = read_only[owner]
-            read_intervals = (np.concatenate([gid[read], pieces.gid[pr]]),
-                              np.concatenate([n[read], pieces.length[pr]]),
-                              np.concatenate([np.flatnonzero(read), owner[pr]]))
+            read_intervals = (np.concatenate([gid[read], pieces_w["rgid"]]),
+                              np.concatenate([n[read], pieces_w["rlen"]]),
+                              np.concatenate([np.flatnonzero(read), pieces_w["rowner"]]))
         check_conflicts(cs, EdgeOwners(edges), write_intervals, read_intervals)
         gathers = np.concatenate(segments[0]) if segments[0] else np.empty((0, 3), np.int64)
         scatters = np.concatenate(segments[1]) if segments[1] else np.empty((0, 3), np.int64)
         return PlacedEdges(offsets, gathers, scatters, phases[0], phases[1], int(separate_bytes))
+
+    def _view_pieces(self, edges: EdgeTable, views: np.ndarray, leader: np.ndarray, leads: np.ndarray,
+                     offsets: np.ndarray, phases, segments, read_only: np.ndarray) -> dict:
+        """The copy segments and traffic of the view edges that lead a buffer, piece by
+        piece; returns the pieces written (``w*``) and, with the race check, those only
+        read (``r*``): (gid, length, edge) each. The pieces are made a bounded number of
+        runs at a time (VIEW_RUNS_AT_ONCE, whole edges each time): one compute set of a
+        ResNet-50 gathers millions of one-element pieces, and each costs a few hundred
+        bytes of temporaries. A batch's segments continue the last batch's; a segment
+        that continues one across the cut is joined to it, so the table is the one a
+        single pass makes, and the traffic is sums of whole bytes, the same in any order."""
+        n, tile, itemsize, reads, writes = edges.n, edges.tile, edges.itemsize, edges.reads, edges.writes
+        count, ntiles = edges.count, self.target.num_tiles
+        # Traffic is counted per reading field (see the contiguous case): a shared view's
+        # pieces weigh as many times as the fields that read them.
+        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
+        lead_edges = views[leads]
+        # Each lead edge's runs: edges.run_edge is sorted, so they are one stretch of it.
+        run_first = np.searchsorted(edges.run_edge, lead_edges, side="left")
+        run_last = np.searchsorted(edges.run_edge, lead_edges, side="right")
+        out = {k: [] for k in ("wgid", "wlen", "wowner", "rgid", "rlen", "rowner")}
+        parts: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
+        remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
+        is_lead = np.zeros(count, bool)
+        is_lead[lead_edges] = True
+        k = 0
+        while k < lead_edges.size:
+            stop = int(np.searchsorted(run_last, run_first[k] + VIEW_RUNS_AT_ONCE, side="right"))
+            stop = max(stop, k + 1)
+            pieces, owner, piece_tile = self._pieces(edges, is_lead, int(run_first[k]), int(run_last[stop - 1]))
+            k = stop
+            size, otile = itemsize[owner], tile[owner]
+            pbytes = pieces.length * size
+            tbytes = pbytes * readers[np.searchsorted(views, owner)]
+            parena = self.planner.arena_offsets(pieces.gid)
+            plocal = offsets[owner] + pieces.pos * size
+            del size
+            remote[owner[piece_tile != otile]] = True
+            off_tile = remote[owner]
+            cross = piece_tile // self.target.tiles_per_ipu != otile // self.target.tiles_per_ipu
+            for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)), (1, writes[owner], (plocal, parena))):
+                if not active.any():
+                    continue
+                _append_joined(parts[phase], merge_segments(src[active], dst[active], pbytes[active]))
+                traffic = phases[phase]
+                local = active & ~off_tile
+                traffic.onchip += np.bincount(otile[local], weights=tbytes[local], minlength=ntiles)
+                traffic.onchip_runs += np.bincount(otile[local], minlength=ntiles)
+                for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
+                                             (active & cross, traffic.global_sent, traffic.global_received)):
+                    mine = np.bincount(otile[mask], weights=tbytes[mask], minlength=ntiles)
+                    theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
+                    received += mine if phase == 0 else theirs
+                    sent += theirs if phase == 0 else mine
+            pw = writes[owner]
+            out["wgid"].append(pieces.gid[pw]), out["wlen"].append(pieces.length[pw]), out["wowner"].append(owner[pw])
+            if self.check_races:
+                pr = read_only[owner]
+                out["rgid"].append(pieces.gid[pr]), out["rlen"].append(pieces.length[pr])
+                out["rowner"].append(owner[pr])
+        for phase in (0, 1):
+            if parts[phase]:
+                segments[phase].append(np.concatenate(parts[phase]) if len(parts[phase]) > 1 else parts[phase][0])
+        return {k: np.concatenate(v) if v else _EMPTY for k, v in out.items()}
 
     def _exchange_runs(self, traffic: Traffic, segments: List[np.ndarray], tile: np.ndarray, gid: np.ndarray,
                        n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool,
@@ -187,12 +226,13 @@ class EdgePlacer:
         traffic.add_runs(self.layout.index, self.target.tiles_per_ipu, self.target.num_ipus > 1, tile, gid, n,
                          itemsize, incoming)
 
-    def _pieces(self, edges: EdgeTable, is_lead: np.ndarray) -> Tuple[Runs, np.ndarray, np.ndarray]:
-        """The runs of the edges marked ``is_lead`` (views, not one run) split at tile
-        boundaries: the pieces (``pos`` relative to their edge), the edge of each, its tile."""
-        keep = is_lead[edges.run_edge]
-        start, length, pos, owner = edges.run_gid[keep], edges.run_len[keep], edges.run_pos[keep], \
-            edges.run_edge[keep]
+    def _pieces(self, edges: EdgeTable, is_lead: np.ndarray, first: int, last: int) -> Tuple[Runs, np.ndarray, np.ndarray]:
+        """The runs ``first`` to ``last`` of the edges (whole edges) of the edges marked
+        ``is_lead`` (views that lead a buffer) split at tile boundaries: the pieces (``pos``
+        relative to their edge), the edge of each, its tile."""
+        keep = is_lead[edges.run_edge[first:last]]
+        start, length, pos, owner = (a[first:last][keep] for a in (edges.run_gid, edges.run_len, edges.run_pos,
+                                                                    edges.run_edge))
         if self.cpu or not start.size:
             return Runs(pos, start, length), owner, np.zeros(start.size, np.int64)
         # Give every run its own stretch of a common position axis so that splitting keeps track of it.
@@ -200,8 +240,25 @@ class EdgePlacer:
         if start.size > 1:
             np.cumsum(length[:-1], out=base[1:])
         pieces, tiles = self.layout.index.split(Runs(base, start, length))
+        if pieces.pos is base:   # no run crosses a tile boundary (scattered elements: one each)
+            return Runs(pos, start, length), owner, tiles
         parent = np.searchsorted(base, pieces.pos, side="right") - 1
         return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
+
+
+def _append_joined(parts: List[np.ndarray], segs: np.ndarray) -> None:
+    """Append ``segs`` (merged) to ``parts``, joining its first segment to the last one
+    before it when that one continues it on both sides, as merge_segments would have."""
+    if not segs.shape[0]:
+        return
+    if parts:
+        last = parts[-1][-1]
+        if segs[0, 0] == last[0] + last[2] and segs[0, 1] == last[1] + last[2]:
+            last[2] += segs[0, 2]
+            segs = segs[1:]
+            if not segs.shape[0]:
+                return
+    parts.append(segs)
 
 
 def _overlap_written(edges: EdgeTable, start: np.ndarray, length: np.ndarray) -> np.ndarray:

@@ -156,13 +156,20 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
             owner = np.repeat(np.arange(v_edge.size), cnt)
             k = np.repeat(pat_start[v_geo] - (np.cumsum(cnt) - cnt), cnt) + np.arange(owner.size)
             run_parts.append((v_edge[owner], pat_pos[k], v_start[owner] + pat_gid[k], pat_len[k]))
+            del owner, k
     if general:
         _general_runs(general, table, edges, patterns, run_parts)
     if run_parts:
-        run_edge, run_pos, run_gid, run_len = (np.concatenate(p) for p in zip(*run_parts))
-        order = sort_order(run_edge)
-        edges.run_edge, edges.run_pos, edges.run_gid, edges.run_len = \
-            run_edge[order], run_pos[order], run_gid[order], run_len[order]
+        # (joined and sorted only when they must be: a convolution's gathers have millions of runs)
+        columns = [np.concatenate(p) if len(p) > 1 else p[0] for p in zip(*run_parts)]
+        del run_parts
+        run_edge = columns[0]
+        if run_edge.size > 1 and bool((run_edge[1:] < run_edge[:-1]).any()):
+            order = sort_order(run_edge)
+            for i in range(4):
+                columns[i] = columns[i][order]
+            del order
+        edges.run_edge, edges.run_pos, edges.run_gid, edges.run_len = columns
     else:
         edges.run_edge = edges.run_pos = edges.run_gid = edges.run_len = _EMPTY
     return edges, row_start, per_row

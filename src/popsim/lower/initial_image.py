@@ -61,9 +61,10 @@ def _packed(parts: List[np.ndarray]) -> np.ndarray:
 
 
 def initial_image(state, planner: TransferPlanner, tables: CopyTables,
-                  vertex_entries: List[Tuple[int, np.ndarray]]) -> InitialImage:
+                  vertex_entries: List[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> InitialImage:
     """The values of ``state`` and the vertex state values ``vertex_entries`` (arena
-    offset, bytes), with their copy tables."""
+    offsets, byte counts, and the bytes one after another, of one or more values each),
+    with their copy tables."""
     parts, segs = [], []
     offset = 0
     for tensor, values in value_sources(state):
@@ -75,14 +76,11 @@ def initial_image(state, planner: TransferPlanner, tables: CopyTables,
         offset += data.size
     table = tables.add(np.concatenate(segs)) if segs else -1
     sizes = np.array([p.size for p in parts], np.int64)
-    vertex_segs, vertex_parts = [], []
-    offset = 0
-    for arena_offset, data in vertex_entries:
-        vertex_segs.append((offset, arena_offset, data.size))
-        vertex_parts.append(data)
-        offset += data.size
-    vertex_table = tables.add(np.array(vertex_segs, np.int64)) if vertex_segs else -1
-    vertex_values = np.concatenate(vertex_parts) if vertex_parts else np.zeros(0, np.uint8)
+    vertex_table, vertex_values = -1, np.zeros(0, np.uint8)
+    if vertex_entries:
+        arena_offset, size, data = (np.concatenate(c) for c in zip(*vertex_entries))
+        vertex_table = tables.add(np.stack([np.cumsum(size) - size, arena_offset, size], axis=1))
+        vertex_values = data.astype(np.uint8, copy=False)
     return InitialImage(table, _packed(parts), sizes, vertex_table, vertex_values)
 
 

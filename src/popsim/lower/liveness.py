@@ -62,7 +62,11 @@ def runs_access(table, gid: np.ndarray, length: np.ndarray) -> Access:
     """The Access of runs of global ids (first ``gid``, ``length``; a run never crosses
     from one variable into another). Runs may overlap: coverage counts each element once."""
     gid, length = np.asarray(gid, np.int64), np.asarray(length, np.int64)
-    lo, hi = merge_intervals(gid, gid + length)
+    return intervals_access(table, *merge_intervals(gid, gid + length))
+
+
+def intervals_access(table, lo: np.ndarray, hi: np.ndarray) -> Access:
+    """The Access of the elements [lo, hi) of merge_intervals' union of runs."""
     if lo.size == 0:
         return NO_ACCESS
     owner, last = table.index_of(lo), table.index_of(hi - 1)
@@ -110,18 +114,34 @@ def merge_intervals(lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, np.ndar
     return lo[starts], np.maximum.reduceat(hi, starts)
 
 
+#: Runs merged at once by edge_access: the union of the batches' unions is the union of
+#: all, and a compute set whose tiles read the same elements many times (a convolution's
+#: input gathered by every tile that needs it) has far fewer elements than runs.
+RUNS_AT_ONCE = 1 << 19
+
+
 def edge_access(table, edges) -> Tuple[Access, Access]:
     """(what a compute set's edges read, what they write) (edges.EdgeTable)."""
-    one = edges.gid >= 0
-    gid = np.concatenate([edges.gid[one], edges.run_gid])
-    length = np.concatenate([edges.n[one], edges.run_len])
-    edge = np.concatenate([np.flatnonzero(one), edges.run_edge])
-    keep = length > 0
-    gid, length, edge = gid[keep], length[keep], edge[keep]
-    if gid.size == 0:
-        return NO_ACCESS, NO_ACCESS
-    r, w = edges.reads[edge].astype(bool), edges.writes[edge].astype(bool)
-    return runs_access(table, gid[r], length[r]), runs_access(table, gid[w], length[w])
+    one = np.flatnonzero(edges.gid >= 0)
+    parts = [(edges.gid[one], edges.n[one], one)]
+    runs = edges.run_gid.size
+    parts += [(edges.run_gid[k:k + RUNS_AT_ONCE], edges.run_len[k:k + RUNS_AT_ONCE],
+               edges.run_edge[k:k + RUNS_AT_ONCE]) for k in range(0, runs, RUNS_AT_ONCE)]
+    merged: Tuple[list, list] = ([], [])
+    for gid, length, edge in parts:
+        for flags, out in ((edges.reads, merged[0]), (edges.writes, merged[1])):
+            mine = flags[edge].astype(bool)
+            if mine.any():
+                out.append(merge_intervals(gid[mine], gid[mine] + length[mine]))
+    del parts
+    return intervals_access(table, *_union(merged[0])), intervals_access(table, *_union(merged[1]))
+
+
+def _union(merged: List[Tuple[np.ndarray, np.ndarray]]) -> Tuple[np.ndarray, np.ndarray]:
+    """The union of unions of intervals (merge_intervals' results)."""
+    if len(merged) < 2:
+        return merged[0] if merged else (_EMPTY, _EMPTY)
+    return merge_intervals(np.concatenate([lo for lo, _ in merged]), np.concatenate([hi for _, hi in merged]))
 
 
 class LiveRecorder:

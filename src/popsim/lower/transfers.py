@@ -33,7 +33,15 @@ class CopyTables:
         return len(self._overlaps) - 1
 
     def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        segs = np.concatenate(self._segs) if self._segs else np.empty((0, ROW_WIDTHS["segs"]), np.int64)
+        """The tables joined, once: each table's rows are dropped as they are copied, so
+        joining them needs the joined array and one table more, not twice the tables (a
+        ResNet-50's exchanges have tens of millions of segments). No table can be added
+        afterwards."""
+        segs = np.empty((self._begin[-1], ROW_WIDTHS["segs"]), np.int64)
+        parts, self._segs = self._segs, None
+        for i, (b, e) in enumerate(zip(self._begin[:-1], self._begin[1:])):
+            segs[b:e] = parts[i]
+            parts[i] = None
         return segs, np.asarray(self._begin, np.int64), np.asarray(self._overlaps, np.uint8)
 
 
