@@ -16,7 +16,7 @@ import operator
 from array import array
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from sys import intern
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -64,10 +64,13 @@ class EdgeList:
         return len(self.data) // (2 + 2 * self.rank)
 
     def __iter__(self):
+        # zip over strided slices: every record is made at C level, none in a Python loop
         r, data = self.rank, self.data
         width = 2 + 2 * r
-        for k in range(0, len(data), width):
-            yield (data[k], data[k + 1], tuple(data[k + 2:k + 2 + r]), tuple(data[k + 2 + r:k + width]))
+        if r == 0:
+            return zip(data[0::width], data[1::width], repeat((), len(self)), repeat((), len(self)))
+        return zip(data[0::width], data[1::width], zip(*(data[2 + k::width] for k in range(r))),
+                   zip(*(data[2 + r + k::width] for k in range(r))))
 
     def sizes(self) -> List[int]:
         """The element count of each sub-edge."""
