@@ -337,3 +337,17 @@ def test_equal_small_state_values_are_one_read_only_array():
     assert not stored[0].flags.writeable and mine.flags.writeable   # the caller's array is not taken
     g.set_initial_value(w["n"], 8)
     assert w.connection(w["n"].position).tolist() == [8] and stored[0].tolist() == [7]
+
+
+def test_list_records_decodes_edge_lists_of_every_rank_in_slot_order():
+    from popsim.vertex_store import EdgeList, edge_record, list_records
+    from popsim.vertices import packed
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [6, 4], "x")
+    slots = [packed([x[0][1:3], x[1][::2]]), [x[2], x[3, 1]], packed([x[4].reshape([2, 2])]), packed([x[5, 0]]),
+             packed([x[5][::-1]])]
+    assert [type(s) for s in slots] == [EdgeList, list, EdgeList, EdgeList, EdgeList]
+    want = [x[0][1:3], x[1][::2], x[2], x[3, 1], x[4].reshape([2, 2]), x[5, 0], x[5][::-1]]
+    got = list_records(slots)
+    assert got[2] is slots[1][0] and got[3] is slots[1][1]   # a plain list's sub-edges as they are
+    assert [r if type(r) is tuple else edge_record(r) for r in got] == [edge_record(t) for t in want]
