@@ -32,9 +32,20 @@ class Lowering:
         self._next_tile = 0   # where the next host constant's linear mapping starts
         self._widened = {}   # id -> (narrow integer tensor, its INT copy)
 
-    def run(self) -> None:
+    def run(self, keep=None) -> None:
+        """Lower every node. With ``keep`` (the ids read after this: anchors), a value no
+        later node reads and ``keep`` does not name is dropped once its last reader is
+        lowered: the graph keeps its variables, and the view is freed with its cached id
+        arrays (an activation read across its layout holds 8 bytes an element in ids and 16
+        more in runs). Training reads every value again for the gradients: it keeps them all."""
         progress = self.model.progress
-        for node in self.model.nodes:
+        nodes = self.model.nodes
+        last = {}
+        if keep is not None:
+            for k, node in enumerate(nodes):
+                for i in node.inputs:
+                    last[i] = k
+        for k, node in enumerate(nodes):
             if progress is not None:
                 progress.advance(1, f"{node.op_type} {node.name}")
             d = lookup(node.op_type, self.opset, node.name, node.domain)
@@ -43,6 +54,11 @@ class Lowering:
             for out_id, value in zip(node.outputs, outputs):
                 if out_id:
                     self.values[out_id] = value
+            if keep is not None:
+                del inputs, outputs
+                for i in list(node.inputs) + list(node.outputs):
+                    if i and last.get(i, -1) <= k and i not in keep:
+                        self.values.pop(i, None)
 
     def _value(self, tensor_id, node):
         if tensor_id not in self.values:

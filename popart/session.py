@@ -110,7 +110,7 @@ class InferenceSession(HostWeights, SessionInfo):
         compute = Sequence()
         lowering = PlacedLowering(plan, g, compute, m, values, cache, stages) if plan.manual else \
             Lowering(g, compute, m, values, cache)
-        lowering.run()
+        lowering.run(keep=set(self.dataFlow.anchors()) | set(m.outputs)) if not plan.manual else lowering.run()
         prologue, step, every_n, final = Sequence(), Sequence(feed, compute), Sequence(), Sequence()
         periods = {self.dataFlow.art(a).rp() for a in self.dataFlow.anchors()
                    if self.dataFlow.art(a).id() == "EVERYN"}

@@ -267,3 +267,87 @@ def test_records_and_kept_views_give_the_same_executable_cache_key():
         return graph_digest(g._state, [popsim.Execute(cs)])
 
     assert graph(True) == graph(False)
+
+
+class Sums(popsim.Vertex):
+    ins: Input[VectorList[float]]
+    out: Output[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.ins)):
+            total = 0.0
+            for j in range(len(self.ins[i])):
+                total += self.ins[i][j]
+            self.out[i] = total
+        return True
+
+
+def test_a_list_of_strided_views_is_packed_and_reads_back_and_runs_the_same():
+    from popsim.digest import graph_digest
+    from popsim.vertex_store import EdgeList
+    from popsim.vertices import VertexInfo
+
+    def graph(packed):
+        g, device = new_graph()
+        g.add_codelets(Sums)
+        x = g.add_variable(FLOAT, [4, 4], "x")
+        y = g.add_variable(FLOAT, [3], "y")
+        g.set_tile_mapping(x, 0)
+        g.set_tile_mapping(y, 0)
+        cs = g.add_compute_set("cs")
+        ins = [x[0], x[1][1:3], x[3][::-2]]
+        v = g.add_vertex(cs, Sums, {"ins": list(ins), "out": y})
+        g.set_tile_mapping(v, 0)
+        slot = cs._first[v.index] + v["ins"].position
+        assert type(cs._slots[slot]) is EdgeList and len(cs._slots[slot]) == 3
+        if not packed:   # as the store kept them before: the Tensors themselves
+            cs._slots[slot] = ins
+        return g, device, v, x, cs, ins
+
+    g, device, v, x, cs, ins = graph(True)
+    for got, want in zip(v.conn[v["ins"].position], ins):
+        same_view(got, want)
+    assert VertexInfo(v).field_sizes("ins") == [4, 2, 2] and VertexInfo(v).field_size("ins") == 3
+    assert g.num_edges == 4
+    listed = graph(False)
+    assert graph_digest(g._state, [popsim.Execute(cs)]) == graph_digest(listed[0]._state, [popsim.Execute(listed[4])])
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    g.set_initial_value(x, data)
+    g.create_host_read("y", v.conn[v["out"].position])
+    engine = popsim.Engine(g, popsim.Execute(cs))
+    engine.load(device)
+    engine.run()
+    np.testing.assert_array_equal(engine.read_tensor("y"), [data[0].sum(), data[1, 1:3].sum(), data[3, ::-2].sum()])
+    # connecting one sub-edge afterwards unpacks the list, and the rest stay connected
+    g.connect(v["ins"][1], x[2])
+    same_view(v.connection(v["ins"].position)[1], x[2])
+    same_view(v.connection(v["ins"].position)[2], x[3][::-2])
+
+
+def test_equal_small_state_values_are_one_read_only_array():
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [4], "x")
+    cs = g.add_compute_set("cs")
+    vs = [g.add_vertex(cs, "Fields", {"v_in": x, "n": 7}) for _ in range(3)]
+    w = g.add_vertex(cs, "Fields", {"v_in": x})
+    mine = np.array([7], np.int32)
+    g.set_initial_value(w["n"], mine)
+    stored = [u.connection(u["n"].position) for u in vs + [w]]
+    assert all(s is stored[0] for s in stored) and stored[0].tolist() == [7]
+    assert not stored[0].flags.writeable and mine.flags.writeable   # the caller's array is not taken
+    g.set_initial_value(w["n"], 8)
+    assert w.connection(w["n"].position).tolist() == [8] and stored[0].tolist() == [7]
+
+
+def test_list_records_decodes_edge_lists_of_every_rank_in_slot_order():
+    from popsim.vertex_store import EdgeList, edge_record, list_records
+    from popsim.vertices import packed
+    g, _ = new_graph()
+    x = g.add_variable(FLOAT, [6, 4], "x")
+    slots = [packed([x[0][1:3], x[1][::2]]), [x[2], x[3, 1]], packed([x[4].reshape([2, 2])]), packed([x[5, 0]]),
+             packed([x[5][::-1]])]
+    assert [type(s) for s in slots] == [EdgeList, list, EdgeList, EdgeList, EdgeList]
+    want = [x[0][1:3], x[1][::2], x[2], x[3, 1], x[4].reshape([2, 2]), x[5, 0], x[5][::-1]]
+    got = list_records(slots)
+    assert got[2] is slots[1][0] and got[3] is slots[1][1]   # a plain list's sub-edges as they are
+    assert [r if type(r) is tuple else edge_record(r) for r in got] == [edge_record(t) for t in want]

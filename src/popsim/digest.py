@@ -32,6 +32,7 @@ from .program import PartKind
 from .program_tree import check_belongs_to, iter_programs, operands, parts_of
 from .streams import DataStream
 from .tensor import Tensor
+from .vertex_store import EdgeList
 
 
 class _Digest:
@@ -181,6 +182,8 @@ def _canonical_slots(slots: list, types: list, first: list) -> list:
                 add(_connection(c, spec.dtype))
             elif c is None:
                 add((-1,))
+            elif type(c) is EdgeList:  # packed sub-edges: the same text as their Tensors'
+                add((-2,) + _digest_ints(repr(list(c)).encode()))
             elif isinstance(c, list):  # sub-edges: a digest of their exact text
                 add((-2,) + _digest_ints(repr([None if t is None else _connection(t, t.dtype) for t in c]).encode()))
             else:  # plain state values

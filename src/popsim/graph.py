@@ -16,6 +16,7 @@ from .dist import replica_block
 from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, InvalidTileMappingError, PopsimError,
                      StreamConnectionError, TensorCreationError, UnknownHandleError, did_you_mean)
 from .linear_mapping import linear_tile_mapping
+from .mapping import join_adjacent
 from .poplar_names import SnakeCaseNames
 from .quarter import checked_metadata
 from .runs import MappingIndex, runs_of, split_at_positions, tile_intervals
@@ -284,8 +285,12 @@ class Graph(VertexBuilding, SnakeCaseNames):
         pieces, tiles = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
         mapped = tiles >= 0
         if mapped.any():
+            # One paint per run of pieces on one tile (pieces ascend by position): a view read
+            # across its layout has a piece per element, which the mapping would otherwise keep
+            # until the graph is freed; resolving joins them to the same intervals.
             var = out._var
-            var.mapping.paint(pieces.pos[mapped], pieces.pos[mapped] + pieces.length[mapped], tiles[mapped])
+            pos = pieces.pos[mapped]
+            var.mapping.paint(*join_adjacent(pos, pos + pieces.length[mapped], tiles[mapped]))
         return out
 
     def owns(self, tensor) -> bool:

@@ -13,9 +13,10 @@ index) and rebuilds views from records on demand (``conn``, ``connection``).
 from __future__ import annotations
 
 import operator
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 from sys import intern
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -30,18 +31,89 @@ from .tensor import Tensor
 from .types import typed_array
 
 __all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds",
-           "record_columns"]
+           "record_columns", "EdgeList", "list_records"]
 
 _new = object.__new__
 
 # A slot holds None (unconnected), an edge record (a tuple, see edge_record), a Tensor,
-# a list of Tensors (list fields, None for sub-edges not yet connected) or a numpy array
-# of plain state values.
+# a list of Tensors (list fields, None for sub-edges not yet connected), an EdgeList (list
+# fields whose sub-edges are all strided views of one rank) or a numpy array of plain state
+# values.
 
 
 def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
     """The record stored for a strided view connected to a field of its element type."""
     return (t._var.index, t._offset, t._shape, t._strides)
+
+
+class EdgeList:
+    """A list field's sub-edges when each is a strided view of one variable, all of one
+    rank: packed as ints (variable index, offset, shape, strides, per sub-edge) rather than
+    kept as Tensors. A Tensor, its shape and strides tuples and its offset take about 250
+    bytes a sub-edge; here they take 16 + 16 x rank, and nothing per sub-edge is left for
+    the garbage collector to trace. Iterating gives the sub-edges' edge records (lowering
+    reads them like the records of single edges); ``VertexRef.conn`` gives Tensors back."""
+
+    __slots__ = ("rank", "data")
+
+    def __init__(self, rank: int, data: array):
+        self.rank = rank
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data) // (2 + 2 * self.rank)
+
+    def __iter__(self):
+        # zip over strided slices: every record is made at C level, none in a Python loop
+        r, data = self.rank, self.data
+        width = 2 + 2 * r
+        if r == 0:
+            return zip(data[0::width], data[1::width], repeat((), len(self)), repeat((), len(self)))
+        return zip(data[0::width], data[1::width], zip(*(data[2 + k::width] for k in range(r))),
+                   zip(*(data[2 + r + k::width] for k in range(r))))
+
+    def sizes(self) -> List[int]:
+        """The element count of each sub-edge."""
+        r, data = self.rank, self.data
+        width = 2 + 2 * r
+        if r == 1:
+            return data[2::width].tolist()
+        return [int(np.prod(data[k + 2:k + 2 + r])) for k in range(0, len(data), width)]
+
+    def tensors(self, table, dtype) -> List[Tensor]:
+        """The sub-edges as Tensors of element type ``dtype`` (new views, each time)."""
+        variables = table.variables
+        return [Tensor._strided(table, variables[v], dtype, shape, offset, strides)
+                for v, offset, shape, strides in self]
+
+
+def list_records(lists: List[object]) -> list:
+    """The sub-edges of list slots ``lists`` (lists and EdgeLists), one after another, EdgeLists
+    as edge records: those of one rank are decoded together, in one C-level pass, since a
+    compute set has hundreds of thousands of short ones."""
+    by_rank: Dict[int, list] = {}
+    for c in lists:
+        if type(c) is EdgeList:
+            by_rank.setdefault(c.rank, []).append(c.data)
+    if not by_rank:
+        return list(chain.from_iterable(lists))
+    decoded = {}
+    for rank, parts in by_rank.items():
+        data = array("q")
+        data.frombytes(b"".join(parts))
+        decoded[rank] = list(EdgeList(rank, data))
+    at = dict.fromkeys(decoded, 0)
+    out: list = []
+    for c in lists:
+        if type(c) is EdgeList:
+            rank = c.rank
+            k = at[rank]
+            n = len(c.data) // (2 + 2 * rank)
+            out += decoded[rank][k:k + n]
+            at[rank] = k + n
+        else:
+            out += c
+    return out
 
 
 class RecordColumns(NamedTuple):
@@ -82,7 +154,8 @@ class _SlotKinds(dict):
         return SLOT_VALUES
 
 
-_SLOT_KIND = _SlotKinds({type(None): SLOT_NONE, tuple: SLOT_RECORD, Tensor: SLOT_TENSOR, list: SLOT_LIST})
+_SLOT_KIND = _SlotKinds({type(None): SLOT_NONE, tuple: SLOT_RECORD, Tensor: SLOT_TENSOR, list: SLOT_LIST,
+                         EdgeList: SLOT_LIST})
 
 
 def slot_kinds(slots: List[object]) -> np.ndarray:
@@ -134,6 +207,8 @@ class ComputeSet:
             table = self._state.table
             var_index, offset, shape, strides = c
             return Tensor._strided(table, table.variables[var_index], spec.dtype, shape, offset, strides)
+        if type(c) is EdgeList:
+            return c.tensors(self._state.table, spec.dtype)
         return c
 
     def __repr__(self) -> str:
@@ -241,9 +316,18 @@ class VertexRef:
 
     def connection(self, position: int) -> object:
         """What field ``position`` is connected to (as in ``conn``); a list field's list is
-        the stored one."""
+        the stored one (an EdgeList is stored as its list of Tensors first)."""
         cs = self.compute_set
-        return cs._slot_value(cs._first[self.index] + position, cs._types[self.index].fields[position])
+        slot = cs._first[self.index] + position
+        spec = cs._types[self.index].fields[position]
+        if type(cs._slots[slot]) is EdgeList:
+            cs._slots[slot] = cs._slot_value(slot, spec)
+        return cs._slot_value(slot, spec)
+
+    def stored(self, position: int) -> object:
+        """What field ``position``'s slot holds, as it is (see the slot kinds above)."""
+        cs = self.compute_set
+        return cs._slots[cs._first[self.index] + position]
 
     def _connect(self, position: int, value: object) -> None:
         cs = self.compute_set
@@ -305,6 +389,28 @@ def build_plan(vt: VertexType) -> Tuple[tuple, Dict[str, Tuple[int, object, bool
     return plan
 
 
+_SHARED: Dict[Tuple[str, bytes], np.ndarray] = {}
+_SHARED_LIMIT = 1 << 16     # distinct values kept at most (then the table starts again)
+_SHARED_BYTES = 256         # larger values (worklists) are kept as they are
+
+
+def shared_values(data: np.ndarray) -> np.ndarray:
+    """One read-only array for equal small state values (1-D, of one type): most vertices of
+    a compute set hold the same few sizes and strides, and a numpy array costs about 120
+    bytes however few values it holds. Nothing writes a stored state value (connecting a
+    field again stores a new one)."""
+    if data.nbytes > _SHARED_BYTES:
+        return data
+    key = (data.dtype.str, data.tobytes())
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        found = _SHARED[key] = data.copy()   # not the caller's array, which it may still change
+        found.flags.writeable = False
+    return found
+
+
 @lru_cache(maxsize=None)
 def _int_range(dtype: np.dtype) -> tuple:
     info = np.iinfo(dtype)
@@ -352,4 +458,4 @@ class FieldRef:
             flat = np.asarray(values).reshape(-1)
             data = typed_array(flat, spec.dtype, flat.shape, f"set_initial_value of {self.describe()}",
                                GraphConnectionError)
-        self.vertex._connect(self.position, data)
+        self.vertex._connect(self.position, shared_values(data))

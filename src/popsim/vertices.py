@@ -9,6 +9,7 @@ columns as the Python path here, which it hands everything else to.
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from sys import getrefcount
 from typing import Callable, Dict, List, Optional
@@ -23,8 +24,8 @@ from .arguments import as_size, found
 from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
-from .vertex_store import (WRITING, ComputeSet, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
-                           edge_record)
+from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
+                           edge_record, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
 
 _configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
@@ -64,16 +65,20 @@ class VertexInfo:
 
     def field_size(self, name: str) -> int:
         """Elements of a vector edge or state vector, sub-edges of a list field, 1 otherwise."""
-        c = self._vertex.connection(self._vertex[name].position)
+        c = self._vertex.stored(self._vertex[name].position)
+        if type(c) is tuple:   # an edge record
+            return int(np.prod(c[2]))
         if isinstance(c, Tensor):
             return c.num_elements()
-        if isinstance(c, (list, np.ndarray)):
+        if isinstance(c, (list, np.ndarray, EdgeList)):
             return len(c)
         return 0
 
     def field_sizes(self, name: str) -> List[int]:
         """Elements of each sub-edge of a list field."""
-        c = self._vertex.connection(self._vertex[name].position)
+        c = self._vertex.stored(self._vertex[name].position)
+        if type(c) is EdgeList:
+            return c.sizes()
         return [t.num_elements() if isinstance(t, Tensor) else 0 for t in (c or [])]
 
     def initial_value(self, name: str):
@@ -97,15 +102,43 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
     not rank 0 for vectors, no constant where the vertex writes); else None (connect checks
     and explains)."""
     _, dtype, scalar, writing = entry
-    for t in value:
+    data: List[int] = []
+    add = data.extend
+    rank = -1
+    for t in value:   # checked and packed in one pass (packed() below, inlined)
         if type(t) is not Tensor:
             return None
         var = t._var
         if var is None or t._table is not table or t._dtype is not dtype or (writing and var.is_constant):
             return None
-        if (t.num_elements() != 1) if scalar else not t._shape:
+        shape = t._shape
+        if (t.num_elements() != 1) if scalar else not shape:
             return None
-    return list(value)
+        if len(shape) != rank:
+            if rank >= 0:
+                return None if _lean_sub_edges(value[1:], table, entry) is None else list(value)
+            rank = len(shape)
+        add((var.index, t._offset))
+        add(shape)
+        add(t._strides)
+    return EdgeList(rank, array("q", data)) if data else list(value)
+
+
+def packed(edges: list) -> object:
+    """What a list field stores for sub-edges ``edges`` (Tensors it takes, checked): an
+    EdgeList when all are strided views of one variable and of one rank, else a list."""
+    data: List[int] = []
+    add = data.extend
+    rank = -1
+    for t in edges:
+        var, shape = t._var, t._shape
+        if var is None or (len(shape) != rank and rank >= 0):
+            return list(edges)
+        rank = len(shape)
+        add((var.index, t._offset))
+        add(shape)
+        add(t._strides)
+    return EdgeList(rank, array("q", data)) if data else list(edges)
 
 
 def _state_plan(vt: VertexType) -> Dict[str, tuple]:
@@ -214,7 +247,7 @@ class VertexBuilding:
                     entry = vt.extra.get("state_plan")
                     entry = (_state_plan(vt) if entry is None else entry).get(name)
                     if entry is not None and entry[2] <= value <= entry[3]:
-                        slots[first + entry[0]] = np.array([value], entry[1])
+                        slots[first + entry[0]] = shared_values(np.array([value], entry[1]))
                         continue
                 elif type(value) is list:
                     entry = (vt.extra.get("list_plan") or _list_plan(vt)).get(name)
@@ -260,7 +293,8 @@ class VertexBuilding:
                 if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
                     raise GraphConnectionError(f"{field.describe()} takes a list of tensors (one per sub-edge), "
                                                f"found {type(value).__name__}")
-                vertex._connect(field.position, [self._checked(vertex, spec, t, field, k) for k, t in enumerate(value)])
+                vertex._connect(field.position, packed([self._checked(vertex, spec, t, field, k)
+                                                        for k, t in enumerate(value)]))
                 return
             edges = vertex.connection(field.position)
             if edges is None or not 0 <= field.element < len(edges):

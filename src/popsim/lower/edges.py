@@ -17,14 +17,15 @@ conflicts are reported in.
 """
 from __future__ import annotations
 
-from itertools import chain, compress
+from itertools import compress
 from typing import Dict, List, Tuple
 
 import numpy as np
 
 from ..runs import distinct, sort_order
 from ..tensor import Tensor
-from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, record_columns, vertex_ref
+from ..vertex_store import (SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, list_records, record_columns,
+                            vertex_ref)
 from ..views import strided_runs
 
 _EMPTY = np.empty(0, np.int64)
@@ -112,7 +113,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     # Tensors, then the sub-edges of list rows (their edges are consecutive, in row order).
     others = np.flatnonzero(row_kind == SLOT_TENSOR)
     items = [slots[s] for s in row_slot[others].tolist()]
-    items += chain.from_iterable(lists)
+    items += list_records(lists)   # EdgeLists decoded in bulk
     item_edge = np.concatenate([row_start[others], np.flatnonzero(is_list[edge_row])])
     # Each a record already (list fields hold Tensors, but a record reads the same), a
     # strided view of one variable (made a record), or a view not of one variable.

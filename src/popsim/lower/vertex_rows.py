@@ -68,7 +68,8 @@ class FieldRows:
         for row in np.flatnonzero(self.kind == SLOT_LIST).tolist():
             if row >= limit:
                 break
-            if any(c is None for c in slots[int(self.slot[row])]):
+            listed = slots[int(self.slot[row])]
+            if type(listed) is list and any(c is None for c in listed):   # an EdgeList has no gaps
                 return row
         return limit if missing.size else None
 
