@@ -36,9 +36,10 @@ def _worklists(positions, in_positions, kernel, stride, pad, cut, reverse):
     return np.array(lists + [x for e in entries for x in e], dtype=np.uint32)
 
 
-def _run(in_type, partials_type, positions, kernel, stride, pad, groups, in_chans, out_chans, cut=1000,
-         reverse=False, seed=0):
-    in_positions = (positions - 1) * stride + kernel - 2 * pad
+def _vertex_graph(in_type, partials_type, positions, in_positions, kernel, stride, groups, in_chans, out_chans,
+                  make_worklists):
+    """(device, graph, compute set, x, w, y) with one ConvPartialnx1 vertex on tile 0 of a
+    2-tile IPU; ``make_worklists(graph)`` makes its worklists tensor."""
     model = popsim.IPUModel("ipu2")
     model.tiles_per_ipu = 2
     device = model.create_device()
@@ -47,8 +48,7 @@ def _run(in_type, partials_type, positions, kernel, stride, pad, groups, in_chan
     x = g.add_variable(in_type, (groups, in_positions, in_chans), "x")
     w = g.add_variable(in_type, (groups, kernel, in_chans, out_chans), "w")
     y = g.add_variable(partials_type, (positions, out_chans), "y")
-    lists = _worklists(positions, in_positions, kernel, stride, pad, cut, reverse)
-    wl = g.add_constant(UNSIGNED_INT, lists.shape, lists, "worklists")
+    wl = make_worklists(g)
     for t in (x, w, y, wl):
         g.set_tile_mapping(t, 0)
     cs = g.add_compute_set("conv")
@@ -59,6 +59,16 @@ def _run(in_type, partials_type, positions, kernel, stride, pad, groups, in_chan
         "kernelInnerElementsM1": kernel - 1, "numConvGroupsM1": 0, "outChansPerGroup": out_chans,
         "inChansPerGroup": in_chans, "outFieldRowSize": positions, "ampKernelHeightM1": 0, "kernelHeight": 1})
     g.set_tile_mapping(v, 0)
+    return device, g, cs, x, w, y
+
+
+def _run(in_type, partials_type, positions, kernel, stride, pad, groups, in_chans, out_chans, cut=1000,
+         reverse=False, seed=0):
+    in_positions = (positions - 1) * stride + kernel - 2 * pad
+    lists = _worklists(positions, in_positions, kernel, stride, pad, cut, reverse)
+    device, g, cs, x, w, y = _vertex_graph(in_type, partials_type, positions, in_positions, kernel, stride, groups,
+                                           in_chans, out_chans,
+                                           lambda g: g.add_constant(UNSIGNED_INT, lists.shape, lists, "worklists"))
     out, hx, hw, _ = run_conv_vertex(g, device, cs, x, w, y, in_type, seed)
     expected = np.zeros((positions, out_chans))
     for i in range(positions):
@@ -103,26 +113,15 @@ def test_runs_follow_worklists_that_change_between_runs():
     variants = [(1, 1000, False), (2, 4, False), (1, 3, True), (0, 5, False), (1, 1000, False)]
     lists = [_worklists(positions, in_positions, kernel, stride, pad, cut, rev) for pad, cut, rev in variants]
     size = max(len(a) for a in lists)
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 2
-    device = model.create_device()
-    g = popsim.Graph(device)
-    conv_nx1.ensure_codelets(g)
-    x = g.add_variable(FLOAT, (groups, in_positions, in_chans), "x")
-    w = g.add_variable(FLOAT, (groups, kernel, in_chans, out_chans), "w")
-    y = g.add_variable(FLOAT, (positions, out_chans), "y")
-    wl = g.add_variable(UNSIGNED_INT, (size,), "worklists")
-    for t in (x, w, y, wl):
-        g.set_tile_mapping(t, 0)
+    made = []
+
+    def worklists(g):
+        made.append(g.add_variable(UNSIGNED_INT, (size,), "worklists"))
+        return made[0]
+    device, g, cs, x, w, y = _vertex_graph(FLOAT, FLOAT, positions, in_positions, kernel, stride, groups, in_chans,
+                                           out_chans, worklists)
+    wl, = made
     g.create_host_write("wl", wl)
-    cs = g.add_compute_set("conv")
-    v = g.add_vertex(cs, conv_nx1.conv_partial_nx1_name(FLOAT, FLOAT, 8), {
-        "in": [x[0].flatten()], "weights": [w[0].flatten()], "out": [y.flatten()], "worklists": wl,
-        "zerosInfo": positions * out_chans, "inStride": stride, "outStride": 1, "numOutGroupsM1": 0,
-        "numInGroups": groups, "kernelOuterSizeM1": 0, "kernelInnerElementsM1": kernel - 1,
-        "numConvGroupsM1": 0, "outChansPerGroup": out_chans, "inChansPerGroup": in_chans,
-        "outFieldRowSize": positions, "ampKernelHeightM1": 0, "kernelHeight": 1})
-    g.set_tile_mapping(v, 0)
     g.set_initial_value(wl, np.resize(lists[0], size))
     out, hx, hw, engine = run_conv_vertex(g, device, cs, x, w, y, FLOAT, 5)
     results = [out]
