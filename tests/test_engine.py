@@ -226,11 +226,17 @@ def test_ctrl_c_stops_a_run_and_engine_stays_usable(device):
     e.load(device)
     # A real SIGINT, as Ctrl-C sends: _thread.interrupt_main only sets Python's own flag,
     # which an earlier test's leftovers can leave unhandled (a full fresh-venv run once hung here).
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        e.run(0)
-    timer.join()
+    # Python's own handler, as in a terminal: a shell's background job (nohup ... &) starts
+    # with SIGINT ignored, and Python then installs none, so the signal would never arrive.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            e.run(0)
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     e.run(1)
 
 

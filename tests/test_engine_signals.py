@@ -14,6 +14,12 @@ import pytest
 
 pytestmark = pytest.mark.compiler
 
+
+def _sigint_as_in_a_terminal():
+    """A child's SIGINT back to its default before it runs Python: a shell's background job
+    (nohup ... &) starts with SIGINT ignored, and a Python started so would never see Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 SPIN = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[2])
@@ -108,7 +114,7 @@ def test_ctrl_c_stops_a_vertex_stuck_in_a_loop(tmp_path, mode):
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
     child = subprocess.Popen([sys.executable, str(script), mode, str(Path(__file__).parent)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_in_a_terminal)
     try:
         assert child.stdout.readline().strip() == "running"
         time.sleep(1.0)  # well inside engine.run, in the vertex's loop
@@ -144,7 +150,8 @@ def test_a_vertex_that_faults_fails_the_run_and_the_process_lives_on(tmp_path):
 
 
 def test_ctrl_c_stops_a_cpp_codelet_stuck_in_a_loop(tmp_path):
-    child = subprocess.Popen(crash_script(tmp_path, 3), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(crash_script(tmp_path, 3), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=_sigint_as_in_a_terminal)
     try:
         assert child.stdout.readline().strip() == "running"
         time.sleep(1.0)  # well inside engine.run, in the vertex's loop
@@ -193,7 +200,8 @@ LOOP_IN_A_THREAD = textwrap.dedent("""
 def test_ctrl_c_stops_an_endless_control_loop_run_on_another_thread(tmp_path):
     script = tmp_path / "loop.py"
     script.write_text(LOOP_IN_A_THREAD)
-    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=_sigint_as_in_a_terminal)
     try:
         assert child.stdout.readline().strip() == "running"
         time.sleep(1.0)
