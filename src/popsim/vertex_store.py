@@ -320,9 +320,10 @@ class VertexRef:
         cs = self.compute_set
         slot = cs._first[self.index] + position
         spec = cs._types[self.index].fields[position]
+        value = cs._slot_value(slot, spec)
         if type(cs._slots[slot]) is EdgeList:
-            cs._slots[slot] = cs._slot_value(slot, spec)
-        return cs._slot_value(slot, spec)
+            cs._slots[slot] = value   # from now on a list of Tensors, as connecting one sub-edge needs
+        return value
 
     def stored(self, position: int) -> object:
         """What field ``position``'s slot holds, as it is (see the slot kinds above)."""

@@ -102,26 +102,15 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
     not rank 0 for vectors, no constant where the vertex writes); else None (connect checks
     and explains)."""
     _, dtype, scalar, writing = entry
-    data: List[int] = []
-    add = data.extend
-    rank = -1
-    for t in value:   # checked and packed in one pass (packed() below, inlined)
+    for t in value:
         if type(t) is not Tensor:
             return None
         var = t._var
         if var is None or t._table is not table or t._dtype is not dtype or (writing and var.is_constant):
             return None
-        shape = t._shape
-        if (t.num_elements() != 1) if scalar else not shape:
+        if (t.num_elements() != 1) if scalar else not t._shape:
             return None
-        if len(shape) != rank:
-            if rank >= 0:
-                return None if _lean_sub_edges(value[1:], table, entry) is None else list(value)
-            rank = len(shape)
-        add((var.index, t._offset))
-        add(shape)
-        add(t._strides)
-    return EdgeList(rank, array("q", data)) if data else list(value)
+    return packed(value)
 
 
 def packed(edges: list) -> object:
