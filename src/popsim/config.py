@@ -27,7 +27,8 @@ ENVIRONMENT = {
     "POPSIM_LOG_DEST": "stdout, stderr or a file name (see popsim/log.py)",
     "POPSIM_CHECK_RACES": "true or false: the read-after-write race check (option popsim.checkRaces)",
     "POPSIM_CHECKED_CODELETS": "1: compile C++ codelets with bounds-checked field access (an out-of-range index "
-                               "raises popsim.IndexError instead of corrupting memory); default 0 (faster)",
+                               "raises popsim.IndexError instead of corrupting memory), compiled at -O1 as a debugging "
+                               "build; default 0 (faster)",
     "POPSIM_MPI": "1: spread replicas over the MPI processes even without a launcher's variables; 0: never; "
                   "unset: when an MPI launcher started several (popsim/dist.py)",
     "GCL_OPTIONS": "GCL's JSON object of collective options (popsim.gcl reads it, as GCL does); wins over the "
