@@ -1,8 +1,8 @@
 """Copy tables in the native core (native/core/copy_tables.cpp): big tables run in
-parallel pieces and with non-temporal stores, and their segments as strided runs, and
-still give exactly what running the segments one after another gives (or, for a table
-whose source and destination overlap, reading every segment before writing any), for any
-thread count.
+parallel pieces and with non-temporal stores, from the strided runs the lowering makes
+(src/popsim/lower/copy_runs.py), and still give exactly what running their segments one
+after another gives (or, for a table whose source and destination overlap, reading every
+segment before writing any), for any thread count.
 
 The machines here are built directly from compiled executables so that a test can pick
 the thread count and the size from which a table uses non-temporal stores
@@ -44,10 +44,23 @@ def copy_table(lowered, program=0):
     return int(copies[0, col["a"]])
 
 
+def expand(runs):
+    """The segments run rows copy, one element each, in order: written out from the
+    meaning of the columns (native/core/executable.hpp, CopyRun), independently of
+    copy_runs.runs_to_segments."""
+    c = COLUMNS["copy_runs"]
+    out = []
+    for r in np.asarray(runs).tolist():
+        for o in range(r[c["outer"]]):
+            for i in range(r[c["count"]]):
+                out.append((r[c["src"]] + o * r[c["outer_src"]] + i * r[c["src_stride"]],
+                            r[c["dst"]] + o * r[c["outer_dst"]] + i * r[c["dst_stride"]], r[c["len"]]))
+    return out
+
+
 def segments(lowered, table):
     begin, end = lowered.table_begin[table], lowered.table_begin[table + 1]
-    col = COLUMNS["segs"]
-    return [(int(s[col["src"]]), int(s[col["dst"]]), int(s[col["len"]])) for s in lowered.segs[begin:end]]
+    return expand(lowered.copy_runs[begin:end])
 
 
 def run_in_order(arena, segs, overlaps):
@@ -129,7 +142,7 @@ def test_a_table_of_many_tiny_segments(device, threads):
     assert len(segments(lw, table)) > 100_000
     plan = run_table_and_compare(lw, table, threads, NEVER)
     assert (plan["pieces_in_arena"] > 1) == (threads > 1)
-    assert plan["runs"] <= 1024  # a column of a, 512 elements a row apart, is one strided run
+    assert plan["runs"] == 1  # a column of a, 512 elements a row apart, is one strided run; all 512 of them, one
     m = build(lw, threads, NEVER)
     run(m)
     out = np.empty((512, 512), np.float32)
@@ -205,7 +218,7 @@ def test_a_stream_transfer_runs_in_pieces_between_host_and_tile_memory(device):
 def tampered(lw, table, change):
     lw = copy.deepcopy(lw)
     begin, end = lw.table_begin[table], lw.table_begin[table + 1]
-    change(lw, lw.segs[begin:end])
+    change(lw, lw.copy_runs[begin:end])
     return lw
 
 
@@ -219,11 +232,12 @@ def test_a_table_writing_a_byte_twice_runs_in_order(device):
     lw = popsim.compile_graph(g, Copy(a[:, 0:512], b)).lowered
     table = copy_table(lw)
     assert len(segments(lw, table)) >= 1024
-    col = COLUMNS["segs"]
+    col = COLUMNS["copy_runs"]
 
-    def same_destination(lw, segs):
-        segs[:, col["len"]] = segs[:, col["len"]].min()
-        segs[:, col["dst"]] = segs[0, col["dst"]]
+    def same_destination(lw, runs):
+        runs[:, col["len"]] = runs[:, col["len"]].min()
+        runs[:, col["dst"]] = runs[0, col["dst"]]
+        runs[:, [col["dst_stride"], col["outer_dst"]]] = 0
     bad = tampered(lw, table, same_destination)
     for threads in (1, 2):
         assert (run_table_and_compare(lw, table, threads, NEVER)["pieces_in_arena"] > 1) == (threads > 1)
