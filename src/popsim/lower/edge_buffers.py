@@ -13,7 +13,7 @@ Everything here works on all the edges of a compute set at once (edges.py's tabl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Tuple
 
 import numpy as np
 
