@@ -56,7 +56,8 @@ def patterned(draw):
         rows, os_, od = (1, 0, 0) if kind == "strided" else (draw(st.integers(1, 6)), draw(st.integers(-64, 64)),
                                                              draw(st.integers(-64, 64)))
         for o in range(rows):
-            segs += [(s0 + 500 + o * os_ + i * ss, d0 + 500 + o * od + i * ds, n) for i in range(draw(st.integers(1, 9)))]
+            segs += [(s0 + 500 + o * os_ + i * ss, d0 + 500 + o * od + i * ds, n)
+                     for i in range(draw(st.integers(1, 9)))]
     return np.array(segs, np.int64).reshape(-1, 3)
 
 

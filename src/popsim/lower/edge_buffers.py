@@ -19,10 +19,10 @@ import numpy as np
 
 from ..runs import Runs, search, sort_order
 from .conflicts import check_conflicts
+from .copy_runs import RunBuilder
 from .edges import EdgeOwners, EdgeTable
 from .exchange import Traffic, merge_overlapping_runs
 from .layout import TILE_REGION_ALIGNMENT, MemoryLayout
-from .copy_runs import RunBuilder
 from .transfers import TransferPlanner, merge_segments
 
 #: Runs of view edges split into pieces at once (EdgePlacer._view_pieces): a bound on the
@@ -34,8 +34,8 @@ _EMPTY = np.empty(0, np.int64)
 @dataclass
 class PlacedEdges:
     """Arena offset of every edge's data, the gather (before the compute phase) and
-    scatter (after it) copy tables (run rows, copy_runs.py), the traffic of both phases, and the buffer
-    bytes sharing saved."""
+    scatter (after it) copy tables (run rows, copy_runs.py), the traffic of both
+    phases, and the buffer bytes sharing saved."""
 
     offsets: np.ndarray
     gathers: np.ndarray

@@ -1,10 +1,11 @@
 """Data movement lowered to byte-level copy tables, with the tile traffic each causes.
 
 A copy table is a list of (source offset, destination offset, bytes) segments the core
-runs with memcpy, held as strided runs of them (copy_runs.py). Tensor-to-tensor copies address the arena on both sides; host
-transfers (streams, host reads and writes, PrintTensor) address a contiguous host
-buffer holding the view's elements in row-major order on the other side. Data that
-changes IPU on a multi-IPU target crosses IPU-Links and is costed as global exchange.
+runs with memcpy, held as strided runs of them (copy_runs.py). Tensor-to-tensor copies
+address the arena on both sides; host transfers (streams, host reads and writes,
+PrintTensor) address a contiguous host buffer holding the view's elements in row-major
+order on the other side. Data that changes IPU on a multi-IPU target crosses IPU-Links
+and is costed as global exchange.
 """
 from __future__ import annotations
 
