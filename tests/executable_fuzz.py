@@ -66,7 +66,7 @@ def npy_bytes(a: np.ndarray) -> bytes:
 
 # The tables the core runs: tampered with more often than report metadata.
 CORE = ("programs.instrs", "programs.entries", "programs.cases", "programs.switch_begin", "programs.switch_default",
-        "segs", "table_begin", "table_overlaps", "init_image", "init_sizes", "vertex_values", "vertices.vertices",
+        "copy_runs", "table_begin", "table_overlaps", "init_image", "init_sizes", "vertex_values", "vertices.vertices",
         "vertices.fields", "vertices.spans", "vertices.groups", "vertices.compute_sets", "vertices.exchange_costs")
 
 

@@ -123,8 +123,8 @@ def test_lowered_tables_put_each_value_in_its_named_column(device):
     assert {Op.EXECUTE, Op.LOOP_BEGIN, Op.LOOP_END, Op.BRANCH_IF_FALSE, Op.SWITCH, Op.HALT} <= set(ops.tolist())
     branch = lw.programs.instrs[ops == Op.BRANCH_IF_FALSE][0]
     assert branch[COLUMNS["instrs"]["c"]] == popsim.INT.code == ScalarType.I32
-    segs = lw.segs
-    assert (segs[:, COLUMNS["segs"]["len"]] > 0).all()
+    runs, col = lw.copy_runs, COLUMNS["copy_runs"]
+    assert (runs[:, [col["len"], col["count"], col["outer"]]] > 0).all()
     # the codelets' field layouts the core checks rows against
     assert v.codelet_fields[0] == [(FieldBase.ARENA, 4, 0), (FieldBase.ARENA, 4, 1)]  # a vector, a scalar
     assert v.codelet_fields[1] == [(FieldBase.SPANS, 4, 0), (FieldBase.ARENA, 4, 1)]
@@ -139,8 +139,9 @@ def test_the_typed_hand_over_checks_each_field(device):
     with pytest.raises(TypeError, match=r"Description.instrs: expected a C-contiguous int64 array of shape "
                                         r"\(n, 6\), found float64 array of shape \(2, 6\)"):
         d.instrs = np.zeros((2, 6))
-    with pytest.raises(TypeError, match=r"Description.segs: expected .* \(n, 3\), found int64 array of shape \(4,\)"):
-        d.segs = np.zeros(4, np.int64)
+    with pytest.raises(TypeError, match=r"Description.copy_runs: expected .* \(n, 9\), found int64 array of shape "
+                                        r"\(4,\)"):
+        d.copy_runs = np.zeros(4, np.int64)
     with pytest.raises(TypeError, match="Description.arena_bytes: expected an integer, found float"):
         d.arena_bytes = 2.5
     with pytest.raises(TypeError, match="Description.num_tiles: expected an integer, found bool"):

@@ -1,8 +1,8 @@
 """Copy tables in the native core (native/core/copy_tables.cpp): big tables run in
-parallel pieces and with non-temporal stores, and their segments as strided runs, and
-still give exactly what running the segments one after another gives (or, for a table
-whose source and destination overlap, reading every segment before writing any), for any
-thread count.
+parallel pieces and with non-temporal stores, from the strided runs the lowering makes
+(src/popsim/lower/copy_runs.py), and still give exactly what running their segments one
+after another gives (or, for a table whose source and destination overlap, reading every
+segment before writing any), for any thread count.
 
 The machines here are built directly from compiled executables so that a test can pick
 the thread count and the size from which a table uses non-temporal stores
@@ -11,10 +11,13 @@ import copy
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import popsim
 from popsim import FLOAT, UNSIGNED_CHAR, _core
 from popsim.contract import COLUMNS, Op, Status
+from popsim.lower.copy_runs import segments_to_runs
 from popsim.native import describe
 from popsim.program import Copy
 
@@ -44,10 +47,23 @@ def copy_table(lowered, program=0):
     return int(copies[0, col["a"]])
 
 
+def expand(runs):
+    """The segments run rows copy, one element each, in order: written out from the
+    meaning of the columns (native/core/executable.hpp, CopyRun), independently of
+    copy_runs.runs_to_segments."""
+    c = COLUMNS["copy_runs"]
+    out = []
+    for r in np.asarray(runs).tolist():
+        for o in range(r[c["outer"]]):
+            for i in range(r[c["count"]]):
+                out.append((r[c["src"]] + o * r[c["outer_src"]] + i * r[c["src_stride"]],
+                            r[c["dst"]] + o * r[c["outer_dst"]] + i * r[c["dst_stride"]], r[c["len"]]))
+    return out
+
+
 def segments(lowered, table):
     begin, end = lowered.table_begin[table], lowered.table_begin[table + 1]
-    col = COLUMNS["segs"]
-    return [(int(s[col["src"]]), int(s[col["dst"]]), int(s[col["len"]])) for s in lowered.segs[begin:end]]
+    return expand(lowered.copy_runs[begin:end])
 
 
 def run_in_order(arena, segs, overlaps):
@@ -129,7 +145,7 @@ def test_a_table_of_many_tiny_segments(device, threads):
     assert len(segments(lw, table)) > 100_000
     plan = run_table_and_compare(lw, table, threads, NEVER)
     assert (plan["pieces_in_arena"] > 1) == (threads > 1)
-    assert plan["runs"] <= 1024  # a column of a, 512 elements a row apart, is one strided run
+    assert plan["runs"] == 1  # a column of a, 512 elements a row apart, is one strided run; all 512 of them, one
     m = build(lw, threads, NEVER)
     run(m)
     out = np.empty((512, 512), np.float32)
@@ -205,7 +221,7 @@ def test_a_stream_transfer_runs_in_pieces_between_host_and_tile_memory(device):
 def tampered(lw, table, change):
     lw = copy.deepcopy(lw)
     begin, end = lw.table_begin[table], lw.table_begin[table + 1]
-    change(lw, lw.segs[begin:end])
+    change(lw, lw.copy_runs[begin:end])
     return lw
 
 
@@ -219,11 +235,12 @@ def test_a_table_writing_a_byte_twice_runs_in_order(device):
     lw = popsim.compile_graph(g, Copy(a[:, 0:512], b)).lowered
     table = copy_table(lw)
     assert len(segments(lw, table)) >= 1024
-    col = COLUMNS["segs"]
+    col = COLUMNS["copy_runs"]
 
-    def same_destination(lw, segs):
-        segs[:, col["len"]] = segs[:, col["len"]].min()
-        segs[:, col["dst"]] = segs[0, col["dst"]]
+    def same_destination(lw, runs):
+        runs[:, col["len"]] = runs[:, col["len"]].min()
+        runs[:, col["dst"]] = runs[0, col["dst"]]
+        runs[:, [col["dst_stride"], col["outer_dst"]]] = 0
     bad = tampered(lw, table, same_destination)
     for threads in (1, 2):
         assert (run_table_and_compare(lw, table, threads, NEVER)["pieces_in_arena"] > 1) == (threads > 1)
@@ -288,3 +305,122 @@ def test_a_transpose_is_one_two_dimensional_run_moved_in_blocks(device, shape, i
             m.read(lw.host_reads["b"].table, out)
             np.testing.assert_array_equal(out[start:start + p * c].view(np.uint32),
                                           values.T.reshape(-1).view(np.uint32))
+
+
+# -- any table of runs: the core against segment-by-segment copying -----------------------------
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def two_mib():
+    """A compiled Copy between two 1 MiB variables (random bytes), whose copy table the
+    tests below replace by tables of their own; the arena's first 2 MiB hold a and b."""
+    g = popsim.Graph(popsim.IPUModel("ipu2").create_device())
+    a = g.add_variable(UNSIGNED_CHAR, [MIB], "a", mapping=LINEAR)
+    b = g.add_variable(UNSIGNED_CHAR, [MIB], "b", mapping=LINEAR)
+    rng = np.random.default_rng(11)
+    g.set_initial_value(a, rng.integers(0, 256, MIB, dtype=np.uint8))
+    g.set_initial_value(b, rng.integers(0, 256, MIB, dtype=np.uint8))
+    lw = popsim.compile_graph(g, Copy(a, b)).lowered
+    assert lw.layout.arena_bytes >= 2 * MIB
+    return lw, copy_table(lw)
+
+
+def with_table(lw, table, runs, overlaps):
+    """``lw`` with copy table ``table`` replaced by ``runs``."""
+    lw = copy.deepcopy(lw)
+    b, e = lw.table_begin[table], lw.table_begin[table + 1]
+    lw.copy_runs = np.concatenate([lw.copy_runs[:b], runs, lw.copy_runs[e:]])
+    lw.table_begin = lw.table_begin.copy()
+    lw.table_begin[table + 1:] += runs.shape[0] - (e - b)
+    lw.table_overlaps = lw.table_overlaps.copy()
+    lw.table_overlaps[table] = overlaps
+    return lw
+
+
+SEGMENT = st.tuples(st.integers(0, 4096), st.integers(0, 4096), st.integers(0, 24))
+
+
+@settings(max_examples=60, deadline=None)
+@given(segs=st.lists(SEGMENT, min_size=1, max_size=60), strided=st.tuples(st.integers(1, 40), st.integers(-8, 8)))
+def test_the_core_copies_the_bytes_of_the_segments_one_by_one(two_mib, segs, strided):
+    """Random segments (in an overlapping table: any bytes, read before any is written),
+    plus a strided stretch so that rows of many elements occur, made into runs by the
+    lowering's copy_runs: the core's copy is the segments' memcpy, one after another."""
+    lw, table = two_mib
+    n, step = strided
+    segs = np.array(segs + [(5000 + i * step * 4, 9000 + i * 4, 4) for i in range(n)], np.int64)
+    runs = segments_to_runs(segs)
+    assert expand(runs) == [tuple(s) for s in segs.tolist() if s[2] > 0]
+    for overlaps in (1, 0):
+        if not overlaps:  # sources and destinations apart: in order is well defined for memcpy
+            segs[:, 1] += MIB
+            runs = segments_to_runs(segs)
+        for threads, streaming in ((1, NEVER), (2, 1)):
+            run_table_and_compare(with_table(lw, table, runs, overlaps), table, threads, streaming)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("itemsize", [1, 4, 12])
+def test_big_tables_of_permuted_elements_run_in_pieces_cut_inside_runs(two_mib, seed, itemsize):
+    """Elements of a random 3-D shape read and written in two random axis orders: runs of
+    one and two dimensions with odd counts, big enough to run in parallel pieces, whose
+    cuts fall inside rows and elements; overlapping or not, any thread count."""
+    lw, table = two_mib
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(x) for x in rng.integers(8, 48, 3))
+    index = np.arange(np.prod(shape)).reshape(shape)
+    src = np.transpose(index, rng.permutation(3)).reshape(-1) * itemsize
+    dst = np.transpose(index, rng.permutation(3)).reshape(-1) * itemsize
+    segs = np.stack([src, dst + MIB, np.full(src.size, itemsize)], axis=1)
+    runs = segments_to_runs(segs)
+    assert runs.shape[0] < src.size // 4
+    for overlaps in (0, 1):
+        big = with_table(lw, table, runs, overlaps)
+        for threads in (1, 2, 3):
+            plan = run_table_and_compare(big, table, threads, 1 if seed % 2 else NEVER)
+            assert (plan["pieces_in_arena"] > 1) == (threads > 1 and src.size * (itemsize + 32) >= 1 << 20)
+
+
+def test_crafted_runs_are_refused_before_anything_runs(two_mib):
+    lw, table = two_mib
+    c = COLUMNS["copy_runs"]
+    base = segments_to_runs(np.array([[0, MIB, 4]]))
+    cases = [
+        ("count", 0, "len, count and outer must be 1 to 2147483647, found 4, 0, 1"),
+        ("outer", 1 << 31, "len, count and outer must be 1 to"),
+        ("src_stride", 1 << 31, "a stride past 2147483647 bytes"),
+        ("dst_stride", -8, "negative or overflowing offset"),         # with count 2: below offset 0 on one side
+        ("src", (1 << 63) - 2, "negative or overflowing offset"),
+    ]
+    for column, value, message in cases:
+        runs = base.copy()
+        runs[0, c["count"]] = 2
+        runs[0, c["dst"]] = 0
+        runs[0, c[column]] = value
+        with pytest.raises(ValueError, match=message):
+            _core.Machine(describe(with_table(lw, table, runs, 0)), 1, 0, NEVER)
+    # Within every bound, but 2**62 elements (one byte copied over and over): refused, not run.
+    runs = base.copy()
+    runs[0, [c["count"], c["outer"], c["len"]]] = (1 << 31) - 1, (1 << 31) - 1, 1
+    runs[0, [c["src_stride"], c["dst_stride"], c["outer_src"], c["outer_dst"]]] = 0
+    with pytest.raises(ValueError, match=r"copy table \d+: its runs move more than 17179869184 elements"):
+        _core.Machine(describe(with_table(lw, table, runs, 0)), 2, 0, NEVER)
+    # Just within the bound: the core plans it from its rows, without looking at 2**34 elements.
+    runs[0, c["outer"]] = 8
+    _core.Machine(describe(with_table(lw, table, runs, 0)), 2, 0, NEVER)
+
+
+@pytest.mark.parametrize("streaming_bytes", [1, NEVER])
+def test_a_transpose_reading_a_sliding_window_moves_in_the_direction_its_rows_say(two_mib, streaming_bytes):
+    """Rows out (4-byte sources contiguous along a row, destinations a column apart) whose
+    rows also start 4 bytes apart on the source side, so each element is read by several:
+    the 4 x 4 blocks must be moved as rows out, though outer_src is 4 as in a rows-in run."""
+    lw, table = two_mib
+    o, i = np.divmod(np.arange(64), 8)
+    segs = np.stack([4 * o + 4 * i, MIB + 4 * o + 32 * i, np.full(64, 4)], axis=1)
+    runs = segments_to_runs(segs)
+    c = COLUMNS["copy_runs"]
+    assert runs.shape[0] == 1 and runs[0, c["outer_src"]] == 4 and runs[0, c["src_stride"]] == 4
+    for threads in (1, 2):
+        run_table_and_compare(with_table(lw, table, runs, 0), table, threads, streaming_bytes)

@@ -130,8 +130,8 @@ def rewrite_entry(entry, change):
 
 def grow_last_segment(lowered):
     last = lowered.table_begin[lowered.init_table + 1] - 1
-    lowered.segs = lowered.segs.copy()  # arrays read from a file are read-only
-    lowered.segs[last, 2] += 4
+    lowered.copy_runs = lowered.copy_runs.copy()  # arrays read from a file are read-only
+    lowered.copy_runs[last, COLUMNS["copy_runs"]["len"]] += 4
 
 
 def split_sizes(lowered):

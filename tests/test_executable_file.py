@@ -164,12 +164,12 @@ def test_an_array_header_claiming_more_than_it_holds_is_refused(device):
 
     def huge(members):
         for name, blob in members.items():
-            if name == "segs.npy":
-                head = b"{'descr': '<i8', 'fortran_order': False, 'shape': (4000000000000, 3), }"
+            if name == "copy_runs.npy":
+                head = b"{'descr': '<i8', 'fortran_order': False, 'shape': (4000000000000, 9), }"
                 head += b" " * (63 - (len(head) + 10) % 64) + b"\n"
                 blob = b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head + blob[-48:]
             yield name, blob, zipfile.ZIP_STORED
-    with pytest.raises(popsim.PopsimError, match=r"array 'segs.npy' declares shape \(4000000000000, 3\)"):
+    with pytest.raises(popsim.PopsimError, match=r"array 'copy_runs.npy' declares shape \(4000000000000, 9\)"):
         popsim.Executable.deserialize(_rezip(data, huge))
 
 
@@ -247,18 +247,18 @@ def test_arrays_are_read_exactly_from_paths_and_from_any_file_object(device, tmp
 
 def test_a_changed_byte_in_an_array_fails_its_crc(device):
     data = bytearray(_saved(device))
-    start, end = _member_data_range(bytes(data), "segs.npy")
+    start, end = _member_data_range(bytes(data), "copy_runs.npy")
     data[end - 3] ^= 0x40  # inside the array's data: the .npy header still agrees
-    with pytest.raises(popsim.PopsimError, match="member 'segs.npy' does not match its CRC-32"):
+    with pytest.raises(popsim.PopsimError, match="member 'copy_runs.npy' does not match its CRC-32"):
         popsim.Executable.deserialize(io.BytesIO(bytes(data)))
 
 
 def test_a_member_without_its_local_header_is_refused(device):
     data = bytearray(_saved(device))
     with zipfile.ZipFile(io.BytesIO(bytes(data))) as z:
-        offset = z.getinfo("segs.npy").header_offset
+        offset = z.getinfo("copy_runs.npy").header_offset
     data[offset:offset + 4] = b"XXXX"
-    with pytest.raises(popsim.PopsimError, match="cannot read executable .*'segs.npy'"):
+    with pytest.raises(popsim.PopsimError, match="cannot read executable .*'copy_runs.npy'"):
         popsim.Executable.deserialize(io.BytesIO(bytes(data)))
 
 
@@ -276,11 +276,11 @@ def test_array_headers_numpy_can_read_are_read_others_refused(device, header):
     """popsim reads the header numpy writes itself (format 1.0) without evaluating it;
     the other .npy versions go through numpy's parser; a bad header is refused."""
     data = _saved(device)
-    original = popsim.Executable.deserialize(io.BytesIO(data)).lowered.segs
+    original = popsim.Executable.deserialize(io.BytesIO(data)).lowered.copy_runs
 
     def rewrite(members):
         for name, blob in members.items():
-            if name == "segs.npy":
+            if name == "copy_runs.npy":
                 a = np.lib.format.read_array(io.BytesIO(blob))
                 out = io.BytesIO()
                 if header.startswith("version"):
@@ -298,10 +298,10 @@ def test_array_headers_numpy_can_read_are_read_others_refused(device, header):
                     blob = blob[:8] + b"\xff\xff" + blob[10:]
             yield name, blob, zipfile.ZIP_STORED
     if header in ("short", "not npy", "huge length"):
-        with pytest.raises(popsim.PopsimError, match="array 'segs.npy' has a bad header"):
+        with pytest.raises(popsim.PopsimError, match="array 'copy_runs.npy' has a bad header"):
             popsim.Executable.deserialize(_rezip(data, rewrite))
     else:
-        np.testing.assert_array_equal(popsim.Executable.deserialize(_rezip(data, rewrite)).lowered.segs, original)
+        np.testing.assert_array_equal(popsim.Executable.deserialize(_rezip(data, rewrite)).lowered.copy_runs, original)
 
 
 def test_pipes_and_devices_are_read_only_as_far_as_the_zip_records_say(device, tmp_path):

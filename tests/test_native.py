@@ -72,7 +72,7 @@ def test_a_malformed_table_is_refused_before_anything_runs(device):
     lw = bad.lowered
     instrs, col = lw.programs.instrs, COLUMNS["instrs"]
     copy_table = int(instrs[instrs[:, col["op"]] == Op.COPY][0, col["a"]])
-    lw.segs[lw.table_begin[copy_table], COLUMNS["segs"]["len"]] = 1 << 40  # a copy far past tile memory
+    lw.copy_runs[lw.table_begin[copy_table], COLUMNS["copy_runs"]["len"]] = 1 << 30  # a copy far past tile memory
     with pytest.raises(popsim.PopsimError, match="executable is malformed: .*reaches past the memory it copies"):
         popsim.Engine(bad)
     bad = copy.deepcopy(exe)

@@ -17,7 +17,7 @@ using namespace popsim;
 
 const std::vector<std::string> &Description::required() {
   static const std::vector<std::string> names = {
-      "arena_bytes", "instrs", "entries", "segs", "table_begin", "table_overlaps", "cases", "switch_begin",
+      "arena_bytes", "instrs", "entries", "copy_runs", "table_begin", "table_overlaps", "cases", "switch_begin",
       "switch_default", "stream_transfer_bytes", "step_costs", "num_loop_slots", "num_host_calls",
       "num_messages", "vertices", "fields", "spans", "groups", "compute_sets", "exchange_costs", "codelets",
       "codelet_names", "compute_set_names", "state_bytes", "num_workers", "num_tiles", "sync_cycles",
@@ -93,7 +93,7 @@ void bind_description(py::module_ &m) {
   POPSIM_INT("arena_bytes", exe.arena_bytes);
   POPSIM_ROWS("instrs", exe.instrs);
   POPSIM_VALUES("entries", exe.entries, int64_t, "int64");
-  POPSIM_LENT_ROWS("segs", exe.segs);
+  POPSIM_LENT_ROWS("copy_runs", exe.copy_runs);
   POPSIM_VALUES("table_begin", exe.table_begin, int64_t, "int64");
   POPSIM_VALUES("table_overlaps", exe.table_overlaps, uint8_t, "uint8");
   POPSIM_ROWS("cases", exe.cases);

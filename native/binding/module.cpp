@@ -82,6 +82,9 @@ void bind_contract(py::module_ &m) {
 
   m.attr("STATE_ALIGNMENT") = STATE_ALIGNMENT;
   m.attr("MAX_CALL_DEPTH") = MAX_CALL_DEPTH;
+  m.attr("COPY_RUN_LIMIT") = COPY_RUN_LIMIT;
+  m.attr("MAX_TABLE_ELEMENTS") = MAX_TABLE_ELEMENTS;
+  m.attr("MAX_TABLE_BYTES") = MAX_TABLE_BYTES;
   py::dict columns, widths;
   for (const RowLayout &row : row_layouts()) {
     py::list cols;

@@ -1,5 +1,7 @@
 #include "core/copy_tables.hpp"
 
+#include "core/copy_overlap.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,17 +57,46 @@ inline void move(uint8_t *dst, const uint8_t *src, int64_t len, bool streaming) 
   else copy_bytes(dst, src, len);
 }
 
-// Sum of lengths plus per-segment cost; saturates (validate() bounds each segment, not their sum).
+// a + b for a, b >= 0, saturating (validate() bounds each table's elements, not its cost).
 int64_t saturating_add(int64_t a, int64_t b) {
   return b > std::numeric_limits<int64_t>::max() - a ? std::numeric_limits<int64_t>::max() : a + b;
 }
 
-// Whether the intervals [start, start + len) (len > 0) are pairwise disjoint.
-bool disjoint(std::vector<std::pair<int64_t, int64_t>> &intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  for (size_t i = 1; i < intervals.size(); ++i)
-    if (intervals[i].first < intervals[i - 1].first + intervals[i - 1].second) return false;
-  return true;
+// a * b for a, b >= 0, saturating.
+int64_t saturating_mul(int64_t a, int64_t b) {
+  return a != 0 && b > std::numeric_limits<int64_t>::max() / a ? std::numeric_limits<int64_t>::max() : a * b;
+}
+
+// Appends the sub-runs that copy bytes [from, to) of run `r`'s bytes (counted in its
+// copying order) to `out`: at most a part of one element, the rest of its row, whole rows,
+// the start of a row and a part of an element.
+void slice_run(const CopyRun &r, int64_t from, int64_t to, std::vector<CopyRun> &out) {
+  if (from >= to) return;
+  const int64_t len = r.len;
+  auto element = [&](int64_t e, int64_t b0, int64_t b1) {
+    const int64_t o = e / r.count, i = e % r.count;
+    const int64_t s = r.src + o * r.outer_src + i * r.src_stride, d = r.dst + o * r.outer_dst + i * r.dst_stride;
+    out.push_back(CopyRun{s + b0, d + b0, b1 - b0, 1, 0, 0, 1, 0, 0});
+  };
+  int64_t e0 = from / len, e1 = to / len;
+  const int64_t b0 = from % len, b1 = to % len;
+  if (e0 == e1) return element(e0, b0, b1);
+  if (b0 > 0) element(e0++, b0, len);
+  while (e0 < e1) {  // whole elements [e0, e1)
+    const int64_t o = e0 / r.count, i = e0 % r.count;
+    const int64_t s = r.src + o * r.outer_src + i * r.src_stride, d = r.dst + o * r.outer_dst + i * r.dst_stride;
+    if (i > 0 || e1 - e0 < r.count) {  // part of a row
+      const int64_t n = std::min(r.count - i, e1 - e0);
+      out.push_back(CopyRun{s, d, len, n, n > 1 ? r.src_stride : 0, n > 1 ? r.dst_stride : 0, 1, 0, 0});
+      e0 += n;
+    } else {  // whole rows
+      const int64_t rows = (e1 - e0) / r.count;
+      out.push_back(CopyRun{s, d, len, r.count, r.src_stride, r.dst_stride, rows, rows > 1 ? r.outer_src : 0,
+                            rows > 1 ? r.outer_dst : 0});
+      e0 += rows * r.count;
+    }
+  }
+  if (b1 > 0) element(e1, 0, b1);
 }
 
 }  // namespace
@@ -85,117 +116,39 @@ int64_t last_level_cache_bytes() {
 CopyTables::CopyTables(const Executable &exe, ThreadPool &pool, int64_t streaming_bytes) : exe_(exe), pool_(pool) {
   if (streaming_bytes <= 0) streaming_bytes = last_level_cache_bytes() / 2;
   const size_t ntables = exe_.table_begin.size() - 1;
+  const CopyRun *rows = exe_.copy_runs.data();
+  for (size_t t = 0; t < ntables; ++t)
+    tables_.push_back(Table{rows + exe_.table_begin[t], rows + exe_.table_begin[t + 1], false});
   plans_.resize(ntables);
   int64_t scratch = 0;
   for (size_t t = 0; t < ntables; ++t) {
     Plan &p = plans_[t];
     p = plan(static_cast<int64_t>(t), streaming_bytes);
-    const int64_t first = exe_.table_begin[t], last = exe_.table_begin[t + 1];
-    const std::vector<Cut> whole{Cut{first, 0, 0}, Cut{last, 0, 0}};
-    const std::vector<Cut> &cuts = p.cuts.empty() ? whole : p.cuts;
-    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-      const int64_t begin = static_cast<int64_t>(runs_.size());
-      add_runs(cuts[k], cuts[k + 1]);
-      p.pieces.push_back(Piece{begin, static_cast<int64_t>(runs_.size()), cuts[k].scratch});
-    }
-    // A cut may fall inside a segment; on one thread the table runs segment by segment
-    // (a segment whose source meets its destination is one move), so it has runs of its own.
-    if (p.pieces.size() == 1) {
-      p.whole = p.pieces.front();
-    } else {
-      const int64_t begin = static_cast<int64_t>(runs_.size());
-      add_runs(whole.front(), whole.back());
-      p.whole = Piece{begin, static_cast<int64_t>(runs_.size()), 0};
-    }
-    if (!exe_.table_overlaps[t]) continue;
-    int64_t total = 0;
-    for (int64_t i = first; i < last; ++i) total = saturating_add(total, exe_.segs[static_cast<size_t>(i)].len);
-    scratch = std::max(scratch, total);
-  }
-  runs_.shrink_to_fit();
-  for (size_t t = 0; t < ntables; ++t) {  // runs_ is complete: point into it
-    const Plan &p = plans_[t];
-    tables_.push_back(Table{runs_.data() + p.whole.first, runs_.data() + p.whole.last,
-                            !exe_.table_overlaps[t] && p.cuts.empty() && !p.streaming});
+    tables_[t].plain = !exe_.table_overlaps[t] && p.pieces.empty() && !p.streaming;
+    if (exe_.table_overlaps[t]) scratch = std::max(scratch, p.bytes);
   }
   scratch_.resize(static_cast<size_t>(scratch));
 }
 
-void CopyTables::add_runs(const Cut &from, const Cut &to) {
-  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
-  const size_t start = runs_.size();  // runs of this piece only: a piece is copied on its own
-  auto fits = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= kMax; };
-  auto add = [&](int64_t src, int64_t dst, int64_t len) {
-    for (; len > kMax; src += kMax, dst += kMax, len -= kMax)  // a run's length is 32-bit
-      runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(kMax), 1, 0, 0, 1, 0, 0, 0});
-    if (runs_.size() > start) {
-      CopyRun &r = runs_.back();
-      if (r.len == len && r.count < kMax) {
-        if (r.count == 1 && fits(src - r.src) && fits(dst - r.dst)) {
-          r.src_stride = static_cast<int32_t>(src - r.src);
-          r.dst_stride = static_cast<int32_t>(dst - r.dst);
-          r.count = 2;
-          return;
-        }
-        const int64_t n = r.count;
-        if (r.count > 1 && src == r.src + n * r.src_stride && dst == r.dst + n * r.dst_stride) {
-          ++r.count;
-          return;
-        }
-      }
+uint8_t *gather_runs(const CopyRun *first, const CopyRun *last, const uint8_t *src, uint8_t *tmp) {
+  for (const CopyRun *r = first; r != last; ++r) {
+    for (int64_t o = 0; o < r->outer; ++o) {
+      const uint8_t *s = src + r->src + o * r->outer_src;
+      for (int64_t i = 0; i < r->count; ++i, s += r->src_stride, tmp += r->len) copy_bytes(tmp, s, r->len);
     }
-    runs_.push_back(CopyRun{src, dst, static_cast<int32_t>(len), 1, 0, 0, 1, 0, 0, 0});
-  };
-  for (int64_t i = from.seg; i < to.seg || (i == to.seg && to.offset > 0); ++i) {
-    const CopySeg &s = exe_.segs[static_cast<size_t>(i)];
-    const int64_t begin = i == from.seg ? from.offset : 0;
-    const int64_t end = i == to.seg ? to.offset : s.len;
-    if (end > begin) add(s.src + begin, s.dst + begin, end - begin);
   }
-  join_rows(start);
+  return tmp;
 }
 
-void CopyTables::join_rows(size_t start) {
-  auto fits = [](int64_t v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); };
-  size_t out = start;
-  for (size_t i = start; i < runs_.size(); ++i) {
-    const CopyRun &r = runs_[i];
-    if (out > start) {
-      CopyRun &p = runs_[out - 1];
-      const bool same = p.len == r.len && p.count == r.count && p.count > 1 && p.src_stride == r.src_stride &&
-                        p.dst_stride == r.dst_stride && p.outer < std::numeric_limits<int32_t>::max();
-      if (same && p.outer == 1 && fits(r.src - p.src) && fits(r.dst - p.dst)) {
-        p.outer_src = static_cast<int32_t>(r.src - p.src);
-        p.outer_dst = static_cast<int32_t>(r.dst - p.dst);
-        p.outer = 2;
-        continue;
-      }
-      if (same && p.outer > 1 && r.src == p.src + int64_t{p.outer} * p.outer_src &&
-          r.dst == p.dst + int64_t{p.outer} * p.outer_dst) {
-        ++p.outer;
-        continue;
-      }
+const uint8_t *scatter_runs(const CopyRun *first, const CopyRun *last, const uint8_t *tmp, uint8_t *dst,
+                            bool streaming) {
+  for (const CopyRun *r = first; r != last; ++r) {
+    for (int64_t o = 0; o < r->outer; ++o) {
+      uint8_t *d = dst + r->dst + o * r->outer_dst;
+      for (int64_t i = 0; i < r->count; ++i, d += r->dst_stride, tmp += r->len) move(d, tmp, r->len, streaming);
     }
-    runs_[out++] = r;
   }
-  runs_.resize(out);
-  for (size_t i = start; i < runs_.size(); ++i) {
-    CopyRun &r = runs_[i];
-    if (r.outer < 4 || r.count < 4 || r.len != 4) continue;
-    // Rows contiguous on one side, columns on the other, every destination element apart
-    // (rows of 4-byte columns, the rows far enough apart), and the source's offsets clear
-    // of the destination's: then no element's value depends on the copying order.
-    const bool rows_in = r.outer_src == 4 && r.dst_stride == 4 && r.outer_dst >= 4 * int64_t{r.count};
-    const bool rows_out = r.src_stride == 4 && r.outer_dst == 4 && r.dst_stride >= 4 * int64_t{r.outer};
-    if (!rows_in && !rows_out) continue;
-    auto span = [&](int64_t base, int64_t outer_stride, int64_t stride) {
-      const int64_t a = (r.outer - 1) * outer_stride, b = (r.count - 1) * stride;
-      return std::make_pair(base + std::min<int64_t>(a, 0) + std::min<int64_t>(b, 0),
-                            base + std::max<int64_t>(a, 0) + std::max<int64_t>(b, 0) + 4);
-    };
-    const auto s = span(r.src, r.outer_src, r.src_stride), d = span(r.dst, r.outer_dst, r.dst_stride);
-    r.blocked = s.second <= d.first || d.second <= s.first;
-  }
+  return tmp;
 }
 
 #if defined(__SSE2__)
@@ -203,9 +156,9 @@ void CopyTables::join_rows(size_t start) {
 // transpose, 4 stores `dp` apart.
 template <bool Stream>
 inline void transpose_blocks(const uint8_t *s0, uint8_t *d0, int64_t os, int64_t od, int64_t is, int64_t id,
-                             int32_t o4, int32_t i4, int64_t sp, int64_t dp) {
-  for (int32_t o = 0; o < o4; o += 4) {
-    for (int32_t i = 0; i < i4; i += 4) {
+                             int64_t o4, int64_t i4, int64_t sp, int64_t dp) {
+  for (int64_t o = 0; o < o4; o += 4) {
+    for (int64_t i = 0; i < i4; i += 4) {
       const uint8_t *s = s0 + o * os + i * is;
       uint8_t *d = d0 + o * od + i * id;
       __m128 a = _mm_loadu_ps(reinterpret_cast<const float *>(s));
@@ -229,15 +182,15 @@ inline void transpose_blocks(const uint8_t *s0, uint8_t *d0, int64_t os, int64_t
 }
 #endif
 
-void copy_blocked(const CopyRun &r, const uint8_t *src, uint8_t *dst, bool streaming) {
+void copy_blocked(const CopyRun &r, int direction, const uint8_t *src, uint8_t *dst, bool streaming) {
   const uint8_t *s0 = src + r.src;
   uint8_t *d0 = dst + r.dst;
   const int64_t os = r.outer_src, od = r.outer_dst, is = r.src_stride, id = r.dst_stride;
-  const int32_t o4 = r.outer & ~3, i4 = r.count & ~3;
+  const int64_t o4 = r.outer & ~int64_t{3}, i4 = r.count & ~int64_t{3};
 #if defined(__SSE2__)
   // Rows in (outer_src 4): 4 rows' element i are one load, stored as element i's column.
   // Rows out (outer_dst 4): the mirror image. Either way a 4 x 4 register transpose.
-  const bool rows_in = os == 4;
+  const bool rows_in = direction == 1;
   const int64_t sp = rows_in ? is : os, dp = rows_in ? od : id;
   // Non-temporal stores where every 16-byte store is aligned (the caller fences).
   if (streaming && reinterpret_cast<uintptr_t>(d0) % 16 == 0 && dp % 16 == 0) {
@@ -246,121 +199,134 @@ void copy_blocked(const CopyRun &r, const uint8_t *src, uint8_t *dst, bool strea
     transpose_blocks<false>(s0, d0, os, od, is, id, o4, i4, sp, dp);
   }
 #else
-  (void)streaming;
-  for (int32_t o = 0; o < o4; ++o)
-    for (int32_t i = 0; i < i4; ++i) std::memcpy(d0 + o * od + i * id, s0 + o * os + i * is, 4);
+  (void)streaming, (void)direction;
+  for (int64_t o = 0; o < o4; ++o)
+    for (int64_t i = 0; i < i4; ++i) std::memcpy(d0 + o * od + i * id, s0 + o * os + i * is, 4);
 #endif
   // The edges: columns past the last block of 4 in every row, then rows past the last block.
-  for (int32_t o = 0; o < r.outer; ++o)
-    for (int32_t i = o < o4 ? i4 : 0; i < r.count; ++i) std::memcpy(d0 + o * od + i * id, s0 + o * os + i * is, 4);
+  for (int64_t o = 0; o < r.outer; ++o)
+    for (int64_t i = o < o4 ? i4 : 0; i < r.count; ++i) std::memcpy(d0 + o * od + i * id, s0 + o * os + i * is, 4);
+}
+
+CopyTables::Piece CopyTables::whole(int64_t table) const {
+  Piece piece;
+  piece.first = tables_[static_cast<size_t>(table)].first;
+  piece.last = tables_[static_cast<size_t>(table)].end;
+  return piece;
 }
 
 CopyTables::Plan CopyTables::plan(int64_t table, int64_t streaming_bytes) const {
   Plan p;
-  const int64_t first = exe_.table_begin[static_cast<size_t>(table)];
-  const int64_t last = exe_.table_begin[static_cast<size_t>(table) + 1];
-  int64_t bytes = 0, cost = 0;
-  for (int64_t i = first; i < last; ++i) {
-    bytes = saturating_add(bytes, exe_.segs[static_cast<size_t>(i)].len);
-    cost = saturating_add(cost, saturating_add(exe_.segs[static_cast<size_t>(i)].len, kSegmentCost));
+  const Table &t = tables_[static_cast<size_t>(table)];
+  int64_t cost = 0;
+  for (const CopyRun *r = t.first; r != t.end; ++r) {
+    const int64_t elements = r->count * r->outer;  // validate() bounds each factor by 2^31
+    p.bytes = saturating_add(p.bytes, saturating_mul(elements, r->len));
+    cost = saturating_add(cost, saturating_mul(elements, r->len + kSegmentCost));
   }
   // A table runs once per replica, back to back (copies, exchanges, cross-replica copies):
   // what passes through the cache is the replicas' bytes together.
-  p.streaming = bytes >= streaming_bytes / std::max<int64_t>(1, exe_.num_replicas);
+  p.streaming = p.bytes >= streaming_bytes / std::max<int64_t>(1, exe_.num_replicas);
   const int64_t pieces = std::min(kMaxPieces, cost / kPieceCost);
   if (pool_.size() < 2 || cost < kParallelCost || cost == std::numeric_limits<int64_t>::max() || pieces < 2)
     return p;
-  std::vector<std::pair<int64_t, int64_t>> dst, src;
-  for (int64_t i = first; i < last; ++i) {
-    const CopySeg &s = exe_.segs[static_cast<size_t>(i)];
-    if (s.len > 0) dst.emplace_back(s.dst, s.len), src.emplace_back(s.src, s.len);
-  }
-  if (!disjoint(dst)) return p;  // a byte written twice: the last write must win, so run in order
-  if (!exe_.table_overlaps[static_cast<size_t>(table)]) {
-    // Sources may overlap each other (a broadcast); only a source meeting a destination
-    // matters (a table not marked overlapping but copying within one memory).
-    std::sort(src.begin(), src.end());
-    p.disjoint_from_source = true;
-    size_t k = 0;
-    for (const auto &d : dst) {  // sorted by disjoint()
-      while (k < src.size() && src[k].first + src[k].second <= d.first) ++k;
-      for (size_t j = k; j < src.size() && src[j].first < d.first + d.second && p.disjoint_from_source; ++j)
-        p.disjoint_from_source = src[j].first + src[j].second <= d.first;
-      if (!p.disjoint_from_source) break;
-    }
-  }
-  // Cut the table into `pieces` runs of about equal cost; a cut may fall inside a segment.
+  // A byte written twice: the last write must win, so run in order.
+  if (!destinations_apart(t.first, t.end, kMaxCheckedElements)) return p;
+  // Sources may overlap each other (a broadcast); only a source meeting a destination
+  // matters (a table not marked overlapping but copying within one memory).
+  if (!exe_.table_overlaps[static_cast<size_t>(table)])
+    p.disjoint_from_source = sources_apart(t.first, t.end, kMaxCheckedElements);
+  // Cut the table into `pieces` of about equal cost; a cut may fall inside a row, or an
+  // element, whose parts then go to the pieces on either side of it as sub-runs.
+  struct Cut {
+    const CopyRun *row;
+    int64_t offset, scratch;  // bytes into the row, and into the table
+  };
+  std::vector<Cut> cuts{Cut{t.first, 0, 0}};
   const int64_t share = cost / pieces;
-  p.cuts.push_back(Cut{first, 0, 0});
   int64_t k = 1, done = 0, scratch = 0;
-  for (int64_t i = first; i < last; ++i) {
-    const int64_t len = exe_.segs[static_cast<size_t>(i)].len;
-    done += kSegmentCost;
-    for (; k < pieces && done + len >= share * k; ++k) {
-      const int64_t offset = std::min(len, std::max<int64_t>(0, share * k - done));
-      p.cuts.push_back(Cut{i, offset, scratch + offset});
+  for (const CopyRun *r = t.first; r != t.end; ++r) {
+    const int64_t each = r->len + kSegmentCost, elements = r->count * r->outer;
+    const int64_t row_cost = elements * each;  // no overflow: the sum did not saturate
+    for (; k < pieces && done + row_cost >= share * k; ++k) {
+      const int64_t into = std::max<int64_t>(0, share * k - done);
+      const int64_t e = std::min(elements - 1, into / each);
+      const int64_t offset = e * r->len + std::min(r->len, std::max<int64_t>(0, into - e * each - kSegmentCost));
+      cuts.push_back(Cut{r, offset, scratch + offset});
     }
-    done += len;
-    scratch += len;
+    done += row_cost;
+    scratch += run_bytes(*r);
   }
-  for (; k < pieces; ++k) p.cuts.push_back(Cut{last, 0, scratch});
-  p.cuts.push_back(Cut{last, 0, scratch});
+  for (; k <= pieces; ++k) cuts.push_back(Cut{t.end, 0, scratch});
+  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const Cut &a = cuts[c], &b = cuts[c + 1];
+    Piece piece;
+    piece.scratch = a.scratch;
+    if (a.row == b.row) {
+      if (a.row != t.end) slice_run(*a.row, a.offset, b.offset, piece.head);
+    } else {
+      piece.first = a.row;
+      if (a.offset > 0) slice_run(*piece.first++, a.offset, run_bytes(*a.row), piece.head);
+      piece.last = b.row;
+      if (b.row != t.end) slice_run(*b.row, 0, b.offset, piece.tail);
+    }
+    p.pieces.push_back(std::move(piece));
+  }
   return p;
 }
 
 int64_t CopyTables::pieces(int64_t table, bool within_one_memory) const {
   const Plan &p = plans_[static_cast<size_t>(table)];
-  const bool parallel = !p.cuts.empty() && (exe_.table_overlaps[static_cast<size_t>(table)] || !within_one_memory ||
-                                            p.disjoint_from_source);
-  return parallel ? static_cast<int64_t>(p.cuts.size()) - 1 : 1;
+  const bool parallel = !p.pieces.empty() && (exe_.table_overlaps[static_cast<size_t>(table)] ||
+                                              !within_one_memory || p.disjoint_from_source);
+  return parallel ? static_cast<int64_t>(p.pieces.size()) : 1;
 }
 
 bool CopyTables::streams(int64_t table) const { return plans_[static_cast<size_t>(table)].streaming; }
 
 int64_t CopyTables::runs(int64_t table) const {
-  const Plan &p = plans_[static_cast<size_t>(table)];
-  return p.whole.last - p.whole.first;
+  const Table &t = tables_[static_cast<size_t>(table)];
+  return t.end - t.first;
 }
 
 void CopyTables::copy_range(const Piece &piece, const uint8_t *src, uint8_t *dst, bool streaming) const {
-  const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last;
-  if (!streaming) {
-    for (; r != end; ++r) copy_run(*r, src, dst);
-    return;
-  }
-  for (; r != end; ++r) {
-    if (r->len < kStreamMin) {  // stream_bytes would copy each element plainly: copy_run's loops do
-      if (r->outer > 1 && r->blocked) copy_blocked(*r, src, dst, true);
-      else copy_run(*r, src, dst);
-      continue;
+  auto rows = [&](const CopyRun *r, const CopyRun *end) {
+    if (!streaming) {
+      for (; r != end; ++r) copy_run(*r, src, dst);
+      return;
     }
-    for (int32_t o = 0; o < r->outer; ++o) {
-      const uint8_t *s = src + r->src + int64_t{o} * r->outer_src;
-      uint8_t *d = dst + r->dst + int64_t{o} * r->outer_dst;
-      for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, d += r->dst_stride) stream_bytes(d, s, r->len);
+    for (; r != end; ++r) {
+      if (r->len < kStreamMin) {  // stream_bytes would copy each element plainly: copy_run's loops do
+        const int direction = r->outer > 1 ? blocked_direction(*r) : 0;
+        if (direction) copy_blocked(*r, direction, src, dst, true);
+        else copy_run(*r, src, dst);
+        continue;
+      }
+      for (int64_t o = 0; o < r->outer; ++o) {
+        const uint8_t *s = src + r->src + o * r->outer_src;
+        uint8_t *d = dst + r->dst + o * r->outer_dst;
+        for (int64_t i = 0; i < r->count; ++i, s += r->src_stride, d += r->dst_stride) stream_bytes(d, s, r->len);
+      }
     }
-  }
-  store_fence();
+  };
+  rows(piece.head.data(), piece.head.data() + piece.head.size());
+  rows(piece.first, piece.last);
+  rows(piece.tail.data(), piece.tail.data() + piece.tail.size());
+  if (streaming) store_fence();
 }
 
 void CopyTables::gather_range(const Piece &piece, const uint8_t *src, uint8_t *tmp) const {
   tmp += piece.scratch;
-  for (const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last; r != end; ++r) {
-    for (int32_t o = 0; o < r->outer; ++o) {
-      const uint8_t *s = src + r->src + int64_t{o} * r->outer_src;
-      for (int32_t i = 0; i < r->count; ++i, s += r->src_stride, tmp += r->len) copy_bytes(tmp, s, r->len);
-    }
-  }
+  tmp = gather_runs(piece.head.data(), piece.head.data() + piece.head.size(), src, tmp);
+  tmp = gather_runs(piece.first, piece.last, src, tmp);
+  gather_runs(piece.tail.data(), piece.tail.data() + piece.tail.size(), src, tmp);
 }
 
 void CopyTables::scatter_range(const Piece &piece, const uint8_t *tmp, uint8_t *dst, bool streaming) const {
   tmp += piece.scratch;
-  for (const CopyRun *r = runs_.data() + piece.first, *end = runs_.data() + piece.last; r != end; ++r) {
-    for (int32_t o = 0; o < r->outer; ++o) {
-      uint8_t *d = dst + r->dst + int64_t{o} * r->outer_dst;
-      for (int32_t i = 0; i < r->count; ++i, d += r->dst_stride, tmp += r->len) move(d, tmp, r->len, streaming);
-    }
-  }
+  tmp = scatter_runs(piece.head.data(), piece.head.data() + piece.head.size(), tmp, dst, streaming);
+  tmp = scatter_runs(piece.first, piece.last, tmp, dst, streaming);
+  scatter_runs(piece.tail.data(), piece.tail.data() + piece.tail.size(), tmp, dst, streaming);
   if (streaming) store_fence();
 }
 
@@ -380,10 +346,11 @@ void CopyTables::run_planned(int64_t table, const uint8_t *src, uint8_t *dst) {
     pool_.parallel_for(n, [&](int64_t k) { scatter_range(p.pieces[k], tmp, dst, p.streaming); });
     return;
   }
-  // On this thread, in the segments' order.
-  if (!overlaps) return copy_range(p.whole, src, dst, p.streaming);
-  gather_range(p.whole, src, scratch_.data());
-  scatter_range(p.whole, scratch_.data(), dst, p.streaming);
+  // On this thread, in the rows' order.
+  const Piece all = whole(table);
+  if (!overlaps) return copy_range(all, src, dst, p.streaming);
+  gather_range(all, src, scratch_.data());
+  scatter_range(all, scratch_.data(), dst, p.streaming);
 }
 
 }  // namespace popsim

@@ -11,14 +11,16 @@
 // are written with non-temporal stores (the destination would not stay in the cache
 // anyway, and they save reading each destination line before overwriting it).
 //
-// A table runs from runs, not segments: consecutive segments of one length whose sources
-// and destinations each step by a constant stride (a transpose or a strided view moves
-// one 4-byte element per segment) become one run row, copied by a tight loop. The runs
-// keep the segments' order, so every table copies exactly what its segments say, in the
-// same order. Consecutive runs that repeat one run at constant offsets become one
-// two-dimensional run; a transpose of 4-byte elements (NCHW to NHWC) then moves 4 x 4
-// blocks through registers, where the result cannot depend on the order.
+// A table is a list of runs (CopyRun, executable.hpp): consecutive segments of one length
+// whose sources and destinations each step by a constant stride, and runs repeating one run
+// at constant offsets, made by the lowering (src/popsim/lower/copy_runs.py). The core runs
+// the executable's rows in place, in order: every table copies exactly what its segments
+// say, in the same order. A parallel piece is a stretch of whole rows plus, where a cut
+// falls inside a row, a few sub-runs of it held by the piece. A transpose of 4-byte
+// elements (NCHW to NHWC) moves 4 x 4 blocks through registers, where the result cannot
+// depend on the order (blocked_direction).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -39,65 +41,90 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
   }
 }
 
-// `outer` rows of `count` elements of `len` bytes: element i of row o from
-// src + o * outer_src + i * src_stride to dst + o * outer_dst + i * dst_stride (one
-// segment: outer and count 1, strides 0). Rows run in order, each row's elements in order:
-// the segments' order. `blocked`: 4-byte elements whose rows or columns are contiguous on
-// one side (a transpose), every destination written once and no source byte among the
-// destination's (offsets apart): copy_run may move them 4 x 4 at a time.
-struct CopyRun {
-  int64_t src, dst;
-  int32_t len, count, src_stride, dst_stride;
-  int32_t outer, outer_src, outer_dst, blocked;
-};
+// Whether run `r` may move its elements 4 x 4 at a time, and how: 0 no; 1 rows in (its
+// sources' rows, outer_src 4, are read 4 elements at a time and stored as columns of
+// destination rows, dst_stride 4); 2 rows out (the mirror image). Only 4-byte elements, at
+// least 4 x 4, every destination element apart from the others and no source byte among
+// the destination's (offsets apart): then no element's value depends on the copying order.
+// Decided here, from the run's numbers alone, so no flag in the executable can claim it.
+inline int blocked_direction(const CopyRun &r) {
+  if (r.len != 4 || r.outer < 4 || r.count < 4) return 0;
+  const bool rows_in = r.outer_src == 4 && r.dst_stride == 4 && r.outer_dst >= 4 * r.count;
+  const bool rows_out = r.src_stride == 4 && r.outer_dst == 4 && r.dst_stride >= 4 * r.outer;
+  if (!rows_in && !rows_out) return 0;
+  auto low = [&](int64_t base, int64_t outer_stride, int64_t stride) {
+    return base + std::min<int64_t>((r.outer - 1) * outer_stride, 0) + std::min<int64_t>((r.count - 1) * stride, 0);
+  };
+  auto high = [&](int64_t base, int64_t outer_stride, int64_t stride) {
+    return base + std::max<int64_t>((r.outer - 1) * outer_stride, 0) + std::max<int64_t>((r.count - 1) * stride, 0) + 4;
+  };
+  const bool apart = high(r.src, r.outer_src, r.src_stride) <= low(r.dst, r.outer_dst, r.dst_stride) ||
+                     high(r.dst, r.outer_dst, r.dst_stride) <= low(r.src, r.outer_src, r.src_stride);
+  return apart ? (rows_in ? 1 : 2) : 0;
+}
 
 // Copies a row of a run's elements in order.
 inline void copy_row(const CopyRun &r, const uint8_t *s, uint8_t *d) {
   if (r.count == 1) return copy_bytes(d, s, r.len);
-  const int64_t ss = r.src_stride, ds = r.dst_stride;
+  const int64_t ss = r.src_stride, ds = r.dst_stride, n = r.count;
   switch (r.len) {
     case 4:
-      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, 4);
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 4);
       return;
     case 8:
-      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, 8);
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 8);
       return;
     case 2:
-      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, 2);
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 2);
       return;
     case 1:
-      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) *d = *s;
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) *d = *s;
       return;
     default:
-      for (int32_t i = 0; i < r.count; ++i, s += ss, d += ds) std::memcpy(d, s, static_cast<size_t>(r.len));
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, static_cast<size_t>(r.len));
   }
 }
 
-// A blocked run's elements, 4 x 4 at a time through a register transpose (copy_tables.cpp);
-// `streaming`: with non-temporal stores where they are aligned (the caller then fences).
-void copy_blocked(const CopyRun &r, const uint8_t *src, uint8_t *dst, bool streaming = false);
+// A blocked run's elements (blocked_direction(r) = `direction`, not 0), 4 x 4 at a time
+// through a register transpose (copy_tables.cpp); `streaming`: with non-temporal stores
+// where they are aligned (the caller then fences).
+void copy_blocked(const CopyRun &r, int direction, const uint8_t *src, uint8_t *dst, bool streaming = false);
 
 // Copies a run's elements (the same bytes as in the segments' order).
 inline void copy_run(const CopyRun &r, const uint8_t *src, uint8_t *dst) {
   if (r.outer == 1) return copy_row(r, src + r.src, dst + r.dst);
-  if (r.blocked) return copy_blocked(r, src, dst);
+  if (const int direction = blocked_direction(r)) return copy_blocked(r, direction, src, dst);
   const uint8_t *s = src + r.src;
   uint8_t *d = dst + r.dst;
-  for (int32_t o = 0; o < r.outer; ++o, s += r.outer_src, d += r.outer_dst) copy_row(r, s, d);
+  for (int64_t o = 0; o < r.outer; ++o, s += r.outer_src, d += r.outer_dst) copy_row(r, s, d);
 }
+
+// The bytes a run copies.
+inline int64_t run_bytes(const CopyRun &r) { return r.len * r.count * r.outer; }
+
+// Runs [first, last) through a buffer: gather_runs reads their sources one after another
+// into `tmp`, scatter_runs writes them from there (with non-temporal stores when
+// `streaming`; the caller then fences). Each returns the end of what it used of `tmp`.
+uint8_t *gather_runs(const CopyRun *first, const CopyRun *last, const uint8_t *src, uint8_t *tmp);
+const uint8_t *scatter_runs(const CopyRun *first, const CopyRun *last, const uint8_t *tmp, uint8_t *dst,
+                            bool streaming = false);
 
 class CopyTables {
  public:
-  // Work of a segment: its bytes plus this much for its own overhead.
+  // Work of a table's element: its bytes plus this much for its own overhead.
   static constexpr int64_t kSegmentCost = 32;
   // Tables of at least this much work run in parallel pieces of at least kPieceCost.
   static constexpr int64_t kParallelCost = int64_t{1} << 20;
   static constexpr int64_t kPieceCost = int64_t{256} << 10;
   static constexpr int64_t kMaxPieces = 64;
+  // Deciding whether a table's pieces may run in parallel looks at each row's extent; where
+  // extents interleave, at the elements, up to this many per table (past it, the table
+  // runs in order on one thread).
+  static constexpr int64_t kMaxCheckedElements = int64_t{1} << 22;
 
-  // `exe` must have been validated (segments inside their tables' memory); it must
-  // outlive this object. `streaming_bytes`: tables of at least this many bytes use
-  // non-temporal stores (0: the host's last-level cache size).
+  // `exe` must have been validated (runs inside their tables' memory); it must outlive
+  // this object, which runs its rows in place. `streaming_bytes`: tables of at least
+  // this many bytes use non-temporal stores (0: the host's last-level cache size).
   CopyTables(const Executable &exe, ThreadPool &pool, int64_t streaming_bytes = 0);
 
   // Copies table `table` from `src` to `dst` (which may be the same memory). Small
@@ -108,7 +135,12 @@ class CopyTables {
     for (const CopyRun *r = t.first, *end = t.end; r != end; ++r) copy_run(*r, src, dst);
   }
 
-  // For tests: how many run rows table `table` has (the segments it merges into runs).
+  // Table `table`'s run rows, and the bytes it copies.
+  const CopyRun *first(int64_t table) const { return tables_[static_cast<size_t>(table)].first; }
+  const CopyRun *end(int64_t table) const { return tables_[static_cast<size_t>(table)].end; }
+  int64_t bytes(int64_t table) const { return plans_[static_cast<size_t>(table)].bytes; }
+
+  // For tests: how many run rows table `table` has.
   int64_t runs(int64_t table) const;
 
   // For tests: how table `table` runs: in how many pieces (1: on the calling thread)
@@ -118,20 +150,18 @@ class CopyTables {
   bool streams(int64_t table) const;
 
  private:
-  // A position in a table: segment `seg` (absolute index), `offset` bytes into it;
-  // `scratch`: where that byte lies in the scratch buffer of an overlapping table.
-  struct Cut {
-    int64_t seg, offset, scratch;
-  };
-  // A piece of a table: runs [first, last) of runs_, its bytes from `scratch` on in the
-  // scratch buffer of an overlapping table.
+  // A piece of a table: sub-runs `head` (the end of a row a cut falls inside), the rows
+  // [first, last), sub-runs `tail` (the start of the row the next cut falls inside); its
+  // bytes from `scratch` on in the scratch buffer of an overlapping table.
   struct Piece {
-    int64_t first, last, scratch;
+    std::vector<CopyRun> head;
+    const CopyRun *first = nullptr, *last = nullptr;
+    std::vector<CopyRun> tail;
+    int64_t scratch = 0;
   };
   struct Plan {
-    std::vector<Cut> cuts;  // pieces + 1 positions, from the table's start to its end
-    std::vector<Piece> pieces;  // one per piece (one for a table run whole)
-    Piece whole{0, 0, 0};       // the table's runs in one piece, for running it on one thread
+    std::vector<Piece> pieces;  // empty: the table runs whole, on the calling thread
+    int64_t bytes = 0;
     bool streaming = false;
     bool disjoint_from_source = false;  // no destination byte is a source byte (arena -> arena)
   };
@@ -145,17 +175,13 @@ class CopyTables {
   void copy_range(const Piece &piece, const uint8_t *src, uint8_t *dst, bool streaming) const;
   void gather_range(const Piece &piece, const uint8_t *src, uint8_t *tmp) const;
   void scatter_range(const Piece &piece, const uint8_t *tmp, uint8_t *dst, bool streaming) const;
+  Piece whole(int64_t table) const;
   Plan plan(int64_t table, int64_t streaming_bytes) const;
-  // Appends the runs of the segment parts between two cuts to runs_.
-  void add_runs(const Cut &from, const Cut &to);
-  // Joins runs_[start:] that repeat one run at constant offsets into two-dimensional runs.
-  void join_rows(size_t start);
 
   const Executable &exe_;
   ThreadPool &pool_;
-  std::vector<CopyRun> runs_;     // every table's, piece by piece
   std::vector<Table> tables_;
-  std::vector<Plan> plans_;       // per table; empty cuts: run whole, on the calling thread
+  std::vector<Plan> plans_;
   std::vector<uint8_t> scratch_;  // for tables whose source and destination overlap
 };
 

@@ -87,9 +87,22 @@ struct Instr {
   int64_t op, step, a, b, c, d;
 };
 
-struct CopySeg {
-  int64_t src, dst, len;  // byte offsets and length
+// A row of a copy table (src/popsim/lower/copy_runs.py makes them): `outer` rows of
+// `count` elements of `len` bytes, element i of row o copied from src + o * outer_src +
+// i * src_stride to dst + o * outer_dst + i * dst_stride (byte offsets), rows in order and
+// each row's elements in order. A plain segment is a run of one element (count and outer
+// 1, strides 0). Lengths, counts and strides are within 32 bits (COPY_RUN_LIMIT), so a
+// run's extent is computed in 64 bits without overflow (validate.cpp checks them).
+struct CopyRun {
+  int64_t src, dst, len, count, src_stride, dst_stride;
+  int64_t outer, outer_src, outer_dst;
 };
+// The bound on a run's len, count, outer and on each stride's magnitude.
+constexpr int64_t COPY_RUN_LIMIT = (int64_t{1} << 31) - 1;
+// The most elements and bytes one copy table may move (all its runs together): the
+// validation refuses more, so that a crafted executable cannot ask for unbounded work.
+constexpr int64_t MAX_TABLE_ELEMENTS = int64_t{1} << 34;
+constexpr int64_t MAX_TABLE_BYTES = int64_t{1} << 40;
 
 struct SwitchCase {
   int64_t value, target;
@@ -194,8 +207,8 @@ struct Executable {
   std::vector<uint8_t> stream_broadcast;  // per stream: 1 = one transfer read by every replica
   std::vector<Instr> instrs;
   std::vector<int64_t> entries;           // program index -> first instruction
-  Rows<CopySeg> segs;                     // all copy tables, concatenated
-  std::vector<int64_t> table_begin;       // table t = segs[table_begin[t] .. table_begin[t+1])
+  Rows<CopyRun> copy_runs;                // all copy tables' runs, concatenated
+  std::vector<int64_t> table_begin;       // table t = copy_runs[table_begin[t] .. table_begin[t+1])
   std::vector<uint8_t> table_overlaps;    // 1 when a table's source and destination overlap
   std::vector<SwitchCase> cases;          // all switch tables, concatenated
   std::vector<int64_t> switch_begin;      // like table_begin

@@ -26,8 +26,10 @@ inline std::vector<RowLayout> row_layouts() {
   return {
       POPSIM_ROW("instrs", Instr, POPSIM_COLUMN(Instr, op), POPSIM_COLUMN(Instr, step), POPSIM_COLUMN(Instr, a),
                  POPSIM_COLUMN(Instr, b), POPSIM_COLUMN(Instr, c), POPSIM_COLUMN(Instr, d)),
-      POPSIM_ROW("segs", CopySeg, POPSIM_COLUMN(CopySeg, src), POPSIM_COLUMN(CopySeg, dst),
-                 POPSIM_COLUMN(CopySeg, len)),
+      POPSIM_ROW("copy_runs", CopyRun, POPSIM_COLUMN(CopyRun, src), POPSIM_COLUMN(CopyRun, dst),
+                 POPSIM_COLUMN(CopyRun, len), POPSIM_COLUMN(CopyRun, count), POPSIM_COLUMN(CopyRun, src_stride),
+                 POPSIM_COLUMN(CopyRun, dst_stride), POPSIM_COLUMN(CopyRun, outer),
+                 POPSIM_COLUMN(CopyRun, outer_src), POPSIM_COLUMN(CopyRun, outer_dst)),
       POPSIM_ROW("cases", SwitchCase, POPSIM_COLUMN(SwitchCase, value), POPSIM_COLUMN(SwitchCase, target)),
       POPSIM_ROW("step_ipus", StepIpus, POPSIM_COLUMN(StepIpus, involved), POPSIM_COLUMN(StepIpus, join),
                  POPSIM_COLUMN(StepIpus, tail)),

@@ -240,21 +240,13 @@ bool Machine::cross_replica_copy(int64_t table, int64_t map, const HostInterface
       if (dest[r] >= 0) run_table(table, arena(r), arena(dest[r]));
     return true;
   }
-  const CopySeg *first = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
-  const CopySeg *last = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
-  int64_t bytes = 0;
-  for (const CopySeg *s = first; s != last; ++s) bytes += s->len;
+  const CopyRun *first = copies_->first(table), *last = copies_->end(table);
+  const int64_t bytes = copies_->bytes(table);
   replica_scratch_.resize(static_cast<size_t>(bytes * exe_.num_replicas));
-  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
-    if (dest[r] < 0) continue;
-    uint8_t *tmp = replica_scratch_.data() + r * bytes;
-    for (const CopySeg *s = first; s != last; tmp += s->len, ++s) copy_bytes(tmp, arena(r) + s->src, s->len);
-  }
-  for (int64_t r = 0; r < exe_.num_replicas; ++r) {
-    if (dest[r] < 0) continue;
-    const uint8_t *tmp = replica_scratch_.data() + r * bytes;
-    for (const CopySeg *s = first; s != last; tmp += s->len, ++s) copy_bytes(arena(dest[r]) + s->dst, tmp, s->len);
-  }
+  for (int64_t r = 0; r < exe_.num_replicas; ++r)
+    if (dest[r] >= 0) gather_runs(first, last, arena(r), replica_scratch_.data() + r * bytes);
+  for (int64_t r = 0; r < exe_.num_replicas; ++r)
+    if (dest[r] >= 0) scatter_runs(first, last, replica_scratch_.data() + r * bytes, arena(dest[r]));
   return true;
 }
 
@@ -270,10 +262,8 @@ bool Machine::cross_process_copy(int64_t table, int64_t map, const HostInterface
       if (dest[r] >= 0 && block_.holds(dest[r])) run_table(table, arena(r - block_.first()), arena(dest[r] - block_.first()));
     return block_.copy(host, table, map);
   }
-  const CopySeg *first = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table)];
-  const CopySeg *last = exe_.segs.data() + exe_.table_begin[static_cast<size_t>(table) + 1];
-  int64_t bytes = 0;
-  for (const CopySeg *s = first; s != last; ++s) bytes += s->len;
+  const CopyRun *first = copies_->first(table), *last = copies_->end(table);
+  const int64_t bytes = copies_->bytes(table);
   const int64_t base = block_.first(), n = block_.instances();
   std::vector<int64_t> send_bytes(static_cast<size_t>(n), 0), recv_bytes(static_cast<size_t>(n), 0);
   int64_t local_pairs = 0;
@@ -289,12 +279,8 @@ bool Machine::cross_process_copy(int64_t table, int64_t map, const HostInterface
   peer_send_.resize(static_cast<size_t>(total_send));
   peer_recv_.resize(static_cast<size_t>(total_recv));
   replica_scratch_.resize(static_cast<size_t>(bytes * local_pairs));
-  auto gather_source = [&](int64_t r, uint8_t *out) {
-    for (const CopySeg *s = first; s != last; out += s->len, ++s) copy_bytes(out, arena(r - base) + s->src, s->len);
-  };
-  auto scatter_to = [&](int64_t d, const uint8_t *in) {
-    for (const CopySeg *s = first; s != last; in += s->len, ++s) copy_bytes(arena(d - base) + s->dst, in, s->len);
-  };
+  auto gather_source = [&](int64_t r, uint8_t *out) { gather_runs(first, last, arena(r - base), out); };
+  auto scatter_to = [&](int64_t d, const uint8_t *in) { scatter_runs(first, last, in, arena(d - base)); };
   uint8_t *out = peer_send_.data(), *scratch = replica_scratch_.data();
   for (int64_t p = 0; p < n; ++p)
     for (int64_t r = base; r < base + block_.local(); ++r)

@@ -1,6 +1,7 @@
 #include "core/validate.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 namespace popsim {
@@ -44,21 +45,50 @@ void check_ranges(const std::vector<int64_t> &begin, size_t rows, const char *wh
     if (begin[i] < begin[i - 1]) bad(std::string(what) + ": row ranges out of order");
 }
 
+// One run's reach on one side, [low, high), with every factor bounded first, so that
+// nothing overflows: |len|, |count|, |outer| and the strides are at most 2^31, so each
+// product is below 2^62 and the two together below 2^63.
+bool run_reach(int64_t base, int64_t stride, int64_t outer_stride, const CopyRun &r, int64_t &low, int64_t &high) {
+  if (base < 0 || std::llabs(stride) > COPY_RUN_LIMIT || std::llabs(outer_stride) > COPY_RUN_LIMIT) return false;
+  const int64_t a = (r.outer - 1) * outer_stride, b = (r.count - 1) * stride;
+  const int64_t up = std::max<int64_t>(a, 0) + std::max<int64_t>(b, 0) + r.len;
+  if (up > std::numeric_limits<int64_t>::max() - base) return false;
+  low = base + std::min<int64_t>(a, 0) + std::min<int64_t>(b, 0);
+  high = base + up;
+  return low >= 0;
+}
+
 TableExtents copy_table_extents(const Executable &exe) {
-  check_ranges(exe.table_begin, exe.segs.size(), "copy tables");
+  check_ranges(exe.table_begin, exe.copy_runs.size(), "copy tables");
   const size_t ntables = exe.table_begin.size() - 1;
   if (exe.table_overlaps.size() != ntables) bad("copy tables: one overlap flag per table expected");
   TableExtents ext;
   ext.src.assign(ntables, 0);
   ext.dst.assign(ntables, 0);
+  auto in_limit = [](int64_t v) { return v >= 1 && v <= COPY_RUN_LIMIT; };
   for (size_t t = 0; t < ntables; ++t) {
+    int64_t elements = 0, bytes = 0;
     for (int64_t i = exe.table_begin[t]; i < exe.table_begin[t + 1]; ++i) {
-      const CopySeg &s = exe.segs[static_cast<size_t>(i)];
-      const int64_t big = std::numeric_limits<int64_t>::max();
-      if (s.len < 0 || s.src < 0 || s.dst < 0 || s.len > big - s.src || s.len > big - s.dst)
-        bad(at("copy segment", static_cast<size_t>(i)) + ": negative or overflowing offset or length");
-      ext.src[t] = std::max(ext.src[t], s.src + s.len);
-      ext.dst[t] = std::max(ext.dst[t], s.dst + s.len);
+      const CopyRun &r = exe.copy_runs[static_cast<size_t>(i)];
+      const Where where{"copy run", static_cast<size_t>(i)};
+      if (!in_limit(r.len) || !in_limit(r.count) || !in_limit(r.outer))
+        bad(where + ": len, count and outer must be 1 to " + str(COPY_RUN_LIMIT) + ", found " + str(r.len) + ", " +
+            str(r.count) + ", " + str(r.outer) + "; the executable is corrupted: compile it again");
+      int64_t src_low, src_high, dst_low, dst_high;
+      if (!run_reach(r.src, r.src_stride, r.outer_src, r, src_low, src_high) ||
+          !run_reach(r.dst, r.dst_stride, r.outer_dst, r, dst_low, dst_high))
+        bad(where + ": a negative or overflowing offset, or a stride past " + str(COPY_RUN_LIMIT) +
+            " bytes; the executable is corrupted: compile it again");
+      ext.src[t] = std::max(ext.src[t], src_high);
+      ext.dst[t] = std::max(ext.dst[t], dst_high);
+      // Each product below 2^62, and the sums checked at every step: no overflow.
+      const int64_t n = r.count * r.outer;
+      elements += n;
+      if (elements <= MAX_TABLE_ELEMENTS) bytes += n * r.len;  // below 2^34 * 2^31
+      if (elements > MAX_TABLE_ELEMENTS || bytes > MAX_TABLE_BYTES)
+        bad("copy table " + str(static_cast<int64_t>(t)) + ": its runs move more than " + str(MAX_TABLE_ELEMENTS) +
+            " elements or " + str(MAX_TABLE_BYTES) + " bytes (by copy run " + str(i) + "), more than any table "
+            "popsim makes; the executable is corrupted or crafted: compile it again");
     }
   }
   return ext;

@@ -19,12 +19,14 @@ FieldBase              where a vertex field points (FieldBase.ARENA, SPANS, NONE
 VERTEX_MULTI           the vertex-row flag of a MultiVertex
 STATE_ALIGNMENT        vertex state objects start at multiples of this many bytes
 MAX_CALL_DEPTH         how deep Calls may nest (the VM's return stack)
+COPY_RUN_LIMIT         the bound on a copy run's len, count, outer and stride magnitudes
+MAX_TABLE_ELEMENTS     the most elements one copy table may move (MAX_TABLE_BYTES: bytes)
 ErrorKind              what a codelet's popsim_exec.error holds (ErrorKind.INDEX_ERROR)
 FaultPlace             where a vertex's code faulted (FaultPlace.STACK_OVERFLOW)
 PeerOp                 what a run asks of the other MPI processes (PeerOp.EXCHANGE, GATHER)
 CATEGORIES, CAT        the cost categories of a step's cost vector, and name -> index
 NUM_CATEGORIES         len(CATEGORIES)
-ROW_WIDTHS             table -> int64 columns per row (instrs, segs, cases, vertices, ...)
+ROW_WIDTHS             table -> int64 columns per row (instrs, copy_runs, cases, vertices, ...)
 COLUMNS                table -> {column name: index}, e.g. COLUMNS["vertices"]["tile"]
 EXEC_FIELDS, EXEC_SIZE popsim_exec as (name, offset, size, kind) rows and its size in bytes
 SPAN_FIELDS, SPAN_SIZE popsim_span (popsim_field) likewise
@@ -40,7 +42,8 @@ from typing import Dict, Tuple
 
 from . import _core
 
-__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT", "MAX_CALL_DEPTH", "ErrorKind", "FaultPlace", "PeerOp",
+__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT", "MAX_CALL_DEPTH", "COPY_RUN_LIMIT",
+           "MAX_TABLE_ELEMENTS", "MAX_TABLE_BYTES", "ErrorKind", "FaultPlace", "PeerOp",
            "CATEGORIES", "CAT", "NUM_CATEGORIES", "ROW_WIDTHS", "COLUMNS", "EXEC_FIELDS", "EXEC_SIZE",
            "SPAN_FIELDS", "SPAN_SIZE", "ExecContext", "Span"]
 
@@ -72,6 +75,9 @@ SCALAR_TYPE_INFO: Dict[ScalarType, Tuple[int, str]] = {
 VERTEX_MULTI: int = int(_core.VERTEX_FLAGS["MULTI"])
 STATE_ALIGNMENT: int = int(_core.STATE_ALIGNMENT)  # vertex state offsets are multiples of this
 MAX_CALL_DEPTH: int = int(_core.MAX_CALL_DEPTH)
+COPY_RUN_LIMIT: int = int(_core.COPY_RUN_LIMIT)  # copy runs' lengths, counts and strides (copy_runs.py)
+MAX_TABLE_ELEMENTS: int = int(_core.MAX_TABLE_ELEMENTS)
+MAX_TABLE_BYTES: int = int(_core.MAX_TABLE_BYTES)
 
 CATEGORIES: Tuple[str, ...] = tuple(_core.CATEGORIES)
 CAT: Dict[str, int] = {name: i for i, name in enumerate(CATEGORIES)}

@@ -151,7 +151,7 @@ class Engine(SnakeCaseNames):
         self._peers: Optional[PeerLink] = None if comm is None else PeerLink(comm, f"engine #{self._number}")
         if self._peers is not None:
             self._peers.agree("graph, programs and initial values", _build_fingerprint(lw))
-            self._peers.serve_copies(np.asarray(lw.segs), np.asarray(lw.table_begin), lw.programs.replica_maps,
+            self._peers.serve_copies(np.asarray(lw.copy_runs), np.asarray(lw.table_begin), lw.programs.replica_maps,
                                      self._machine.arena(), self._first, self._local)
         self._stream_index: Dict[str, int] = {s.handle: s.index for s in lw.streams}
         # (stream, replica) -> callback: held here, where gc sees them
@@ -548,7 +548,7 @@ def _build_fingerprint(lw) -> list:
     initial values (arrays to hash)."""
     p = lw.programs
     sizes = np.array([lw.layout.arena_bytes, lw.replication_factor, len(lw.vertices.vertices)], np.int64)
-    return [np.asarray(a) for a in (p.instrs, p.step_costs, lw.segs, lw.init_image)] + [sizes]
+    return [np.asarray(a) for a in (p.instrs, p.step_costs, lw.copy_runs, lw.init_image)] + [sizes]
 
 
 def _compatible(built_for: Target, device: Target) -> bool:

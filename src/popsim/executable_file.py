@@ -40,7 +40,7 @@ from .zip_stream import read_zip_stream
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
-FORMAT_VERSION = 6  # 6: layout's not-always-live bytes; 5: field layouts say which fields are scalars; 4: replicas and per-IPU step costs
+FORMAT_VERSION = 7  # 7: copy tables as strided runs (copy_runs); 6: layout's not-always-live bytes; 5: field layouts say which fields are scalars; 4: replicas and per-IPU step costs
 MAGIC = "popsim-executable"
 _HEADER = "header.json"
 _LIBRARY = "library/"

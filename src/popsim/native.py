@@ -28,7 +28,7 @@ def describe(lw) -> "_core.Description":
     d.arena_bytes = lw.layout.arena_bytes
     d.instrs = p.instrs
     d.entries = p.entries
-    d.segs = lw.segs
+    d.copy_runs = lw.copy_runs
     d.table_begin = lw.table_begin
     d.table_overlaps = lw.table_overlaps
     d.cases = p.cases

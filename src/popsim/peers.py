@@ -25,14 +25,16 @@ import weakref
 
 import numpy as np
 
-from .contract import COLUMNS, PeerOp
+from .contract import PeerOp
 from .errors import PeerProcessError, PopsimError
+from .lower.copy_runs import runs_to_segments
 
 _NOTICE_TAG = 1      # a failed run's notice
 _DATA_TAG = 2        # cross-replica copy fragments
 _NOTICE_BYTES = 4096  # the longest notice (the failure's message, cut)
 _CHUNK = 1 << 30      # the most bytes in one message (MPI counts are 32-bit ints)
 _SPINS = 1000         # polls of a wait before each further poll first yields the core
+_SIDE = {"src": 0, "dst": 1}  # columns of runs_to_segments's rows
 
 
 class PeerLink:
@@ -75,12 +77,12 @@ class PeerLink:
             self._notice_request.Cancel()
             self._notice_request.Wait()
 
-    def serve_copies(self, segs: np.ndarray, table_begin: np.ndarray, replica_maps: np.ndarray, arena: np.ndarray,
-                     first: int, local: int) -> None:
-        """What cross-replica copies between tile memories need: the copy tables (rows
-        src, dst, len), the replica maps, and this process's tile memory (replica
+    def serve_copies(self, copy_runs: np.ndarray, table_begin: np.ndarray, replica_maps: np.ndarray,
+                     arena: np.ndarray, first: int, local: int) -> None:
+        """What cross-replica copies between tile memories need: the copy tables (run
+        rows, lower/copy_runs.py), the replica maps, and this process's tile memory (replica
         first + i's is arena[i]), which holds replicas [first, first + local)."""
-        self._tables = (segs, table_begin, replica_maps, arena, first, local)
+        self._tables = (copy_runs, table_begin, replica_maps, arena, first, local)
 
     def agree(self, what: str, parts) -> None:
         """PopsimError on every process unless all give the same ``parts`` (numpy arrays:
@@ -168,7 +170,7 @@ class PeerLink:
     def _copy(self, table: int, map_index: int) -> None:
         """Cross-replica copy ``table`` between this process's replicas and the others':
         each fragment from the source replica's tile memory into the destination's."""
-        segs, begin, maps, arena, first, local = self._tables
+        _, begin, maps, arena, first, local = self._tables
         if begin[table] == begin[table + 1]:
             return
         requests = []
@@ -189,10 +191,9 @@ class PeerLink:
         datatype = self._datatypes.get((table, column))
         if datatype is None:
             from mpi4py import MPI
-            segs, begin = self._tables[0], self._tables[1]
-            rows = segs[begin[table]:begin[table + 1]]
-            cols = COLUMNS["segs"]
-            datatype = MPI.BYTE.Create_hindexed(rows[:, cols["len"]].tolist(), rows[:, cols[column]].tolist()).Commit()
+            runs, begin = self._tables[0], self._tables[1]
+            segs = runs_to_segments(runs[begin[table]:begin[table + 1]])  # one (src, dst, len) per element
+            datatype = MPI.BYTE.Create_hindexed(segs[:, 2].tolist(), segs[:, _SIDE[column]].tolist()).Commit()
             self._datatypes[table, column] = datatype
         return datatype
 

@@ -88,7 +88,7 @@ def test_identical_scattered_reads_on_a_tile_share_one_buffer_and_writers_do_not
 
 def _everything(lw):
     vt = lw.vertices
-    return [vt.vertices, vt.fields, vt.spans, vt.groups, vt.compute_sets, lw.segs, lw.table_begin,
+    return [vt.vertices, vt.fields, vt.spans, vt.groups, vt.compute_sets, lw.copy_runs, lw.table_begin,
             lw.programs.step_costs, vt.exchange_costs, np.array(vt.cs_buffer_bytes), np.array(vt.cs_shared_bytes)] + \
         [lw.layout.by_category[k] for k in sorted(lw.layout.by_category)]
 

@@ -123,7 +123,7 @@ def test_edges_match_the_runs_of_their_views(hold):
 
 def tables(lw):
     vt = lw.vertices
-    return [vt.vertices, vt.fields, vt.spans, vt.groups, vt.compute_sets, vt.row_index, lw.segs, lw.table_begin,
+    return [vt.vertices, vt.fields, vt.spans, vt.groups, vt.compute_sets, vt.row_index, lw.copy_runs, lw.table_begin,
             lw.layout.by_category["exchange_buffers"], lw.programs.step_costs, np.array(vt.cs_shared_bytes)]
 
 
@@ -165,7 +165,7 @@ def test_a_view_of_no_one_variable_shape_that_is_one_run_is_an_edge_of_one_run()
     edges, *_ = edges_of(cs)
     assert edges.gid[0] == int(runs_of(block).gid[0]) and edges.n[0] == 20 and not (edges.run_edge == 0).any()
     lw = lower_graph(g._state, [Execute(cs)])
-    assert lw.segs.shape[0] == 0  # nothing to gather: the source is read in place
+    assert lw.copy_runs.shape[0] == 0  # nothing to gather: the source is read in place
 
 
 def test_list_fields_give_one_edge_per_sub_edge_in_order():

@@ -67,8 +67,8 @@ class Lowered:
     layout: MemoryLayout
     programs: LoweredPrograms
     vertices: VertexTables
-    segs: np.ndarray
-    table_begin: np.ndarray
+    copy_runs: np.ndarray                 # every copy table's rows (lower/copy_runs.py), concatenated
+    table_begin: np.ndarray               # table t is copy_runs[table_begin[t]:table_begin[t + 1]]
     table_overlaps: np.ndarray
     streams: List[StreamRecord]           # by index
     host_writes: Dict[str, HostHandle]
@@ -149,7 +149,7 @@ def _lower_graph(state, programs, interpreted: bool, timings: Dict[str, float], 
     with phase("initial memory image", timings):
         init = initial_image(state, planner, tables, compute_sets.init_entries)
     over = tiles_over(layout, target)
-    segs, begin, overlaps = tables.arrays()
+    copy_runs, begin, overlaps = tables.arrays()
     layout.index = None  # only lowering needs the per-element tile lookup
     streams = [StreamRecord(s.handle, s.dtype, s.num_elements, s.is_host_to_device, s.index,
                             s.is_host_to_device and s.replicated_mode is ReplicatedStreamMode.BROADCAST)
@@ -160,7 +160,7 @@ def _lower_graph(state, programs, interpreted: bool, timings: Dict[str, float], 
     counts = {"num_vertices": num_vertices, "num_edges": num_edges, "num_variables": len(variables),
               "num_compute_sets": len(state.compute_sets)}
     return Lowered(target=target, replication_factor=state.replication_factor, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),
-                   segs=segs, table_begin=begin, table_overlaps=overlaps, streams=streams,
+                   copy_runs=copy_runs, table_begin=begin, table_overlaps=overlaps, streams=streams,
                    host_writes=host_writes, host_reads=host_reads, init_table=init.table, init_image=init.image,
                    init_sizes=init.sizes, vertex_values_table=init.vertex_table, vertex_values=init.vertex_values,
                    replication_index_offsets=index_offsets,

@@ -205,8 +205,8 @@ class ComputeSetLowerer:
                                              values_offset, values_size))
         first_group = self.num_groups
         self._add_vertex_rows(tile, vtype, types, codelet, state_offset, estimates, order, type_index)
-        table_in = self.tables.add(placed.gathers) if placed.gathers.size else -1
-        table_out = self.tables.add(placed.scatters) if placed.scatters.size else -1
+        table_in = self.tables.add_runs(placed.gathers) if placed.gathers.size else -1
+        table_out = self.tables.add_runs(placed.scatters) if placed.scatters.size else -1
         self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out))
         self.accesses.append(edge_access(self.state.table, edges))
         exchange_in, exchange_out = placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost)

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ..contract import COLUMNS, NUM_CATEGORIES, ROW_WIDTHS, Op
+from ..contract import COLUMNS, COPY_RUN_LIMIT, NUM_CATEGORIES, ROW_WIDTHS, Op
+from .copy_runs import run_extents
 from .layout import MEMORY_CATEGORIES
 
 __all__ = ["check_lowered", "check_initial_image"]
@@ -69,18 +70,33 @@ def _same(have: np.ndarray, want: np.ndarray, name: str, source: str) -> None:
 
 def _host_extents(lw):
     """Per copy table: the bytes its host-side (source) and arena-side reach. Tables are
-    consecutive runs of segs (table_begin is checked first), so each is one reduceat
-    range: a non-empty table's reaches to the next non-empty one's start."""
-    segs, begin = lw.segs, lw.table_begin
+    consecutive stretches of copy_runs (table_begin is checked first), so each is one
+    reduceat range: a non-empty table's reaches to the next non-empty one's start."""
+    runs, begin = lw.copy_runs, lw.table_begin
     ntables = begin.size - 1
     src, dst = np.zeros(ntables, np.int64), np.zeros(ntables, np.int64)
     filled = np.flatnonzero(np.diff(begin) > 0)
     if filled.size:
-        col, starts = COLUMNS["segs"], begin[filled]
-        length = segs[:, col["len"]]
-        src[filled] = np.maximum.reduceat(segs[:, col["src"]] + length, starts)
-        dst[filled] = np.maximum.reduceat(segs[:, col["dst"]] + length, starts)
+        starts = begin[filled]
+        src[filled] = np.maximum.reduceat(run_extents(runs, "src")[1], starts)
+        dst[filled] = np.maximum.reduceat(run_extents(runs, "dst")[1], starts)
     return src, dst
+
+
+def _check_runs(runs: np.ndarray) -> None:
+    """Run rows within the core's bounds (it checks them again, with the memories)."""
+    if not runs.size:
+        return
+    col = COLUMNS["copy_runs"]
+    sizes = runs[:, [col["len"], col["count"], col["outer"]]]
+    _need(int(sizes.min()) >= 1 and int(sizes.max()) <= COPY_RUN_LIMIT,
+          f"copy_runs: len, count and outer must be 1 to {COPY_RUN_LIMIT}")
+    strides = runs[:, [col["src_stride"], col["dst_stride"], col["outer_src"], col["outer_dst"]]]
+    _need(int(np.abs(strides).max()) <= COPY_RUN_LIMIT, f"copy_runs: a stride past {COPY_RUN_LIMIT} bytes")
+    # Below 2**62, with the bounds above no extent overflows int64 (the core allows more).
+    _need(int(runs[:, [col["src"], col["dst"]]].max()) < 1 << 62, "copy_runs: an offset past 2**62")
+    _need(min(int(run_extents(runs, side)[0].min()) for side in ("src", "dst")) >= 0,
+          "copy_runs: a run reaching below offset 0")
 
 
 def _host_table(lw, table: int, nbytes: int, name: str, extents, to_device: bool) -> None:
@@ -112,8 +128,8 @@ def check_initial_image(lw, extents=None) -> None:
         return
     table = lw.init_table  # this table's reach only: a cache hit checks no other
     _need(table < lw.table_begin.size - 1, f"init_table: copy table {table} does not exist")
-    segs = lw.segs[lw.table_begin[table]:lw.table_begin[table + 1]]
-    host, arena = (segs[:, :2] + segs[:, 2:3]).max(axis=0) if segs.size else (0, 0)
+    runs = lw.copy_runs[lw.table_begin[table]:lw.table_begin[table + 1]]
+    host, arena = (run_extents(runs, "src")[1].max(), run_extents(runs, "dst")[1].max()) if runs.size else (0, 0)
     _covers(lw, host, arena, image.size, "init_table")
 
 
@@ -127,11 +143,11 @@ def check_lowered(lw) -> None:
     p, v, m = lw.programs, lw.vertices, lw.layout
 
     # Tables the core runs (the core checks their contents; here, their shapes).
-    _array(lw.segs, "segs", _ROWS, (None, ROW_WIDTHS["segs"]))
+    _array(lw.copy_runs, "copy_runs", _ROWS, (None, ROW_WIDTHS["copy_runs"]))
     _array(lw.table_begin, "table_begin", _INT, (None,))
-    _need(lw.table_begin.size >= 1 and lw.table_begin[0] == 0 and lw.table_begin[-1] == lw.segs.shape[0] and
+    _need(lw.table_begin.size >= 1 and lw.table_begin[0] == 0 and lw.table_begin[-1] == lw.copy_runs.shape[0] and
           bool(np.all(np.diff(lw.table_begin) >= 0)), "table_begin: bad table ranges")
-    _need(lw.segs.size == 0 or int(lw.segs.min()) >= 0, "segs: negative offsets or lengths")
+    _check_runs(lw.copy_runs)
     extents = _host_extents(lw)
     _array(p.instrs, "programs.instrs", _ROWS, (None, ROW_WIDTHS["instrs"]))
     _array(p.entries, "programs.entries", _INT, (None,))

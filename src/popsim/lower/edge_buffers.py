@@ -13,12 +13,13 @@ Everything here works on all the edges of a compute set at once (edges.py's tabl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Tuple
 
 import numpy as np
 
 from ..runs import Runs, search, sort_order
 from .conflicts import check_conflicts
+from .copy_runs import RunBuilder
 from .edges import EdgeOwners, EdgeTable
 from .exchange import Traffic, merge_overlapping_runs
 from .layout import TILE_REGION_ALIGNMENT, MemoryLayout
@@ -33,8 +34,8 @@ _EMPTY = np.empty(0, np.int64)
 @dataclass
 class PlacedEdges:
     """Arena offset of every edge's data, the gather (before the compute phase) and
-    scatter (after it) copy segments, the traffic of both phases, and the buffer
-    bytes sharing saved."""
+    scatter (after it) copy tables (run rows, copy_runs.py), the traffic of both
+    phases, and the buffer bytes sharing saved."""
 
     offsets: np.ndarray
     gathers: np.ndarray
@@ -79,7 +80,7 @@ class EdgePlacer:
         offsets[used] = self.planner.arena_offsets(gid[used])
         moved = ~direct
         phases = (Traffic(ntiles, self.target.num_ipus), Traffic(ntiles, self.target.num_ipus))
-        segments: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
+        segments = (RunBuilder(), RunBuilder())  # each phase's table, made into runs as it grows
         separate_bytes = 0  # what the shared buffers would take unshared
 
         # Contiguous runs of one variable, off their vertex's tile. Runs only read share
@@ -135,8 +136,7 @@ class EdgePlacer:
                               np.concatenate([n[read], pieces_w["rlen"]]),
                               np.concatenate([np.flatnonzero(read), pieces_w["rowner"]]))
         check_conflicts(cs, EdgeOwners(edges), write_intervals, read_intervals)
-        gathers = np.concatenate(segments[0]) if segments[0] else np.empty((0, 3), np.int64)
-        scatters = np.concatenate(segments[1]) if segments[1] else np.empty((0, 3), np.int64)
+        gathers, scatters = segments[0].finish(), segments[1].finish()
         return PlacedEdges(offsets, gathers, scatters, phases[0], phases[1], int(separate_bytes))
 
     def _view_pieces(self, edges: EdgeTable, views: np.ndarray, leader: np.ndarray, leads: np.ndarray,
@@ -147,8 +147,9 @@ class EdgePlacer:
         runs at a time (VIEW_RUNS_AT_ONCE, whole edges each time): one compute set of a
         ResNet-50 gathers millions of one-element pieces, and each costs a few hundred
         bytes of temporaries. A batch's segments continue the last batch's; a segment
-        that continues one across the cut is joined to it, so the table is the one a
-        single pass makes, and the traffic is sums of whole bytes, the same in any order."""
+        that continues one across the cut is joined to it, and the table's runs depend
+        only on its segments (RunBuilder), so the table is the one a single pass makes,
+        and the traffic is sums of whole bytes, the same in any order."""
         n, tile, itemsize, reads, writes = edges.n, edges.tile, edges.itemsize, edges.reads, edges.writes
         count, ntiles = edges.count, self.target.num_tiles
         # Traffic is counted per reading field (see the contiguous case): a shared view's
@@ -159,7 +160,7 @@ class EdgePlacer:
         run_first = np.searchsorted(edges.run_edge, lead_edges, side="left")
         run_last = np.searchsorted(edges.run_edge, lead_edges, side="right")
         out = {k: [] for k in ("wgid", "wlen", "wowner", "rgid", "rlen", "rowner")}
-        parts: Tuple[List[np.ndarray], List[np.ndarray]] = ([], [])
+        joined = [False, False]  # whether a batch of this phase came before (to join across the cut)
         remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
         is_lead = np.zeros(count, bool)
         is_lead[lead_edges] = True
@@ -181,7 +182,8 @@ class EdgePlacer:
             for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)), (1, writes[owner], (plocal, parena))):
                 if not active.any():
                     continue
-                _append_joined(parts[phase], merge_segments(src[active], dst[active], pbytes[active]))
+                segments[phase].append(merge_segments(src[active], dst[active], pbytes[active]), join=joined[phase])
+                joined[phase] = True
                 traffic = phases[phase]
                 local = active & ~off_tile
                 traffic.onchip += np.bincount(otile[local], weights=tbytes[local], minlength=ntiles)
@@ -198,12 +200,9 @@ class EdgePlacer:
                 pr = read_only[owner]
                 out["rgid"].append(pieces.gid[pr]), out["rlen"].append(pieces.length[pr])
                 out["rowner"].append(owner[pr])
-        for phase in (0, 1):
-            if parts[phase]:
-                segments[phase].append(np.concatenate(parts[phase]) if len(parts[phase]) > 1 else parts[phase][0])
         return {k: np.concatenate(v) if v else _EMPTY for k, v in out.items()}
 
-    def _exchange_runs(self, traffic: Traffic, segments: List[np.ndarray], tile: np.ndarray, gid: np.ndarray,
+    def _exchange_runs(self, traffic: Traffic, segments: RunBuilder, tile: np.ndarray, gid: np.ndarray,
                        n: np.ndarray, itemsize: np.ndarray, buffer: np.ndarray, incoming: bool,
                        traffic_runs=None) -> None:
         """Copy segments between runs of variables and their buffers on ``tile``, and
@@ -244,21 +243,6 @@ class EdgePlacer:
             return Runs(pos, start, length), owner, tiles
         parent = np.searchsorted(base, pieces.pos, side="right") - 1
         return Runs(pos[parent] + pieces.pos - base[parent], pieces.gid, pieces.length), owner[parent], tiles
-
-
-def _append_joined(parts: List[np.ndarray], segs: np.ndarray) -> None:
-    """Append ``segs`` (merged) to ``parts``, joining its first segment to the last one
-    before it when that one continues it on both sides, as merge_segments would have."""
-    if not segs.shape[0]:
-        return
-    if parts:
-        last = parts[-1][-1]
-        if segs[0, 0] == last[0] + last[2] and segs[0, 1] == last[1] + last[2]:
-            last[2] += segs[0, 2]
-            segs = segs[1:]
-            if not segs.shape[0]:
-                return
-    parts.append(segs)
 
 
 def _overlap_written(edges: EdgeTable, start: np.ndarray, length: np.ndarray) -> np.ndarray:

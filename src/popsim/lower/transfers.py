@@ -1,10 +1,11 @@
 """Data movement lowered to byte-level copy tables, with the tile traffic each causes.
 
 A copy table is a list of (source offset, destination offset, bytes) segments the core
-runs with memcpy. Tensor-to-tensor copies address the arena on both sides; host
-transfers (streams, host reads and writes, PrintTensor) address a contiguous host
-buffer holding the view's elements in row-major order on the other side. Data that
-changes IPU on a multi-IPU target crosses IPU-Links and is costed as global exchange.
+runs with memcpy, held as strided runs of them (copy_runs.py). Tensor-to-tensor copies
+address the arena on both sides; host transfers (streams, host reads and writes,
+PrintTensor) address a contiguous host buffer holding the view's elements in row-major
+order on the other side. Data that changes IPU on a multi-IPU target crosses IPU-Links
+and is costed as global exchange.
 """
 from __future__ import annotations
 
@@ -14,35 +15,42 @@ import numpy as np
 
 from ..contract import ROW_WIDTHS
 from ..runs import Runs, runs_of, split_at_positions
+from .copy_runs import segments_to_runs
 from .cost_model import CostModel, StepCost, device_flows
 from .layout import MemoryLayout
 
 
 class CopyTables:
-    """Accumulates copy tables for the core."""
+    """Accumulates copy tables for the core, as run rows (copy_runs.py): a table's
+    segments are made into runs as it is added, so the segments of one table at most are
+    alive at a time."""
 
     def __init__(self):
-        self._segs: List[np.ndarray] = []
+        self._runs: List[np.ndarray] = []
         self._begin: List[int] = [0]
         self._overlaps: List[int] = []
 
     def add(self, segs: np.ndarray, overlaps: bool = False) -> int:
-        self._segs.append(np.asarray(segs, np.int64).reshape(-1, ROW_WIDTHS["segs"]))
-        self._begin.append(self._begin[-1] + self._segs[-1].shape[0])
+        """Add a table of (n, 3) segments (src, dst, len); returns its index."""
+        return self.add_runs(segments_to_runs(segs), overlaps)
+
+    def add_runs(self, runs: np.ndarray, overlaps: bool = False) -> int:
+        """Add a table already made into run rows (RunBuilder); returns its index."""
+        self._runs.append(np.asarray(runs, np.int64).reshape(-1, ROW_WIDTHS["copy_runs"]))
+        self._begin.append(self._begin[-1] + self._runs[-1].shape[0])
         self._overlaps.append(int(overlaps))
         return len(self._overlaps) - 1
 
     def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The tables joined, once: each table's rows are dropped as they are copied, so
-        joining them needs the joined array and one table more, not twice the tables (a
-        ResNet-50's exchanges have tens of millions of segments). No table can be added
-        afterwards."""
-        segs = np.empty((self._begin[-1], ROW_WIDTHS["segs"]), np.int64)
-        parts, self._segs = self._segs, None
+        """The tables joined (copy_runs, table_begin, table_overlaps), once: each table's
+        rows are dropped as they are copied, so joining them needs the joined array and
+        one table more, not twice the tables. No table can be added afterwards."""
+        runs = np.empty((self._begin[-1], ROW_WIDTHS["copy_runs"]), np.int64)
+        parts, self._runs = self._runs, None
         for i, (b, e) in enumerate(zip(self._begin[:-1], self._begin[1:])):
-            segs[b:e] = parts[i]
+            runs[b:e] = parts[i]
             parts[i] = None
-        return segs, np.asarray(self._begin, np.int64), np.asarray(self._overlaps, np.uint8)
+        return runs, np.asarray(self._begin, np.int64), np.asarray(self._overlaps, np.uint8)
 
 
 def merge_segments(src: np.ndarray, dst: np.ndarray, length: np.ndarray) -> np.ndarray:
