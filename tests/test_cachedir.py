@@ -123,3 +123,34 @@ def test_the_hermetic_fixture_takes_a_cache_dir_not_made_yet(tmp_path):
                             capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:]
     assert " passed" in result.stdout and "error" not in result.stdout.lower()
+
+
+_COMPILE_WHEN_TOLD = """
+import sys, time
+from pathlib import Path
+from popsim.codelet import compiler
+go = Path(sys.argv[1])
+while not go.exists():
+    time.sleep(0.005)
+# enough code that one compile takes a while: the two processes' compiles would overlap
+body = "".join(f"static double f{i}(double x) {{ return x * {i} + 1.0 / (x + {i}); }}\\n" for i in range(3000))
+calls = " + ".join(f"f{i}(x)" for i in range(3000))
+lib = compiler.compile_library({"v.c": body + f"double popsim_test_sum(double x) {{ return {calls}; }}\\n"}, "c",
+                               "shared")
+print(compiler.stats["compiled"], lib)
+"""
+
+
+@pytest.mark.compiler
+def test_processes_sharing_a_cache_compile_an_entry_once(tmp_path):
+    """Two processes asking for the same library at once (test workers, MPI ranks): one
+    compiles it, the other waits for that and takes it from the cache, verified."""
+    go = tmp_path / "go"
+    env = dict(os.environ, POPSIM_CACHE_DIR=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", _COMPILE_WHEN_TOLD, str(go)], stdout=subprocess.PIPE, text=True,
+                              env=env) for _ in range(2)]
+    go.touch()
+    outs = [p.communicate(timeout=300)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(int(compiled) for compiled, _ in outs) == [0, 1]
+    assert outs[0][1] == outs[1][1] and cachedir.is_verified(Path(outs[0][1]), "codelet library")

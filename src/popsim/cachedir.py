@@ -6,21 +6,28 @@ it (``<file>.sha256``), and a file whose content no longer matches (truncated, s
 edited) is rebuilt, with a WARN in the popsim log. A cache directory that cannot be
 used (read-only, a file, a dangling link, cannot be created) is replaced by a private
 temporary directory for the rest of the process, with one warning.
+
+Several processes may share one cache (a test run with one worker per core, replicas under
+mpiexec): an entry's writes, checks and removal hold its lock (``entry_lock``, a lock file
+beside it), so that no process sees one writer's file with another's digest, and a process
+about to build an entry another is building waits for it and takes it instead.
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, Iterator, Optional, Set, Tuple
 
 from .log import logger
 
-__all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of", "write_atomic"]
+__all__ = ["usable_dir", "store_verified", "is_verified", "sha256_of", "write_atomic", "entry_lock"]
 
 _lock = threading.Lock()
 _fallbacks: Dict[str, Path] = {}      # unusable directory -> its private replacement
@@ -32,6 +39,10 @@ _usable: Set[str] = set()             # directories found writable in this proce
 # writing the file itself would go unseen.
 _verified: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
 _private_root: Optional[Path] = None
+# entry -> the lock its holder thread takes first, and (lock file descriptor, depth) while
+# held: the lock file is locked once per process, however deeply its holder nests.
+_entry_threads: Dict[str, threading.RLock] = {}
+_entry_held: Dict[str, Tuple[int, int]] = {}
 
 
 def _private_dir() -> Path:
@@ -69,6 +80,35 @@ def usable_dir(path: Path) -> Path:
             return replacement
 
 
+@contextlib.contextmanager
+def entry_lock(path: Path) -> Iterator[None]:
+    """Hold cache entry ``path``'s lock, across threads and processes (re-entrant in its
+    holder thread). Where no lock file can be made (the directory became read-only),
+    only this process's threads are kept apart."""
+    key = str(path)
+    with _lock:
+        thread_lock = _entry_threads.setdefault(key, threading.RLock())
+    with thread_lock:   # from here on only this thread touches _entry_held[key]
+        held = _entry_held.get(key)
+        if held is None:
+            try:
+                fd = os.open(Path(path).with_name(Path(path).name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                fd = -1
+            if fd >= 0:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            held = (fd, 0)
+        _entry_held[key] = (held[0], held[1] + 1)
+        try:
+            yield
+        finally:
+            fd, depth = _entry_held.pop(key)
+            if depth > 1:
+                _entry_held[key] = (fd, depth - 1)
+            elif fd >= 0:
+                os.close(fd)   # releases the lock
+
+
 def sha256_of(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -99,8 +139,9 @@ def store_verified(path: Path, data: bytes = None, source: Path = None) -> None:
                 with open(source, "rb") as src:
                     shutil.copyfileobj(src, f)
         digest = sha256_of(Path(staged))
-        write_atomic(_digest_file(path), digest.encode())
-        os.replace(staged, path)
+        with entry_lock(path):   # the digest and the file it describes change together
+            write_atomic(_digest_file(path), digest.encode())
+            os.replace(staged, path)
     except BaseException:
         if os.path.exists(staged):
             os.unlink(staged)
@@ -137,22 +178,24 @@ def is_verified(path: Path, what: str, expected: str = "") -> bool:
         known = _verified.get(str(path))
     if known is not None and known[0] == stamp:
         return known[1].startswith(expected)
-    try:
-        actual = sha256_of(path)
-    except OSError:
+    with entry_lock(path):   # not between another writer's digest and its file
+        try:
+            stamp = _stamp(path)
+            actual = sha256_of(path)
+        except OSError:
+            return False
+        try:
+            stored = _digest_file(path).read_text().strip()
+        except OSError:
+            stored = ""
+        if actual == stored and actual.startswith(expected):
+            with _lock:
+                _verified[str(path)] = (stamp, actual)
+            return True
+        logger.warning("cached %s %s does not match its digest (truncated or replaced since it was stored); "
+                       "rebuilding it", what, path)
+        evict(path)
         return False
-    try:
-        stored = _digest_file(path).read_text().strip()
-    except OSError:
-        stored = ""
-    if actual == stored and actual.startswith(expected):
-        with _lock:
-            _verified[str(path)] = (stamp, actual)
-        return True
-    logger.warning("cached %s %s does not match its digest (truncated or replaced since it was stored); "
-                   "rebuilding it", what, path)
-    evict(path)
-    return False
 
 
 def evict(path: Path) -> None:
@@ -160,8 +203,9 @@ def evict(path: Path) -> None:
     path = Path(path)
     with _lock:
         _verified.pop(str(path), None)
-    for p in (path, _digest_file(path)):
-        try:
-            os.unlink(p)
-        except OSError:
-            pass
+    with entry_lock(path):
+        for p in (path, _digest_file(path)):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Mapping, Sequence
 
 from .. import config
-from ..cachedir import evict, is_verified, store_verified, usable_dir
+from ..cachedir import entry_lock, evict, is_verified, store_verified, usable_dir
 from ..errors import CodeletCompileError
 from ..log import logger
 from . import diagnostics
@@ -118,7 +118,9 @@ def compile_library(sources: Mapping[str, str], language: str, name: str = "code
     key = library_key(dict(sources), language, flags + [str(d) for d in includes[1:]])
     safe = re.sub(r"[^A-Za-z0-9_]+", "_", name)[:40] or "codelets"
     target = cache_dir() / f"{safe}-{key}.so"
-    with _lock:
+    # The entry's lock across processes too: a process wanting a library another is
+    # compiling waits for it rather than compiling it again.
+    with _lock, entry_lock(target):
         if is_verified(target, "codelet library") and loadable(target):
             stats["cache_hits"] += 1
             return target
