@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from copy_run_helpers import expand
+
 import popsim
 from popsim import FLOAT, UNSIGNED_CHAR, _core
 from popsim.contract import COLUMNS, Op, Status
@@ -45,20 +47,6 @@ def copy_table(lowered, program=0):
     instrs = p.instrs[p.entries[program]:]
     copies = instrs[instrs[:, col["op"]] == Op.COPY]
     return int(copies[0, col["a"]])
-
-
-def expand(runs):
-    """The segments run rows copy, one element each, in order: written out from the
-    meaning of the columns (native/core/executable.hpp, CopyRun), independently of
-    copy_runs.runs_to_segments."""
-    c = COLUMNS["copy_runs"]
-    out = []
-    for r in np.asarray(runs).tolist():
-        for o in range(r[c["outer"]]):
-            for i in range(r[c["count"]]):
-                out.append((r[c["src"]] + o * r[c["outer_src"]] + i * r[c["src_stride"]],
-                            r[c["dst"]] + o * r[c["outer_dst"]] + i * r[c["dst_stride"]], r[c["len"]]))
-    return out
 
 
 def segments(lowered, table):

@@ -7,21 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from copy_run_helpers import expand
+
 from popsim.contract import COLUMNS, COPY_RUN_LIMIT
 from popsim.lower import copy_runs
 from popsim.lower.copy_runs import RunBuilder, run_extents, runs_to_segments, segments_to_runs
 
 C = COLUMNS["copy_runs"]
-
-
-def expand(runs):
-    out = []
-    for r in np.asarray(runs).tolist():
-        for o in range(r[C["outer"]]):
-            for i in range(r[C["count"]]):
-                out.append((r[C["src"]] + o * r[C["outer_src"]] + i * r[C["src_stride"]],
-                            r[C["dst"]] + o * r[C["outer_dst"]] + i * r[C["dst_stride"]], r[C["len"]]))
-    return out
 
 
 def meaning(segs):
