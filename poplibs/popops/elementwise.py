@@ -22,6 +22,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
+from ..poputil.memory_order import memory_order
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
 from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
 from .op_checks import check_prog, check_writable, describe, scalar_constant, scalar_value
@@ -69,9 +70,14 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
         fields = ("in1Out", "in2") if in_place else ("in1", "in2", "out")
     else:
         fields = ("inOut",) if in_place else ("in", "out")
-    flats = [t.flatten() for t in (views if in_place else views + [out])]  # once, not per vertex
+    # Every operand flat in the order the output follows memory (poputil.memory_order), once,
+    # not per vertex: a tile's share of a convolution's output is then one region, not one per
+    # channel and row
+    order = memory_order(graph, out)
+    flats = [order.view(t) if order else t.flatten() for t in (views if in_place else views + [out])]
+    layout = flats[0] if in_place else flats[-1]
     # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex
-    regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, out)}
+    regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout)}
     vertex = {two_d: ensure_vertex(graph, spec.op, dtype, two_d, in_place, scalar is not None)
               for two_d in {n != 1 for n in regions_on.values()}}
 
@@ -89,7 +95,7 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
                                                     scalar is not None)
         return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}, cycles, values
 
-    cs = per_tile.add_per_tile_compute_set(graph, name or what, out, make_vertex, grain_size=width,
+    cs = per_tile.add_per_tile_compute_set(graph, name or what, layout, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")
     prog.add(Execute(cs))
 

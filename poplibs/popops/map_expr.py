@@ -19,6 +19,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
+from ..poputil.memory_order import memory_order
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import vector_width
 from .expr_typing import infer
@@ -81,7 +82,13 @@ def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str) -> None
         fields["in1"] = out
     else:
         fields["out"] = out
-    regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, out)}
+    # in the order the output follows memory (poputil.memory_order): one region a tile, not one
+    # per channel and row of a convolution's output
+    order = memory_order(graph, out)
+    layout = order.view(out) if order else out
+    if order:
+        fields = {f: order.view(t) for f, t in fields.items()}
+    regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout)}
 
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1
@@ -90,7 +97,7 @@ def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str) -> None
         return vertex, {f: view(t, regions) for f, t in fields.items()}
 
     width = vector_width(out.dtype)
-    cs = per_tile.add_per_tile_compute_set(graph, cs_name, out, make_vertex, grain_size=width,
+    cs = per_tile.add_per_tile_compute_set(graph, cs_name, layout, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")
     prog.add(Execute(cs))
 

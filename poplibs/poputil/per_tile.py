@@ -16,6 +16,7 @@ import popsim
 from .broadcast import common_shape
 from .checks import check_count, check_graph, check_tensor
 from .errors import PoplibsError
+from .memory_order import memory_order
 from .split_regions import split_regions_between_workers
 
 Interval = Tuple[int, int]
@@ -41,7 +42,13 @@ def create_output(graph, inputs: Sequence, dtype=None, name: str = ""):
     out_type = inputs[0].dtype if dtype is None else dtype
     for t in inputs:
         if tuple(t.shape) == shape and not t.contains_aliases() and not t.contains_constant():
-            return graph.clone(t, name or f"{t.name}_out", out_type)
+            # Poplar's clone keeps the order the elements have in memory: a clone of a
+            # convolution's output is channels-innermost too, so the op's vertices (which
+            # take the output's order, memory_order) read every operand in place
+            order = memory_order(graph, t)
+            if order is None:
+                return graph.clone(t, name or f"{t.name}_out", out_type)
+            return order.restore(graph.clone(order.view(t), name or f"{t.name}_out", out_type))
     out = graph.add_variable(out_type, shape, name or f"{inputs[0].name}_out")
     graph.set_tile_mapping(out, graph.linear_mapping(out))
     return out
