@@ -82,9 +82,10 @@ VIEWS = {
     "None": lambda t: None,
 }
 
-# views the Python lean branches take but C hands to Python: nothing else (a list: its sub-edges,
-# each a strided view the list field takes as it is, are checked by the lean branch for lists)
-UNUSUAL = {"odd shape", "a list"}
+# values the Python lean branches take but C hands to Python: nothing else (a list: its sub-edges,
+# each a strided view the list field takes as it is, are checked by the lean branch for lists;
+# a number: a plain int state value, stored by the lean branch for state values)
+UNUSUAL = {"odd shape", "a list", "a number"}
 
 # Views each edge field takes (the common call), to draw calls that succeed often.
 FITTING = {"s_in": ["x[1, 2]", "x[1][2:3]", "odd shape"], "s_out": ["x[1, 2]", "x[1][2:3]"],
