@@ -123,11 +123,15 @@ def workloads(root: Path):
         mnist_regression.RegressionOnIpu((8, 8), 32, 0.5, 44, 12, mnist_regression.initial_weights(64))
 
     def tutorial2():
+        # Imported under its own name and its main() called, not run as __main__: runpy would
+        # swap sys.modules["__main__"] while it runs, and the pool's feeder thread, pickling
+        # _compile_group by its name in __main__ meanwhile, would not find it.
         import contextlib
         import io
-        import runpy
+        sys.path.insert(0, str(root / "tutorials"))
+        import tut2_operations
         with contextlib.redirect_stdout(io.StringIO()):
-            runpy.run_path(str(root / "tutorials" / "tut2_operations.py"), run_name="__main__")
+            tut2_operations.main()
 
     return [("examples/cnn_training.py", cnn), ("examples/mnist_regression.py", regression),
             ("tutorials/tut2_operations.py", tutorial2)]
