@@ -325,7 +325,8 @@ def check_engine_matches_reference(data):
         np.testing.assert_array_equal(outs["engine"], outs["reference"], err_msg=f"program {i}: stream 'out'")
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+# The default run's share (the suite's slowest test at 100); the slow run draws 1500 below.
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_engine_matches_reference_on_random_programs(data):
     check_engine_matches_reference(data)
