@@ -21,20 +21,19 @@ def onnx_module():
 class OutOfMemoryException(popart_exception):  # noqa: N818 - PopART's name
     """prepareDevice's error when the model does not fit in tile memory: the message names
     the fullest tiles; ``getSummaryReport()`` is the profile summary of the graph that did
-    not fit, ``report`` the popsim Report (its memory section has every tile). Where the
-    environment forbade building the engine (POPSIM_ENGINE_OPTIONS' debug.allowOutOfMemory
-    false) there is no report: the summary is the message, and no tiles are listed."""
+    not fit, ``report`` the popsim Report (its memory section has every tile), made from the
+    compiled graph's memory plan without allocating its tile memory."""
 
     def __init__(self, message: str, report, profile_path: str = ""):
         super().__init__(message)
         self.report, self._profile_path = report, profile_path
 
     def getSummaryReport(self) -> str:  # noqa: N802 - PopART's names
-        return self.report.summary() if self.report is not None else str(self)
+        return self.report.summary()
 
     def getGraphReport(self) -> str:  # noqa: N802
         """The report as JSON text (the memory of every tile, the graph, the target)."""
-        return self.report.to_json_text() if self.report is not None else "{}"
+        return self.report.to_json_text()
 
     def getProfilePath(self) -> str:  # noqa: N802
         """Where autoReport saved the report (the engine options autoReport.*), else ''."""
@@ -42,7 +41,7 @@ class OutOfMemoryException(popart_exception):  # noqa: N818 - PopART's name
 
     def fullestTiles(self, n: int = 5) -> list:  # noqa: N802
         """(tile, bytes) of the ``n`` fullest tiles, fullest first."""
-        return fullest_tiles(self.report, n) if self.report is not None else []
+        return fullest_tiles(self.report, n)
 
 
 def fullest_tiles(report, n: int = 5) -> list:

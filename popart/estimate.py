@@ -325,8 +325,6 @@ def estimate(model, batch: int, ipus: int = 1, replicas: int = 1, train: bool = 
             session.prepareDevice()
             report, fits = session.getReport(), True
         except OutOfMemoryException as e:
-            if e.report is None:   # no engine, so no report to estimate from
-                raise
             report, fits = e.report, False
         finally:
             bar.close()

@@ -162,23 +162,14 @@ class InferenceSession(HostWeights, SessionInfo):
 
     def _build_engine(self, graph, program):
         """The engine, or OutOfMemoryException (with the report) when tiles are over their memory;
-        the option debug.allowOutOfMemory=true builds it anyway, as in Poplar."""
+        the option debug.allowOutOfMemory=true builds it anyway, as in Poplar. Whether it fits is
+        judged from the compiled graph's memory plan: a graph that does not fit never allocates
+        its tile memory (a large batch's would need gigabytes of host memory)."""
         self._clock_after = None   # a new engine: its clock starts again
-        options = dict(self.options.engineOptions)
-        allowed = str(options.get("debug.allowOutOfMemory", "false")).lower() == "true"
         try:
-            engine = popsim.Engine(graph, program, options={**options, "debug.allowOutOfMemory": "true"})
-        except popsim.GraphMemoryAllocationError as e:   # POPSIM_ENGINE_OPTIONS set the option to false
-            raise OutOfMemoryException(f"prepareDevice ({self.name}): {e}", None) from None
-        report = engine.get_report()
-        if report.memory.tiles_out_of_memory and not allowed:
-            directory = options.get("autoReport.directory", ".")
-            wrote = any(str(options.get(k, "false")).lower() == "true" for k in
-                        ("autoReport.all", "autoReport.outputGraphProfile", "autoReport.outputExecutionProfile"))
-            engine.close()
-            raise out_of_memory(report, f"prepareDevice ({self.name})",
-                                f"{directory}/profile.json" if wrote else "")
-        return engine
+            return popsim.Engine(graph, program, options=dict(self.options.engineOptions))
+        except popsim.GraphMemoryAllocationError as e:
+            raise out_of_memory(e.report, f"prepareDevice ({self.name})", e.profile_path) from None
 
     def _need_engine(self, what: str):
         if self._engine is None:

@@ -74,11 +74,13 @@ def compile_graph(graph, programs: Union[Program, Sequence[Program]], options=No
         exe = getattr(e, "executable", None)
         if exe is None:
             raise
-        written = write_report_files(build_report(exe, opts.explicit), opts["autoReport.directory"]) \
-            if auto_report_wanted(opts) else []
+        report = build_report(exe, opts.explicit)
+        written = write_report_files(report, opts["autoReport.directory"]) if auto_report_wanted(opts) else []
         note = (f"Report saved to: {written[0]}" if written else
                 "No report was written: set the options autoReport.all=true and autoReport.directory to get one.")
-        raise GraphMemoryAllocationError(f"{e} {note}") from None
+        error = GraphMemoryAllocationError(f"{e} {note}")
+        error.report, error.profile_path = report, written[0] if written else ""
+        raise error from None
 
 
 class Engine(SnakeCaseNames):

@@ -36,7 +36,14 @@ class InvalidTileMappingError(PopsimError):
 
 
 class GraphMemoryAllocationError(PopsimError):
-    """The graph does not fit in tile memory."""
+    """The graph does not fit in tile memory. Raised by compiling (``compile_graph``,
+    ``Engine``), it carries ``report``: the Report of the compiled graph (memory of every
+    tile, nothing run), made without allocating the tile memory that did not fit, and
+    ``profile_path``: where autoReport saved it ('' when it did not), as Poplar's
+    graph_memory_allocation_error carries its profile's path."""
+
+    report = None
+    profile_path = ""
 
 
 class UnknownVertexTypeError(PopsimError):

@@ -1,6 +1,8 @@
 """``python -m popsim.popart estimate``: a small model that fits (its figures checked against
 the session's own run and the op count), a model too large for its tiles (OutOfMemoryException
 from prepareDevice, the fullest tiles), rebatching, and the errors of bad arguments."""
+import json
+
 import numpy as np
 import pytest
 
@@ -161,14 +163,32 @@ def test_out_of_memory_from_prepare_device_names_the_fullest_tiles():
     assert f"tile {e.fullestTiles(1)[0][0]} {e.fullestTiles(1)[0][1]:,} bytes" in str(e)
 
 
-def test_out_of_memory_where_the_environment_forbids_building_the_engine(monkeypatch):
-    monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", '{"debug.allowOutOfMemory": "false"}')
+def test_out_of_memory_is_judged_before_tile_memory_is_allocated(monkeypatch):
+    """A model that does not fit never gets its tile memory (a large batch's would need gigabytes
+    of host memory), yet the exception has the full report, whatever the environment sets."""
+    import popsim.engine
+    monkeypatch.setattr(popsim.engine, "build_machine", lambda *a: pytest.fail("tile memory was allocated"))
+    for env in ({}, {"debug.allowOutOfMemory": "false"}):
+        monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", json.dumps(env))
+        session = popart.InferenceSession(fnModel=_too_big().SerializeToString(), deviceInfo=popart.DeviceManager(
+            ).createIpuModelDevice({"tilesPerIPU": 2}), dataFlow=popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}))
+        with pytest.raises(popart.OutOfMemoryException, match=r"2 of 2 tile\(s\) need more") as info:
+            session.prepareDevice()
+        assert [t for t, _ in info.value.fullestTiles()] in ([0, 1], [1, 0])
+        assert "Tile(s) out of memory:" in info.value.getSummaryReport()
+
+
+def test_allow_out_of_memory_builds_the_engine_which_then_refuses_to_run():
+    import popsim.errors
+    options = popart.SessionOptions()
+    options.engineOptions = {"debug.allowOutOfMemory": "true"}
     session = popart.InferenceSession(fnModel=_too_big().SerializeToString(), deviceInfo=popart.DeviceManager(
-        ).createIpuModelDevice({"tilesPerIPU": 2}), dataFlow=popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}))
-    with pytest.raises(popart.OutOfMemoryException, match="Out of memory: 2 tile") as info:
-        session.prepareDevice()
-    assert info.value.report is None and info.value.getSummaryReport() == str(info.value)
-    assert info.value.fullestTiles() == []
+        ).createIpuModelDevice({"tilesPerIPU": 2}), dataFlow=popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}),
+        userOptions=options)
+    session.prepareDevice()
+    assert session.getSummaryReport().count("out of memory") >= 1
+    with pytest.raises(popsim.errors.EngineStateError, match="out of memory .* inspected"):  # as Poplar's engine
+        session.run(popart.PyStepIO({"x": np.zeros((1, 300000), np.float32)}, session.initAnchorArrays()))
 
 
 def test_the_command_prints_the_figures(tmp_path, capsys):
