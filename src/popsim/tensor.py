@@ -166,11 +166,8 @@ class Tensor(SnakeCaseNames):
             return views.strided_runs(self._var.base + self._offset, self._shape, self._strides)
         if self._run_cache is None:
             ids = self._ids.reshape(-1)
-            owner = self._table.index_of(ids)
-            breaks = None
-            if ids.size > 1:
-                breaks = np.concatenate(([False], owner[1:] != owner[:-1]))
-            self._run_cache = views.ids_runs(ids, breaks)
+            at = self._table.run_starts(ids)
+            self._run_cache = ids[at].astype(np.int64, copy=False), np.diff(np.append(at, ids.size)).astype(np.int64)
         return self._run_cache
 
     def is_contiguous(self) -> bool:

@@ -187,14 +187,7 @@ def _general_runs(general: List[Tuple[int, Tensor]], table, edges: EdgeTable, pa
     del flat
     first_of = np.cumsum(size) - size   # each view's first element in ``ids``
     total = ids.size
-    first = np.empty(total, bool)
-    if total:
-        owner = table.index_of(ids)
-        first[0] = True
-        np.not_equal(ids[1:], ids[:-1] + 1, out=first[1:])
-        first[1:] |= owner[1:] != owner[:-1]
-        first[first_of[size > 0]] = True   # a run never crosses from one view into the next
-    at = np.flatnonzero(first)
+    at = table.run_starts(ids, first_of[size > 0])   # a run never crosses from one view into the next
     run_len = np.diff(np.append(at, total)).astype(np.int64)
     run_gid = ids[at]
     run_view = np.searchsorted(first_of, at, side="right") - 1
