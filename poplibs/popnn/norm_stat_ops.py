@@ -98,6 +98,24 @@ def _stat_view(stat, needed: np.ndarray):
     return pieces[0] if len(pieces) == 1 else popsim.concat(pieces)
 
 
+def _stat_views(stat, needed):
+    """``concat([_stat_view(stat, n) for n in needed])``, with each stretch of equal
+    consecutive ``needed`` one view broadcast over the stretch: the tiles holding one channel
+    group's positions use the same statistics, so a convolution's output spread over 1472
+    tiles needs a few views, not 1472."""
+    keys = [n.tobytes() for n in needed]
+    pieces = []
+    k = 0
+    while k < len(keys):
+        j = k + 1
+        while j < len(keys) and keys[j] == keys[k]:
+            j += 1
+        view = _stat_view(stat, needed[k])
+        pieces.append(view if j - k == 1 else view.expand([0]).broadcast(j - k, 0).flatten())
+        k = j
+    return pieces[0] if len(pieces) == 1 else popsim.concat(pieces)
+
+
 def _local_copies(graph, stats, tiles, needed, prog, name: str):
     """Per statistics operand, one variable holding, tile by tile, the statistics that tile's
     elements use, filled by one Copy: each tile receives them once for all its vertices."""
@@ -110,7 +128,7 @@ def _local_copies(graph, stats, tiles, needed, prog, name: str):
     for k, stat in enumerate(stats):
         local = graph.add_variable(stat.dtype, (int(bounds[-1]),), f"{name}/stats{k}")
         graph.set_tile_mapping(local, mapping)
-        source = popsim.concat([_stat_view(stat, n) for n in needed])
+        source = _stat_views(stat, needed)
         prog.add(Copy(source, local))
         copies.append(local)
     return copies

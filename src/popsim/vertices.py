@@ -142,6 +142,16 @@ def _state_plan(vt: VertexType) -> Dict[str, tuple]:
     return plan
 
 
+def _vector_state_plan(vt: VertexType) -> Dict[str, tuple]:
+    """For each STATE_VECTOR field of a numpy element type: (position, numpy type), what
+    add_vertex's lean path for a typed 1-D array checks (FieldRef._set_initial_value's
+    typed-array branch, which stores the same copy); cached."""
+    plan = vt.extra["vector_state_plan"] = {
+        f.name: (i, f.dtype.numpy) for i, f in enumerate(vt.fields)
+        if f.kind is FieldKind.STATE_VECTOR and isinstance(getattr(f.dtype, "numpy", None), np.dtype)}
+    return plan
+
+
 class VertexBuilding:
     """The vertex half of Graph's API (mixed into Graph)."""
 
@@ -237,6 +247,12 @@ class VertexBuilding:
                     entry = (_state_plan(vt) if entry is None else entry).get(name)
                     if entry is not None and entry[2] <= value <= entry[3]:
                         slots[first + entry[0]] = shared_values(np.array([value], entry[1]))
+                        continue
+                elif type(value) is np.ndarray:   # a state vector's values, already typed (libraries' worklists)
+                    entry = vt.extra.get("vector_state_plan")
+                    entry = (_vector_state_plan(vt) if entry is None else entry).get(name)
+                    if entry is not None and value.ndim == 1 and value.dtype == entry[1]:
+                        slots[first + entry[0]] = shared_values(value.copy())   # FieldRef._set_initial_value's
                         continue
                 elif type(value) is list:
                     entry = (vt.extra.get("list_plan") or _list_plan(vt)).get(name)
