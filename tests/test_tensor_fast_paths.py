@@ -94,6 +94,24 @@ def test_slice_fast_path_matches_general(data):
 
 @PROPS
 @given(st.data())
+def test_box_slice_fast_path_matches_slicing_dimension_by_dimension(data):
+    """slice(begin list, end list) of plain ints in range takes views.int_box's one step; with
+    numpy ints the same box is sliced dimension by dimension (the general path)."""
+    t = random_view(data)
+    rank = data.draw(st.sampled_from([t.rank] * 4 + [max(t.rank - 1, 0), t.rank + 1]), label="entries")
+    begin, end = [], []
+    for d in range(rank):
+        n = t.shape[d] if d < t.rank else 2
+        begin.append(data.draw(st.integers(-1, n + 1), label="begin"))
+        end.append(data.draw(st.integers(-1, n + 1), label="end"))
+    fast = (tuple(begin), tuple(end)) if data.draw(st.booleans(), label="tuples") else (begin, end)
+    note(f"t{list(t.shape)}.slice({fast[0]}, {fast[1]})")
+    assert_same(lambda: t.slice(*fast), lambda: t._slice_general([np.int64(b) for b in begin],
+                                                                  [np.int64(e) for e in end]))
+
+
+@PROPS
+@given(st.data())
 def test_reshape_and_flatten_fast_paths_match_general(data):
     t = random_view(data)
     n = t.num_elements()

@@ -308,6 +308,11 @@ class Tensor(SnakeCaseNames):
 
     def _slice_general(self, begin, end, dim: int = 0) -> "Tensor":
         """Every form of ``slice`` and every error (see slice)."""
+        box = views.int_box(begin, end, self._shape)   # a box of plain ints (a vertex's window): in one step
+        if box is not None:
+            if self._ids is not None:
+                return Tensor._indexed(self._table, self._dtype, self._ids[tuple(map(slice, begin, end))])
+            return self._like(box, views.box_offset(self._offset, begin, end, self._strides), self._strides)
         if isinstance(begin, (list, tuple, np.ndarray)) or isinstance(end, (list, tuple, np.ndarray)):
             begin = as_indices(begin, "slice: begin (a list, as end is)", "slice begin")
             end = as_indices(end, "slice: end (a list, as begin is)", "slice end")

@@ -190,6 +190,26 @@ def _strided_ids(start: int, shape: Shape, strides: Shape) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(ids, shape))
 
 
+def int_box(begin, end, shape: Shape) -> Optional[Shape]:
+    """The shape of the box [begin[d], end[d]) of a view of ``shape`` when the bounds are lists
+    or tuples of plain ints, one per dimension, inside it; None for anything else (slicing
+    dimension by dimension checks and converts it)."""
+    if (type(begin) is list or type(begin) is tuple) and (type(end) is list or type(end) is tuple) and \
+            len(begin) == len(shape) and len(end) == len(shape) and \
+            all(type(b) is int and type(e) is int and 0 <= b <= e <= n for b, e, n in zip(begin, end, shape)):
+        return tuple(e - b for b, e in zip(begin, end))
+    return None
+
+
+def box_offset(offset: int, begin, end, strides: Shape) -> int:
+    """The offset of that box of a strided view: slicing dimension by dimension moves it by
+    begin x stride along each dimension the box does not leave empty."""
+    for b, e, stride in zip(begin, end, strides):
+        if e > b:
+            offset += b * stride
+    return offset
+
+
 def contiguous_inner(shape: Shape, strides: Shape) -> Tuple[int, int]:
     """(k, L): dims k.. of the view form row-major contiguous blocks of L elements."""
     block = 1
