@@ -154,7 +154,8 @@ class EdgePlacer:
         count, ntiles = edges.count, self.target.num_tiles
         # Traffic is counted per reading field (see the contiguous case): a shared view's
         # pieces weigh as many times as the fields that read them.
-        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
+        readers = np.zeros(count, np.int64)   # per edge (its leader's entry counts): looked up per piece
+        readers[views] = np.bincount(np.searchsorted(views, leader), minlength=views.size)
         lead_edges = views[leads]
         # Each lead edge's runs: edges.run_edge is sorted, so they are one stretch of it.
         run_first = np.searchsorted(edges.run_edge, lead_edges, side="left")
@@ -172,7 +173,7 @@ class EdgePlacer:
             k = stop
             size, otile = itemsize[owner], tile[owner]
             pbytes = pieces.length * size
-            tbytes = pbytes * readers[np.searchsorted(views, owner)]
+            tbytes = pbytes * readers[owner]
             parena = self.planner.arena_offsets(pieces.gid)
             plocal = offsets[owner] + pieces.pos * size
             del size
