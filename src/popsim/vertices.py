@@ -97,16 +97,16 @@ def _list_plan(vt: VertexType) -> Dict[str, tuple]:
 
 
 def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
-    """The list a list field stores for ``value`` when every sub-edge is a strided view of one
-    variable that _checked would take as it is (of the field's type, one element for scalars,
-    not rank 0 for vectors, no constant where the vertex writes); else None (connect checks
-    and explains)."""
+    """The list a list field stores for ``value`` when every sub-edge is a view _checked
+    would take as it is (of this graph and the field's type, one element for scalars, not
+    rank 0 for vectors, no constant where the vertex writes); else None (connect checks and
+    explains)."""
     _, dtype, scalar, writing = entry
     for t in value:
-        if type(t) is not Tensor:
+        if type(t) is not Tensor or t._table is not table or t._dtype is not dtype:
             return None
         var = t._var
-        if var is None or t._table is not table or t._dtype is not dtype or (writing and var.is_constant):
+        if writing and (var.is_constant if var is not None else t.contains_constant()):
             return None
         if (t.num_elements() != 1) if scalar else not t._shape:
             return None
