@@ -50,11 +50,13 @@ def _add_vertices(graph, kind: str, nl_type, layout, fields, prog, cs_name: str,
     layout_flat = order.view(layout) if order else layout.flatten()
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout_flat)}
     workers = graph.target.num_worker_contexts
+    names = {}   # vertex kind -> its type's name, registered on first use
 
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1
         vertex_kind = kind.replace("#", "2D" if two_d else "1D")
-        name = ensure_vertex(graph, vertex_kind, dtype, nl_type)
+        name = names.get(vertex_kind) or names.setdefault(vertex_kind, ensure_vertex(graph, vertex_kind, dtype,
+                                                                                     nl_type))
         view = per_tile.region_views if two_d else per_tile.regions_view
         sizes = [end - begin for begin, end in regions] if two_d else [sum(e - b for b, e in regions)]
         return name, {f: view(t, regions) for f, t in flats.items()}, worker_cycles(vertex_kind, nl_type, dtype,

@@ -175,8 +175,13 @@ def tile_intervals(pieces: Runs, tiles: np.ndarray, num_tiles: int) -> List[List
         new[1:] = (tiles[1:] != tiles[:-1]) | (pos[:-1] + length[:-1] != pos[1:])
         heads = np.flatnonzero(new)
         ends = np.append(heads[1:], pos.size)[:heads.size] - 1
-        for t, b, e in zip(tiles[heads].tolist(), pos[heads].tolist(), (pos[ends] + length[ends]).tolist()):
-            result[t].append((b, e))
+        # the intervals by tile (a stable sort keeps each tile's in position order), each
+        # tile's list one slice of them: no Python per interval
+        by_tile = np.argsort(tiles[heads], kind="stable")
+        pairs = list(zip(pos[heads][by_tile].tolist(), (pos[ends] + length[ends])[by_tile].tolist()))
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(tiles[heads], minlength=num_tiles)))).tolist()
+        for t in np.flatnonzero(np.diff(bounds)).tolist():
+            result[t] = pairs[bounds[t]:bounds[t + 1]]
         return result
     return join_piece_by_piece(pos, length, tiles, result)   # with empty pieces: one by one
 
