@@ -104,13 +104,16 @@ def _stat_views(stat, needed):
     group's positions use the same statistics, so a convolution's output spread over 1472
     tiles needs a few views, not 1472."""
     keys = [n.tobytes() for n in needed]
+    views = {}   # the view of each distinct need (tiles of one channel group's need it again and again)
     pieces = []
     k = 0
     while k < len(keys):
         j = k + 1
         while j < len(keys) and keys[j] == keys[k]:
             j += 1
-        view = _stat_view(stat, needed[k])
+        view = views.get(keys[k])
+        if view is None:
+            view = views[keys[k]] = _stat_view(stat, needed[k])
         pieces.append(view if j - k == 1 else view.expand([0]).broadcast(j - k, 0).flatten())
         k = j
     return pieces[0] if len(pieces) == 1 else popsim.concat(pieces)
