@@ -25,7 +25,7 @@ from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
 from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
-                           edge_record, shared_values)
+                           edge_record, positions, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
 
 _configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
@@ -82,7 +82,10 @@ class VertexInfo:
         return [t.num_elements() if isinstance(t, Tensor) else 0 for t in (c or [])]
 
     def initial_value(self, name: str):
-        c = self._vertex.connection(self._vertex[name].position)
+        v = self._vertex
+        vt = v.compute_set._types[v.index]
+        position = (vt.extra.get("positions") or positions(vt)).get(name)   # (estimators ask per vertex)
+        c = v.connection(v[name].position if position is None else position)   # v[name] names an unknown field
         return None if c is None else (c[0] if len(c) == 1 else c)
 
 

@@ -194,11 +194,15 @@ def int_box(begin, end, shape: Shape) -> Optional[Shape]:
     """The shape of the box [begin[d], end[d]) of a view of ``shape`` when the bounds are lists
     or tuples of plain ints, one per dimension, inside it; None for anything else (slicing
     dimension by dimension checks and converts it)."""
-    if (type(begin) is list or type(begin) is tuple) and (type(end) is list or type(end) is tuple) and \
-            len(begin) == len(shape) and len(end) == len(shape) and \
-            all(type(b) is int and type(e) is int and 0 <= b <= e <= n for b, e, n in zip(begin, end, shape)):
-        return tuple(e - b for b, e in zip(begin, end))
-    return None
+    if not ((type(begin) is list or type(begin) is tuple) and (type(end) is list or type(end) is tuple) and
+            len(begin) == len(shape) and len(end) == len(shape)):
+        return None
+    sizes = []
+    for b, e, n in zip(begin, end, shape):
+        if type(b) is not int or type(e) is not int or not 0 <= b <= e <= n:
+            return None
+        sizes.append(e - b)
+    return tuple(sizes)
 
 
 def box_offset(offset: int, begin, end, strides: Shape) -> int:

@@ -356,14 +356,14 @@ class ComputeSetLowerer:
         if None not in perf:
             return np.array(perf, np.int64)[order] if perf else _EMPTY
         ranks = order.tolist()
-        return np.array([self._estimate(cs, k) if perf[k] is None else perf[k] for k in ranks], np.int64)
+        from ..vertices import VertexInfo   # (imported here, once per compute set: not per vertex)
+        return np.array([self._estimate(cs, k, VertexInfo) if perf[k] is None else perf[k] for k in ranks], np.int64)
 
-    def _estimate(self, cs, k: int) -> int:
+    def _estimate(self, cs, k: int, info) -> int:
         vt = cs._types[k]
         estimator = self.state.estimators.get(vt.name)
         if estimator is not None:
-            from ..vertices import VertexInfo
-            result = estimator(VertexInfo(vertex_ref(cs, k)), self.target)
+            result = estimator(info(vertex_ref(cs, k)), self.target)
             cycles = result[0] if isinstance(result, tuple) else result
             return int(cycles)
         if vt.counts_cycles:
