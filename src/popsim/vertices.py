@@ -103,17 +103,33 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
     """The list a list field stores for ``value`` when every sub-edge is a view _checked
     would take as it is (of this graph and the field's type, one element for scalars, not
     rank 0 for vectors, no constant where the vertex writes); else None (connect checks and
-    explains)."""
+    explains). What ``packed`` makes of them, in the same pass."""
     _, dtype, scalar, writing = entry
+    data: List[int] = []
+    add = data.extend
+    rank = -1   # the sub-edges' rank while all are strided views of one rank; -2 once they are not
     for t in value:
         if type(t) is not Tensor or t._table is not table or t._dtype is not dtype:
             return None
-        var = t._var
-        if writing and (var.is_constant if var is not None else t.contains_constant()):
+        var, shape = t._var, t._shape
+        if var is None:
+            if writing and t.contains_constant():
+                return None
+            rank = -2
+        else:
+            if writing and var.is_constant:
+                return None
+            if rank != -2:
+                if rank >= 0 and len(shape) != rank:
+                    rank = -2
+                else:
+                    rank = len(shape)
+                    add((var.index, t._offset))
+                    add(shape)
+                    add(t._strides)
+        if (t.num_elements() != 1) if scalar else not shape:
             return None
-        if (t.num_elements() != 1) if scalar else not t._shape:
-            return None
-    return packed(value)
+    return EdgeList(rank, array("q", data)) if rank >= 0 and data else list(value)
 
 
 def packed(edges: list) -> object:
@@ -131,6 +147,11 @@ def packed(edges: list) -> object:
         add(shape)
         add(t._strides)
     return EdgeList(rank, array("q", data)) if data else list(edges)
+
+
+#: (numpy type, value) -> the shared array add_vertex stores for a plain int state value
+_INT_VALUES: Dict[tuple, np.ndarray] = {}
+_INT_VALUES_LIMIT = 1 << 16
 
 
 def _state_plan(vt: VertexType) -> Dict[str, tuple]:
@@ -249,7 +270,13 @@ class VertexBuilding:
                     entry = vt.extra.get("state_plan")
                     entry = (_state_plan(vt) if entry is None else entry).get(name)
                     if entry is not None and entry[2] <= value <= entry[3]:
-                        slots[first + entry[0]] = shared_values(np.array([value], entry[1]))
+                        key = (entry[1], value)   # (sizes and counts repeat over a compute set's vertices)
+                        stored = _INT_VALUES.get(key)
+                        if stored is None:
+                            if len(_INT_VALUES) >= _INT_VALUES_LIMIT:
+                                _INT_VALUES.clear()
+                            stored = _INT_VALUES[key] = shared_values(np.array([value], entry[1]))
+                        slots[first + entry[0]] = stored
                         continue
                 elif type(value) is np.ndarray:   # a state vector's values, already typed (libraries' worklists)
                     entry = vt.extra.get("vector_state_plan")
