@@ -340,13 +340,13 @@ class Tensor(SnakeCaseNames):
     def slices(self, intervals: Sequence[Tuple[int, int]], dim: int = 0) -> List["Tensor"]:
         """One slice per (begin, end) interval along ``dim``."""
         pairs = list(intervals) if isinstance(intervals, (list, tuple, np.ndarray)) else None
+        if dim == 0 and len(self._shape) == 1 and pairs is not None and id_slices.plain_pairs(pairs, self._shape[0]):
+            if self._ids is None:   # (every tile's regions of a flat view: graph building's hot path)
+                return id_slices.strided_slices(self, pairs, _strided_view)
+            return id_slices.slices(self, pairs, _strided_view)
         if pairs is None or not all(isinstance(k, (list, tuple, np.ndarray)) and len(k) == 2 for k in pairs):
             raise errors.TypeError(f"slices: intervals must be a list of (begin, end) pairs, found {found(intervals)}; "
                                    "e.g. t.slices([(0, 2), (2, 4)], dim)")
-        n = self._shape[0] if len(self._shape) == 1 and self._ids is not None and dim == 0 else -1
-        if n >= 0 and all(type(b) is int and type(e) is int and 0 <= b <= e <= n for b, e in pairs):
-            return id_slices.slices(self, pairs, lambda var, offset, size, step: _strided_view(
-                self._table, var, self._dtype, (size,), offset, (step,)))
         return [self.slice(b, e, dim) for b, e in pairs]
 
     # -- shape transforms -------------------------------------------------------------------
