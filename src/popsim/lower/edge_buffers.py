@@ -187,6 +187,7 @@ class EdgePlacer:
             for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)), (1, writes[owner], (plocal, parena))):
                 if not active.any():
                     continue
+                active = slice(None) if active.all() else active   # (read-only views: no copies)
                 segments[phase].append(merge_segments(src[active], dst[active], pbytes[active]), join=joined[phase])
                 joined[phase] = True
                 traffic = phases[phase]
@@ -238,6 +239,7 @@ class EdgePlacer:
         ``is_lead`` (views that lead a buffer) split at tile boundaries: the pieces (``pos``
         relative to their edge), the edge of each, its tile."""
         keep = is_lead[edges.run_edge[first:last]]
+        keep = slice(None) if keep.all() else keep   # (most often every view leads: no copies)
         start, length, pos, owner = (a[first:last][keep] for a in (edges.run_gid, edges.run_len, edges.run_pos,
                                                                     edges.run_edge))
         if self.cpu or not start.size:
