@@ -33,7 +33,7 @@ MODULE_LAYER = {
     "version": "base", "types": "base", "errors": "base", "config": "base", "options": "base", "printing": "base",
     "views": "base", "mapping": "base", "linear_mapping": "base", "log": "base", "progress": "base",
     "poplar_names": "base", "arguments": "base", "code_fingerprint": "base", "contract": "base", "codec": "base",
-    "cachedir": "base", "zip_stream": "base",
+    "cachedir": "base", "zip_stream": "base", "heap": "base",
     "target": "target", "device": "target", "ipu_model": "target", "topology": "target",
     "dist": "target",  # which MPI process holds which replicas
     "variables": "model", "tensor": "model", "id_slices": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",

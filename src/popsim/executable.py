@@ -36,6 +36,7 @@ from .compilation import CompilationInfo
 from .digest import graph_digest
 from .errors import GraphMemoryAllocationError, PopsimError
 from .graph import Graph
+from .heap import lowering_heap
 from .executable_file import FORMAT_VERSION, read_executable, write_executable
 from .lower import Lowered, lower_graph
 from .lower.consistency import check_initial_image
@@ -173,7 +174,7 @@ def compile_executable(graph, programs: Union[Program, Sequence[Program]], optio
             info.cache_reason = f"no cached executable for this graph (key {info.cache_key}); compiled and saved"
     logger.debug("compiling: %d variables, %d compute sets, %d vertices, %d programs", len(state.table),
                  len(state.compute_sets), sum(len(cs.vertices) for cs in state.compute_sets), len(progs))
-    with phase("lower graph", timings):
+    with phase("lower graph", timings), lowering_heap():
         lowered = lower_graph(state, progs, interpreted, timings, compile_options["popsim.checkRaces"] == "true",
                               compile_options["debug.variableLiveness"] == "true")
     exe = Executable(lowered, compile_options, info)
