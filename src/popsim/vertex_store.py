@@ -31,7 +31,7 @@ from .tensor import Tensor
 from .types import typed_array
 
 __all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds",
-           "record_columns", "EdgeList", "list_records"]
+           "record_columns", "EdgeList", "MAX_PACKED_RANK", "list_records"]
 
 _new = object.__new__
 
@@ -46,35 +46,52 @@ def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
     return (t._var.index, t._offset, t._shape, t._strides)
 
 
-class EdgeList:
+#: the highest rank an EdgeList packs (its first byte); sub-edges of a higher rank stay Tensors
+MAX_PACKED_RANK = 255
+
+
+class EdgeList(bytes):
     """A list field's sub-edges when each is a strided view of one variable, all of one
     rank: packed as ints (variable index, offset, shape, strides, per sub-edge) rather than
     kept as Tensors. A Tensor, its shape and strides tuples and its offset take about 250
     bytes a sub-edge; here they take 16 + 16 x rank, and nothing per sub-edge is left for
     the garbage collector to trace. Iterating gives the sub-edges' edge records (lowering
-    reads them like the records of single edges); ``VertexRef.conn`` gives Tensors back."""
+    reads them like the records of single edges); ``VertexRef.conn`` gives Tensors back.
 
-    __slots__ = ("rank", "data")
+    The bytes are the rank (one byte) and then the int64s: a bytes object, which the
+    garbage collector does not track, where an object holding an array was two tracked
+    objects per list field (1.2 million in ResNet-50, scanned by every full collection)."""
 
-    def __init__(self, rank: int, data: array):
-        self.rank = rank
-        self.data = data
+    __slots__ = ()
+
+    def __new__(cls, rank: int, data: array) -> "EdgeList":
+        return super().__new__(cls, bytes((rank,)) + data.tobytes())
+
+    @property
+    def rank(self) -> int:
+        return self[0]
+
+    @property
+    def data(self) -> memoryview:
+        """The int64s (a read-only view of them)."""
+        return memoryview(self)[1:].cast("q")
 
     def __len__(self) -> int:
-        return len(self.data) // (2 + 2 * self.rank)
+        return (bytes.__len__(self) - 1) // (8 * (2 + 2 * self[0]))
 
     def __iter__(self):
         # zip over strided slices: every record is made at C level, none in a Python loop
-        r, data = self.rank, self.data
+        r, data = self[0], self.data
         width = 2 + 2 * r
+        count = len(self)
         if r == 0:
-            return zip(data[0::width], data[1::width], repeat((), len(self)), repeat((), len(self)))
+            return zip(data[0::width], data[1::width], repeat((), count), repeat((), count))
         return zip(data[0::width], data[1::width], zip(*(data[2 + k::width] for k in range(r))),
                    zip(*(data[2 + r + k::width] for k in range(r))))
 
     def sizes(self) -> List[int]:
         """The element count of each sub-edge."""
-        r, data = self.rank, self.data
+        r, data = self[0], self.data
         width = 2 + 2 * r
         if r == 1:
             return data[2::width].tolist()
@@ -94,7 +111,7 @@ def list_records(lists: List[object]) -> list:
     by_rank: Dict[int, list] = {}
     for c in lists:
         if type(c) is EdgeList:
-            by_rank.setdefault(c.rank, []).append(c.data)
+            by_rank.setdefault(c[0], []).append(memoryview(c)[1:])   # (c[0]: the rank)
     if not by_rank:
         return list(chain.from_iterable(lists))
     decoded = {}
@@ -106,9 +123,9 @@ def list_records(lists: List[object]) -> list:
     out: list = []
     for c in lists:
         if type(c) is EdgeList:
-            rank = c.rank
+            rank = c[0]
             k = at[rank]
-            n = len(c.data) // (2 + 2 * rank)
+            n = len(c)
             out += decoded[rank][k:k + n]
             at[rank] = k + n
         else:

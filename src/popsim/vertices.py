@@ -24,8 +24,8 @@ from .arguments import as_size, found
 from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
-from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
-                           edge_record, positions, shared_values)
+from .vertex_store import (MAX_PACKED_RANK, WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan,
+                           count_vertices_and_edges, edge_record, positions, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
 
 _configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
@@ -129,7 +129,7 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
                     add(t._strides)
         if (t.num_elements() != 1) if scalar else not shape:
             return None
-    return EdgeList(rank, array("q", data)) if rank >= 0 and data else list(value)
+    return EdgeList(rank, array("q", data)) if 0 <= rank <= MAX_PACKED_RANK and data else list(value)
 
 
 def packed(edges: list) -> object:
@@ -146,7 +146,7 @@ def packed(edges: list) -> object:
         add((var.index, t._offset))
         add(shape)
         add(t._strides)
-    return EdgeList(rank, array("q", data)) if data else list(edges)
+    return EdgeList(rank, array("q", data)) if data and rank <= MAX_PACKED_RANK else list(edges)
 
 
 #: (numpy type, value) -> the shared array add_vertex stores for a plain int state value
