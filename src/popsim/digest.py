@@ -182,8 +182,8 @@ def _canonical_slots(slots: list, types: list, first: list) -> list:
                 add(_connection(c, spec.dtype))
             elif c is None:
                 add((-1,))
-            elif type(c) is EdgeList:  # packed sub-edges: the same text as their Tensors'
-                add((-2,) + _digest_ints(repr(list(c)).encode()))
+            elif type(c) is EdgeList.TYPE:  # packed sub-edges: the same text as their Tensors'
+                add((-2,) + _digest_ints(repr(list(EdgeList.records(c))).encode()))
             elif isinstance(c, list):  # sub-edges: a digest of their exact text
                 add((-2,) + _digest_ints(repr([None if t is None else _connection(t, t.dtype) for t in c]).encode()))
             else:  # plain state values

@@ -50,58 +50,66 @@ def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
 MAX_PACKED_RANK = 255
 
 
-class EdgeList(bytes):
+class EdgeList:
     """A list field's sub-edges when each is a strided view of one variable, all of one
     rank: packed as ints (variable index, offset, shape, strides, per sub-edge) rather than
     kept as Tensors. A Tensor, its shape and strides tuples and its offset take about 250
     bytes a sub-edge; here they take 16 + 16 x rank, and nothing per sub-edge is left for
-    the garbage collector to trace. Iterating gives the sub-edges' edge records (lowering
+    the garbage collector to trace. ``records`` gives the sub-edges' edge records (lowering
     reads them like the records of single edges); ``VertexRef.conn`` gives Tensors back.
 
-    The bytes are the rank (one byte) and then the int64s: a bytes object, which the
-    garbage collector does not track, where an object holding an array was two tracked
-    objects per list field (1.2 million in ResNet-50, scanned by every full collection)."""
+    The slot holds a plain ``bytes`` object (``EdgeList.TYPE``): the rank (one byte), then
+    the int64s. The garbage collector does not track bytes, where an object of its own per
+    list field (1.2 million in ResNet-50) was scanned by every full collection; no other
+    slot holds bytes. This class packs and reads them."""
 
-    __slots__ = ()
+    TYPE = bytes
 
-    def __new__(cls, rank: int, data: array) -> "EdgeList":
-        return super().__new__(cls, bytes((rank,)) + data.tobytes())
+    @staticmethod
+    def pack(rank: int, data: array) -> bytes:
+        return bytes((rank,)) + data.tobytes()
 
-    @property
-    def rank(self) -> int:
-        return self[0]
+    @staticmethod
+    def rank(packed: bytes) -> int:
+        return packed[0]
 
-    @property
-    def data(self) -> memoryview:
+    @staticmethod
+    def ints(packed: bytes) -> memoryview:
         """The int64s (a read-only view of them)."""
-        return memoryview(self)[1:].cast("q")
+        return memoryview(packed)[1:].cast("q")
 
-    def __len__(self) -> int:
-        return (bytes.__len__(self) - 1) // (8 * (2 + 2 * self[0]))
+    @staticmethod
+    def count(packed: bytes) -> int:
+        """The number of sub-edges."""
+        return (len(packed) - 1) // (8 * (2 + 2 * packed[0]))
 
-    def __iter__(self):
-        # zip over strided slices: every record is made at C level, none in a Python loop
-        r, data = self[0], self.data
+    @staticmethod
+    def records(packed: bytes):
+        """The sub-edges' edge records, zipped over strided slices: every record is made at
+        C level, none in a Python loop."""
+        r, data = packed[0], EdgeList.ints(packed)
         width = 2 + 2 * r
-        count = len(self)
         if r == 0:
+            count = len(data) // width
             return zip(data[0::width], data[1::width], repeat((), count), repeat((), count))
         return zip(data[0::width], data[1::width], zip(*(data[2 + k::width] for k in range(r))),
                    zip(*(data[2 + r + k::width] for k in range(r))))
 
-    def sizes(self) -> List[int]:
+    @staticmethod
+    def sizes(packed: bytes) -> List[int]:
         """The element count of each sub-edge."""
-        r, data = self[0], self.data
+        r, data = packed[0], EdgeList.ints(packed)
         width = 2 + 2 * r
         if r == 1:
             return data[2::width].tolist()
         return [int(np.prod(data[k + 2:k + 2 + r])) for k in range(0, len(data), width)]
 
-    def tensors(self, table, dtype) -> List[Tensor]:
+    @staticmethod
+    def tensors(packed: bytes, table, dtype) -> List[Tensor]:
         """The sub-edges as Tensors of element type ``dtype`` (new views, each time)."""
         variables = table.variables
         return [Tensor._strided(table, variables[v], dtype, shape, offset, strides)
-                for v, offset, shape, strides in self]
+                for v, offset, shape, strides in EdgeList.records(packed)]
 
 
 def list_records(lists: List[object]) -> list:
@@ -110,7 +118,7 @@ def list_records(lists: List[object]) -> list:
     compute set has hundreds of thousands of short ones."""
     by_rank: Dict[int, list] = {}
     for c in lists:
-        if type(c) is EdgeList:
+        if type(c) is bytes:   # EdgeList.TYPE
             by_rank.setdefault(c[0], []).append(memoryview(c)[1:])   # (c[0]: the rank)
     if not by_rank:
         return list(chain.from_iterable(lists))
@@ -118,14 +126,14 @@ def list_records(lists: List[object]) -> list:
     for rank, parts in by_rank.items():
         data = array("q")
         data.frombytes(b"".join(parts))
-        decoded[rank] = list(EdgeList(rank, data))
+        decoded[rank] = list(EdgeList.records(EdgeList.pack(rank, data)))
     at = dict.fromkeys(decoded, 0)
     out: list = []
     for c in lists:
-        if type(c) is EdgeList:
+        if type(c) is bytes:
             rank = c[0]
             k = at[rank]
-            n = len(c)
+            n = EdgeList.count(c)
             out += decoded[rank][k:k + n]
             at[rank] = k + n
         else:
@@ -172,7 +180,7 @@ class _SlotKinds(dict):
 
 
 _SLOT_KIND = _SlotKinds({type(None): SLOT_NONE, tuple: SLOT_RECORD, Tensor: SLOT_TENSOR, list: SLOT_LIST,
-                         EdgeList: SLOT_LIST})
+                         EdgeList.TYPE: SLOT_LIST})
 
 
 def slot_kinds(slots: List[object]) -> np.ndarray:
@@ -224,8 +232,8 @@ class ComputeSet:
             table = self._state.table
             var_index, offset, shape, strides = c
             return Tensor._strided(table, table.variables[var_index], spec.dtype, shape, offset, strides)
-        if type(c) is EdgeList:
-            return c.tensors(self._state.table, spec.dtype)
+        if type(c) is EdgeList.TYPE:
+            return EdgeList.tensors(c, self._state.table, spec.dtype)
         return c
 
     def __repr__(self) -> str:
@@ -241,7 +249,8 @@ def count_vertices_and_edges(compute_sets) -> Tuple[int, int]:
         kinds = slot_kinds(cs._slots)
         edges += int(np.count_nonzero((kinds == SLOT_RECORD) | (kinds == SLOT_TENSOR)))
         slots = cs._slots
-        edges += sum(len(slots[k]) for k in np.flatnonzero(kinds == SLOT_LIST).tolist())
+        edges += sum(EdgeList.count(c) if type(c) is EdgeList.TYPE else len(c)
+                     for c in (slots[k] for k in np.flatnonzero(kinds == SLOT_LIST).tolist()))
     return vertices, edges
 
 
@@ -338,7 +347,7 @@ class VertexRef:
         slot = cs._first[self.index] + position
         spec = cs._types[self.index].fields[position]
         value = cs._slot_value(slot, spec)
-        if type(cs._slots[slot]) is EdgeList:
+        if type(cs._slots[slot]) is EdgeList.TYPE:
             cs._slots[slot] = value   # from now on a list of Tensors, as connecting one sub-edge needs
         return value
 

@@ -70,15 +70,17 @@ class VertexInfo:
             return int(np.prod(c[2]))
         if isinstance(c, Tensor):
             return c.num_elements()
-        if isinstance(c, (list, np.ndarray, EdgeList)):
+        if type(c) is EdgeList.TYPE:
+            return EdgeList.count(c)
+        if isinstance(c, (list, np.ndarray)):
             return len(c)
         return 0
 
     def field_sizes(self, name: str) -> List[int]:
         """Elements of each sub-edge of a list field."""
         c = self._vertex.stored(self._vertex[name].position)
-        if type(c) is EdgeList:
-            return c.sizes()
+        if type(c) is EdgeList.TYPE:
+            return EdgeList.sizes(c)
         return [t.num_elements() if isinstance(t, Tensor) else 0 for t in (c or [])]
 
     def initial_value(self, name: str):
@@ -129,7 +131,7 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
                     add(t._strides)
         if (t.num_elements() != 1) if scalar else not shape:
             return None
-    return EdgeList(rank, array("q", data)) if 0 <= rank <= MAX_PACKED_RANK and data else list(value)
+    return EdgeList.pack(rank, array("q", data)) if 0 <= rank <= MAX_PACKED_RANK and data else list(value)
 
 
 def packed(edges: list) -> object:
@@ -146,7 +148,7 @@ def packed(edges: list) -> object:
         add((var.index, t._offset))
         add(shape)
         add(t._strides)
-    return EdgeList(rank, array("q", data)) if data and rank <= MAX_PACKED_RANK else list(edges)
+    return EdgeList.pack(rank, array("q", data)) if data and rank <= MAX_PACKED_RANK else list(edges)
 
 
 #: (numpy type, value) -> the shared array add_vertex stores for a plain int state value

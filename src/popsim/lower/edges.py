@@ -24,8 +24,8 @@ import numpy as np
 
 from ..runs import distinct, sort_order
 from ..tensor import Tensor
-from ..vertex_store import (SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, edge_record, list_records, record_columns,
-                            vertex_ref)
+from ..vertex_store import (SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, EdgeList, edge_record, list_records,
+                            record_columns, vertex_ref)
 from ..views import strided_runs
 
 _EMPTY = np.empty(0, np.int64)
@@ -94,7 +94,7 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     per_row = (is_record | (row_kind == SLOT_TENSOR)).astype(np.int64)
     list_rows = np.flatnonzero(is_list)
     lists = [slots[s] for s in row_slot[list_rows].tolist()]
-    per_row[list_rows] = [len(c) for c in lists]
+    per_row[list_rows] = [EdgeList.count(c) if type(c) is EdgeList.TYPE else len(c) for c in lists]
     row_start = np.cumsum(per_row) - per_row
     count = int(per_row.sum()) if rows else 0
     edge_row = np.repeat(np.arange(rows, dtype=np.int64), per_row)
