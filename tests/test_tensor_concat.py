@@ -216,3 +216,16 @@ def test_a_concat_too_big_to_list_is_refused(views_graph):
     with pytest.raises(popsim.TensorCreationError, match="concat of 2 tensors: the view would list 1,099,511,627,780 "
                                                          "element ids"):
         popsim.concat([huge, m[0]])
+
+
+def test_many_1d_views_strided_reversed_indexed_and_empty_join_in_order(graph):
+    # The 1-D join lists strided pieces in one numpy pass: every kind of piece, in order.
+    v = graph.add_variable(FLOAT, (40,), "v")
+    w = graph.add_variable(FLOAT, (6, 5), "w")
+    e = np.arange(40)
+    ew = 40 + np.arange(30).reshape(6, 5)
+    pieces = [v.slice(3, 9), v.slice(0, 0), v.reverse(0).slice(2, 7), w[:, 1], v.subsample(4, 0),
+              popsim.concat([v.slice(30, 32), w[2, 1:3]]), w.flatten().slice(7, 8)]
+    want = [e[3:9], e[:0], e[::-1][2:7], ew[:, 1], e[::4], np.r_[e[30:32], ew[2, 1:3]], ew.ravel()[7:8]]
+    check(popsim.concat(pieces), np.concatenate(want))
+    check(popsim.concat(pieces[::-1]), np.concatenate(want[::-1]))
