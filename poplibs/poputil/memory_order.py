@@ -108,6 +108,12 @@ def _one_region_a_tile(mapping) -> bool:
     return all(len(m) <= 1 for m in mapping)
 
 
+def _one_variable(flat) -> bool:
+    # A view of one variable is cloned as today (its regions a tile come from its own mapping,
+    # as ResNet-50's residual additions'); one joining several (a concatenation) is grouped.
+    return len({r.var for r in flat.get_var_regions()}) <= 1
+
+
 def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
     """``memory_order``'s order; or, where ``t``'s flat view in that order still holds more
     than one region on some tile and following ``t``'s element ids gives fewer, an
@@ -123,16 +129,17 @@ def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
 
 
 def tile_grouped_clone(graph, flat, dtype, name: str):
-    """Poplar's clone of the 1-D view ``flat`` when it holds more than one region on some
-    tile, every element mapped: a new variable whose elements for tile k are one
-    contiguous block on tile k (tiles in order, each block in ``flat``'s order), returned
-    as its view in ``flat``'s order, element for element mapped as ``flat`` is. None when
-    ``flat`` has one region a tile (a plain clone is then already that) or unmapped
-    elements (a clone keeps them unmapped)."""
+    """Poplar's clone of the 1-D view ``flat`` when it joins several variables and holds
+    more than one region on some tile, every element mapped: a new variable whose
+    elements for tile k are one contiguous block on tile k (tiles in order, each block in
+    ``flat``'s order), returned as its view in ``flat``'s order, element for element
+    mapped as ``flat`` is. None when ``flat`` has one region a tile (a plain clone is then
+    already that), is of one variable (its clone keeps that variable's order), or has
+    unmapped elements (a clone keeps them unmapped)."""
     mapping = graph.get_tile_mapping(flat, require_complete=False)
     n = flat.num_elements()
     sizes = np.array([sum(e - b for b, e in m) for m in mapping], np.int64)
-    if _one_region_a_tile(mapping) or int(sizes.sum()) != n:
+    if _one_region_a_tile(mapping) or int(sizes.sum()) != n or _one_variable(flat):
         return None
     starts = np.concatenate(([0], np.cumsum(sizes)))
     metadata = flat.metadata if dtype == flat.dtype else None
