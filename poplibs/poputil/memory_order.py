@@ -99,6 +99,15 @@ class IdOrder(NamedTuple):
         parts = flat.slices(list(self.intervals))
         return parts[0] if len(parts) == 1 else popsim.concat(parts)
 
+    def restore(self, flat, shape):
+        """The flat ``flat`` (``view``'s order) back in the caller's ``shape``."""
+        lengths = np.array([e - b for b, e in self.intervals], np.int64)
+        offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        by_start = np.argsort([b for b, _ in self.intervals], kind="stable")
+        parts = flat.slices([(int(offsets[k]), int(offsets[k] + lengths[k])) for k in by_start])
+        base_flat = parts[0] if len(parts) == 1 else popsim.concat(parts)
+        return self.base.restore(base_flat) if self.base is not None else base_flat.reshape(shape)
+
 
 def _flat_in(order, t):
     return order.view(t) if order is not None else t.flatten()
@@ -109,8 +118,6 @@ def _one_region_a_tile(mapping) -> bool:
 
 
 def _one_variable(flat) -> bool:
-    # A view of one variable is cloned as today (its regions a tile come from its own mapping,
-    # as ResNet-50's residual additions'); one joining several (a concatenation) is grouped.
     return len({r.var for r in flat.get_var_regions()}) <= 1
 
 
@@ -129,18 +136,28 @@ def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
 
 
 def tile_grouped_clone(graph, flat, dtype, name: str):
-    """Poplar's clone of the 1-D view ``flat`` when it joins several variables and holds
-    more than one region on some tile, every element mapped: a new variable whose
-    elements for tile k are one contiguous block on tile k (tiles in order, each block in
-    ``flat``'s order), returned as its view in ``flat``'s order, element for element
-    mapped as ``flat`` is. None when ``flat`` has one region a tile (a plain clone is then
-    already that), is of one variable (its clone keeps that variable's order), or has
-    unmapped elements (a clone keeps them unmapped)."""
+    """Poplar's clone of the 1-D view ``flat`` (every element mapped, more than one region
+    on some tile), which keeps a tile's share of the new variable together, returned as
+    its view in ``flat``'s order, element for element mapped as ``flat`` is:
+    - ``flat`` joins several variables (a concatenation): a new variable whose elements
+      for tile k are one contiguous block on tile k (tiles in order, each block in
+      ``flat``'s order);
+    - ``flat`` is of one variable whose element order holds fewer regions (an output
+      made tile by tile, above): the clone follows that order.
+    None otherwise (one region a tile, one variable in its own order, unmapped elements):
+    a plain clone in ``flat``'s order is then what Poplar's is."""
     mapping = graph.get_tile_mapping(flat, require_complete=False)
     n = flat.num_elements()
     sizes = np.array([sum(e - b for b, e in m) for m in mapping], np.int64)
-    if _one_region_a_tile(mapping) or int(sizes.sum()) != n or _one_variable(flat):
+    if _one_region_a_tile(mapping) or int(sizes.sum()) != n:
         return None
+    if _one_variable(flat):
+        groups = graph.get_sorted_contiguous_regions(flat, [(0, n)])
+        order = IdOrder(None, tuple(r for group in groups for r in group))
+        ordered = order.view(flat)
+        if _regions(graph, ordered) >= sum(len(m) for m in mapping):
+            return None   # its own order is as simple: ResNet-50's residual additions
+        return order.restore(graph.clone(ordered, name, dtype), (n,))
     starts = np.concatenate(([0], np.cumsum(sizes)))
     metadata = flat.metadata if dtype == flat.dtype else None
     var = graph.add_variable(dtype, (n,), name, metadata=metadata)

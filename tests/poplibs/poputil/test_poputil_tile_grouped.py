@@ -134,3 +134,47 @@ def test_the_first_op_after_a_concat_gets_one_vertex_a_tile():
     y = popops.add(g, x, x, prog, "add")
     assert g.num_vertices - before == TILES
     assert _memory_regions_a_tile(g, y) == [1] * TILES
+
+
+def test_the_ops_after_those_stay_one_region_a_tile_and_one_variable_views_keep_their_order():
+    """A clone of a tile-grouped output is tile-grouped too (each op of a chain after a
+    concat: one region a tile), while a one-variable view with several regions a tile is
+    cloned in its own order, as before (ResNet-50's residual additions)."""
+    device = _device()
+    g = popsim.Graph(device)
+    popops.add_codelets(g)
+    popnn.add_codelets(g)
+    x, _ = _concat(g, [(4, "rows", [6, 12, 18], [0, 1, 2, 3]), (4, "channels_innermost", [6, 12, 18], [0, 1, 2, 3])])
+    prog = Sequence()
+    y = x
+    for k in range(3):
+        y = popops.mul(g, y, 2.0, prog, f"mul{k}")
+        assert _memory_regions_a_tile(g, y) == [1] * TILES, k
+    v = g.add_variable(FLOAT, (1, 8, H, W), "v")
+    g.set_tile_mapping(v, [[(0, 6), (24, 30)], [(6, 12), (30, 36)], [(12, 18), (36, 42)], [(18, 24), (42, 48)]])
+    w = per_tile.create_output(g, [v])
+    assert g.get_tile_mapping(w) == g.get_tile_mapping(v) and _memory_regions_a_tile(g, w) == [2] * TILES
+    assert w.get_var_regions() == [(w.get_var_regions()[0].var, w.get_var_regions()[0].name, 0, 48)]
+
+
+def test_batch_normalisation_of_a_concat_is_one_region_a_tile_and_right():
+    device = _device()
+    g = popsim.Graph(device)
+    popops.add_codelets(g)
+    popnn.add_codelets(g)
+    x, variables = _concat(g, [(4, "rows", [6, 12, 18], [0, 1, 2, 3]), (4, "channels_innermost", [6, 12, 18], [0, 1, 2, 3])])
+    c = x.shape[1]
+    params = [g.add_variable(FLOAT, (c,), p) for p in ("gamma", "beta", "mean", "istd")]
+    for p in params:
+        g.set_tile_mapping(p, 0)
+    prog = Sequence()
+    y = popnn.bn.batch_normalise(g, x, *params, prog, name="bn")[0]
+    assert _memory_regions_a_tile(g, y) == [1] * TILES
+    rng = np.random.default_rng(3)
+    vx = rng.standard_normal(x.shape).astype(np.float32)
+    vp = [rng.standard_normal(c).astype(np.float32) for _ in params]
+    writes = {variables[0]: vx[:, :4], variables[1]: vx[:, 4:].transpose(0, 2, 3, 1)}
+    writes.update(zip(params, vp))
+    _, ((got,),) = load_and_run(g, device, prog, [y], writes)
+    gamma, beta, mean, istd = (p.reshape(1, c, 1, 1) for p in vp)
+    np.testing.assert_allclose(got, (vx - mean) * istd * gamma + beta, rtol=1e-5, atol=1e-5)
