@@ -14,16 +14,14 @@ from popsim.popops import expr as pe
 from popsim.poputil.memory_order import element_order, tile_grouped_clone
 from popsim.program import Sequence
 
-from graph_helpers import load_and_run
+from graph_helpers import load_and_run, small_device
 
 TILES = 4
 H, W = 2, 3
 
 
 def _device():
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = TILES
-    return model.create_device()
+    return small_device(TILES)
 
 
 @st.composite
