@@ -59,3 +59,25 @@ def test_tile_intervals_join_neighbours_on_one_tile_as_piece_by_piece():
         tiles = rng.integers(-1, 3, k)
         got = tile_intervals(Runs(pos[order], pos[order] * 7, length[order]), tiles[order], 3)
         assert got == _tile_intervals_one_by_one(pos[order], length[order], tiles[order], 3)
+
+
+def test_blocked_search_is_numpys_searchsorted():
+    from popsim.runs import BLOCK_BITS, block_counts, blocked_search
+    rng = np.random.default_rng(2)
+    for size, span in ((1, 5), (40, 200), (3000, 10 ** 6), (2000, 3000)):   # sparse, dense, repeated values
+        values = np.sort(rng.integers(0, span, size))
+        counts = block_counts(values)
+        queries = np.concatenate([rng.integers(0, span + 2 * (1 << BLOCK_BITS), 5000), values, values + 1,
+                                  [0, int(values[-1]) << 3]])
+        assert np.array_equal(blocked_search(values, counts, queries), np.searchsorted(values, queries, side="right"))
+
+
+def test_a_mapping_index_past_the_dense_table_finds_the_same_boundaries(monkeypatch):
+    import popsim.runs as runs
+    rng = np.random.default_rng(3)
+    begins = np.sort(rng.choice(np.arange(0, 10 ** 7, 3), 1 << 17, replace=False))
+    index = runs.MappingIndex(begins, begins + 2, begins % 7)
+    gids = rng.integers(0, 10 ** 7 + 10, 1 << 17)
+    want = np.searchsorted(index.boundaries(), gids, side="right")
+    monkeypatch.setattr(runs, "DENSE_IDS", 1 << 20)   # ids past it: the blocked counts
+    assert np.array_equal(index.boundaries_up_to(gids), want) and index._blocks is not None and index._dense is None

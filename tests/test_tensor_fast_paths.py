@@ -35,6 +35,14 @@ def outcome(fn):
     return ("view", t._table, t._dtype, t._shape, "indexed", t._ids.tolist())
 
 
+def outcome_list(fn):
+    """("views", the list) or ("error", type, message) of calling ``fn``."""
+    try:
+        return ("views", fn())
+    except Exception as e:  # noqa: BLE001 - the error itself is what is compared
+        return ("error", type(e), str(e))
+
+
 def assert_same(fast, general):
     a, b = outcome(fast), outcome(general)
     note(f"fast: {a[:3]}... general: {b[:3]}...")
@@ -90,6 +98,49 @@ def test_slice_fast_path_matches_general(data):
     assert_same(lambda: t.slice(b, e, dim), lambda: t._slice_general(b, e, dim))
     if dim == 0:
         assert_same(lambda: t.slice(b, e), lambda: t._slice_general(b, e, 0))
+
+
+@PROPS
+@given(st.data())
+def test_box_slice_fast_path_matches_slicing_dimension_by_dimension(data):
+    """slice(begin list, end list) of plain ints in range takes views.int_box's one step; with
+    numpy ints the same box is sliced dimension by dimension (the general path)."""
+    t = random_view(data)
+    rank = data.draw(st.sampled_from([t.rank] * 4 + [max(t.rank - 1, 0), t.rank + 1]), label="entries")
+    begin, end = [], []
+    for d in range(rank):
+        n = t.shape[d] if d < t.rank else 2
+        begin.append(data.draw(st.integers(-1, n + 1), label="begin"))
+        end.append(data.draw(st.integers(-1, n + 1), label="end"))
+    fast = (tuple(begin), tuple(end)) if data.draw(st.booleans(), label="tuples") else (begin, end)
+    note(f"t{list(t.shape)}.slice({fast[0]}, {fast[1]})")
+    assert_same(lambda: t.slice(*fast), lambda: t._slice_general([np.int64(b) for b in begin],
+                                                                  [np.int64(e) for e in end]))
+
+
+@PROPS
+@given(st.data())
+def test_slices_of_flat_views_match_slicing_each_interval(data):
+    """slices() of a 1-D view by plain int pairs (id_slices.plain_pairs) makes the views
+    itself; each must be the elements slice() gives (strided views the same fields), and
+    any other pairs take the general path's outcome."""
+    t = random_view(data).flatten()
+    n = t.shape[0]
+    pairs = data.draw(st.lists(st.tuples(st.integers(-1, n + 1), st.integers(-1, n + 1)), max_size=6), label="pairs")
+    if data.draw(st.booleans(), label="lists"):
+        pairs = [list(p) for p in pairs]
+    note(f"t{list(t.shape)}.slices({pairs})")
+    got, want = outcome_list(lambda: t.slices(pairs)), outcome_list(lambda: [t.slice(b, e) for b, e in pairs])
+    if got[0] == "error" or want[0] == "error":
+        assert got == want
+        return
+    got = got[1]
+    assert len(got) == len(pairs)
+    for view, (b, e) in zip(got, pairs):
+        want = t.slice(b, e)
+        assert view._id_array().tolist() == want._id_array().tolist()
+        if t._ids is None:
+            assert outcome(lambda: view) == outcome(lambda: want)
 
 
 @PROPS

@@ -334,3 +334,35 @@ def test_lists_added_whole_are_stored_and_refused_as_connect_stores_and_refuses_
                 errors.append((type(e), str(e).replace(f"#{len(cs.vertices) - 1}", "#N").replace(
                     f"#{len(cs.vertices) - 2}", "#N")))
         assert errors[0] == errors[1], bad
+
+
+class States(popsim.Vertex):
+    """State vectors: the values PopLibs' vertices hold per vertex (worklists, piece sizes)."""
+
+    offs: Vector[int]
+    lens: Vector[int]
+
+    def compute(self):
+        return True
+
+
+def test_state_vectors_added_whole_are_stored_as_set_initial_value_stores_them():
+    g = new_graph()
+    g.add_codelets([States])
+    cs = g.add_compute_set("cs")
+    ints = np.arange(120, dtype=np.int32)   # 480 bytes: more than the shared small values (stored as given)
+    # typed 1-D arrays (add_vertex's lean branch), a strided one, and values it leaves to set_initial_value
+    for offs, lens in ((ints[:3], ints[3:4]), (ints[::4], ints[:0]), (np.arange(3), [1, 2]),
+                       (ints.reshape(10, 12), np.float64(2.0)), (ints, ints[5:])):
+        v = g.add_vertex(cs, "States", {"offs": offs, "lens": lens})
+        w = g.add_vertex(cs, "States")
+        g.set_initial_value(w["offs"], offs)
+        g.set_initial_value(w["lens"], lens)
+        assert [slot_key(s, []) for s in cs._slots[-4:-2]] == [slot_key(s, []) for s in cs._slots[-2:]]
+        assert all(s.dtype == np.int32 and s.flags.c_contiguous for s in cs._slots[-4:])
+        assert v.index + 1 == w.index
+    before = cs._slots[-4].tolist()
+    ints[:] = -1   # the caller's array changes: the vertex keeps the values it was given
+    assert cs._slots[-4].tolist() == before
+    with pytest.raises(popsim.GraphConnectionError, match="offs"):
+        g.add_vertex(cs, "States", {"offs": np.array([1.5], np.float32)})

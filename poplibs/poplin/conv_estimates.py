@@ -303,11 +303,14 @@ def conv_partial_nx1_inner_loop_cycles(worklists_per_kernel_position: Sequence[S
     innermost = conv_partial_nx1_innermost_cycles(filter_height, conv_units, conv_input_load_elems,
                                                   coeff_load_bytes_per_cycle, float_activations)
     kernel_loop = 0
+    last, cost = None, 0
     for worklists in worklists_per_kernel_position:
-        workers = [conv_partial_nx1_worker_cycles(w, float_activations, float_partials, conv_units)
-                   for w in worklists if len(w)]
-        high, low = _max_min_tile_cycles(workers, num_workers)
-        kernel_loop += max(high, low + 9) * passes
+        if worklists is not last:   # the planner passes one worklist object for every kernel position
+            workers = [conv_partial_nx1_worker_cycles(w, float_activations, float_partials, conv_units)
+                       for w in worklists if len(w)]
+            high, low = _max_min_tile_cycles(workers, num_workers)
+            last, cost = worklists, max(high, low + 9) * passes
+        kernel_loop += cost
     return kernel_outer_elems * (14 + kernel_inner_elems * (12 + passes * innermost)) + kernel_loop
 
 

@@ -218,23 +218,30 @@ def reduce_partials(graph, items, partials_type, out_type, params, prog, name, g
     for block_out, parts, tiles in items:
         used = len(parts)
         bounds = split_bounds(block_out.num_elements(), used, grain)
+        chunks = []   # (tile, lo, hi) of each vertex
         for t in range(used):
             first, last = bounds[t], bounds[t + 1]
             for w in range(workers):
                 lo, hi = first + (last - first) * w // workers, first + (last - first) * (w + 1) // workers
-                if lo == hi:
-                    continue
-                chunk = [part.slice(lo, hi) for part in parts]
-                if plain:
-                    v = graph.add_vertex(cs, vertex, {"out": block_out.slice(lo, hi), "partials": chunk,
-                                                      "numPartials": used, "numElems": hi - lo})
-                else:
-                    fields = {"out": [block_out.slice(lo, hi)], "partials": chunk}
-                    if scaled:
-                        fields["k"] = scale
-                    v = graph.add_vertex(cs, vertex, fields)
-                    graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
-                graph.set_tile_mapping(v, tiles[t])
+                if lo < hi:
+                    chunks.append((tiles[t], lo, hi))
+        # every vertex's chunk of the block and of each part, sliced in one call each (strided
+        # views where a chunk's elements step evenly: Tensor.slices)
+        pairs = [(lo, hi) for _, lo, hi in chunks]
+        outs = block_out.slices(pairs)
+        part_chunks = [part.slices(pairs) for part in parts]
+        for k, (tile, lo, hi) in enumerate(chunks):
+            chunk = [pieces[k] for pieces in part_chunks]
+            if plain:
+                v = graph.add_vertex(cs, vertex, {"out": outs[k], "partials": chunk, "numPartials": used,
+                                                  "numElems": hi - lo})
+            else:
+                fields = {"out": [outs[k]], "partials": chunk}
+                if scaled:
+                    fields["k"] = scale
+                v = graph.add_vertex(cs, vertex, fields)
+                graph.set_initial_value(v["numPartials"], np.array([used], dtype=np.int32))
+            graph.set_tile_mapping(v, tile)
     prog.add(Execute(cs))
 
 

@@ -153,6 +153,9 @@ class _TileBuilder:
         self.grouping = grouping   # the plan's in-channel group (HMAC's estimator)
         self.vmac = vmac
         self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
+        # each conv group's input and weights, indexed once: every vertex slices its box of them
+        self.x_groups = [xg[g] for g in range(xg.shape[0])]
+        self.w_groups = [wg[g] for g in range(wg.shape[0])]
         self.in_field = xg.shape[2:-1]
         self._work = {}   # tile_work by (batch, field ranges, kernel ranges): read only, never changed
 
@@ -217,9 +220,9 @@ class _TileBuilder:
             fields.update({"batchSize": b1 - b0} if self.vmac else {"inChanGrouping": self.grouping}
                           if self.height is None else
                           {"ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0]})
-        ins = [self.xg[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1])
+        ins = [self.x_groups[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1])
                for g in range(g0, g1)]
-        weights = [self.wg[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1])
+        weights = [self.w_groups[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1])
                    for g in range(g0, g1)]
         fields.update({"in": ins, "weights": weights, "out": outs, "numConvGroupsM1": g1 - g0 - 1,
                        "numOutGroupsM1": 0, "numInGroups": 1, "inChansPerGroup": c1 - c0,

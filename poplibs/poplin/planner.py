@@ -137,6 +137,22 @@ class _Search:
         key = (bt, ft, kt, cgt, ict, oct_)
         hit = self.vertex_memo.get(key)
         if hit is None:
+            if not (self.vmac or self.hmac):
+                # conv_partial_nx1_cycles, its inner loop (which depends only on the positions,
+                # the row and the kernel) worked out once for every channel split
+                outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
+                inner_key = ("nx1", positions, ft[-1], outer, kt[-1])
+                inner = self.vertex_memo.get(inner_key)
+                if inner is None:
+                    worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
+                    inner = self.vertex_memo[inner_key] = ce.conv_partial_nx1_inner_loop_cycles(
+                        [worklists] * (outer * kt[-1]), outer, kt[-1], self.h, c.partial_chans_per_group,
+                        c.method.conv_units, c.method.conv_input_load_elems, self.coeff_bytes, self.float_acts,
+                        self.fp, w)
+                hit = self.vertex_memo[key] = (
+                    ce.conv_zero_supervisor_cycles(positions, oct_, cgt, c.partial_chans_per_group, w)
+                    + ce.conv_partial_nx1_outer_loop_cycles(inner, cgt, ict, oct_, self.fp, w))
+                return hit
             worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
             if self.vmac:   # VMAC's items are kernel rows; its groups are conv-group grains
                 hit = self.vertex_memo[key] = vmac.vmac_cycles(
@@ -148,12 +164,6 @@ class _Search:
                     worklists, math.prod(kt), cgt, ict, oct_, c.in_chans_per_group, c.partial_chans_per_group,
                     self.vw_in, self.float_acts, self.fp, positions, w)
                 return hit
-            outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
-            hit = ce.conv_partial_nx1_cycles([worklists] * (outer * kt[-1]), cgt, ict, oct_, outer, kt[-1],
-                                             self.h, c.partial_chans_per_group, c.method.conv_units,
-                                             c.method.conv_input_load_elems, self.coeff_bytes, self.float_acts,
-                                             self.fp, positions, w)
-            self.vertex_memo[key] = hit
         return hit
 
     def candidate_lower_bound(self) -> int:

@@ -38,23 +38,25 @@ def _check_common(graph, nl_type, t, prog, name, what: str) -> NonLinearityType:
     return nl_type
 
 
-def _add_vertices(graph, kind: str, nl_type, layout, fields, prog, cs_name: str) -> None:
+def _add_vertices(graph, kind: str, nl_type, layout, fields, prog, cs_name: str, order=None) -> None:
     """One compute set over ``layout``'s tiles: per tile one ``<kind>1D`` MultiVertex over
     its one contiguous region, or one ``<kind>2D`` per worker; ``fields`` {field: tensor
-    of layout's shape}."""
+    of layout's shape}; ``order``: layout's memory order when its creator knows it."""
     dtype = layout.dtype
     # in the order the layout follows memory (poputil.memory_order.element_order): one region a
     # tile, not one per channel and row of a convolution's output or per source of a concat
-    order = element_order(graph, layout)
+    order = order or element_order(graph, layout)
     flats = {field: order.view(t) if order else t.flatten() for field, t in fields.items()}
     layout_flat = order.view(layout) if order else layout.flatten()
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout_flat)}
     workers = graph.target.num_worker_contexts
+    names = {}   # vertex kind -> its type's name, registered on first use
 
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1
         vertex_kind = kind.replace("#", "2D" if two_d else "1D")
-        name = ensure_vertex(graph, vertex_kind, dtype, nl_type)
+        name = names.get(vertex_kind) or names.setdefault(vertex_kind, ensure_vertex(graph, vertex_kind, dtype,
+                                                                                     nl_type))
         view = per_tile.region_views if two_d else per_tile.regions_view
         sizes = [end - begin for begin, end in regions] if two_d else [sum(e - b for b, e in regions)]
         return name, {f: view(t, regions) for f, t in flats.items()}, worker_cycles(vertex_kind, nl_type, dtype,
@@ -73,9 +75,10 @@ def non_linearity(graph, nl_type, t, prog, name: str = ""):
     nl_type = _check_common(graph, nl_type, t, prog, name, what)
     if nl_type.is_softmax:
         return _softmax.softmax_impl(graph, nl_type, t, prog, name, in_place=False, what=what)
-    out = per_tile.create_output(graph, [t], t.dtype, f"{name or 'Nonlinearity'}/out")
+    out, order = per_tile.create_output_in_order(graph, [t], t.dtype, f"{name or 'Nonlinearity'}/out")
     if t.num_elements():
-        _add_vertices(graph, "#", nl_type, out, {"data": t, "out": out}, prog, name or f"Nonlinearity/{nl_type.name}")
+        _add_vertices(graph, "#", nl_type, out, {"data": t, "out": out}, prog, name or f"Nonlinearity/{nl_type.name}",
+                      order)
     return out
 
 

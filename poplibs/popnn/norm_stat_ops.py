@@ -99,6 +99,27 @@ def _stat_view(stat, needed: np.ndarray):
     return pieces[0] if len(pieces) == 1 else popsim.concat(pieces)
 
 
+def _stat_views(stat, needed):
+    """``concat([_stat_view(stat, n) for n in needed])``, with each stretch of equal
+    consecutive ``needed`` one view broadcast over the stretch: the tiles holding one channel
+    group's positions use the same statistics, so a convolution's output spread over 1472
+    tiles needs a few views, not 1472."""
+    keys = [n.tobytes() for n in needed]
+    views = {}   # the view of each distinct need (tiles of one channel group's need it again and again)
+    pieces = []
+    k = 0
+    while k < len(keys):
+        j = k + 1
+        while j < len(keys) and keys[j] == keys[k]:
+            j += 1
+        view = views.get(keys[k])
+        if view is None:
+            view = views[keys[k]] = _stat_view(stat, needed[k])
+        pieces.append(view if j - k == 1 else view.expand([0]).broadcast(j - k, 0).flatten())
+        k = j
+    return pieces[0] if len(pieces) == 1 else popsim.concat(pieces)
+
+
 def _local_copies(graph, stats, tiles, needed, prog, name: str):
     """Per statistics operand, one variable holding, tile by tile, the statistics that tile's
     elements use, filled by one Copy: each tile receives them once for all its vertices."""
@@ -111,7 +132,7 @@ def _local_copies(graph, stats, tiles, needed, prog, name: str):
     for k, stat in enumerate(stats):
         local = graph.add_variable(stat.dtype, (int(bounds[-1]),), f"{name}/stats{k}")
         graph.set_tile_mapping(local, mapping)
-        source = popsim.concat([_stat_view(stat, n) for n in needed])
+        source = _stat_views(stat, needed)
         prog.add(Copy(source, local))
         copies.append(local)
     return copies
@@ -183,43 +204,55 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
         graph.set_tile_mapping(out_flat, mapping)
     width = 2 if dtype == FLOAT else 4
     grain = g if g % width == 0 and g <= 64 else width
-    tiles, work, needed = [], [], []
-    for tile, regions in enumerate(mapping):   # each tile's vertices' groups and pieces, one _pieces call
+    # Every tile's vertices' groups, then the pieces of all of them in one _pieces call (a
+    # piece never crosses a region, so each region's pieces are those of its own call)
+    tiles, groups_of = [], []
+    for tile, regions in enumerate(mapping):
         if regions:
-            groups = per_tile.group_regions(graph.target, regions, "auto", grain, 2 * grain)
-            pieces = _pieces([r for group in groups for r in group], **layout)
             tiles.append((tile, regions))
-            work.append((groups, pieces))
-            needed.append(_needed(pieces, int(shape[1])))
+            groups_of.append(per_tile.group_regions(graph.target, regions, "auto", grain, 2 * grain))
+    flat_regions = [r for groups in groups_of for group in groups for r in group]
+    counts, lengths, blocks, starts = _pieces(flat_regions, **layout)
+    regions_per_tile = np.array([sum(len(group) for group in groups) for groups in groups_of], np.int64)
+    region_tile = np.repeat(np.arange(len(tiles)), regions_per_tile)
+    piece_tile = np.repeat(region_tile, counts)
+    needed, piece_stats = _needed_by_tile(piece_tile, starts, lengths, len(tiles))
+    group_regions = np.array([len(group) for groups in groups_of for group in groups], np.int64)
+    group_pieces = np.add.reduceat(counts, np.cumsum(group_regions) - group_regions)
+    one_d = np.repeat(np.array([len(r) == 1 for _, r in tiles], bool), [len(groups) for groups in groups_of])
+    cycles = _vertex_cycles(op, dtype, one_d, group_regions, group_pieces, lengths, blocks,
+                            graph.target.num_worker_contexts)
+    region_bounds = np.cumsum(group_regions).tolist()
+    piece_bounds = np.cumsum(group_pieces).tolist()
     local = _local_copies(graph, stats, tiles, needed, prog, name)
     cs = graph.add_compute_set(name)
     offset = 0
-    for (tile, regions), (groups, pieces), tile_needed in zip(tiles, work, needed):
+    lengths, blocks, piece_stats = lengths.astype(np.uint32), blocks.astype(np.uint32), piece_stats.astype(np.uint32)
+    counts32 = counts.astype(np.uint32)
+    first_region = first_piece = vertex = 0
+    types = {}   # one_d -> the vertex type, registered on first use
+    for (tile, regions), groups, tile_needed in zip(tiles, groups_of, needed):
         tile_stats = [copy.slice(offset, offset + tile_needed.size) for copy in local]
         offset += tile_needed.size
         one_d = len(regions) == 1   # PopLibs' rule: one region, one MultiVertex
-        vertex_type = _vertex_type(graph, op, dtype, one_d)
         view = per_tile.regions_view if one_d else per_tile.region_views
-        counts, lengths, blocks, piece_stats = pieces
-        piece_stats = np.searchsorted(tile_needed, piece_stats).astype(np.uint32)
-        lengths, blocks = lengths.astype(np.uint32), blocks.astype(np.uint32)
-        first_region = first_piece = 0
         for group in groups:
-            last_region = first_region + len(group)
-            group_counts = counts[first_region:last_region]
-            last_piece = first_piece + int(group_counts.sum())
+            last_region, last_piece = region_bounds[vertex], piece_bounds[vertex]
             connections = {"out": view(out_flat, group)}
             for k, v in enumerate(views):
                 connections[f"in{k + 1}"] = view(v, group)
             connections.update(zip("abc", tile_stats))
-            vertex = graph.add_vertex(cs, vertex_type, connections)
             if not one_d:
-                graph.set_initial_value(vertex["regionPieces"], group_counts.astype(np.uint32))
-            graph.set_initial_value(vertex["pieceLen"], lengths[first_piece:last_piece])
-            graph.set_initial_value(vertex["pieceCount"], blocks[first_piece:last_piece])
-            graph.set_initial_value(vertex["pieceStat"], piece_stats[first_piece:last_piece])
-            graph.set_tile_mapping(vertex, tile)
-            first_region, first_piece = last_region, last_piece
+                connections["regionPieces"] = counts32[first_region:last_region]
+            connections["pieceLen"] = lengths[first_piece:last_piece]
+            connections["pieceCount"] = blocks[first_piece:last_piece]
+            connections["pieceStat"] = piece_stats[first_piece:last_piece]
+            vertex_type = types.get(one_d) or types.setdefault(one_d, _vertex_type(graph, op, dtype, one_d))
+            v = graph.add_vertex(cs, vertex_type, connections)
+            graph.set_tile_mapping(v, tile)
+            # the estimate its type's estimator gives (stat_op_cycles, stat_op_1d_cycles), known here
+            graph.set_perf_estimate(v, cycles[vertex])
+            first_region, first_piece, vertex = last_region, last_piece, vertex + 1
     prog.add(Execute(cs))
     return out_flat.reshape(grouped_shape).dim_shuffle(_inverse(order)).reshape(shape)
 
@@ -230,13 +263,52 @@ def _statistic(positions, block: int, groups: int, g: int):
     return (positions // block) % groups * g + positions % g
 
 
-def _needed(pieces, channels: int) -> np.ndarray:
-    """The statistics (sorted, distinct) that ``pieces`` (``_pieces``' answer) use."""
-    _, lengths, _, starts = pieces
-    used = np.zeros(channels + 1, np.int64)
-    np.add.at(used, starts, 1)
-    np.add.at(used, starts + lengths, -1)
-    return np.flatnonzero(np.cumsum(used)[:channels] > 0)
+def _needed_by_tile(piece_tile: np.ndarray, starts: np.ndarray, lengths: np.ndarray, num_tiles: int):
+    """Per tile (``piece_tile``: each piece's, of ``num_tiles``), the statistics (sorted,
+    distinct) its pieces use (a piece uses ``lengths`` of them from ``starts``), and per
+    piece the index of its first statistic among its tile's: the union of the pieces'
+    intervals, tile by tile, for all the tiles at once."""
+    order = np.lexsort((starts, piece_tile))
+    tile, begin = piece_tile[order], starts[order]
+    end = begin + lengths[order]
+    # the furthest end so far within the tile (tiles ascend, so an offset per tile keeps them apart)
+    span = int(end.max()) + 1 if end.size else 1
+    reach = np.maximum.accumulate(tile * span + end) - tile * span
+    new = np.ones(tile.size, bool)
+    new[1:] = (tile[1:] != tile[:-1]) | (begin[1:] > reach[:-1])
+    heads = np.flatnonzero(new)
+    i_begin, i_end = begin[heads], reach[np.append(heads[1:], tile.size) - 1]
+    i_tile, size = tile[heads], i_end - begin[heads]
+    # each interval's first statistic's index among its tile's
+    tile_first = np.searchsorted(i_tile, i_tile, side="left")
+    before = np.cumsum(size) - size
+    i_rank = before - before[tile_first]
+    interval = np.cumsum(new) - 1
+    rank = np.empty(tile.size, np.int64)
+    rank[order] = i_rank[interval] + begin - i_begin[interval]
+    stats = np.repeat(i_begin - before, size) + np.arange(int(size.sum()))
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(i_tile, weights=size, minlength=num_tiles)))).astype(np.int64)
+    return [stats[b:e] for b, e in zip(bounds[:-1].tolist(), bounds[1:].tolist())], rank
+
+
+def _vertex_cycles(op: str, dtype, one_d, regions, pieces, lengths, blocks, workers: int) -> list:
+    """Each vertex's estimate (stat_op_cycles of its regions and pieces, stat_op_1d_cycles for
+    the MultiVertex of a tile of one region: their formulas, for all the vertices at once):
+    per vertex whether it is ``one_d``, its ``regions`` and ``pieces``; per piece its
+    ``lengths`` and ``blocks``, the vertices' pieces one after another."""
+    width = 2 if dtype == FLOAT else 4
+    vectors = np.where(lengths == 1, -(-blocks // width), blocks * -(-lengths // width))
+    first_piece = np.cumsum(pieces) - pieces
+    per_vector = _OP_CYCLES[op] + 1
+    two_d = 20 + 4 * regions + 6 * pieces + per_vector * _group_sums(vectors, first_piece, pieces)
+    one = 20 + 6 * pieces + per_vector * _group_sums(-(-vectors // workers), first_piece, pieces)
+    return np.where(one_d, one, two_d).tolist()
+
+
+def _group_sums(values: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Sums of ``values[first[i]:first[i] + count[i]]`` (stretches one after another)."""
+    totals = np.concatenate(([0], np.cumsum(values)))
+    return totals[first + count] - totals[first]
 
 
 def _pieces(group, block: int, groups: int, g: int):

@@ -54,11 +54,12 @@ def _operands(graph, spec: ElementwiseOp, operands, what: str):
 
 
 def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog, name: str, what: str,
-         scalar=None):
+         scalar=None, order=None):
     """Add the compute set computing ``spec`` of ``operands`` (broadcast to ``out``'s
     shape) into ``out`` and append its Execute to ``prog``. ``scalar``: the second operand
     of a binary op is this number (``operands`` holds the first only), held by
-    BroadcastScalar vertices as their member B."""
+    BroadcastScalar vertices as their member B. ``order``: ``out``'s memory order when its
+    creator knows it (per_tile.create_output_in_order), else worked out here."""
     shape = tuple(out.shape)
     views = [poputil.broadcast_to_match(t, shape) for t in operands]
     width = vector_width(dtype)
@@ -73,7 +74,7 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
     # Every operand flat in the order the output follows memory (poputil.memory_order's
     # element_order), once, not per vertex: a tile's share of a convolution's output (or of a
     # tile-grouped clone of a concat) is then one region, not one per channel and row (or source)
-    order = element_order(graph, out)
+    order = order or element_order(graph, out)
     flats = [order.view(t) if order else t.flatten() for t in (views if in_place else views + [out])]
     layout = flats[0] if in_place else flats[-1]
     # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex
@@ -139,9 +140,10 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
         if tuple(out.shape) != shape or out.dtype != result:
             raise PoplibsError(f"{what}: the output {describe(out)} must be {result.name} of shape {shape} (the "
                                "operands' broadcast shape and the op's result type)")
-    else:
-        out = per_tile.create_output(graph, operands, result, name)
-    _run(graph, spec, operands, dtype, out, in_place, prog, name, what, scalar)
+    order = None   # the output's memory order, when creating it works it out
+    if out is None:
+        out, order = per_tile.create_output_in_order(graph, operands, result, name)
+    _run(graph, spec, operands, dtype, out, in_place, prog, name, what, scalar, order)
     return out
 
 

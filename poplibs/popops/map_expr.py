@@ -62,19 +62,21 @@ def _apply(graph, expr, tensors, prog, name: str, out=None, in_place: bool = Fal
         raise PoplibsError(f"{what}: no tensors given, so the output's shape is unknown; pass the tensors or "
                            "use map_with_output (or popops.fill for a constant)")
     shape = common_shape(tensors + ([out] if out is not None else []), what)
+    order = None   # the output's memory order, when creating it works it out
     if out is None:
-        out = per_tile.create_output(graph, tensors, typed.dtype, name)
+        out, order = per_tile.create_output_in_order(graph, tensors, typed.dtype, name)
     elif tuple(out.shape) != shape or out.dtype != typed.dtype:
         raise PoplibsError(f"{what}: {role} {describe(out)} must be {typed.dtype.name} (the expression's type) "
                            f"of shape {shape} (the tensors broadcast to it; NumPy rules), found "
                            f"{out.dtype.name} of shape {tuple(out.shape)}"
                            + ("; use popops.map for a new tensor of the expression's type" if in_place else ""))
-    _run(graph, typed, tensors, out, in_place, prog, name or what)
+    _run(graph, typed, tensors, out, in_place, prog, name or what, order)
     return out
 
 
-def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str) -> None:
-    """One compute set: per tile one 1D vertex or one 2D vertex per worker."""
+def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str, order=None) -> None:
+    """One compute set: per tile one 1D vertex or one 2D vertex per worker; ``order``:
+    ``out``'s memory order when its creator knows it."""
     shape = tuple(out.shape)
     dtypes = [t.dtype for t in tensors]
     fields = {f"in{n}": poputil.broadcast_to_match(tensors[n - 1], shape) for n in used_inputs(typed)}
@@ -84,7 +86,7 @@ def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str) -> None
         fields["out"] = out
     # in the order the output follows memory (poputil.memory_order.element_order): one region a
     # tile, not one per channel and row of a convolution's output or per source of a concat
-    order = element_order(graph, out)
+    order = order or element_order(graph, out)
     layout = order.view(out) if order else out
     if order:
         fields = {f: order.view(t) for f, t in fields.items()}

@@ -32,6 +32,17 @@ def create_output(graph, inputs: Sequence, dtype=None, name: str = ""):
     input's type), mapped element by element like the first input of that full shape
     that another op may write in parallel (no repeated elements, no constants); a
     linear mapping when there is none (PopLibs' createOutputForElementWiseOp)."""
+    return create_output_in_order(graph, inputs, dtype, name)[0]
+
+
+def create_output_in_order(graph, inputs: Sequence, dtype=None, name: str = ""):
+    """``(create_output(...), order)``: ``order`` is the memory order (poputil.memory_order)
+    the output was cloned in when it was, else None (not worked out). The ops that then
+    lay their vertices out in the output's order take it instead of working it out again:
+    memory_order of the clone finds the same one (the clone holds the grouped dimension's G
+    elements innermost, every other dimension further apart, and the same tile at every
+    position; an order exists only when some dimension after the grouped one is larger than 1,
+    else the grouping changes no element's place and gives no fewer regions)."""
     what = "create_output"
     inputs = list(inputs)
     if not inputs:
@@ -51,14 +62,14 @@ def create_output(graph, inputs: Sequence, dtype=None, name: str = ""):
             # is one region a tile, not one per source tensor and channel group
             flat = order.view(t) if order is not None else t.flatten()
             grouped = tile_grouped_clone(graph, flat, out_type, name)
-            if grouped is not None:
-                return order.restore(grouped) if order is not None else grouped.reshape(shape)
+            if grouped is not None:   # its order is its element order (element_order), not memory_order's
+                return (order.restore(grouped) if order is not None else grouped.reshape(shape)), None
             if order is None:
-                return graph.clone(t, name, out_type)
-            return order.restore(graph.clone(order.view(t), name, out_type))
+                return graph.clone(t, name, out_type), None
+            return order.restore(graph.clone(order.view(t), name, out_type)), order
     out = graph.add_variable(out_type, shape, name or f"{inputs[0].name}_out")
     graph.set_tile_mapping(out, graph.linear_mapping(out))
-    return out
+    return out, None
 
 
 def tile_regions(graph, t) -> List[Tuple[int, List[Interval]]]:

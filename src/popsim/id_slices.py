@@ -19,7 +19,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["slices"]
+__all__ = ["slices", "plain_pairs", "strided_slices"]
 
 
 class _Steps:
@@ -38,23 +38,44 @@ class _Steps:
         self.owner = table.index_of(ids)
 
 
-def slices(t, pairs: Sequence[Tuple[int, int]], make_strided) -> List:
+def slices(t, pairs: Sequence[Tuple[int, int]], make) -> List:
     """One view per (begin, end) pair of the 1-D indexed view ``t`` (every pair checked:
-    ints with 0 <= begin <= end <= len(t)): a strided view (``make_strided(var, offset,
-    length, step)``) where the region's ids step by one constant within one variable, else
-    ``t``'s ids sliced."""
+    ints with 0 <= begin <= end <= len(t)): a strided view (``make(table, var, dtype,
+    (length,), offset, (step,))``) where the region's ids step by one constant within one
+    variable, else ``t``'s ids sliced."""
     ids = t._ids
     facts = getattr(t, "_steps", None)
     if facts is None:
         facts = t._steps = _Steps(t._table, ids)
     changes, owner, variables = facts.changes, facts.owner, t._table.variables
+    table, dtype = t._table, t._dtype
     out = []
     for b, e in pairs:
         n = e - b
         if n > 0 and owner[b] == owner[e - 1] and (n < 3 or changes[e - 2] == changes[b]):
             first = int(ids[b])
             var = variables[int(owner[b])]
-            out.append(make_strided(var, first - var.base, n, int(ids[b + 1]) - first if n > 1 else 1))
+            out.append(make(table, var, dtype, (n,), first - var.base, (int(ids[b + 1]) - first if n > 1 else 1,)))
         else:
             out.append(t._with_ids(ids[b:e]))
     return out
+
+
+def plain_pairs(pairs: Sequence, n: int) -> bool:
+    """Whether every pair is a (begin, end) tuple or list of plain ints with 0 <= begin <=
+    end <= n (one loop: a tile's regions are checked for every vertex)."""
+    for k in pairs:
+        if (type(k) is not tuple and type(k) is not list) or len(k) != 2:
+            return False
+        b, e = k
+        if type(b) is not int or type(e) is not int or not 0 <= b <= e <= n:
+            return False
+    return True
+
+
+def strided_slices(t, pairs: Sequence[Tuple[int, int]], make) -> List:
+    """``t.slice(b, e)`` for each checked pair of the 1-D strided view ``t``, made directly
+    (``make(table, var, dtype, shape, offset, strides)``): the views slice() makes."""
+    table, var, dtype, offset, strides = t._table, t._var, t._dtype, t._offset, t._strides
+    step = strides[0]
+    return [make(table, var, dtype, (e - b,), offset + b * step if e > b else offset, strides) for b, e in pairs]

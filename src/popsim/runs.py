@@ -42,6 +42,10 @@ CACHED_VALUES = 1 << 18
 # ids end below DENSE_IDS (the table's int32s take 4 bytes an id: 512 MB at most).
 DENSE_QUERIES = 1 << 16
 DENSE_IDS = 1 << 27
+# Past DENSE_IDS (up to 2**31 ids), it reads a count of boundaries per block of 2**BLOCK_BITS
+# ids (4 bytes a block) and only looks further in the queries' blocks that hold a boundary.
+BLOCK_BITS = 6
+BLOCKED_IDS = 1 << 31
 
 
 def search(sorted_values: np.ndarray, queries: np.ndarray, side: str = "left") -> np.ndarray:
@@ -61,6 +65,33 @@ def search(sorted_values: np.ndarray, queries: np.ndarray, side: str = "left") -
     out = np.empty(flat.size, np.int64)
     out[order] = np.searchsorted(sorted_values, flat[order], side=side)
     return out.reshape(queries.shape)
+
+
+def block_counts(values: np.ndarray) -> np.ndarray:
+    """For sorted non-negative ``values``: ``counts[b]``, how many are below block b's first id
+    (block b: ids [b, b + 1) << BLOCK_BITS), for each block up to the last value's and two more."""
+    blocks = (int(values[-1]) >> BLOCK_BITS) + 1
+    counts = np.zeros(blocks + 2, np.int32 if values.size < 1 << 31 else np.int64)
+    np.cumsum(np.bincount(values >> BLOCK_BITS, minlength=blocks), out=counts[1:blocks + 1])
+    counts[blocks + 1] = counts[blocks]
+    return counts
+
+
+def blocked_search(values: np.ndarray, counts: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """np.searchsorted(values, queries, side="right") for non-negative queries, by
+    ``block_counts(values)``: a query's answer is its block's count plus the values of its
+    block at or below it, and most blocks hold none (millions of queries into millions of
+    values: a few times as fast as sorting them to search)."""
+    block = np.minimum(queries >> BLOCK_BITS, counts.size - 2)
+    out = counts[block].astype(np.int64)
+    end = counts[block + 1]
+    active = np.flatnonzero(end != out)   # blocks holding values: count those at or below the query
+    while active.size:
+        at = out[active]
+        below = values[at] <= queries[active]
+        out[active[below]] += 1
+        active = active[below & (at + 1 < end[active])]
+    return out
 
 
 def sort_order(values: np.ndarray, descents: int = -1) -> np.ndarray:
@@ -144,8 +175,13 @@ def tile_intervals(pieces: Runs, tiles: np.ndarray, num_tiles: int) -> List[List
         new[1:] = (tiles[1:] != tiles[:-1]) | (pos[:-1] + length[:-1] != pos[1:])
         heads = np.flatnonzero(new)
         ends = np.append(heads[1:], pos.size)[:heads.size] - 1
-        for t, b, e in zip(tiles[heads].tolist(), pos[heads].tolist(), (pos[ends] + length[ends]).tolist()):
-            result[t].append((b, e))
+        # the intervals by tile (a stable sort keeps each tile's in position order), each
+        # tile's list one slice of them: no Python per interval
+        by_tile = np.argsort(tiles[heads], kind="stable")
+        pairs = list(zip(pos[heads][by_tile].tolist(), (pos[ends] + length[ends])[by_tile].tolist()))
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(tiles[heads], minlength=num_tiles)))).tolist()
+        for t in np.flatnonzero(np.diff(bounds)).tolist():
+            result[t] = pairs[bounds[t]:bounds[t + 1]]
         return result
     return join_piece_by_piece(pos, length, tiles, result)   # with empty pieces: one by one
 
@@ -168,14 +204,14 @@ def join_piece_by_piece(pos: np.ndarray, length: np.ndarray, tiles: np.ndarray,
 class MappingIndex:
     """Tile lookup by global element id, over the variables it was built from."""
 
-    __slots__ = ("begins", "ends", "tiles", "_cuts", "_segments", "_dense")
+    __slots__ = ("begins", "ends", "tiles", "_cuts", "_segments", "_dense", "_blocks")
 
     def __init__(self, begins: np.ndarray, ends: np.ndarray, tiles: np.ndarray):
         if begins.size > 1 and not (begins[1:] >= begins[:-1]).all():  # usually in order already
             order = np.argsort(begins, kind="stable")
             begins, ends, tiles = begins[order], ends[order], tiles[order]
         self.begins, self.ends, self.tiles = begins, ends, tiles
-        self._cuts = self._segments = self._dense = None
+        self._cuts = self._segments = self._dense = self._blocks = None
 
     @classmethod
     def for_variables(cls, variables: Iterable) -> "MappingIndex":
@@ -246,9 +282,14 @@ class MappingIndex:
         once, 4 bytes an id up to the last boundary): millions of ids in no order cost a
         sort to search, a few times what the look-ups cost."""
         cuts = self.boundaries()
-        if gids.size < DENSE_QUERIES or cuts.size == 0 or cuts[-1] >= DENSE_IDS or cuts[0] < 0 or \
-                cuts.size >= 1 << 31:
+        if gids.size < DENSE_QUERIES or cuts.size == 0 or cuts[0] < 0 or cuts.size >= 1 << 31:
             return search(cuts, gids, side="right")
+        if cuts[-1] >= DENSE_IDS:
+            if cuts[-1] >= BLOCKED_IDS or cuts.size < CACHED_VALUES:   # (a cached search is as fast)
+                return search(cuts, gids, side="right")
+            if self._blocks is None:
+                self._blocks = block_counts(cuts)
+            return blocked_search(cuts, self._blocks, gids)
         if self._dense is None:
             last = int(cuts[-1])
             table = np.zeros(last + 1, np.int32)

@@ -165,11 +165,8 @@ class Tensor(SnakeCaseNames):
             return views.strided_runs(self._var.base + self._offset, self._shape, self._strides)
         if self._run_cache is None:
             ids = self._ids.reshape(-1)
-            owner = self._table.index_of(ids)
-            breaks = None
-            if ids.size > 1:
-                breaks = np.concatenate(([False], owner[1:] != owner[:-1]))
-            self._run_cache = views.ids_runs(ids, breaks)
+            at = self._table.run_starts(ids)
+            self._run_cache = ids[at].astype(np.int64, copy=False), np.diff(np.append(at, ids.size)).astype(np.int64)
         return self._run_cache
 
     def is_contiguous(self) -> bool:
@@ -313,6 +310,11 @@ class Tensor(SnakeCaseNames):
 
     def _slice_general(self, begin, end, dim: int = 0) -> "Tensor":
         """Every form of ``slice`` and every error (see slice)."""
+        box = views.int_box(begin, end, self._shape)   # a box of plain ints (a vertex's window): in one step
+        if box is not None:
+            if self._ids is not None:
+                return Tensor._indexed(self._table, self._dtype, self._ids[tuple(map(slice, begin, end))])
+            return self._like(box, views.box_offset(self._offset, begin, end, self._strides), self._strides)
         if isinstance(begin, (list, tuple, np.ndarray)) or isinstance(end, (list, tuple, np.ndarray)):
             begin = as_indices(begin, "slice: begin (a list, as end is)", "slice begin")
             end = as_indices(end, "slice: end (a list, as begin is)", "slice end")
@@ -340,13 +342,13 @@ class Tensor(SnakeCaseNames):
     def slices(self, intervals: Sequence[Tuple[int, int]], dim: int = 0) -> List["Tensor"]:
         """One slice per (begin, end) interval along ``dim``."""
         pairs = list(intervals) if isinstance(intervals, (list, tuple, np.ndarray)) else None
+        if dim == 0 and len(self._shape) == 1 and pairs is not None and id_slices.plain_pairs(pairs, self._shape[0]):
+            if self._ids is None:   # (every tile's regions of a flat view: graph building's hot path)
+                return id_slices.strided_slices(self, pairs, _strided_view)
+            return id_slices.slices(self, pairs, _strided_view)
         if pairs is None or not all(isinstance(k, (list, tuple, np.ndarray)) and len(k) == 2 for k in pairs):
             raise errors.TypeError(f"slices: intervals must be a list of (begin, end) pairs, found {found(intervals)}; "
                                    "e.g. t.slices([(0, 2), (2, 4)], dim)")
-        n = self._shape[0] if len(self._shape) == 1 and self._ids is not None and dim == 0 else -1
-        if n >= 0 and all(type(b) is int and type(e) is int and 0 <= b <= e <= n for b, e in pairs):
-            return id_slices.slices(self, pairs, lambda var, offset, size, step: _strided_view(
-                self._table, var, self._dtype, (size,), offset, (step,)))
         return [self.slice(b, e, dim) for b, e in pairs]
 
     # -- shape transforms -------------------------------------------------------------------

@@ -104,6 +104,37 @@ class VariableTable:
         """The variable index owning each global id."""
         return search(self.bases(), ids, side="right") - 1
 
+    def run_starts(self, ids: np.ndarray, cuts: Optional[np.ndarray] = None) -> np.ndarray:
+        """Where, in the flat ``ids``, each maximal run of consecutive ids of one variable
+        begins (also at each position in ``cuts``). What comparing ``index_of`` of neighbours
+        gives, with the variables looked up once per run of consecutive ids, not once per
+        id: only a run some variable starts inside of is cut again."""
+        first = np.empty(ids.size, bool)
+        if not ids.size:
+            return np.flatnonzero(first)
+        first[0] = True
+        np.not_equal(ids[1:], ids[:-1] + 1, out=first[1:])
+        if cuts is not None:
+            first[cuts] = True
+        at = np.flatnonzero(first)
+        long = np.flatnonzero(np.diff(np.append(at, ids.size)) > 1)
+        if long.size:
+            bases = self.bases()
+            begin = at[long]
+            end = np.append(at, ids.size)[long + 1]
+            gid = ids[begin]
+            # the bases b with gid < b < gid + length: the next id's variable starts at b
+            lo = search(bases, gid, side="right")
+            hi = search(bases, gid + (end - begin), side="left")
+            inside = np.flatnonzero(hi > lo)
+            if inside.size:
+                count = hi[inside] - lo[inside]
+                k = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+                b = bases[np.repeat(lo[inside], count) + k]
+                first[np.repeat(begin[inside], count) + (b - np.repeat(gid[inside], count))] = True
+                at = np.flatnonzero(first)
+        return at
+
     def variable_of(self, gid: int) -> Variable:
         return self.variables[int(self.index_of(np.asarray([gid]))[0])]
 

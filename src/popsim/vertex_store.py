@@ -455,6 +455,8 @@ class FieldRef:
             else:
                 data = typed_array(values, spec.dtype, (1,), f"set_initial_value of {self.describe()}",
                                    GraphConnectionError)
+        elif type(values) is np.ndarray and values.ndim == 1 and values.dtype == spec.dtype.numpy:
+            data = values.copy()  # already typed (libraries setting many vertices' worklists): typed_array's result
         else:
             flat = np.asarray(values).reshape(-1)
             data = typed_array(flat, spec.dtype, flat.shape, f"set_initial_value of {self.describe()}",

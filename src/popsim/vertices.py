@@ -25,7 +25,7 @@ from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
 from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan, count_vertices_and_edges,
-                           edge_record, shared_values)
+                           edge_record, positions, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
 
 _configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
@@ -82,7 +82,10 @@ class VertexInfo:
         return [t.num_elements() if isinstance(t, Tensor) else 0 for t in (c or [])]
 
     def initial_value(self, name: str):
-        c = self._vertex.connection(self._vertex[name].position)
+        v = self._vertex
+        vt = v.compute_set._types[v.index]
+        position = (vt.extra.get("positions") or positions(vt)).get(name)   # (estimators ask per vertex)
+        c = v.connection(v[name].position if position is None else position)   # v[name] names an unknown field
         return None if c is None else (c[0] if len(c) == 1 else c)
 
 
@@ -97,20 +100,36 @@ def _list_plan(vt: VertexType) -> Dict[str, tuple]:
 
 
 def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
-    """The list a list field stores for ``value`` when every sub-edge is a strided view of one
-    variable that _checked would take as it is (of the field's type, one element for scalars,
-    not rank 0 for vectors, no constant where the vertex writes); else None (connect checks
-    and explains)."""
+    """The list a list field stores for ``value`` when every sub-edge is a view _checked
+    would take as it is (of this graph and the field's type, one element for scalars, not
+    rank 0 for vectors, no constant where the vertex writes); else None (connect checks and
+    explains). What ``packed`` makes of them, in the same pass."""
     _, dtype, scalar, writing = entry
+    data: List[int] = []
+    add = data.extend
+    rank = -1   # the sub-edges' rank while all are strided views of one rank; -2 once they are not
     for t in value:
-        if type(t) is not Tensor:
+        if type(t) is not Tensor or t._table is not table or t._dtype is not dtype:
             return None
-        var = t._var
-        if var is None or t._table is not table or t._dtype is not dtype or (writing and var.is_constant):
+        var, shape = t._var, t._shape
+        if var is None:
+            if writing and t.contains_constant():
+                return None
+            rank = -2
+        else:
+            if writing and var.is_constant:
+                return None
+            if rank != -2:
+                if rank >= 0 and len(shape) != rank:
+                    rank = -2
+                else:
+                    rank = len(shape)
+                    add((var.index, t._offset))
+                    add(shape)
+                    add(t._strides)
+        if (t.num_elements() != 1) if scalar else not shape:
             return None
-        if (t.num_elements() != 1) if scalar else not t._shape:
-            return None
-    return packed(value)
+    return EdgeList(rank, array("q", data)) if rank >= 0 and data else list(value)
 
 
 def packed(edges: list) -> object:
@@ -130,6 +149,11 @@ def packed(edges: list) -> object:
     return EdgeList(rank, array("q", data)) if data else list(edges)
 
 
+#: (numpy type, value) -> the shared array add_vertex stores for a plain int state value
+_INT_VALUES: Dict[tuple, np.ndarray] = {}
+_INT_VALUES_LIMIT = 1 << 16
+
+
 def _state_plan(vt: VertexType) -> Dict[str, tuple]:
     """For each plain integer STATE field: (position, numpy type, lowest, highest value), what
     add_vertex's lean path for a plain int checks (FieldRef._set_initial_value's int branch,
@@ -139,6 +163,16 @@ def _state_plan(vt: VertexType) -> Dict[str, tuple]:
         if f.kind is FieldKind.STATE and np.dtype(getattr(f.dtype, "numpy", None) or object).kind in "iu":
             info = np.iinfo(f.dtype.numpy)
             plan[f.name] = (i, f.dtype.numpy, int(info.min), int(info.max))
+    return plan
+
+
+def _vector_state_plan(vt: VertexType) -> Dict[str, tuple]:
+    """For each STATE_VECTOR field of a numpy element type: (position, numpy type), what
+    add_vertex's lean path for a typed 1-D array checks (FieldRef._set_initial_value's
+    typed-array branch, which stores the same copy); cached."""
+    plan = vt.extra["vector_state_plan"] = {
+        f.name: (i, f.dtype.numpy) for i, f in enumerate(vt.fields)
+        if f.kind is FieldKind.STATE_VECTOR and isinstance(getattr(f.dtype, "numpy", None), np.dtype)}
     return plan
 
 
@@ -236,7 +270,19 @@ class VertexBuilding:
                     entry = vt.extra.get("state_plan")
                     entry = (_state_plan(vt) if entry is None else entry).get(name)
                     if entry is not None and entry[2] <= value <= entry[3]:
-                        slots[first + entry[0]] = shared_values(np.array([value], entry[1]))
+                        key = (entry[1], value)   # (sizes and counts repeat over a compute set's vertices)
+                        stored = _INT_VALUES.get(key)
+                        if stored is None:
+                            if len(_INT_VALUES) >= _INT_VALUES_LIMIT:
+                                _INT_VALUES.clear()
+                            stored = _INT_VALUES[key] = shared_values(np.array([value], entry[1]))
+                        slots[first + entry[0]] = stored
+                        continue
+                elif type(value) is np.ndarray:   # a state vector's values, already typed (libraries' worklists)
+                    entry = vt.extra.get("vector_state_plan")
+                    entry = (_vector_state_plan(vt) if entry is None else entry).get(name)
+                    if entry is not None and value.ndim == 1 and value.dtype == entry[1]:
+                        slots[first + entry[0]] = shared_values(value.copy())   # FieldRef._set_initial_value's
                         continue
                 elif type(value) is list:
                     entry = (vt.extra.get("list_plan") or _list_plan(vt)).get(name)

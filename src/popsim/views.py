@@ -190,6 +190,30 @@ def _strided_ids(start: int, shape: Shape, strides: Shape) -> np.ndarray:
     return np.ascontiguousarray(np.broadcast_to(ids, shape))
 
 
+def int_box(begin, end, shape: Shape) -> Optional[Shape]:
+    """The shape of the box [begin[d], end[d]) of a view of ``shape`` when the bounds are lists
+    or tuples of plain ints, one per dimension, inside it; None for anything else (slicing
+    dimension by dimension checks and converts it)."""
+    if not ((type(begin) is list or type(begin) is tuple) and (type(end) is list or type(end) is tuple) and
+            len(begin) == len(shape) and len(end) == len(shape)):
+        return None
+    sizes = []
+    for b, e, n in zip(begin, end, shape):
+        if type(b) is not int or type(e) is not int or not 0 <= b <= e <= n:
+            return None
+        sizes.append(e - b)
+    return tuple(sizes)
+
+
+def box_offset(offset: int, begin, end, strides: Shape) -> int:
+    """The offset of that box of a strided view: slicing dimension by dimension moves it by
+    begin x stride along each dimension the box does not leave empty."""
+    for b, e, stride in zip(begin, end, strides):
+        if e > b:
+            offset += b * stride
+    return offset
+
+
 def contiguous_inner(shape: Shape, strides: Shape) -> Tuple[int, int]:
     """(k, L): dims k.. of the view form row-major contiguous blocks of L elements."""
     block = 1

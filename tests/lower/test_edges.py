@@ -270,3 +270,41 @@ def test_random_views_match_their_runs_and_share_exactly_when_equal(seed):
             (want.gid.tobytes(), want.length.tobytes()))
     assert all(len(runs) == 1 for runs in keys.values())  # one key, one sequence of runs
     assert len({next(iter(r)) for r in keys.values()}) == len(keys)  # and one sequence, one key
+
+
+def test_vertices_reading_one_window_of_an_id_array_get_its_runs_each():
+    """Windows of one id view read by several vertices (a convolution's input window, read
+    per out-channel part) are worked out once and given to each edge: the same runs as the
+    view's own, the same buffer key for the same elements."""
+    g = graph()
+    m = g.add_variable(FLOAT, [6, 5], "m")
+    g.set_tile_mapping(m.slice(0, 3, 0), 0)
+    g.set_tile_mapping(m.slice(3, 6, 0), 1)
+    flat = m.transpose().flatten()                           # ids listed: 30 one-element runs
+    grid = popsim.concat([m.slice(0, 2, 0), m.slice(4, 6, 0)]).transpose()   # a 2-D id view, [5, 4]
+    windows = [lambda: flat.slice(3, 17), lambda: flat.slice(0, 1), lambda: flat.slice(5, 5),
+               lambda: grid.slice([1, 0], [4, 3]), lambda: grid.slice([1, 0], [4, 3]).flatten(),
+               lambda: grid[2]]
+    out = g.add_variable(FLOAT, [3 * len(windows)], "out")
+    g.set_tile_mapping(out, 2)
+    cs = g.add_compute_set("cs")
+    for k, window in enumerate(windows * 3):
+        v = g.add_vertex(cs, "Read", {"a": window().flatten() if k % 2 else window().reshape([-1]),
+                                      "out": out[k]})
+        g.set_tile_mapping(v, k % 3)
+    edges, *_ = edges_of(cs)
+    keys = {}
+    for e in range(edges.count):
+        v, _ = edges.owner(e)
+        t = v.connection(int(edges.position[e]))
+        want = runs_of(t)
+        assert edges.n[e] == t.num_elements()
+        if edges.gid[e] >= 0:
+            assert want.size <= 1 and (want.size == 0 or want.gid[0] == edges.gid[e])
+            continue
+        mine = edges.run_edge == e
+        assert np.array_equal(edges.run_gid[mine], want.gid) and np.array_equal(edges.run_len[mine], want.length)
+        assert np.array_equal(edges.run_pos[mine], want.pos)
+        keys.setdefault((int(edges.view_pattern[e]), int(edges.view_first[e])), set()).add(
+            (want.gid.tobytes(), want.length.tobytes()))
+    assert len(keys) >= 3 and all(len(runs) == 1 for runs in keys.values())

@@ -334,3 +334,21 @@ def test_first_fit_refuses_arrays_it_cannot_read():
         _first_fit.place(ok, ok, ok[:2], ok.copy())
     with pytest.raises(TypeError, match="out must be a C-contiguous writable int64 array"):
         _first_fit.place(ok, ok, ok, ok.copy().tobytes())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_merge_intervals_counts_dense_intervals_as_it_sorts_sparse_ones(seed, monkeypatch):
+    from popsim.lower import liveness
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    lo = rng.integers(0, 400 if seed % 2 else 10 ** 6, n)
+    hi = lo + rng.integers(-2, 30, n)           # empty intervals (hi <= lo) too
+    lo[: n // 4] = hi[n // 4: 2 * (n // 4)]     # touching ones
+    results = []
+    for span in (0, 10 ** 9):                   # sorted / counted
+        monkeypatch.setattr(liveness, "DENSE_SPAN", span)
+        results.append([a.tolist() for a in liveness.merge_intervals(lo, hi)])
+    covered = sorted({i for a, b in zip(lo.tolist(), hi.tolist()) for i in range(a, b)})
+    assert results[0] == results[1]
+    assert sum(b - a for a, b in zip(*results[0])) == len(covered)
+    assert all(b0 < a1 for b0, a1 in zip(results[0][1][:-1], results[0][0][1:]))   # disjoint, not touching

@@ -134,3 +134,32 @@ def test_summary_shows_global_exchange():
     line = next(line for line in r.summary().splitlines() if "global exchange" in line)
     assert float(line.split(":")[1].split()[0].replace(",", "")) == pytest.approx(
         r.execution.categories["global_exchange"], abs=0.05) and r.execution.categories["global_exchange"] > 0
+
+
+def test_arena_offsets_with_each_edges_variable_are_the_looked_up_ones(small_device):
+    """EdgePlacer gives arena_offsets the variable of each edge whose runs lie in one
+    (edge_variables) instead of a search per piece: the offsets must be the same."""
+    from popsim.lower.cost_model import CostModel
+    from popsim.lower.layout import plan_memory
+    from popsim.lower.transfers import TransferPlanner
+    g = popsim.Graph(small_device)
+    rng = np.random.default_rng(4)
+    for k, size in enumerate([5, 0, 7, 1, 0, 12, 3]):
+        t = g.add_variable(popsim.HALF if k % 2 else FLOAT, (size,), f"v{k}")
+        g.set_tile_mapping(t, k % 4)
+    state = g._state
+    planner = TransferPlanner(state.table, plan_memory(state.table.variables, state.target),
+                              CostModel(state.target, 1))
+    total = state.table.next_base
+    # per edge a few runs: inside one variable, across two, or empty
+    edge, gid, length = [], [], []
+    for e in range(40):
+        for _ in range(int(rng.integers(1, 4))):
+            start = int(rng.integers(0, total))
+            edge.append(e)
+            gid.append(start)
+            length.append(int(rng.integers(0, total - start + 1)) if e % 5 else 1)
+    edge, gid, length = (np.array(a, np.int64) for a in (edge, gid, length))
+    var = planner.edge_variables(edge, gid, length, 40)
+    assert (var >= 0).any() and (var < 0).any()
+    assert np.array_equal(planner.arena_offsets(gid, var[edge]), planner.arena_offsets(gid))

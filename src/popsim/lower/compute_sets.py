@@ -265,13 +265,22 @@ class ComputeSetLowerer:
         if not value_rows.size:
             return offset, size
         slots = cs._slots
-        data = [np.ascontiguousarray(slots[s]).view(np.uint8).reshape(-1) for s in rows.slot[value_rows].tolist()]
-        size[value_rows] = [int(np.asarray(slots[s]).size) for s in rows.slot[value_rows].tolist()]
-        offset[value_rows] = self.layout.allocate_many(np.array([d.size for d in data], np.int64),
-                                                       row_tile[value_rows], "vertex_state")
+        values = [slots[s] for s in rows.slot[value_rows].tolist()]
+        # equal small values are one shared array (vertex_store.shared_values): each is read once
+        known = {}
+        blobs, counts = [], []
+        for v in values:
+            hit = known.get(id(v))   # (``values`` keeps every array alive, so ids stay theirs)
+            if hit is None:
+                a = np.asarray(v)
+                hit = known[id(v)] = (np.ascontiguousarray(a).tobytes(), int(a.size))
+            blobs.append(hit[0])
+            counts.append(hit[1])
+        size[value_rows] = counts
+        nbytes = np.fromiter(map(len, blobs), np.int64, len(blobs))
+        offset[value_rows] = self.layout.allocate_many(nbytes, row_tile[value_rows], "vertex_state")
         # one buffer per compute set, not an array per field: millions of vertices have such fields
-        self.init_entries.append((offset[value_rows], np.array([d.size for d in data], np.int64),
-                                  np.concatenate(data)))
+        self.init_entries.append((offset[value_rows], nbytes, np.frombuffer(b"".join(blobs), np.uint8)))
         return offset, size
 
     def _field_rows(self, rows: FieldRows, edges, offsets: np.ndarray, edge_start: np.ndarray,
@@ -347,14 +356,14 @@ class ComputeSetLowerer:
         if None not in perf:
             return np.array(perf, np.int64)[order] if perf else _EMPTY
         ranks = order.tolist()
-        return np.array([self._estimate(cs, k) if perf[k] is None else perf[k] for k in ranks], np.int64)
+        from ..vertices import VertexInfo   # (imported here, once per compute set: not per vertex)
+        return np.array([self._estimate(cs, k, VertexInfo) if perf[k] is None else perf[k] for k in ranks], np.int64)
 
-    def _estimate(self, cs, k: int) -> int:
+    def _estimate(self, cs, k: int, info) -> int:
         vt = cs._types[k]
         estimator = self.state.estimators.get(vt.name)
         if estimator is not None:
-            from ..vertices import VertexInfo
-            result = estimator(VertexInfo(vertex_ref(cs, k)), self.target)
+            result = estimator(info(vertex_ref(cs, k)), self.target)
             cycles = result[0] if isinstance(result, tuple) else result
             return int(cycles)
         if vt.counts_cycles:

@@ -154,7 +154,8 @@ class EdgePlacer:
         count, ntiles = edges.count, self.target.num_tiles
         # Traffic is counted per reading field (see the contiguous case): a shared view's
         # pieces weigh as many times as the fields that read them.
-        readers = np.bincount(np.searchsorted(views, leader), minlength=views.size)
+        readers = np.zeros(count, np.int64)   # per edge (its leader's entry counts): looked up per piece
+        readers[views] = np.bincount(np.searchsorted(views, leader), minlength=views.size)
         lead_edges = views[leads]
         # Each lead edge's runs: edges.run_edge is sorted, so they are one stretch of it.
         run_first = np.searchsorted(edges.run_edge, lead_edges, side="left")
@@ -164,6 +165,8 @@ class EdgePlacer:
         remote = np.zeros(count, bool)  # a view with any element elsewhere is exchanged whole
         is_lead = np.zeros(count, bool)
         is_lead[lead_edges] = True
+        # the variable of each edge that reads one (most): its pieces' arena offsets need no search
+        edge_var = self.planner.edge_variables(edges.run_edge, edges.run_gid, edges.run_len, count)
         k = 0
         while k < lead_edges.size:
             stop = int(np.searchsorted(run_last, run_first[k] + VIEW_RUNS_AT_ONCE, side="right"))
@@ -172,28 +175,34 @@ class EdgePlacer:
             k = stop
             size, otile = itemsize[owner], tile[owner]
             pbytes = pieces.length * size
-            tbytes = pbytes * readers[np.searchsorted(views, owner)]
-            parena = self.planner.arena_offsets(pieces.gid)
+            tbytes = pbytes * readers[owner]
+            parena = self.planner.arena_offsets(pieces.gid, edge_var[owner])
             plocal = offsets[owner] + pieces.pos * size
             del size
             remote[owner[piece_tile != otile]] = True
-            off_tile = remote[owner]
-            cross = piece_tile // self.target.tiles_per_ipu != otile // self.target.tiles_per_ipu
+            # each piece's route: 0 on its edge's tile (the edge is all there), 1 from another tile
+            # of the IPU, 2 from another IPU (only a piece off its edge's tile can be)
+            route = remote[owner].astype(np.int64)
+            route[piece_tile // self.target.tiles_per_ipu != otile // self.target.tiles_per_ipu] = 2
             for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)), (1, writes[owner], (plocal, parena))):
                 if not active.any():
                     continue
+                active = slice(None) if active.all() else active   # (read-only views: no copies)
                 segments[phase].append(merge_segments(src[active], dst[active], pbytes[active]), join=joined[phase])
                 joined[phase] = True
                 traffic = phases[phase]
-                local = active & ~off_tile
-                traffic.onchip += np.bincount(otile[local], weights=tbytes[local], minlength=ntiles)
-                traffic.onchip_runs += np.bincount(otile[local], minlength=ntiles)
-                for mask, sent, received in ((active & off_tile & ~cross, traffic.sent, traffic.received),
-                                             (active & cross, traffic.global_sent, traffic.global_received)):
-                    mine = np.bincount(otile[mask], weights=tbytes[mask], minlength=ntiles)
-                    theirs = np.bincount(piece_tile[mask], weights=tbytes[mask], minlength=ntiles)
-                    received += mine if phase == 0 else theirs
-                    sent += theirs if phase == 0 else mine
+                # bytes by (route, tile) in one pass each (sums of whole bytes, as the masks per route gave)
+                key = route[active] * ntiles
+                weights = tbytes[active]
+                at_edge = key + otile[active]
+                mine = np.bincount(at_edge, weights=weights, minlength=3 * ntiles).reshape(3, ntiles)
+                theirs = np.bincount(key + piece_tile[active], weights=weights, minlength=3 * ntiles).reshape(3, ntiles)
+                traffic.onchip += mine[0]
+                traffic.onchip_runs += np.bincount(at_edge, minlength=3 * ntiles)[:ntiles]
+                for r, sent, received in ((1, traffic.sent, traffic.received),
+                                          (2, traffic.global_sent, traffic.global_received)):
+                    received += mine[r] if phase == 0 else theirs[r]
+                    sent += theirs[r] if phase == 0 else mine[r]
             pw = writes[owner]
             out["wgid"].append(pieces.gid[pw]), out["wlen"].append(pieces.length[pw]), out["wowner"].append(owner[pw])
             if self.check_races:
@@ -230,6 +239,7 @@ class EdgePlacer:
         ``is_lead`` (views that lead a buffer) split at tile boundaries: the pieces (``pos``
         relative to their edge), the edge of each, its tile."""
         keep = is_lead[edges.run_edge[first:last]]
+        keep = slice(None) if keep.all() else keep   # (most often every view leads: no copies)
         start, length, pos, owner = (a[first:last][keep] for a in (edges.run_gid, edges.run_len, edges.run_pos,
                                                                     edges.run_edge))
         if self.cpu or not start.size:

@@ -179,42 +179,55 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
 def _general_runs(general: List[Tuple[int, Tensor]], table, edges: EdgeTable, patterns: _Patterns,
                   run_parts: list) -> None:
     """The runs of views not of one variable (Tensor._runs: consecutive ids of one variable),
-    all found in one pass over their concatenated ids rather than view by view."""
+    all found in one pass over their concatenated ids rather than view by view, and once per
+    distinct view: vertices reading one window of an id array (a convolution's input window,
+    read by the vertex of every out-channel part) share its runs."""
     e_of = np.fromiter((e for e, _ in general), np.int64, len(general))
-    flat = [t._ids.reshape(-1) for _, t in general]
-    size = np.fromiter(map(len, flat), np.int64, len(flat))
-    ids = np.concatenate(flat).astype(np.int64, copy=False) if flat else _EMPTY
-    del flat
+    distinct: Dict[tuple, int] = {}   # (memory, shape, strides, type) of an id array -> its index
+    arrays = []
+    which = np.empty(len(general), np.int64)
+    for k, (_, t) in enumerate(general):
+        a = t._ids
+        key = (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+        u = distinct.get(key)
+        if u is None:
+            u = distinct[key] = len(arrays)
+            arrays.append(a.reshape(-1))
+        which[k] = u
+    del distinct
+    size = np.fromiter(map(len, arrays), np.int64, len(arrays))
+    ids = np.concatenate(arrays).astype(np.int64, copy=False) if arrays else _EMPTY
+    del arrays
     first_of = np.cumsum(size) - size   # each view's first element in ``ids``
     total = ids.size
-    first = np.empty(total, bool)
-    if total:
-        owner = table.index_of(ids)
-        first[0] = True
-        np.not_equal(ids[1:], ids[:-1] + 1, out=first[1:])
-        first[1:] |= owner[1:] != owner[:-1]
-        first[first_of[size > 0]] = True   # a run never crosses from one view into the next
-    at = np.flatnonzero(first)
+    at = table.run_starts(ids, first_of[size > 0])   # a run never crosses from one view into the next
     run_len = np.diff(np.append(at, total)).astype(np.int64)
     run_gid = ids[at]
+    del ids
     run_view = np.searchsorted(first_of, at, side="right") - 1
     # views with no empty one before them are found by searchsorted's last match: skip empties
-    runs_of = np.bincount(run_view, minlength=len(general)) if at.size else np.zeros(len(general), np.int64)
+    runs_of = np.bincount(run_view, minlength=size.size) if at.size else np.zeros(size.size, np.int64)
+    run_start = np.cumsum(runs_of) - runs_of
     one = runs_of == 1   # one run after all (a block of a reshaped view): an edge like any other run
-    one_run = np.flatnonzero(one[run_view]) if at.size else _EMPTY
-    edges.n[e_of[one]] = run_len[one_run]
-    edges.gid[e_of[one]] = run_gid[one_run]
+    edge_one = one[which]
+    edges.n[e_of[edge_one]] = run_len[run_start[which[edge_one]]]
+    edges.gid[e_of[edge_one]] = run_gid[run_start[which[edge_one]]]
     many = np.flatnonzero(~one)
     if many.size == 0:
         return
-    edges.n[e_of[many]] = size[many]
-    run_start = np.cumsum(runs_of) - runs_of
-    for i, r0, nr in zip(many.tolist(), run_start[many].tolist(), runs_of[many].tolist()):
-        e = int(e_of[i])
-        edges.view_pattern[e], edges.view_first[e] = patterns.key(run_gid[r0:r0 + nr], run_len[r0:r0 + nr])
-    keep = np.flatnonzero(~one[run_view]) if at.size else _EMPTY
-    v = run_view[keep]
-    run_parts.append((e_of[v], at[keep] - first_of[v], run_gid[keep], run_len[keep]))
+    pattern, first = np.zeros(size.size, np.int64), np.zeros(size.size, np.int64)
+    for u, r0, nr in zip(many.tolist(), run_start[many].tolist(), runs_of[many].tolist()):
+        pattern[u], first[u] = patterns.key(run_gid[r0:r0 + nr], run_len[r0:r0 + nr])
+    edge_many = np.flatnonzero(~edge_one)
+    views = which[edge_many]
+    e = e_of[edge_many]
+    edges.n[e] = size[views]
+    edges.view_pattern[e], edges.view_first[e] = pattern[views], first[views]
+    # each edge's runs, its view's, edges in order
+    count = runs_of[views]
+    owner = np.repeat(e, count)
+    k = np.repeat(run_start[views] - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+    run_parts.append((owner, (at - first_of[run_view])[k], run_gid[k], run_len[k]))
 
 
 def _geometries(rank: np.ndarray, dims: np.ndarray, steps: np.ndarray):

@@ -101,12 +101,25 @@ def join_accesses(accesses) -> Access:
     return vars_, full, (lo, hi)
 
 
+#: merge_intervals counts coverage over the ids the intervals span when that is at most this
+#: many ids an interval; sparser intervals are sorted.
+DENSE_SPAN = 8
+
+
 def merge_intervals(lo: np.ndarray, hi: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """The union of intervals [lo, hi) as sorted, disjoint, non-touching intervals."""
     keep = hi > lo
     lo, hi = lo[keep], hi[keep]
     if lo.size == 0:
         return _EMPTY, _EMPTY
+    base = int(lo.min())
+    span = int(hi.max()) - base
+    if span <= DENSE_SPAN * lo.size:
+        # intervals packed close (a convolution's weights read by every tile): how many
+        # cover each id, counted over the span, in linear time rather than by a sort
+        cover = np.cumsum(np.bincount(lo - base, minlength=span + 1) - np.bincount(hi - base, minlength=span + 1))
+        change = np.diff((cover[:span] > 0).astype(np.int8), prepend=np.int8(0), append=np.int8(0))
+        return np.flatnonzero(change > 0) + base, np.flatnonzero(change < 0) + base
     order = sort_order(lo)   # intervals with equal starts merge whatever their order
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)

@@ -9,7 +9,7 @@ and is costed as global exchange.
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -75,10 +75,31 @@ class TransferPlanner:
         self.num_tiles = cost.num_tiles
         self._itemsize = np.fromiter((v.dtype.size for v in table.variables), np.int64, len(table.variables))
 
-    def arena_offsets(self, gid: np.ndarray) -> np.ndarray:
-        """Arena byte offset of each global element id."""
-        var = self.table.index_of(gid)
+    def arena_offsets(self, gid: np.ndarray, var: Optional[np.ndarray] = None) -> np.ndarray:
+        """Arena byte offset of each global element id; ``var``, when given, the variable
+        index of each id where the caller knows it, -1 where not (those are looked up)."""
+        if var is None:
+            var = self.table.index_of(gid)
+        else:
+            unknown = np.flatnonzero(var < 0)
+            if unknown.size:
+                var = var.copy()
+                var[unknown] = self.table.index_of(gid[unknown])
         return self.layout.var_offsets[var] + (gid - self.table.bases()[var]) * self._itemsize[var]
+
+    def edge_variables(self, edge: np.ndarray, gid: np.ndarray, length: np.ndarray, count: int) -> np.ndarray:
+        """For runs ``[gid, gid + length)`` of ``count`` edges (``edge``: each run's, ascending),
+        the variable of each edge whose runs all lie in one (the variables of its lowest and
+        highest ids, looked up once per edge), else -1. An empty run counts its first id,
+        so its piece is looked up when that id is another variable's."""
+        out = np.full(count, -1, np.int64)
+        if not edge.size:
+            return out
+        starts = np.flatnonzero(np.concatenate(([True], edge[1:] != edge[:-1])))
+        low = self.table.index_of(np.minimum.reduceat(gid, starts))
+        high = self.table.index_of(np.maximum.reduceat(gid + np.maximum(length, 1) - 1, starts))
+        out[edge[starts]] = np.where(low == high, low, -1)
+        return out
 
     def _tiles(self, runs: Runs) -> Tuple[Runs, np.ndarray]:
         if not self.cost.enabled:

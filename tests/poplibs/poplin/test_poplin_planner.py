@@ -212,3 +212,35 @@ def test_worklists_of_a_big_field_are_runs():
             ce.conv_partial_nx1_worker_cycles(list(w), True, True, 8)
         assert ce.conv_partial_1x1_worker_cycles(w, True, True, True, 8) == \
             ce.conv_partial_1x1_worker_cycles(list(w), True, True, True, 8)
+
+
+@pytest.mark.parametrize("kernel, field, dtype", [((3, 3), (14, 14), FLOAT), ((7, 7), (30, 30), HALF),
+                                                  ((1, 3), (8, 9), FLOAT), ((5,), (40,), HALF)])
+def test_the_planners_nx1_vertex_cycles_are_conv_partial_nx1_cycles(kernel, field, dtype):
+    """The planner reuses a ConvPartialnx1's inner loop for every channel split of one box:
+    its vertex_cycles must be conv_partial_nx1_cycles of the same box."""
+    import math
+    from popsim.poplin import conv_estimates as ce
+    from popsim.poplin.conv_candidates import vertex_candidates
+    from popsim.poplin.options import parse_conv_options
+    from popsim.poplin.planner import _Search
+    target = popsim.Target.create_ipu_target()
+    params = poplin.ConvParams(dtype, 2, field, kernel, 16, 32, 1)
+    options = parse_conv_options({})
+    candidates = [c for c in vertex_candidates(target, params, options) if c.method.kind == "AMP"]
+    searches = [s for s in (_Search(target, params, c, options, None, False) for c in candidates)
+                if not s.one_by_one and not s.hmac and not s.vmac]
+    assert searches
+    for search in searches:
+        c = search.c
+        for bt, ft, kt, cgt, ict, oct_ in [(1, field, kernel, 1, 2, 1), (2, tuple(-(-n // 2) for n in field), kernel,
+                                                                        1, 1, 2),
+                                           (1, field, tuple(-(-k // 2) for k in kernel), 1, 4, 3)] * 2:
+            outer = math.prod(kt[:-1]) if search.h == 1 else -(-kt[0] // search.h) * math.prod(kt[1:-1])
+            positions = bt * math.prod(ft)
+            worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), search.workers)
+            want = ce.conv_partial_nx1_cycles([worklists] * (outer * kt[-1]), cgt, ict, oct_, outer, kt[-1], search.h,
+                                              c.partial_chans_per_group, c.method.conv_units,
+                                              c.method.conv_input_load_elems, search.coeff_bytes, search.float_acts,
+                                              search.fp, positions, search.workers)
+            assert search.vertex_cycles(bt, tuple(ft), tuple(kt), cgt, ict, oct_) == want

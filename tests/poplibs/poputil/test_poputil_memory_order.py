@@ -64,3 +64,38 @@ def test_binary_unary_and_map_take_one_region_a_tile(g, small_device):
     types = _vertex_types(engine)
     assert not [t for t in types if "2D" in t], types             # one region a tile: MultiVertices only
     assert {"popops::BinaryOp1D<MULTIPLY,float>", "popnn::NonLinearity1D<float,popnn::NonLinearityType::RELU>"} <= types
+
+
+@pytest.mark.parametrize("shape, mem_perm, groups", [
+    ((2, 8, 3, 5), (0, 2, 3, 1), 8),       # channels innermost: [N, H, W, C]
+    ((2, 8, 3, 5), (1, 0, 2, 3), 4),       # [C/G, N, H, W, G]
+    ((3, 8, 1, 1), (1, 0, 2, 3), 4),       # nothing after the channels but dimensions of size 1
+    ((1, 16, 1, 1), (0, 2, 3, 1), 4),
+    ((2, 6, 4), (0, 2, 1), 3),
+])
+@pytest.mark.parametrize("split_tiles", [1, 3])
+def test_the_order_create_output_clones_in_lists_tensors_as_memory_order_of_the_clone(small_device, shape, mem_perm,
+                                                                                      groups, split_tiles):
+    """Element-wise ops take the order create_output_in_order cloned their output in, instead
+    of working out memory_order of the output again: it must be the one memory_order finds."""
+    g = popsim.Graph(small_device)
+    n, c = shape[0], shape[1]
+    mem_shape = [shape[d] for d in mem_perm]
+    if mem_perm[0] == 1:   # [C/G, N, ..., G]: channel groups outermost, G innermost
+        mem_shape = [c // groups] + [shape[0]] + list(shape[2:]) + [groups]
+        var = g.add_variable(FLOAT, tuple(mem_shape), "x")
+        rank = len(shape)
+        x = var.dim_shuffle([1, 0] + list(range(2, rank)) + [rank]).reshape((n,) + (c // groups,) + shape[2:] +
+                                                                            (groups,))
+        x = x.dim_shuffle([0, 1, rank] + list(range(2, rank))).reshape(shape)
+    else:
+        var = g.add_variable(FLOAT, tuple(mem_shape), "x")
+        x = var.dim_shuffle([mem_perm.index(d) for d in range(len(shape))])
+    total = x.num_elements()
+    cuts = np.linspace(0, total, split_tiles * 4 + 1).astype(int)
+    g.set_tile_mapping(var, [[(int(cuts[k]), int(cuts[k + 1])) for k in range(t, len(cuts) - 1, 4)] for t in range(4)])
+    out, order = popsim.poputil.per_tile.create_output_in_order(g, [x], FLOAT, "out")
+    assert order == memory_order(g, x)
+    if order is not None:   # (None: not worked out; the op works it out)
+        assert memory_order(g, out) == order
+        assert order.view(out).is_contiguous()   # the clone's own order
