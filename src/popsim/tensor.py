@@ -343,9 +343,8 @@ class Tensor(SnakeCaseNames):
         """One slice per (begin, end) interval along ``dim``."""
         pairs = list(intervals) if isinstance(intervals, (list, tuple, np.ndarray)) else None
         if dim == 0 and len(self._shape) == 1 and pairs is not None and id_slices.plain_pairs(pairs, self._shape[0]):
-            if self._ids is None:   # (every tile's regions of a flat view: graph building's hot path)
-                return id_slices.strided_slices(self, pairs, _strided_view)
-            return id_slices.slices(self, pairs, _strided_view)
+            # (every tile's regions of a flat view: graph building's hot path)
+            return (id_slices.strided_slices if self._ids is None else id_slices.slices)(self, pairs, _strided_view)
         if pairs is None or not all(isinstance(k, (list, tuple, np.ndarray)) and len(k) == 2 for k in pairs):
             raise errors.TypeError(f"slices: intervals must be a list of (begin, end) pairs, found {found(intervals)}; "
                                    "e.g. t.slices([(0, 2), (2, 4)], dim)")
