@@ -169,8 +169,10 @@ def test_out_of_memory_writes_the_report_it_names(device, tmp_path):
     assert f"Report saved to: {saved}" in msg
     report = popsim.open_report(saved)
     assert report.memory.tiles_out_of_memory == [7] and report.memory.largest[0]["tensors"][0][0] == "big"
-    with pytest.raises(popsim.GraphMemoryAllocationError, match="No report was written.*autoReport.all"):
+    assert info.value.profile_path == str(saved) and info.value.report.memory.tiles_out_of_memory == [7]
+    with pytest.raises(popsim.GraphMemoryAllocationError, match="No report was written.*autoReport.all") as info:
         popsim.Engine(g, Sequence())
+    assert info.value.profile_path == "" and info.value.report.memory.max_tile == report.memory.max_tile
 
 
 def test_auto_report_files(device, tmp_path):

@@ -216,3 +216,29 @@ def test_a_concat_too_big_to_list_is_refused(views_graph):
     with pytest.raises(popsim.TensorCreationError, match="concat of 2 tensors: the view would list 1,099,511,627,780 "
                                                          "element ids"):
         popsim.concat([huge, m[0]])
+
+
+def test_many_1d_views_strided_reversed_indexed_and_empty_join_in_order(graph):
+    # The 1-D join lists strided pieces in one numpy pass: every kind of piece, in order.
+    v = graph.add_variable(FLOAT, (40,), "v")
+    w = graph.add_variable(FLOAT, (6, 5), "w")
+    e = np.arange(40)
+    ew = 40 + np.arange(30).reshape(6, 5)
+    pieces = [v.slice(3, 9), v.slice(0, 0), v.reverse(0).slice(2, 7), w[:, 1], v.subsample(4, 0),
+              popsim.concat([v.slice(30, 32), w[2, 1:3]]), w.flatten().slice(7, 8)]
+    want = [e[3:9], e[:0], e[::-1][2:7], ew[:, 1], e[::4], np.r_[e[30:32], ew[2, 1:3]], ew.ravel()[7:8]]
+    check(popsim.concat(pieces), np.concatenate(want))
+    check(popsim.concat(pieces[::-1]), np.concatenate(want[::-1]))
+
+
+def test_get_var_regions_lists_the_runs_in_view_order(views_graph):
+    g = views_graph[0]
+    a = g.add_variable(FLOAT, [2, 3], "a")
+    b = g.add_variable(FLOAT, [4], "b")
+    joined = popsim.concat([a.flatten()[4:], b[::-1], a.flatten()[:2]])
+    regions = joined.get_var_regions()
+    assert [(r.name, r.begin, r.end) for r in regions] == [("a", 4, 6), ("b", 3, 4), ("b", 2, 3), ("b", 1, 2),
+                                                         ("b", 0, 1), ("a", 0, 2)]
+    assert regions[0].var == regions[-1].var != regions[1].var
+    assert [(r.begin, r.end) for r in a.get_var_regions()] == [(0, 6)]
+    assert a.transpose().get_var_regions()[0][1:] == ("a", 0, 1) and len(a.transpose().get_var_regions()) == 6

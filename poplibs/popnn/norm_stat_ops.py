@@ -24,6 +24,7 @@ from popsim.program import Copy, Execute
 
 from .. import popops
 from ..poputil import per_tile
+from ..poputil.memory_order import tile_grouped_clone
 from .norm_vertices import STAT_OPS, NormStatisticOp, NormStatisticOp1D
 
 __all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping", "grouped_order",
@@ -192,11 +193,15 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
     order, block, g = grouped_order(graph, first)
     layout = dict(block=block, groups=int(shape[1]) // g, g=g)
     views = [indexed(grouped(d, g).dim_shuffle(order)) for d in data]
-    out = graph.add_variable(dtype, tuple(views[0].shape), name)
+    grouped_shape = tuple(views[0].shape)
     views = [v.flatten() for v in views]
     mapping = graph.get_tile_mapping(views[0])
-    graph.set_tile_mapping(out, mapping)
-    out_flat = out.flatten()
+    # The output as Poplar's clone of the input lays it out: a concatenation's tile by tile (one
+    # region a tile for the ops that follow), any other in the grouped order, mapped alike
+    out_flat = tile_grouped_clone(graph, views[0], dtype, name)
+    if out_flat is None:
+        out_flat = graph.add_variable(dtype, grouped_shape, name).flatten()
+        graph.set_tile_mapping(out_flat, mapping)
     width = 2 if dtype == FLOAT else 4
     grain = g if g % width == 0 and g <= 64 else width
     # Every tile's vertices' groups, then the pieces of all of them in one _pieces call (a
@@ -249,7 +254,7 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
             graph.set_perf_estimate(v, cycles[vertex])
             first_region, first_piece, vertex = last_region, last_piece, vertex + 1
     prog.add(Execute(cs))
-    return out.dim_shuffle(_inverse(order)).reshape(shape)
+    return out_flat.reshape(grouped_shape).dim_shuffle(_inverse(order)).reshape(shape)
 
 
 def _statistic(positions, block: int, groups: int, g: int):

@@ -22,7 +22,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
-from ..poputil.memory_order import memory_order
+from ..poputil.memory_order import element_order
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
 from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
 from .op_checks import check_prog, check_writable, describe, scalar_constant, scalar_value
@@ -71,10 +71,10 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
         fields = ("in1Out", "in2") if in_place else ("in1", "in2", "out")
     else:
         fields = ("inOut",) if in_place else ("in", "out")
-    # Every operand flat in the order the output follows memory (poputil.memory_order), once,
-    # not per vertex: a tile's share of a convolution's output is then one region, not one per
-    # channel and row
-    order = order or memory_order(graph, out)
+    # Every operand flat in the order the output follows memory (poputil.memory_order's
+    # element_order), once, not per vertex: a tile's share of a convolution's output (or of a
+    # tile-grouped clone of a concat) is then one region, not one per channel and row (or source)
+    order = order or element_order(graph, out)
     flats = [order.view(t) if order else t.flatten() for t in (views if in_place else views + [out])]
     layout = flats[0] if in_place else flats[-1]
     # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex

@@ -19,7 +19,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
-from ..poputil.memory_order import memory_order
+from ..poputil.memory_order import element_order
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import vector_width
 from .expr_typing import infer
@@ -84,9 +84,9 @@ def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str, order=N
         fields["in1"] = out
     else:
         fields["out"] = out
-    # in the order the output follows memory (poputil.memory_order): one region a tile, not one
-    # per channel and row of a convolution's output
-    order = order or memory_order(graph, out)
+    # in the order the output follows memory (poputil.memory_order.element_order): one region a
+    # tile, not one per channel and row of a convolution's output or per source of a concat
+    order = order or element_order(graph, out)
     layout = order.view(out) if order else out
     if order:
         fields = {f: order.view(t) for f, t in fields.items()}

@@ -16,12 +16,23 @@ position (PopLibs' detectInnermostGrouping) and, when moving that group innermos
 fewer tile regions, returns a ``MemoryOrder``: ``view`` lays any tensor of ``t``'s shape
 out flat in that order (every operand alike, so the op computes the same thing element
 for element) and ``restore`` takes such a flat tensor back to the caller's shape.
+
+A concatenation is not one variable: a tile's share of it is a region per source tensor
+and channel group in any order. Poplar stores a tile's share of a variable contiguously,
+so its clone of such a view is one region a tile; ``tile_grouped_clone`` makes that clone
+(a variable laid out tile by tile, viewed in the input's order), and ``element_order``
+goes one step past ``memory_order``: where the output's flat view in memory order still
+holds several regions on a tile, every operand is reordered alike to follow the output's
+element ids (Graph::reorderToSimplify), so that a tile's share of a tile-grouped output is
+one region again.
 """
-from typing import NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-__all__ = ["MemoryOrder", "memory_order", "dim_grouping"]
+import popsim
+
+__all__ = ["MemoryOrder", "IdOrder", "memory_order", "element_order", "tile_grouped_clone", "dim_grouping"]
 
 
 class MemoryOrder(NamedTuple):
@@ -74,3 +85,90 @@ def memory_order(graph, t) -> Optional[MemoryOrder]:
     perm = tuple(d for d in range(len(split)) if d != dim + 1) + (dim + 1,)
     order = MemoryOrder(shape, split, perm)
     return order if _regions(graph, order.view(t)) < _regions(graph, t.flatten()) else None
+
+
+class IdOrder(NamedTuple):
+    """Flat views reordered alike so that the output's elements follow its element ids."""
+    base: Optional[MemoryOrder]                # the memory order taken first (None: row-major)
+    intervals: Tuple[Tuple[int, int], ...]     # base's flat intervals, in the output's id order
+
+    def view(self, t):
+        """``t`` (of the output's shape) flat, in the output's id order: one slice a
+        stretch of consecutive output ids, joined in one concat (no per-element loop)."""
+        flat = self.base.view(t) if self.base is not None else t.flatten()
+        parts = flat.slices(list(self.intervals))
+        return parts[0] if len(parts) == 1 else popsim.concat(parts)
+
+    def restore(self, flat, shape):
+        """The flat ``flat`` (``view``'s order) back in the caller's ``shape``."""
+        lengths = np.array([e - b for b, e in self.intervals], np.int64)
+        offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        by_start = np.argsort([b for b, _ in self.intervals], kind="stable")
+        parts = flat.slices([(int(offsets[k]), int(offsets[k] + lengths[k])) for k in by_start])
+        base_flat = parts[0] if len(parts) == 1 else popsim.concat(parts)
+        return self.base.restore(base_flat) if self.base is not None else base_flat.reshape(shape)
+
+
+def _flat_in(order, t):
+    return order.view(t) if order is not None else t.flatten()
+
+
+def _one_region_a_tile(mapping) -> bool:
+    return all(len(m) <= 1 for m in mapping)
+
+
+def _one_variable(flat) -> bool:
+    return len({r.var for r in flat.get_var_regions()}) <= 1
+
+
+def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
+    """``memory_order``'s order; or, where ``t``'s flat view in that order still holds more
+    than one region on some tile and following ``t``'s element ids gives fewer, an
+    ``IdOrder`` (both have ``view``). None: the caller's row-major order is best."""
+    base = memory_order(graph, t)
+    flat = _flat_in(base, t)
+    mapping = graph.get_tile_mapping(flat, require_complete=False)
+    if _one_region_a_tile(mapping) or flat.num_elements() == 0:
+        return base   # a convolution's output, a linear mapping: memory order is already simplest
+    groups = graph.get_sorted_contiguous_regions(flat, [(0, flat.num_elements())])
+    order = IdOrder(base, tuple(r for group in groups for r in group))
+    return order if _regions(graph, order.view(t)) < sum(len(m) for m in mapping) else base
+
+
+def tile_grouped_clone(graph, flat, dtype, name: str):
+    """Poplar's clone of the 1-D view ``flat`` (every element mapped, more than one region
+    on some tile), which keeps a tile's share of the new variable together, returned as
+    its view in ``flat``'s order, element for element mapped as ``flat`` is:
+    - ``flat`` joins several variables (a concatenation): a new variable whose elements
+      for tile k are one contiguous block on tile k (tiles in order, each block in
+      ``flat``'s order);
+    - ``flat`` is of one variable whose element order holds fewer regions (an output
+      made tile by tile, above): the clone follows that order.
+    None otherwise (one region a tile, one variable in its own order, unmapped elements):
+    a plain clone in ``flat``'s order is then what Poplar's is."""
+    mapping = graph.get_tile_mapping(flat, require_complete=False)
+    n = flat.num_elements()
+    sizes = np.array([sum(e - b for b, e in m) for m in mapping], np.int64)
+    if _one_region_a_tile(mapping) or int(sizes.sum()) != n:
+        return None
+    if _one_variable(flat):
+        groups = graph.get_sorted_contiguous_regions(flat, [(0, n)])
+        order = IdOrder(None, tuple(r for group in groups for r in group))
+        ordered = order.view(flat)
+        if _regions(graph, ordered) >= sum(len(m) for m in mapping):
+            return None   # its own order is as simple: ResNet-50's residual additions
+        return order.restore(graph.clone(ordered, name, dtype), (n,))
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    metadata = flat.metadata if dtype == flat.dtype else None
+    var = graph.add_variable(dtype, (n,), name, metadata=metadata)
+    graph.set_tile_mapping(var, [[(int(starts[k]), int(starts[k + 1]))] if sizes[k] else []
+                                 for k in range(len(mapping))])
+    pieces: List[Tuple[int, int, int]] = []   # (position in flat, offset in var, length)
+    for tile, regions in enumerate(mapping):
+        offset = int(starts[tile])
+        for b, e in regions:
+            pieces.append((b, offset, e - b))
+            offset += e - b
+    pieces.sort()
+    parts = var.slices([(o, o + length) for _, o, length in pieces])
+    return parts[0] if len(parts) == 1 else popsim.concat(parts)

@@ -17,7 +17,7 @@ from .arguments import as_index, as_indices, found
 from .errors import IndexError, TensorCreationError
 from .poplar_names import SnakeCaseNames
 from .types import Type, as_type
-from .variables import Variable, VariableTable
+from .variables import Variable, VariableInterval, VariableTable, var_regions
 
 __all__ = ["Tensor"]
 
@@ -144,8 +144,7 @@ class Tensor(SnakeCaseNames):
             return [self._var]
         if self._ids.size == 0:
             return []
-        ids = self._ids
-        lo, hi = self._table.index_of(np.array([ids.min(), ids.max()])).tolist()
+        lo, hi = self._table.index_of(np.array([self._ids.min(), self._ids.max()])).tolist()
         if lo == hi:   # variables are ranges of ids: everything between two of one is of it
             return [self._table.variables[lo]]
         idx = np.unique(self._table.index_of(self._runs()[0]))  # a run never crosses variables
@@ -184,6 +183,10 @@ class Tensor(SnakeCaseNames):
         # runs): sorting the runs is far cheaper than hashing every id
         return views.runs_self_overlap(*views.ids_runs(self._ids.reshape(-1), None))
 
+    def get_var_regions(self) -> List[VariableInterval]:
+        """Poplar's getVarRegions: the view's elements, in order, as runs within variables."""
+        return var_regions(self._table, *self._runs())
+
     def contains_constant(self) -> bool:
         return any(v.is_constant for v in self._variables())
 
@@ -197,8 +200,7 @@ class Tensor(SnakeCaseNames):
 
     # -- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key) -> "Tensor":
-        """numpy basic indexing: integers (dropping a dimension), slices with steps,
-        ``...`` and ``None``."""
+        """numpy basic indexing: integers (dropping a dimension), slices, ``...``, ``None``."""
         # Graph building indexes views hundreds of thousands of times: plain ints and slices of a
         # strided view are answered here; everything else, and every error, by _index_general,
         # which these fast paths must match exactly (tests/test_tensor_fast_paths.py).
@@ -341,9 +343,8 @@ class Tensor(SnakeCaseNames):
         """One slice per (begin, end) interval along ``dim``."""
         pairs = list(intervals) if isinstance(intervals, (list, tuple, np.ndarray)) else None
         if dim == 0 and len(self._shape) == 1 and pairs is not None and id_slices.plain_pairs(pairs, self._shape[0]):
-            if self._ids is None:   # (every tile's regions of a flat view: graph building's hot path)
-                return id_slices.strided_slices(self, pairs, _strided_view)
-            return id_slices.slices(self, pairs, _strided_view)
+            # (every tile's regions of a flat view: graph building's hot path)
+            return (id_slices.strided_slices if self._ids is None else id_slices.slices)(self, pairs, _strided_view)
         if pairs is None or not all(isinstance(k, (list, tuple, np.ndarray)) and len(k) == 2 for k in pairs):
             raise errors.TypeError(f"slices: intervals must be a list of (begin, end) pairs, found {found(intervals)}; "
                                    "e.g. t.slices([(0, 2), (2, 4)], dim)")
@@ -575,8 +576,7 @@ class Tensor(SnakeCaseNames):
         return Tensor._strided(self._table, self._var, new, self._shape, self._offset, self._strides)
 
     def same_elements(self, other: "Tensor") -> bool:
-        """Whether both views have the same shape and the same elements in the same order
-        (Poplar's ``operator==``)."""
+        """Same shape, same elements in the same order (Poplar's ``operator==``)."""
         if not isinstance(other, Tensor):
             raise errors.TypeError(f"same_elements needs a Tensor, found {type(other).__name__}")
         return (self._table is other._table and self._shape == other._shape

@@ -6,7 +6,7 @@ all its virtual graphs.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -137,3 +137,21 @@ class VariableTable:
 
     def variable_of(self, gid: int) -> Variable:
         return self.variables[int(self.index_of(np.asarray([gid]))[0])]
+
+
+class VariableInterval(NamedTuple):
+    """A run of a view's elements in one variable (Poplar's VariableInterval): ``var``
+    identifies the variable within its graph (Poplar's VariableRef), ``name`` is its name,
+    ``[begin, end)`` the elements of the variable's flat order."""
+    var: int
+    name: str
+    begin: int
+    end: int
+
+
+def var_regions(table: VariableTable, starts: np.ndarray, lengths: np.ndarray) -> List[VariableInterval]:
+    """The VariableIntervals of runs ``(starts, lengths)`` of global ids, none crossing variables."""
+    owner = table.index_of(starts)
+    begins = starts - table.bases()[owner]
+    return [VariableInterval(i, table.variables[i].name, b, b + n)
+            for i, b, n in zip(owner.tolist(), begins.tolist(), np.asarray(lengths).tolist())]

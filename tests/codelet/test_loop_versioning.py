@@ -224,9 +224,25 @@ def test_guards_hold_exactly_when_every_index_is_valid_and_nothing_wraps(guards,
 
 
 # -- random loop programs, compiled against interpreted ---------------------------------------
+# Each example compiles a library of 5 vertices (about 1.5 s): the default run draws 3 (the
+# seeded test below covers 60 programs), the slow run 40.
+_LOOP_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
+
+
 @given(st.data())
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=3, deadline=None, suppress_health_check=_LOOP_HEALTH)
 def test_random_loop_programs_agree_in_both_modes(tmp_path_factory, data):
+    _random_loop_programs_agree(tmp_path_factory, data)
+
+
+@pytest.mark.slow
+@given(st.data())
+@settings(max_examples=40, deadline=None, suppress_health_check=_LOOP_HEALTH)
+def test_many_random_loop_programs_agree_in_both_modes(tmp_path_factory, data):
+    _random_loop_programs_agree(tmp_path_factory, data)
+
+
+def _random_loop_programs_agree(tmp_path_factory, data):
     ch = loop_programs.DrawChoices(data.draw)
     sources = [loop_programs.program(ch, f"L{k}") for k in range(5)]
     classes = loop_programs.load_classes(tmp_path_factory.mktemp("loops"), sources, f"loops_h{next(_modules)}")

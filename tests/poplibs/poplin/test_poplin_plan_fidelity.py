@@ -17,14 +17,14 @@ from popsim.poplin.plan import Method
 from popsim.poputil import PoplibsError
 from popsim.program import Sequence
 
+from graph_helpers import small_device
+
 TILES = 16
 LOW, HIGH = 0.85, 1.15
 
 
 def _device():
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = TILES
-    return model.create_device()
+    return small_device(TILES)
 
 
 def _engine_cycles(device, graph, prog, feeds):
