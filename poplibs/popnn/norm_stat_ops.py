@@ -198,7 +198,7 @@ def stat_op(graph, op: str, data, stats, prog, name: str):
     mapping = graph.get_tile_mapping(views[0])
     # The output as Poplar's clone of the input lays it out: a concatenation's tile by tile (one
     # region a tile for the ops that follow), any other in the grouped order, mapped alike
-    out_flat = tile_grouped_clone(graph, views[0], dtype, name)
+    out_flat = tile_grouped_clone(graph, views[0], dtype, name, mapping)   # (complete: the same mapping)
     if out_flat is None:
         out_flat = graph.add_variable(dtype, grouped_shape, name).flatten()
         graph.set_tile_mapping(out_flat, mapping)

@@ -32,7 +32,8 @@ import numpy as np
 
 import popsim
 
-__all__ = ["MemoryOrder", "IdOrder", "memory_order", "element_order", "tile_grouped_clone", "dim_grouping"]
+__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "element_order",
+           "tile_grouped_clone", "dim_grouping"]
 
 
 class MemoryOrder(NamedTuple):
@@ -73,18 +74,29 @@ def _regions(graph, t) -> int:
 def memory_order(graph, t) -> Optional[MemoryOrder]:
     """The order in which ``t``'s elements follow memory, when it is not the caller's own
     and has fewer tile regions; None otherwise (the caller's order is as good)."""
+    return memory_order_and_mapping(graph, t)[0]
+
+
+def memory_order_and_mapping(graph, t):
+    """``(memory_order(graph, t), mapping)``: ``mapping`` is the tile mapping of ``t``'s
+    flat view in that order (get_tile_mapping, require_complete=False) when working the
+    order out needed it, else None: the callers that go on to map that view take it."""
     shape = tuple(int(d) for d in t.shape)
     if len(shape) < 2 or t.num_elements() == 0 or dim_grouping(t, len(shape) - 1) > 1:
-        return None   # the innermost dimension already runs along memory
+        return None, None   # the innermost dimension already runs along memory
     groupings = [dim_grouping(t, d) for d in range(len(shape) - 1)]
     dim = int(np.argmax(groupings))
     g = groupings[dim]
     if g <= 1:
-        return None
+        return None, None
     split = shape[:dim] + (shape[dim] // g, g) + shape[dim + 1:]
     perm = tuple(d for d in range(len(split)) if d != dim + 1) + (dim + 1,)
     order = MemoryOrder(shape, split, perm)
-    return order if _regions(graph, order.view(t)) < _regions(graph, t.flatten()) else None
+    ordered = graph.get_tile_mapping(order.view(t), require_complete=False)
+    plain = graph.get_tile_mapping(t.flatten(), require_complete=False)
+    if sum(len(m) for m in ordered) < sum(len(m) for m in plain):
+        return order, ordered
+    return None, plain
 
 
 class IdOrder(NamedTuple):
@@ -125,9 +137,10 @@ def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
     """``memory_order``'s order; or, where ``t``'s flat view in that order still holds more
     than one region on some tile and following ``t``'s element ids gives fewer, an
     ``IdOrder`` (both have ``view``). None: the caller's row-major order is best."""
-    base = memory_order(graph, t)
+    base, mapping = memory_order_and_mapping(graph, t)
     flat = _flat_in(base, t)
-    mapping = graph.get_tile_mapping(flat, require_complete=False)
+    if mapping is None:
+        mapping = graph.get_tile_mapping(flat, require_complete=False)
     if _one_region_a_tile(mapping) or flat.num_elements() == 0:
         return base   # a convolution's output, a linear mapping: memory order is already simplest
     groups = graph.get_sorted_contiguous_regions(flat, [(0, flat.num_elements())])
@@ -135,7 +148,7 @@ def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
     return order if _regions(graph, order.view(t)) < sum(len(m) for m in mapping) else base
 
 
-def tile_grouped_clone(graph, flat, dtype, name: str):
+def tile_grouped_clone(graph, flat, dtype, name: str, mapping=None):
     """Poplar's clone of the 1-D view ``flat`` (every element mapped, more than one region
     on some tile), which keeps a tile's share of the new variable together, returned as
     its view in ``flat``'s order, element for element mapped as ``flat`` is:
@@ -145,8 +158,10 @@ def tile_grouped_clone(graph, flat, dtype, name: str):
     - ``flat`` is of one variable whose element order holds fewer regions (an output
       made tile by tile, above): the clone follows that order.
     None otherwise (one region a tile, one variable in its own order, unmapped elements):
-    a plain clone in ``flat``'s order is then what Poplar's is."""
-    mapping = graph.get_tile_mapping(flat, require_complete=False)
+    a plain clone in ``flat``'s order is then what Poplar's is. ``mapping``: ``flat``'s tile
+    mapping (require_complete=False) when the caller has it."""
+    if mapping is None:
+        mapping = graph.get_tile_mapping(flat, require_complete=False)
     n = flat.num_elements()
     sizes = np.array([sum(e - b for b, e in m) for m in mapping], np.int64)
     if _one_region_a_tile(mapping) or int(sizes.sum()) != n:
