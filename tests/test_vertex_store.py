@@ -351,3 +351,26 @@ def test_list_records_decodes_edge_lists_of_every_rank_in_slot_order():
     got = list_records(slots)
     assert got[2] is slots[1][0] and got[3] is slots[1][1]   # a plain list's sub-edges as they are
     assert [r if type(r) is tuple else edge_record(r) for r in got] == [edge_record(t) for t in want]
+
+
+def test_edge_list_columns_are_the_record_columns_of_their_records():
+    """Lowering reads many EdgeLists as columns at once (EdgeList.columns): the columns of
+    their records, one list after another, whatever the lists' ranks (0 too)."""
+    from array import array
+
+    from popsim.vertex_store import EdgeList, list_records, record_columns
+    rng = np.random.default_rng(5)
+    packed = []
+    for _ in range(30):
+        rank = int(rng.integers(0, 4))
+        subs = int(rng.integers(1, 5))
+        data = []
+        for _ in range(subs):
+            data += [int(rng.integers(0, 50)), int(rng.integers(0, 1000))]
+            data += rng.integers(1, 9, rank).tolist() + rng.integers(-6, 60, rank).tolist()
+        packed.append(EdgeList.pack(rank, array("q", data)))
+    got, counts = EdgeList.columns(packed)
+    want = record_columns(list_records(packed))
+    assert counts.tolist() == [EdgeList.count(p) for p in packed]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert [len(c) for c in EdgeList.columns([])] == [5, 0]

@@ -31,9 +31,10 @@ from .tensor import Tensor
 from .types import typed_array
 
 __all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds",
-           "record_columns", "EdgeList", "MAX_PACKED_RANK", "list_records"]
+           "record_columns", "EdgeList", "list_records"]
 
 _new = object.__new__
+_EMPTY = np.empty(0, np.int64)
 
 # A slot holds None (unconnected), an edge record (a tuple, see edge_record), a Tensor,
 # a list of Tensors (list fields, None for sub-edges not yet connected), an EdgeList (list
@@ -46,48 +47,46 @@ def edge_record(t: Tensor) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
     return (t._var.index, t._offset, t._shape, t._strides)
 
 
-#: the highest rank an EdgeList packs (its first byte); sub-edges of a higher rank stay Tensors
-MAX_PACKED_RANK = 255
-
-
 class EdgeList:
     """A list field's sub-edges when each is a strided view of one variable, all of one
     rank: packed as ints (variable index, offset, shape, strides, per sub-edge) rather than
     kept as Tensors. A Tensor, its shape and strides tuples and its offset take about 250
     bytes a sub-edge; here they take 16 + 16 x rank, and nothing per sub-edge is left for
-    the garbage collector to trace. ``records`` gives the sub-edges' edge records (lowering
-    reads them like the records of single edges); ``VertexRef.conn`` gives Tensors back.
+    the garbage collector to trace. ``records`` gives the sub-edges' edge records,
+    ``columns`` those of many lists as columns at once (lowering reads them like the
+    records of single edges); ``VertexRef.conn`` gives Tensors back.
 
-    The slot holds a plain ``bytes`` object (``EdgeList.TYPE``): the rank (one byte), then
-    the int64s. The garbage collector does not track bytes, where an object of its own per
-    list field (1.2 million in ResNet-50) was scanned by every full collection; no other
-    slot holds bytes. This class packs and reads them."""
+    The slot holds a plain ``bytes`` object (``EdgeList.TYPE``) of int64s: the rank, then
+    the sub-edges'. The garbage collector does not track bytes, where an object of its own
+    per list field (1.2 million in ResNet-50) was scanned by every full collection; no
+    other slot holds bytes. This class packs and reads them."""
 
     TYPE = bytes
 
     @staticmethod
     def pack(rank: int, data: array) -> bytes:
-        return bytes((rank,)) + data.tobytes()
+        return array("q", (rank,)).tobytes() + data.tobytes()
 
     @staticmethod
     def rank(packed: bytes) -> int:
-        return packed[0]
+        return memoryview(packed).cast("q")[0]
 
     @staticmethod
     def ints(packed: bytes) -> memoryview:
-        """The int64s (a read-only view of them)."""
-        return memoryview(packed)[1:].cast("q")
+        """The sub-edges' int64s (a read-only view of them)."""
+        return memoryview(packed).cast("q")[1:]
 
     @staticmethod
     def count(packed: bytes) -> int:
         """The number of sub-edges."""
-        return (len(packed) - 1) // (8 * (2 + 2 * packed[0]))
+        words = memoryview(packed).cast("q")
+        return (len(words) - 1) // (2 + 2 * words[0])
 
     @staticmethod
     def records(packed: bytes):
         """The sub-edges' edge records, zipped over strided slices: every record is made at
         C level, none in a Python loop."""
-        r, data = packed[0], EdgeList.ints(packed)
+        r, data = EdgeList.rank(packed), EdgeList.ints(packed)
         width = 2 + 2 * r
         if r == 0:
             count = len(data) // width
@@ -96,9 +95,29 @@ class EdgeList:
                    zip(*(data[2 + r + k::width] for k in range(r))))
 
     @staticmethod
+    def columns(packed: List[bytes]) -> Tuple["RecordColumns", np.ndarray]:
+        """The sub-edges of ``packed`` (EdgeLists, in order) as record_columns gives their
+        records, and each list's sub-edge count: one join of the bytes and numpy passes,
+        no object per list or sub-edge."""
+        if not packed:
+            return RecordColumns(_EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY), _EMPTY
+        words = np.frombuffer(b"".join(packed), np.int64)
+        size = np.fromiter(map(len, packed), np.int64, len(packed)) // 8
+        start = np.cumsum(size) - size
+        rank = words[start]
+        width = 2 + 2 * rank
+        count = (size - 1) // width
+        item = np.repeat(np.arange(len(packed)), count)   # each sub-edge's list
+        k = np.arange(item.size) - np.repeat(np.cumsum(count) - count, count)
+        base = start[item] + 1 + k * width[item]
+        r = rank[item]
+        at = np.repeat(base + 2, r) + np.arange(int(r.sum())) - np.repeat(np.cumsum(r) - r, r)
+        return RecordColumns(words[base], words[base + 1], r, words[at], words[at + np.repeat(r, r)]), count
+
+    @staticmethod
     def sizes(packed: bytes) -> List[int]:
         """The element count of each sub-edge."""
-        r, data = packed[0], EdgeList.ints(packed)
+        r, data = EdgeList.rank(packed), EdgeList.ints(packed)
         width = 2 + 2 * r
         if r == 1:
             return data[2::width].tolist()
@@ -114,30 +133,10 @@ class EdgeList:
 
 def list_records(lists: List[object]) -> list:
     """The sub-edges of list slots ``lists`` (lists and EdgeLists), one after another, EdgeLists
-    as edge records: those of one rank are decoded together, in one C-level pass, since a
-    compute set has hundreds of thousands of short ones."""
-    by_rank: Dict[int, list] = {}
-    for c in lists:
-        if type(c) is bytes:   # EdgeList.TYPE
-            by_rank.setdefault(c[0], []).append(memoryview(c)[1:])   # (c[0]: the rank)
-    if not by_rank:
-        return list(chain.from_iterable(lists))
-    decoded = {}
-    for rank, parts in by_rank.items():
-        data = array("q")
-        data.frombytes(b"".join(parts))
-        decoded[rank] = list(EdgeList.records(EdgeList.pack(rank, data)))
-    at = dict.fromkeys(decoded, 0)
+    as edge records."""
     out: list = []
     for c in lists:
-        if type(c) is bytes:
-            rank = c[0]
-            k = at[rank]
-            n = EdgeList.count(c)
-            out += decoded[rank][k:k + n]
-            at[rank] = k + n
-        else:
-            out += c
+        out += EdgeList.records(c) if type(c) is EdgeList.TYPE else c
     return out
 
 

@@ -24,7 +24,7 @@ from .arguments import as_size, found
 from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
-from .vertex_store import (MAX_PACKED_RANK, WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan,
+from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan,
                            count_vertices_and_edges, edge_record, positions, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
 
@@ -131,7 +131,7 @@ def _lean_sub_edges(value: list, table, entry: tuple) -> Optional[list]:
                     add(t._strides)
         if (t.num_elements() != 1) if scalar else not shape:
             return None
-    return EdgeList.pack(rank, array("q", data)) if 0 <= rank <= MAX_PACKED_RANK and data else list(value)
+    return EdgeList.pack(rank, array("q", data)) if rank >= 0 and data else list(value)
 
 
 def packed(edges: list) -> object:
@@ -148,7 +148,7 @@ def packed(edges: list) -> object:
         add((var.index, t._offset))
         add(shape)
         add(t._strides)
-    return EdgeList.pack(rank, array("q", data)) if data and rank <= MAX_PACKED_RANK else list(edges)
+    return EdgeList.pack(rank, array("q", data)) if data else list(edges)
 
 
 #: (numpy type, value) -> the shared array add_vertex stores for a plain int state value

@@ -17,15 +17,14 @@ conflicts are reported in.
 """
 from __future__ import annotations
 
-from itertools import compress
+from itertools import chain, compress
 from typing import Dict, List, Tuple
 
 import numpy as np
 
 from ..runs import distinct, sort_order
 from ..tensor import Tensor
-from ..vertex_store import (SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, EdgeList, edge_record, list_records,
-                            record_columns, vertex_ref)
+from ..vertex_store import SLOT_LIST, SLOT_RECORD, SLOT_TENSOR, EdgeList, edge_record, record_columns, vertex_ref
 from ..views import strided_runs
 
 _EMPTY = np.empty(0, np.int64)
@@ -94,7 +93,14 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     per_row = (is_record | (row_kind == SLOT_TENSOR)).astype(np.int64)
     list_rows = np.flatnonzero(is_list)
     lists = [slots[s] for s in row_slot[list_rows].tolist()]
-    per_row[list_rows] = [EdgeList.count(c) if type(c) is EdgeList.TYPE else len(c) for c in lists]
+    # EdgeLists (packed strided sub-edges) read as columns at once; lists of Tensors one by one
+    is_packed = np.fromiter((type(c) is EdgeList.TYPE for c in lists), bool, len(lists))
+    packed_columns, packed_count = EdgeList.columns(list(compress(lists, is_packed)))
+    plain = list(compress(lists, ~is_packed))
+    del lists
+    packed_rows, plain_rows = list_rows[is_packed], list_rows[~is_packed]
+    per_row[packed_rows] = packed_count
+    per_row[plain_rows] = [len(c) for c in plain]
     row_start = np.cumsum(per_row) - per_row
     count = int(per_row.sum()) if rows else 0
     edge_row = np.repeat(np.arange(rows, dtype=np.int64), per_row)
@@ -108,13 +114,13 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     records = slots if rec_slots.size == len(slots) else list(compress(slots, picked.tobytes()))
     edge_of_slot = np.zeros(len(slots), np.int64)
     edge_of_slot[rec_slots] = row_start[rec_rows]
-    columns = [record_columns(records)]
+    columns = [record_columns(records), packed_columns]
     del records
-    # Tensors, then the sub-edges of list rows (their edges are consecutive, in row order).
+    # Tensors, then the sub-edges of the other list rows (a row's edges are consecutive).
     others = np.flatnonzero(row_kind == SLOT_TENSOR)
     items = [slots[s] for s in row_slot[others].tolist()]
-    items += list_records(lists)   # EdgeLists decoded in bulk
-    item_edge = np.concatenate([row_start[others], np.flatnonzero(is_list[edge_row])])
+    items += chain.from_iterable(plain)
+    item_edge = np.concatenate([row_start[others], _row_edges(row_start, per_row, plain_rows)])
     # Each a record already (list fields hold Tensors, but a record reads the same), a
     # strided view of one variable (made a record), or a view not of one variable.
     general_mask = bytes(type(t) is not tuple and t._var is None for t in items)
@@ -123,7 +129,8 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     general: List[Tuple[int, Tensor]] = list(zip(item_edge[~strided].tolist(), compress(items, general_mask)))
     del items
     columns.append(record_columns(x_records))
-    s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], item_edge[strided]])
+    s_edge = np.concatenate([edge_of_slot[np.flatnonzero(picked)], _row_edges(row_start, per_row, packed_rows),
+                             item_edge[strided]])
     var_index, offset, rank, dims, steps = (np.concatenate(c) for c in zip(*columns))
 
     edges = EdgeTable()
@@ -174,6 +181,12 @@ def read_edges(cs, row_slot: np.ndarray, row_kind: np.ndarray, row_vertex: np.nd
     else:
         edges.run_edge = edges.run_pos = edges.run_gid = edges.run_len = _EMPTY
     return edges, row_start, per_row
+
+
+def _row_edges(row_start: np.ndarray, per_row: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The edges of ``rows``, row after row (each row's are consecutive from its first)."""
+    count = per_row[rows]
+    return np.repeat(row_start[rows] - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
 
 
 def _general_runs(general: List[Tuple[int, Tensor]], table, edges: EdgeTable, patterns: _Patterns,
