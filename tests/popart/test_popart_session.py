@@ -209,3 +209,33 @@ def test_linearly_mapped_tensors_start_where_the_last_one_ended():
     assert first_tiles == [0, 1, 4, 5]
     other = popsim.Graph(small_device(8))   # each graph keeps its own start
     assert other.get_tile_mapping(create_variable(other, model, "v", (4,), None))[0]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_prepare_device_pauses_the_cyclic_collector_and_leaves_it_as_it_was(rng, monkeypatch, enabled):
+    import gc
+
+    from popsim.popart import lowering
+    seen = []
+    run = lowering.Lowering.run
+
+    def recording(self, *args, **kwargs):
+        seen.append(gc.isenabled())
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(lowering.Lowering, "run", recording)
+    b, _, _, probs = _mlp(rng)
+    proto = b.getModelProto()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        _session(proto, {probs: popart.AnchorReturnType("ALL")}, 1)
+        assert seen == [False] and gc.isenabled() == enabled
+        device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": 4})
+        bad = popart.InferenceSession(fnModel=proto, deviceInfo=device,
+                                      dataFlow=popart.DataFlow(1, {probs: popart.AnchorReturnType("ALL")}))
+        monkeypatch.setattr(lowering.Lowering, "run", lambda self, *a, **k: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            bad.prepareDevice()
+        assert gc.isenabled() == enabled   # an error leaves it as it was too
+    finally:
+        gc.enable()
