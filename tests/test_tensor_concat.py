@@ -242,3 +242,16 @@ def test_get_var_regions_lists_the_runs_in_view_order(views_graph):
     assert regions[0].var == regions[-1].var != regions[1].var
     assert [(r.begin, r.end) for r in a.get_var_regions()] == [(0, 6)]
     assert a.transpose().get_var_regions()[0][1:] == ("a", 0, 1) and len(a.transpose().get_var_regions()) == 6
+
+
+def test_pieces_of_one_variable_that_continue_each_other_join_into_one_strided_view(graph):
+    v = graph.add_variable(FLOAT, (40,), "v")
+    w = graph.add_variable(FLOAT, (40,), "w")
+    joined = popsim.concat([v.slice(0, 5), v.slice(5, 5), v.slice(5, 12), v.slice(12, 20)])
+    assert joined._var is v._var and (joined._offset, joined._shape, joined._strides) == (0, (20,), (1,))
+    listed = popsim.concat([v.slice(0, 5), w.slice(5, 12)])            # two variables: the ids listed
+    assert listed._var is None and listed._id_array().tolist() == list(range(5)) + list(range(45, 52))
+    one = popsim.concat([v.slice(0, 5), v.slice(6, 9)])               # a gap: the ids listed
+    assert one._var is None and one._id_array().tolist() == [0, 1, 2, 3, 4, 6, 7, 8]
+    single = listed[2:]
+    assert popsim.concat([single]) is single                           # one view: itself

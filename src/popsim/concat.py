@@ -21,10 +21,14 @@ def _check_concat(tensors: Sequence[Tensor], dim: int) -> Tuple[List[Tensor], in
     tensors = list(tensors)
     if not tensors:
         raise TensorCreationError("concat needs at least one tensor")
+    first = tensors[0]
+    table, dtype = getattr(first, "_table", None), getattr(first, "_dtype", None)
+    if type(first) is Tensor and len(first._shape) == 1 and dim == 0 and all(
+            type(t) is Tensor and t._table is table and t._dtype is dtype and len(t._shape) == 1 for t in tensors):
+        return tensors, 0   # 1-D views of one graph and type (thousands of slices): nothing more to check
     for t in tensors:
         if not isinstance(t, Tensor):
             raise errors.TypeError(f"concat takes Tensors, found {type(t).__name__}")
-    first = tensors[0]
     dim = first._check_dim(dim, "concat")
     for t in tensors[1:]:
         if t._table is not first._table:
@@ -81,13 +85,17 @@ def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
         dim = second
     tensors, dim = _check_concat(tensors, 0 if dim is None else dim)
     joined = tensors[0]
-    for t in tensors[1:]:
-        merged = _try_join_strided(joined, t, dim)
-        if merged is None:
-            break
-        joined = merged
-    else:
+    if len(tensors) == 1:
         return joined
+    var = joined._var
+    if var is not None and all(t._var is var for t in tensors):   # (only such views can join into one)
+        for t in tensors[1:]:
+            merged = _try_join_strided(joined, t, dim)
+            if merged is None:
+                break
+            joined = merged
+        else:
+            return joined
     flat = dim == 0 and all(len(t._shape) == 1 for t in tensors)
     ids = views.listed(lambda: _joined_ids_1d(tensors) if flat else np.concatenate([t._id_array() for t in tensors],
                                                                                     axis=dim),
