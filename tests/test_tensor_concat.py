@@ -255,3 +255,37 @@ def test_pieces_of_one_variable_that_continue_each_other_join_into_one_strided_v
     assert one._var is None and one._id_array().tolist() == [0, 1, 2, 3, 4, 6, 7, 8]
     single = listed[2:]
     assert popsim.concat([single]) is single                           # one view: itself
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_1d_views_of_one_variable_join_as_pair_by_pair_joining_does(graph, seed):
+    """concat of 1-D strided views of one variable decides from their ids at once whether
+    they are one strided view: the same view joining them pair by pair gives."""
+    from popsim.concat import _try_join_strided
+    rng = np.random.default_rng(seed)
+    v = graph.add_variable(FLOAT, (60,), "v")
+    pieces, at = [], int(rng.integers(0, 10))
+    step = int(rng.choice([1, 2, -1, 3]))
+    for _ in range(int(rng.integers(2, 6))):
+        n = int(rng.choice([0, 1, 1, 2, 4]))
+        if rng.integers(0, 6) == 0:
+            at += int(rng.integers(1, 3))            # a gap: not one view
+        lo, hi = (at, at + n * step) if step > 0 else (at + n * step + 1, at + 1)
+        if 0 <= min(lo, hi) and max(lo, hi) <= 60:
+            piece = v.slice(min(lo, hi), max(lo, hi)).subsample(abs(step), 0) if step > 0 else \
+                v.slice(lo, hi).reverse(0).subsample(abs(step), 0)
+            if piece.shape[0] == n:
+                pieces.append(piece)
+                at += n * step
+    if len(pieces) < 2:
+        return
+    joined = pieces[0]
+    for t in pieces[1:]:
+        joined = _try_join_strided(joined, t, 0) if joined is not None else None
+    got = popsim.concat(pieces)
+    assert got._id_array().tolist() == np.concatenate([p._id_array() for p in pieces]).tolist()
+    if joined is None:
+        assert got._var is None
+    else:
+        assert (got._var, got._offset, got._shape, got._strides) == (joined._var, joined._offset, joined._shape,
+                                                                      joined._strides)

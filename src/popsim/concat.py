@@ -88,7 +88,9 @@ def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
     if len(tensors) == 1:
         return joined
     var = joined._var
-    if var is not None and all(t._var is var for t in tensors):   # (only such views can join into one)
+    one_var = var is not None and all(t._var is var for t in tensors)   # (only such views can join into one)
+    flat = dim == 0 and all(len(t._shape) == 1 for t in tensors)
+    if one_var and not flat:
         for t in tensors[1:]:
             merged = _try_join_strided(joined, t, dim)
             if merged is None:
@@ -96,10 +98,18 @@ def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
             joined = merged
         else:
             return joined
-    flat = dim == 0 and all(len(t._shape) == 1 for t in tensors)
     ids = views.listed(lambda: _joined_ids_1d(tensors) if flat else np.concatenate([t._id_array() for t in tensors],
                                                                                     axis=dim),
                        sum(t.num_elements() for t in tensors), f"concat of {len(tensors)} tensors")
+    if one_var and flat:
+        # what joining the views pair by pair gives (_try_join_strided), from their ids at once:
+        # one strided view when the ids step evenly (not by 0); empty views join as nothing
+        filled = [t for t in tensors if t._shape[0]]
+        if len(filled) <= 1:
+            return filled[0] if filled else tensors[-1]
+        step = int(ids[1] - ids[0])
+        if step and (ids.size == 2 or bool((np.diff(ids) == step).all())):
+            return filled[0]._like((int(ids.size),), filled[0]._offset, (step,))
     return Tensor._indexed(tensors[0]._table, tensors[0]._dtype, ids)
 
 
