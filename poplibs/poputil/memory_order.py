@@ -107,7 +107,10 @@ class IdOrder(NamedTuple):
     def view(self, t):
         """``t`` (of the output's shape) flat, in the output's id order: one slice a
         stretch of consecutive output ids, joined in one concat (no per-element loop)."""
-        flat = self.base.view(t) if self.base is not None else t.flatten()
+        return self.of_flat(self.base.view(t) if self.base is not None else t.flatten())
+
+    def of_flat(self, flat):
+        """``flat`` (``base``'s flat view of a tensor) in the output's id order."""
         parts = flat.slices(list(self.intervals))
         return parts[0] if len(parts) == 1 else popsim.concat(parts)
 
@@ -133,6 +136,15 @@ def _one_variable(flat) -> bool:
     return len({r.var for r in flat.get_var_regions()}) <= 1
 
 
+def _simpler_id_order(graph, base, flat, mapping):
+    """``(IdOrder, flat in it)`` when following ``flat``'s element ids (``flat``: ``base``'s
+    flat view, ``mapping`` its tile mapping) gives fewer tile regions; None otherwise."""
+    groups = graph.get_sorted_contiguous_regions(flat, [(0, flat.num_elements())])
+    order = IdOrder(base, tuple(r for group in groups for r in group))
+    ordered = order.of_flat(flat)
+    return (order, ordered) if _regions(graph, ordered) < sum(len(m) for m in mapping) else None
+
+
 def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
     """``memory_order``'s order; or, where ``t``'s flat view in that order still holds more
     than one region on some tile and following ``t``'s element ids gives fewer, an
@@ -143,9 +155,8 @@ def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
         mapping = graph.get_tile_mapping(flat, require_complete=False)
     if _one_region_a_tile(mapping) or flat.num_elements() == 0:
         return base   # a convolution's output, a linear mapping: memory order is already simplest
-    groups = graph.get_sorted_contiguous_regions(flat, [(0, flat.num_elements())])
-    order = IdOrder(base, tuple(r for group in groups for r in group))
-    return order if _regions(graph, order.view(t)) < sum(len(m) for m in mapping) else base
+    simpler = _simpler_id_order(graph, base, flat, mapping)
+    return simpler[0] if simpler is not None else base
 
 
 def tile_grouped_clone(graph, flat, dtype, name: str, mapping=None):
@@ -167,11 +178,10 @@ def tile_grouped_clone(graph, flat, dtype, name: str, mapping=None):
     if _one_region_a_tile(mapping) or int(sizes.sum()) != n:
         return None
     if _one_variable(flat):
-        groups = graph.get_sorted_contiguous_regions(flat, [(0, n)])
-        order = IdOrder(None, tuple(r for group in groups for r in group))
-        ordered = order.view(flat)
-        if _regions(graph, ordered) >= sum(len(m) for m in mapping):
+        simpler = _simpler_id_order(graph, None, flat, mapping)
+        if simpler is None:
             return None   # its own order is as simple: ResNet-50's residual additions
+        order, ordered = simpler
         return order.restore(graph.clone(ordered, name, dtype), (n,))
     starts = np.concatenate(([0], np.cumsum(sizes)))
     metadata = flat.metadata if dtype == flat.dtype else None

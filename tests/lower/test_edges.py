@@ -253,21 +253,7 @@ def test_random_views_match_their_runs_and_share_exactly_when_equal(seed):
     for k, view in enumerate(list(views.values()) * 2):
         v = g.add_vertex(cs, "Read", {"a": view(m), "out": out[k]})
         g.set_tile_mapping(v, int(rng.integers(3)))
-    edges, *_ = edges_of(cs)
-    keys = {}
-    for e in range(edges.count):
-        v, _ = edges.owner(e)
-        t = v.connection(int(edges.position[e]))
-        want = runs_of(t)
-        assert edges.n[e] == t.num_elements()
-        if edges.gid[e] >= 0:
-            assert want.size <= 1 and (want.size == 0 or want.gid[0] == edges.gid[e])  # one run, any view
-            continue
-        mine = edges.run_edge == e
-        assert np.array_equal(edges.run_gid[mine], want.gid) and np.array_equal(edges.run_len[mine], want.length)
-        assert np.array_equal(edges.run_pos[mine], want.pos)
-        keys.setdefault((int(edges.view_pattern[e]), int(edges.view_first[e])), set()).add(
-            (want.gid.tobytes(), want.length.tobytes()))
+    keys = _checked_run_keys(cs)
     assert all(len(runs) == 1 for runs in keys.values())  # one key, one sequence of runs
     assert len({next(iter(r)) for r in keys.values()}) == len(keys)  # and one sequence, one key
 
@@ -292,6 +278,13 @@ def test_vertices_reading_one_window_of_an_id_array_get_its_runs_each():
         v = g.add_vertex(cs, "Read", {"a": window().flatten() if k % 2 else window().reshape([-1]),
                                       "out": out[k]})
         g.set_tile_mapping(v, k % 3)
+    keys = _checked_run_keys(cs)
+    assert len(keys) >= 3 and all(len(runs) == 1 for runs in keys.values())
+
+
+def _checked_run_keys(cs):
+    """Check every edge of ``cs`` against its view's own runs (one run: its first id; else
+    its runs, positions and lengths); {(view_pattern, view_first): {runs}} of the others."""
     edges, *_ = edges_of(cs)
     keys = {}
     for e in range(edges.count):
@@ -300,11 +293,11 @@ def test_vertices_reading_one_window_of_an_id_array_get_its_runs_each():
         want = runs_of(t)
         assert edges.n[e] == t.num_elements()
         if edges.gid[e] >= 0:
-            assert want.size <= 1 and (want.size == 0 or want.gid[0] == edges.gid[e])
+            assert want.size <= 1 and (want.size == 0 or want.gid[0] == edges.gid[e])  # one run, any view
             continue
         mine = edges.run_edge == e
         assert np.array_equal(edges.run_gid[mine], want.gid) and np.array_equal(edges.run_len[mine], want.length)
         assert np.array_equal(edges.run_pos[mine], want.pos)
         keys.setdefault((int(edges.view_pattern[e]), int(edges.view_first[e])), set()).add(
             (want.gid.tobytes(), want.length.tobytes()))
-    assert len(keys) >= 3 and all(len(runs) == 1 for runs in keys.values())
+    return keys
