@@ -114,6 +114,7 @@ def test_an_unusable_cache_directory_still_compiles_and_runs(device, tmp_path, m
     assert popsim_warnings.text.count("cannot be used") == 2  # one per directory: codelets/, executables/
 
 
+@pytest.mark.slow  # a whole pytest session in a new process
 def test_the_hermetic_fixture_takes_a_cache_dir_not_made_yet(tmp_path):
     """tests/conftest.py links the caller's POPSIM_CACHE_DIR; it must work before that
     directory exists (it once failed on the second test: exists() of a dangling link)."""

@@ -19,13 +19,13 @@ from view_chains import (PARTNER_SIZE, Ctx, assert_matches, ids_of, new_graph, p
                          variable_with_partner)
 
 
-FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 END_TO_END = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_random_view_chains_match_numpy(data):
     graph, _ = new_graph()

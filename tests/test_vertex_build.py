@@ -190,7 +190,7 @@ def run(calls, python_only: bool):
     return outcomes, columns(cs, held), trace
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(call, min_size=1, max_size=6))
 def test_the_c_path_and_the_python_path_agree(calls):
     note(repr(calls))

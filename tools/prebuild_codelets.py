@@ -9,9 +9,11 @@ It lays popsim out as the wheel does (src/popsim, poplibs/* as popsim.popops...,
 popsim.popart, the native modules given) in a staging directory beside DIR, imports it from there with empty caches,
 and writes DIR/index.json plus the libraries it names:
 
-- PopLibs' C++ codelet files, each compiled as ``graph.add_codelets(file, flags)`` does;
-- the Python vertices PopLibs can make for FLOAT (every instantiation of every vertex
-  template over FLOAT and its non-type arguments, the element-wise ones for every op), and
+- PopLibs' C++ codelet files, each compiled as ``graph.add_codelets(file, flags)`` does,
+  plain and checked (CHECKED);
+- the Python vertices PopLibs can make for FLOAT and HALF (every instantiation of every
+  vertex template over those types (TYPES) and its non-type arguments, the element-wise
+  ones for every op), and
   those that README's main job (examples/cnn_training.py), examples/mnist_regression.py
   and tutorials/tut2_operations.py instantiate: their graphs are built (vertices
   interpreted, nothing compiled one by one) and every PopLibs vertex they register is kept. Generated vertices (popops.map's fused
@@ -60,10 +62,15 @@ def stage(root: Path, stage_dir: Path, natives) -> None:
 
 
 # -- C++ codelet files ------------------------------------------------------------------------------
-def _compile_cpp(module_name: str):
+#: Each C++ file is built plain and checked (POPSIM_CHECKED_CODELETS: bounds-checked
+#: fields, as the test suite and a user debugging a codelet run it).
+CHECKED = (False, True)
+
+
+def _compile_cpp(module_name: str, checked: bool):
     from popsim.codelet import cpp
     module = importlib.import_module(module_name)
-    cpp.vertex_types_from_file(module.CPP_CODELETS, module.CPP_FLAGS, checked=False)
+    cpp.vertex_types_from_file(module.CPP_CODELETS, module.CPP_FLAGS, checked=checked)
     return module_name
 
 
@@ -77,9 +84,14 @@ def _templates_in(value):
             yield from _templates_in(v)
 
 
+#: The element types whose template instances are prebuilt: the float types models train
+#: in. Every other type (integers, bool) compiles on first use, as do generated vertices.
+TYPES = ("FLOAT", "HALF", "INT", "UNSIGNED_INT", "BOOL")
+
+
 def template_instances() -> None:
-    """Every instantiation over FLOAT of every PopLibs vertex template (via
-    vertex_types_from_classes): over the declared domains, and for the element-wise
+    """Every instantiation over the prebuilt types (TYPES) of every PopLibs vertex template
+    (via vertex_types_from_classes): over the declared domains, and for the element-wise
     templates (op and dtype undeclared), over every op of popops.expr's op types."""
     import pkgutil
     import popsim
@@ -89,6 +101,7 @@ def template_instances() -> None:
     ops = {t.name: list(BinaryOpType if binary else UnaryOpType)
            for (binary, _, _), t in elementwise_vertices.TEMPLATES.items()}
     ops.update({t.name: list(BinaryOpType) for t in elementwise_vertices.SCALAR_TEMPLATES.values()})
+    types = [getattr(popsim, name) for name in TYPES]
     templates = {}
     for name in PACKAGES:
         package = importlib.import_module(f"popsim.{name}")
@@ -98,11 +111,11 @@ def template_instances() -> None:
                 templates.update({t.name: t for t in _templates_in(value)})
     for template in templates.values():
         if template.name in ops:
-            arguments = [(op, popsim.FLOAT) for op in ops[template.name]]
+            arguments = [(op, dtype) for op in ops[template.name] for dtype in types]
         else:
             arguments = template._domain_names().values()
         for args in arguments:
-            if any(isinstance(a, popsim.types.Type) and a != popsim.FLOAT for a in args):
+            if any(isinstance(a, popsim.types.Type) and a not in types for a in args):
                 continue
             try:
                 vertex_types_from_classes([template.instantiate(tuple(args))])
@@ -184,7 +197,7 @@ def main(argv=None) -> int:
 
     jobs = max(1, args.jobs)
     with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
-        cpp_done = [pool.submit(_compile_cpp, m) for m in cpp_modules(root)]
+        cpp_done = [pool.submit(_compile_cpp, m, checked) for m in cpp_modules(root) for checked in CHECKED]
         collected = {}
         real_compile = translate.compile_translations
 
@@ -226,8 +239,9 @@ def main(argv=None) -> int:
     cpp = {}
     for module_name in cpp_modules(root):
         module = importlib.import_module(module_name)
-        name, entry = prebuilt.cpp_entry(module.CPP_CODELETS, module.CPP_FLAGS, new, checked=False)
-        cpp[name] = entry
+        for checked in CHECKED:
+            name, entry = prebuilt.cpp_entry(module.CPP_CODELETS, module.CPP_FLAGS, new, checked=checked)
+            cpp.setdefault(name, []).append(entry)
     prebuilt.write_index(new, python, cpp)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(new, out)

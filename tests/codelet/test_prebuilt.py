@@ -129,7 +129,7 @@ def test_a_prebuilt_cpp_codelet_file_runs_no_compiler_and_an_edit_is_a_miss(tmp_
         m.setattr(prebuilt, "override", "")
         m.setenv("XDG_CACHE_HOME", str(tmp_path / "build-cache"))
         name, entry = prebuilt.cpp_entry(src, "-O2", tier)
-    prebuilt.write_index(tier, {}, {name: entry})
+    prebuilt.write_index(tier, {}, {name: [entry]})
     monkeypatch.setattr(cpp, "_memo", {})  # as a new process: nothing known in memory either
     runs = []
     real_run = cpp._run_compiler
@@ -143,6 +143,28 @@ def test_a_prebuilt_cpp_codelet_file_runs_no_compiler_and_an_edit_is_a_miss(tmp_
     (vt,) = cpp.vertex_types_from_file(src, "-O2")
     assert compiler.stats["compiled"] == before + 1 and vt.library.parent == compiler.cache_dir()
     assert list(scaled(vt, [1, 4])) == [4, 16]
+
+
+def test_a_cpp_file_prebuilt_plain_and_checked_serves_both_builds(tmp_path, tier, empty_cache, monkeypatch):
+    """The build writes each C++ file twice (POPSIM_CHECKED_CODELETS off and on): a run in
+    either mode takes its own library and compiles nothing."""
+    src = tmp_path / "lib" / "twice.cpp"
+    src.parent.mkdir()
+    src.write_text(CODELET)
+    (src.parent / "factor.hpp").write_text("constexpr float kFactor = 2.0f;\n")
+    with monkeypatch.context() as m:
+        m.setattr(prebuilt, "override", "")
+        m.setenv("XDG_CACHE_HOME", str(tmp_path / "build-cache"))
+        builds = [prebuilt.cpp_entry(src, "-O2", tier, checked=checked) for checked in (False, True)]
+    assert builds[0][0] == builds[1][0] and builds[0][1]["library"] != builds[1][1]["library"]
+    prebuilt.write_index(tier, {}, {builds[0][0]: [entry for _, entry in builds]})
+    monkeypatch.setattr(cpp, "_memo", {})
+    before = compiler.stats["compiled"]
+    for checked, (_, entry) in zip((False, True), builds):
+        (vt,) = cpp.vertex_types_from_file(src, "-O2", checked=checked)
+        assert vt.library == tier / entry["library"], checked
+        assert list(scaled(vt, [1, 4])) == [2, 8]
+    assert compiler.stats["compiled"] == before
 
 
 def test_a_users_vertex_compiles_on_first_use_and_says_so(empty_cache, capfd):

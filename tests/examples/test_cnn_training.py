@@ -45,8 +45,10 @@ def test_first_epoch_matches_numpy_step_by_step(digits):
     assert net.test(test_images, test_labels) == expected
 
 
+@pytest.mark.slow
 def test_script_reaches_97_percent_on_digits(capsys):
-    """README's main job, as it runs it (10 epochs)."""
+    """README's main job, as it runs it (10 epochs; the quick start runs it too, and the
+    test above checks its training step by step)."""
     assert main([]) == 0
     out = capsys.readouterr().out
     assert "Using the IPU Model" in out and "Epoch 10/10" in out and "100%" in out

@@ -1,4 +1,5 @@
-"""popsim-report on saved reports (run as a separate process), and compare()."""
+"""popsim-report on saved reports (run as a separate process, its error cases in this one), and
+compare()."""
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import pytest
 import popsim
 from popsim import FLOAT
 from popsim.program import Copy, Repeat, Sequence
+from popsim.report import cli
 from popsim.report.compare import compare
 
 
@@ -146,7 +148,8 @@ def test_compare_cpu_and_ipu(tmp_path):
     ("missing_fields", "malformed"),
     ("wrong_types", "malformed"),
 ])
-def test_errors(case, message, saved, tmp_path):
+def test_errors(case, message, saved, tmp_path, capsys):
+    """The command's error path, called in this process (the tests above start the command)."""
     path = tmp_path / "profile.json"
     good = json.loads((saved["small"] / "profile.json").read_text())
     if case == "not_json":
@@ -161,10 +164,11 @@ def test_errors(case, message, saved, tmp_path):
         good["memory"]["by_category"] = 5
         path.write_text(json.dumps(good))
     for args in ([path], [saved["small"], "--compare", path]):
-        r = _run(*args)
-        assert r.returncode == 2, (case, r.stdout)
-        assert r.stderr.startswith("popsim-report: error:") and message in r.stderr, r.stderr
-        assert "Traceback" not in r.stderr and str(path) in r.stderr
+        status = cli.main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        assert status == 2, (case, out)
+        assert err.startswith("popsim-report: error:") and message in err, err
+        assert str(path) in err
 
 
 def test_unwritable_html(saved, tmp_path):

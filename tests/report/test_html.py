@@ -139,9 +139,14 @@ BUILDERS = {"named": _named, "vertices": _vertices, "out_of_memory": _out_of_mem
 NEEDS_COMPILER = {"vertices", "large"}
 
 
-def _names(*names):
-    """Report names as test parameters, those with vertices marked ``compiler``."""
-    return [pytest.param(n, marks=pytest.mark.compiler) if n in NEEDS_COMPILER else n for n in names or BUILDERS]
+def _names(*names, quick=None):
+    """Report names as test parameters, those with vertices marked ``compiler``; given
+    ``quick``, those outside it are also marked ``slow`` (a browser test loads each page in
+    a new chromium, about 1.5 s: the default run loads a sample, the slow run every page)."""
+    def marks(n):
+        return ([pytest.mark.compiler] if n in NEEDS_COMPILER else []) + \
+            ([pytest.mark.slow] if quick is not None and n not in quick else [])
+    return [pytest.param(n, marks=marks(n)) for n in names or BUILDERS]
 
 
 class _Lazy(dict):
@@ -327,7 +332,7 @@ def _load(path, tmp_path):
 
 @browser
 @needs_chromium
-@pytest.mark.parametrize("name", _names())
+@pytest.mark.parametrize("name", _names(quick=("two_ipus",)))
 def test_page_draws_without_errors(name, pages, tmp_path):
     dom, attrs, console = _load(pages[name], tmp_path)
     assert attrs.get("data-js-errors") == "", attrs.get("data-js-errors")
@@ -338,7 +343,7 @@ def test_page_draws_without_errors(name, pages, tmp_path):
 
 @browser
 @needs_chromium
-@pytest.mark.parametrize("name", _names("named", "vertices"))
+@pytest.mark.parametrize("name", _names("named", "vertices", quick=("vertices",)))
 def test_page_content(name, pages, tmp_path):
     dom, attrs, _ = _load(pages[name], tmp_path)
     svgs = len(PLOTS) if name == "vertices" else len(PLOTS) - 1  # no vertex types: a sentence says so
@@ -418,7 +423,7 @@ window.addEventListener("load", function () {
 
 @browser
 @needs_chromium
-@pytest.mark.parametrize("name", _names("named", "vertices", "large", "two_ipus"))
+@pytest.mark.parametrize("name", _names("named", "vertices", "large", "two_ipus", quick=("large",)))
 def test_page_interactions(name, pages, tmp_path):
     """Hover, drag-zoom, every button, every step: the handlers run without errors."""
     page = tmp_path / "interact.html"
@@ -444,7 +449,7 @@ def test_errors_are_recorded(pages, tmp_path):
 
 @browser
 @needs_chromium
-@pytest.mark.parametrize("name", _names("large", "large_copies"))
+@pytest.mark.parametrize("name", _names("large", "large_copies", quick=("large",)))
 def test_large_page_is_fast(name, pages, tmp_path):
     pages[name]  # written before the clock starts
     start = time.perf_counter()

@@ -9,9 +9,10 @@ The build (CMakeLists.txt runs tools/prebuild_codelets.py) writes the directory:
 - ``python``: Python vertices (PopLibs' vertex templates and generated vertices), by the C
   symbol of each vertex's translation, with the sha256 of its C code and the library
   (several vertices per library: one compiler run each) that defines it;
-- ``cpp``: PopLibs' C++ codelet files, by file name, with the sha256 of each file they
-  read (the file and its own headers, by path relative to the file), the flags, and the
-  vertex types the file defines, whose library is in the directory.
+- ``cpp``: PopLibs' C++ codelet files, by file name, each a list of builds (the plain one
+  and the checked one, POPSIM_CHECKED_CODELETS, which the test suite runs): the flags, the
+  sha256 of each file the build read (the file and its own headers, by path relative to
+  the file), and the vertex types the file defines, whose library is in the directory.
 
 An entry is used only when everything that changes the compiled code matches: the
 environment key (popsim's version, the compiler's identity, popsim's headers, popsim's
@@ -38,7 +39,7 @@ from ..log import logger
 __all__ = ["directory", "python_library", "cpp_types", "python_environment", "cpp_key", "python_entries", "cpp_entry",
            "write_index", "FORMAT"]
 
-FORMAT = 1
+FORMAT = 2  # 2: each C++ codelet file has a list of entries (its plain and checked builds)
 INDEX = "index.json"
 _lock = threading.Lock()
 _index: Dict[str, object] = {}  # directory -> its parsed index (or None when unusable)
@@ -195,9 +196,10 @@ def cpp_types(real: Path, flags: Sequence[str]) -> Optional[List[dict]]:
     index = _load_index(where) if where is not None else None
     if not index:
         return None
-    entry = (index.get("cpp") or {}).get(real.name)
-    if entry is None or list(entry.get("flags", [])) != list(flags):
+    builds = [e for e in (index.get("cpp") or {}).get(real.name, []) if list(e.get("flags", [])) == list(flags)]
+    if not builds:
         return None
+    entry = builds[0]
     deps = [(name, _file_digest(real.parent / name)) for name, _ in entry["dependencies"]]
     if [list(d) for d in deps] != [list(d) for d in entry["dependencies"]]:
         return None
@@ -231,7 +233,7 @@ def cpp_entry(path, compile_flags: str, out: Path, checked: Optional[bool] = Non
     record = cpp.record_of(path, compile_flags, checked)
     deps = [(os.path.relpath(f, real.parent), digest) for f, digest in record["dependencies"]]
     (library,) = {t["library"] for t in record["types"]}
-    name = f"cpp-{real.stem}.so"
+    name = f"cpp-{real.stem}{'-checked' if checked else ''}.so"
     shutil.copyfile(library, out / name)
     types = []
     for t in record["types"]:
@@ -242,8 +244,9 @@ def cpp_entry(path, compile_flags: str, out: Path, checked: Optional[bool] = Non
                        "library": name, "types": types}
 
 
-def write_index(out: Path, python: Dict[str, list], cpp: Dict[str, dict]) -> None:
-    """``out``/index.json for the libraries in ``out`` and these entries."""
+def write_index(out: Path, python: Dict[str, list], cpp: Dict[str, List[dict]]) -> None:
+    """``out``/index.json for the libraries in ``out`` and these entries (``cpp``: file
+    name -> its builds' entries)."""
     from .translate import compile_flags
     index = {"format": FORMAT, "python": {"environment": python_environment(compile_flags(True)), "vertices": python},
              "cpp": cpp, "libraries": {lib.name: hashlib.sha256(lib.read_bytes()).hexdigest()

@@ -26,7 +26,7 @@ def _reference(a, lower):
     return low if lower else np.swapaxes(low, -1, -2)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 13), lower=st.booleans(), batch=st.sampled_from([(), (3,), (2, 1)]),
        block=st.sampled_from([1, 2, 3, 4, 64]))
 def test_cholesky_matches_numpy(n, lower, batch, block):
