@@ -45,22 +45,17 @@ def stat_op_cycles(op: str, dtype, num_regions: int, piece_lengths, piece_counts
     ``count · ceil(len / vw)`` (``ceil(count / vw)`` for a run sharing one statistic,
     ``len`` 1), ``vw`` the vector width (float 2, half 4), ``ops`` the expression's
     arithmetic ops (1, 2 or 4), one more cycle per vector for the load and store."""
-    width = 2 if dtype == FLOAT else 4
-    per_vector = _OP_CYCLES[op] + 1
-    lengths = np.asarray(piece_lengths, dtype=np.int64)
-    counts = np.asarray(piece_counts, dtype=np.int64)
-    vectors = np.where(lengths == 1, -(-counts // width), counts * -(-lengths // width))
-    return int(20 + 4 * num_regions + 6 * lengths.size + per_vector * int(np.sum(vectors)))
+    lengths, counts = np.asarray(piece_lengths, np.int64), np.asarray(piece_counts, np.int64)
+    return int(_vertex_cycles(op, dtype, np.array([False]), np.array([num_regions]), np.array([lengths.size]),
+                              lengths, counts, 1)[0])
 
 
 def stat_op_1d_cycles(op: str, dtype, piece_lengths, piece_counts, workers: int) -> int:
     """popsim's estimate of the MultiVertex, per worker (each takes its share of every
     piece's blocks): ``20 + Σ_pieces (6 + ceil(vectors / workers) · (ops + 1))``."""
-    width = 2 if dtype == FLOAT else 4
-    lengths = np.asarray(piece_lengths, dtype=np.int64)
-    counts = np.asarray(piece_counts, dtype=np.int64)
-    vectors = np.where(lengths == 1, -(-counts // width), counts * -(-lengths // width))
-    return int(20 + 6 * lengths.size + (_OP_CYCLES[op] + 1) * int(np.sum(-(-vectors // workers))))
+    lengths, counts = np.asarray(piece_lengths, np.int64), np.asarray(piece_counts, np.int64)
+    return int(_vertex_cycles(op, dtype, np.array([True]), np.array([1]), np.array([lengths.size]), lengths, counts,
+                              workers)[0])
 
 
 def _vertex_type(graph, op: str, dtype, one_d: bool = False) -> str:
@@ -292,9 +287,9 @@ def _needed_by_tile(piece_tile: np.ndarray, starts: np.ndarray, lengths: np.ndar
 
 
 def _vertex_cycles(op: str, dtype, one_d, regions, pieces, lengths, blocks, workers: int) -> list:
-    """Each vertex's estimate (stat_op_cycles of its regions and pieces, stat_op_1d_cycles for
-    the MultiVertex of a tile of one region: their formulas, for all the vertices at once):
-    per vertex whether it is ``one_d``, its ``regions`` and ``pieces``; per piece its
+    """Each vertex's estimate, the formulas stat_op_cycles (a vertex of several regions) and
+    stat_op_1d_cycles (the MultiVertex of a tile of one region) state, for many vertices at
+    once: per vertex whether it is ``one_d``, its ``regions`` and ``pieces``; per piece its
     ``lengths`` and ``blocks``, the vertices' pieces one after another."""
     width = 2 if dtype == FLOAT else 4
     vectors = np.where(lengths == 1, -(-blocks // width), blocks * -(-lengths // width))
