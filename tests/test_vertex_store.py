@@ -339,8 +339,15 @@ def test_equal_small_state_values_are_one_read_only_array():
     assert w.connection(w["n"].position).tolist() == [8] and stored[0].tolist() == [7]
 
 
-def test_list_records_decodes_edge_lists_of_every_rank_in_slot_order():
-    from popsim.vertex_store import EdgeList, edge_record, list_records
+def _list_records(lists):
+    """The sub-edges of list slots (lists and EdgeLists) one after another, EdgeLists decoded
+    to edge records, as lowering reads them."""
+    from popsim.vertex_store import EdgeList
+    return [r for c in lists for r in (EdgeList.records(c) if type(c) is EdgeList.TYPE else c)]
+
+
+def test_edge_lists_of_every_rank_decode_in_slot_order():
+    from popsim.vertex_store import edge_record
     from popsim.vertices import packed
     g, _ = new_graph()
     x = g.add_variable(FLOAT, [6, 4], "x")
@@ -348,7 +355,7 @@ def test_list_records_decodes_edge_lists_of_every_rank_in_slot_order():
              packed([x[5][::-1]])]
     assert [type(s) for s in slots] == [bytes, list, bytes, bytes, bytes]
     want = [x[0][1:3], x[1][::2], x[2], x[3, 1], x[4].reshape([2, 2]), x[5, 0], x[5][::-1]]
-    got = list_records(slots)
+    got = _list_records(slots)
     assert got[2] is slots[1][0] and got[3] is slots[1][1]   # a plain list's sub-edges as they are
     assert [r if type(r) is tuple else edge_record(r) for r in got] == [edge_record(t) for t in want]
 
@@ -358,7 +365,7 @@ def test_edge_list_columns_are_the_record_columns_of_their_records():
     their records, one list after another, whatever the lists' ranks (0 too)."""
     from array import array
 
-    from popsim.vertex_store import EdgeList, list_records, record_columns
+    from popsim.vertex_store import EdgeList, record_columns
     rng = np.random.default_rng(5)
     packed = []
     for _ in range(30):
@@ -370,7 +377,7 @@ def test_edge_list_columns_are_the_record_columns_of_their_records():
             data += rng.integers(1, 9, rank).tolist() + rng.integers(-6, 60, rank).tolist()
         packed.append(EdgeList.pack(rank, array("q", data)))
     got, counts = EdgeList.columns(packed)
-    want = record_columns(list_records(packed))
+    want = record_columns(_list_records(packed))
     assert counts.tolist() == [EdgeList.count(p) for p in packed]
     assert all(np.array_equal(a, b) for a, b in zip(got, want))
     assert [len(c) for c in EdgeList.columns([])] == [5, 0]

@@ -31,7 +31,7 @@ from .tensor import Tensor
 from .types import typed_array
 
 __all__ = ["ComputeSet", "VertexRef", "FieldRef", "VertexList", "count_vertices_and_edges", "slot_kinds",
-           "record_columns", "EdgeList", "list_records"]
+           "record_columns", "EdgeList"]
 
 _new = object.__new__
 _EMPTY = np.empty(0, np.int64)
@@ -129,15 +129,6 @@ class EdgeList:
         variables = table.variables
         return [Tensor._strided(table, variables[v], dtype, shape, offset, strides)
                 for v, offset, shape, strides in EdgeList.records(packed)]
-
-
-def list_records(lists: List[object]) -> list:
-    """The sub-edges of list slots ``lists`` (lists and EdgeLists), one after another, EdgeLists
-    as edge records."""
-    out: list = []
-    for c in lists:
-        out += EdgeList.records(c) if type(c) is EdgeList.TYPE else c
-    return out
 
 
 class RecordColumns(NamedTuple):
@@ -434,6 +425,22 @@ def shared_values(data: np.ndarray) -> np.ndarray:
             _SHARED.clear()
         found = _SHARED[key] = data.copy()   # not the caller's array, which it may still change
         found.flags.writeable = False
+    return found
+
+
+_SHARED_INTS: Dict[tuple, np.ndarray] = {}   # (numpy type, int) -> its shared_values array
+
+
+def shared_int(value: int, dtype) -> np.ndarray:
+    """shared_values of the one-element array ``[value]`` of numpy type ``dtype``, found by
+    the int itself: add_vertex stores a plain int state value per vertex (sizes and counts
+    repeat over a compute set's vertices), and making an array to look it up cost more."""
+    key = (dtype, value)
+    found = _SHARED_INTS.get(key)
+    if found is None:
+        if len(_SHARED_INTS) >= _SHARED_LIMIT:
+            _SHARED_INTS.clear()
+        found = _SHARED_INTS[key] = shared_values(np.array([value], dtype))
     return found
 
 

@@ -25,7 +25,7 @@ from .errors import GraphConnectionError, UnknownVertexTypeError, did_you_mean
 from .tensor import Tensor
 from .variables import Variable
 from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan,
-                           count_vertices_and_edges, edge_record, positions, shared_values)
+                           count_vertices_and_edges, edge_record, positions, shared_int, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
 
 _configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
@@ -86,7 +86,7 @@ class VertexInfo:
     def initial_value(self, name: str):
         v = self._vertex
         vt = v.compute_set._types[v.index]
-        position = (vt.extra.get("positions") or positions(vt)).get(name)   # (estimators ask per vertex)
+        position = positions(vt).get(name)   # (cached on the type: estimators ask per vertex)
         c = v.connection(v[name].position if position is None else position)   # v[name] names an unknown field
         return None if c is None else (c[0] if len(c) == 1 else c)
 
@@ -149,11 +149,6 @@ def packed(edges: list) -> object:
         add(shape)
         add(t._strides)
     return EdgeList.pack(rank, array("q", data)) if data else list(edges)
-
-
-#: (numpy type, value) -> the shared array add_vertex stores for a plain int state value
-_INT_VALUES: Dict[tuple, np.ndarray] = {}
-_INT_VALUES_LIMIT = 1 << 16
 
 
 def _state_plan(vt: VertexType) -> Dict[str, tuple]:
@@ -272,13 +267,7 @@ class VertexBuilding:
                     entry = vt.extra.get("state_plan")
                     entry = (_state_plan(vt) if entry is None else entry).get(name)
                     if entry is not None and entry[2] <= value <= entry[3]:
-                        key = (entry[1], value)   # (sizes and counts repeat over a compute set's vertices)
-                        stored = _INT_VALUES.get(key)
-                        if stored is None:
-                            if len(_INT_VALUES) >= _INT_VALUES_LIMIT:
-                                _INT_VALUES.clear()
-                            stored = _INT_VALUES[key] = shared_values(np.array([value], entry[1]))
-                        slots[first + entry[0]] = stored
+                        slots[first + entry[0]] = shared_int(value, entry[1])
                         continue
                 elif type(value) is np.ndarray:   # a state vector's values, already typed (libraries' worklists)
                     entry = vt.extra.get("vector_state_plan")
