@@ -14,7 +14,7 @@ from popsim.program import Execute
 
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_prog
-from ..poputil.memory_order import element_order
+from ..poputil.memory_order import element_order, flat_view
 from ..popops.elementwise_vertices import vector_width
 from ..popops.op_checks import check_writable, describe
 from . import softmax as _softmax
@@ -46,8 +46,8 @@ def _add_vertices(graph, kind: str, nl_type, layout, fields, prog, cs_name: str,
     # in the order the layout follows memory (poputil.memory_order.element_order): one region a
     # tile, not one per channel and row of a convolution's output or per source of a concat
     order = order or element_order(graph, layout)
-    flats = {field: order.view(t) if order else t.flatten() for field, t in fields.items()}
-    layout_flat = order.view(layout) if order else layout.flatten()
+    flats = {field: flat_view(order, t) for field, t in fields.items()}
+    layout_flat = flat_view(order, layout)
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout_flat)}
     workers = graph.target.num_worker_contexts
     names = {}   # vertex kind -> its type's name, registered on first use

@@ -22,7 +22,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_tensor
-from ..poputil.memory_order import element_order
+from ..poputil.memory_order import element_order, flat_view
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
 from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
 from .op_checks import check_prog, check_writable, describe, scalar_constant, scalar_value
@@ -75,7 +75,7 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
     # element_order), once, not per vertex: a tile's share of a convolution's output (or of a
     # tile-grouped clone of a concat) is then one region, not one per channel and row (or source)
     order = order or element_order(graph, out)
-    flats = [order.view(t) if order else t.flatten() for t in (views if in_place else views + [out])]
+    flats = [flat_view(order, t) for t in (views if in_place else views + [out])]
     layout = flats[0] if in_place else flats[-1]
     # PopLibs: a tile holding its elements in one contiguous region gets a 1D MultiVertex
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout)}

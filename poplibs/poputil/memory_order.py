@@ -32,7 +32,7 @@ import numpy as np
 
 import popsim
 
-__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "element_order",
+__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "element_order", "flat_view",
            "tile_grouped_clone", "dim_grouping"]
 
 
@@ -124,7 +124,8 @@ class IdOrder(NamedTuple):
         return self.base.restore(base_flat) if self.base is not None else base_flat.reshape(shape)
 
 
-def _flat_in(order, t):
+def flat_view(order, t):
+    """``t`` flat in ``order`` (a MemoryOrder or IdOrder), or row-major when ``order`` is None."""
     return order.view(t) if order is not None else t.flatten()
 
 
@@ -150,7 +151,7 @@ def element_order(graph, t) -> Union[MemoryOrder, IdOrder, None]:
     than one region on some tile and following ``t``'s element ids gives fewer, an
     ``IdOrder`` (both have ``view``). None: the caller's row-major order is best."""
     base, mapping = memory_order_and_mapping(graph, t)
-    flat = _flat_in(base, t)
+    flat = flat_view(base, t)
     if mapping is None:
         mapping = graph.get_tile_mapping(flat, require_complete=False)
     if _one_region_a_tile(mapping) or flat.num_elements() == 0:

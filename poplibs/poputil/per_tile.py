@@ -16,7 +16,7 @@ import popsim
 from .broadcast import common_shape
 from .checks import check_count, check_graph, check_tensor
 from .errors import PoplibsError
-from .memory_order import memory_order_and_mapping, tile_grouped_clone
+from .memory_order import flat_view, memory_order_and_mapping, tile_grouped_clone
 from .split_regions import split_regions_between_workers
 
 Interval = Tuple[int, int]
@@ -60,7 +60,7 @@ def create_output_in_order(graph, inputs: Sequence, dtype=None, name: str = ""):
             name = name or f"{t.name}_out"
             # ... and keeps a tile's share of a variable together: a clone of a concatenation
             # is one region a tile, not one per source tensor and channel group
-            flat = order.view(t) if order is not None else t.flatten()
+            flat = flat_view(order, t)
             grouped = tile_grouped_clone(graph, flat, out_type, name, mapping)
             if grouped is not None:   # its order is its element order (element_order), not memory_order's
                 return (order.restore(grouped) if order is not None else grouped.reshape(shape)), None
