@@ -93,3 +93,16 @@ def test_needed_by_tile_is_each_tiles_union_of_its_pieces(data, tiles, channels)
             used[s:s + n] = True
         assert needed[t].tolist() == np.flatnonzero(used).tolist()
     assert rank.tolist() == [int(np.searchsorted(needed[t], s)) for t, s in zip(piece_tile, starts)]
+
+
+def test_the_estimates_follow_their_documented_formulas():
+    """stat_op_cycles: 20 + 4·regions + Σ_pieces (6 + vectors·(ops + 1)); stat_op_1d_cycles:
+    20 + Σ_pieces (6 + ceil(vectors / workers)·(ops + 1)); a piece's vectors count·ceil(len /
+    vw), ceil(count / vw) when len is 1 (vw: float 2, half 4). WHITEN has 2 ops."""
+    lengths, counts = [1, 4, 3], [3, 2, 5]
+    # float: vectors 2, 2·2 = 4, 5·2 = 10
+    assert norm_stat_ops.stat_op_cycles("WHITEN", FLOAT, 2, lengths, counts) == 20 + 4 * 2 + 6 * 3 + 3 * (2 + 4 + 10)
+    # half: vectors 1, 2·1 = 2, 5·1 = 5; over 6 workers: 1, 1, 1
+    assert norm_stat_ops.stat_op_cycles("GRADIENT", HALF, 1, lengths, counts) == 20 + 4 + 6 * 3 + 5 * (1 + 2 + 5)
+    assert norm_stat_ops.stat_op_1d_cycles("WHITEN", HALF, lengths, counts, 6) == 20 + 6 * 3 + 3 * (1 + 1 + 1)
+    assert norm_stat_ops.stat_op_1d_cycles("SCALE", FLOAT, lengths, counts, 3) == 20 + 6 * 3 + 2 * (1 + 2 + 4)
