@@ -12,9 +12,11 @@ import numpy as np
 
 from popsim import BOOL, CHAR, FLOAT, HALF, INT, QUARTER, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, UNSIGNED_SHORT, \
     poplin, popops, poputil
+from popsim.poputil.memory_order import grouped_order
 
 from . import float8
 from .errors import popart_exception
+from .layout import create_for_reader
 from .model import Model
 from .op_table import lookup
 
@@ -80,10 +82,13 @@ class Lowering:
         return self.constant(value, node, role)
 
     def constant(self, value: np.ndarray, node, role: str = "input"):
-        """A host constant placed on the tiles (Graph.add_constant, mapped linearly) in its
-        device type (``device_type``). Each starts on the tile after the last one's, so that
-        a model's many small constants (biases, shapes) spread over the tiles instead of
-        all landing on tile 0."""
+        """A host constant placed on the tiles in its device type (``device_type``). One the
+        reading op has a creator for (a Conv's weights, a MatMul's right-hand side) is laid
+        out by it, a variable holding the values from the start, as PopART makes its
+        constants (layout.create_for_reader): read through any other layout, each batch
+        would gather it element by element. Any other is Graph.add_constant mapped linearly,
+        each starting on the tile after the last one's, so that a model's many small
+        constants (biases, shapes) spread over the tiles instead of all landing on tile 0."""
         dtype = device_type(value.dtype, f"node {node.name!r} ({node.op_type}): its {role}")
         array = float8.as_bytes(np.array(value, order="C"))   # (ascontiguousarray would make a scalar 1-D)
         if dtype.is_integral and dtype != BOOL and array.size:
@@ -94,8 +99,16 @@ class Lowering:
                                        f"[{info.min}, {info.max}]; popsim.popart runs {value.dtype} data as {dtype} "
                                        "(as PopART runs int64 as int32)")
         self._constants += 1
+        name = f"{node.name}/constant{self._constants}"
+        slot = next((i for i, tid in enumerate(getattr(node, "inputs", ())) if tid and self.values.get(tid) is value),
+                    None)
+        laid_out = None if slot is None else create_for_reader(self.graph, self.model, node, slot, array.shape,
+                                                                self.cache, dtype, name)
+        if laid_out is not None:
+            self.graph.set_initial_value(*_in_memory_order(laid_out, array.astype(dtype.numpy)))
+            return laid_out
         c = self.graph.add_constant(UNSIGNED_CHAR if dtype == QUARTER else dtype, array.shape, array.astype(dtype.numpy),
-                                    f"{node.name}/constant{self._constants}")
+                                    name)
         mapping, self._next_tile = poputil.calc_linear_tile_mapping_and_new_offset(self.graph, c, self._next_tile)
         self.graph.set_tile_mapping(c, mapping)
         if dtype == QUARTER:   # placed as its bytes, then copied into a QUARTER clone (PopART's way)
@@ -131,6 +144,17 @@ class Lowering:
     def attr(node, key: str, default=None):
         return node.attrs.get(key, default)
 
+
+
+def _in_memory_order(t, array: np.ndarray):
+    """``t`` and ``array`` (its values) alike flat in the order ``t`` holds in memory
+    (poputil.memory_order.grouped_order), where that is not its own: a creator's weights
+    are out-channels innermost, and given in their [out, in, *kernel] order every element
+    would be a copy of its own when the engine loads them."""
+    order = grouped_order(t)
+    if order is None:
+        return t, array
+    return order.view(t), array.reshape(order.split).transpose(order.perm).reshape(-1)
 
 
 class _AnchorNode:

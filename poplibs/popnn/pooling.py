@@ -6,8 +6,9 @@ Tensors are [B, C, *field]. Internally (as PopLibs) the channels are cut into gr
 ``chansPerGroup`` held innermost: [C / cpg, B, *field, cpg]; a new result is such a variable,
 its rows (positions sharing all field indices but the innermost) dealt out to the tiles in
 contiguous blocks (pooling_worklists.split_rows), and each tile gets one MultiVertex over its
-rows, reading the input rows their windows cover. ``cpg`` is the largest divisor of C up to
-16 when the input holds its channels contiguously (a convolution's output does), else 1.
+rows, reading the input rows their windows cover. ``cpg`` divides the size of the groups in
+which the input holds a position's channels contiguously (a convolution's output holds each
+tile's out-channels together), up to 16; 1 when they are scattered.
 """
 import enum
 from typing import Optional, Sequence, Tuple
@@ -21,6 +22,7 @@ from popsim.program import Copy, Execute
 from .. import popops
 from ..poplin.conv_params import ConvParams
 from ..poputil import PoplibsError
+from ..poputil.memory_order import dim_grouping
 from ..poputil.checks import check_count, check_graph, check_prog, check_tensor, check_whole_numbers
 from . import pooling_vertices as pv
 from .pooling_worklists import plane_work, scale_runs, split_rows, tile_work, valid_counts
@@ -132,16 +134,17 @@ def _check_shape(graph, t, expected: Tuple[int, ...], params: PoolParams, what: 
 # -- layout --------------------------------------------------------------------------------------
 def _chans_per_group(graph, t, params: PoolParams, dest_field) -> int:
     """The channel grouping (PopLibs' detectChannelGrouping, simplified): 1 unless ``t`` holds
-    the channels of a position contiguously (a convolution's output does); then the largest
-    divisor of C up to 16 that still gives every worker of every tile a row of ``dest_field``
-    to work on, or failing that the smallest that fills a 64-bit vector (more rows, more
-    workers busy)."""
+    the channels of its first position in contiguous groups (a convolution's output holds
+    each tile's out-channels together); then the largest divisor of that group size up to 16
+    that still gives every worker of every tile a row of ``dest_field`` to work on, or failing
+    that the smallest that fills a 64-bit vector (more rows, more workers busy). A grouping
+    that follows the source's keeps the channels of a position together for the ops after."""
     channels = params.num_channels
-    first = t.slice([0] * t.rank, [1, channels] + [1] * (t.rank - 2)).flatten()
-    if channels == 1 or not first.is_contiguous():
+    group = dim_grouping(t, 1)
+    if group == 1:
         return 1
     rows = params.batch_size * int(np.prod(dest_field[:-1], dtype=np.int64))
-    divisors = [d for d in range(min(channels, 16), 0, -1) if channels % d == 0]
+    divisors = [d for d in range(min(group, 16), 0, -1) if group % d == 0]
     for d in divisors:
         if channels // d * rows >= graph.target.num_tiles * graph.target.num_worker_contexts:
             return d

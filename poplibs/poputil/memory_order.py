@@ -32,7 +32,7 @@ import numpy as np
 
 import popsim
 
-__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "element_order", "flat_view",
+__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "grouped_order", "element_order", "flat_view",
            "tile_grouped_clone", "dim_grouping"]
 
 
@@ -81,22 +81,33 @@ def memory_order_and_mapping(graph, t):
     """``(memory_order(graph, t), mapping)``: ``mapping`` is the tile mapping of ``t``'s
     flat view in that order (get_tile_mapping, require_complete=False) when working the
     order out needed it, else None: the callers that go on to map that view take it."""
-    shape = tuple(int(d) for d in t.shape)
-    if len(shape) < 2 or t.num_elements() == 0 or dim_grouping(t, len(shape) - 1) > 1:
-        return None, None   # the innermost dimension already runs along memory
-    groupings = [dim_grouping(t, d) for d in range(len(shape) - 1)]
-    dim = int(np.argmax(groupings))
-    g = groupings[dim]
-    if g <= 1:
+    order = grouped_order(t)
+    if order is None:
         return None, None
-    split = shape[:dim] + (shape[dim] // g, g) + shape[dim + 1:]
-    perm = tuple(d for d in range(len(split)) if d != dim + 1) + (dim + 1,)
-    order = MemoryOrder(shape, split, perm)
     ordered = graph.get_tile_mapping(order.view(t), require_complete=False)
     plain = graph.get_tile_mapping(t.flatten(), require_complete=False)
     if sum(len(m) for m in ordered) < sum(len(m) for m in plain):
         return order, ordered
     return None, plain
+
+
+def grouped_order(t) -> Optional[MemoryOrder]:
+    """The order that moves the dimension ``t`` holds in the largest groups at its first
+    position innermost (PopLibs' detectInnermostGrouping); None when the innermost one
+    already runs along memory or none is grouped. ``memory_order`` takes it only where it
+    gives fewer tile regions; a host array given in it (``array.reshape(split)
+    .transpose(perm)``) meets ``t``'s memory in runs of a group each."""
+    shape = tuple(int(d) for d in t.shape)
+    if len(shape) < 2 or t.num_elements() == 0 or dim_grouping(t, len(shape) - 1) > 1:
+        return None   # the innermost dimension already runs along memory
+    groupings = [dim_grouping(t, d) for d in range(len(shape) - 1)]
+    dim = int(np.argmax(groupings))
+    g = groupings[dim]
+    if g <= 1:
+        return None
+    split = shape[:dim] + (shape[dim] // g, g) + shape[dim + 1:]
+    perm = tuple(d for d in range(len(split)) if d != dim + 1) + (dim + 1,)
+    return MemoryOrder(shape, split, perm)
 
 
 class IdOrder(NamedTuple):

@@ -30,13 +30,20 @@ def _device(tiles=None):
 
 
 def _input(g, pp, layout):
-    """The input [B, C, *field]: "linear" (mapped linearly), "tile0" (all on tile 0) or
-    "chans_inner" (held [B, *field, C], channels contiguous, as a convolution's output)."""
+    """The input [B, C, *field]: "linear" (mapped linearly), "tile0" (all on tile 0),
+    "chans_inner" (held [B, *field, C], channels contiguous, as a convolution's output) or
+    "chans_grouped" (held [B, C/2, *field, 2]: a convolution's output whose out-channels are
+    split over tiles holds them in groups)."""
     b, c, field = pp.batch_size, pp.num_channels, pp.input_field_shape
     if layout == "chans_inner":
         v = g.add_variable(pp.dtype, (b,) + field + (c,), "x")
         map_tensor_linearly(g, v)
         return v.dim_shuffle([0, len(field) + 1] + list(range(1, len(field) + 1)))
+    if layout == "chans_grouped":
+        v = g.add_variable(pp.dtype, (b, c // 2) + field + (2,), "x")
+        map_tensor_linearly(g, v)
+        rank = len(field)
+        return v.dim_shuffle([0, 1, rank + 2] + list(range(2, rank + 2))).reshape(pp.input_shape())
     x = g.add_variable(pp.dtype, pp.input_shape(), "x")
     if layout == "tile0":
         g.set_tile_mapping(x, 0)
@@ -121,6 +128,18 @@ def test_3d(kind):
 @pytest.mark.parametrize("kind", [MAX, AVG])
 def test_mappings_and_channel_layouts(kind, layout, tiles):
     check(popnn.PoolParams(kind, [7, 6], [3, 2], [2, 2], [1, 0], [1, 1], 6, 2, FLOAT), layout=layout, tiles=tiles)
+
+
+def test_the_result_keeps_the_inputs_channel_groups():
+    """An input holding its channels in groups (not the whole channel vector together) gives
+    a result that holds them in groups too (PopLibs' detectChannelGrouping), so that the
+    convolution after the pooling reads runs of channels, not single elements."""
+    from popsim.poputil.memory_order import dim_grouping
+    pp = popnn.PoolParams(MAX, [6, 6], [3, 3], [2, 2], [1, 1], [1, 1], 4, 1, FLOAT)
+    check(pp, layout="chans_grouped", tiles=1)
+    g = popsim.Graph(_device(1))
+    y = popnn.pool(g, pp, _input(g, pp, "chans_grouped"), Sequence())
+    assert dim_grouping(y, 1) == 2
 
 
 @pytest.mark.parametrize("scaled", [False, True])
