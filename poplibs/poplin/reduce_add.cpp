@@ -7,10 +7,8 @@
 // numElems (PopLibs' unsigned shorts; plain unsigned here). singleInput (PopLibs' form with
 // the on-tile partial in its own edge) is not instantiated; partialsMemConstraints only
 // changes alignment on the IPU.
-// A MultiVertex: worker w adds elements [w·n/6, (w+1)·n/6) in whole fours (float4 vectors).
+// A MultiVertex: worker w adds elements [w·n/6, (w+1)·n/6) of whole fours.
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 #include <ipudef.h>
 #include <poplar/HalfFloat.hpp>
@@ -32,20 +30,30 @@ public:
     const unsigned quads = (numElems + 3) / 4;
     const unsigned first = 4 * (wid * quads / numWorkers());
     const unsigned last = std::min(numElems, 4 * ((wid + 1) * quads / numWorkers()));
-    unsigned i = first;
-    if constexpr (std::is_same<PartialsType, float>::value) {
-      for (; i + 4 <= last; i += 4) {
-        float4 sum = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (unsigned j = 0; j < numPartials; ++j) {
-          float4 x;
-          std::memcpy(&x, &partials[j][i], sizeof x);
-          sum += x;
-        }
-        for (unsigned k = 0; k < 4; ++k)
-          out[i + k] = sum[k];
+    if (last <= first)
+      return true;
+    // A block of outputs at a time, each partial added to all of it before the next: the
+    // partials are read front to back (one per tile, far apart), where adding every partial
+    // to one output before the next jumps between them at each element. Each output still
+    // adds its partials in order from 0, so the sums are the same.
+    constexpr unsigned BLOCK = 256, MAX_POINTERS = 64;
+    const PartialsType *p[MAX_POINTERS];
+    const unsigned n = numPartials <= MAX_POINTERS ? numPartials : 0;
+    for (unsigned j = 0; j < n; ++j)
+      p[j] = &partials[j][0];
+    float acc[BLOCK];
+    for (unsigned i = first; n != 0 && i < last; i += BLOCK) {
+      const unsigned size = std::min(BLOCK, last - i);
+      std::fill(acc, acc + size, 0.0f);
+      for (unsigned j = 0; j < n; ++j) {
+        const PartialsType *src = p[j] + i;
+        for (unsigned e = 0; e < size; ++e)
+          acc[e] += float(src[e]);
       }
+      for (unsigned e = 0; e < size; ++e)
+        out[i + e] = acc[e];
     }
-    for (; i < last; ++i) {
+    for (unsigned i = first; n == 0 && i < last; ++i) {   // (more partials than pointers kept)
       float sum = 0.0f;
       for (unsigned j = 0; j < numPartials; ++j)
         sum += float(partials[j][i]);

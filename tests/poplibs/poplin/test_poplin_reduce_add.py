@@ -1,5 +1,6 @@
 """poplin::ReduceAdd (the cross-tile reduction of convolution partials) on one tile against
-numpy, for each type pair and element counts around the workers' split, and its estimate
+numpy, for each type pair, element counts around the workers' split and past a block of outputs,
+and more partials than the vertex keeps pointers to; and its estimate
 against the reference's formula evaluated by hand."""
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from popsim.program import Execute
 
 
 @pytest.mark.parametrize("out_type, partials_type", [(FLOAT, FLOAT), (HALF, FLOAT), (FLOAT, HALF), (HALF, HALF)])
-@pytest.mark.parametrize("elems, partials", [(1, 1), (7, 3), (48, 8), (101, 5)])
+@pytest.mark.parametrize("elems, partials", [(1, 1), (7, 3), (48, 8), (101, 5), (3001, 4), (50, 70)])
 def test_sums_like_numpy(out_type, partials_type, elems, partials):
     model = popsim.IPUModel("ipu2")
     model.tiles_per_ipu = 2
