@@ -411,13 +411,14 @@ _SHARED_LIMIT = 1 << 16     # distinct values kept at most (then the table start
 _SHARED_BYTES = 256         # larger values (worklists) are kept as they are
 
 
-def shared_values(data: np.ndarray) -> np.ndarray:
+def shared_values(data: np.ndarray, copy: bool = False) -> np.ndarray:
     """One read-only array for equal small state values (1-D, of one type): most vertices of
     a compute set hold the same few sizes and strides, and a numpy array costs about 120
     bytes however few values it holds. Nothing writes a stored state value (connecting a
-    field again stores a new one)."""
+    field again stores a new one). ``copy``: ``data`` is the caller's, which it may still
+    change, so a large one is copied too (a small one found shared needs no copy at all)."""
     if data.nbytes > _SHARED_BYTES:
-        return data
+        return data.copy() if copy else data
     key = (data.dtype.str, data.tobytes())
     found = _SHARED.get(key)
     if found is None:

@@ -216,7 +216,8 @@ class VertexBuilding:
         completes on its lean branch, with the same result (tests/test_vertex_build.py)."""
         if type(compute_set) is not ComputeSet or compute_set._state is not self._state:
             raise GraphConnectionError(f"add_vertex needs a compute set of this graph, found {found(compute_set)}")
-        if connections is not None and not isinstance(connections, Mapping):  # checked before the vertex exists
+        if connections is not None and type(connections) is not dict and not isinstance(connections, Mapping):
+            # (checked before the vertex exists; a dict, the common case, without the ABC's check)
             raise errors.TypeError(f"add_vertex: connections must be a dict {{field name: tensor}}, found "
                                    f"{found(connections)}")
         state = self._state
@@ -273,7 +274,7 @@ class VertexBuilding:
                     entry = vt.extra.get("vector_state_plan")
                     entry = (_vector_state_plan(vt) if entry is None else entry).get(name)
                     if entry is not None and value.ndim == 1 and value.dtype == entry[1]:
-                        slots[first + entry[0]] = shared_values(value.copy())   # FieldRef._set_initial_value's
+                        slots[first + entry[0]] = shared_values(value, copy=True)   # FieldRef._set_initial_value's
                         continue
                 elif type(value) is list:
                     entry = (vt.extra.get("list_plan") or _list_plan(vt)).get(name)
