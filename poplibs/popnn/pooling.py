@@ -22,8 +22,8 @@ from popsim.program import Copy, Execute
 from .. import popops
 from ..poplin.conv_params import ConvParams
 from ..poputil import PoplibsError
-from ..poputil.memory_order import dim_grouping
 from ..poputil.checks import check_count, check_graph, check_prog, check_tensor, check_whole_numbers
+from ..poputil.memory_order import dim_grouping
 from . import pooling_vertices as pv
 from .pooling_worklists import plane_work, scale_runs, split_rows, tile_work, valid_counts
 

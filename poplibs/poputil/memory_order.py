@@ -32,8 +32,8 @@ import numpy as np
 
 import popsim
 
-__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "grouped_order", "element_order", "flat_view",
-           "tile_grouped_clone", "dim_grouping"]
+__all__ = ["MemoryOrder", "IdOrder", "memory_order", "memory_order_and_mapping", "grouped_order", "element_order",
+           "flat_view", "tile_grouped_clone", "dim_grouping"]
 
 
 class MemoryOrder(NamedTuple):
