@@ -58,12 +58,12 @@ def _run(vertex_source, op, partials_type, out_type, update, regions, values, in
 
 
 # Every instantiation the two sides share; the Python side's are translated and compiled
-# one by one (seconds each on a cold codelet cache), so the default run covers five of
-# them (every operation, every type pair, with and without update) and the slow run all.
+# one by one (seconds each on a cold codelet cache), so the default run covers three of
+# them (float and half partials and outputs, with and without update: a sum, a sum of
+# squares and a maximum) and the slow run all.
 EVERY_INSTANTIATION = list(itertools.product(VECTORISED, (FLOAT, HALF), (FLOAT, HALF), (False, True)))
-FIVE_INSTANTIATIONS = [(Operation.ADD, FLOAT, FLOAT, False), (Operation.SQUARE_ADD, HALF, FLOAT, True),
-                       (Operation.MUL, FLOAT, HALF, False), (Operation.MAX, HALF, HALF, True),
-                       (Operation.MIN, FLOAT, FLOAT, True)]
+QUICK_INSTANTIATIONS = [(Operation.ADD, FLOAT, FLOAT, False), (Operation.SQUARE_ADD, HALF, FLOAT, True),
+                        (Operation.MAX, HALF, HALF, True)]
 
 
 @st.composite
@@ -90,7 +90,7 @@ def _check_agreement(case):
 
 
 @settings(max_examples=30, deadline=None)
-@given(cases(FIVE_INSTANTIATIONS))
+@given(cases(QUICK_INSTANTIATIONS))
 def test_cpp_and_python_vertices_agree(case):
     _check_agreement(case)
 
