@@ -85,7 +85,8 @@ def _templates_in(value):
 
 
 #: The element types whose template instances are prebuilt: the float types models train
-#: in. Every other type (integers, bool) compiles on first use, as do generated vertices.
+#: in, and the int and bool types the test suite and models' index arithmetic use. Every
+#: other type compiles on first use, as do generated vertices.
 TYPES = ("FLOAT", "HALF", "INT", "UNSIGNED_INT", "BOOL")
 
 

@@ -30,34 +30,22 @@ public:
     const unsigned quads = (numElems + 3) / 4;
     const unsigned first = 4 * (wid * quads / numWorkers());
     const unsigned last = std::min(numElems, 4 * ((wid + 1) * quads / numWorkers()));
-    if (last <= first)
-      return true;
     // A block of outputs at a time, each partial added to all of it before the next: the
     // partials are read front to back (one per tile, far apart), where adding every partial
     // to one output before the next jumps between them at each element. Each output still
     // adds its partials in order from 0, so the sums are the same.
-    constexpr unsigned BLOCK = 256, MAX_POINTERS = 64;
-    const PartialsType *p[MAX_POINTERS];
-    const unsigned n = numPartials <= MAX_POINTERS ? numPartials : 0;
-    for (unsigned j = 0; j < n; ++j)
-      p[j] = &partials[j][0];
+    constexpr unsigned BLOCK = 256;
     float acc[BLOCK];
-    for (unsigned i = first; n != 0 && i < last; i += BLOCK) {
+    for (unsigned i = first; i < last; i += BLOCK) {
       const unsigned size = std::min(BLOCK, last - i);
       std::fill(acc, acc + size, 0.0f);
-      for (unsigned j = 0; j < n; ++j) {
-        const PartialsType *src = p[j] + i;
+      for (unsigned j = 0; j < numPartials; ++j) {
+        const PartialsType *src = &partials[j][i];
         for (unsigned e = 0; e < size; ++e)
           acc[e] += float(src[e]);
       }
       for (unsigned e = 0; e < size; ++e)
         out[i + e] = acc[e];
-    }
-    for (unsigned i = first; n == 0 && i < last; ++i) {   // (more partials than pointers kept)
-      float sum = 0.0f;
-      for (unsigned j = 0; j < numPartials; ++j)
-        sum += float(partials[j][i]);
-      out[i] = sum;
     }
     return true;
   }

@@ -196,10 +196,10 @@ def cpp_types(real: Path, flags: Sequence[str]) -> Optional[List[dict]]:
     index = _load_index(where) if where is not None else None
     if not index:
         return None
-    builds = [e for e in (index.get("cpp") or {}).get(real.name, []) if list(e.get("flags", [])) == list(flags)]
-    if not builds:
+    entry = next((e for e in (index.get("cpp") or {}).get(real.name, []) if list(e.get("flags", [])) == list(flags)),
+                 None)   # (the plain build or the checked one: their flags differ)
+    if entry is None:
         return None
-    entry = builds[0]
     deps = [(name, _file_digest(real.parent / name)) for name, _ in entry["dependencies"]]
     if [list(d) for d in deps] != [list(d) for d in entry["dependencies"]]:
         return None

@@ -1,7 +1,6 @@
 """poplin::ReduceAdd (the cross-tile reduction of convolution partials) on one tile against
 numpy, for each type pair, element counts around the workers' split and past a block of outputs,
-and more partials than the vertex keeps pointers to; and its estimate
-against the reference's formula evaluated by hand."""
+and many partials; and its estimate against the reference's formula evaluated by hand."""
 import numpy as np
 import pytest
 
