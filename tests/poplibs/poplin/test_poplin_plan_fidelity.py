@@ -63,7 +63,10 @@ def mat_mul_fidelity(m, k, n, dtype, partials, memory=None, steps=None):
     return plan, cycles, engine.read_tensor("c"), ha.astype(np.float32) @ hb.astype(np.float32)
 
 
-def conv_fidelity(dtype, partials, batch, field, kernel, cin, cout, groups=1, stride=None, padding=None):
+def conv_fidelity(dtype, partials, batch, field, kernel, cin, cout, groups=1, stride=None, padding=None,
+                  constraints=None):
+    """(plan, engine cycles) of a convolution built with the plan's layouts; ``constraints``:
+    planConstraints (JSON), to force a partition the planner would not choose."""
     device = _device()
     g = popsim.Graph(device.target)
     kw = {}
@@ -73,6 +76,8 @@ def conv_fidelity(dtype, partials, batch, field, kernel, cin, cout, groups=1, st
         kw["padding_lower"] = kw["padding_upper"] = padding
     params = poplin.ConvParams(dtype, batch, field, kernel, cin, cout, groups, **kw)
     opts = {"partialsType": partials}
+    if constraints:
+        opts["planConstraints"] = constraints
     x = poplin.create_input(g, params, "x", options=opts)
     w = poplin.create_weights(g, params, "w", options=opts)
     prog = Sequence()
@@ -148,6 +153,17 @@ def test_convolution_engine_cycles_match_the_plan(dtype, partials, batch, field,
     plan, cycles = conv_fidelity(dtype, partials, batch, field, kernel, cin, cout, groups, stride, padding)
     _check(plan, cycles, f"conv {dtype.name}/{partials} batch {batch} field {field} kernel {kernel} "
                          f"{cin}->{cout} x{groups} stride {stride}")
+
+
+def test_a_kernel_split_convolution_matches_the_plan():
+    """Split over the kernel's rows, each tile gets the input rows its kernel rows read, and
+    the partials of the three splits are reduced: the plan charges that exchange and
+    reduction as the engine runs them."""
+    plan, cycles = conv_fidelity(FLOAT, "float", 1, (14, 14), (3, 3), 64, 64, padding=(1, 1),
+                                 constraints='{"0": {"partition": {"kernelSplit": {"0": 3}}}}')
+    assert plan.partition.kernel_split == (3, 1)
+    assert dict(plan.cost_breakdown)["reduce"] > 0
+    _check(plan, cycles, "conv 3x3 14x14 64->64 split over the kernel's rows")
 
 
 SLOW_MAT_MULS = [(m, k, n, t, p) for m, k, n in ((1, 200, 64), (200, 8, 200), (33, 65, 17), (128, 256, 64),
