@@ -185,6 +185,72 @@ inline void runPositions(const Operands &op, const Operands &tail, unsigned firs
     positionsBaseline<Accumulate, AccumType>(op, tail, first, last, out, ldo, width);
 }
 
+// Single rows, each with its own operands: out[r][oc] = sum over pairs g < n, channels k of
+// in[r][g][k] * w[r][g][k][oc], for R <= MAX_SINGLES rows whose n (input, weights) pairs are
+// at in[r * n + g] and w[r * n + g] (weights rows `ldw` apart), 8 columns from `col`. Rows of
+// a convolution whose kernel positions differ (the first and last columns of a padded
+// output row) have nothing to share with a neighbour, so each is a block of one row: one
+// chain of dependent additions, which waits on the adder's latency at every product. Here R
+// such chains advance together. Each row adds its products in the order block() adds them.
+constexpr unsigned MAX_SINGLES = 8;
+
+template <unsigned R>
+POPLIN_INLINE void singles(const float *const *in, const float *const *w, unsigned n, unsigned chans, unsigned ldw,
+                           unsigned col, float *const *out) {
+  float8 acc[R];
+  for (unsigned r = 0; r < R; ++r)
+    acc[r] = float8{};
+  for (unsigned g = 0; g < n; ++g) {
+    const float *a[R], *b[R];
+    for (unsigned r = 0; r < R; ++r) {
+      a[r] = in[r * n + g];
+      b[r] = w[r * n + g] + col;
+    }
+    for (unsigned k = 0; k < chans; ++k)
+      for (unsigned r = 0; r < R; ++r)
+        acc[r] += a[r][k] * *reinterpret_cast<const float8u *>(b[r] + std::size_t(k) * ldw);
+  }
+  for (unsigned r = 0; r < R; ++r)
+    *reinterpret_cast<float8u *>(out[r] + col) = acc[r];
+}
+
+// `rows` (1..MAX_SINGLES) single rows of `width` columns, a multiple of 8.
+POPLIN_INLINE void singlesOf(unsigned rows, const float *const *in, const float *const *w, unsigned n,
+                             unsigned chans, unsigned ldw, unsigned width, float *const *out) {
+  for (unsigned col = 0; col < width; col += COLS) {
+    switch (rows) {
+#define POPLIN_SINGLES_CASE(R)                                                                                 \
+  case R:                                                                                                      \
+    singles<R>(in, w, n, chans, ldw, col, out);                                                                \
+    break;
+      POPLIN_SINGLES_CASE(1) POPLIN_SINGLES_CASE(2) POPLIN_SINGLES_CASE(3) POPLIN_SINGLES_CASE(4)
+      POPLIN_SINGLES_CASE(5) POPLIN_SINGLES_CASE(6) POPLIN_SINGLES_CASE(7) POPLIN_SINGLES_CASE(8)
+#undef POPLIN_SINGLES_CASE
+    default: break;
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline void singlesAvx2(unsigned rows, const float *const *in,
+                                                            const float *const *w, unsigned n, unsigned chans,
+                                                            unsigned ldw, unsigned width, float *const *out) {
+  singlesOf(rows, in, w, n, chans, ldw, width, out);
+}
+
+inline void singlesBaseline(unsigned rows, const float *const *in, const float *const *w, unsigned n,
+                            unsigned chans, unsigned ldw, unsigned width, float *const *out) {
+  singlesOf(rows, in, w, n, chans, ldw, width, out);
+}
+
+// singlesOf on the host's best instruction set.
+inline void runSingles(unsigned rows, const float *const *in, const float *const *w, unsigned n, unsigned chans,
+                       unsigned ldw, unsigned width, float *const *out) {
+  if (hostHasAvx2())
+    singlesAvx2(rows, in, w, n, chans, ldw, width, out);
+  else
+    singlesBaseline(rows, in, w, n, chans, ldw, width, out);
+}
+
 // `n` values of T (value-initialised): on the stack when there are few, as a vertex's
 // in-channel groups usually are, else on the heap. A worker runs often and briefly: a
 // heap allocation per call is a measurable share of a small one.

@@ -42,7 +42,10 @@
 // Speed: with float partials (and unit output steps) a worker sums each run of rows over
 // all its kernel positions in registers (conv_nx1_taps.hpp) and writes it once, instead of
 // loading and storing the output once per kernel position. Storing a float and loading it
-// back changes nothing, so the sums are the same bits.
+// back changes nothing, so the sums are the same bits. Runs of one row (a padded output
+// row's first and last columns, whose kernel positions differ from their neighbours') go
+// to the kernel in batches of rows with as many taps, so that their chains of additions
+// advance together (conv_amp_kernel.hpp's singles); each row's sum is unchanged.
 #include <algorithm>
 #include <vector>
 
@@ -114,9 +117,13 @@ public:
     SmallArray<const float *> inBase(groups), wBase(groups), inRows(groups), wRows(groups), tailRows(groups);
     std::vector<float> inStore, wStore, tailStore(std::size_t(groups) * kernelPositions * chans * (tailCols ? COLS : 0));
     std::vector<const float *> &tapPointers = threadTapPointers;
-    tapPointers.resize(std::size_t(taps.maxTaps) * groups * 3);
-    const float **tapIn = tapPointers.data(), **tapW = tapIn + std::size_t(taps.maxTaps) * groups,
-                **tapTail = tapW + std::size_t(taps.maxTaps) * groups;
+    const std::size_t tapPairs = std::size_t(taps.maxTaps) * groups;
+    tapPointers.resize(tapPairs * (3 + 2 * MAX_SINGLES));
+    const float **tapIn = tapPointers.data(), **tapW = tapIn + tapPairs, **tapTail = tapW + tapPairs;
+    const float **singleIn = tapTail + tapPairs, **singleW = singleIn + tapPairs * MAX_SINGLES;
+    float *singleOut[MAX_SINGLES];
+    // single rows (runs of one row) go to the kernel in batches of rows with as many taps
+    const bool batchSingles = std::is_same<AccumType, float>::value && width % COLS == 0;
     const unsigned *tapPos = taps.kernelPos.data(), *tapRow = taps.inRow.data();
     for (unsigned cg = 0; cg < numConvGroups; ++cg) {
       inStore.clear();
@@ -140,11 +147,32 @@ public:
           // each run of rows that every kernel position treats alike, summed over its kernel
           // positions in one pass (conv_nx1_taps.hpp): the same sums in the same order
           unsigned done = first;  // rows before it are written
+          unsigned batched = 0, batchTaps = 0;
+          auto flush = [&]() {
+            if (batched)
+              runSingles(batched, singleIn, singleW, batchTaps * groups, chans, width, width, singleOut);
+            batched = 0;
+          };
           for (const TapRun &run : taps.runs) {
             if (run.end == run.begin)
               continue;  // no entry reaches these rows: zeroed with the next gap
             std::fill(o + std::size_t(done) * width, o + std::size_t(run.first) * width, AccumType(0));
             done = run.first + run.rows;
+            if (batchSingles && run.rows == 1) {
+              const unsigned count = run.end - run.begin;
+              if (batched != 0 && (count != batchTaps || batched == MAX_SINGLES))
+                flush();
+              batchTaps = count;
+              const float **in = singleIn + std::size_t(batched) * count * groups,
+                          **w = singleW + std::size_t(batched) * count * groups;
+              for (unsigned t = run.begin; t < run.end; ++t)
+                for (unsigned ig = 0; ig < groups; ++ig) {
+                  *in++ = inBase[ig] + std::size_t(tapRow[t]) * chans;
+                  *w++ = wBase[ig] + std::size_t(tapPos[t]) * chans * width;
+                }
+              singleOut[batched++] = reinterpret_cast<float *>(o + std::size_t(run.first) * width);
+              continue;
+            }
             unsigned n = 0;
             for (unsigned t = run.begin; t < run.end; ++t) {
               const unsigned k = tapPos[t];
@@ -158,6 +186,7 @@ public:
             const Operands tail{tapIn, tapTail, n, chans, unsigned(inStride) * chans, COLS};
             runPositions<false, AccumType>(op, tail, 0, run.rows, o + std::size_t(run.first) * width, width, width);
           }
+          flush();
           std::fill(o + std::size_t(done) * width, o + std::size_t(last) * width, AccumType(0));
           continue;
         }
