@@ -42,8 +42,12 @@ struct Taps {
     maxTaps = 0;
     runs.clear();
     const unsigned rows = last - first;
+    // Locals, not the vectors' members, in the loops: codelets build with
+    // -fno-strict-aliasing, so every store through an unsigned pointer would otherwise
+    // make the compiler load the vectors' data pointers again.
     runOf.assign(rows + 1, 0);  // first 1 where a run starts, then each row's run
-    runOf[0] = 1;
+    unsigned *const runOfRow = runOf.data();
+    runOfRow[0] = 1;
     for (unsigned k = 0; k < kernelPositions; ++k) {
       unsigned end = first;
       const unsigned *entry = entries + 3 * std::size_t(lists[k * workers + wid]);
@@ -54,32 +58,35 @@ struct Taps {
         if (entry[0] < end || entry[0] + entry[1] > last)
           return;  // out of order, overlapping or outside the worker's rows: not usable
         end = entry[0] + entry[1];
-        runOf[entry[0] - first] = runOf[end - first] = 1;
+        runOfRow[entry[0] - first] = runOfRow[end - first] = 1;
       }
     }
     unsigned run = 0;
     for (unsigned i = 0; i < rows; ++i) {
-      if (runOf[i]) {
+      if (runOfRow[i]) {
         run = unsigned(runs.size());
         runs.push_back(TapRun{first + i, 0, run * kernelPositions, run * kernelPositions});
       }
-      runOf[i] = run;
-      ++runs.back().rows;
+      runOfRow[i] = run;
     }
-    kernelPos.resize(runs.size() * std::size_t(kernelPositions));
+    TapRun *const r0 = runs.data();
+    const std::size_t numRuns = runs.size();
+    for (std::size_t r = 0; r < numRuns; ++r)
+      r0[r].rows = (r + 1 < numRuns ? r0[r + 1].first : last) - r0[r].first;
+    kernelPos.resize(numRuns * kernelPositions);
     inRow.resize(kernelPos.size());
-    unsigned *pos = kernelPos.data(), *in = inRow.data();
-    TapRun *r0 = runs.data();
+    unsigned *const pos = kernelPos.data(), *const in = inRow.data();
     for (unsigned k = 0; k < kernelPositions; ++k) {
       const unsigned *entry = entries + 3 * std::size_t(lists[k * workers + wid]);
       const unsigned *stop = entries + 3 * std::size_t(lists[k * workers + wid + 1]);
       for (; entry != stop; entry += 3) {
         if (entry[1] == 0)
           continue;
-        TapRun *r = r0 + runOf[entry[0] - first], *rEnd = r0 + runOf[entry[0] + entry[1] - 1 - first] + 1;
+        TapRun *r = r0 + runOfRow[entry[0] - first], *rEnd = r0 + runOfRow[entry[0] + entry[1] - 1 - first] + 1;
         for (; r != rEnd; ++r) {
-          pos[r->end] = k;
-          in[r->end++] = entry[2] + (r->first - entry[0]) * inStride;
+          const unsigned at = r->end++;
+          pos[at] = k;
+          in[at] = entry[2] + (r->first - entry[0]) * inStride;
         }
       }
     }
