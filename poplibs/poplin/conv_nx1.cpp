@@ -146,7 +146,7 @@ public:
         if (taps.usable) {
           // each run of rows that every kernel position treats alike, summed over its kernel
           // positions in one pass (conv_nx1_taps.hpp): the same sums in the same order
-          unsigned done = first;  // rows before it are written
+          unsigned done = first;  // rows before it are written, or batched for flush()
           unsigned batched = 0, batchTaps = 0;
           auto flush = [&]() {
             if (batched)
