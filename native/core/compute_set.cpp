@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/copy_tables.hpp"
 #include "core/validate.hpp"
 
 #include "core/run_signals.hpp"
@@ -141,6 +142,8 @@ std::vector<double> ComputeEngine::vertex_cycles() const {
 }
 
 void ComputeEngine::bind_all(uint8_t *arena, int64_t arena_stride) {
+  arena_ = arena;
+  arena_stride_ = arena_stride;
   const size_t nspans = t_.spans.size();
   spans_.resize(nspans * static_cast<size_t>(num_replicas_));
   std::memset(state_.get(), 0, static_cast<size_t>(state_stride_ * num_replicas_));
@@ -311,8 +314,16 @@ void ComputeEngine::run_guarded(int64_t compute_set, int64_t group, int64_t repl
   guard.armed = 0;
 }
 
+void ComputeEngine::gather(const CopyRun *gathers, int64_t group, int64_t replica) const {
+  if (!gathers) return;
+  const GroupRow &g = t_.groups[static_cast<size_t>(group)];
+  uint8_t *memory = arena_ + replica * arena_stride_;
+  for (const CopyRun *r = gathers + g.first_gather, *end = gathers + g.end_gather; r != end; ++r)
+    copy_run(*r, memory, memory);
+}
+
 Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles,
-                          ErrorRecord &error) {
+                          ErrorRecord &error, const CopyRun *gathers) {
   const ComputeSetRow &cs = t_.compute_sets[static_cast<size_t>(compute_set)];
   const int64_t ngroups = static_cast<int64_t>(t_.groups.size());
   // results_[r * ngroups + g]: group g of replica r. Every (replica, tile) is a unit of
@@ -328,11 +339,14 @@ Status ComputeEngine::run(int64_t compute_set, const HostInterface &host, Comput
   }
   if (has_host_[static_cast<size_t>(compute_set)]) {
     for (int64_t r = 0; r < num_replicas_; ++r)
-      for (int64_t i = 0; i < cs.num_groups; ++i)
+      for (int64_t i = 0; i < cs.num_groups; ++i) {
+        gather(gathers, cs.first_group + i, r);
         run_guarded<true, true>(compute_set, cs.first_group + i, r, &host, result(r, cs.first_group + i));
+      }
   } else {
     pool_.parallel_for(cs.num_groups * num_replicas_, [&](int64_t k) {
       const int64_t r = k / cs.num_groups, g = cs.first_group + k % cs.num_groups;
+      gather(gathers, g, r);
       if (group_counts_[static_cast<size_t>(g)]) run_guarded<false, true>(compute_set, g, r, nullptr, result(r, g));
       else run_guarded<false, false>(compute_set, g, r, nullptr, result(r, g));
     });

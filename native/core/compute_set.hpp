@@ -42,7 +42,10 @@ class ComputeEngine {
   // Construct every replica's vertex state objects and bind their fields to that
   // replica's tile memory (the block's replica r's at arena + r * arena_stride).
   void bind_all(uint8_t *arena, int64_t arena_stride);
-  Status run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles, ErrorRecord &error);
+  // `gathers`: the compute set's exchange_in rows, when each group copies its share
+  // (GroupRow::first_gather to end_gather) just before its vertices; else null.
+  Status run(int64_t compute_set, const HostInterface &host, ComputeSetCycles &cycles, ErrorRecord &error,
+             const CopyRun *gathers = nullptr);
 
   // Accumulated over runs: cycles per vertex (all its workers; replica 0's) and per
   // tile group (the slowest replica's), whichever process holds them.
@@ -63,6 +66,8 @@ class ComputeEngine {
     popsim_exec ctx{};
   };
   uint8_t *replica_state(int64_t replica) const { return state_.get() + replica * state_stride_; }
+  // Copies group `group`'s share of `gathers` (if any) in replica `replica`'s memory.
+  void gather(const CopyRun *gathers, int64_t group, int64_t replica) const;
   // What the loop over a group's vertices reads of each vertex.
   struct RunRow {
     double estimate;      // worker cycles per run, or -1: the codelet counts its own
@@ -100,6 +105,8 @@ class ComputeEngine {
   std::vector<uint8_t> group_counts_;  // per group: has a vertex that counts its own cycles
   std::unique_ptr<uint8_t, void (*)(void *)> state_;
   std::vector<popsim_span> spans_;  // num_replicas x spans
+  uint8_t *arena_ = nullptr;        // replica 0's tile memory (bind_all)
+  int64_t arena_stride_ = 0;
   std::vector<RunRow> runs_;          // per vertex
   std::vector<double> counted_cycles_;  // per vertex: what was not counted by compute set runs
   std::vector<double> counted_now_;     // per vertex, across processes: this run's, until combined

@@ -120,6 +120,7 @@ CopyTables::CopyTables(const Executable &exe, ThreadPool &pool, int64_t streamin
   for (size_t t = 0; t < ntables; ++t)
     tables_.push_back(Table{rows + exe_.table_begin[t], rows + exe_.table_begin[t + 1], false});
   plans_.resize(ntables);
+  order_free_.assign(ntables, -1);
   int64_t scratch = 0;
   for (size_t t = 0; t < ntables; ++t) {
     Plan &p = plans_[t];
@@ -273,6 +274,16 @@ CopyTables::Plan CopyTables::plan(int64_t table, int64_t streaming_bytes) const 
     p.pieces.push_back(std::move(piece));
   }
   return p;
+}
+
+bool CopyTables::order_free(int64_t table) {
+  int8_t &known = order_free_[static_cast<size_t>(table)];
+  if (known < 0) {
+    const Table &t = tables_[static_cast<size_t>(table)];
+    known = !exe_.table_overlaps[static_cast<size_t>(table)] &&
+            destinations_apart(t.first, t.end, kMaxCheckedElements) && sources_apart(t.first, t.end, kMaxCheckedElements);
+  }
+  return known != 0;
 }
 
 int64_t CopyTables::pieces(int64_t table, bool within_one_memory) const {

@@ -37,6 +37,8 @@ inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
     case 2: std::memcpy(dst, src, 2); return;
     case 4: std::memcpy(dst, src, 4); return;
     case 8: std::memcpy(dst, src, 8); return;
+    case 16: std::memcpy(dst, src, 16); return;
+    case 32: std::memcpy(dst, src, 32); return;
     default: std::memcpy(dst, src, static_cast<size_t>(len));
   }
 }
@@ -73,6 +75,12 @@ inline void copy_row(const CopyRun &r, const uint8_t *s, uint8_t *d) {
       return;
     case 8:
       for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 8);
+      return;
+    case 32:  // a channel group of 8 floats: what convolutions gather most
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 32);
+      return;
+    case 16:
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 16);
       return;
     case 2:
       for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 2);
@@ -135,6 +143,11 @@ class CopyTables {
     for (const CopyRun *r = t.first, *end = t.end; r != end; ++r) copy_run(*r, src, dst);
   }
 
+  // Whether table `table`'s rows may run in any order, and any of them side by side, with
+  // the same result: no byte written twice, none both read and written (what a compute set
+  // needs to run its gathers tile by tile, ComputeSetRow::gathers_by_group). Looked at once.
+  bool order_free(int64_t table);
+
   // Table `table`'s run rows, and the bytes it copies.
   const CopyRun *first(int64_t table) const { return tables_[static_cast<size_t>(table)].first; }
   const CopyRun *end(int64_t table) const { return tables_[static_cast<size_t>(table)].end; }
@@ -183,6 +196,7 @@ class CopyTables {
   std::vector<Table> tables_;
   std::vector<Plan> plans_;
   std::vector<uint8_t> scratch_;  // for tables whose source and destination overlap
+  std::vector<int8_t> order_free_;  // per table: -1 not looked at yet, else order_free()
 };
 
 // Bytes of the host's last-level data cache (a default when the host does not say).

@@ -147,13 +147,19 @@ struct FieldRow {
 struct SpanRow {
   int64_t offset, size;  // arena offset, element count
 };
-// The vertices of one compute set on one tile, run in order by one thread.
+// The vertices of one compute set on one tile, run in order by one thread; with their
+// compute set's gathers_by_group, that thread first copies rows [first_gather,
+// end_gather) of the compute set's exchange_in table (its tile's inputs). Else both 0.
 struct GroupRow {
   int64_t tile, first_vertex, num_vertices;
+  int64_t first_gather, end_gather;
 };
 struct ComputeSetRow {
   int64_t first_group, num_groups;
   int64_t exchange_in, exchange_out;  // copy tables run before / after compute, or -1
+  // 1: the groups' gather rows cut exchange_in in order, and no vertex of the set writes
+  // what any of them reads, so each group may run its share just before its vertices.
+  int64_t gathers_by_group;
 };
 
 // What a codelet's bind() expects of each of its fields, in declaration order: where

@@ -41,10 +41,11 @@ inline std::vector<RowLayout> row_layouts() {
                  POPSIM_COLUMN(FieldRow, size)),
       POPSIM_ROW("spans", SpanRow, POPSIM_COLUMN(SpanRow, offset), POPSIM_COLUMN(SpanRow, size)),
       POPSIM_ROW("groups", GroupRow, POPSIM_COLUMN(GroupRow, tile), POPSIM_COLUMN(GroupRow, first_vertex),
-                 POPSIM_COLUMN(GroupRow, num_vertices)),
+                 POPSIM_COLUMN(GroupRow, num_vertices), POPSIM_COLUMN(GroupRow, first_gather),
+                 POPSIM_COLUMN(GroupRow, end_gather)),
       POPSIM_ROW("compute_sets", ComputeSetRow, POPSIM_COLUMN(ComputeSetRow, first_group),
                  POPSIM_COLUMN(ComputeSetRow, num_groups), POPSIM_COLUMN(ComputeSetRow, exchange_in),
-                 POPSIM_COLUMN(ComputeSetRow, exchange_out)),
+                 POPSIM_COLUMN(ComputeSetRow, exchange_out), POPSIM_COLUMN(ComputeSetRow, gathers_by_group)),
   };
 }
 #undef POPSIM_ROW

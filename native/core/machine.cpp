@@ -337,10 +337,13 @@ Status Machine::run(int64_t program, const HostInterface &host) {
         break;
       case OP_EXECUTE: {
         const ComputeSetRow &cs = exe_.vertex.compute_sets[static_cast<size_t>(in.a)];
-        if (cs.exchange_in >= 0)
+        // Each tile's gathers just before its vertices where the executable allows it and
+        // the table's rows are order-free (else all of them first, as the exchange does).
+        const bool by_group = cs.gathers_by_group && copies_->order_free(cs.exchange_in);
+        if (cs.exchange_in >= 0 && !by_group)
           for (int64_t r = 0; r < replicas; ++r) run_table(cs.exchange_in, arena(r), arena(r));
         ComputeSetCycles cc;
-        const Status status = compute_->run(in.a, host, cc, error_);
+        const Status status = compute_->run(in.a, host, cc, error_, by_group ? copies_->first(cs.exchange_in) : nullptr);
         if (status != Status::Ok) {
           error_.pc = pc;
           error_.step = in.step;

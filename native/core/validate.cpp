@@ -105,6 +105,11 @@ class Checker {
       bad(where + ": copy table " + std::to_string(t) + " reaches past the memory it copies between");
   }
 
+  // How many run rows table `t` has (t checked by table()).
+  int64_t table_rows(int64_t t) const {
+    return exe_.table_begin[static_cast<size_t>(t) + 1] - exe_.table_begin[static_cast<size_t>(t)];
+  }
+
   void target(int64_t pc, const Where &where) const {
     if (!in_range(pc, static_cast<int64_t>(exe_.instrs.size()))) bad(where + ": jump target out of range");
   }
@@ -241,6 +246,21 @@ class Checker {
         if (t < -1 || t >= ntables) bad(where + ": exchange table out of range");
         if (t >= 0) table(t, arena, arena, where);
       }
+      // Gathers by group: the groups' rows, in order, are exactly the exchange_in table's.
+      if (cs.gathers_by_group != 0 && cs.gathers_by_group != 1) bad(where + ": gathers_by_group is not 0 or 1");
+      int64_t row = 0;
+      const int64_t rows = cs.gathers_by_group && cs.exchange_in >= 0 ? table_rows(cs.exchange_in) : 0;
+      if (cs.gathers_by_group && cs.exchange_in < 0) bad(where + ": gathers by group without an exchange_in table");
+      for (int64_t g = cs.first_group; g < cs.first_group + cs.num_groups; ++g) {
+        const GroupRow &gr = v.groups[static_cast<size_t>(g)];
+        const bool none = gr.first_gather == 0 && gr.end_gather == 0;
+        if (!cs.gathers_by_group ? !none : gr.first_gather != row || gr.end_gather < row || gr.end_gather > rows)
+          bad(at("tile group", static_cast<size_t>(g)) + ": gather rows [" + str(gr.first_gather) + ", " +
+              str(gr.end_gather) + ") do not continue its compute set's (expected from row " + str(row) + " of " +
+              str(rows) + ")");
+        if (cs.gathers_by_group) row = gr.end_gather;
+      }
+      if (row != rows) bad(where + ": its groups' gather rows end at row " + str(row) + " of " + str(rows));
     }
   }
 

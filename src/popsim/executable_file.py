@@ -40,7 +40,10 @@ from .zip_stream import read_zip_stream
 
 __all__ = ["FORMAT_VERSION", "write_executable", "read_executable"]
 
-FORMAT_VERSION = 7  # 7: copy tables as strided runs (copy_runs); 6: layout's not-always-live bytes; 5: field layouts say which fields are scalars; 4: replicas and per-IPU step costs
+# 8: gathers by tile group (groups.first_gather, end_gather; compute_sets.gathers_by_group);
+# 7: copy tables as strided runs (copy_runs); 6: layout's not-always-live bytes; 5: field layouts
+# say which fields are scalars; 4: replicas and per-IPU step costs
+FORMAT_VERSION = 8
 MAGIC = "popsim-executable"
 _HEADER = "header.json"
 _LIBRARY = "library/"

@@ -84,6 +84,43 @@ def test_batches_cut_anywhere_make_the_rows_of_one_pass(data):
     assert expand(want) == meaning(segs)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_a_grouped_builder_makes_rows_of_one_group_each(data):
+    """Gathers are cut into each tile's rows (compute_sets.py): with a group per segment,
+    no row joins two groups, each row is its first segment's group, and the rows still
+    copy exactly the segments, in order, however they came in batches."""
+    segs = patterned(data.draw)
+    n = segs.shape[0]
+    group = np.cumsum(np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), np.int64))
+    b = RunBuilder(grouped=True)
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=4)))
+    for i, (lo, hi) in enumerate(zip([0] + cuts, cuts + [n])):
+        b.add(segs[lo:hi, 0], segs[lo:hi, 1], segs[lo:hi, 2], group[lo:hi], join=i > 0)
+    runs, row_group = b.finish_grouped()
+    assert expand(runs) == meaning(segs)
+    assert row_group.shape == (runs.shape[0],)
+    # The rows copy the segments' bytes in order: every segment a row's bytes come from
+    # (by position in that byte stream) is of the row's group.
+    seg_end = np.cumsum(segs[:, 2])
+    row_bytes = runs[:, C["len"]] * runs[:, C["count"]] * runs[:, C["outer"]]
+    row_end = np.cumsum(row_bytes)
+    for r in range(runs.shape[0]):
+        lo, hi = row_end[r] - row_bytes[r], row_end[r]
+        first, last = np.searchsorted(seg_end, lo, side="right"), np.searchsorted(seg_end, hi - 1, side="right")
+        assert set(group[first:last + 1][segs[first:last + 1, 2] > 0].tolist()) == {row_group[r]}
+
+
+def test_grouped_segments_never_merge_across_groups():
+    b = RunBuilder(grouped=True)
+    b.add(np.array([0, 4, 8]), np.array([100, 104, 108]), np.array([4, 4, 4]), np.array([0, 0, 1]))
+    runs, groups = b.finish_grouped()
+    assert expand(runs) == [(0, 100, 8), (8, 108, 4)]
+    assert groups.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="grouped"):
+        b.add(np.array([0]), np.array([1]), np.array([1]))
+
+
 def test_joining_across_batches_merges_a_segment_continued_on_both_sides():
     b = RunBuilder()
     b.append(np.array([[0, 100, 4], [8, 200, 4]]))

@@ -37,7 +37,7 @@ from .vertex_rows import FieldRows, TypeColumns
 
 FIELD_ARENA, FIELD_SPANS = int(FieldBase.ARENA), int(FieldBase.SPANS)  # plain ints: appended per edge
 _TILE, _FIRST_FIELD, _NUM_FIELDS = (COLUMNS["vertices"][c] for c in ("tile", "first_field", "num_fields"))
-_FIELD, _SPAN = COLUMNS["fields"], COLUMNS["spans"]
+_FIELD, _SPAN, _GROUP = COLUMNS["fields"], COLUMNS["spans"], COLUMNS["groups"]
 
 
 def _elements_read(spec) -> int:
@@ -207,7 +207,8 @@ class ComputeSetLowerer:
         self._add_vertex_rows(tile, vtype, types, codelet, state_offset, estimates, order, type_index)
         table_in = self.tables.add_runs(placed.gathers) if placed.gathers.size else -1
         table_out = self.tables.add_runs(placed.scatters) if placed.scatters.size else -1
-        self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out))
+        by_group = table_in >= 0 and self._gathers_by_group(placed.gather_tiles)
+        self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out, int(by_group)))
         self.accesses.append(edge_access(self.state.table, edges))
         exchange_in, exchange_out = placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost)
         self.exchange_costs.append(np.stack([exchange_in.vector, exchange_out.vector]))
@@ -333,12 +334,32 @@ class ComputeSetLowerer:
         rows[:, column["estimate"]] = estimates
         rows[:, column["flags"]] = np.where(single, 0, VERTEX_MULTI)
         self._vertices.append(rows)
-        self._groups.append(np.stack([tile[heads], self.num_vertices + heads, sizes], axis=1))
+        groups = np.zeros((heads.size, ROW_WIDTHS["groups"]), np.int64)
+        groups[:, _GROUP["tile"]], groups[:, _GROUP["first_vertex"]] = tile[heads], self.num_vertices + heads
+        groups[:, _GROUP["num_vertices"]] = sizes
+        self._groups.append(groups)
         self._row_type.append(type_index[vtype])
         self._row_index.append(order)
         self.num_vertices += nv
         self.num_fields += int(per_vertex.sum())
         self.num_groups += int(heads.size)
+
+    def _gathers_by_group(self, gather_tiles) -> bool:
+        """Give the groups just added their share of the compute set's gathers (rows
+        sorted by tile, PlacedEdges.gather_tiles), which the core then runs just before
+        each group's vertices; False (nothing changed) when the gathers must run whole
+        first, or there is one group (nothing to gain)."""
+        groups = self._groups[-1]
+        if gather_tiles is None or groups.shape[0] < 2:
+            return False
+        tiles = groups[:, _GROUP["tile"]]
+        groups[:, _GROUP["first_gather"]] = np.searchsorted(gather_tiles, tiles, side="left")
+        groups[:, _GROUP["end_gather"]] = np.searchsorted(gather_tiles, tiles, side="right")
+        # every gather fills a buffer of a field of a vertex on its tile, so of a group
+        if groups[-1, _GROUP["end_gather"]] - groups[0, _GROUP["first_gather"]] == gather_tiles.size:
+            return True
+        groups[:, _GROUP["first_gather"]] = groups[:, _GROUP["end_gather"]] = 0
+        return False
 
     def _codelet(self, vt) -> int:
         key = ("", vt.symbol) if (self.interpreted and vt.language == "python") else (str(vt.library), vt.symbol)

@@ -13,7 +13,7 @@ Everything here works on all the edges of a compute set at once (edges.py's tabl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .copy_runs import RunBuilder
 from .edges import EdgeOwners, EdgeTable
 from .exchange import Traffic, merge_overlapping_runs
 from .layout import TILE_REGION_ALIGNMENT, MemoryLayout
-from .transfers import TransferPlanner, merge_segments
+from .transfers import TransferPlanner
 
 #: Runs of view edges split into pieces at once (EdgePlacer._view_pieces): a bound on the
 #: temporaries of a compute set that gathers millions of scattered elements.
@@ -35,7 +35,9 @@ _EMPTY = np.empty(0, np.int64)
 class PlacedEdges:
     """Arena offset of every edge's data, the gather (before the compute phase) and
     scatter (after it) copy tables (run rows, copy_runs.py), the traffic of both
-    phases, and the buffer bytes sharing saved."""
+    phases, and the buffer bytes sharing saved. ``gather_tiles``: when the gathers may
+    run tile by tile, each just before its tile's vertices (see EdgePlacer.place), the
+    tile each gather row fills, in order (rows sorted by tile); else None."""
 
     offsets: np.ndarray
     gathers: np.ndarray
@@ -43,6 +45,7 @@ class PlacedEdges:
     traffic_in: Traffic
     traffic_out: Traffic
     shared_bytes: int
+    gather_tiles: Optional[np.ndarray] = None
 
 
 class EdgePlacer:
@@ -80,7 +83,8 @@ class EdgePlacer:
         offsets[used] = self.planner.arena_offsets(gid[used])
         moved = ~direct
         phases = (Traffic(ntiles, self.target.num_ipus), Traffic(ntiles, self.target.num_ipus))
-        segments = (RunBuilder(), RunBuilder())  # each phase's table, made into runs as it grows
+        # each phase's table, made into runs as it grows; gathers by the tile they fill
+        segments = (RunBuilder(grouped=True), RunBuilder())
         separate_bytes = 0  # what the shared buffers would take unshared
 
         # Contiguous runs of one variable, off their vertex's tile. Runs only read share
@@ -136,8 +140,21 @@ class EdgePlacer:
                               np.concatenate([n[read], pieces_w["rlen"]]),
                               np.concatenate([np.flatnonzero(read), pieces_w["rowner"]]))
         check_conflicts(cs, EdgeOwners(edges), write_intervals, read_intervals)
-        gathers, scatters = segments[0].finish(), segments[1].finish()
-        return PlacedEdges(offsets, gathers, scatters, phases[0], phases[1], int(separate_bytes))
+        gathers, gather_tiles = segments[0].finish_grouped()
+        scatters = segments[1].finish()
+        # A tile's gathers may run just before its own vertices, not before every tile's,
+        # when no vertex of the compute set writes what any gather reads: then no tile's
+        # compute phase can change another's inputs, and the result is the same, with each
+        # tile's inputs still in the cache when its vertices read them. Only view gathers
+        # qualify: a shared region is copied only because a field writes it, and a field's
+        # own buffer is filled from what it writes.
+        by_tile = gathers.shape[0] > 0 and not copy.any() and not own[reads[own]].size and \
+            not _views_written(edges, views[leads][reads[views[leads]]])
+        if by_tile:
+            order = sort_order(gather_tiles)   # (stable: destinations are apart, order is free)
+            gathers, gather_tiles = gathers[order], gather_tiles[order]
+        return PlacedEdges(offsets, gathers, scatters, phases[0], phases[1], int(separate_bytes),
+                           gather_tiles if by_tile else None)
 
     def _view_pieces(self, edges: EdgeTable, views: np.ndarray, leader: np.ndarray, leads: np.ndarray,
                      offsets: np.ndarray, phases, segments, read_only: np.ndarray) -> dict:
@@ -188,7 +205,8 @@ class EdgePlacer:
                 if not active.any():
                     continue
                 active = slice(None) if active.all() else active   # (read-only views: no copies)
-                segments[phase].append(merge_segments(src[active], dst[active], pbytes[active]), join=joined[phase])
+                group = otile[active] if segments[phase].grouped else None
+                segments[phase].add(src[active], dst[active], pbytes[active], group, join=joined[phase])
                 joined[phase] = True
                 traffic = phases[phase]
                 # bytes by (route, tile) in one pass each (sums of whole bytes, as the masks per route gave)
@@ -221,7 +239,7 @@ class EdgePlacer:
         if gid.size:
             arena = self.planner.arena_offsets(gid)
             src, dst = (arena, buffer) if incoming else (buffer, arena)
-            segments.append(merge_segments(src, dst, n * itemsize))
+            segments.add(src, dst, n * itemsize, tile if segments.grouped else None)
         if traffic_runs is not None:
             tile, gid, n, itemsize = traffic_runs
         if not gid.size:
@@ -270,6 +288,25 @@ def _overlap_written(edges: EdgeTable, start: np.ndarray, length: np.ndarray) ->
     # the written intervals starting before a run ends; the furthest of them reaches past its start?
     last = np.searchsorted(w_start, start + length, side="left") - 1
     return (last >= 0) & (reach[np.maximum(last, 0)] > start)
+
+
+def _views_written(edges: EdgeTable, lead: np.ndarray) -> bool:
+    """Whether a field of the compute set writes an element that the view edges ``lead``
+    (sorted) read: first by each edge's extent, then, if extents meet, run by run."""
+    if not lead.size or not edges.run_edge.size:
+        return False
+    mine = np.zeros(edges.count, bool)
+    mine[lead] = True
+    sel = np.flatnonzero(mine[edges.run_edge])
+    if not sel.size:
+        return False
+    start, end = edges.run_gid[sel], edges.run_gid[sel] + edges.run_len[sel]
+    owner = edges.run_edge[sel]
+    heads = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    low, high = np.minimum.reduceat(start, heads), np.maximum.reduceat(end, heads)
+    if not _overlap_written(edges, low, high - low).any():
+        return False
+    return bool(_overlap_written(edges, start, end - start).any())
 
 
 def _leaders(edges: EdgeTable, views: np.ndarray, read_only: np.ndarray) -> np.ndarray:

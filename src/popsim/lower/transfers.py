@@ -15,7 +15,7 @@ import numpy as np
 
 from ..contract import ROW_WIDTHS
 from ..runs import Runs, runs_of, split_at_positions
-from .copy_runs import segments_to_runs
+from .copy_runs import merge_segments, segments_to_runs
 from .cost_model import CostModel, StepCost, device_flows
 from .layout import MemoryLayout
 
@@ -51,18 +51,6 @@ class CopyTables:
             runs[b:e] = parts[i]
             parts[i] = None
         return runs, np.asarray(self._begin, np.int64), np.asarray(self._overlaps, np.uint8)
-
-
-def merge_segments(src: np.ndarray, dst: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Join segments that continue each other on both sides; returns an (n, 3) array."""
-    if src.size > 1:
-        joins = (src[1:] == src[:-1] + length[:-1]) & (dst[1:] == dst[:-1] + length[:-1])
-        if joins.any():
-            first = np.concatenate(([True], ~joins))
-            group = np.cumsum(first) - 1
-            length = np.bincount(group, weights=length).astype(np.int64)
-            src, dst = src[first], dst[first]
-    return np.stack([src, dst, length], axis=1)
 
 
 class TransferPlanner:
