@@ -76,8 +76,11 @@ inline void copy_row(const CopyRun &r, const uint8_t *s, uint8_t *d) {
     case 8:
       for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 8);
       return;
-    case 32:  // a channel group of 8 floats: what convolutions gather most
+    case 32:  // channel groups of 8 and 16 floats: what convolutions gather most
       for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 32);
+      return;
+    case 64:
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 64);
       return;
     case 16:
       for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 16);

@@ -106,3 +106,41 @@ def test_a_corrupted_gather_cut_is_refused_by_the_core():
     with pytest.raises(PopsimError, match="malformed.*gather rows"):
         e = popsim.Engine(exe)
         e.load(device)
+
+
+def test_order_free_gathers_are_sorted_by_source_into_few_runs():
+    # A vertex reading, position by position, 2 elements of a then 1 of b (a channel slice
+    # taken from two regions, as convolutions' inputs are): in view order that is a row per
+    # piece; sorted by source, one run per region.
+    model = popsim.IPUModel("ipu2")
+    model.tiles_per_ipu = 4
+    device = model.create_device()
+    g = popsim.Graph(device)
+    g.add_codelets([ColumnSum])
+    n = 50
+    a = g.add_variable(FLOAT, [n, 2], "a")
+    b = g.add_variable(FLOAT, [n, 1], "b")
+    g.set_tile_mapping(a, 1)
+    g.set_tile_mapping(b, 2)
+    av, bv = np.arange(2 * n, dtype=np.float32).reshape(n, 2), np.arange(n, dtype=np.float32).reshape(n, 1) * 3
+    g.set_initial_value(a, av)
+    g.set_initial_value(b, bv)
+    x = popsim.concat([a, b], 1).flatten()
+    sums = g.add_variable(FLOAT, [2], "sums")
+    cs = g.add_compute_set("cs")
+    for t in (0, 3):
+        g.set_tile_mapping(sums[t // 3], t)
+        v = g.add_vertex(cs, ColumnSum, {"x": x, "out": sums[t // 3]})
+        g.set_tile_mapping(v, t)
+    g.create_host_read("sums", sums)
+    prog = Execute(cs)
+    lw = popsim.compile_graph(g, prog).lowered
+    row = lw.vertices.compute_sets[0]
+    assert row[CS["gathers_by_group"]] == 1
+    table = row[CS["exchange_in"]]
+    # two regions, two tiles (in view order it was a row per piece: 2 x 100 rows)
+    assert lw.table_begin[table + 1] - lw.table_begin[table] == 4
+    e = popsim.Engine(g, prog)
+    e.load(device)
+    e.run()
+    np.testing.assert_allclose(e.read_tensor("sums"), [av.sum() + bv.sum()] * 2)

@@ -29,6 +29,9 @@ from .transfers import TransferPlanner
 #: temporaries of a compute set that gathers millions of scattered elements.
 VIEW_RUNS_AT_ONCE = 1 << 19
 _EMPTY = np.empty(0, np.int64)
+#: Sort key of an order-free gather piece: its edge's rank in the batch (below 2**23) times
+#: this, plus its source offset (arenas stay below 2**40).
+_EDGE_KEY = 1 << 40
 
 
 @dataclass
@@ -127,7 +130,18 @@ class EdgePlacer:
         offsets[views[leads]] = lead_offset
         offsets[views[~leads]] = offsets[leader[~leads]]
         separate_bytes += _padded(n[views[~leads]] * itemsize[views[~leads]])
-        pieces_w = self._view_pieces(edges, views, leader, leads, offsets, phases, segments, read_only)
+        # A tile's gathers may run just before its own vertices, not before every tile's,
+        # when no vertex of the compute set writes what any gather reads: then no tile's
+        # compute phase can change another's inputs, and the result is the same, with each
+        # tile's inputs still in the cache when its vertices read them. Only view gathers
+        # qualify: a shared region is copied only because a field writes it, and a field's
+        # own buffer is filled from what it writes. The gathers then write no byte twice
+        # and read none they write, so their order is free too: each edge's pieces are
+        # sorted by source, which makes far fewer, longer runs (a channel slice gathered
+        # from two regions, alternately, is two runs instead of a row per position).
+        by_tile = not copy.any() and not own[reads[own]].size and \
+            not _views_written(edges, views[leads][reads[views[leads]]])
+        pieces_w = self._view_pieces(edges, views, leader, leads, offsets, phases, segments, read_only, by_tile)
 
         written = simple & writes & (n > 0)
         write_intervals = (np.concatenate([gid[written], pieces_w["wgid"]]),
@@ -142,14 +156,7 @@ class EdgePlacer:
         check_conflicts(cs, EdgeOwners(edges), write_intervals, read_intervals)
         gathers, gather_tiles = segments[0].finish_grouped()
         scatters = segments[1].finish()
-        # A tile's gathers may run just before its own vertices, not before every tile's,
-        # when no vertex of the compute set writes what any gather reads: then no tile's
-        # compute phase can change another's inputs, and the result is the same, with each
-        # tile's inputs still in the cache when its vertices read them. Only view gathers
-        # qualify: a shared region is copied only because a field writes it, and a field's
-        # own buffer is filled from what it writes.
-        by_tile = gathers.shape[0] > 0 and not copy.any() and not own[reads[own]].size and \
-            not _views_written(edges, views[leads][reads[views[leads]]])
+        by_tile = by_tile and gathers.shape[0] > 0
         if by_tile:
             order = sort_order(gather_tiles)   # (stable: destinations are apart, order is free)
             gathers, gather_tiles = gathers[order], gather_tiles[order]
@@ -157,7 +164,7 @@ class EdgePlacer:
                            gather_tiles if by_tile else None)
 
     def _view_pieces(self, edges: EdgeTable, views: np.ndarray, leader: np.ndarray, leads: np.ndarray,
-                     offsets: np.ndarray, phases, segments, read_only: np.ndarray) -> dict:
+                     offsets: np.ndarray, phases, segments, read_only: np.ndarray, order_free: bool) -> dict:
         """The copy segments and traffic of the view edges that lead a buffer, piece by
         piece; returns the pieces written (``w*``) and, with the race check, those only
         read (``r*``): (gid, length, edge) each. The pieces are made a bounded number of
@@ -166,7 +173,9 @@ class EdgePlacer:
         bytes of temporaries. A batch's segments continue the last batch's; a segment
         that continues one across the cut is joined to it, and the table's runs depend
         only on its segments (RunBuilder), so the table is the one a single pass makes,
-        and the traffic is sums of whole bytes, the same in any order."""
+        and the traffic is sums of whole bytes, the same in any order. ``order_free``: the
+        gathers may be copied in any order (see place), so each edge's pieces are sorted
+        by source first (the same in any batch: batches hold whole edges)."""
         n, tile, itemsize, reads, writes = edges.n, edges.tile, edges.itemsize, edges.reads, edges.writes
         count, ntiles = edges.count, self.target.num_tiles
         # Traffic is counted per reading field (see the contiguous case): a shared view's
@@ -205,8 +214,14 @@ class EdgePlacer:
                 if not active.any():
                     continue
                 active = slice(None) if active.all() else active   # (read-only views: no copies)
+                s, d, nb = src[active], dst[active], pbytes[active]
                 group = otile[active] if segments[phase].grouped else None
-                segments[phase].add(src[active], dst[active], pbytes[active], group, join=joined[phase])
+                if order_free and phase == 0:   # each edge's pieces by source (edges stay in order)
+                    edge = owner[active]
+                    rank = np.cumsum(np.concatenate(([0], edge[1:] != edge[:-1])))
+                    order = np.argsort(rank * _EDGE_KEY + s, kind="stable")
+                    s, d, nb, group = s[order], d[order], nb[order], group[order]
+                segments[phase].add(s, d, nb, group, join=joined[phase])
                 joined[phase] = True
                 traffic = phases[phase]
                 # bytes by (route, tile) in one pass each (sums of whole bytes, as the masks per route gave)
