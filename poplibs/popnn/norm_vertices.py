@@ -223,19 +223,20 @@ def NormStatisticOp1D(op, dtype):
                 lo = min(m, worker_id * share)
                 hi = min(m, lo + share)
                 for blk in range(lo, hi):
+                    at = i + blk * n  # the block's first element: j's loop then runs unchecked
                     for j in range(n):
-                        e = i + blk * n + j
                         if STATS == 3:
-                            self.out[e] = (self.in1[e] + self.a[s + j] + self.in2[e] * self.b[s + j]) * self.c[s + j]
+                            self.out[at + j] = (self.in1[at + j] + self.a[s + j]
+                                                + self.in2[at + j] * self.b[s + j]) * self.c[s + j]
                         elif FIRST:
                             if STATS == 1:
-                                self.out[e] = self.in1[e] - self.a[s + j]
+                                self.out[at + j] = self.in1[at + j] - self.a[s + j]
                             else:
-                                self.out[e] = (self.in1[e] - self.a[s + j]) * self.b[s + j]
+                                self.out[at + j] = (self.in1[at + j] - self.a[s + j]) * self.b[s + j]
                         elif STATS == 1:
-                            self.out[e] = self.in1[e] * self.a[s + j]
+                            self.out[at + j] = self.in1[at + j] * self.a[s + j]
                         else:
-                            self.out[e] = self.in1[e] * self.a[s + j] + self.b[s + j]
+                            self.out[at + j] = self.in1[at + j] * self.a[s + j] + self.b[s + j]
                 i += n * m
             return True
     return NormStatisticOp1D

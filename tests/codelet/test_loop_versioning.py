@@ -91,6 +91,35 @@ def test_constant_offsets_are_covered_by_one_guard(tmp_path):
     assert cv[1].tolist() == [3, 5, 7, 0] == iv[1].tolist()       # the iteration that failed stored nothing
 
 
+def test_a_local_the_loop_does_not_change_is_a_base_its_guards_cover(tmp_path):
+    # v[at + j], at computed by the enclosing loop (a block's first element, as popnn's
+    # NormStatisticOp1D): one guard per view and base, tested before each inner loop.
+    cls, first = load_vertex(tmp_path, """
+        for blk in range(2):
+            at = self.lo + blk * 3
+            for j in range(3):
+                self.out[at + j] = self.a[j + at] * 2.0 + self.a[at + j]
+        """, fields=("a: Input[Vector[float]]", "out: Output[Vector[float]]", "lo: int"))
+    outer, inner = loops(cls)
+    assert sorted((g.view.field, g.low, g.high, g.base.name) for g in inner.guards) == [(0, 0, 0, "at"),
+                                                                                        (1, 0, 0, "at")]
+    fast = translation_of(cls).c_code.split("} else {")[0]
+    assert "popsim_py_uld_f32(s0, (int64_t)((j_k1 + (int64_t)v_at)))" in fast
+    a = arr(np.arange(8))
+    (_, out, _), _, _ = run_both(cls, [a, np.zeros(8, F32), arr([1], I32)])
+    assert out.tolist() == [0] + (np.arange(1, 7) * 3).tolist() + [0]
+    # the second block reaches past a: the same error, after the same stores, in both modes
+    cv, (ret, ctx), iv, error = compiled_and_interpreted(cls, [arr(np.arange(6)), np.zeros(8, F32), arr([1], I32)])
+    assert (ret, ctx.error_field, ctx.error_index, ctx.error_size, ctx.error_line) == (-1, 0, 6, 6, first + 3)
+    assert "index 6 is out of range for field 'a' of size 6" in str(error)
+    assert cv[1].tolist() == [0, 3, 6, 9, 12, 15, 0, 0] == iv[1].tolist()
+    # negative bases and bases at int32's ends (the guard's sums are 64-bit): checked, in both modes
+    for lo, index in ((-1, -1), (2 ** 31 - 2, 2 ** 31 - 2), (-2 ** 31, -2 ** 31)):
+        cv, (ret, ctx), iv, error = compiled_and_interpreted(cls, [a, np.zeros(8, F32), arr([lo], I32)])
+        assert (ret, ctx.error_index) == (-1, index) and f"index {index} is out of range" in str(error)
+        assert cv[1].tolist() == iv[1].tolist()
+
+
 def test_indices_that_would_wrap_around_take_the_checked_loop(tmp_path):
     cls, first = load_vertex(tmp_path, """
         s = 0.0

@@ -152,7 +152,8 @@ class CEmitter:
         if isinstance(e, Tick):
             return f"(cyc += {e.cycles}u, ({self.expr(e.value)}))"
         if isinstance(e, LoopIndex):
-            return f"(j_{e.counter} + INT64_C({e.offset}))" if e.offset else f"j_{e.counter}"
+            j = f"j_{e.counter}" if e.base is None else f"(j_{e.counter} + (int64_t){self.expr(e.base)})"
+            return f"({j} + INT64_C({e.offset}))" if e.offset else j
         raise TypeError(f"cannot emit {type(e).__name__}")  # pragma: no cover
 
     def binary(self, e: Binary) -> str:
@@ -384,8 +385,14 @@ class CEmitter:
             ends = [f"(uint64_t)a_{k}", f"(uint64_t)({rt.ctype})((uint64_t)a_{k} + (n_{k} - 1u) * (uint64_t)d_{k})"]
             fits = "popsim_py_fits_u"
         lo, hi = f"(d_{k} > 0 ? {ends[0]} : {ends[1]})", f"(d_{k} > 0 ? {ends[1]} : {ends[0]})"
-        tests = [f"{fits}({lo}, {hi}, INT64_C({g.low}), INT64_C({g.high}), {_MAX[rt]}, {self.guard_size(g)})"
-                 for g in s.guards]
+        tests = []
+        for g in s.guards:
+            # with a base b: the loop's values shifted by b (both below 2**32 in magnitude,
+            # so the 64-bit sums are exact), checked as the loop's own
+            cast = "int64_t" if rt.is_signed else "uint64_t"
+            shift = "" if g.base is None else f" + ({cast}){self.expr(g.base)}"
+            tests.append(f"{fits}({lo}{shift}, {hi}{shift}, INT64_C({g.low}), INT64_C({g.high}), {_MAX[rt]}, "
+                         f"{self.guard_size(g)})")
         return " && ".join(tests)
 
     def guard_size(self, g: Guard) -> str:

@@ -1,10 +1,11 @@
 """Loop versioning: a fast body for counted loops, used by the C back end only.
 
 Checked mode bounds-checks every index it cannot prove in range. In a loop
-``for i in range(...)`` that indexes ``v[i + c]`` (v a field, or a view the body does
-not change; c a constant, 0 included), one test before the loop can show that every
-value the loop variable takes is a valid index: then the whole loop runs without those
-checks. This pass gives such a ForRange a ``fast`` body (a copy of ``body`` without the
+``for i in range(...)`` that indexes ``v[i + c]`` or ``v[i + b]`` (v a field, or a view
+the body does not change; c a constant, 0 included; b a local of the loop variable's type
+that the body does not assign, such as the start of a block computed by an outer loop),
+one test before the loop can show that every value the index takes is a valid index:
+then the whole loop runs without those checks. This pass gives such a ForRange a ``fast`` body (a copy of ``body`` without the
 checks its ``guards`` cover) that emit_c.py runs when every guard holds, and the
 original, checked ``body`` otherwise. Running the checked body is always correct, so
 a failing guard changes nothing: the same IndexError (field, index, size, line) at the
@@ -25,7 +26,7 @@ bits because offsets are kept below 2**31 in magnitude.
 from __future__ import annotations
 
 import copy
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from .typed_ir import (Binary, Break, Const, Expr, FieldRef, ForEach, ForRange, Function, Guard, Load, Local, LoopIndex,
                        Print, Return, RowAt, Stmt, Store, T, TickStmt, While, child_blocks, has_sites, walk_stmts)
@@ -141,11 +142,17 @@ class _Cover:
     def is_var(self, e: Expr) -> bool:
         return isinstance(e, Local) and not e.temp and e.name == self.var and e.ty is self.ty
 
-    def offset(self, idx: Expr) -> Optional[int]:
-        """c when ``idx`` is the loop variable plus the constant c (computed in the
+    def is_base(self, e: Expr) -> bool:
+        """Whether ``e`` is a local of the loop's type that the loop does not change."""
+        return isinstance(e, Local) and not e.temp and e.ty is self.ty and e.name != self.var and \
+            e.name not in self.assigned
+
+    def offset(self, idx: Expr) -> Optional[Tuple[Optional[Local], int]]:
+        """(None, c) when ``idx`` is the loop variable plus the constant c, (b, 0) when it
+        is the loop variable plus a local b the loop does not change (computed in the
         loop's type), else None."""
         if self.is_var(idx):
-            return 0
+            return None, 0
         if not (isinstance(idx, Binary) and idx.ty is self.ty and idx.op in ("add", "sub")):
             return None
         left, right = idx.left, idx.right
@@ -153,9 +160,13 @@ class _Cover:
             off = int(right.value) if idx.op == "add" else -int(right.value)
         elif idx.op == "add" and isinstance(left, Const) and self.is_var(right):
             off = int(left.value)
+        elif idx.op == "add" and self.is_var(left) and self.is_base(right):
+            return right, 0
+        elif idx.op == "add" and self.is_base(left) and self.is_var(right):
+            return left, 0
         else:
             return None
-        return off if -MAX_OFFSET < off < MAX_OFFSET else None
+        return (None, off) if -MAX_OFFSET < off < MAX_OFFSET else None
 
     def view_key(self, view: Expr) -> Optional[tuple]:
         """What identifies a view that keeps its size for the whole loop, else None."""
@@ -170,20 +181,24 @@ class _Cover:
 
     def access(self, view: Expr, index: Expr, site):
         """(index, site) of an access in the fast body."""
-        off = self.offset(index)
-        if off is None or (site is None and off != 0):
+        found = self.offset(index)
+        if found is None:
+            return index, site
+        base, off = found
+        if site is None and (off != 0 or base is not None):
             return index, site
         if site is not None:
             key = self.view_key(view) if self.with_guards else None
             if key is None:
                 return index, site
+            key += (base.name if base is not None else None,)
             guard = self.guards.get(key)
             if guard is None:
-                self.guards[key] = Guard(copy.deepcopy(view), off, off)
+                self.guards[key] = Guard(copy.deepcopy(view), off, off, copy.deepcopy(base))
             else:
                 guard.low, guard.high = min(guard.low, off), max(guard.high, off)
         self.changed = True
-        return LoopIndex(T.I64, index.loc, self.counter, off), None
+        return LoopIndex(T.I64, index.loc, self.counter, off, copy.deepcopy(base)), None
 
     def expr(self, e: Optional[Expr]) -> Optional[Expr]:
         if e is None:

@@ -280,10 +280,12 @@ class Tick(Expr):
 @dataclass
 class LoopIndex(Expr):
     """Only in the fast body of a versioned loop (C only, see loop_versioning.py): the
-    variable of the loop with hidden counter ``counter``, plus ``offset``, as an int64.
-    Exact there: the loop's guards proved that no wrap-around happens."""
+    variable of the loop with hidden counter ``counter``, plus ``base`` (a local the loop
+    does not assign, or None) and ``offset``, as an int64. Exact there: the loop's guards
+    proved that no wrap-around happens."""
     counter: str = ""
     offset: int = 0
+    base: Optional["Local"] = None
 
 
 # -- statements ------------------------------------------------------------------------------
@@ -325,12 +327,14 @@ class While(Stmt):
 
 @dataclass
 class Guard:
-    """A loop version's precondition: ``view[x + offset]`` is in range (and ``x +
-    offset`` does not wrap around in the loop's type) for every value x the loop
-    variable takes and every offset from ``low`` to ``high``."""
+    """A loop version's precondition: ``view[x + base + offset]`` is in range (and the
+    sum does not wrap around in the loop's type) for every value x the loop variable
+    takes and every offset from ``low`` to ``high``; ``base`` is a local the loop does not
+    assign, or None (0)."""
     view: Expr
     low: int
     high: int
+    base: Optional["Local"] = None
 
 
 @dataclass
