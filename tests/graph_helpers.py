@@ -1,10 +1,22 @@
 """Small graph-building helpers shared by the tests: a variable or constant mapped to one
-tile, a small IPUModel, building, loading and running an engine, a vertex whose cycles
-depend on its data and one stuck in a loop."""
+tile, a small IPUModel, building, loading and running an engine, a vertex summing its
+input, one whose cycles depend on its data and one stuck in a loop."""
 import numpy as np
 
 import popsim
-from popsim import InOut, Input, Vector, Vertex
+from popsim import InOut, Input, Output, Vector, Vertex
+
+
+class Total(Vertex):
+    """out = the sum of x."""
+    x: Input[Vector[float]]
+    out: Output[float]
+
+    def compute(self):
+        s = 0.0
+        for v in self.x:
+            s += v
+        self.out = s
 
 
 class Stuck(Vertex):

@@ -3,21 +3,12 @@ import numpy as np
 import pytest
 
 import popsim
-from popsim import FLOAT, INT, Input, Output, Vector
+from popsim import FLOAT, INT
 from popsim.program import Copy, Execute, PrintTensor, Sequence
 
+from graph_helpers import Total
+
 pytestmark = pytest.mark.compiler
-
-
-class Total(popsim.Vertex):
-    x: Input[Vector[float]]
-    out: Output[float]
-
-    def compute(self):
-        s = 0.0
-        for v in self.x:
-            s += v
-        self.out = s
 
 
 def program(device, scale=1.0, sums_tile=3):

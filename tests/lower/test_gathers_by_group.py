@@ -12,19 +12,10 @@ from popsim.contract import COLUMNS
 from popsim.errors import PopsimError
 from popsim.program import Execute
 
+from graph_helpers import Total, small_device
+
 pytestmark = pytest.mark.compiler
 GROUP, CS = COLUMNS["groups"], COLUMNS["compute_sets"]
-
-
-class ColumnSum(Vertex):
-    x: Input[Vector[float]]
-    out: Output[float]
-
-    def compute(self):
-        s = 0.0
-        for v in self.x:
-            s += v
-        self.out = s
 
 
 class AddOne(Vertex):
@@ -40,11 +31,9 @@ def build(writer: bool):
     """y [4, 6] (row k on tile k); on each tile t < 6, a vertex summing column t of y (a
     strided view gathered from four tiles). ``writer``: a vertex on tile 0 also writes
     y[2] (on tile 2), which other tiles' sums read."""
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 8
-    device = model.create_device()
+    device = small_device(8)
     g = popsim.Graph(device)
-    g.add_codelets([ColumnSum, AddOne])
+    g.add_codelets([Total, AddOne])
     y = g.add_variable(FLOAT, [4, 6], "y")
     sums = g.add_variable(FLOAT, [6], "sums")
     ones = g.add_variable(FLOAT, [6], "ones")
@@ -57,7 +46,7 @@ def build(writer: bool):
     cs = g.add_compute_set("sums")
     for t in range(6):
         g.set_tile_mapping(sums[t], t)
-        v = g.add_vertex(cs, ColumnSum, {"x": y[:, t], "out": sums[t]})
+        v = g.add_vertex(cs, Total, {"x": y[:, t], "out": sums[t]})
         g.set_tile_mapping(v, t)
     if writer:
         v = g.add_vertex(cs, AddOne, {"x": ones, "out": y[2]})
@@ -112,11 +101,9 @@ def test_order_free_gathers_are_sorted_by_source_into_few_runs():
     # A vertex reading, position by position, 2 elements of a then 1 of b (a channel slice
     # taken from two regions, as convolutions' inputs are): in view order that is a row per
     # piece; sorted by source, one run per region.
-    model = popsim.IPUModel("ipu2")
-    model.tiles_per_ipu = 4
-    device = model.create_device()
+    device = small_device(4)
     g = popsim.Graph(device)
-    g.add_codelets([ColumnSum])
+    g.add_codelets([Total])
     n = 50
     a = g.add_variable(FLOAT, [n, 2], "a")
     b = g.add_variable(FLOAT, [n, 1], "b")
@@ -130,7 +117,7 @@ def test_order_free_gathers_are_sorted_by_source_into_few_runs():
     cs = g.add_compute_set("cs")
     for t in (0, 3):
         g.set_tile_mapping(sums[t // 3], t)
-        v = g.add_vertex(cs, ColumnSum, {"x": x, "out": sums[t // 3]})
+        v = g.add_vertex(cs, Total, {"x": x, "out": sums[t // 3]})
         g.set_tile_mapping(v, t)
     g.create_host_read("sums", sums)
     prog = Execute(cs)
