@@ -13,7 +13,7 @@ from .collective_types import MOVE_TYPES, CollectiveOperator as Op, check_operat
 from .fragments import tile_elements
 from .options import parse_options
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog, check_tensor
+from ..poputil.checks import check_name, check_prog, check_tensor
 from ..popops import zero
 from .ring_programs import AllGatherPlan, ReduceScatterPlan, RingContext, chains_for, run_schedule
 from .rings import make_rings, pick_method
@@ -30,8 +30,7 @@ class _Call:
         what = f"gcl.{fn}"
         check_tensor(graph, data, what, "data")
         check_prog(prog, what)
-        if not isinstance(name, str):
-            raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+        check_name(name, what)
         replicas = graph.description.replication_factor
         if graph.replication_factor != replicas:
             raise PoplibsError(f"{what}: called on the top-level view of a graph of {replicas} replicas; "

@@ -25,7 +25,7 @@ from popsim.program import Copy
 
 from .. import popops
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_prog, check_tensor
+from ..poputil.checks import check_graph, check_name, check_prog, check_tensor, describe
 from .collective_types import MOVE_TYPES, CollectiveOperator, check_operator
 from .options import parse_options
 
@@ -60,15 +60,11 @@ class Chunks:
 
 # -- checks ---------------------------------------------------------------------------------
 
-def _describe(t) -> str:
-    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
-
 
 def _check_common(graph, prog, name, options, what: str) -> None:
     check_graph(graph, what)
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     method = parse_options(options, what).method
     if method not in ("auto", "clockwise_ring"):
         raise popsim.InvalidOptionError(f"{what}: method must be auto or clockwise_ring (the IPUs of a replica form "
@@ -92,12 +88,12 @@ def _check_on_ipu(graph, t, shard, ipu: int, what: str, role: str) -> None:
             continue
         if not lo <= tile < hi:
             b, e = intervals[0]
-            raise PoplibsError(f"{what}: {role} of {_describe(t)} must be mapped on IPU {ipu} (tiles {lo}..{hi - 1}), "
+            raise PoplibsError(f"{what}: {role} of {describe(t)} must be mapped on IPU {ipu} (tiles {lo}..{hi - 1}), "
                                f"found elements [{b}, {e}) on tile {tile} (IPU {tile // per_ipu}); map shard i of "
                                "the tensor on IPU i's tiles")
         mapped += sum(e - b for b, e in intervals)
     if mapped != shard.num_elements():
-        raise PoplibsError(f"{what}: {role} of {_describe(t)} must be mapped on IPU {ipu} (tiles {lo}..{hi - 1}), "
+        raise PoplibsError(f"{what}: {role} of {describe(t)} must be mapped on IPU {ipu} (tiles {lo}..{hi - 1}), "
                            f"found {shard.num_elements() - mapped} of its {shard.num_elements()} elements unmapped")
 
 
@@ -106,11 +102,11 @@ def _check_shards(graph, t, what: str):
     check_tensor(graph, t, what)
     k, _ = _ipu_tiles(graph)
     if t.rank < 1 or t.shape[0] != k:
-        raise PoplibsError(f"{what}: {_describe(t)} must have a leading dimension of {k} (one shard per IPU of "
+        raise PoplibsError(f"{what}: {describe(t)} must have a leading dimension of {k} (one shard per IPU of "
                            f"the replica's {k} IPUs), found shape {tuple(t.shape)}")
     n = t.num_elements() // k
     if n == 0:
-        raise PoplibsError(f"{what}: {_describe(t)} has empty shards; each IPU's shard needs at least one element")
+        raise PoplibsError(f"{what}: {describe(t)} has empty shards; each IPU's shard needs at least one element")
     for i in range(k):
         _check_on_ipu(graph, t, t[i], i, what, f"shard {i}")
     return k, n
@@ -207,7 +203,7 @@ def all_reduce_within_replica(graph, t, op, prog, name: str = "", options: Optio
     what = "gcl.all_reduce_within_replica"
     _check_common(graph, prog, name, options, what)
     k, _ = _check_shards(graph, t, what)
-    op = check_operator(op, t.dtype, f"{what} of {_describe(t)}")
+    op = check_operator(op, t.dtype, f"{what} of {describe(t)}")
     name = name or f"{t.name}/allReduceWithinReplica"
     out = graph.clone(t, f"{name}/out")
     if op is Op.LOCAL or k == 1:  # each IPU's result is its own shard (or its square)
@@ -228,7 +224,7 @@ def reduce_scatter_within_replica(graph, t, op, prog, name: str = "", options: O
     what = "gcl.reduce_scatter_within_replica"
     _check_common(graph, prog, name, options, what)
     _check_shards(graph, t, what)
-    op = check_operator(op, t.dtype, f"{what} of {_describe(t)}")
+    op = check_operator(op, t.dtype, f"{what} of {describe(t)}")
     name = name or f"{t.name}/reduceScatterWithinReplica"
     k, c, acc = _reduce_scatter(graph, t, op, prog, name)
     return Chunks(t, [Chunk(acc[j].slice(j * c, (j + 1) * c), j, j * c) for j in range(k)])
@@ -246,31 +242,31 @@ def _check_chunks(graph, chunks, what: str):
     check_tensor(graph, t, what, "original input")
     k, _ = _ipu_tiles(graph)
     if t.rank < 1 or t.shape[0] != k:
-        raise PoplibsError(f"{what}: the Chunks' original input {_describe(t)} must have a leading dimension of "
+        raise PoplibsError(f"{what}: the Chunks' original input {describe(t)} must have a leading dimension of "
                            f"{k} (the replica's IPUs), found shape {tuple(t.shape)}")
     if t.dtype not in MOVE_TYPES:
-        raise PoplibsError(f"{what}: the Chunks of {_describe(t)} cannot be gathered: the collectives move "
+        raise PoplibsError(f"{what}: the Chunks of {describe(t)} cannot be gathered: the collectives move "
                            f"{', '.join(x.name for x in MOVE_TYPES)}")
     n = t.num_elements() // k
     c = -(-n // k)
     parts = chunks.chunks if isinstance(chunks.chunks, (list, tuple)) else None
     if parts is None or len(parts) != k:
         found = f"{len(parts)} chunks" if parts is not None else type(chunks.chunks).__name__
-        raise PoplibsError(f"{what}: the Chunks of {_describe(t)} must hold {k} chunks (one per IPU), found {found}; "
+        raise PoplibsError(f"{what}: the Chunks of {describe(t)} must hold {k} chunks (one per IPU), found {found}; "
                            "pass the Chunks reduce_scatter_within_replica returned")
     tensors = []
     for i, part in enumerate(parts):
         if not isinstance(part, Chunk) or not isinstance(part.tensor, popsim.Tensor):
-            raise PoplibsError(f"{what}: chunk {i} of the Chunks of {_describe(t)} must be a gcl Chunk holding a "
+            raise PoplibsError(f"{what}: chunk {i} of the Chunks of {describe(t)} must be a gcl Chunk holding a "
                                f"tensor, found {part!r}")
         check_tensor(graph, part.tensor, what, f"chunk {i}")
         if (part.index, part.offset) != (i, i * c):
-            raise PoplibsError(f"{what}: chunk {i} of the Chunks of {_describe(t)} must have index {i} and offset "
+            raise PoplibsError(f"{what}: chunk {i} of the Chunks of {describe(t)} must have index {i} and offset "
                                f"{i * c}, found index {part.index} and offset {part.offset}; the chunks come in "
                                "IPU order from reduce_scatter_within_replica")
         if part.tensor.dtype != t.dtype or part.tensor.num_elements() != c:
-            raise PoplibsError(f"{what}: chunk {i} of the Chunks of {_describe(t)} must be {t.dtype.name} with "
-                               f"ceil({n} / {k}) = {c} elements, found {_describe(part.tensor)}")
+            raise PoplibsError(f"{what}: chunk {i} of the Chunks of {describe(t)} must be {t.dtype.name} with "
+                               f"ceil({n} / {k}) = {c} elements, found {describe(part.tensor)}")
         _check_on_ipu(graph, part.tensor, part.tensor, i, what, f"chunk {i}")
         tensors.append(part.tensor)
     return t, tensors

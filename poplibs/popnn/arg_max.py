@@ -26,7 +26,7 @@ from popsim.program import Copy, Execute
 
 from .. import popops
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_prog, check_tensor
+from ..poputil.checks import check_name, check_prog, check_tensor, describe
 from .arg_max_vertices import IN_TYPES, gather_vertex, partials_type, sparse_vertex
 
 __all__ = ["arg_max", "arg_min", "max_and_arg_max", "min_and_arg_min", "top_k", "reduce_class"]
@@ -34,10 +34,6 @@ __all__ = ["arg_max", "arg_min", "max_and_arg_max", "min_and_arg_min", "top_k", 
 WORKER_MIN = 32          # PopLibs' fewest elements a Gather worker takes
 WORKER_MAX = 4095        # the repeat counter's limit (Target::getRptCountMax)
 SPARSE_PARTIALS = 32     # partials per Sparse vertex (PopLibs' partialsSize)
-
-
-def describe(t) -> str:
-    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
 
 
 def check_rows(graph, t, prog, what: str, role: str = "input", types=IN_TYPES) -> None:
@@ -167,8 +163,7 @@ def reduce_class(graph, t, is_max: bool, label_type, prog, name: str):
 
 def _arg(graph, t, prog, name: str, is_max: bool, what: str):
     check_rows(graph, t, prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     return reduce_class(graph, t, is_max, UNSIGNED_INT, prog, name or what)
 
 

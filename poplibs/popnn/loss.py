@@ -33,7 +33,7 @@ from popsim.program import AbortOnCondition, Execute, Sequence
 from .. import popops, poputil
 from ..popops import expr as pe
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_graph, check_name, check_tensor
 from .arg_max import check_rows, describe, reduce_class
 from .arg_max_vertices import IN_TYPES
 from .loss_vertices import (FP_TYPES, LABEL_TYPES, accuracy_vertex, label_check_vertex, masked_code,
@@ -234,8 +234,7 @@ def calc_loss(graph, model_outputs, expected, loss, deltas, *args, deltas_scale=
     loss_type = LossType.CROSS_ENTROPY_LOSS if kw["loss_type"] is None else kw["loss_type"]
     if not isinstance(loss_type, LossType):
         raise PoplibsError(f"{what}: loss_type must be a popnn.LossType, found {loss_type!r}")
-    if not isinstance(kw["name"], str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(kw['name']).__name__}")
+    check_name(kw["name"], what)
     check_graph(graph, what)
     _check_outputs(graph, model_outputs, what, FP_TYPES)
     rows, classes = model_outputs.shape

@@ -9,11 +9,10 @@ split in grains of the vector width, at least two grains each). ``non_linearity`
 a new tensor mapped like the input (PopLibs' createOutputForElementWiseOp); the gradient
 a new tensor mapped like the activation. The softmaxes are softmax.py's.
 """
-import popsim
 from popsim.program import Execute
 
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_prog
+from ..poputil.checks import check_name, check_prog
 from ..poputil.memory_order import element_order, flat_view
 from ..popops.elementwise_vertices import vector_width
 from ..popops.op_checks import check_writable, describe
@@ -33,8 +32,7 @@ def _check_common(graph, nl_type, t, prog, name, what: str) -> NonLinearityType:
     nl_type = check_nl_type(nl_type, what)
     check_fp_tensor(graph, t, what, "input")
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     return nl_type
 
 
@@ -103,8 +101,7 @@ def non_linearity_input_gradient(graph, nl_type, act, out_grad, prog, name: str 
     check_fp_tensor(graph, act, what, "activation act")
     check_fp_tensor(graph, out_grad, what, "output gradient out_grad")
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     if tuple(act.shape) != tuple(out_grad.shape) or act.dtype != out_grad.dtype:
         raise PoplibsError(f"{what}: the activation act {describe(act)} and the output gradient out_grad "
                            f"{describe(out_grad)} must have the same shape and type")

@@ -7,7 +7,7 @@ import popsim.program
 from popsim import FLOAT, HALF
 
 from ..poputil import PoplibsError
-from ..poputil.checks import as_float, check_graph, check_prog, check_tensor
+from ..poputil.checks import as_float, check_graph, check_name, check_prog, check_tensor
 
 __all__ = ["check_acts", "check_per_channel", "check_stats", "check_like", "check_partials", "check_name",
            "check_common"]
@@ -21,11 +21,6 @@ def check_common(graph, prog, name, what: str) -> None:
     check_graph(graph, what)
     check_prog(prog, what)
     check_name(name, what)
-
-
-def check_name(name, what: str) -> None:
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
 
 def check_acts(graph, acts, what: str, role: str = "acts") -> None:

@@ -15,12 +15,11 @@ A rank-1 tensor is one row. Rows are the tensor flattened to [rows, innermost].
 """
 import math
 
-import popsim
 from popsim import FLOAT, HALF
 
 from .. import popops
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog
+from ..poputil.checks import check_name, check_prog
 from ..popops import expr as pe
 from ..popops.op_checks import check_writable, describe
 from .non_linearity_checks import check_fp_tensor
@@ -101,8 +100,7 @@ def softmax_gradient(graph, nl_type, y, g, prog, name: str, what: str):
 def _log_softmax(graph, t, prog, name: str, in_place: bool, what: str):
     check_fp_tensor(graph, t, what, "input")
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     if in_place:
         check_writable(t, what, "input")
     x = _rows(t, what)

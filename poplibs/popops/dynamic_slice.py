@@ -20,7 +20,6 @@ into temporaries, updates the innermost with ``s`` and writes each back
 """
 import bisect
 import functools
-import numbers
 from typing import List, Sequence as Seq, Tuple
 
 import popsim
@@ -28,7 +27,7 @@ from popsim.program import Copy, Execute
 
 from .. import poputil
 from ..poputil import PoplibsError
-from ..poputil.checks import check_count, check_prog, check_graph, check_tensor, check_whole_numbers
+from ..poputil.checks import check_count, check_graph, check_prog, check_tensor, check_whole_numbers, describe
 from . import expr as pe
 from .map_expr import map as map_expr
 from .slice_vertices import REMAP_FLAG, SLICE_TYPES, ensure_vertex
@@ -36,10 +35,6 @@ from .slice_vertices import REMAP_FLAG, SLICE_TYPES, ensure_vertex
 __all__ = ["create_sliceable_tensor", "dynamic_slice", "dynamic_update"]
 
 _OPTIONS = ("remapOutOfBoundIndices",)
-
-
-def describe(t) -> str:
-    return f"tensor '{t.name}' ({getattr(t.dtype, 'name', t.dtype)}, shape {tuple(t.shape)})"
 
 
 def check_dims(t, dims, sizes, what: str) -> Tuple[List[int], List[int]]:

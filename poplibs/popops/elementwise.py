@@ -21,7 +21,7 @@ from popsim.program import Execute
 from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_graph, check_name, check_tensor
 from ..poputil.memory_order import element_order, flat_view
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
 from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
@@ -107,8 +107,7 @@ def apply(graph, spec: ElementwiseOp, operands, prog, name: str = "", out=None, 
     what = f"popops.{spec.name}{'_in_place' if in_place else '_with_output' if out is not None else ''}"
     check_graph(graph, what)
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     if in_place and not isinstance(operands[0], popsim.Tensor):
         raise PoplibsError(f"{what}: the first operand is written in place and must be a tensor, found "
                            f"{type(operands[0]).__name__} {operands[0]!r}")

@@ -32,7 +32,7 @@ from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, QUARTER, SHORT, SIGN
 from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_tensor
+from ..poputil.checks import check_name, check_tensor
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import WORKERS, vector_width
 from .quarter_cast import QUARTER_PAIRS, check_quarter_pair, metadata_edge, quarter_cast_class
@@ -210,8 +210,7 @@ def _fill_value(value, dtype, what: str, t):
 def _fill(graph, t, value, prog, name: str, what: str) -> None:
     check_tensor(graph, t, what)
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     if t.dtype not in FILL_TYPES:
         raise PoplibsError(f"{what}: cannot fill {describe(t)}; Fill takes {', '.join(x.name for x in FILL_TYPES)}")
     value = _fill_value(value, t.dtype, what, t)
@@ -306,8 +305,7 @@ def _cast_estimator(src, dst, two_d: bool):
 def _check_cast_args(graph, src, prog, name, what):
     check_tensor(graph, src, what, "source")
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
 
 
 def cast(graph, src, dtype, prog, name: str = "", metadata=None):

@@ -18,7 +18,7 @@ from popsim.program import Execute
 from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_graph, check_name, check_tensor
 from ..poputil.memory_order import element_order
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_vertices import vector_width
@@ -44,8 +44,7 @@ def _apply(graph, expr, tensors, prog, name: str, out=None, in_place: bool = Fal
     what = f"popops.map{'_in_place' if in_place else '_with_output' if out is not None else ''}"
     check_graph(graph, what)
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     tensors = _tensors(graph, tensors, what)
     typed = infer(expr, [t.dtype for t in tensors], what)
     if in_place:

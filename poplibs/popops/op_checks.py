@@ -6,14 +6,9 @@ import math
 import numpy as np
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog  # noqa: F401 - popops' ops take it from here with the rest
+from ..poputil.checks import check_prog, describe  # noqa: F401 - popops' ops take them from here with the rest
 
 __all__ = ["describe", "convert", "scalar_value", "scalar_constant", "check_writable", "check_prog"]
-
-
-def describe(t) -> str:
-    """How an error names a tensor: its name, type and shape."""
-    return f"tensor '{t.name}' ({t.dtype.name}, shape {tuple(t.shape)})"
 
 
 def convert(value, dtype):

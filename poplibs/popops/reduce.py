@@ -42,7 +42,7 @@ from popsim import FLOAT, HALF
 from popsim.program import Copy, Execute
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_graph, check_name, check_tensor
 from . import reduce_plan as plan
 from .op_checks import check_prog, describe
 from .reduce_vertices import OP_TYPES, SCALABLE, Operation, ensure_vertex
@@ -519,8 +519,7 @@ def _start(graph, prog, what, name, css_ok=False):
                                "of graph.add_compute_set() results")
         return
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
 
 
 def _prepare(graph, t, dims, params, out, out_type, what):

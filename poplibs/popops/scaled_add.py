@@ -36,7 +36,7 @@ from popsim import FLOAT, HALF, INT, UNSIGNED_INT
 from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import as_float, check_graph, check_tensor
+from ..poputil.checks import as_float, check_graph, check_name, check_tensor
 from .elementwise import apply
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
@@ -91,8 +91,7 @@ def _scaled(graph, a, scale_a, b, scale_b, prog, subtract: bool, name: str, what
     check_tensor(graph, a, what, "tensor a")
     check_tensor(graph, b, what, "tensor b")
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     if a.dtype not in DATA_TYPES:
         raise PoplibsError(f"{what}: {describe(a)} must be FLOAT, HALF, INT or UNSIGNED_INT")
     if tuple(a.shape) != tuple(b.shape):

@@ -20,7 +20,7 @@ from popsim import UNSIGNED_INT
 from popsim.program import Copy
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_flag, check_graph, check_tensor
+from ..poputil.checks import check_flag, check_graph, check_name, check_tensor
 from .dynamic_slice import check_prog, describe
 from .sort_network import network_stages, sort_rows
 from .sort_vertices import KEY_TYPES, compare_and_swap_cycles
@@ -95,8 +95,7 @@ def _rows(t, dim: int):
 
 
 def _name(name, what: str) -> str:
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     return name or what
 
 

@@ -26,7 +26,7 @@ from popsim.program import Execute
 from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_graph, check_name, check_tensor
 from .op_checks import check_prog, check_writable, describe, scalar_constant
 from .elementwise_vertices import vector_width
 
@@ -134,8 +134,7 @@ def _as_tensors(graph, operands, roles, what: str):
 def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_place=False, out=None):
     check_graph(graph, what)
     check_prog(prog, what)
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+    check_name(name, what)
     if in_place and not isinstance(first, popsim.Tensor):
         raise PoplibsError(f"{what}: the first operand is written in place and must be a tensor, found "
                            f"{type(first).__name__}")

@@ -14,6 +14,17 @@ import popsim.program
 from .errors import PoplibsError
 
 
+def describe(t) -> str:
+    """How an error names a tensor: its name, type and shape."""
+    return f"tensor '{t.name}' ({getattr(t.dtype, 'name', t.dtype)}, shape {tuple(t.shape)})"
+
+
+def check_name(name, what: str) -> None:
+    """An op's debug name: a str."""
+    if not isinstance(name, str):
+        raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
+
+
 def check_graph(graph, what: str) -> None:
     if not isinstance(graph, popsim.Graph):
         raise popsim.TypeError(f"{what}: expected a popsim.Graph as the graph, found {type(graph).__name__}")

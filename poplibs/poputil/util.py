@@ -2,7 +2,7 @@
 import popsim
 from popsim.program import Copy, Sequence
 
-from .checks import check_tensor
+from .checks import check_name, check_tensor
 from .errors import PoplibsError
 
 #: ``template_vertex("popops::ScaledAdd", FLOAT, True) == "popops::ScaledAdd<float,true>"``
@@ -18,8 +18,7 @@ def duplicate(graph, t, prog, name: str = ""):
     if not isinstance(prog, Sequence):
         raise PoplibsError(f"{what} of tensor '{t.name}': prog must be a popsim.Sequence to append the Copy to, "
                            f"found {type(prog).__name__}; create one with popsim.Sequence()")
-    if not isinstance(name, str):
-        raise popsim.TypeError(f"{what} of tensor '{t.name}': name must be a str, found {type(name).__name__}")
+    check_name(name, f"{what} of tensor '{t.name}'")
     out = graph.clone(t, name or f"{t.name}_duplicate")
     prog.add(Copy(t, out))
     return out
