@@ -9,11 +9,6 @@ from numpy_networks import NumpyCnn
 from popsim import popops
 
 
-@pytest.fixture(scope="module")
-def digits():
-    return training_data.load_digits()
-
-
 def _numpy_twin(config, weights):
     return NumpyCnn(weights, config.learning_rate, config.momentum, config.bn_eps, config.bn_momentum)
 

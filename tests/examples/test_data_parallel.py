@@ -14,11 +14,6 @@ GLOBAL_BATCH, STEPS, TILES = 16, 8, 16
 STATE = PARAMETERS + ("running_mean", "running_var")
 
 
-@pytest.fixture(scope="module")
-def digits():
-    return training_data.load_digits()
-
-
 _RUNS = {}
 
 
@@ -121,7 +116,7 @@ def test_sharded_optimizer_gives_the_same_results_and_saves_momentum_memory(digi
     assert "sharded over 4 replicas" in line
 
 
-def test_command_line_trains_two_replicas(capsys):
+def test_command_line_trains_two_replicas(capsys, digits):  # (digits: skipped without them)
     assert main(["--replicas", "2", "--epochs", "1", "--shard-optimizer"]) == 0
     out = capsys.readouterr().out
     assert "2 IPUs of 64 tiles, one replica each" in out and "Epoch 1/1" in out

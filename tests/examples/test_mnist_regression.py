@@ -10,8 +10,7 @@ from popsim import popops
 from test_training_data import write_idx
 
 
-def test_first_epoch_matches_numpy_step_by_step():
-    digits = training_data.load_digits()
+def test_first_epoch_matches_numpy_step_by_step(digits):
     batch, lr = 32, 0.5
     images, labels = training_data.epoch_batches(digits.train, batch, np.random.default_rng(2))
     test_images, test_labels = training_data.padded_batches(digits.test, batch, popops.MASKED_LABEL_CODE)
@@ -32,7 +31,7 @@ def test_first_epoch_matches_numpy_step_by_step():
     assert net.test(test_images, test_labels) == expected
 
 
-def test_demo_command_line(capsys):
+def test_demo_command_line(capsys, digits):  # (digits: skipped without them)
     """The demo's test runs ``regression-demo 1 1.0`` and looks for these strings."""
     assert main(["1", "1.0"]) == 0
     out = capsys.readouterr().out
@@ -40,7 +39,7 @@ def test_demo_command_line(capsys):
         assert expected in out
 
 
-def test_reaches_90_percent_on_digits(capsys):
+def test_reaches_90_percent_on_digits(capsys, digits):
     main(["20"])
     accuracy = float(capsys.readouterr().out.split("test accuracy: ")[1].split("%")[0])
     assert accuracy >= 90.0

@@ -42,8 +42,8 @@ def test_idx_errors_name_the_file(tmp_path):
         training_data.load_mnist(str(tmp_path))
 
 
-def test_digits_split_and_batches():
-    data = training_data.load_digits()
+def test_digits_split_and_batches(digits):
+    data = digits
     assert len(data.train.labels) + len(data.test.labels) == 1797
     assert data.train.images.shape[1:] == (8, 8) and data.train.images.dtype == np.float32
     assert 0 <= data.train.images.min() and data.train.images.max() <= 1
