@@ -12,10 +12,9 @@ a new tensor mapped like the activation. The softmaxes are softmax.py's.
 from popsim.program import Execute
 
 from ..poputil import PoplibsError, per_tile
-from ..poputil.checks import check_name, check_prog
+from ..poputil.checks import check_name, check_prog, check_writable, describe
 from ..poputil.memory_order import element_order, flat_view
 from ..popops.elementwise_vertices import vector_width
-from ..popops.op_checks import check_writable, describe
 from . import softmax as _softmax
 from .non_linearity_checks import check_fp_tensor, check_nl_type
 from .non_linearity_vertices import SOFTMAX_SCALING, NonLinearityType, ensure_vertex, worker_cycles

@@ -1,7 +1,6 @@
 """The argument checks popnn's non-linearities and softmaxes share."""
 from ..poputil import PoplibsError
-from ..poputil.checks import check_tensor
-from ..popops.op_checks import describe
+from ..poputil.checks import check_tensor, describe
 from .non_linearity_vertices import FP_TYPES, NonLinearityType
 
 

@@ -19,9 +19,8 @@ from popsim import FLOAT, HALF
 
 from .. import popops
 from ..poputil import PoplibsError
-from ..poputil.checks import check_name, check_prog
+from ..poputil.checks import check_name, check_prog, check_writable, describe
 from ..popops import expr as pe
-from ..popops.op_checks import check_writable, describe
 from .non_linearity_checks import check_fp_tensor
 from .non_linearity_vertices import SOFTMAX_SCALING, NonLinearityType
 

@@ -1,12 +1,13 @@
 """The argument checks popops' ops share (element-wise, map, fill/cast, scaled add, select
-and clamp, misc): how a tensor is named in an error, numbers as values of a tensor's type,
-writable outputs, the program an op appends to."""
+and clamp, misc): numbers as values of a tensor's type, and, from poputil.checks (which
+every library shares), how a tensor is named in an error, writable outputs and the program
+an op appends to."""
 import math
 
 import numpy as np
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog, describe  # noqa: F401 - popops' ops take them from here with the rest
+from ..poputil.checks import check_prog, check_writable, describe  # noqa: F401 - popops' ops take them from here
 
 __all__ = ["describe", "convert", "scalar_value", "scalar_constant", "check_writable", "check_prog"]
 
@@ -46,10 +47,3 @@ def scalar_constant(graph, value, dtype, what: str, other):
     return constant
 
 
-def check_writable(t, what: str, role: str) -> None:
-    if t.contains_constant():
-        raise PoplibsError(f"{what}: the {role} {describe(t)} contains constants, which cannot be written; "
-                           "write into a variable (popops.<op> returns a new one)")
-    if t.contains_aliases():
-        raise PoplibsError(f"{what}: the {role} {describe(t)} has elements that alias each other (a broadcast "
-                           "or repeated view), so parallel writes would race; write into a tensor without aliases")

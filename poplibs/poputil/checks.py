@@ -25,6 +25,16 @@ def check_name(name, what: str) -> None:
         raise popsim.TypeError(f"{what}: name must be a str, found {type(name).__name__}")
 
 
+def check_writable(t, what: str, role: str) -> None:
+    """``t`` may be written by an op: no constants, no elements that alias each other."""
+    if t.contains_constant():
+        raise PoplibsError(f"{what}: the {role} {describe(t)} contains constants, which cannot be written; "
+                           "write into a variable (popops.<op> returns a new one)")
+    if t.contains_aliases():
+        raise PoplibsError(f"{what}: the {role} {describe(t)} has elements that alias each other (a broadcast "
+                           "or repeated view), so parallel writes would race; write into a tensor without aliases")
+
+
 def check_graph(graph, what: str) -> None:
     if not isinstance(graph, popsim.Graph):
         raise popsim.TypeError(f"{what}: expected a popsim.Graph as the graph, found {type(graph).__name__}")
