@@ -5,9 +5,9 @@ Checked mode bounds-checks every index it cannot prove in range. In a loop
 the body does not change; c a constant, 0 included; b a local of the loop variable's type
 that the body does not assign, such as the start of a block computed by an outer loop),
 one test before the loop can show that every value the index takes is a valid index:
-then the whole loop runs without those checks. This pass gives such a ForRange a ``fast`` body (a copy of ``body`` without the
-checks its ``guards`` cover) that emit_c.py runs when every guard holds, and the
-original, checked ``body`` otherwise. Running the checked body is always correct, so
+then the whole loop runs without those checks. This pass gives such a ForRange a
+``fast`` body (a copy of ``body`` without the checks its ``guards`` cover) that emit_c.py
+runs when every guard holds, and the original, checked ``body`` otherwise. Running the checked body is always correct, so
 a failing guard changes nothing: the same IndexError (field, index, size, line) at the
 same iteration, after the same stores. The interpreter always runs ``body``.
 
