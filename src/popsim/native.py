@@ -13,6 +13,7 @@ from typing import List
 import numpy as np
 
 from . import _core, config
+from .contract import COLUMNS
 from .errors import EngineStateError, InvalidOptionError, PopsimError
 
 __all__ = ["describe", "build_machine", "MAX_THREADS"]
@@ -67,7 +68,7 @@ def _codelet_names(v) -> List[str]:
     """The vertex type name of each codelet row (for the core's crash report)."""
     names = ["?"] * len(v.codelets)
     if len(v.vertices):
-        codelets, first_rows = np.unique(v.vertices[:, 0], return_index=True)
+        codelets, first_rows = np.unique(v.vertices[:, COLUMNS["vertices"]["codelet"]], return_index=True)
         for c, row in zip(codelets.tolist(), first_rows.tolist()):
             names[c] = v.type_names[int(v.row_type[row])]
     return names

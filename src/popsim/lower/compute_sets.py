@@ -37,7 +37,7 @@ from .vertex_rows import FieldRows, TypeColumns
 
 FIELD_ARENA, FIELD_SPANS = int(FieldBase.ARENA), int(FieldBase.SPANS)  # plain ints: appended per edge
 _TILE, _FIRST_FIELD, _NUM_FIELDS = (COLUMNS["vertices"][c] for c in ("tile", "first_field", "num_fields"))
-_FIELD, _SPAN, _GROUP = COLUMNS["fields"], COLUMNS["spans"], COLUMNS["groups"]
+_FIELD, _SPAN, _GROUP, _CS = COLUMNS["fields"], COLUMNS["spans"], COLUMNS["groups"], COLUMNS["compute_sets"]
 
 
 def _elements_read(spec) -> int:
@@ -132,7 +132,7 @@ class ComputeSetLowerer:
         self._row_type: List[np.ndarray] = []
         self._row_index: List[np.ndarray] = []
         self.num_vertices = self.num_fields = self.num_spans = self.num_groups = 0
-        self.compute_sets: List[Tuple[int, int, int, int]] = []
+        self.compute_sets: List[np.ndarray] = []  # rows of COLUMNS["compute_sets"]
         self.accesses: List[tuple] = []  # per row: (reads, writes), liveness.edge_access
         self.codelets: List[Tuple[str, str]] = []
         self.codelet_fields: List[List[Tuple[int, int]]] = []
@@ -208,7 +208,11 @@ class ComputeSetLowerer:
         table_in = self.tables.add_runs(placed.gathers) if placed.gathers.size else -1
         table_out = self.tables.add_runs(placed.scatters) if placed.scatters.size else -1
         by_group = table_in >= 0 and self._gathers_by_group(placed.gather_tiles)
-        self.compute_sets.append((first_group, self.num_groups - first_group, table_in, table_out, int(by_group)))
+        row = np.zeros(ROW_WIDTHS["compute_sets"], np.int64)
+        row[_CS["first_group"]], row[_CS["num_groups"]] = first_group, self.num_groups - first_group
+        row[_CS["exchange_in"]], row[_CS["exchange_out"]] = table_in, table_out
+        row[_CS["gathers_by_group"]] = by_group
+        self.compute_sets.append(row)
         self.accesses.append(edge_access(self.state.table, edges))
         exchange_in, exchange_out = placed.traffic_in.cost(self.cost), placed.traffic_out.cost(self.cost)
         self.exchange_costs.append(np.stack([exchange_in.vector, exchange_out.vector]))
@@ -409,10 +413,11 @@ class ComputeSetLowerer:
             width = ROW_WIDTHS[table]
             return np.concatenate(parts).reshape(-1, width) if parts else np.empty((0, width), np.int64)
         groups = joined(self._groups, "groups")
+        compute_sets = joined(self.compute_sets, "compute_sets")
         return VertexTables(
             vertices=joined(self._vertices, "vertices"), fields=joined(self._fields, "fields"),
             spans=joined(self._spans, "spans"), groups=groups,
-            compute_sets=np.asarray(self.compute_sets, np.int64).reshape(-1, ROW_WIDTHS["compute_sets"]),
+            compute_sets=compute_sets,
             codelets=self.codelets, codelet_fields=self.codelet_fields,
             exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, self.target.num_ipus, NUM_CATEGORIES),
             sync_cycles=self.cost.sync_cycles, state_bytes=self.state_bytes,
@@ -422,5 +427,6 @@ class ComputeSetLowerer:
             type_names=[t.name for t in self.types], type_fields=[list(t.field_names) for t in self.types],
             type_sources=[t.source for t in self.types], cs_names=self.cs_names,
             cs_buffer_bytes=self.cs_buffer_bytes, cs_shared_bytes=self.cs_shared_bytes,
-            group_tiles=groups[:, 0].copy(), cs_groups=[(c[0], c[1]) for c in self.compute_sets],
+            group_tiles=groups[:, _GROUP["tile"]].copy(),
+            cs_groups=[(int(c[_CS["first_group"]]), int(c[_CS["num_groups"]])) for c in compute_sets],
             warnings=self.warnings, vertex_types=self.types)
