@@ -18,6 +18,7 @@ from .errors import (DuplicateHandleError, GraphConnectionError, HandleError, In
 from .linear_mapping import linear_tile_mapping
 from .mapping import join_adjacent
 from .poplar_names import SnakeCaseNames
+from .program import Function, Program
 from .quarter import checked_metadata
 from .runs import MappingIndex, runs_of, split_at_positions, tile_intervals
 from . import views
@@ -34,18 +35,6 @@ __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
 class VariableMappingMethod(enum.Enum):
     NONE = "NONE"      # map it yourself with set_tile_mapping
     LINEAR = "LINEAR"  # spread evenly over the graph's tiles (poputil's linear mapping)
-
-
-class Function:
-    """A program outlined once and run with ``Call(function)``."""
-
-    __slots__ = ("program", "index", "name", "_state")
-
-    def __init__(self, state, index: int, program, name: str):
-        self._state, self.index, self.program, self.name = state, index, program, name
-
-    def __repr__(self) -> str:
-        return f"Function({self.name!r})"
 
 
 GraphTarget = Union[Target, Device]
@@ -532,7 +521,6 @@ class Graph(VertexBuilding, SnakeCaseNames):
 
     def add_function(self, program, name: Optional[str] = None) -> Function:
         """Outline ``program`` so that ``Call(function)`` runs it; its code exists once."""
-        from .program import Program
         if not isinstance(program, Program):
             raise errors.TypeError(f"add_function: expected a Program, found {type(program).__name__}")
         f = Function(self._state, len(self._state.functions), program, self._state.unique_name(name, "function"))

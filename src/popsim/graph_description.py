@@ -24,7 +24,7 @@ from .target import Target
 from .variables import VariableTable
 
 if TYPE_CHECKING:  # only for annotations: these modules import this one
-    from .graph import Function
+    from .program import Function
     from .streams import DataStream
     from .tensor import Tensor
     from .vertices import ComputeSet

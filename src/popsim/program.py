@@ -5,7 +5,7 @@ that made it. The engine lowers the tree to a flat instruction list once.
 
 Every program kind lists its ``PARTS``: each attribute with what it is (a child
 program, a tensor, a stream, a compute set, a function, or plain data). That one
-description drives everything that walks programs generically (program_tree.py):
+description drives everything that walks programs generically (program_parts.py, program_tree.py):
 the graph-membership check, the executable-cache digest, and the traversal order of
 lowering and of the reference executor. A new program kind declares its PARTS and
 gets lowering and reference semantics; nothing else needs to know about it.
@@ -13,17 +13,18 @@ gets lowering and reference semantics; nothing else needs to know about it.
 from __future__ import annotations
 
 import enum
-from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from .errors import ControlProgramError, StreamConnectionError
-from .graph import ComputeSet, Function
+from .program_parts import Part, PartKind, children, iter_programs
 from .streams import DataStream
 from .tensor import Tensor
+from .vertices import ComputeSet
 
 __all__ = [
-    "Part", "PartKind", "REPEAT_COUNT_MAX",
+    "Part", "PartKind", "REPEAT_COUNT_MAX", "Function",
     "Program", "Sequence", "Execute", "Copy", "CrossReplicaCopy", "Repeat", "RepeatWhileTrue", "RepeatWhileFalse", "If",
     "Switch", "Call", "PrintTensor", "WriteUndef", "Sync", "SyncType", "Abort", "AbortOnCondition",
 ]
@@ -35,28 +36,20 @@ class SyncType(enum.Enum):
     GLOBAL = "GLOBAL"      # all replicas
 
 
-class PartKind(enum.Enum):
-    """What one attribute of a program is."""
-
-    PROGRAM = "program"          # one child program
-    PROGRAMS = "programs"        # child programs, run in order
-    CASES = "cases"              # {value: program}: the values are data, the programs children
-    TENSOR = "tensor"
-    ENDPOINT = "endpoint"        # a Tensor or a DataStream (Copy's ends)
-    COMPUTE_SET = "compute set"
-    FUNCTION = "function"
-    VALUE = "value"              # plain data that changes behaviour: counts, messages, titles, names
-
-
-class Part(NamedTuple):
-    """One attribute of a program kind: its name and what it is."""
-
-    name: str
-    kind: PartKind
-
-
 _PROGRAM, _PROGRAMS, _CASES = PartKind.PROGRAM, PartKind.PROGRAMS, PartKind.CASES
 _TENSOR, _ENDPOINT, _VALUE = PartKind.TENSOR, PartKind.ENDPOINT, PartKind.VALUE
+
+class Function:
+    """A program outlined once and run with ``Call(function)``."""
+
+    __slots__ = ("program", "index", "name", "_state")
+
+    def __init__(self, state, index: int, program, name: str):
+        self._state, self.index, self.program, self.name = state, index, program, name
+
+    def __repr__(self) -> str:
+        return f"Function({self.name!r})"
+
 
 #: The largest Repeat count: the core counts iterations in a signed 64-bit integer.
 REPEAT_COUNT_MAX = 2 ** 63 - 1
@@ -76,12 +69,10 @@ class Program:
 
     def children(self) -> Tuple["Program", ...]:
         """The child programs, in the order PARTS lists them."""
-        from .program_tree import children
         return tuple(children(self))
 
     def is_empty(self) -> bool:
         """True when running it does nothing (only empty Sequences, however nested)."""
-        from .program_tree import iter_programs
         return all(type(p) is Sequence for p in iter_programs([self]))
 
     def describe(self) -> str:

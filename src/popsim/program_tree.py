@@ -4,109 +4,23 @@ Everything that needs to see a program's structure goes through here: the
 graph-membership check, the executable-cache digest (digest.py), lowering
 (lower/programs.py) and the reference executor (reference/executor.py). A new
 program kind therefore needs only its PARTS, plus its lowering and its reference
-semantics.
-
-Nothing here recurses in Python: trees nested 10,000 deep (or 5,000 chained Calls)
-are walked with explicit stacks. ``drive`` is the shared trampoline: a per-kind
-handler is a generator that yields the child programs it wants handled, in the
-order and as many times as it likes (lowering yields each child once; the reference
-executor yields a Repeat body ``count`` times), and resumes when each is done.
+semantics. The walks themselves (``drive``, ``iter_programs``, ...) are
+program_parts.py's, a floor below program.py; this module adds what needs the program
+kinds and the graph's objects: the functions a tree calls and the membership check.
 """
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Deque, Iterable, Iterator, Optional, Tuple
 
 from .errors import ControlProgramError
-from .graph import Function
-from .program import Part, PartKind, Program
+from .program import Function, PartKind, Program
+from .program_parts import children, drive, iter_programs, operands, parts_of, program_label
 from .streams import DataStream
 from .tensor import Tensor
 
 __all__ = ["parts_of", "children", "operands", "drive", "iter_programs", "reachable", "check_belongs_to",
            "program_label"]
-
-_CHILD_KINDS = (PartKind.PROGRAM, PartKind.PROGRAMS, PartKind.CASES)
-_parts_cache: Dict[type, Tuple[Part, ...]] = {}
-
-
-def parts_of(kind: type) -> Tuple[Part, ...]:
-    """Every part of a program kind: its bases' parts first, then its own."""
-    parts = _parts_cache.get(kind)
-    if parts is None:
-        collected: List[Part] = []
-        for klass in reversed(kind.__mro__):
-            collected.extend(klass.__dict__.get("PARTS", ()))
-        parts = _parts_cache[kind] = tuple(collected)
-    return parts
-
-
-def children(p: Program) -> List[Program]:
-    """The child programs of ``p``, in PARTS order (a Switch's cases in insertion order)."""
-    out: List[Program] = []
-    for part in parts_of(type(p)):
-        kind = part.kind
-        if kind is PartKind.PROGRAM:
-            out.append(getattr(p, part.name))
-        elif kind is PartKind.PROGRAMS:
-            out.extend(getattr(p, part.name))
-        elif kind is PartKind.CASES:
-            out.extend(getattr(p, part.name).values())
-    return out
-
-
-def operands(p: Program) -> Iterator[Tuple[Part, object]]:
-    """The graph objects ``p`` names: (part, tensor / stream / compute set / function)."""
-    for part in parts_of(type(p)):
-        if part.kind not in _CHILD_KINDS and part.kind is not PartKind.VALUE:
-            yield part, getattr(p, part.name)
-
-
-def _walk(root: Program, handle: Callable[[Program], Optional[Iterator[Program]]]) -> Iterator[Program]:
-    """Pre-order over the tree from ``root``, without recursion: yields each program,
-    then calls ``handle`` on it for the iterator of its children to visit next (None:
-    nothing below it). A program found inside itself raises ControlProgramError
-    instead of looping forever."""
-    yield root
-    below = handle(root)
-    if below is None:
-        return
-    stack = [(root, below)]
-    on_path = {id(root)}
-    while stack:
-        child = next(stack[-1][1], None)
-        if child is None:
-            on_path.discard(id(stack.pop()[0]))
-            continue
-        if id(child) in on_path:
-            raise _contains_itself(child)
-        yield child
-        below = handle(child)
-        if below is not None:
-            stack.append((child, below))
-            on_path.add(id(child))
-
-
-def drive(root: Program, handle: Callable[[Program], Optional[Iterator[Program]]]) -> None:
-    """Run ``handle`` over the tree from ``root`` without recursion: ``handle(p)`` returns
-    None (nothing below ``p`` to visit) or an iterator of the child programs to handle
-    next; each is handled completely before the iterator is resumed. A program found
-    inside itself raises ControlProgramError instead of looping forever."""
-    for _ in _walk(root, handle):
-        pass
-
-
-def iter_programs(roots: Iterable[Program]) -> Iterator[Program]:
-    """Every program in the trees of ``roots``, pre-order (not entering Called functions);
-    a program shared by several parents is visited under each of them."""
-    for root in roots:
-        yield from _walk(root, lambda p: iter(children(p)))
-
-
-def _contains_itself(p: Program) -> ControlProgramError:
-    return ControlProgramError(f"{program_label(p)} contains itself (it was added to one of its own children, or a "
-                               "function's program calls that function): programs cannot recurse; restructure it as "
-                               "a loop (Repeat or RepeatWhileTrue)")
 
 
 def reachable(roots: Iterable[Program]) -> Iterator[Tuple[Program, object]]:
@@ -122,12 +36,6 @@ def reachable(roots: Iterable[Program]) -> Iterator[Tuple[Program, object]]:
                 if part.kind is PartKind.FUNCTION and isinstance(obj, Function) and id(obj) not in seen:
                     seen.add(id(obj))
                     pending.append((obj.program, obj))
-
-
-def program_label(p: Program) -> str:
-    """How messages name a program: its kind, and its description when that says more."""
-    kind, text = type(p).__name__, p.describe()
-    return text if text.startswith(kind) else f"{kind} '{text}'"
 
 
 def _owner_state(obj):
