@@ -17,7 +17,7 @@ import sys
 from typing import List, Optional
 
 from ..errors import PopsimError
-from .report import open_report
+from .saved import open_report
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -2,11 +2,12 @@
 Target, Graph, Memory Usage, Execution."""
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List
 
 import numpy as np
 
-from .report import Report
+if TYPE_CHECKING:  # only for annotations: report.py imports this module (Report.summary)
+    from .report import Report
 
 _LABEL_WIDTH = 57
 
