@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     os.environ["XDG_CACHE_HOME"] = str(work / "cache")
     os.environ["POPSIM_CODELET_MODE"] = "interpreted"  # the workloads' graphs run nothing compiled
     sys.path.insert(0, str(work / "stage"))
-    from popsim.codelet import prebuilt, translate
+    from popsim.codelet import cpp as cpp_codelets, prebuilt, translate
     prebuilt.override = ""  # the tier being written is not read
     new = out.with_name(out.name + ".new")
     shutil.rmtree(new, ignore_errors=True)
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
     for module_name in cpp_modules(root):
         module = importlib.import_module(module_name)
         for checked in CHECKED:
-            name, entry = prebuilt.cpp_entry(module.CPP_CODELETS, module.CPP_FLAGS, new, checked=checked)
+            name, entry = cpp_codelets.cpp_entry(module.CPP_CODELETS, module.CPP_FLAGS, new, checked=checked)
             cpp.setdefault(name, []).append(entry)
     prebuilt.write_index(new, python, cpp)
     shutil.rmtree(out, ignore_errors=True)

@@ -128,7 +128,7 @@ def test_a_prebuilt_cpp_codelet_file_runs_no_compiler_and_an_edit_is_a_miss(tmp_
     with monkeypatch.context() as m:  # the build: compiled with the tier off, in its own cache
         m.setattr(prebuilt, "override", "")
         m.setenv("XDG_CACHE_HOME", str(tmp_path / "build-cache"))
-        name, entry = prebuilt.cpp_entry(src, "-O2", tier)
+        name, entry = cpp.cpp_entry(src, "-O2", tier)
     prebuilt.write_index(tier, {}, {name: [entry]})
     monkeypatch.setattr(cpp, "_memo", {})  # as a new process: nothing known in memory either
     runs = []
@@ -155,7 +155,7 @@ def test_a_cpp_file_prebuilt_plain_and_checked_serves_both_builds(tmp_path, tier
     with monkeypatch.context() as m:
         m.setattr(prebuilt, "override", "")
         m.setenv("XDG_CACHE_HOME", str(tmp_path / "build-cache"))
-        builds = [prebuilt.cpp_entry(src, "-O2", tier, checked=checked) for checked in (False, True)]
+        builds = [cpp.cpp_entry(src, "-O2", tier, checked=checked) for checked in (False, True)]
     assert builds[0][0] == builds[1][0] and builds[0][1]["library"] != builds[1][1]["library"]
     prebuilt.write_index(tier, {}, {builds[0][0]: [entry for _, entry in builds]})
     monkeypatch.setattr(cpp, "_memo", {})

@@ -400,3 +400,28 @@ def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool
             extra={"cpp_class": vx.cpp_type, "base": vx.cls.base}))
     _remember(real, key, [str(real), *src.files], result)
     return result
+
+
+def cpp_entry(path, compile_flags: str, out: Path, checked: Optional[bool] = None) -> Tuple[str, dict]:
+    """(file name, index entry) of C++ codelet file ``path`` as ``graph.add_codelets(path,
+    compile_flags)`` compiles it (into the user cache, with the tier off), its library
+    copied into ``out``; dependencies and source locations relative to the file. The
+    prebuilt tier's entry for the file (tools/prebuild_codelets.py writes the tier with
+    it and prebuilt.write_index); here, not in prebuilt.py, which only reads the tier."""
+    import shutil
+    from .prebuilt import cpp_key
+    path = Path(path)
+    real = path.resolve()
+    flags = file_flags(compile_flags, checked)
+    record = record_of(path, compile_flags, checked)
+    deps = [(os.path.relpath(f, real.parent), digest) for f, digest in record["dependencies"]]
+    (library,) = {t["library"] for t in record["types"]}
+    name = f"cpp-{real.stem}{'-checked' if checked else ''}.so"
+    shutil.copyfile(library, out / name)
+    types = []
+    for t in record["types"]:
+        shown, _, line = t["source"].rpartition(":")
+        rel = real.name if shown == str(path) else os.path.relpath(shown, real.parent)
+        types.append({**t, "library": name, "source": f"{rel}:{line}"})
+    return real.name, {"flags": flags, "dependencies": [list(d) for d in deps], "key": cpp_key(flags, deps),
+                       "library": name, "types": types}

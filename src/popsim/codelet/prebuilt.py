@@ -36,7 +36,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..errors import PopsimError
 from ..log import logger
 
-__all__ = ["directory", "python_library", "cpp_types", "python_environment", "cpp_key", "python_entries", "cpp_entry",
+__all__ = ["directory", "python_library", "cpp_types", "python_environment", "cpp_key", "python_entries",
            "write_index", "FORMAT"]
 
 FORMAT = 2  # 2: each C++ codelet file has a list of entries (its plain and checked builds)
@@ -219,29 +219,6 @@ def python_entries(library: str, translations) -> Dict[str, list]:
     """The index's entries of the translations (translate.Translation) compiled into
     ``library`` (a file name in the tier)."""
     return {t.symbol: [library, sha256_text(t.c_code)] for t in translations}
-
-
-def cpp_entry(path, compile_flags: str, out: Path, checked: Optional[bool] = None) -> Tuple[str, dict]:
-    """(file name, index entry) of C++ codelet file ``path`` as ``graph.add_codelets(path,
-    compile_flags)`` compiles it (into the user cache, with the tier off), its library
-    copied into ``out``; dependencies and source locations relative to the file."""
-    import shutil
-    from . import cpp
-    path = Path(path)
-    real = path.resolve()
-    flags = cpp.file_flags(compile_flags, checked)
-    record = cpp.record_of(path, compile_flags, checked)
-    deps = [(os.path.relpath(f, real.parent), digest) for f, digest in record["dependencies"]]
-    (library,) = {t["library"] for t in record["types"]}
-    name = f"cpp-{real.stem}{'-checked' if checked else ''}.so"
-    shutil.copyfile(library, out / name)
-    types = []
-    for t in record["types"]:
-        shown, _, line = t["source"].rpartition(":")
-        rel = real.name if shown == str(path) else os.path.relpath(shown, real.parent)
-        types.append({**t, "library": name, "source": f"{rel}:{line}"})
-    return real.name, {"flags": flags, "dependencies": [list(d) for d in deps], "key": cpp_key(flags, deps),
-                       "library": name, "types": types}
 
 
 def write_index(out: Path, python: Dict[str, list], cpp: Dict[str, List[dict]]) -> None:

@@ -17,7 +17,6 @@ results and cycle counts.
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import re
 import sys
@@ -311,9 +310,3 @@ def _prebuilt_libraries(translations) -> list:
     from .translate import compile_flags
     flags = compile_flags(True)
     return [prebuilt.python_library(t.symbol, t.c_code, flags) for t in translations]
-
-
-def symbol_for(name: str, code: str) -> str:
-    """A C identifier unique to this vertex type and its code."""
-    safe = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")[:32] or "vertex"
-    return f"pyv_{safe}_{hashlib.sha256(code.encode()).hexdigest()[:12]}"

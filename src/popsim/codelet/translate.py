@@ -11,8 +11,10 @@ there is one, a fix.
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
 import linecache
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,12 @@ _NO_BUILTIN_MATH = [f"-fno-builtin-{n}" for n in (
 #: no contraction), so results are bit-identical. Loops of float arithmetic stay scalar:
 #: its NaN rule (include/popsim_python_runtime.h) is not vector code.
 _VECTORISE = ["-fvect-cost-model=cheap"]
+
+
+def symbol_for(name: str, code: str) -> str:
+    """A C identifier unique to this vertex type and its code."""
+    safe = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")[:32] or "vertex"
+    return f"pyv_{safe}_{hashlib.sha256(code.encode()).hexdigest()[:12]}"
 
 
 def compile_flags(checked: bool = True) -> List[str]:
@@ -127,7 +135,6 @@ def parse_compute(cls) -> Tuple[ast.FunctionDef, object, str]:
 
 def translate_class(cls, name: str, fields, attrs, multi: bool) -> Translation:
     """Type-check and translate one class (raises CodeletSyntaxError)."""
-    from .python_vertex import symbol_for
     node, func, filename = parse_compute(cls)
     src = Source(filename, f"{cls.__qualname__}.compute")
     fn = check_function(src, node, func, cls, name, fields, attrs, multi)
