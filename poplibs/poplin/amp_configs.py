@@ -1,5 +1,5 @@
 """The vertex configurations popsim's poplin can run: the one table the planner chooses
-from (conv_candidates) and the executors build from (conv_execute, convolution_execute).
+from (conv_candidates) and the executors build from (mat_mul_execute, convolution_execute).
 AMP (below); HMAC: PopLibs' ConvPartialHorizontalMac, instantiated (conv_hmac.cpp) for
 float/float, half/float and half/half (input/partials), as PopLibs does; VMAC: PopLibs'
 ConvPartialVerticalMac (conv_vmac.cpp), half inputs with float or half partials and 4, 8

@@ -20,7 +20,7 @@ from popsim.program import Copy
 from .. import poputil
 from ..poputil import PoplibsError
 from ..poputil.checks import check_graph, check_prog, check_tensor
-from . import conv_execute, conv_layout, mat_mul_layout
+from . import conv_layout, mat_mul_execute, mat_mul_layout
 from .conv_candidates import is_mat_mul_shaped
 from .conv_params import ConvParams
 from .conv_transforms import get_gradient_params, is_one_by_one, weight_deltas_view, weight_update
@@ -50,10 +50,10 @@ def _mat_mul_tensor(graph, plan, params: ConvParams, role: str, dtype, name: str
     g, b = params.num_conv_groups, params.batch_size
     cin, cout = params.input_channels_per_group, params.output_channels_per_group
     ones = [1] * params.num_field_dims
-    blocks = conv_execute.blocking_for(graph, plan, g, b, cin, cout)
+    blocks = mat_mul_execute.blocking_for(graph, plan, g, b, cin, cout)
     swap = plan.transforms[0].swap_operands
     if role == "output":
-        t = mat_mul_layout.create_output(graph, dtype, blocks, name, conv_execute.output_grain(graph, plan, dtype))
+        t = mat_mul_layout.create_output(graph, dtype, blocks, name, mat_mul_execute.output_grain(graph, plan, dtype))
         t = t.dim_shuffle([0, 2, 1]) if swap else t
         return t.dim_shuffle([1, 0, 2]).reshape([b, g * cout] + ones)
     lhs = (role == "input") != swap
@@ -76,7 +76,7 @@ def _create(graph, params, name, options, cache, role: str, what: str):
         return conv_layout.create_input(graph, dtype, blocks, params.input_field_shape, name)
     if role == "weights":
         return conv_layout.create_weights(graph, dtype, blocks, name)
-    return conv_layout.create_output(graph, dtype, blocks, name, conv_execute.output_grain(graph, plan, dtype))
+    return conv_layout.create_output(graph, dtype, blocks, name, mat_mul_execute.output_grain(graph, plan, dtype))
 
 
 def create_input(graph, params: ConvParams, name: str = "input", options=None, cache=None):

@@ -2,7 +2,7 @@
 for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
 
 1. Truncation and flips become views (conv_transforms.canonical_views). A matmul-shaped
-   convolution (field and kernel {1}, nothing else) is the matmul it is: conv_execute builds
+   convolution (field and kernel {1}, nothing else) is the matmul it is: mat_mul_execute builds
    it (swapOperands included).
 2. conv_layout cuts the convolution into per-tile boxes as the plan's Partition says. One
    serial step is built once (serial_loop.py: out-channel steps the outer Repeat,
@@ -15,7 +15,7 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
    Each vertex reads its input window, its weights and writes its box of the output (or
    of the partials).
 3. With kernel or in-channel parts, the parts' partials are reduced into the output step
-   where they live (conv_execute.reduce_partials), adding up over the in-channel serial
+   where they live (mat_mul_execute.reduce_partials), adding up over the in-channel serial
    steps into a step zeroed before their loop; with one part but partials of another type
    than the output, they are cast into it (popops' cast; the planner costs PopLibs' cast).
    The vertex is the one the plan's method names (amp_configs): a plan no vertex runs is an
@@ -28,7 +28,7 @@ from popsim import UNSIGNED_INT, concat, popops
 from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError
-from . import amp_configs, conv_execute, conv_hmac, conv_nx1, conv_vertices, conv_vmac
+from . import amp_configs, conv_hmac, conv_nx1, conv_vertices, conv_vmac, mat_mul_execute
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials, reducing_parts
 from .conv_transforms import canonical_views, dim_maps, is_one_by_one
@@ -64,11 +64,12 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
         cin, cout = canon.input_channels_per_group, canon.output_channels_per_group
         a = x.reshape([b, g, cin]).dim_shuffle([1, 0, 2])
         bm = w.reshape([g, cout, cin]).dim_shuffle([0, 2, 1])
-        conv_execute.execute_mat_mul(graph, a, bm, out.reshape([b, g, cout]).dim_shuffle([1, 0, 2]), plan, prog, name)
+        mat_mul_execute.execute_mat_mul(graph, a, bm, out.reshape([b, g, cout]).dim_shuffle([1, 0, 2]), plan, prog,
+                                        name)
         return
     blocks = ConvBlocking.of(plan, canon, graph.get_target().num_tiles)
     in_type = x.dtype
-    partials_type = conv_execute.partials_type_of(plan, in_type)
+    partials_type = mat_mul_execute.partials_type_of(plan, in_type)
     one_by_one = is_one_by_one(canon) and bool(plan.transforms[1].flatten_dims) and not hmac
     if plan.method.kind == "VMAC":
         amp_configs.check_runnable(plan.method, in_type, partials_type, "vmac", f"poplin.convolution '{name}'",
@@ -81,7 +82,7 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
         vertex = conv_hmac.conv_partial_hmac_name(in_type, partials_type)
     elif one_by_one:
         conv_vertices.ensure_codelets(graph)
-        vertex = conv_execute.vertex_type_for(plan, in_type, partials_type)
+        vertex = mat_mul_execute.vertex_type_for(plan, in_type, partials_type)
     else:
         conv_nx1.ensure_codelets(graph)
         amp_configs.check_runnable(plan.method, in_type, partials_type, "nx1", f"poplin.convolution '{name}'")
@@ -126,8 +127,8 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
             popops.add_in_place(graph, out_flat, partials_flat, inner, f"{name}/AddPartials")
     elif not direct:
         params = popops.ReduceParams(popops.Operation.ADD, update=c_split.steps > 1)
-        conv_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
-                                     inner, f"{name}/Reduce", conv_execute.output_grain(graph, plan, out.dtype))
+        mat_mul_execute.reduce_partials(graph, builder.reduce_items(0, active), partials_type, out.dtype, params,
+                                        inner, f"{name}/Reduce", mat_mul_execute.output_grain(graph, plan, out.dtype))
     loop.repeat(outer, c_split, c_count, inner, "inChanLoop")
     loop.update(out_steps, out_step, outer, "outUpdate")
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")

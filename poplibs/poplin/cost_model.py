@@ -35,7 +35,7 @@ def engine_exchange_cycles(num_bytes: int, exchange_bytes_per_cycle: float) -> i
 
 def reduce_exchange_cycles(partials: int, depth: int, grain: int, partials_bytes: int,
                            exchange_bytes_per_cycle: float) -> int:
-    """The executor's one-stage reduction (conv_execute.reduce_partials): the ``partials``
+    """The executor's one-stage reduction (mat_mul_execute.reduce_partials): the ``partials``
     of an output block are shared out over the ``depth`` tiles holding them in pieces of
     whole ``grain`` elements (split_bounds); the tile with the largest piece receives that
     piece of the other depth - 1 tiles' partials and sums it where it is, into the piece of

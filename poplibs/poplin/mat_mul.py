@@ -1,6 +1,6 @@
 """poplin's matrix multiplications (PopLibs' poplin/MatMul.hpp): a matmul is planned as the
 1-D convolution ConvParams.for_mat_mul gives, by the planner (planner.get_plan), and built
-by conv_execute as the plan says.
+by mat_mul_execute as the plan says.
 
 Types (PopLibs' rules): A and B have one type, FLOAT or HALF; the output type defaults to
 it (``output_type`` may choose the other); the partials type is the ``partialsType``
@@ -12,7 +12,7 @@ from popsim import FLOAT, HALF
 
 from ..poputil import PoplibsError
 from ..poputil.checks import check_graph, check_prog, check_tensor, check_whole_numbers
-from . import conv_execute, mat_mul_layout
+from . import mat_mul_execute, mat_mul_layout
 from .conv_params import for_mat_mul
 from .planner import get_plan, graph_cache
 
@@ -58,12 +58,13 @@ def _grouped(t):
 
 def _blocking(graph, plan, a_shape, b_shape):
     g, m, k = (1,) * (3 - len(a_shape)) + tuple(a_shape)
-    return conv_execute.blocking_for(graph, plan, g, m, k, b_shape[-1])
+    return mat_mul_execute.blocking_for(graph, plan, g, m, k, b_shape[-1])
 
 
 def _create_output(graph, plan, a_shape, b_shape, out_type, name):
     blocks = _blocking(graph, plan, a_shape, b_shape)
-    out = mat_mul_layout.create_output(graph, out_type, blocks, name, conv_execute.output_grain(graph, plan, out_type))
+    grain = mat_mul_execute.output_grain(graph, plan, out_type)
+    out = mat_mul_layout.create_output(graph, out_type, blocks, name, grain)
     return out.dim_shuffle([0, 2, 1]) if plan.transforms[0].swap_operands else out
 
 
@@ -77,7 +78,7 @@ def mat_mul_grouped(graph, a, b, prog, name: str = "", options=None, cache=None,
     out_type = _output_type(a.dtype, output_type, what)
     plan = _plan(graph, a.dtype, a.shape, b.shape, out_type, options, cache)
     out = _create_output(graph, plan, a.shape, b.shape, out_type, f"{name}/output" if name else "matmul_output")
-    conv_execute.execute_mat_mul(graph, a, b, out, plan, prog, name or "MatMul")
+    mat_mul_execute.execute_mat_mul(graph, a, b, out, plan, prog, name or "MatMul")
     return out
 
 
@@ -87,7 +88,7 @@ def mat_mul_grouped_with_output(graph, a, b, out, prog, name: str = "", options=
     _check_operands(graph, a, b, prog, 3, what)
     _check_output(graph, out, (a.shape[0], a.shape[1], b.shape[2]), what, "out")
     plan = _plan(graph, a.dtype, a.shape, b.shape, out.dtype, options, cache)
-    conv_execute.execute_mat_mul(graph, a, b, out, plan, prog, name or "MatMul")
+    mat_mul_execute.execute_mat_mul(graph, a, b, out, plan, prog, name or "MatMul")
 
 
 def mat_mul_grouped_acc(graph, c, k, a, b, prog, name: str = "", options=None, cache=None) -> None:
@@ -98,7 +99,7 @@ def mat_mul_grouped_acc(graph, c, k, a, b, prog, name: str = "", options=None, c
     _check_output(graph, c, (a.shape[0], a.shape[1], b.shape[2]), what, "C")
     _check_scale(graph, k, what)
     plan = _plan(graph, a.dtype, a.shape, b.shape, c.dtype, options, cache)
-    conv_execute.execute_mat_mul(graph, a, b, c, plan, prog, name or "MatMulAcc", scale=k)
+    mat_mul_execute.execute_mat_mul(graph, a, b, c, plan, prog, name or "MatMulAcc", scale=k)
 
 
 def _check_output(graph, out, shape, what: str, role: str) -> None:
@@ -166,7 +167,7 @@ def _create(graph, dtype, a_shape, b_shape, name, options, cache, rank, side, ou
     what = f"poplin.create_mat_mul{'_grouped' if rank == 3 else ''}_{side}"
     check_graph(graph, what)
     a_shape, b_shape = _shapes(a_shape, b_shape, rank, what)
-    conv_execute.check_types(dtype, output_type or dtype, what)
+    mat_mul_execute.check_types(dtype, output_type or dtype, what)
     plan = _plan(graph, dtype, a_shape, b_shape, output_type or dtype, options, cache)
     blocks = _blocking(graph, plan, a_shape, b_shape)
     swap = plan.transforms[0].swap_operands

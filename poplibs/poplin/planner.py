@@ -117,7 +117,7 @@ class _Search:
         self.own = _Best()   # this candidate's best (the report's runner-up)
         self.vw_partial = target.vector_width(cand.partials_type)
         self.vw_out = target.vector_width(params.output_type)
-        # the elements a reduction's output is shared out in (conv_execute.output_grain)
+        # the elements a reduction's output is shared out in (mat_mul_execute.output_grain)
         self.out_grain = -(-max(cand.partial_chans_per_group, self.vw_out) // self.vw_out) * self.vw_out
 
     # -- cost of one configuration -------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 import popsim
 from popsim import FLOAT, HALF, poplin
-from popsim.poplin import amp_configs, conv_execute
+from popsim.poplin import amp_configs, mat_mul_execute
 from popsim.poplin.conv_params import for_mat_mul
 from popsim.poplin.plan import Method
 from popsim.poputil import PoplibsError
@@ -201,4 +201,4 @@ def test_an_unrunnable_plan_raises_instead_of_running_another_vertex():
     bad = dataclasses.replace(plan, method=Method("AMP", 16, 4))
     out = g.add_variable(HALF, (1, 32, 32), "c")
     with pytest.raises(PoplibsError, match="16 conv units x 4 input load elements.*no ConvPartial1x1Out"):
-        conv_execute.execute_mat_mul(g, a.expand([0]), b.expand([0]), out, bad, Sequence(), "mm")
+        mat_mul_execute.execute_mat_mul(g, a.expand([0]), b.expand([0]), out, bad, Sequence(), "mm")

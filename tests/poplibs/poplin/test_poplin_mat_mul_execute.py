@@ -6,7 +6,7 @@ import pytest
 
 import popsim
 from popsim import FLOAT, HALF
-from popsim.poplin import conv_execute, mat_mul_layout
+from popsim.poplin import mat_mul_execute, mat_mul_layout
 from popsim.poplin.plan import ConvTransform, Method, Partition, Plan, Split
 from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Sequence
@@ -30,7 +30,7 @@ def _matmul(plan, groups, m, k, n, in_type=FLOAT, out_type=None, layout="plan", 
     device = _device()
     g = popsim.Graph(device)
     out_type = out_type or in_type
-    blocks = conv_execute.blocking_for(g, plan, groups, m, k, n)
+    blocks = mat_mul_execute.blocking_for(g, plan, groups, m, k, n)
     if layout == "plan" and not plan.transforms[0].swap_operands:
         a = mat_mul_layout.create_lhs(g, in_type, blocks, "a")
         b = mat_mul_layout.create_rhs(g, in_type, blocks, "b")
@@ -42,7 +42,7 @@ def _matmul(plan, groups, m, k, n, in_type=FLOAT, out_type=None, layout="plan", 
         for t in (a, b, c):
             map_tensor_linearly(g, t)
     prog = Sequence()
-    conv_execute.execute_mat_mul(g, a, b, c, plan, prog, "mm", scale=scale)
+    mat_mul_execute.execute_mat_mul(g, a, b, c, plan, prog, "mm", scale=scale)
     for handle, t in (("a", a), ("b", b), ("c", c)):
         g.create_host_write(handle, t)
     g.create_host_read("out", c)
@@ -130,8 +130,8 @@ def test_reduction_output_shared_by_the_tiles_holding_partials():
     made = []
     add_cs = g.add_compute_set
     g.add_compute_set = lambda name: made.append(add_cs(name)) or made[-1]
-    blocks = conv_execute.blocking_for(g, plan, 1, 6, 64, 16)
-    grain = conv_execute.output_grain(g, plan, FLOAT)
+    blocks = mat_mul_execute.blocking_for(g, plan, 1, 6, 64, 16)
+    grain = mat_mul_execute.output_grain(g, plan, FLOAT)
     assert grain == 8
     a = mat_mul_layout.create_lhs(g, FLOAT, blocks, "a")
     b = mat_mul_layout.create_rhs(g, FLOAT, blocks, "b")
@@ -141,7 +141,7 @@ def test_reduction_output_shared_by_the_tiles_holding_partials():
         mapping = g.get_tile_mapping(block)
         held = {t: sum(e - s for s, e in r) for t, r in enumerate(mapping) if r}
         assert held == {blocks.tile(0, mi, 0, ki): n for ki, n in enumerate((8, 16, 8, 16))}
-    conv_execute.execute_mat_mul(g, a, b, c, plan, Sequence(), "mm")
+    mat_mul_execute.execute_mat_mul(g, a, b, c, plan, Sequence(), "mm")
     reduce_cs = [cs for cs in made if cs.name == "mm/Reduce"]
     assert len(reduce_cs) == 1
     vertices = list(reduce_cs[0].vertices)
