@@ -30,18 +30,31 @@
 
 namespace popsim {
 
-// memcpy with fast paths for the element-sized moves of scattered views.
-inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) {
+// `n` elements of N bytes, `ss` and `ds` bytes apart: a copy of a size known here, which
+// the compiler makes a few moves, not a call.
+template <size_t N>
+inline void copy_strided(uint8_t *d, const uint8_t *s, int64_t n, int64_t ds, int64_t ss) {
+  for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, N);
+}
+
+// `n` elements of `len` bytes, with fast paths for the element sizes of scattered views
+// and of convolutions' channel groups (8 and 16 floats: what they gather most).
+inline void copy_elements(uint8_t *d, const uint8_t *s, int64_t len, int64_t n, int64_t ds, int64_t ss) {
   switch (len) {
-    case 1: *dst = *src; return;
-    case 2: std::memcpy(dst, src, 2); return;
-    case 4: std::memcpy(dst, src, 4); return;
-    case 8: std::memcpy(dst, src, 8); return;
-    case 16: std::memcpy(dst, src, 16); return;
-    case 32: std::memcpy(dst, src, 32); return;
-    default: std::memcpy(dst, src, static_cast<size_t>(len));
+    case 1: return copy_strided<1>(d, s, n, ds, ss);
+    case 2: return copy_strided<2>(d, s, n, ds, ss);
+    case 4: return copy_strided<4>(d, s, n, ds, ss);
+    case 8: return copy_strided<8>(d, s, n, ds, ss);
+    case 16: return copy_strided<16>(d, s, n, ds, ss);
+    case 32: return copy_strided<32>(d, s, n, ds, ss);
+    case 64: return copy_strided<64>(d, s, n, ds, ss);
+    default:
+      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, static_cast<size_t>(len));
   }
 }
+
+// memcpy of one element.
+inline void copy_bytes(uint8_t *dst, const uint8_t *src, int64_t len) { copy_elements(dst, src, len, 1, 0, 0); }
 
 // Whether run `r` may move its elements 4 x 4 at a time, and how: 0 no; 1 rows in (its
 // sources' rows, outer_src 4, are read 4 elements at a time and stored as columns of
@@ -67,33 +80,7 @@ inline int blocked_direction(const CopyRun &r) {
 
 // Copies a row of a run's elements in order.
 inline void copy_row(const CopyRun &r, const uint8_t *s, uint8_t *d) {
-  if (r.count == 1) return copy_bytes(d, s, r.len);
-  const int64_t ss = r.src_stride, ds = r.dst_stride, n = r.count;
-  switch (r.len) {
-    case 4:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 4);
-      return;
-    case 8:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 8);
-      return;
-    case 32:  // channel groups of 8 and 16 floats: what convolutions gather most
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 32);
-      return;
-    case 64:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 64);
-      return;
-    case 16:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 16);
-      return;
-    case 2:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, 2);
-      return;
-    case 1:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) *d = *s;
-      return;
-    default:
-      for (int64_t i = 0; i < n; ++i, s += ss, d += ds) std::memcpy(d, s, static_cast<size_t>(r.len));
-  }
+  copy_elements(d, s, r.len, r.count, r.dst_stride, r.src_stride);
 }
 
 // A blocked run's elements (blocked_direction(r) = `direction`, not 0), 4 x 4 at a time
