@@ -13,9 +13,9 @@ element type (FLOAT, HALF) and type, named as popc names PopLibs' instantiations
 - ``popnn::NonLinearityGrad1D<...>`` / ``...Grad2D<...>``: ``out`` (the activation
   ``act``), ``outGrad`` (Inputs) -> ``inGrad`` (Output).
 
-Each vertex's code is written out from a source template and the type's body (vertex code
-cannot call helper functions, so the formula goes into the loop), as popops' element-wise
-vertices are. HALF is loaded as float32, computed in float32 and rounded once when stored.
+Each kind is one vertex template whose instantiations call their type's function
+(``FORWARD`` / ``GRAD``), which the translator inlines into the loop. HALF is loaded as
+float32, computed in float32 and rounded once when stored.
 
 Gradients are functions of the activation PopLibs passes: the forward OUTPUT for SIGMOID,
 RELU, TANH and HARD_SIGMOID, the forward INPUT for GELU, GELU_ERF and SWISH (their
@@ -31,17 +31,14 @@ NonLinearityGrad1D tile cycles ``W * (20 + inner(ceil(n / W))) + 20``;
 NonLinearityGrad2D worker cycles ``5 + sum_i (8 + inner(n_i))``; W = 6 workers. A 1D
 estimate is a tile figure, charged as ceil(figure / W) on each worker.
 """
-import ast
 import enum
-import textwrap
+import math
 
 import popsim
-from popsim import FLOAT, HALF
+from popsim import FLOAT, HALF, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
-from ..poputil.generated_vertex import vertex_from_source
-from ..popops.elementwise_ops import BY_TYPE
-from ..popops.elementwise_vertices import WORKERS, chunk_loop
-from ..popops.op_types import UnaryOpType
+from ..popops.elementwise_vertices import WORKERS
+from ..poputil.vertex_helpers import chunk_begin, chunk_end
 
 #: the scale of SOFTMAX_SCALED's outputs (PopLibs' SOFTMAX_SCALING, NonLinearityInternal.hpp)
 SOFTMAX_SCALING = 62000.0
@@ -80,42 +77,75 @@ ELEMENTWISE = tuple(t for t in NL if t not in SOFTMAXES)
 GRAD_FROM_INPUT = (NL.GELU, NL.GELU_ERF, NL.SWISH)
 
 
-def _erf_of(arg: str, result: str) -> str:
-    """Statements setting ``result`` to erf(``arg``) with popops' erf body (Abramowitz &
-    Stegun 7.1.26, absolute error below 1.5e-7: vertex code has no math.erf), its locals
-    renamed ``erf_*`` so that they never clash with the caller's."""
-    tree = ast.parse(BY_TYPE[UnaryOpType.ERF].body_for(FLOAT))
-    local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {"x"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id in local:
-            node.id = "erf_" + node.id
-    *setup, value = tree.body
-    return "\n".join([f"erf_x = {arg}"] + [ast.unparse(s) for s in setup] + [f"{result} = {ast.unparse(value.value)}"])
+_GELU_ALPHA, _GELU_BETA = 0.7978845608, 0.044715  # sqrt(2/pi); the cubic term's weight
 
 
-_GELU_ALPHA, _GELU_BETA = "0.7978845608", "0.044715"  # sqrt(2/pi); the cubic term's weight
-#: forward bodies over ``x`` (statements, then the value on the last line)
-FORWARD = {
-    NL.RELU: "x if x > 0.0 else 0.0",
-    NL.SIGMOID: "1.0 / (1.0 + math.exp(-x))",
-    NL.TANH: "math.tanh(x)",
-    NL.GELU: f"0.5 * x * (1.0 + math.tanh({_GELU_ALPHA} * x * (1.0 + {_GELU_BETA} * x * x)))",
-    NL.GELU_ERF: _erf_of("x * 0.70710678118", "e") + "\n0.5 * x * (1.0 + e)",
-    NL.SWISH: "x / (1.0 + math.exp(-x))",
-    NL.HARD_SIGMOID: "min(max(0.2 * x + 0.5, 0.0), 1.0)",
-}
-#: gradient bodies over ``a`` (the activation) and ``g`` (the output gradient)
-GRAD = {
-    NL.RELU: "g if a > 0.0 else 0.0",
-    NL.SIGMOID: "g * a * (1.0 - a)",
-    NL.TANH: "g * (1.0 - a * a)",
-    NL.HARD_SIGMOID: "g * 0.2 if a > 0.0 and a < 1.0 else 0.0",
-    NL.GELU: (f"t = math.tanh({_GELU_ALPHA} * a * (1.0 + {_GELU_BETA} * a * a))\n"
-              f"g * 0.5 * (1.0 + t + (1.0 - t * t) * a * ({_GELU_ALPHA} + 3.0 * {_GELU_ALPHA} * {_GELU_BETA} * a * a))"),
-    NL.GELU_ERF: (_erf_of("a * 0.70710678118", "e") +
-                  "\ng * (0.5 * (1.0 + e) + a * 0.3989422804 * math.exp(-0.5 * a * a))"),
-    NL.SWISH: "s = 1.0 / (1.0 + math.exp(-a))\ng * s * (1.0 + a * (1.0 - s))",
-}
+# -- the forward functions of x, the input --------------------------------------------------------
+def relu(x):
+    return x if x > 0.0 else 0.0
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def tanh(x):
+    return math.tanh(x)
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + math.tanh(_GELU_ALPHA * x * (1.0 + _GELU_BETA * x * x)))
+
+
+def gelu_erf(x):
+    e = math.erf(x * 0.70710678118)
+    return 0.5 * x * (1.0 + e)
+
+
+def swish(x):
+    return x / (1.0 + math.exp(-x))
+
+
+def hard_sigmoid(x):
+    return min(max(0.2 * x + 0.5, 0.0), 1.0)
+
+
+# -- the gradients of a, the activation (see GRAD_FROM_INPUT), and g, the output gradient -------
+def relu_grad(a, g):
+    return g if a > 0.0 else 0.0
+
+
+def sigmoid_grad(a, g):
+    return g * a * (1.0 - a)
+
+
+def tanh_grad(a, g):
+    return g * (1.0 - a * a)
+
+
+def hard_sigmoid_grad(a, g):
+    return g * 0.2 if a > 0.0 and a < 1.0 else 0.0
+
+
+def gelu_grad(a, g):
+    t = math.tanh(_GELU_ALPHA * a * (1.0 + _GELU_BETA * a * a))
+    return g * 0.5 * (1.0 + t + (1.0 - t * t) * a * (_GELU_ALPHA + 3.0 * _GELU_ALPHA * _GELU_BETA * a * a))
+
+
+def gelu_erf_grad(a, g):
+    e = math.erf(a * 0.70710678118)
+    return g * (0.5 * (1.0 + e) + a * 0.3989422804 * math.exp(-0.5 * a * a))
+
+
+def swish_grad(a, g):
+    s = 1.0 / (1.0 + math.exp(-a))
+    return g * s * (1.0 + a * (1.0 - s))
+
+
+FORWARD = {NL.RELU: relu, NL.SIGMOID: sigmoid, NL.TANH: tanh, NL.GELU: gelu, NL.GELU_ERF: gelu_erf,
+           NL.SWISH: swish, NL.HARD_SIGMOID: hard_sigmoid}
+GRAD = {NL.RELU: relu_grad, NL.SIGMOID: sigmoid_grad, NL.TANH: tanh_grad, NL.HARD_SIGMOID: hard_sigmoid_grad,
+        NL.GELU: gelu_grad, NL.GELU_ERF: gelu_erf_grad, NL.SWISH: swish_grad}
 #: (cycles, elements per loop) per type: FLOAT, HALF (popsim's figures; the popops table's
 #: rows where popops has the op: RELU, SIGMOID, TANH, GELU_ERF)
 FORWARD_PERF = {
@@ -129,52 +159,112 @@ GRAD_PERF = {
     NL.HARD_SIGMOID: ((4, 2), (4, 4)),
 }
 
-_ROWS = "for r in range(len({f})):\n    for i in range(len({f}[r])):"
-# kind -> (base class, fields, loop over the written field, (loads), store target)
-_KINDS = {
-    "1D": ("MultiVertex", "data: Input[Vector[T]]\nout: Output[Vector[T]]", chunk_loop("self.out"),
-           ("x = self.data[i]",), "self.out[i]"),
-    "1DInPlace": ("MultiVertex", "data: InOut[Vector[T]]", chunk_loop("self.data"),
-                  ("x = self.data[i]",), "self.data[i]"),
-    "2D": ("Vertex", "data: Input[VectorList[T]]\nout: Output[VectorList[T]]", _ROWS.format(f="self.out"),
-           ("x = self.data[r][i]",), "self.out[r][i]"),
-    "2DInPlace": ("Vertex", "data: InOut[VectorList[T]]", _ROWS.format(f="self.data"),
-                  ("x = self.data[r][i]",), "self.data[r][i]"),
-    "Grad1D": ("MultiVertex", "out: Input[Vector[T]]\noutGrad: Input[Vector[T]]\ninGrad: Output[Vector[T]]",
-               chunk_loop("self.inGrad"), ("a = self.out[i]", "g = self.outGrad[i]"), "self.inGrad[i]"),
-    "Grad2D": ("Vertex", "out: Input[VectorList[T]]\noutGrad: Input[VectorList[T]]\ninGrad: Output[VectorList[T]]",
-               _ROWS.format(f="self.inGrad"), ("a = self.out[r][i]", "g = self.outGrad[r][i]"), "self.inGrad[r][i]"),
-}
-KINDS = tuple(_KINDS)
 
-
-def vertex_source(kind: str, nl: NonLinearityType) -> str:
-    """The Python-vertex source of one instantiation (a class named ``V``)."""
-    base, fields, loop, loads, target = _KINDS[kind]
-    *setup, value = (GRAD if kind.startswith("Grad") else FORWARD)[nl].split("\n")
-    inner = "\n".join(list(loads) + setup + [f"{target} = {value}"])
-    depth = loop.count("for ")
-    body = loop + "\n" + textwrap.indent(inner, "    " * depth)
-    args = "self, worker_id" if base == "MultiVertex" else "self"
-    return (f"class V({base}):\n{textwrap.indent(fields, '    ')}\n\n    def compute({args}):\n"
-            f"{textwrap.indent(body, '        ')}\n        return True\n")
-
-
+# -- the vertices: one template per kind, each instantiation inlining its type's function -------
 def _template(kind: str):
-    name = f"popnn::NonLinearity{kind}"
+    return popsim.vertex_template(f"popnn::NonLinearity{kind}", dtype=list(FP_TYPES), nl=list(ELEMENTWISE))
 
-    def factory(dtype, nl):
-        if nl not in ELEMENTWISE:
-            raise popsim.PopsimError(f"vertex template {name}: {nl.name} has no element-wise vertex (the softmaxes "
-                                     "are built from popops reductions and maps)")
-        return vertex_from_source(vertex_source(kind, nl), f"popnn {name} {dtype.name} {nl.name}", T=dtype)
 
-    factory.__name__ = name.split("::")[1]
-    return popsim.vertex_template(name, dtype=list(FP_TYPES), nl=list(ELEMENTWISE))(factory)
+@_template("1D")
+def NonLinearity1D(dtype, nl):
+    f = FORWARD[nl]
+
+    class NonLinearity1D(MultiVertex):
+        data: Input[Vector[dtype]]
+        out: Output[Vector[dtype]]
+
+        def compute(self, worker_id):
+            n, w = len(self.out), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.out[i] = f(self.data[i])
+            return True
+    return NonLinearity1D
+
+
+@_template("1DInPlace")
+def NonLinearity1DInPlace(dtype, nl):
+    f = FORWARD[nl]
+
+    class NonLinearity1DInPlace(MultiVertex):
+        data: InOut[Vector[dtype]]
+
+        def compute(self, worker_id):
+            n, w = len(self.data), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.data[i] = f(self.data[i])
+            return True
+    return NonLinearity1DInPlace
+
+
+@_template("2D")
+def NonLinearity2D(dtype, nl):
+    f = FORWARD[nl]
+
+    class NonLinearity2D(Vertex):
+        data: Input[VectorList[dtype]]
+        out: Output[VectorList[dtype]]
+
+        def compute(self):
+            for r in range(len(self.out)):
+                for i in range(len(self.out[r])):
+                    self.out[r][i] = f(self.data[r][i])
+            return True
+    return NonLinearity2D
+
+
+@_template("2DInPlace")
+def NonLinearity2DInPlace(dtype, nl):
+    f = FORWARD[nl]
+
+    class NonLinearity2DInPlace(Vertex):
+        data: InOut[VectorList[dtype]]
+
+        def compute(self):
+            for r in range(len(self.data)):
+                for i in range(len(self.data[r])):
+                    self.data[r][i] = f(self.data[r][i])
+            return True
+    return NonLinearity2DInPlace
+
+
+@_template("Grad1D")
+def NonLinearityGrad1D(dtype, nl):
+    f = GRAD[nl]
+
+    class NonLinearityGrad1D(MultiVertex):
+        out: Input[Vector[dtype]]
+        outGrad: Input[Vector[dtype]]
+        inGrad: Output[Vector[dtype]]
+
+        def compute(self, worker_id):
+            n, w = len(self.inGrad), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.inGrad[i] = f(self.out[i], self.outGrad[i])
+            return True
+    return NonLinearityGrad1D
+
+
+@_template("Grad2D")
+def NonLinearityGrad2D(dtype, nl):
+    f = GRAD[nl]
+
+    class NonLinearityGrad2D(Vertex):
+        out: Input[VectorList[dtype]]
+        outGrad: Input[VectorList[dtype]]
+        inGrad: Output[VectorList[dtype]]
+
+        def compute(self):
+            for r in range(len(self.inGrad)):
+                for i in range(len(self.inGrad[r])):
+                    self.inGrad[r][i] = f(self.out[r][i], self.outGrad[r][i])
+            return True
+    return NonLinearityGrad2D
 
 
 #: kind -> the vertex template
-TEMPLATES = {kind: _template(kind) for kind in KINDS}
+TEMPLATES = {"1D": NonLinearity1D, "1DInPlace": NonLinearity1DInPlace, "2D": NonLinearity2D,
+             "2DInPlace": NonLinearity2DInPlace, "Grad1D": NonLinearityGrad1D, "Grad2D": NonLinearityGrad2D}
+KINDS = tuple(TEMPLATES)
 
 
 # -- cycle estimators (popsim's: see the module docstring) ------------------------------------------

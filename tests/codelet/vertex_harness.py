@@ -94,12 +94,13 @@ _counter = itertools.count()
 
 
 def load_vertex(tmp_path, body, fields=("in_: Input[Vector[float]]", "out: Output[Vector[float]]", "k: float"),
-                base="Vertex", params="self"):
-    """Write a module with one vertex class; returns (class, line of compute's first
-    body statement)."""
+                base="Vertex", params="self", imports=""):
+    """Write a module with one vertex class (after ``imports``, module-level lines);
+    returns (class, line of compute's first body statement)."""
+    header = HEADER + imports
     lines = [f"class V({base}):"] + [f"    {f}" for f in fields] + [f"    def compute({params}):"]
-    first = HEADER.count("\n") + len(lines) + 1
-    source = HEADER + "\n".join(lines) + "\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8) + "\n"
+    first = header.count("\n") + len(lines) + 1
+    source = header + "\n".join(lines) + "\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8) + "\n"
     path = tmp_path / f"vmod{next(_counter)}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)

@@ -23,6 +23,7 @@ from typing import List, Optional, Sequence, Tuple
 from ..errors import CodeletSyntaxError
 from . import compiler
 from .emit_c import LIBRARY_HEADER, emit_function
+from .inline import origin_of
 from .loop_versioning import version_loops
 from .op_costs import add_cycle_counting
 from .typecheck import check_function
@@ -71,7 +72,9 @@ class Source:
         end_col = getattr(node, "end_col_offset", None)
         text = linecache.getline(self.filename, line) if line else ""
         text = text.rstrip("\n")
-        parts = [f"{msg} (in {self.qualname}, {Path(self.filename).name}:{line})"]
+        origin = origin_of(node)  # code inlined from a helper is located at its call
+        where = f", inlined from {origin}" if origin else ""
+        parts = [f"{msg} (in {self.qualname}, {Path(self.filename).name}:{line}{where})"]
         if text.strip():
             indent = len(text) - len(text.lstrip())
             width = (end_col - col) if (end_line == line and end_col and end_col > col) else len(text.rstrip()) - col

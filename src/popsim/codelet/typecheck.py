@@ -19,7 +19,8 @@ from __future__ import annotations
 import ast
 from typing import Callable, Tuple
 
-from .typecheck_calls import Calls
+from .inline import inline_helpers, is_inlined_name
+from .typecheck_calls import KNOWN, Calls
 from .typecheck_expr import Expressions
 from .typecheck_state import CheckState
 from .typecheck_stmt import Statements
@@ -81,9 +82,14 @@ def collect_locals(c: CheckState) -> None:
 def _declare(c: CheckState, n: ast.Name) -> None:
     if n.id == c.self_name:
         raise c.err(n, f"'{n.id}' cannot be assigned in vertex code")
-    if n.id.startswith("_p_"):
+    if n.id.startswith("_p_") and not is_inlined_name(n):
         raise c.err(n, "names starting with _p_ are reserved for popsim in vertex code", "rename the local")
     c.local_names.add(n.id)
+
+
+def inline_calls(c: CheckState) -> None:
+    """Calls to plain Python functions become their code (inline.py)."""
+    inline_helpers(c.src, c.node, c.func, c.self_name, KNOWN)
 
 
 def infer_local_types(c: CheckState) -> None:
@@ -121,6 +127,7 @@ def _assignment_order(c: CheckState):
 #: The passes of a type check, run in this order on one CheckState.
 PASSES: Tuple[Tuple[str, Callable[[CheckState], None]], ...] = (
     ("signature", check_signature),
+    ("helpers", inline_calls),
     ("locals", collect_locals),
     ("local types", infer_local_types),
     ("typed IR", build_typed_ir),

@@ -17,6 +17,7 @@ from .. import types as _types
 from ..errors import closest, did_you_mean
 from . import pyruntime
 from .fields import Direction, FieldKind
+from .inline import scope_of
 from .typecheck_state import Rules
 from .typed_ir import (STORAGE, VK, BoolOp, Binary, Cast, Compare, Const, Expr, FieldRef, IfExp, Intrinsic, Let,
                        Load, Local, Loc, Not, RowAt, ScalarField, Site, T, Unary, ViewT, arith_type)
@@ -149,17 +150,18 @@ class Expressions(Rules):
         """The object a global name or dotted name refers to."""
         if isinstance(node, ast.Name):
             name = node.id
-            code = self.c.func.__code__
-            if name in code.co_freevars and self.c.func.__closure__:
+            scope = scope_of(node, self.c.func)  # an inlined helper's names are its own module's
+            code = scope.__code__
+            if name in code.co_freevars and scope.__closure__:
                 try:
-                    return self.c.func.__closure__[code.co_freevars.index(name)].cell_contents
+                    return scope.__closure__[code.co_freevars.index(name)].cell_contents
                 except ValueError:
                     pass
-            if name in self.c.func.__globals__:
-                return self.c.func.__globals__[name]
+            if name in scope.__globals__:
+                return scope.__globals__[name]
             if hasattr(builtins, name):
                 return getattr(builtins, name)
-            globals_ = [g for g in self.c.func.__globals__ if not g.startswith("__")]
+            globals_ = [g for g in scope.__globals__ if not g.startswith("__")]
             best = closest(name, list(self.c.local_names) + globals_)
             hint = f": did you mean '{best}'?" if best else ""
             raise self.c.err(node, f"name '{name}' is not defined{hint}",
