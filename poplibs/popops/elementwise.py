@@ -12,6 +12,7 @@ vector width with at least two grains each. All of it is one compute set, append
 ``prog`` as an Execute.
 """
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_name, check_tensor
 from ..poputil.memory_order import element_order, flat_view
-from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp
+from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp, formula
 from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
 from .op_checks import check_prog, check_writable, describe, scalar_constant, scalar_value
 
@@ -48,9 +49,11 @@ def _operands(graph, spec: ElementwiseOp, operands, what: str):
         raise PoplibsError(f"{what}: operands must have one element type, found {describe(tensors[0])} and "
                            f"{describe(mixed[0])}; cast one with popops.cast")
     if dtype not in spec.types:
-        raise PoplibsError(f"{what}: {spec.op.name} does not support {dtype.name} ({', '.join(describe(t) for t in tensors)}); "
+        raise PoplibsError(f"{what}: {spec.op.name} does not support {dtype.name} "
+                           f"({', '.join(describe(t) for t in tensors)}); "
                            f"it takes {', '.join(t.name for t in spec.types)}")
-    return [t if isinstance(t, popsim.Tensor) else scalar_constant(graph, t, dtype, what, tensors[0]) for t in operands], dtype
+    return [t if isinstance(t, popsim.Tensor) else scalar_constant(graph, t, dtype, what, tensors[0])
+            for t in operands], dtype
 
 
 def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog, name: str, what: str,
@@ -64,7 +67,8 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
     views = [poputil.broadcast_to_match(t, shape) for t in operands]
     width = vector_width(dtype)
     # B's value typed once (a FLOAT member for HALF data), not converted per vertex
-    values = {} if scalar is None else {"B": np.array([scalar], (popsim.FLOAT if dtype == popsim.HALF else dtype).numpy)}
+    values = {} if scalar is None else {
+        "B": np.array([scalar], (popsim.FLOAT if dtype == popsim.HALF else dtype).numpy)}
     if scalar is not None:
         fields = ("in1Out",) if in_place else ("in1", "out")
     elif spec.is_binary:
@@ -179,7 +183,7 @@ def _functions(spec: ElementwiseOp):
         def op_with_output(graph, a, out, prog, name=""):
             apply(graph, spec, [a], prog, name, out=out)
         args = "a"
-    expr = spec.body_for(spec.types[0]).splitlines()[-1]
+    expr = formula(spec.body_for(spec.types[0]))
     types = ", ".join(t.name for t in spec.types)
     result = "BOOL" if spec.result == "bool" else "the operands' type"
     for fn, suffix, what in ((op, "", "returns a new tensor of"), (op_in_place, "_in_place", "writes into a"),
@@ -195,3 +199,6 @@ for _spec in BINARY_OPS + UNARY_OPS:
     for _fn in _functions(_spec):
         globals()[_fn.__name__] = _fn
         __all__.append(_fn.__name__)
+
+if TYPE_CHECKING:  # for type checkers only: the ops made from the op table above
+    def __getattr__(name: str) -> Any: ...

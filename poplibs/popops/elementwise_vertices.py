@@ -11,21 +11,15 @@ explicit instantiations:
 - ``popops::UnaryOp1D/2D[InPlace]<EXPONENT,float>`` likewise
   with ``in``/``out`` or ``inOut``.
 
-The vertex code is written out from a source template and the op's body (vertex code
-cannot call helper functions, so each op's expression goes into the loop itself) and
-compiled like any Python vertex; the text is kept in ``linecache`` so that the
-translator, tracebacks and pdb in interpreted mode see it. The estimators are
+Each vertex is a template whose instantiations call the op's function from the table
+(elementwise_ops.py), which the translator inlines into the loop. The estimators are
 PopLibs' cycle estimators; a MultiVertex's estimate is PopLibs' tile-cycle figure,
 which popsim charges as ceil(figure / workers) cycles on each of the tile's workers.
 """
-import itertools
-import textwrap
-
-
 import popsim
-from popsim import FLOAT
+from popsim import FLOAT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
-from ..poputil.generated_vertex import vertex_from_source
+from ..poputil.vertex_helpers import chunk_begin, chunk_end
 from .elementwise_ops import BY_TYPE, ElementwiseOp
 from .op_types import BinaryOpType, UnaryOpType
 
@@ -33,99 +27,232 @@ WORKERS = 6  # PopLibs' numWorkerContexts in its estimators
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 _EXT_CODELET_OPS = (BinaryOpType.ADD, BinaryOpType.SUBTRACT, BinaryOpType.MULTIPLY)
 
-def chunk_loop(field: str) -> str:
-    """A MultiVertex worker's loop over its own contiguous chunk of ``field``: the simulated
-    cycles come from the estimator, so the split only decides host speed, and contiguous
-    chunks let the compiled loop run unchecked and vectorised (interleaved elements, as
-    PopLibs' assembly takes them, would not)."""
-    return (f"chunk = (len({field}) + self.num_workers() - 1) // self.num_workers()\n"
-            f"for i in range(worker_id * chunk, min(len({field}), worker_id * chunk + chunk)):")
-
-
-_HEADS = {
-    # (binary?, 2D?, in place?) -> (base class, fields, loop header, element access)
-    (True, False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nin2: Input[Vector[IN]]\nout: Output[Vector[OUT]]",
-                           chunk_loop("self.out"),
-                           ("self.in1[i]", "self.in2[i]", "self.out[i]")),
-    (True, False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nin2: Input[Vector[IN]]",
-                          chunk_loop("self.in1Out"),
-                          ("self.in1Out[i]", "self.in2[i]", "self.in1Out[i]")),
-    (True, True, False): ("Vertex", "in1: Input[VectorList[IN]]\nin2: Input[VectorList[IN]]\n"
-                          "out: Output[VectorList[OUT]]",
-                          "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
-                          ("self.in1[r][i]", "self.in2[r][i]", "self.out[r][i]")),
-    (True, True, True): ("Vertex", "in1Out: InOut[VectorList[IN]]\nin2: Input[VectorList[IN]]",
-                         "for r in range(len(self.in1Out)):\n    for i in range(len(self.in1Out[r])):",
-                         ("self.in1Out[r][i]", "self.in2[r][i]", "self.in1Out[r][i]")),
-    (False, False, False): ("MultiVertex", "in_: Input[Vector[IN]]\nout: Output[Vector[OUT]]",
-                            chunk_loop("self.out"),
-                            ("self.in_[i]", None, "self.out[i]")),
-    (False, False, True): ("MultiVertex", "inOut: InOut[Vector[IN]]",
-                           chunk_loop("self.inOut"),
-                           ("self.inOut[i]", None, "self.inOut[i]")),
-    (False, True, False): ("Vertex", "in_: Input[VectorList[IN]]\nout: Output[VectorList[OUT]]",
-                           "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
-                           ("self.in_[r][i]", None, "self.out[r][i]")),
-    (False, True, True): ("Vertex", "inOut: InOut[VectorList[IN]]",
-                          "for r in range(len(self.inOut)):\n    for i in range(len(self.inOut[r])):",
-                          ("self.inOut[r][i]", None, "self.inOut[r][i]")),
-}
-# BroadcastScalar: a binary op whose second operand is one number, held by the vertex as a
-# plain member B (no exchange, no broadcast view): (2D?, in place?) -> as in _HEADS.
-_SCALAR_HEADS = {
-    (False, False): ("MultiVertex", "in1: Input[Vector[IN]]\nB: SCALAR\nout: Output[Vector[OUT]]", chunk_loop("self.out"),
-                     ("self.in1[i]", "self.B", "self.out[i]")),
-    (False, True): ("MultiVertex", "in1Out: InOut[Vector[IN]]\nB: SCALAR", chunk_loop("self.in1Out"),
-                    ("self.in1Out[i]", "self.B", "self.in1Out[i]")),
-    (True, False): ("Vertex", "in1: Input[VectorList[IN]]\nB: SCALAR\nout: Output[VectorList[OUT]]",
-                    "for r in range(len(self.out)):\n    for i in range(len(self.out[r])):",
-                    ("self.in1[r][i]", "self.B", "self.out[r][i]")),
-    (True, True): ("Vertex", "in1Out: InOut[VectorList[IN]]\nB: SCALAR",
-                   "for r in range(len(self.in1Out)):\n    for i in range(len(self.in1Out[r])):",
-                   ("self.in1Out[r][i]", "self.B", "self.in1Out[r][i]")),
-}
 #: the operand types a BroadcastScalar vertex takes (its B is a FLOAT member for HALF data)
 SCALAR_TYPES = ("FLOAT", "HALF", "INT", "UNSIGNED_INT")
-_counter = itertools.count()
 
 
-def vertex_source(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> str:
-    """The Python-vertex source of one instantiation (a class named ``V``)."""
-    heads = _SCALAR_HEADS[(two_d, in_place)] if scalar else _HEADS[(spec.is_binary, two_d, in_place)]
-    base, fields, loop, (x, y, out) = heads
-    args = "self" if two_d else "self, worker_id"
-    *setup, value = spec.body_for(dtype).split("\n")
-    depth = sum(line.lstrip().startswith("for ") for line in loop.split("\n"))
-    inner = [f"x = {x}"] + ([f"y = {y}"] if y else []) + setup + [f"{out} = {value}"]
-    body = loop + "\n" + textwrap.indent("\n".join(inner), "    " * depth)
-    return (f"class V({base}):\n{textwrap.indent(fields, '    ')}\n\n    def compute({args}):\n"
-            f"{textwrap.indent(body, '        ')}\n        return True\n")
+def _instantiation(name: str, op, dtype):
+    """The op's function for ``dtype`` operands and the result type, or a clear error."""
+    spec = BY_TYPE[op]
+    if dtype not in spec.types:
+        raise popsim.PopsimError(f"vertex template {name}: {op.name} does not take {dtype.name} operands")
+    return spec.body_for(dtype), spec.result_type(dtype)
 
 
-def _make_class(spec: ElementwiseOp, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> type:
-    label = f"popops {spec.op.name} {dtype.name} {'2D' if two_d else '1D'}{' in place' if in_place else ''}"
-    return vertex_from_source(vertex_source(spec, dtype, two_d, in_place, scalar), label, IN=dtype,
-                              OUT=spec.result_type(dtype), SCALAR=FLOAT if dtype.name == "HALF" else dtype)
+# -- BinaryOp: in1 and in2 -> out, or in1Out and in2 -> in1Out --------------------------------------
+@popsim.vertex_template("popops::BinaryOp1D")
+def BinaryOp1D(op, dtype):
+    f, out_type = _instantiation("popops::BinaryOp1D", op, dtype)
+
+    class BinaryOp1D(MultiVertex):
+        in1: Input[Vector[dtype]]
+        in2: Input[Vector[dtype]]
+        out: Output[Vector[out_type]]
+
+        def compute(self, worker_id):
+            n, w = len(self.out), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.out[i] = f(self.in1[i], self.in2[i])
+            return True
+    return BinaryOp1D
 
 
-def _template(kind: str, two_d: bool, in_place: bool, scalar: bool = False):
-    name = f"popops::{kind}{'2D' if two_d else '1D'}{'InPlace' if in_place else ''}"
+@popsim.vertex_template("popops::BinaryOp1DInPlace")
+def BinaryOp1DInPlace(op, dtype):
+    f, _ = _instantiation("popops::BinaryOp1DInPlace", op, dtype)
 
-    def factory(op, dtype):
-        spec = BY_TYPE[op]
-        if dtype not in spec.types:
-            raise popsim.PopsimError(f"vertex template {name}: {op.name} does not take {dtype.name} operands")
-        return _make_class(spec, dtype, two_d, in_place, scalar)
+    class BinaryOp1DInPlace(MultiVertex):
+        in1Out: InOut[Vector[dtype]]
+        in2: Input[Vector[dtype]]
 
-    factory.__name__ = name.split("::")[1]
-    return popsim.vertex_template(name)(factory)
+        def compute(self, worker_id):
+            n, w = len(self.in1Out), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.in1Out[i] = f(self.in1Out[i], self.in2[i])
+            return True
+    return BinaryOp1DInPlace
+
+
+@popsim.vertex_template("popops::BinaryOp2D")
+def BinaryOp2D(op, dtype):
+    f, out_type = _instantiation("popops::BinaryOp2D", op, dtype)
+
+    class BinaryOp2D(Vertex):
+        in1: Input[VectorList[dtype]]
+        in2: Input[VectorList[dtype]]
+        out: Output[VectorList[out_type]]
+
+        def compute(self):
+            for r in range(len(self.out)):
+                for i in range(len(self.out[r])):
+                    self.out[r][i] = f(self.in1[r][i], self.in2[r][i])
+            return True
+    return BinaryOp2D
+
+
+@popsim.vertex_template("popops::BinaryOp2DInPlace")
+def BinaryOp2DInPlace(op, dtype):
+    f, _ = _instantiation("popops::BinaryOp2DInPlace", op, dtype)
+
+    class BinaryOp2DInPlace(Vertex):
+        in1Out: InOut[VectorList[dtype]]
+        in2: Input[VectorList[dtype]]
+
+        def compute(self):
+            for r in range(len(self.in1Out)):
+                for i in range(len(self.in1Out[r])):
+                    self.in1Out[r][i] = f(self.in1Out[r][i], self.in2[r][i])
+            return True
+    return BinaryOp2DInPlace
+
+
+# -- BroadcastScalar: a binary op whose second operand is one number, held by the vertex as a
+# plain member B (no exchange, no broadcast view; a FLOAT for HALF data) ----------------------------
+def _scalar_type(dtype):
+    return FLOAT if dtype.name == "HALF" else dtype
+
+
+@popsim.vertex_template("popops::BroadcastScalar1D")
+def BroadcastScalar1D(op, dtype):
+    f, out_type = _instantiation("popops::BroadcastScalar1D", op, dtype)
+    scalar = _scalar_type(dtype)
+
+    class BroadcastScalar1D(MultiVertex):
+        in1: Input[Vector[dtype]]
+        B: scalar
+        out: Output[Vector[out_type]]
+
+        def compute(self, worker_id):
+            n, w = len(self.out), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.out[i] = f(self.in1[i], self.B)
+            return True
+    return BroadcastScalar1D
+
+
+@popsim.vertex_template("popops::BroadcastScalar1DInPlace")
+def BroadcastScalar1DInPlace(op, dtype):
+    f, _ = _instantiation("popops::BroadcastScalar1DInPlace", op, dtype)
+    scalar = _scalar_type(dtype)
+
+    class BroadcastScalar1DInPlace(MultiVertex):
+        in1Out: InOut[Vector[dtype]]
+        B: scalar
+
+        def compute(self, worker_id):
+            n, w = len(self.in1Out), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.in1Out[i] = f(self.in1Out[i], self.B)
+            return True
+    return BroadcastScalar1DInPlace
+
+
+@popsim.vertex_template("popops::BroadcastScalar2D")
+def BroadcastScalar2D(op, dtype):
+    f, out_type = _instantiation("popops::BroadcastScalar2D", op, dtype)
+    scalar = _scalar_type(dtype)
+
+    class BroadcastScalar2D(Vertex):
+        in1: Input[VectorList[dtype]]
+        B: scalar
+        out: Output[VectorList[out_type]]
+
+        def compute(self):
+            for r in range(len(self.out)):
+                for i in range(len(self.out[r])):
+                    self.out[r][i] = f(self.in1[r][i], self.B)
+            return True
+    return BroadcastScalar2D
+
+
+@popsim.vertex_template("popops::BroadcastScalar2DInPlace")
+def BroadcastScalar2DInPlace(op, dtype):
+    f, _ = _instantiation("popops::BroadcastScalar2DInPlace", op, dtype)
+    scalar = _scalar_type(dtype)
+
+    class BroadcastScalar2DInPlace(Vertex):
+        in1Out: InOut[VectorList[dtype]]
+        B: scalar
+
+        def compute(self):
+            for r in range(len(self.in1Out)):
+                for i in range(len(self.in1Out[r])):
+                    self.in1Out[r][i] = f(self.in1Out[r][i], self.B)
+            return True
+    return BroadcastScalar2DInPlace
+
+
+# -- UnaryOp: in -> out, or inOut -> inOut ----------------------------------------------------------
+@popsim.vertex_template("popops::UnaryOp1D")
+def UnaryOp1D(op, dtype):
+    f, out_type = _instantiation("popops::UnaryOp1D", op, dtype)
+
+    class UnaryOp1D(MultiVertex):
+        in_: Input[Vector[dtype]]
+        out: Output[Vector[out_type]]
+
+        def compute(self, worker_id):
+            n, w = len(self.out), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.out[i] = f(self.in_[i])
+            return True
+    return UnaryOp1D
+
+
+@popsim.vertex_template("popops::UnaryOp1DInPlace")
+def UnaryOp1DInPlace(op, dtype):
+    f, _ = _instantiation("popops::UnaryOp1DInPlace", op, dtype)
+
+    class UnaryOp1DInPlace(MultiVertex):
+        inOut: InOut[Vector[dtype]]
+
+        def compute(self, worker_id):
+            n, w = len(self.inOut), self.num_workers()
+            for i in range(chunk_begin(n, worker_id, w), chunk_end(n, worker_id, w)):
+                self.inOut[i] = f(self.inOut[i])
+            return True
+    return UnaryOp1DInPlace
+
+
+@popsim.vertex_template("popops::UnaryOp2D")
+def UnaryOp2D(op, dtype):
+    f, out_type = _instantiation("popops::UnaryOp2D", op, dtype)
+
+    class UnaryOp2D(Vertex):
+        in_: Input[VectorList[dtype]]
+        out: Output[VectorList[out_type]]
+
+        def compute(self):
+            for r in range(len(self.out)):
+                for i in range(len(self.out[r])):
+                    self.out[r][i] = f(self.in_[r][i])
+            return True
+    return UnaryOp2D
+
+
+@popsim.vertex_template("popops::UnaryOp2DInPlace")
+def UnaryOp2DInPlace(op, dtype):
+    f, _ = _instantiation("popops::UnaryOp2DInPlace", op, dtype)
+
+    class UnaryOp2DInPlace(Vertex):
+        inOut: InOut[VectorList[dtype]]
+
+        def compute(self):
+            for r in range(len(self.inOut)):
+                for i in range(len(self.inOut[r])):
+                    self.inOut[r][i] = f(self.inOut[r][i])
+            return True
+    return UnaryOp2DInPlace
 
 
 #: (binary?, 2D?, in place?) -> the vertex template
-TEMPLATES = {(b, d, p): _template("BinaryOp" if b else "UnaryOp", d, p)
-             for b in (True, False) for d in (False, True) for p in (False, True)}
+TEMPLATES = {(True, False, False): BinaryOp1D, (True, False, True): BinaryOp1DInPlace,
+             (True, True, False): BinaryOp2D, (True, True, True): BinaryOp2DInPlace,
+             (False, False, False): UnaryOp1D, (False, False, True): UnaryOp1DInPlace,
+             (False, True, False): UnaryOp2D, (False, True, True): UnaryOp2DInPlace}
 #: (2D?, in place?) -> the BroadcastScalar vertex template (binary ops with a number)
-SCALAR_TEMPLATES = {(d, p): _template("BroadcastScalar", d, p, scalar=True) for d in (False, True) for p in (False, True)}
+SCALAR_TEMPLATES = {(False, False): BroadcastScalar1D, (False, True): BroadcastScalar1DInPlace,
+                    (True, False): BroadcastScalar2D, (True, True): BroadcastScalar2DInPlace}
 
 
 # -- cycle estimators (PopLibs' cycle estimators) ------------------------------------------

@@ -13,8 +13,8 @@ vertex is a MultiVertex over one contiguous region (Vectors, workers taking inte
 elements); a 2D vertex takes one worker's regions (VectorLists).
 
 Per element the vertex loads each used input once, computes every node into a local of
-its own (the op's body with its locals renamed ``n<k>_...``, the value converted to the
-node's type), and stores the root. HALF intermediates stay float32 (vertex code has no
+its own (a call of the op's function from the table, which the translator inlines; the
+value converted to the node's type), and stores the root. HALF intermediates stay float32 (vertex code has no
 half locals) and are rounded to fp16 only when stored, also after a ``Cast`` to HALF.
 
 Estimator (popsim's; PopLibs' reference gives none for generated codelets): the
@@ -24,7 +24,6 @@ where ``inner_op`` is ``binaryOpInnerLoopCycles`` / ``unaryOpInnerLoopCycles`` o
 its operand type (PopLibs' cycle estimators), select costs MAXIMUM's loop, clamp
 MAXIMUM's twice, a Cast 1 cycle per element; placeholders and constants cost nothing.
 """
-import ast
 import hashlib
 import math
 import textwrap
@@ -56,38 +55,19 @@ def literal(value, dtype) -> str:
     return f"np.{'uint32' if dtype.name == 'UNSIGNED_INT' else 'int32'}({int(value)})"
 
 
-class _Renamer(ast.NodeTransformer):
-    def __init__(self, names, prefix):
-        self.names, self.prefix = names, prefix
-
-    def visit_Name(self, node):
-        if node.id in self.names:
-            node.id = self.prefix + node.id
-        return node
-
-
-def _body_lines(spec_name: str, operand, k: int, operands: List[str]):
-    """The op table's body for one node: setup statements and the value expression, its
-    locals (and x, y) renamed so that nodes never share a local."""
-    tree = ast.parse(OPS[spec_name].body_for(operand))
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    _Renamer(assigned | {"x", "y"}, f"n{k}_").visit(tree)
-    setup = [f"n{k}_{arg} = {value}" for arg, value in zip(("x", "y"), operands)]
-    setup += [ast.unparse(s) for s in tree.body[:-1]]
-    return setup, ast.unparse(tree.body[-1].value)
-
-
-def _lines(node: Typed, lines: List[str]) -> str:
-    """Append the statements computing ``node``; return its value as vertex code."""
+def _lines(node: Typed, lines: List[str], functions: Dict[str, object]) -> str:
+    """Append the statements computing ``node``; return its value as vertex code. An op
+    calls its table function (named ``f<k>`` in ``functions``), which the translator
+    inlines."""
     if node.kind == "in":
         return f"x{node.detail}"
     if node.kind == "const":
         return literal(node.detail, node.dtype)
-    args = [_lines(a, lines) for a in node.args]
+    args = [_lines(a, lines, functions) for a in node.args]
     k = len(lines)
     if node.kind == "op":
-        setup, value = _body_lines(node.detail, node.operand, k, args)
-        lines.extend(setup)
+        functions[f"f{k}"] = OPS[node.detail].body_for(node.operand)
+        value = f"f{k}({', '.join(args)})"
     elif node.kind == "cast":
         value = args[0]
     elif node.kind == "select":
@@ -115,9 +95,10 @@ def vertex_name(typed: Typed, two_d: bool, in_place: bool) -> str:
     return f"popops::map::MapExpr{'2D' if two_d else '1D'}{'InPlace' if in_place else ''}_{digest}"
 
 
-def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> str:
-    """The Python-vertex source (a class named ``V``) computing ``typed``; ``dtypes`` are
-    the tensors' types (``in<n>`` is ``dtypes[n-1]``)."""
+def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool):
+    """The Python-vertex source (a class named ``V``) computing ``typed`` and the op
+    functions it calls by name; ``dtypes`` are the tensors' types (``in<n>`` is
+    ``dtypes[n-1]``)."""
     used = used_inputs(typed)
     inputs = sorted(set(used) | ({1} if in_place else set()))
     container = "VectorList" if two_d else "Vector"
@@ -128,7 +109,8 @@ def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -
         fields.append(f"out: Output[{container}[{out_type.name}]]")
     at = "[r][i]" if two_d else "[i]"
     body: List[str] = [f"x{n} = self.in{n}{at}" for n in used]
-    result = _lines(typed, body)
+    functions: Dict[str, object] = {}
+    result = _lines(typed, body, functions)
     body.append(f"self.{out}{at} = {result}")
     if two_d:
         loop = f"for r in range(len(self.{out})):\n    for i in range(len(self.{out}[r])):"
@@ -137,16 +119,17 @@ def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -
         loop = f"for i in range(worker_id, len(self.{out}), self.num_workers()):"
         args, depth = "self, worker_id", 1
     code = loop + "\n" + textwrap.indent("\n".join(body), "    " * depth)
-    return (f"class V({'Vertex' if two_d else 'MultiVertex'}):\n{textwrap.indent(chr(10).join(fields), '    ')}\n\n"
-            f"    def compute({args}):\n{textwrap.indent(code, '        ')}\n        return True\n")
+    source = (f"class V({'Vertex' if two_d else 'MultiVertex'}):\n{textwrap.indent(chr(10).join(fields), '    ')}"
+              f"\n\n    def compute({args}):\n{textwrap.indent(code, '        ')}\n        return True\n")
+    return source, functions
 
 
 def vertex_class(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> type:
     """The vertex class for ``typed`` (made once per name and process)."""
     name = vertex_name(typed, two_d, in_place)
     if name not in _classes:
-        source = vertex_source(typed, dtypes, out_type, two_d, in_place)
-        cls = vertex_from_source(source, name)
+        source, functions = vertex_source(typed, dtypes, out_type, two_d, in_place)
+        cls = vertex_from_source(source, name, **functions)
         cls.vertex_name = name
         _classes[name] = cls
     return _classes[name]

@@ -18,16 +18,13 @@ worker's cycles (one vertex per worker, as PopLibs connects them).
 import enum
 import itertools
 import math
-import re
-import textwrap
 from pathlib import Path
 
 import numpy as np
 
 import popsim
-from popsim import BOOL, FLOAT, HALF, INT
+from popsim import BOOL, FLOAT, HALF, INT, InOut, Input, Output, Vector, VectorList, Vertex
 
-from ..poputil.generated_vertex import vertex_from_source
 from ..poputil import PoplibsError
 
 
@@ -68,116 +65,141 @@ SCALABLE = (Operation.ADD, Operation.SQUARE_ADD, Operation.LOG_ADD)
 _ACCUMULATING = (Operation.ADD, Operation.SQUARE_ADD)  # PopLibs' isAccumOp: the hardware accumulators
 _VECTORISED = (Operation.ADD, Operation.SQUARE_ADD, Operation.MUL, Operation.MAX, Operation.MIN)
 
-# Vertex code per operation: (initial value by type class, the update of ``acc`` by ``x``)
-_LOG_ADD = ("hi = x if x > acc else acc\nlo = acc if x > acc else x\n"
-            "acc = hi if lo == float(\"-inf\") else hi + math.log1p(math.exp(lo - hi))")
-_BODIES = {
-    Operation.ADD: ({"float": "0.0", "int": "0"}, "acc = acc + x"),
-    Operation.SQUARE_ADD: ({"float": "0.0", "int": "0"}, "acc = acc + x * x"),
-    Operation.MUL: ({"float": "1.0", "int": "1"}, "acc = acc * x"),
-    Operation.MIN: ({"float": "float(\"inf\")", "int": "2147483647"}, "acc = x if x < acc else acc"),
-    Operation.MAX: ({"float": "float(\"-inf\")", "int": "-2147483647 - 1"}, "acc = x if x > acc else acc"),
-    Operation.LOGICAL_AND: ({"bool": "True"}, "acc = acc and x"),
-    Operation.LOGICAL_OR: ({"bool": "False"}, "acc = acc or x"),
-    Operation.LOG_ADD: ({"float": "float(\"-inf\")"}, _LOG_ADD),
+# -- the vertex: each operation's step is a helper function the translator inlines ---------------
+def add(acc, x):
+    return acc + x
+
+
+def square_add(acc, x):
+    return acc + x * x
+
+
+def mul(acc, x):
+    return acc * x
+
+
+def min_(acc, x):
+    return x if x < acc else acc
+
+
+def max_(acc, x):
+    return x if x > acc else acc
+
+
+def logical_and(acc, x):
+    return acc and x
+
+
+def logical_or(acc, x):
+    return acc or x
+
+
+def log_add(acc, x):
+    """log(exp(acc) + exp(x)) without overflow."""
+    hi = x if x > acc else acc
+    lo = acc if x > acc else x
+    return hi if lo == float("-inf") else hi + math.log1p(math.exp(lo - hi))
+
+
+#: operation -> (identity by type class, step)
+STEPS = {
+    Operation.ADD: ({"float": 0.0, "int": 0}, add),
+    Operation.SQUARE_ADD: ({"float": 0.0, "int": 0}, square_add),
+    Operation.MUL: ({"float": 1.0, "int": 1}, mul),
+    Operation.MIN: ({"float": float("inf"), "int": 2147483647}, min_),
+    Operation.MAX: ({"float": float("-inf"), "int": -2147483648}, max_),
+    Operation.LOGICAL_AND: ({"bool": True}, logical_and),
+    Operation.LOGICAL_OR: ({"bool": False}, logical_or),
+    Operation.LOG_ADD: ({"float": float("-inf")}, log_add),
 }
-_counter = itertools.count()
 
 
 def _type_class(dtype) -> str:
     return "float" if dtype in (FLOAT, HALF) else "bool" if dtype == BOOL else "int"
 
 
-def vertex_source(op: Operation, partials_type, out_type, update: bool, scaled: bool) -> str:
-    """The Python-vertex source of one instantiation (a class named ``V``)."""
-    inits, step = _BODIES[op]
-    # HALF partials accumulate in float (PopLibs' AccType); so do float results of int partials
-    acc_class = "float" if "float" in (_type_class(partials_type), _type_class(out_type)) and "float" in inits \
-        else _type_class(partials_type)
-    init = inits[acc_class]
-    if op is Operation.LOG_ADD:
-        value = "acc + self.k" if scaled else "acc"  # for log-probabilities the scale is an add
-    elif scaled:
-        value = "acc * self.k" if acc_class == "float" else "acc * int(self.k)"
-    else:
-        value = "acc"
-    store = "self.out[r][o] = value"
-    if update and op is Operation.LOG_ADD:
-        store = ("old = self.out[r][o]\nhi = old if old > value else value\nlo = value if old > value else old\n"
-                 "self.out[r][o] = hi if lo == float(\"-inf\") else hi + math.log1p(math.exp(lo - hi))")
-    elif update:
-        store = "self.out[r][o] = self.out[r][o] + value"
-    fields = (f"out: {'InOut' if update else 'Output'}[VectorList[OUT]]\npartials: Input[VectorList[PARTIALS]]\n"
-              "numPartials: Vector[int]" + ("\nk: Input[float]" if scaled else ""))
-    body = _body(op, init, step, value, store)
-    return (f"class V(Vertex):\n{textwrap.indent(fields, '    ')}\n\n    def compute(self):\n"
-            f"{textwrap.indent(body, ' ' * 8)}\n")
+def _reduce_class(op: Operation, partials_type, out_type, update: bool, scaled: bool) -> type:
+    """One instantiation: each output accumulates its partials, and each partial's elements
+    (``i``, ``i + n``, ... for an output region ``n`` wide), in order; a one-element output
+    region deals a partial's elements round four accumulators (as PopLibs' vectorised
+    accumulators do) combined in order at the end. HALF partials accumulate in float
+    (PopLibs' AccType), and so do float results of int partials."""
+    inits, step = STEPS[op]
+    combine = add if op is Operation.SQUARE_ADD else step
+    float_acc = "float" in (_type_class(partials_type), _type_class(out_type)) and "float" in inits
+    init = inits["float" if float_acc else _type_class(partials_type)]
+    is_log_add = op is Operation.LOG_ADD
+
+    class Reduce(Vertex):
+        if update:
+            out: InOut[VectorList[out_type]]
+        else:
+            out: Output[VectorList[out_type]]
+        partials: Input[VectorList[partials_type]]
+        numPartials: Vector[int]
+        if scaled:
+            k: Input[float]
+
+        def compute(self):
+            pidx = 0
+            for r in range(len(self.out)):
+                orow = self.out[r]
+                n = len(orow)
+                count = self.numPartials[r]
+                for o in range(n):
+                    a0 = init
+                    a1 = init
+                    a2 = init
+                    a3 = init
+                    for p in range(pidx, pidx + count):
+                        row = self.partials[p]
+                        m = len(row)
+                        if n == 1:
+                            for i in range(0, m - 3, 4):
+                                a0 = step(a0, row[i])
+                                a1 = step(a1, row[i + 1])
+                                a2 = step(a2, row[i + 2])
+                                a3 = step(a3, row[i + 3])
+                            for i in range(m - m % 4, m):
+                                a0 = step(a0, row[i])
+                        else:
+                            for i in range(o, m, n):
+                                a0 = step(a0, row[i])
+                    acc = a0
+                    if n == 1:
+                        acc = combine(combine(combine(a0, a1), a2), a3)
+                    value = acc
+                    if scaled:  # (these ifs on the instantiation's constants are decided at translation)
+                        if is_log_add:
+                            value = acc + self.k  # for log-probabilities the scale is an add
+                        elif float_acc:
+                            value = acc * self.k
+                        else:
+                            value = acc * int(self.k)
+                    if update:
+                        if is_log_add:
+                            orow[o] = log_add(value, orow[o])
+                        else:
+                            orow[o] = orow[o] + value
+                    else:
+                        orow[o] = value
+                pidx += count
+            return True
+    return Reduce
 
 
-def _renamed(code: str, acc: str, x: str) -> str:
-    return re.sub(r"\bx\b", x, re.sub(r"\bacc\b", acc, code))
+def _template(scaled: bool):
+    name = "popops::ScaledReduce" if scaled else "popops::Reduce"
 
-
-#: output block sizes of the vertex's inner loops (longest first), then one at a time
-_BLOCKS = (16, 4)
-
-
-def _body(op, init, step, value, store) -> str:
-    """``compute``: outputs in blocks of 16, then 4 (an accumulator each; a partial's
-    adjacent elements a step) and then one at a time, for one-element output regions a
-    partial's elements dealt round four accumulators (as PopLibs' vectorised accumulators)
-    combined at the end. Inner loops index ``row[i + c]`` only, which the loop-versioning
-    pass checks once per loop; a partial one output region wide (the common case after the
-    first stage) is read ``row[o + c]`` without a loop. The output row is fetched once per
-    region."""
-    combine = _BODIES[Operation.ADD][1] if op is Operation.SQUARE_ADD else step
-
-    def steps(indent, indices):
-        code = "\n".join(f"x{k} = row[{index}]\n" + _renamed(step, f"a{k}", f"x{k}") for k, index in indices)
-        return textwrap.indent(code, " " * indent)
-
-    def inits(count):
-        return "".join(f"        a{k} = {init}\n" for k in range(count))
-
-    def block(size):
-        indices = [(k, f"i + {k}" if k else "i") for k in range(size)]
-        stores = "".join(f"        acc = a{k}\n        value = {value}\n"
-                         f"{textwrap.indent(store.replace('[o]', f'[o + {k}]'), ' ' * 8)}\n" for k in range(size))
-        direct = [(k, f"o + {k}" if k else "o") for k in range(size)]
-        return (f"    while o + {size} <= n:\n{inits(size)}"
-                f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
-                f"            if len(row) == n:\n{steps(16, direct)}\n            else:\n"
-                f"                for i in range(o, len(row) - {size - 1}, n):\n{steps(20, indices)}\n"
-                f"{stores}        o += {size}\n")
-
-    gather = "acc = a0\n" + "\n".join(_renamed(combine, "acc", f"a{k}") for k in (1, 2, 3))
-    four = [(k, f"i + {k}" if k else "i") for k in range(4)]
-    store = store.replace("self.out[r]", "orow")
-    return ("pidx = 0\nfor r in range(len(self.out)):\n    orow = self.out[r]\n    n = len(orow)\n"
-            "    count = self.numPartials[r]\n"
-            "    o = 0\n" + "".join(block(size) for size in _BLOCKS)
-            + f"    while o < n:\n{inits(4)}"
-            f"        for p in range(pidx, pidx + count):\n            row = self.partials[p]\n"
-            f"            m = len(row)\n            if n == 1:\n"
-            f"                for i in range(0, m - 3, 4):\n{steps(20, four)}\n"
-            f"                for i in range(m - m % 4, m):\n{steps(20, [(0, 'i')])}\n"
-            f"            else:\n                for i in range(o, m, n):\n{steps(20, [(0, 'i')])}\n"
-            f"{textwrap.indent(gather, ' ' * 8)}\n        value = {value}\n"
-            f"{textwrap.indent(store, ' ' * 8)}\n        o += 1\n    pidx += count\nreturn True")
-
-
-def _factory(scaled: bool):
     def factory(op, partials_type, out_type, update, specialisation):
         if not isinstance(op, Operation) or partials_type not in OP_TYPES[op] and op is not Operation.SQUARE_ADD:
             raise PoplibsError(f"reduce vertex: {op!r} does not take {partials_type!r} partials")
-        source = vertex_source(op, partials_type, out_type, update, scaled)
-        return vertex_from_source(source, f"popops reduce {op.name} {partials_type.name}->{out_type.name}",
-                                  PARTIALS=partials_type, OUT=out_type)
-    factory.__name__ = "ScaledReduce" if scaled else "Reduce"
-    return popsim.vertex_template("popops::ScaledReduce" if scaled else "popops::Reduce")(factory)
+        return _reduce_class(op, partials_type, out_type, update, scaled)
+    factory.__name__ = name.split("::")[1]
+    return popsim.vertex_template(name)(factory)
 
 
-TEMPLATES = {False: _factory(False), True: _factory(True)}
+TEMPLATES = {False: _template(False), True: _template(True)}
 
 
 # -- cycle estimator (PopLibs' cycle estimators; PopLibs' getCyclesEstimateForReduce) ---------------
@@ -251,7 +273,7 @@ _CPP_TYPES = (FLOAT, HALF)
 
 
 def is_cpp(op: Operation, partials_type, out_type, scaled: bool) -> bool:
-    """Whether an instantiation comes from CPP_CODELETS (else it is a generated Python vertex)."""
+    """Whether an instantiation comes from CPP_CODELETS (else it is the Python template's)."""
     return op in _VECTORISED and not scaled and partials_type in _CPP_TYPES and out_type in _CPP_TYPES
 
 

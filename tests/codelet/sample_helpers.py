@@ -1,6 +1,7 @@
 """Helper functions for tests/codelet/test_helpers.py: vertex code calls them and the
 translator inlines them (popsim/codelet/inline.py). Their names, math included, are
 this module's, not the calling vertex's."""
+import functools
 import math
 
 SCALE = 2.0
@@ -47,3 +48,32 @@ def forever(x):
 
 def twice(x):
     return x + x
+
+
+#: several lambdas on one line: each call inlines its own
+TABLE = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "neg": lambda x: -x}
+
+
+REGISTRY = []
+
+
+def registered(fn):
+    REGISTRY.append(fn)
+    return fn
+
+
+@registered
+def halved(x):
+    return x * 0.5
+
+
+def wrapping(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args) + 1.0
+    return wrapper
+
+
+@wrapping
+def wrapped(x):
+    return x

@@ -90,6 +90,7 @@ def _load(tmp_path, body):
     ("self.out[0] = 1.0 if self.k > 0.0 else h.twice(self.in_[0])\nreturn True",
      ["twice", "uses a parameter twice"]),
     ("self.out[0] = h.sigmoid(self)\nreturn True", ["cannot be passed to helper"]),
+    ("self.out[0] = h.wrapped(self.k)\nreturn True", ["wrapped by a decorator"]),
     ("self.out[0] = h.clamp(self.k, 1.0)\nreturn True", ["clamp", "missing its argument 'hi'"]),
     ("self.out[0] = h.sigmoid(self.k, 1.0)\nreturn True", ["takes 1 arguments, 2 given"]),
     ("self.out[0] = h.clamp(self.k, 0.0, hi=1.0, lo=2.0)\nreturn True", ["unexpected or repeated argument 'lo'"]),
@@ -142,3 +143,23 @@ def test_a_template_instantiation_inlines_the_function_it_closes_over():
     np.testing.assert_allclose(sig, _reference_sigmoid(x), rtol=1e-6)
     np.testing.assert_allclose(soft, np.clip(_reference_sigmoid(x), 0.25, 0.75), rtol=1e-6)
     assert Activation.vertex_name(popsim.FLOAT, "sigmoid") == "test::Activation<float,sigmoid>"
+
+
+ADD, SUB, NEG = h.TABLE["add"], h.TABLE["sub"], h.TABLE["neg"]
+
+
+class Lambdas(Vertex):
+    data: Input[Vector[float]]
+    out: Output[Vector[float]]
+
+    def compute(self):
+        for i in range(len(self.out)):
+            self.out[i] = NEG(SUB(ADD(h.halved(self.data[i]), 1.0), 10.0))
+        return True
+
+
+@pytest.mark.compiler
+def test_lambdas_sharing_a_line_each_inline_their_own_body():
+    x = arr([0.0, 2.5, -7.0])
+    out, _, _ = run_both(Lambdas, [x, np.zeros_like(x)])
+    np.testing.assert_array_equal(out[1], -((x * 0.5 + 1) - 10))  # h.halved: a registering decorator

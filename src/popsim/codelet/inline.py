@@ -11,8 +11,9 @@ way Python code does (an op's formula, a reduction's step) instead of building s
             for i in range(worker_id, len(self.out), self.num_workers()):
                 self.out[i] = sigmoid(self.data[i])
 
-A helper is a ``def`` with positional or keyword parameters (defaults are allowed) whose
-body is vertex code ending in one ``return``: its statements run before the statement
+A helper is a ``def`` (decorators that return the function itself, as a registry's do, are
+fine) with positional or keyword parameters (defaults are allowed) whose
+body is vertex code ending in one ``return``, or a ``lambda`` (an op table's entries): its statements run before the statement
 that calls it, in the caller's order, with its parameters and locals renamed so that
 they never meet the caller's (``_p_h<n>_<name>``); the call becomes the returned value.
 Its global names (``math``, a constant, another helper) are looked up in the helper's
@@ -30,6 +31,7 @@ import ast
 import copy
 import inspect
 import itertools
+import linecache
 import textwrap
 from typing import Dict, List, Optional
 
@@ -60,6 +62,23 @@ class _NotAHelper(Exception):
     """A function vertex code calls that cannot be inlined (the message says why)."""
 
 
+def _lambda_node(fn, filename: str) -> ast.Lambda:
+    """The lambda expression ``fn`` was made from: of the lambdas on its first line, the
+    one whose body holds the source positions of ``fn``'s code (several lambdas can
+    share a line, as in an op table)."""
+    tree = ast.parse("".join(linecache.getlines(filename)))
+    code = fn.__code__
+    spots = [(p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None and p != (
+        code.co_firstlineno, code.co_firstlineno, 0, 0)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
+            b = node.body
+            if all((b.lineno, b.col_offset) <= spot <= (b.end_lineno, b.end_col_offset) for spot in spots):
+                return node
+    raise _NotAHelper(f"cannot find the source of lambda {fn.__qualname__} on line {code.co_firstlineno} of "
+                      f"{filename}: define it with def")
+
+
 class _Helper:
     """One parsed helper: its parameters, defaults, body before the return, and the
     returned expression."""
@@ -73,15 +92,20 @@ class _Helper:
         except (OSError, TypeError) as e:
             raise _NotAHelper(f"cannot read the source of {where} ({e}): vertex code inlines the functions it "
                               "calls from their source, so define them in a .py file") from None
-        node = ast.parse(textwrap.dedent("".join(lines))).body[0]
+        if fn.__name__ == "<lambda>":
+            node = _lambda_node(fn, self.filename)
+            node = ast.FunctionDef(name=fn.__name__, args=node.args, body=[ast.Return(value=node.body)],
+                                   decorator_list=[])
+        else:
+            node = ast.parse(textwrap.dedent("".join(lines))).body[0]
         if not isinstance(node, ast.FunctionDef):
             raise _NotAHelper(f"{where} is not a def (vertex code can call functions defined with def)")
         a = node.args
         if a.vararg or a.kwarg or getattr(a, "posonlyargs", None) or a.kwonlyargs:
             raise _NotAHelper(f"{where}: vertex code helpers take plain parameters (no *args, **kwargs, "
                               "keyword-only or positional-only ones)")
-        if node.decorator_list:
-            raise _NotAHelper(f"{where} cannot be decorated to be called from vertex code")
+        if hasattr(fn, "__wrapped__"):  # a decorator's wrapper: its code is not the def's
+            raise _NotAHelper(f"{where} is wrapped by a decorator; vertex code can call the undecorated function")
         self.params = [p.arg for p in a.args]
         self.defaults = dict(zip(self.params[len(self.params) - len(a.defaults):], a.defaults))
         body = node.body

@@ -1,6 +1,6 @@
 """The reduce vertex's two implementations agree bit for bit: the C++ codelet file of the
 vectorised instantiations (reduce_vertices.cpp, compiled with the host compiler) and the
-generated Python vertex of the same template arguments, run on the same regions, partials
+Python vertex template's instantiation of the same template arguments, run on the same regions, partials
 (with wrapping) and updates, drawn by hypothesis; and which instantiations come from where."""
 import itertools
 

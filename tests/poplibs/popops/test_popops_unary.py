@@ -11,7 +11,8 @@ import popsim
 from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
 from popsim.popops import BinaryOpType, UnaryOpType
 from popsim.popops.elementwise_ops import UNARY_OPS
-from popsim.popops.elementwise_vertices import vertex_cycles, vertex_source
+from popsim.codelet.python_vertex import fields_of
+from popsim.popops.elementwise_vertices import TEMPLATES, vertex_cycles
 from popsim.program import Sequence
 
 from popops_harness import MAPPING, run
@@ -140,10 +141,13 @@ def test_estimators_follow_the_poplibs_formulas():
     assert vertex_cycles(UnaryOpType.SIN, FLOAT, False, True, [7]) == 6 * (55 + 2 * 2304) + 20
 
 
-def test_vertex_source_is_the_table_body():
-    src = vertex_source(popops.elementwise_ops.OPS["abs"], FLOAT, True, True)
-    assert "class V(Vertex):" in src and "inOut: InOut[VectorList[IN]]" in src
-    assert "self.inOut[r][i] = abs(x)" in src
+def test_the_vertex_runs_the_table_function():
+    """UnaryOp2DInPlace<ABSOLUTE,float> is a plain Vertex with one InOut VectorList, and
+    the docstring of popops.abs shows the table function's formula."""
+    cls = TEMPLATES[(False, True, True)][UnaryOpType.ABSOLUTE, FLOAT]
+    assert cls.vertex_name == "popops::UnaryOp2DInPlace<ABSOLUTE,float>"
+    assert [(f.name, f.kind.name, f.direction.name) for f in fields_of(cls)[0]] == [("inOut", "VECTOR_LIST", "INOUT")]
+    assert "abs(x) element by element" in popops.abs.__doc__
 
 
 def test_errors(small_device):
