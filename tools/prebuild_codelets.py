@@ -16,8 +16,8 @@ and writes DIR/index.json plus the libraries it names:
   ones for every op), and
   those that README's main job (examples/cnn_training.py), examples/mnist_regression.py
   and tutorials/tut2_operations.py instantiate: their graphs are built (vertices
-  interpreted, nothing compiled one by one) and every PopLibs vertex they register is kept. Generated vertices (popops.map's fused
-  expressions...) cannot all be enumerated: others compile on first use.
+  interpreted, nothing compiled one by one) and every PopLibs vertex they register is kept.
+  Generated vertices (popops.map's fused expressions...) cannot all be enumerated: others compile on first use.
 
 The Python vertices are compiled a group at a time (one compiler run per group, the groups
 in parallel). A workload that fails is reported and skipped: the tier is a cache, and
@@ -96,7 +96,7 @@ def template_instances() -> None:
     templates (op and dtype undeclared), over every op of popops.expr's op types."""
     import pkgutil
     import popsim
-    from popsim.codelet.python_vertex import vertex_types_from_classes
+    from popsim.codelet.python_compile import vertex_types_from_classes
     from popsim.popops import elementwise_vertices
     from popsim.popops.op_types import BinaryOpType, UnaryOpType
     ops = {t.name: list(BinaryOpType if binary else UnaryOpType)

@@ -7,7 +7,7 @@ import pytest
 import popsim
 from popsim.codelet.abi import run_compiled
 from popsim.codelet.interpret import run_interpreted
-from popsim.codelet.python_vertex import translation_of
+from popsim.codelet.python_compile import translation_of
 
 import sample_vertices
 from sample_vertices import Dot, OutOfRange, RowSums

@@ -5,7 +5,7 @@ import pytest
 
 from popsim import InOut, Input, Output, Vector, Vertex
 from popsim.codelet import abi, emit_c
-from popsim.codelet.python_vertex import vertex_types_from_classes
+from popsim.codelet.python_compile import vertex_types_from_classes
 
 pytestmark = pytest.mark.compiler
 

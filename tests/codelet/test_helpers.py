@@ -8,7 +8,7 @@ import pytest
 
 import popsim
 from popsim import Input, MultiVertex, Output, Vector, Vertex, VectorList
-from popsim.codelet.python_vertex import vertex_types_from_classes
+from popsim.codelet.python_compile import vertex_types_from_classes
 
 import sample_helpers as h
 from vertex_harness import F32, arr, load_vertex, run_both

@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 import popsim
 from popsim.codelet.abi import run_compiled
 from popsim.codelet.interpret import run_interpreted
-from popsim.codelet.python_vertex import vertex_types_from_classes
+from popsim.codelet.python_compile import vertex_types_from_classes
 
 import sample_vertices
 from sample_vertices import (ClipScale, Dot, FirstAbove, HalfAxpy, IntDivMod, LongDivMod, MultiScale, Printer, RowSums,

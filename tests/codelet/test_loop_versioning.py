@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import popsim
 from popsim.codelet import abi, compiler
 from popsim.codelet.interpret import run_interpreted
-from popsim.codelet.python_vertex import translation_of, vertex_types_from_classes
+from popsim.codelet.python_compile import translation_of, vertex_types_from_classes
 from popsim.codelet.typed_ir import ForEach, ForRange, RowAt, walk_stmts
 
 import loop_programs
@@ -204,7 +204,7 @@ def test_multivertex_strided_loops_are_versioned():
     assert out.tolist() == (np.arange(13) * 2).tolist()
 
 
-# -- the guard arithmetic (include/popsim_python_runtime.h) ---------------------------------
+# -- the guard arithmetic (codelet/include/popsim_python_runtime.h) -------------------------
 _GUARDS = r"""
 #include "popsim_python_runtime.h"
 int fits_i(int64_t lo, int64_t hi, int64_t low, int64_t high, int64_t max, uint64_t size) {

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from popsim import Input, Output, Vector, Vertex
-from popsim.codelet import compiler, cpp, prebuilt, python_vertex
+from popsim.codelet import compiler, cpp, prebuilt, python_compile
 from popsim.codelet.abi import run_compiled
-from popsim.codelet.python_vertex import translation_of, vertex_types_from_classes
+from popsim.codelet.python_compile import translation_of, vertex_types_from_classes
 from popsim.codelet.translate import compile_translations
 
 pytestmark = pytest.mark.compiler
@@ -82,7 +82,8 @@ def test_a_prebuilt_python_vertex_compiles_nothing(tier, empty_cache, monkeypatc
     assert compiler.stats["compiled"] == before["compiled"] and compiler.stats["cache_hits"] == before["cache_hits"]
     assert vt.library == tier / "py-0.so"
     assert list(scaled(vt, [1, 2])) == [3, 6]
-    assert not (empty_cache / "popsim" / "codelets").exists() or not any((empty_cache / "popsim" / "codelets").iterdir())
+    codelets = empty_cache / "popsim" / "codelets"
+    assert not codelets.exists() or not any(codelets.iterdir())
 
 
 @pytest.mark.parametrize("damage", ["environment", "code", "library", "format"])
@@ -177,7 +178,7 @@ def test_a_users_vertex_compiles_on_first_use_and_says_so(empty_cache, capfd):
     library = make_vertex(9.0)  # PopLibs' own (module popsim.*): compiled quietly when not prebuilt
     vertex_types_from_classes([library])
     assert capfd.readouterr().err == ""
-    python_vertex._compiled.pop(user, None)
+    python_compile._compiled.pop(user, None)
 
 
 def test_one_compiler_called_by_another_name_keys_alike(tmp_path):

@@ -7,7 +7,8 @@ import popsim
 from popsim import InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 from popsim.codelet import compiler
 from popsim.codelet.fields import Direction, FieldKind
-from popsim.codelet.python_vertex import fields_of, is_vertex_class, vertex_types_from_classes
+from popsim.codelet.python_vertex import fields_of, is_vertex_class
+from popsim.codelet.python_compile import vertex_types_from_classes
 
 import sample_vertices
 from sample_vertices import MultiScale, Named, Sum, VERTICES
@@ -73,7 +74,7 @@ def test_fields_are_inherited_base_first():
 ])
 def test_bad_field_declarations(annotation, message):
     ns = {"Input": Input, "Output": Output, "Vector": Vector, "VectorList": VectorList, "str": str}
-    cls = type("Bad", (Vertex,), {"__annotations__": {"x": eval(annotation, ns)}, "compute": lambda self: None})
+    cls = type("Bad", (Vertex,), {"__annotations__": {"x": eval(annotation, ns)}, "compute": lambda self: None})  # noqa: S307 - the test's own annotation strings
     with pytest.raises(popsim.CodeletSyntaxError, match=message):
         fields_of(cls)
 
@@ -140,6 +141,6 @@ def test_compute_signatures(tmp_path):
 
 def test_source_must_be_available():
     namespace = {"Vertex": Vertex, "Output": Output}
-    exec("class X(Vertex):\n    out: Output[float]\n    def compute(self):\n        self.out = 1.0\n", namespace)
+    exec("class X(Vertex):\n    out: Output[float]\n    def compute(self):\n        self.out = 1.0\n", namespace)  # noqa: S102 - a class with no source file, on purpose
     with pytest.raises(popsim.CodeletSyntaxError, match="cannot read the source"):
         vertex_types_from_classes([namespace["X"]])

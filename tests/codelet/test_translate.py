@@ -14,13 +14,13 @@ from popsim.codelet import pyruntime
 from popsim.codelet.abi import run_compiled
 from popsim.codelet.interpret import run_interpreted
 from popsim.codelet.op_costs import CYCLES
-from popsim.codelet.python_vertex import translation_of
+from popsim.codelet.python_compile import translation_of
 from popsim.codelet.typed_ir import T
 
-from sample_vertices import (Accumulate, CNames, Casts, EveryUnaryMath, ClipScale, Dot, EdgeMax, Empty, Fails, FirstAbove, FloatDivMod,
-                             FloatOps, FloatToHalf, HalfAxpy, HalfToFloat, IntDivMod, IntOps, Logic, MathFns, Misc,
-                             MultiFails, MultiScale, Narrow, Ranges, RowSums, ScalarEdges, Sum, SumHalf, Unsigned,
-                             Views, WideInts)
+from sample_vertices import (Accumulate, CNames, Casts, EveryUnaryMath, ClipScale, Dot, EdgeMax, Empty, Fails,
+                             FirstAbove, FloatDivMod, FloatOps, FloatToHalf, HalfAxpy, HalfToFloat, IntDivMod, IntOps,
+                             Logic, MathFns, Misc, MultiFails, MultiScale, Narrow, Ranges, RowSums, ScalarEdges, Sum,
+                             SumHalf, Unsigned, Views, WideInts)
 from vertex_harness import F32, I32, arr, clip_reference, clone, f32, floor_divmod, run_both, vt
 
 

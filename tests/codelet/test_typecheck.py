@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import popsim
-from popsim.codelet.python_vertex import vertex_types_from_classes
+from popsim.codelet.python_compile import vertex_types_from_classes
 
 from vertex_harness import load_vertex
 

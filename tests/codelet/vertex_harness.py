@@ -10,7 +10,7 @@ import numpy as np
 
 from popsim.codelet.abi import run_compiled
 from popsim.codelet.interpret import run_all_workers
-from popsim.codelet.python_vertex import vertex_types_from_classes
+from popsim.codelet.python_compile import vertex_types_from_classes
 
 from sample_vertices import VERTICES
 

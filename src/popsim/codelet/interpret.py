@@ -22,6 +22,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 from ..errors import IndexError as PopsimIndexError
+from ..target import HARDWARE_WORKER_CONTEXTS
 from . import pyruntime as rt
 from .typed_ir import (STORAGE, VK, Assign, Binary, BoolOp, Break, Breakpoint, Cast, Compare, Const, Continue, Expr,
                        FieldRef, ForEach, ForRange, Function, If, IfExp, Intrinsic, Len, Let, Load, Local, Loc, Not,
@@ -401,7 +402,7 @@ def interpreted_function(fn: Function, user_globals: dict):
 # -- running --------------------------------------------------------------------------------------
 class _Program:
     def __init__(self, vertex_type):
-        from .python_vertex import translation_of
+        from .python_compile import translation_of
         cls = vertex_type.python_class
         if cls is None:
             raise TypeError(f"vertex type '{vertex_type.name}' is not a Python vertex: it cannot run interpreted")
@@ -442,7 +443,8 @@ def index_error_message(name: str, field: str, index: int, size: int, line: int,
             f"({valid}){where}{hint}")
 
 
-def run_interpreted(vertex_type, values, worker: int = 0, num_workers: int = 6) -> Tuple[bool, int]:
+def run_interpreted(vertex_type, values, worker: int = 0,
+                    num_workers: int = HARDWARE_WORKER_CONTEXTS) -> Tuple[bool, int]:
     """Run one call of the vertex's compute as Python (debug mode) on ``values`` (one
     per field, as in abi.py; used in place). Runs worker ``worker`` only (the engine
     calls a MultiVertex once per worker). Returns (ok, cycles): ok False when compute
@@ -466,7 +468,8 @@ def run_interpreted(vertex_type, values, worker: int = 0, num_workers: int = 6) 
     return bool(ok), int(cycles)
 
 
-def run_all_workers(vertex_type, values, num_workers: int = 6, worker: int = 0) -> Tuple[bool, int]:
+def run_all_workers(vertex_type, values, num_workers: int = HARDWARE_WORKER_CONTEXTS,
+                    worker: int = 0) -> Tuple[bool, int]:
     """Like abi.run_compiled: a MultiVertex runs on every worker in turn (cycles
     summed), a Vertex once as ``worker``. Stops at the first failing call."""
     workers = range(num_workers) if vertex_type.multi else [worker]

@@ -1,5 +1,6 @@
 """Vertices written in Python: the ``Vertex`` / ``MultiVertex`` base classes, the field
-markers used as annotations, and the entry point that turns classes into vertex types.
+markers used as annotations, and reading a class's fields (python_compile.py turns the
+classes into vertex types).
 
     class SumVertex(Vertex):
         in_: Input[Vector[float]]      # field "in" (a trailing underscore is dropped)
@@ -20,16 +21,14 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-import threading
-from typing import Dict, List, Tuple
+from typing import Dict, Tuple
 
 from .. import errors, types as _types
 from ..errors import CodeletSyntaxError
 from .fields import Direction, FieldKind, FieldSpec
-from .vertex_type import VertexType
 
 __all__ = ["Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList",
-           "is_vertex_class", "vertex_types_from_classes", "fields_of"]
+           "is_vertex_class", "fields_of", "vertex_name"]
 
 
 def _defining_scope(cls) -> Dict[str, object]:
@@ -239,74 +238,3 @@ def vertex_name(cls) -> str:
     if not isinstance(name, str):
         raise CodeletSyntaxError(f"{cls.__qualname__}.vertex_name must be a string, found {name!r}")
     return name
-
-
-# -- classes -> vertex types ----------------------------------------------------------------------
-_translations: Dict[type, object] = {}
-_compiled: Dict[type, VertexType] = {}  # a class's vertex type once compiled, shared by every graph
-_lock = threading.Lock()
-
-
-def translation_of(cls):
-    """The (cached) translation of one class: translate.Translation."""
-    from .translate import translate_class
-    with _lock:
-        t = _translations.get(cls)
-    if t is None:
-        fields, attrs = fields_of(cls)
-        t = translate_class(cls, vertex_name(cls), fields, attrs, issubclass(cls, MultiVertex))
-        with _lock:
-            _translations[cls] = t
-    return t
-
-
-def vertex_types_from_classes(classes) -> List[VertexType]:
-    """Translate Vertex classes to C and compile them into one shared library (those the
-    prebuilt tier holds, codelet/prebuilt.py, are taken from it); one VertexType per class,
-    in the order given."""
-    from .translate import compile_translations
-    classes = list(classes)
-    for c in classes:
-        if not is_vertex_class(c):
-            what = c.__name__ if inspect.isclass(c) else type(c).__name__
-            raise errors.TypeError(f"add_codelets: {what} is not a popsim.Vertex or popsim.MultiVertex subclass with a "
-                            "compute method")
-    unique = list(dict.fromkeys(classes))
-    translations = [translation_of(c) for c in unique]
-    seen: Dict[str, type] = {}
-    for c, t in zip(unique, translations):
-        if t.name in seen:
-            raise CodeletSyntaxError(f"vertex classes {seen[t.name].__qualname__} and {c.__qualname__} are both "
-                                     f"named '{t.name}': set vertex_name on one of them")
-        seen[t.name] = c
-    if not translations:
-        return []
-    with _lock:
-        known = [_compiled.get(c) for c in unique]
-    if all(vt is not None for vt in known):  # every class already compiled (in any graph): reuse
-        return known
-    libraries = _prebuilt_libraries(translations)
-    missing = [t for t, lib in zip(translations, libraries) if lib is None]
-    if missing:  # compiled together into one library (the user cache's); a user's vertices say so
-        users = any(not c.__module__.startswith("popsim.") for c, lib in zip(unique, libraries) if lib is None)
-        library = compile_translations(missing, announce=users)
-        libraries = [library if lib is None else lib for lib in libraries]
-    out = []
-    for c, t, library in zip(unique, translations, libraries):
-        out.append(VertexType(
-            name=t.name, fields=t.fields, multi=t.multi, library=library, symbol=t.symbol,
-            state_size=16 * len(t.fields), source=f"{t.function.filename}:{t.function.line}",
-            counts_cycles=True, python_class=c, language="python",
-            extra={"c_source": t.c_code, "checked": True, "attrs": t.attrs}))
-    with _lock:
-        _compiled.update(zip(unique, out))
-    return out
-
-
-def _prebuilt_libraries(translations) -> list:
-    """For each translation, the prebuilt library (codelet/prebuilt.py) that defines it,
-    or None."""
-    from . import prebuilt
-    from .translate import compile_flags
-    flags = compile_flags(True)
-    return [prebuilt.python_library(t.symbol, t.c_code, flags) for t in translations]

@@ -107,7 +107,7 @@ def _templates_in(src) -> List[VertexTemplate]:
 
 
 def _load(src, flags: str) -> List[VertexType]:
-    from . import cpp, python_vertex
+    from . import cpp, python_compile, python_vertex
     if isinstance(src, VertexTemplate):
         return []  # instantiations register on first use (CodeletRegistry.get)
     if isinstance(src, (str, Path)):
@@ -125,12 +125,12 @@ def _load(src, flags: str) -> List[VertexType]:
     if isinstance(src, ModuleType):
         classes = [obj for obj in vars(src).values()
                    if inspect.isclass(obj) and python_vertex.is_vertex_class(obj) and obj.__module__ == src.__name__]
-        return python_vertex.vertex_types_from_classes(classes)
+        return python_compile.vertex_types_from_classes(classes)
     if isinstance(src, (list, tuple)):
         if all(isinstance(s, (str, Path, VertexTemplate)) for s in src):
             return [vt for s in src for vt in _load(s, flags)]
-        return python_vertex.vertex_types_from_classes([s for s in src if not isinstance(s, VertexTemplate)])
+        return python_compile.vertex_types_from_classes([s for s in src if not isinstance(s, VertexTemplate)])
     if inspect.isclass(src):
-        return python_vertex.vertex_types_from_classes([src])
+        return python_compile.vertex_types_from_classes([src])
     raise PopsimError(f"add_codelets takes a Vertex class, a vertex template, a list of them, a module, or a path to "
                       f"a .cpp codelet file; found {type(src).__name__}")
