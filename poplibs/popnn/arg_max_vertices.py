@@ -14,11 +14,16 @@ estimators (popnnCycleEstimators.cpp; PopLibs' cycle estimators have no formula 
 Both keep the first position on ties (a later element must be strictly larger or smaller
 to win), as PopLibs' codelets do, so partials in column order give the first index of a
 row's maximum.
+
+Max and min share one class per kind (``_gather``, ``_sparse``): each instantiation calls
+its comparison (``greater`` or ``less``, inlined by the translator) and declares and writes
+its own fields (``maxValue``... or ``minValue``...) under an ``if is_max`` that is decided at
+translation.
 """
 import popsim
-from popsim import FLOAT, HALF, INT, UNSIGNED_INT
+from popsim import FLOAT, HALF, INT, UNSIGNED_INT, Input, MultiVertex, Output, Vector, Vertex
 
-from ..poputil.generated_vertex import vertex_from_source
+from ..poputil.vertex_helpers import named_vertex_class
 
 __all__ = ["IN_TYPES", "LABEL_TYPES", "partials_type", "gather_vertex", "sparse_vertex",
            "gather_cycles", "sparse_cycles"]
@@ -33,77 +38,100 @@ def partials_type(in_type):
     return FLOAT if in_type in (FLOAT, HALF) else in_type
 
 
-_GATHER = """
-class V(MultiVertex):
-    activations: Input[Vector[IN]]
-    index: LABEL
-    {kind}Value: Output[Vector[PARTIALS]]
-    {kind}Index: Output[Vector[LABEL]]
-    size: UNSIGNED_INT
-    workerSize: UNSIGNED_INT
+# -- the comparisons: strict, so that the first of equal values wins --------------------------------
+def greater(a, b):
+    return a > b
 
-    def compute(self, worker_id):
-        begin = worker_id * int(self.workerSize)
-        if begin >= int(self.size):
+
+def less(a, b):
+    return a < b
+
+
+def _gather(is_max: bool, in_type, label_type):
+    partials = partials_type(in_type)
+    better = greater if is_max else less
+
+    class Gather(MultiVertex):
+        activations: Input[Vector[in_type]]
+        index: label_type
+        if is_max:
+            maxValue: Output[Vector[partials]]
+            maxIndex: Output[Vector[label_type]]
+        else:
+            minValue: Output[Vector[partials]]
+            minIndex: Output[Vector[label_type]]
+        size: UNSIGNED_INT
+        workerSize: UNSIGNED_INT
+
+        def compute(self, worker_id):
+            begin = worker_id * int(self.workerSize)
+            if begin >= int(self.size):
+                return True
+            end = min(begin + int(self.workerSize), int(self.size))
+            best = self.activations[begin]
+            where = begin
+            for j in range(begin + 1, end):
+                if better(self.activations[j], best):
+                    best = self.activations[j]
+                    where = j
+            if is_max:
+                self.maxValue[worker_id] = best
+                self.maxIndex[worker_id] = where + self.index
+            else:
+                self.minValue[worker_id] = best
+                self.minIndex[worker_id] = where + self.index
             return True
-        end = min(begin + int(self.workerSize), int(self.size))
-        best = self.activations[begin]
-        where = begin
-        for j in range(begin + 1, end):
-            if self.activations[j] {better} best:
-                best = self.activations[j]
-                where = j
-        self.{kind}Value[worker_id] = best
-        self.{kind}Index[worker_id] = where + self.index
-        return True
-"""
-
-_SPARSE = """
-class V(Vertex):
-    activations: Input[Vector[PARTIALS]]
-    labels: Input[Vector[LABEL]]
-    {kind}Value: Output[PARTIALS]
-    {kind}Index: Output[LABEL]
-
-    def compute(self):
-        best = self.activations[0]
-        where = 0
-        for i in range(1, len(self.activations)):
-            if self.activations[i] {better} best:
-                best = self.activations[i]
-                where = i
-        self.{kind}Value = best
-        self.{kind}Index = self.labels[where]
-        return True
-"""
+    return named_vertex_class(Gather, f"Reduce{'Max' if is_max else 'Min'}ClassGather")
 
 
-def _template(base: str, source: str, is_max: bool, gather: bool):
-    """A vertex template of ``source`` (vertex code cannot call helpers, so max and min
-    are two generated classes): ``>`` keeps the first maximum, ``<`` the first minimum."""
-    kind, better = ("max", ">") if is_max else ("min", "<")
-    text = source.format(kind=kind, better=better)
-    label = f"{base.split('::')[1]}"
+def _sparse(is_max: bool, in_out_type, label_type):
+    better = greater if is_max else less
 
-    def make(in_type, label_type):
-        cls = vertex_from_source(text, label, IN=in_type, LABEL=label_type, PARTIALS=partials_type(in_type))
-        cls.__name__ = cls.__qualname__ = label
-        return cls
+    class Sparse(Vertex):
+        activations: Input[Vector[in_out_type]]
+        labels: Input[Vector[label_type]]
+        if is_max:
+            maxValue: Output[in_out_type]
+            maxIndex: Output[label_type]
+        else:
+            minValue: Output[in_out_type]
+            minIndex: Output[label_type]
 
-    if gather:
-        def factory(in_type, label_type):
-            return make(in_type, label_type)
-        return popsim.vertex_template(base, in_type=IN_TYPES, label_type=LABEL_TYPES)(factory)
+        def compute(self):
+            best = self.activations[0]
+            where = 0
+            for i in range(1, len(self.activations)):
+                if better(self.activations[i], best):
+                    best = self.activations[i]
+                    where = i
+            if is_max:
+                self.maxValue = best
+                self.maxIndex = self.labels[where]
+            else:
+                self.minValue = best
+                self.minIndex = self.labels[where]
+            return True
+    return named_vertex_class(Sparse, f"Reduce{'Max' if is_max else 'Min'}ClassSparse")
 
-    def factory(in_out_type, label_type):  # noqa: F811 (one of the two is returned)
-        return make(in_out_type, label_type)
-    return popsim.vertex_template(base, in_out_type=_PARTIALS, label_type=LABEL_TYPES)(factory)
+
+@popsim.vertex_template("popnn::ReduceMaxClassGather", in_type=IN_TYPES, label_type=LABEL_TYPES)
+def ReduceMaxClassGather(in_type, label_type):
+    return _gather(True, in_type, label_type)
 
 
-ReduceMaxClassGather = _template("popnn::ReduceMaxClassGather", _GATHER, True, True)
-ReduceMinClassGather = _template("popnn::ReduceMinClassGather", _GATHER, False, True)
-ReduceMaxClassSparse = _template("popnn::ReduceMaxClassSparse", _SPARSE, True, False)
-ReduceMinClassSparse = _template("popnn::ReduceMinClassSparse", _SPARSE, False, False)
+@popsim.vertex_template("popnn::ReduceMinClassGather", in_type=IN_TYPES, label_type=LABEL_TYPES)
+def ReduceMinClassGather(in_type, label_type):
+    return _gather(False, in_type, label_type)
+
+
+@popsim.vertex_template("popnn::ReduceMaxClassSparse", in_out_type=_PARTIALS, label_type=LABEL_TYPES)
+def ReduceMaxClassSparse(in_out_type, label_type):
+    return _sparse(True, in_out_type, label_type)
+
+
+@popsim.vertex_template("popnn::ReduceMinClassSparse", in_out_type=_PARTIALS, label_type=LABEL_TYPES)
+def ReduceMinClassSparse(in_out_type, label_type):
+    return _sparse(False, in_out_type, label_type)
 
 
 # -- cycle estimators (PopLibs' popnnCycleEstimators.cpp) -----------------------------------------

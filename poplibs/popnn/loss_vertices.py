@@ -13,11 +13,15 @@ and fields, with PopLibs' estimators (popnnCycleEstimators.cpp, PerformanceEstim
   and maxPerBatch[i] == expected[i]}`` (numCorrect is InOut, as PopLibs': it accumulates).
 - ``popnn::LabelsOutOfRange<LabelType>`` (popsim's own; PopLibs has no check): ``outOfRange``
   is true when a label is neither MASKED_LABEL_CODE nor in ``[0, numClasses)``.
-"""
-import popsim
-from popsim import FLOAT, HALF, INT, UNSIGNED_INT
 
-from ..poputil.generated_vertex import vertex_from_source
+Each is a plain vertex template: what varies by instantiation (cross entropy's eps, the
+label type's MASKED_LABEL_CODE) is a factory constant that ``compute`` reads, and so a
+constant of the translated code.
+"""
+import math
+
+import popsim
+from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, UNSIGNED_SHORT, InOut, Input, Output, Vector, Vertex
 
 __all__ = ["EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF", "FP_TYPES", "LABEL_TYPES", "masked_code", "transform_vertex",
            "accuracy_vertex", "label_check_vertex", "loss_transform_cycles", "calc_accuracy_cycles",
@@ -35,103 +39,88 @@ def masked_code(label_type) -> int:
     return -1 if label_type == INT else 0xFFFFFFFF
 
 
-_SUM_SQUARED = """
-class V(Vertex):
-    probs: Input[Vector[FP]]
-    expected: Input[Vector[FP]]
-    deltas: Output[Vector[FP]]
-    transformed: Output[Vector[FP]]
-    size: UNSIGNED_SHORT
-
-    def compute(self):
-        for i in range(int(self.size)):
-            delta = self.probs[i] - self.expected[i]
-            self.deltas[i] = delta
-            self.transformed[i] = 0.5 * delta * delta
-        return True
-"""
-
-_CROSS_ENTROPY = """
-class V(Vertex):
-    probs: Input[Vector[FP]]
-    expected: Input[Vector[FP]]
-    deltas: Output[Vector[FP]]
-    transformed: Output[Vector[FP]]
-    size: UNSIGNED_SHORT
-    deltasScale: Input[FP]
-    modelOutputScaling: Input[FP]
-
-    def compute(self):
-        scaling = self.modelOutputScaling
-        scale = self.deltasScale / scaling
-        log_scaling = math.log(scaling)
-        for i in range(int(self.size)):
-            expect = self.expected[i]
-            actual = self.probs[i]
-            self.deltas[i] = scale * (actual - expect * scaling)
-            self.transformed[i] = -expect * (math.log(actual + {eps}) - log_scaling)
-        return True
-"""
-
-_CALC_ACCURACY = """
-class V(Vertex):
-    maxPerBatch: Input[Vector[LABEL]]
-    expected: Input[Vector[LABEL]]
-    numCorrect: InOut[UNSIGNED_INT]
-
-    def compute(self):
-        count = self.numCorrect
-        for i in range(len(self.maxPerBatch)):
-            if self.expected[i] != {masked} and self.maxPerBatch[i] == self.expected[i]:
-                count += 1
-        self.numCorrect = count
-        return True
-"""
-
-_LABEL_CHECK = """
-class V(Vertex):
-    labels: Input[Vector[LABEL]]
-    numClasses: UNSIGNED_INT
-    outOfRange: Output[BOOL]
-
-    def compute(self):
-        bad = False
-        classes = int(self.numClasses)
-        for i in range(len(self.labels)):
-            label = self.labels[i]
-            if label != {masked} and (label < 0 or label >= classes):
-                bad = True
-        self.outOfRange = bad
-        return True
-"""
-
-
-def _make(source: str, label: str, **names):
-    cls = vertex_from_source(source, label, UNSIGNED_SHORT=popsim.UNSIGNED_SHORT, **names)
-    cls.__name__ = cls.__qualname__ = label
-    return cls
-
-
 @popsim.vertex_template("popnn::LossSumSquaredTransform", fp_type=FP_TYPES)
 def LossSumSquaredTransform(fp_type):
-    return _make(_SUM_SQUARED, "LossSumSquaredTransform", FP=fp_type)
+    class LossSumSquaredTransform(Vertex):
+        probs: Input[Vector[fp_type]]
+        expected: Input[Vector[fp_type]]
+        deltas: Output[Vector[fp_type]]
+        transformed: Output[Vector[fp_type]]
+        size: UNSIGNED_SHORT
+
+        def compute(self):
+            for i in range(int(self.size)):
+                delta = self.probs[i] - self.expected[i]
+                self.deltas[i] = delta
+                self.transformed[i] = 0.5 * delta * delta
+            return True
+    return LossSumSquaredTransform
 
 
 @popsim.vertex_template("popnn::LossCrossEntropyTransform", fp_type=FP_TYPES)
 def LossCrossEntropyTransform(fp_type):
     eps = EPS_LOG_N_FLOAT if fp_type == FLOAT else EPS_LOG_N_HALF
-    return _make(_CROSS_ENTROPY.replace("{eps}", repr(eps)), "LossCrossEntropyTransform", FP=fp_type)
+
+    class LossCrossEntropyTransform(Vertex):
+        probs: Input[Vector[fp_type]]
+        expected: Input[Vector[fp_type]]
+        deltas: Output[Vector[fp_type]]
+        transformed: Output[Vector[fp_type]]
+        size: UNSIGNED_SHORT
+        deltasScale: Input[fp_type]
+        modelOutputScaling: Input[fp_type]
+
+        def compute(self):
+            scaling = self.modelOutputScaling
+            scale = self.deltasScale / scaling
+            log_scaling = math.log(scaling)
+            for i in range(int(self.size)):
+                expect = self.expected[i]
+                actual = self.probs[i]
+                self.deltas[i] = scale * (actual - expect * scaling)
+                self.transformed[i] = -expect * (math.log(actual + eps) - log_scaling)
+            return True
+    return LossCrossEntropyTransform
 
 
 @popsim.vertex_template("popnn::CalcAccuracy", label_type=LABEL_TYPES)
 def CalcAccuracy(label_type):
-    return _make(_CALC_ACCURACY.replace("{masked}", str(masked_code(label_type))), "CalcAccuracy", LABEL=label_type)
+    masked = masked_code(label_type)
+
+    class CalcAccuracy(Vertex):
+        maxPerBatch: Input[Vector[label_type]]
+        expected: Input[Vector[label_type]]
+        numCorrect: InOut[UNSIGNED_INT]
+
+        def compute(self):
+            count = self.numCorrect
+            for i in range(len(self.maxPerBatch)):
+                if self.expected[i] != masked and self.maxPerBatch[i] == self.expected[i]:
+                    count += 1
+            self.numCorrect = count
+            return True
+    return CalcAccuracy
 
 
 @popsim.vertex_template("popnn::LabelsOutOfRange", label_type=LABEL_TYPES)
 def LabelsOutOfRange(label_type):
-    return _make(_LABEL_CHECK.replace("{masked}", str(masked_code(label_type))), "LabelsOutOfRange",
-                 LABEL=label_type)
+    masked = masked_code(label_type)
+
+    class LabelsOutOfRange(Vertex):
+        labels: Input[Vector[label_type]]
+        numClasses: UNSIGNED_INT
+        outOfRange: Output[BOOL]
+
+        def compute(self):
+            bad = False
+            classes = int(self.numClasses)
+            for i in range(len(self.labels)):
+                label = self.labels[i]
+                if label != masked and (label < 0 or label >= classes):
+                    bad = True
+            self.outOfRange = bad
+            return True
+    return LabelsOutOfRange
 
 
 # -- cycle estimators -------------------------------------------------------------------------------

@@ -16,15 +16,21 @@ unless the MSB of ``numBaseElements`` is set (``remapOutOfBoundIndices``): then 
 as 0. Multi-slice offsets outside ``[baseOffset, baseOffset + numBaseElements)`` are
 skipped: their output rows are not written, their update rows not applied.
 
+A slice and its update are one loop with the copy's direction swapped, so each layout is
+one class body (``_dynamic_1d``, ``_dynamic_2d``) that two templates instantiate: ``if
+update`` (decided at translation) picks PopLibs' field kinds (the update writes baseT, the
+slice subT) and the copy's direction. A MultiVertex worker takes one contiguous chunk of
+its region (``chunk_begin`` / ``chunk_end``, poputil/vertex_helpers.py).
+
 The estimators are PopLibs' cycle estimators. A MultiVertex's estimate is PopLibs'
 tile-cycle figure, charged as ceil(figure / workers) on each worker (as the element-wise
 ops do).
 """
 import popsim
 from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
-                    UNSIGNED_LONGLONG, InOut, Input, MultiVertex, Output, Vector)
+                    UNSIGNED_LONGLONG, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex)
 
-from ..poputil.generated_vertex import vertex_from_source
+from ..poputil.vertex_helpers import chunk_begin, chunk_end, named_vertex_class
 
 #: the element types PopLibs instantiates its DynamicSlice vertices for
 SLICE_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_LONGLONG, LONGLONG)
@@ -38,83 +44,101 @@ MAX = "popops::Operation::MAX"  # MultiUpdateOp's operation, as PopLibs spells t
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 
 
-# A slice and its update are one loop with the copy's direction swapped: both come from
-# one source (vertex code cannot call a helper), with PopLibs' field kinds for each.
-_DYNAMIC_1D = """class V(MultiVertex):
-    offset: Input[UNSIGNED_INT]
-    baseT: {base}[Vector[T]]
-    subT: {sub}[Vector[T]]
-    numBaseElements: UNSIGNED_INT
-    numSubElements: UNSIGNED_INT
-    regionSize: UNSIGNED_INT
+def _dynamic_1d(update: bool, dtype):
+    class DynamicSlice1D(MultiVertex):
+        offset: Input[UNSIGNED_INT]
+        if update:
+            baseT: InOut[Vector[dtype]]
+            subT: Input[Vector[dtype]]
+        else:
+            baseT: Input[Vector[dtype]]
+            subT: Output[Vector[dtype]]
+        numBaseElements: UNSIGNED_INT
+        numSubElements: UNSIGNED_INT
+        regionSize: UNSIGNED_INT
 
-    def compute(self, worker_id):
-        n = self.numBaseElements & 0x7fffffff
-        size = self.regionSize
-        per_worker = (size + self.num_workers() - 1) // self.num_workers()
-        begin = worker_id * per_worker
-        end = min(begin + per_worker, size)
-        base = self.offset
-        if base >= n:
-            if (self.numBaseElements & 0x80000000) == 0:
-                return True
-            base = 0
-        for s in range(self.numSubElements):
-            for e in range(begin, end):
-                {dst}[{dst_index}] = {src}[{src_index}]
-            base += 1
-            if base >= n:
-                base = 0
-        return True
-"""
-_DYNAMIC_2D = """class V(Vertex):
-    offset: Input[UNSIGNED_INT]
-    baseT: {base}[VectorList[T]]
-    numSubElements: UNSIGNED_INT
-    subT: {sub}[VectorList[T]]
-    numRegions: UNSIGNED_INT
-    numBaseElements: UNSIGNED_INT
-
-    def compute(self):
-        n = self.numBaseElements & 0x7fffffff
-        for r in range(self.numRegions):
+        def compute(self, worker_id):
+            n = self.numBaseElements & 0x7fffffff
+            size = self.regionSize
+            begin = chunk_begin(size, worker_id, self.num_workers())
+            end = chunk_end(size, worker_id, self.num_workers())
             base = self.offset
             if base >= n:
                 if (self.numBaseElements & 0x80000000) == 0:
                     return True
                 base = 0
             for s in range(self.numSubElements):
-                src = {src}[{src_index}]
-                dst = {dst}[{dst_index}]
-                for e in range(len(dst)):
-                    dst[e] = src[e]
+                for e in range(begin, end):
+                    if update:
+                        self.baseT[base * size + e] = self.subT[s * size + e]
+                    else:
+                        self.subT[s * size + e] = self.baseT[base * size + e]
                 base += 1
                 if base >= n:
                     base = 0
-        return True
-"""
+            return True
+    return named_vertex_class(DynamicSlice1D, "DynamicUpdateSlice1D" if update else "DynamicSlice1D")
 
 
-def _dynamic_slice_template(name: str, source: str, update: bool, base_at: str, sub_at: str):
-    base, sub = ("self.baseT", base_at), ("self.subT", sub_at)
-    (src, src_index), (dst, dst_index) = (sub, base) if update else (base, sub)
-    text = source.format(base="InOut" if update else "Input", sub="Input" if update else "Output",
-                         src=src, src_index=src_index, dst=dst, dst_index=dst_index)
+def _dynamic_2d(update: bool, dtype):
+    class DynamicSlice2D(Vertex):
+        offset: Input[UNSIGNED_INT]
+        if update:
+            baseT: InOut[VectorList[dtype]]
+        else:
+            baseT: Input[VectorList[dtype]]
+        numSubElements: UNSIGNED_INT
+        if update:
+            subT: Input[VectorList[dtype]]
+        else:
+            subT: Output[VectorList[dtype]]
+        numRegions: UNSIGNED_INT
+        numBaseElements: UNSIGNED_INT
 
-    def factory(dtype):
-        return vertex_from_source(text, f"{name}<{dtype.name}>", T=dtype)
-    factory.__name__ = name.split("::")[1]
-    return popsim.vertex_template(name, dtype=SLICE_TYPES)(factory)
+        def compute(self):
+            n = self.numBaseElements & 0x7fffffff
+            for r in range(self.numRegions):
+                base = self.offset
+                if base >= n:
+                    if (self.numBaseElements & 0x80000000) == 0:
+                        return True
+                    base = 0
+                for s in range(self.numSubElements):
+                    # the source row before the destination's in both directions: with
+                    # both out of range, an index error names the source
+                    if update:
+                        src = self.subT[r * self.numSubElements + s]
+                        dst = self.baseT[r * n + base]
+                    else:
+                        src = self.baseT[r * n + base]
+                        dst = self.subT[r * self.numSubElements + s]
+                    for e in range(len(dst)):
+                        dst[e] = src[e]
+                    base += 1
+                    if base >= n:
+                        base = 0
+            return True
+    return named_vertex_class(DynamicSlice2D, "DynamicUpdateSlice2D" if update else "DynamicSlice2D")
 
 
-DynamicSlice1D = _dynamic_slice_template("popops::DynamicSlice1D", _DYNAMIC_1D, False, "base * size + e",
-                                         "s * size + e")
-DynamicUpdateSlice1D = _dynamic_slice_template("popops::DynamicUpdateSlice1D", _DYNAMIC_1D, True,
-                                               "base * size + e", "s * size + e")
-DynamicSlice2D = _dynamic_slice_template("popops::DynamicSlice2D", _DYNAMIC_2D, False, "r * n + base",
-                                         "r * self.numSubElements + s")
-DynamicUpdateSlice2D = _dynamic_slice_template("popops::DynamicUpdateSlice2D", _DYNAMIC_2D, True, "r * n + base",
-                                               "r * self.numSubElements + s")
+@popsim.vertex_template("popops::DynamicSlice1D", dtype=SLICE_TYPES)
+def DynamicSlice1D(dtype):
+    return _dynamic_1d(False, dtype)
+
+
+@popsim.vertex_template("popops::DynamicUpdateSlice1D", dtype=SLICE_TYPES)
+def DynamicUpdateSlice1D(dtype):
+    return _dynamic_1d(True, dtype)
+
+
+@popsim.vertex_template("popops::DynamicSlice2D", dtype=SLICE_TYPES)
+def DynamicSlice2D(dtype):
+    return _dynamic_2d(False, dtype)
+
+
+@popsim.vertex_template("popops::DynamicUpdateSlice2D", dtype=SLICE_TYPES)
+def DynamicUpdateSlice2D(dtype):
+    return _dynamic_2d(True, dtype)
 
 
 @popsim.vertex_template("popops::MultiSlice", dtype=MULTI_TYPES)
@@ -153,9 +177,8 @@ def MultiUpdate(dtype):
             # the workers share out the columns and each goes through the offsets in
             # order, so with repeated offsets the last update wins, as in PopLibs
             size = self.regionSize
-            per_worker = (size + self.num_workers() - 1) // self.num_workers()
-            begin = worker_id * per_worker
-            end = min(begin + per_worker, size)
+            begin = chunk_begin(size, worker_id, self.num_workers())
+            end = chunk_end(size, worker_id, self.num_workers())
             for o in range(len(self.offsets)):
                 index = self.offsets[o] - self.baseOffset
                 if index < self.numBaseElements:
@@ -179,9 +202,8 @@ def MultiUpdateAdd(dtype, subword_writes):
         def compute(self, worker_id):
             # half data is scaled and added in float32, rounded once when stored (PopLibs)
             size = self.regionSize
-            per_worker = (size + self.num_workers() - 1) // self.num_workers()
-            begin = worker_id * per_worker
-            end = min(begin + per_worker, size)
+            begin = chunk_begin(size, worker_id, self.num_workers())
+            end = chunk_end(size, worker_id, self.num_workers())
             k = self.scale
             for o in range(len(self.offsets)):
                 index = self.offsets[o] - self.baseOffset
@@ -206,9 +228,8 @@ def MultiUpdateOp(dtype, subword_writes, op):
             # baseT = baseT > subT ? baseT : subT for each in-range offset, as PopLibs'
             # updateOp: a NaN in either gives subT
             size = self.regionSize
-            per_worker = (size + self.num_workers() - 1) // self.num_workers()
-            begin = worker_id * per_worker
-            end = min(begin + per_worker, size)
+            begin = chunk_begin(size, worker_id, self.num_workers())
+            end = chunk_end(size, worker_id, self.num_workers())
             for o in range(len(self.offsets)):
                 index = self.offsets[o] - self.baseOffset
                 if index < self.numBaseElements:

@@ -8,6 +8,8 @@ from hypothesis import given, settings, strategies as st
 
 import popsim
 from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popnn, poputil
+from popsim.codelet.python_vertex import fields_of
+from popsim.popnn import arg_max_vertices
 from popsim.popnn.arg_max_vertices import gather_cycles, sparse_cycles
 from popsim.poputil import PoplibsError
 from popsim.program import Sequence
@@ -49,6 +51,28 @@ def test_all_four_against_numpy_with_ties(dtype):
     np.testing.assert_array_equal(got[4], host.min(1))
     np.testing.assert_array_equal(got[5], first_arg(host, largest=False))
     assert got[0][2] == 0 and got[1][2] == 0
+
+
+@pytest.mark.parametrize("dtype", [HALF, UNSIGNED_INT], ids=lambda t: t.name)
+def test_all_four_run_as_python_too(monkeypatch, dtype):
+    """The interpreted vertices (debug mode) give the same answers as the compiled ones."""
+    monkeypatch.setenv("POPSIM_CODELET_MODE", "interpreted")
+    test_all_four_against_numpy_with_ties(dtype)
+
+
+def test_max_and_min_share_a_class_body_but_declare_their_own_fields():
+    def fields(template, *args):
+        return [(f.name, f.direction.name, f.dtype) for f in fields_of(template[args])[0]]
+    for kind in ("max", "min"):
+        gather = getattr(arg_max_vertices, f"Reduce{kind.title()}ClassGather")
+        assert fields(gather, HALF, INT) == [
+            ("activations", "INPUT", HALF), ("index", "NONE", INT), (f"{kind}Value", "OUTPUT", FLOAT),
+            (f"{kind}Index", "OUTPUT", INT), ("size", "NONE", UNSIGNED_INT), ("workerSize", "NONE", UNSIGNED_INT)]
+        sparse = getattr(arg_max_vertices, f"Reduce{kind.title()}ClassSparse")
+        assert fields(sparse, UNSIGNED_INT, INT) == [
+            ("activations", "INPUT", UNSIGNED_INT), ("labels", "INPUT", INT), (f"{kind}Value", "OUTPUT", UNSIGNED_INT),
+            (f"{kind}Index", "OUTPUT", INT)]
+        assert sparse[FLOAT, INT].__name__ == f"Reduce{kind.title()}ClassSparse"
 
 
 def test_long_rows_reduce_in_several_stages_and_keep_the_first_tie():

@@ -62,6 +62,32 @@ def test_loss_deltas_and_num_correct(loss_type, dtype, label_type):
     assert int(got_nc) == 5 + reference_correct(host_p, host_y)  # PopLibs' numCorrect accumulates
 
 
+@pytest.mark.parametrize("loss_type", [CE, SSQ], ids=lambda t: t.name)
+def test_compiled_and_interpreted_vertices_give_the_same_bits(monkeypatch, loss_type):
+    """The transforms (eps is a constant of each FPType's instantiation), the accuracy
+    count and the label check (MASKED_LABEL_CODE one of each LabelType's) run as translated
+    C and as Python (debug mode): the same bits, a zero probability and masked rows included."""
+    got = {}
+    for mode in ("compiled", "interpreted"):
+        monkeypatch.setenv("POPSIM_CODELET_MODE", mode)
+        for dtype, label_type in ((HALF, INT), (FLOAT, UNSIGNED_INT)):
+            device = small_device()
+            g = popsim.Graph(device)
+            rng = np.random.default_rng(19)
+            p, y, loss, deltas = build(g, rng, 6, 5, dtype, label_type)
+            nc = on_tile(g, UNSIGNED_INT, (), "numCorrect", 3)
+            prog = popnn.calc_loss(g, p, y, loss, deltas, num_correct=nc, loss_type=loss_type)
+            host_p = probabilities(rng, (6, 5), dtype)
+            host_y = labels_for(rng, 6, 5, label_type, masked=(4,))
+            host_y[0] = np.argmax(host_p[0])
+            host_p[1, int(host_y[1])] = 0  # the expected class at probability 0: log(0 + eps)
+            _, values = run(g, device, prog, [loss, deltas, nc], {p: host_p, y: host_y, nc: 1})
+            assert int(values[2]) == 1 + reference_correct(host_p, host_y)
+            got.setdefault((dtype, label_type), []).append([np.asarray(v).tobytes() for v in values])
+    for compiled, interpreted in got.values():
+        assert compiled == interpreted
+
+
 @pytest.mark.parametrize("as_tensors", [False, True])
 def test_cross_entropy_scaling(as_tensors):
     device = small_device()

@@ -10,6 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
+from popsim.codelet.python_vertex import fields_of
+from popsim.popops import slice_vertices
 from popsim.popops.slice_vertices import dynamic_slice_1d_cycles, dynamic_slice_2d_cycles
 from popsim.program import Sequence
 
@@ -158,6 +160,76 @@ def test_2d_vertices_in_the_report():
     np.testing.assert_array_equal(got, x[[2, 0]])
     names = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     assert "popops::DynamicSlice2D<float>" in names
+
+
+def _directions(template, dtype):
+    return [(f.name, f.direction.name) for f in fields_of(template[dtype])[0]]
+
+
+def test_a_slice_and_its_update_share_one_class_body_with_poplibs_fields():
+    """Each layout is one class body for two templates: the slice reads baseT and writes
+    subT, the update the other way round, in PopLibs' field order."""
+    state = [("numBaseElements", "NONE"), ("numSubElements", "NONE"), ("regionSize", "NONE")]
+    assert _directions(slice_vertices.DynamicSlice1D, HALF) == [
+        ("offset", "INPUT"), ("baseT", "INPUT"), ("subT", "OUTPUT")] + state
+    assert _directions(slice_vertices.DynamicUpdateSlice1D, HALF) == [
+        ("offset", "INPUT"), ("baseT", "INOUT"), ("subT", "INPUT")] + state
+    assert _directions(slice_vertices.DynamicSlice2D, INT) == [
+        ("offset", "INPUT"), ("baseT", "INPUT"), ("numSubElements", "NONE"), ("subT", "OUTPUT"),
+        ("numRegions", "NONE"), ("numBaseElements", "NONE")]
+    assert _directions(slice_vertices.DynamicUpdateSlice2D, INT) == [
+        ("offset", "INPUT"), ("baseT", "INOUT"), ("numSubElements", "NONE"), ("subT", "INPUT"),
+        ("numRegions", "NONE"), ("numBaseElements", "NONE")]
+    assert slice_vertices.DynamicUpdateSlice2D[INT].__name__ == "DynamicUpdateSlice2D"
+
+
+def _slices_and_updates(off):
+    """Slices (3 rows; 2 rows remapped) and updates (3 rows) at offset ``off`` of a (5, 8)
+    tensor on one tile (1D vertices) and of one whose row 0 is in two regions on tile 1
+    (2D): the slices, then the updated tensors, and the vertex types the run used."""
+    device = small_device()
+    g = popsim.Graph(device)
+    one = g.add_variable(HALF, (5, 8), "one")
+    g.set_tile_mapping(one, 0)
+    two = g.add_variable(HALF, (5, 8), "two")
+    g.set_tile_mapping(two, [[(2, 4)], [(0, 2), (4, 8), (8, 40)], [], []])
+    offset = g.add_variable(UNSIGNED_INT, (1,), "offset")
+    g.set_tile_mapping(offset, 3)
+    prog = Sequence()
+    reads, writes = [], {offset: [off]}
+    for t in (one, two):
+        reads.append(popops.dynamic_slice(g, t, offset, [0], [3], prog))
+        reads.append(popops.dynamic_slice(g, t, offset, [0], [2], prog, options={"remapOutOfBoundIndices": "true"}))
+        u = g.add_variable(HALF, (3, 8), f"u_{t.name}")
+        g.set_tile_mapping(u, 2)
+        popops.dynamic_update(g, t, u, offset, [0], [3], prog)
+        writes[t], writes[u] = X_HALF, Y_HALF
+    engine, got = run(g, device, prog, reads + [one, two], writes)
+    return got, {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+
+
+X_HALF = (np.arange(40).reshape(5, 8) * 0.5).astype(np.float16)
+Y_HALF = -np.arange(24).reshape(3, 8).astype(np.float16)
+
+
+@pytest.mark.parametrize("mode", ["compiled", "interpreted"])
+def test_1d_and_2d_slices_and_updates_in_both_codelet_modes(monkeypatch, mode):
+    """Both layouts, both directions, wrapping and a remapped out-of-range offset, run as
+    translated C and as Python: the same values as numpy."""
+    monkeypatch.setenv("POPSIM_CODELET_MODE", mode)
+    got, names = _slices_and_updates(3)
+    for k in (0, 2):
+        np.testing.assert_array_equal(got[k], X_HALF[[3, 4, 0]])
+        np.testing.assert_array_equal(got[k + 1], X_HALF[[3, 4]])
+    for k in (4, 5):
+        np.testing.assert_array_equal(got[k], reference_update(X_HALF, Y_HALF, [3], [0], [3]))
+    assert {f"popops::{k}<half>" for k in ("DynamicSlice1D", "DynamicSlice2D", "DynamicUpdateSlice1D",
+                                          "DynamicUpdateSlice2D")} <= names
+    got, _ = _slices_and_updates(7)
+    for k in (1, 3):
+        np.testing.assert_array_equal(got[k], X_HALF[[0, 1]])  # remapped: offset 7 >= 5 reads row 0
+    for k in (4, 5):
+        np.testing.assert_array_equal(got[k], X_HALF)  # the update writes nothing
 
 
 def test_errors():
