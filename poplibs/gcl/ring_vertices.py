@@ -20,11 +20,17 @@ fragment, as GCL's Switch over the ring index picks a fragment copy.
   data's own value at this replica's rank, received[s] from rank (rank - 1 - s).
 
 MIN and MAX propagate NaN, like numpy's minimum and maximum.
+
+ReduceStep and BroadcastReduce are each one template whose instantiations call their
+operator's functions (``COMBINE[op]``, and ``square`` or ``plain`` for a replica's own
+value), which the translator inlines; an in-place ReduceStep declares no ``local`` under
+an ``if`` on its template argument. Each worker takes a contiguous chunk of the fragment
+(``chunk_begin`` / ``chunk_end``).
 """
 import popsim
-from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT
+from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, InOut, Input, MultiVertex, Output, Vector, VectorList
 
-from ..poputil.generated_vertex import vertex_from_source
+from ..poputil.vertex_helpers import chunk_begin, chunk_end
 from .collective_types import CollectiveOperator as Op, MOVE_TYPES
 
 __all__ = ["ensure_vertex"]
@@ -32,136 +38,152 @@ __all__ = ["ensure_vertex"]
 SUPERVISOR_OVERHEAD = 11
 WORKER_OVERHEAD = 20  # a worker's set-up: fields, the fragment's index, the loop
 
-#: a op b for each reducing operator (a the accumulator)
-_COMBINE = {
-    Op.ADD: "a + b", Op.MEAN: "a + b", Op.SQUARE_ADD: "a + b", Op.MUL: "a * b",
-    Op.MIN: "b if (b < a or b != b) else a", Op.MAX: "b if (b > a or b != b) else a",
-    Op.LOGICAL_AND: "a and b", Op.LOGICAL_OR: "a or b",
-}
 
-_REDUCE_STEP = """class V(MultiVertex):
-    position: Input[UNSIGNED_INT]
-{local_field}    received: Input[VectorList[T]]
-    out: InOut[VectorList[T]]
-    offset: UNSIGNED_INT
-    divisor: UNSIGNED_INT
-
-    def compute(self, worker_id):
-        j = self.position + self.offset
-        dst = self.out[j % len(self.out)]
-        src = {source}[j % len({source})]
-        size = len(src)
-        per_worker = (size + self.num_workers() - 1) // self.num_workers()
-        begin = worker_id * per_worker
-        end = min(size, begin + per_worker)
-        if {fused} and len(self.received) == 1:  # one pass (not for a square rounded to T first)
-            row = self.received[0]
-            for i in range(begin, end):
-                x = src[i]
-                a = {first}
-                b = row[i]
-                dst[i] = {combine}
-        else:
-            for i in range(begin, end):
-                x = src[i]
-                dst[i] = {first}
-            for k in range(len(self.received)):
-                row = self.received[k]
-                for i in range(begin, end):
-                    a = dst[i]
-                    b = row[i]
-                    dst[i] = {combine}
-        if self.divisor != 0:
-            for i in range(begin, end):
-                dst[i] = dst[i] / self.divisor
-        return True
-"""
-
-_BROADCAST_REDUCE = """class V(MultiVertex):
-    position: Input[UNSIGNED_INT]
-    data: InOut[Vector[T]]
-    received: Input[VectorList[T]]
-    divisor: UNSIGNED_INT
-
-    def compute(self, worker_id):
-        n = len(self.received) + 1
-        size = len(self.data)
-        per_worker = (size + self.num_workers() - 1) // self.num_workers()
-        for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
-            own = self.data[i]
-            for q in range(n):
-                x = own
-                if q != self.position:
-                    x = self.received[(self.position + 2 * n - 1 - q) % n][i]
-                a = self.data[i]  # the fold so far (q > 0)
-                self.data[i] = {first}  # stored: rounded to T, as in a ring step
-                if q != 0:
-                    b = self.data[i]
-                    self.data[i] = {combine}
-            if self.divisor != 0:
-                self.data[i] = self.data[i] / self.divisor
-        return True
-"""
-
-_GATHER_STEP = """class V(MultiVertex):
-    position: Input[UNSIGNED_INT]
-    data: Input[VectorList[T]]
-    out: InOut[VectorList[T]]
-    offsets: Vector[UNSIGNED_INT]
-
-    def compute(self, worker_id):
-        for k in range(len(self.data)):
-            row = self.out[(self.position + self.offsets[k]) % len(self.out)]
-            size = len(row)
-            per_worker = (size + self.num_workers() - 1) // self.num_workers()
-            for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
-                row[i] = self.data[k][i]
-        return True
-"""
-
-_SLICE_STEP = """class V(MultiVertex):
-    position: Input[UNSIGNED_INT]
-    src: Input[VectorList[T]]
-    out: Output[Vector[T]]
-    offset: UNSIGNED_INT
-
-    def compute(self, worker_id):
-        row = self.src[(self.position + self.offset) % len(self.src)]
-        size = len(row)
-        per_worker = (size + self.num_workers() - 1) // self.num_workers()
-        for i in range(worker_id * per_worker, min(size, (worker_id + 1) * per_worker)):
-            self.out[i] = row[i]
-        return True
-"""
+# -- a op b for each reducing operator (a the accumulator), and the value a replica adds ----------
+def add(a, b):
+    return a + b
 
 
-@popsim.vertex_template("gcl::ReduceStep", op=[o for o in Op if o is not Op.LOCAL],
-                        dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL], in_place=[False, True])
+def mul(a, b):
+    return a * b
+
+
+def minimum(a, b):
+    return b if (b < a or b != b) else a  # b != b: a NaN wins, as in numpy
+
+
+def maximum(a, b):
+    return b if (b > a or b != b) else a
+
+
+def logical_and(a, b):
+    return a and b
+
+
+def logical_or(a, b):
+    return a or b
+
+
+def plain(x):
+    return x
+
+
+def square(x):
+    return x * x
+
+
+COMBINE = {Op.ADD: add, Op.MEAN: add, Op.SQUARE_ADD: add, Op.MUL: mul, Op.MIN: minimum, Op.MAX: maximum,
+           Op.LOGICAL_AND: logical_and, Op.LOGICAL_OR: logical_or}
+REDUCING = [o for o in Op if o is not Op.LOCAL]
+
+
+# -- the vertices: each instantiation inlines its operator's functions ----------------------------
+@popsim.vertex_template("gcl::ReduceStep", op=REDUCING, dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL],
+                        in_place=[False, True])
 def ReduceStep(op, dtype, in_place):
-    square = op is Op.SQUARE_ADD
-    source = "self.out" if in_place else "self.local"
-    local_field = "" if in_place else "    local: Input[VectorList[T]]\n"
-    return vertex_from_source(_REDUCE_STEP.format(first="x * x" if square else "x", combine=_COMBINE[op],
-                                                  fused=not square, source=source, local_field=local_field),
-                              f"gcl::ReduceStep<{op.name},{dtype.name},{in_place}>", T=dtype)
+    combine = COMBINE[op]
+    first = square if op is Op.SQUARE_ADD else plain
+    fused = op is not Op.SQUARE_ADD  # one pass over a single received row (not for a square rounded to T first)
+
+    class ReduceStep(MultiVertex):
+        position: Input[UNSIGNED_INT]
+        if not in_place:
+            local: Input[VectorList[dtype]]
+        received: Input[VectorList[dtype]]
+        out: InOut[VectorList[dtype]]
+        offset: UNSIGNED_INT
+        divisor: UNSIGNED_INT
+
+        def compute(self, worker_id):
+            j = self.position + self.offset
+            dst = self.out[j % len(self.out)]
+            if in_place:
+                src = self.out[j % len(self.out)]
+            else:
+                src = self.local[j % len(self.local)]
+            size, w = len(src), self.num_workers()
+            begin, end = chunk_begin(size, worker_id, w), chunk_end(size, worker_id, w)
+            if fused and len(self.received) == 1:
+                row = self.received[0]
+                for i in range(begin, end):
+                    dst[i] = combine(first(src[i]), row[i])
+            else:
+                for i in range(begin, end):
+                    dst[i] = first(src[i])
+                for k in range(len(self.received)):
+                    row = self.received[k]
+                    for i in range(begin, end):
+                        dst[i] = combine(dst[i], row[i])
+            if self.divisor != 0:
+                for i in range(begin, end):
+                    dst[i] = dst[i] / self.divisor
+            return True
+    return ReduceStep
 
 
-@popsim.vertex_template("gcl::BroadcastReduce", op=[o for o in Op if o is not Op.LOCAL],
-                        dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL])
+@popsim.vertex_template("gcl::BroadcastReduce", op=REDUCING, dtype=[FLOAT, HALF, INT, UNSIGNED_INT, BOOL])
 def BroadcastReduce(op, dtype):
-    first = "x * x" if op is Op.SQUARE_ADD else "x"
-    return vertex_from_source(_BROADCAST_REDUCE.format(first=first, combine=_COMBINE[op]),
-                              f"gcl::BroadcastReduce<{op.name},{dtype.name}>", T=dtype)
+    combine = COMBINE[op]
+    first = square if op is Op.SQUARE_ADD else plain
+
+    class BroadcastReduce(MultiVertex):
+        position: Input[UNSIGNED_INT]
+        data: InOut[Vector[dtype]]
+        received: Input[VectorList[dtype]]
+        divisor: UNSIGNED_INT
+
+        def compute(self, worker_id):
+            n = len(self.received) + 1
+            size, w = len(self.data), self.num_workers()
+            for i in range(chunk_begin(size, worker_id, w), chunk_end(size, worker_id, w)):
+                own = self.data[i]
+                for q in range(n):
+                    x = own
+                    if q != self.position:
+                        x = self.received[(self.position + 2 * n - 1 - q) % n][i]
+                    a = self.data[i]  # the fold so far (q > 0)
+                    self.data[i] = first(x)  # stored: rounded to T, as in a ring step
+                    if q != 0:
+                        self.data[i] = combine(a, self.data[i])
+                if self.divisor != 0:
+                    self.data[i] = self.data[i] / self.divisor
+            return True
+    return BroadcastReduce
 
 
 @popsim.vertex_template("gcl::GatherStep", dtype=list(MOVE_TYPES))
 def GatherStep(dtype):
-    return vertex_from_source(_GATHER_STEP, f"gcl::GatherStep<{dtype.name}>", T=dtype)
+    class GatherStep(MultiVertex):
+        position: Input[UNSIGNED_INT]
+        data: Input[VectorList[dtype]]
+        out: InOut[VectorList[dtype]]
+        offsets: Vector[UNSIGNED_INT]
+
+        def compute(self, worker_id):
+            for k in range(len(self.data)):
+                row = self.out[(self.position + self.offsets[k]) % len(self.out)]
+                size, w = len(row), self.num_workers()
+                for i in range(chunk_begin(size, worker_id, w), chunk_end(size, worker_id, w)):
+                    row[i] = self.data[k][i]
+            return True
+    return GatherStep
 
 
 @popsim.vertex_template("gcl::SliceStep", dtype=list(MOVE_TYPES))
 def SliceStep(dtype):
-    return vertex_from_source(_SLICE_STEP, f"gcl::SliceStep<{dtype.name}>", T=dtype)
+    class SliceStep(MultiVertex):
+        position: Input[UNSIGNED_INT]
+        src: Input[VectorList[dtype]]
+        out: Output[Vector[dtype]]
+        offset: UNSIGNED_INT
+
+        def compute(self, worker_id):
+            row = self.src[(self.position + self.offset) % len(self.src)]
+            size, w = len(row), self.num_workers()
+            for i in range(chunk_begin(size, worker_id, w), chunk_end(size, worker_id, w)):
+                self.out[i] = row[i]
+            return True
+    return SliceStep
 
 
 class RingPosition(popsim.Vertex):

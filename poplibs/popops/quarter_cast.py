@@ -17,105 +17,89 @@ PopLibs reaches the same results on ipu2, which has no f8 instructions, through 
 (FLOAT to QUARTER: scaled, a sticky bit set below HALF's mantissa, cast to HALF, then to
 QUARTER); popsim runs the one-vertex form. The vertex reads the metadata through a scalar
 edge ``metadata`` where PopLibs' reads ``getMetadata()`` of its quarter field.
+
+Each vertex decodes the metadata once (``metadata_format``, ``metadata_scale``), then
+calls its direction's conversion (``to_quarter`` or ``from_quarter``, picked when the
+class is made) on each element; the translator inlines these functions into the loop.
 """
-from popsim import FLOAT, HALF, QUARTER, QUARTER_METADATA
+import math
+
+from popsim import FLOAT, HALF, QUARTER, QUARTER_METADATA, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
 from ..poputil import PoplibsError
-from ..poputil.generated_vertex import vertex_from_source
 
 __all__ = ["QUARTER_PAIRS", "quarter_cast_class"]
 
 #: the pairs popsim's quarter casts take (PopLibs' also cast quarter to and from the 8-bit integers)
 QUARTER_PAIRS = ((FLOAT, QUARTER), (HALF, QUARTER), (QUARTER, FLOAT), (QUARTER, HALF))
 
-# the metadata byte: bit 7 the format (1: F152), bits 0-5 the scale (two's complement)
-_METADATA = """\
-        md = int(self.metadata)
-        f152 = (md >> 7) & 1
-        scale = md & 63
-        if scale >= 32:
-            scale = scale - 64
-        mbits = 3 - f152
-        bias = 8 + 8 * f152
-        top = 15 + 16 * f152
-"""
 
-# {x} (a float) to the byte {q}
-_ENCODE = """\
-{ind}x = float({src}) * math.exp2(float(-scale))
-{ind}q = 128
-{ind}if not math.isnan(x) and not math.isinf(x):
-{ind}    a = math.fabs(x)
-{ind}    mag = 0
-{ind}    if a >= math.exp2(float(1 - bias)):
-{ind}        e = math.floor(math.log2(a))
-{ind}        p = math.exp2(float(e))
-{ind}        if a < p:
-{ind}            e = e - 1
-{ind}            p = p * 0.5
-{ind}        elif a >= 2.0 * p:
-{ind}            e = e + 1
-{ind}            p = p * 2.0
-{ind}        m = round((a / p - 1.0) * math.exp2(float(mbits)))
-{ind}        if m == (1 << mbits):
-{ind}            m = 0
-{ind}            e = e + 1
-{ind}        if e + bias > top:
-{ind}            mag = 128
-{ind}        else:
-{ind}            mag = ((e + bias) << mbits) | m
-{ind}    else:
-{ind}        mag = round(a / math.exp2(float(1 - bias - mbits)))
-{ind}    if mag == 0:
-{ind}        q = 0
-{ind}    elif mag < 128:
-{ind}        q = mag | (128 if x < 0.0 else 0)
-{dst} = q
-"""
+# -- the metadata byte: bit 7 the format (1: F152), bits 0-5 the scale (two's complement) ---------
+def metadata_format(md):
+    """1 for F152, 0 for F143."""
+    return (md >> 7) & 1
 
-# the byte {src} to its value
-_DECODE = """\
-{ind}c = int({src})
-{ind}v = math.nan
-{ind}if c != 128:
-{ind}    ef = (c & 127) >> mbits
-{ind}    m = c & ((1 << mbits) - 1)
-{ind}    if ef == 0:
-{ind}        v = float(m) * math.exp2(float(1 - bias - mbits))
-{ind}    else:
-{ind}        v = (1.0 + float(m) * math.exp2(float(-mbits))) * math.exp2(float(ef - bias))
-{ind}    if c >= 128:
-{ind}        v = -v
-{ind}    v = v * math.exp2(float(scale))
-{dst} = v
-"""
 
-_ONE_D = """\
-class V(MultiVertex):
-    src: Input[Vector[SRC]]
-    dst: Output[Vector[DST]]
-    metadata: Input[QUARTER_METADATA]
+def metadata_scale(md):
+    """The scale, a power of two in -32..31."""
+    scale = md & 63
+    if scale >= 32:
+        scale = scale - 64
+    return scale
 
-    def compute(self, worker_id):
-{metadata}
-        for i in range(worker_id, len(self.dst), self.num_workers()):
-{body}
-        return True
-"""
 
-_TWO_D = """\
-class V(Vertex):
-    src: Input[VectorList[SRC]]
-    dst: Output[VectorList[DST]]
-    metadata: Input[QUARTER_METADATA]
+# -- one element's conversion; mbits, bias, top: the format's mantissa bits, exponent bias, largest
+# biased exponent
+def to_quarter(value, scale, mbits, bias, top):
+    """The byte of ``value`` times 2**-scale (see the module docstring)."""
+    x = float(value) * math.exp2(float(-scale))
+    q = 128
+    if not math.isnan(x) and not math.isinf(x):
+        a = math.fabs(x)
+        mag = 0
+        if a >= math.exp2(float(1 - bias)):
+            e = math.floor(math.log2(a))
+            p = math.exp2(float(e))
+            if a < p:
+                e = e - 1
+                p = p * 0.5
+            elif a >= 2.0 * p:
+                e = e + 1
+                p = p * 2.0
+            m = round((a / p - 1.0) * math.exp2(float(mbits)))
+            if m == (1 << mbits):
+                m = 0
+                e = e + 1
+            if e + bias > top:
+                mag = 128
+            else:
+                mag = ((e + bias) << mbits) | m
+        else:
+            mag = round(a / math.exp2(float(1 - bias - mbits)))
+        if mag == 0:
+            q = 0
+        elif mag < 128:
+            q = mag | (128 if x < 0.0 else 0)
+    return q
 
-    def compute(self):
-{metadata}
-        for r in range(len(self.dst)):
-            for i in range(len(self.dst[r])):
-{body}
-        return True
-"""
+
+def from_quarter(byte, scale, mbits, bias, top):
+    """The value of ``byte`` times 2**scale (NaN for 0x80). ``top`` is unused (a byte is
+    never out of range): both conversions take the same arguments, so compute calls
+    either alike."""
+    c = int(byte)
+    v = math.nan
+    if c != 128:
+        ef = (c & 127) >> mbits
+        m = c & ((1 << mbits) - 1)
+        if ef == 0:
+            v = float(m) * math.exp2(float(1 - bias - mbits))
+        else:
+            v = (1.0 + float(m) * math.exp2(float(-mbits))) * math.exp2(float(ef - bias))
+        if c >= 128:
+            v = -v
+        v = v * math.exp2(float(scale))
+    return v
 
 
 def quarter_cast_class(src_type, dst_type, two_d: bool) -> type:
@@ -123,14 +107,46 @@ def quarter_cast_class(src_type, dst_type, two_d: bool) -> type:
     if (src_type, dst_type) not in QUARTER_PAIRS:
         raise PoplibsError(f"vertex template popops::Cast{'2D' if two_d else '1D'}: no cast from {src_type.name} to "
                            f"{dst_type.name}; popsim's quarter casts take FLOAT and HALF to and from QUARTER")
-    index = "[r][i]" if two_d else "[i]"
-    ind = " " * (16 if two_d else 12)
-    body = (_ENCODE if dst_type == QUARTER else _DECODE).format(ind=ind, src=f"self.src{index}",
-                                                               dst=f"{ind}self.dst{index}")
-    source = (_TWO_D if two_d else _ONE_D).format(metadata=_METADATA, body=body.rstrip("\n"))
-    label = f"popops Cast{'2D' if two_d else '1D'} {src_type.name} {dst_type.name}"
-    return vertex_from_source(source, label, SRC=src_type, DST=dst_type, QUARTER=QUARTER,
-                              QUARTER_METADATA=QUARTER_METADATA)
+    convert = to_quarter if dst_type == QUARTER else from_quarter
+    if two_d:
+        return _cast_2d(src_type, dst_type, convert)
+
+    class Cast1D(MultiVertex):
+        src: Input[Vector[src_type]]
+        dst: Output[Vector[dst_type]]
+        metadata: Input[QUARTER_METADATA]
+
+        def compute(self, worker_id):
+            md = int(self.metadata)
+            f152 = metadata_format(md)
+            scale = metadata_scale(md)
+            mbits = 3 - f152
+            bias = 8 + 8 * f152
+            top = 15 + 16 * f152
+            for i in range(worker_id, len(self.dst), self.num_workers()):
+                self.dst[i] = convert(self.src[i], scale, mbits, bias, top)
+            return True
+    return Cast1D
+
+
+def _cast_2d(src_type, dst_type, convert):
+    class Cast2D(Vertex):
+        src: Input[VectorList[src_type]]
+        dst: Output[VectorList[dst_type]]
+        metadata: Input[QUARTER_METADATA]
+
+        def compute(self):
+            md = int(self.metadata)
+            f152 = metadata_format(md)
+            scale = metadata_scale(md)
+            mbits = 3 - f152
+            bias = 8 + 8 * f152
+            top = 15 + 16 * f152
+            for r in range(len(self.dst)):
+                for i in range(len(self.dst[r])):
+                    self.dst[r][i] = convert(self.src[r][i], scale, mbits, bias, top)
+            return True
+    return Cast2D
 
 
 def metadata_edge(t):

@@ -94,3 +94,20 @@ def test_empty_reference_adds_no_generator_vertices():
     out = poprand.uniform(g, None, 0, ref, popsim.FLOAT, 0.0, 1.0, prog)
     assert out.shape == (0, 3)
     assert [v.type.name for v in _vertices(prog)] == ["poprand::NextStream"]
+
+
+@pytest.mark.parametrize("template, dtype, state", [
+    ("Uniform", popsim.INT, ["a", "b", "c", "d", "ilo", "ispan"]),
+    ("TruncatedNormal", popsim.HALF, ["a", "b", "c", "d", "ilo", "ispan"]),
+    ("Dropout", popsim.FLOAT, ["in", "keep", "scale"]),
+])
+def test_one_generator_class_declares_each_kinds_fields(template, dtype, state):
+    """Every kind is the one class of codelets.generator_class; a kind's fields are declared
+    under an if on its number, so dropout has its input and the distributions their state."""
+    from popsim.codelet.python_compile import vertex_types_from_classes
+    from popsim.poprand import codelets
+    (vt,) = vertex_types_from_classes([getattr(codelets, template)[dtype]])
+    assert vt.name == f"poprand::{template}<{dtype.cpp}>"
+    assert [f.name for f in vt.fields] == ["out", "state", "offset"] + state
+    with pytest.raises(ValueError, match="unknown poprand distribution 'gamma'"):
+        codelets.generator_class("gamma", dtype)
