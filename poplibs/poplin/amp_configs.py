@@ -1,5 +1,6 @@
-"""The vertex configurations popsim's poplin can run: the one table the planner chooses
-from (conv_candidates) and the executors build from (mat_mul_execute, convolution_execute).
+"""The vertex configurations popsim's poplin can run: each vertex's instantiations, which
+the planner chooses from (conv_candidates) and the executors check a plan against (each
+vertex's entry in conv_methods names its table here: ConvVertex.vertex_type).
 AMP (below); HMAC: PopLibs' ConvPartialHorizontalMac, instantiated (conv_hmac.cpp) for
 float/float, half/float and half/half (input/partials), as PopLibs does; VMAC: PopLibs'
 ConvPartialVerticalMac (conv_vmac.cpp), half inputs with float or half partials and 4, 8
@@ -18,8 +19,6 @@ plan outside the table raises instead of running another configuration than was 
 from typing import List
 
 from popsim import FLOAT, HALF
-
-from ..poputil import PoplibsError
 
 #: ConvPartial1x1Out's instantiations, PopLibs' order
 ONE_BY_ONE = (
@@ -43,10 +42,6 @@ HMAC = ((FLOAT, FLOAT), (HALF, FLOAT), (HALF, HALF))
 
 #: ConvPartialVerticalMac's (input type, partials type, conv groups per group) instantiations
 VMAC = tuple((HALF, p, n) for n in (4, 8, 16) for p in (FLOAT, HALF))
-
-#: the methods popsim's poplin runs (PopLibs' order of preference: plan.METHODS)
-RUNNABLE_METHODS = ("AMP", "HMAC", "VMAC")
-
 
 def is_runnable(in_type, partials_type, conv_units: int, conv_input_load_elems: int, vertex: str = "both") -> bool:
     """Whether the vertex (``"1x1"``, ``"nx1"`` or ``"both"``) exists for the configuration."""
@@ -72,36 +67,4 @@ def in_chan_groupings(weights_per_unit: int, conv_input_load_elems: int) -> List
             if weights_per_unit % g == 0 and g % conv_input_load_elems == 0]
 
 
-def check_runnable(method, in_type, partials_type, vertex: str, what: str, conv_groups_per_group: int = 1) -> None:
-    """Raise a PoplibsError unless ``method`` (a plan's Method) runs as ``vertex`` for these
-    types: the executor runs the plan it is given or nothing."""
-    if method.kind == "HMAC" and vertex == "hmac":
-        if (in_type, partials_type) not in HMAC:
-            have = ", ".join(f"{a.name}/{b.name}" for a, b in HMAC)
-            raise PoplibsError(f"{what}: the plan's HMAC method with {in_type.name} inputs and {partials_type.name} "
-                               f"partials has no ConvPartialHorizontalMac vertex (input/partials instantiated: "
-                               f"{have}); plan with poplin.get_plan, which chooses only these")
-        return
-    if method.kind == "VMAC" and vertex == "vmac":
-        if (in_type, partials_type, conv_groups_per_group) not in VMAC:
-            have = ", ".join(f"{a.name}/{b.name}/{n}" for a, b, n in VMAC)
-            raise PoplibsError(f"{what}: the plan's VMAC method with {in_type.name} inputs, {partials_type.name} "
-                               f"partials and {conv_groups_per_group} conv groups per group has no "
-                               f"ConvPartialVerticalMac vertex (instantiated: {have}); plan with poplin.get_plan")
-        return
-    if method.kind != "AMP" or vertex in ("hmac", "vmac"):
-        raise PoplibsError(f"{what}: the plan's method is {method.kind}, which does not run here "
-                           f"(popsim's poplin runs {', '.join(RUNNABLE_METHODS)}; a matmul-shaped 1x1 "
-                           "convolution runs AMP only). Plan with poplin.get_plan (it chooses only runnable vertices)")
-    key = (in_type, partials_type, method.conv_units, method.conv_input_load_elems)
-    table = _TABLES[vertex]
-    if key not in table:
-        have = ", ".join(f"{a.name}/{b.name}/{u}/{e}" for a, b, u, e in table)
-        raise PoplibsError(
-            f"{what}: the plan's AMP method ({method.conv_units} conv units x {method.conv_input_load_elems} input "
-            f"load elements) with {in_type.name} inputs and {partials_type.name} partials has no "
-            f"{'ConvPartial1x1Out' if vertex == '1x1' else 'ConvPartialnx1'} vertex (input/partials/units/load "
-            f"instantiated: {have}); plan with poplin.get_plan, which chooses only these")
-
-
-__all__ = ["HMAC", "NX1", "VMAC", "ONE_BY_ONE", "RUNNABLE_METHODS", "check_runnable", "in_chan_groupings", "is_runnable", "unit_options"]
+__all__ = ["HMAC", "NX1", "VMAC", "ONE_BY_ONE", "in_chan_groupings", "is_runnable", "unit_options"]

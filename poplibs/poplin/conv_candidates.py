@@ -1,7 +1,8 @@
 """The candidates the planner searches (PopLibs' planner steps 3-4; PopLibs'
-ConvPlan.cpp createPlan and ConvVertexType.cpp): swapOperands, then the vertex
-configurations amp_configs lists (the vertices the executors run), in PopLibs' order of
-preference.
+ConvPlan.cpp createPlan and ConvVertexType.cpp), method by method: the vertex
+configurations amp_configs lists (the vertices the executors run) and their rank in
+PopLibs' order of preference. conv_methods.py holds each method's generator and rank, and
+its vertex_candidates puts them together (swapOperands, then the methods' candidates).
 
 Three methods run in popsim's poplin: AMP (ConvPartial1x1Out, ConvPartialnx1), HMAC
 (ConvPartialHorizontalMac) and VMAC (ConvPartialVerticalMac); SLIC and OuterProduct are
@@ -48,12 +49,6 @@ class VertexCandidate:
     inter_tile_partials_type: object
     conv_groups_per_group: int = 1
 
-    def describe(self) -> str:
-        method = {"HMAC": "HMAC", "VMAC": f"VMAC {self.conv_groups_per_group} conv groups at once"}.get(
-            self.method.kind, f"AMP {self.method.conv_units} units x {self.method.conv_input_load_elems} inputs")
-        return (f"{'swapped operands, ' if self.swap_operands else ''}{method}, {self.in_chans_per_group} in-chans x "
-                f"{self.partial_chans_per_group} out-chans per group")
-
 
 def is_mat_mul_shaped(params: ConvParams) -> bool:
     """A 1x1 convolution over a field of ones with no transforms: a matmul (or batch of
@@ -88,28 +83,18 @@ def _padding_fraction(n: int, grain: int) -> float:
     return 0.0 if padded == 0 else (padded - n) / padded
 
 
-def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[VertexCandidate]:
-    """Every candidate, in the order PopLibs prefers them (earlier wins ties): swapOperands
-    first for matmul passes; AMP configurations by effective MACs per cycle (peak x the
-    fraction of channels that are not padding), then less padding."""
+def amp_candidates(target, params: ConvParams, options: ConvOptions, tile_type, inter_type,
+                   swap: bool = False) -> List[VertexCandidate]:
+    """The AMP configurations (module docstring), as far as a vertex is instantiated for them
+    (amp_configs: what the executor runs) and planConstraints allow them; ``swap``: for the
+    swapped operands of a matmul-shaped convolution."""
     pc = options.plan_constraints
-    if params.data_type not in (popsim.FLOAT, popsim.HALF):
+    if pc.method not in (None, "AMP"):
         return []
-    if pc.method is not None and pc.method not in amp_configs.RUNNABLE_METHODS:
-        return []
-    if is_mat_mul_shaped(params):
-        swaps = [True, False] if options.is_fully_connected else [False, True]
-        if not options.is_fully_connected and pc.swap_operands is None:
-            swaps = [False]
-    else:
-        swaps = [False]
-    if pc.swap_operands is not None:
-        swaps = [s for s in swaps if s == pc.swap_operands]
     load = target.conv_unit_input_load_elems(params.data_type)
     weights_per_unit = target.conv_unit_max_pipeline_depth * load
-    tile_type, inter_type = partials_types(params, options)
     # the target's units for the input type, and fewer (ipu2 also tries 8 units for half), as
-    # far as a vertex exists for them with these partials (amp_configs: what the executor runs)
+    # far as a vertex exists for them with these partials
     unit_options = amp_configs.unit_options(params.data_type, tile_type, load,
                                             target.num_conv_units(params.data_type))
     # a grouping smaller than the chain stacks kernel rows in it (ConvPartialnx1 only): for
@@ -117,9 +102,7 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
     groupings = [weights_per_unit]
     if params.num_field_dims >= 2 and params.kernel_shape[0] > 1 and not is_mat_mul_shaped(params):
         groupings = amp_configs.in_chan_groupings(weights_per_unit, load)
-    configs = []
-    if pc.method not in (None, "AMP"):
-        unit_options = []
+    out = []
     for units in unit_options:
         for ocpg in dict.fromkeys((units, weights_per_unit, 8)):
             if ocpg % units:
@@ -131,29 +114,29 @@ def vertex_candidates(target, params: ConvParams, options: ConvOptions) -> List[
                     continue
                 if pc.conv_groups_per_group not in (None, 1):
                     continue
-                configs.append((units, icpg, ocpg))
-    out = []
-    for swap in swaps:
-        p = swap_operands_params(params) if swap else params
-        ranked = []
-        for units, icpg, ocpg in configs:
-            in_pad = _padding_fraction(p.input_channels_per_group, icpg)
-            out_pad = _padding_fraction(p.output_channels_per_group, ocpg)
-            useful = (1 - in_pad) * (1 - out_pad)
-            ranked.append((-units * load * useful, in_pad + out_pad,
-                           VertexCandidate(swap, Method("AMP", units, load), icpg, ocpg, tile_type, inter_type)))
-        if not swap:
-            for cand in hmac_candidates(params, options, tile_type, inter_type):
-                in_pad = _padding_fraction(p.input_channels_per_group, cand.in_chans_per_group)
-                out_pad = _padding_fraction(p.output_channels_per_group, cand.partial_chans_per_group)
-                vw = target.vector_width(params.data_type)
-                ranked.append((-vw * (1 - in_pad) * (1 - out_pad), in_pad + out_pad, cand))
-            for cand in vmac_candidates(params, options, tile_type, inter_type):
-                cg_pad = _padding_fraction(p.num_conv_groups, cand.conv_groups_per_group)
-                ranked.append((-target.vector_width(params.data_type) * (1 - cg_pad), cg_pad, cand))
-        ranked.sort(key=lambda r: r[:2])
-        out.extend(r[2] for r in ranked)
+                out.append(VertexCandidate(swap, Method("AMP", units, load), icpg, ocpg, tile_type, inter_type))
     return out
+
+
+# The ranks: (-effective MACs per cycle, padding) of a candidate on ``params`` (swapped when
+# the candidate swaps), PopLibs' sort key: the method's peak x the fraction of its channels
+# (or conv groups) that are not padding, then less padding.
+def amp_rank(target, params: ConvParams, cand: VertexCandidate) -> Tuple[float, float]:
+    in_pad = _padding_fraction(params.input_channels_per_group, cand.in_chans_per_group)
+    out_pad = _padding_fraction(params.output_channels_per_group, cand.partial_chans_per_group)
+    useful = (1 - in_pad) * (1 - out_pad)
+    return -cand.method.conv_units * cand.method.conv_input_load_elems * useful, in_pad + out_pad
+
+
+def hmac_rank(target, params: ConvParams, cand: VertexCandidate) -> Tuple[float, float]:
+    in_pad = _padding_fraction(params.input_channels_per_group, cand.in_chans_per_group)
+    out_pad = _padding_fraction(params.output_channels_per_group, cand.partial_chans_per_group)
+    return -target.vector_width(params.data_type) * (1 - in_pad) * (1 - out_pad), in_pad + out_pad
+
+
+def vmac_rank(target, params: ConvParams, cand: VertexCandidate) -> Tuple[float, float]:
+    cg_pad = _padding_fraction(params.num_conv_groups, cand.conv_groups_per_group)
+    return -target.vector_width(params.data_type) * (1 - cg_pad), cg_pad
 
 
 def hmac_candidates(params: ConvParams, options: ConvOptions, tile_type, inter_type) -> List[VertexCandidate]:

@@ -7,7 +7,8 @@ plan's estimate and the engine's count come from the same formulas.
 
 Vocabulary, as in PopLibs:
 
-* a *worker* is one of the tile's ``num_worker_contexts`` (6) hardware threads; a worker's
+* a *worker* is one of the tile's ``num_worker_contexts`` hardware threads (W; the target's,
+  6 on an IPU, so every function here takes it as ``num_workers``); a worker's
   *worklist* is a list of *items*, each a run of ``k`` consecutive output positions in one
   output row (``partition_conv_partial_by_worker`` makes them);
 * ``float_activations``: the inputs and weights are FLOAT (else HALF);
@@ -42,13 +43,13 @@ class PartialRow(NamedTuple):
 
 
 def partition_conv_partial_by_worker(batch_size: int, out_field_shape: Sequence[int],
-                                     num_workers: int = 6) -> List[List[PartialRow]]:
+                                     num_workers: int) -> List[List[PartialRow]]:
     """PopLibs' partitionConvPartialByWorker: the ``batch_size * prod(out_field_shape)``
     output positions, flattened batch-major then row-major, split evenly over
     ``num_workers``; worker i gets positions [i*N//W, (i+1)*N//W), cut where a row ends.
 
     batch_size: batch elements on the tile; out_field_shape: the tile's output field (the
-    innermost dimension is the row); num_workers: worker contexts (6 on an IPU tile).
+    innermost dimension is the row); num_workers: the target's worker contexts.
     Returns one list of PartialRow per worker (empty for a worker with nothing to do)."""
     shape = tuple(int(s) for s in out_field_shape) or (1,)
     row = shape[-1]
@@ -111,7 +112,7 @@ def _runs(item_sizes) -> Sequence[Tuple[int, int]]:
     return item_sizes.runs if isinstance(item_sizes, ItemSizes) else [(k, 1) for k in item_sizes]
 
 
-def worker_item_sizes(total_positions: int, row_size: int, num_workers: int = 6) -> List[ItemSizes]:
+def worker_item_sizes(total_positions: int, row_size: int, num_workers: int) -> List[ItemSizes]:
     """The item sizes ``partition_conv_partial_by_worker`` gives, for ``total_positions``
     positions in rows of ``row_size``, without building the rows (the planner's fast path):
     per worker, the rest of the row it starts in, whole rows, the start of its last row."""
@@ -189,8 +190,8 @@ def _max_min_tile_cycles(worker_cycles: Sequence[int], num_workers: int) -> Tupl
 
 def conv_partial_1x1_inner_loop_cycles(worklists: Sequence[Sequence[int]], zero_output: bool,
                                        float_activations: bool, float_partials: bool, conv_units: int,
-                                       num_workers: int = 6) -> int:
-    """ConvPartial1x1Out's inner loop in tile cycles: max(max_w 6*worker_w, min_w 6*worker_w + 14).
+                                       num_workers: int) -> int:
+    """ConvPartial1x1Out's inner loop in tile cycles: max(max_w W*worker_w, min_w W*worker_w + 14).
 
     worklists: per worker, the item sizes (a worker that has none is idle; fewer lists than
     workers count as idle workers); other arguments as conv_partial_1x1_worker_cycles."""
@@ -213,7 +214,7 @@ def conv_partial_1x1_outer_loop_cycles(inner_with_zeroing: int, inner_without_ze
                                        num_conv_groups: int, num_in_groups: int, num_out_groups: int,
                                        out_chans_per_group: int, conv_units: int, conv_input_load_elems: int,
                                        coeff_load_bytes_per_cycle: int, float_activations: bool,
-                                       float_partials: bool, num_workers: int = 6) -> int:
+                                       float_partials: bool, num_workers: int) -> int:
     """ConvPartial1x1Out's supervisor in tile cycles, given the inner loop with and without
     zeroing (conv_partial_1x1_inner_loop_cycles):
 
@@ -238,7 +239,7 @@ def conv_partial_1x1_outer_loop_cycles(inner_with_zeroing: int, inner_without_ze
 def conv_partial_1x1_cycles(worklists: Sequence[Sequence[int]], num_conv_groups: int, num_in_groups: int,
                             num_out_groups: int, out_chans_per_group: int, conv_units: int,
                             conv_input_load_elems: int, coeff_load_bytes_per_cycle: int,
-                            float_activations: bool, float_partials: bool, num_workers: int = 6) -> int:
+                            float_activations: bool, float_partials: bool, num_workers: int) -> int:
     """The whole ConvPartial1x1Out vertex in tile cycles: the outer loop around the inner
     loops with and without zeroing. Arguments as the two functions above."""
     with_zero = conv_partial_1x1_inner_loop_cycles(worklists, True, float_activations, float_partials,
@@ -291,11 +292,11 @@ def conv_partial_nx1_inner_loop_cycles(worklists_per_kernel_position: Sequence[S
                                        kernel_outer_elems: int, kernel_inner_elems: int, filter_height: int,
                                        out_chans_per_group: int, conv_units: int, conv_input_load_elems: int,
                                        coeff_load_bytes_per_cycle: int, float_activations: bool,
-                                       float_partials: bool, num_workers: int = 6) -> int:
+                                       float_partials: bool, num_workers: int) -> int:
     """ConvPartialnx1's inner loop in tile cycles:
 
         kernel_outer*(14 + kernel_inner*(12 + passes*innermost)) + kernelLoop
-        kernelLoop = sum over kernel positions of max(max_w 6*worker, min_w 6*worker + 9) * passes
+        kernelLoop = sum over kernel positions of max(max_w W*worker, min_w W*worker + 9) * passes
 
     worklists_per_kernel_position: for each of the kernel_outer_elems x kernel_inner_elems
     kernel positions, per worker the item sizes; passes = out_chans_per_group // conv_units."""
@@ -315,7 +316,7 @@ def conv_partial_nx1_inner_loop_cycles(worklists_per_kernel_position: Sequence[S
 
 
 def conv_partial_nx1_outer_loop_cycles(inner: int, num_conv_groups: int, num_in_groups: int, num_out_groups: int,
-                                       float_partials: bool, num_workers: int = 6) -> int:
+                                       float_partials: bool, num_workers: int) -> int:
     """ConvPartialnx1's supervisor around its inner loop, in tile cycles:
 
         109 + W*9 + W*(9 if float partials else 10)
@@ -328,7 +329,7 @@ def conv_partial_nx1_outer_loop_cycles(inner: int, num_conv_groups: int, num_in_
 
 
 def conv_zero_supervisor_cycles(field_elems: int, num_out_groups: int, num_conv_groups: int,
-                                out_chans_per_group: int, num_workers: int = 6) -> int:
+                                out_chans_per_group: int, num_workers: int) -> int:
     """Zeroing the partials before ConvPartialnx1 accumulates (estimateZeroSupervisorCycles):
     W*OG*CG*(ceil(ceil(field*outChans/W)/float vector width) + 14 - 9).
 
@@ -343,7 +344,7 @@ def conv_partial_nx1_cycles(worklists_per_kernel_position: Sequence[Sequence[Seq
                             kernel_outer_elems: int, kernel_inner_elems: int, filter_height: int,
                             out_chans_per_group: int, conv_units: int, conv_input_load_elems: int,
                             coeff_load_bytes_per_cycle: int, float_activations: bool, float_partials: bool,
-                            field_elems: int, num_workers: int = 6) -> int:
+                            field_elems: int, num_workers: int) -> int:
     """The whole ConvPartialnx1 vertex in tile cycles: zeroing + outer(inner). Arguments as
     the functions above; field_elems is the output positions zeroed per channel."""
     inner = conv_partial_nx1_inner_loop_cycles(worklists_per_kernel_position, kernel_outer_elems,

@@ -52,7 +52,7 @@ def estimator(in_type, partials_type):
         width = _state(info, "outChansPerGroup")
         positions = _state(info, "zerosInfo") // width if width else 0
         row = max(1, _state(info, "outFieldRowSize"))
-        workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
+        workers = target.num_worker_contexts
         vector_width = target.vector_width(in_type) if hasattr(target, "vector_width") else 8 // in_type.size
         worklists = conv_estimates.worker_item_sizes(positions, row, workers)
         kernel = (_state(info, "kernelOuterSizeM1") + 1) * (_state(info, "kernelInnerElementsM1") + 1)

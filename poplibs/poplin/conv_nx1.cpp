@@ -55,6 +55,7 @@
 
 #include "conv_amp_kernel.hpp"
 #include "conv_nx1_taps.hpp"
+#include "conv_partial_worklists.hpp"
 
 using namespace poplar;
 
@@ -63,21 +64,7 @@ namespace poplin {
 template <class FPType, class AccumType, bool useLimitedVer, bool use128BitLoad, unsigned numConvUnits>
 class ConvPartialnx1 : public MultiVertex {
 public:
-  Vector<Input<Vector<FPType>>> in;
-  Vector<Input<Vector<FPType>>> weights;
-  Vector<Output<Vector<AccumType>>> out;
-  Input<Vector<unsigned>> worklists;
-  unsigned zerosInfo;
-  int inStride;
-  int outStride;
-  unsigned numOutGroupsM1;
-  unsigned numInGroups;
-  unsigned kernelOuterSizeM1;
-  unsigned kernelInnerElementsM1;
-  unsigned numConvGroupsM1;
-  unsigned outChansPerGroup;
-  unsigned inChansPerGroup;
-  unsigned outFieldRowSize;
+  POPLIN_CONV_WORKLIST_FIELDS(FPType, AccumType)
   unsigned ampKernelHeightM1;
   unsigned kernelHeight;
 
@@ -86,16 +73,12 @@ public:
     const unsigned groups = numInGroups, chans = inChansPerGroup, width = outChansPerGroup;
     if (out.size() == 0 || width == 0)
       return true;
-    const unsigned workers = numWorkers();
-    const unsigned numPositions = zerosInfo / width;
-    const unsigned first = wid * numPositions / workers, last = (wid + 1) * numPositions / workers;
+    const WorkerLists lists(*this, wid, width);
+    const unsigned first = lists.first, last = lists.last, kernelPositions = lists.kernelPositions;
     const unsigned numOutGroups = numOutGroupsM1 + 1, numConvGroups = numConvGroupsM1 + 1;
-    const unsigned kernelPositions = (kernelOuterSizeM1 + 1) * (kernelInnerElementsM1 + 1);
-    const unsigned *lists = worklists.data();
-    const unsigned *entries = lists + kernelPositions * workers + 1;
     bool any = false;
     for (unsigned k = 0; k < kernelPositions && !any; ++k)
-      any = lists[k * workers + wid + 1] > lists[k * workers + wid];
+      any = lists.end(k) > lists.begin(k);
     // float partials with unit output steps: each row is summed over all its kernel positions
     // at once, and rows no entry reaches are zeroed (conv_nx1_taps.hpp). Scratch is kept
     // per thread, reached through references: in a shared library each thread_local access
@@ -105,10 +88,9 @@ public:
     Taps &taps = threadTaps;
     taps.usable = false;
     if (any && chans != 0 && std::is_same<AccumType, float>::value && outStride == 1)
-      taps.build(lists, entries, kernelPositions, workers, wid, first, last, unsigned(inStride));
-    for (unsigned e = 0; !taps.usable && e < numConvGroups * numOutGroups; ++e)
-      std::fill(out[e].data() + std::size_t(first) * width, out[e].data() + std::size_t(last) * width,
-                AccumType(0));
+      taps.build(lists.lists, lists.entries, kernelPositions, lists.workers, wid, first, last, unsigned(inStride));
+    if (!taps.usable)
+      lists.zero(out, numConvGroups * numOutGroups, width);
     if (!any || chans == 0)
       return true;
     const unsigned tailCols = width % COLS;
@@ -191,13 +173,13 @@ public:
           continue;
         }
         for (unsigned k = 0; k < kernelPositions; ++k) {
-          const unsigned begin = lists[k * workers + wid], end = lists[k * workers + wid + 1];
+          const unsigned begin = lists.begin(k), end = lists.end(k);
           for (unsigned ig = 0; ig < groups; ++ig) {
             wRows[ig] = wBase[ig] + std::size_t(k) * chans * width;
             tailRows[ig] = tailStore.data() + (std::size_t(ig) * kernelPositions + k) * chans * COLS;
           }
           for (unsigned e = begin; e < end; ++e) {
-            const unsigned *entry = entries + 3 * std::size_t(e);
+            const unsigned *entry = lists.entry(e);
             for (unsigned ig = 0; ig < groups; ++ig)
               inRows[ig] = inBase[ig] + std::size_t(entry[2]) * chans;
             const Operands op{inRows.data(), wRows.data(), groups, chans, unsigned(inStride) * chans, width};

@@ -55,7 +55,7 @@ def estimator(in_type, partials_type, conv_units: int, use_128bit_load: bool):
     known = {}   # cycles by the vertex's state values and workers: a pure function of them
 
     def estimate(info, target):
-        workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
+        workers = target.num_worker_contexts
         key = (workers,) + tuple(_state(info, name) for name in _STATE)
         cycles = known.get(key)
         if cycles is None:

@@ -112,9 +112,9 @@ class ConvParams:
             if self.transformed_input_size(d) + 1 - self.transformed_kernel_size(d) \
                     - self.output_truncation_lower[d] - self.output_truncation_upper[d] < 1:
                 raise PoplibsError(
-                    f"ConvParams: the output field is empty or negative in dimension {d}: the input of {field[d]} (transformed "
-                    f"{self.transformed_input_size(d)}) has no room for the kernel of {kernel[d]} (transformed "
-                    f"{self.transformed_kernel_size(d)}); pad the input or shrink the kernel")
+                    f"ConvParams: the output field is empty or negative in dimension {d}: the input of {field[d]} "
+                    f"(transformed {self.transformed_input_size(d)}) has no room for the kernel of {kernel[d]} "
+                    f"(transformed {self.transformed_kernel_size(d)}); pad the input or shrink the kernel")
 
     # -- sizes (PopLibs' ConvParams helpers) --------------------------------------------------------
     @property

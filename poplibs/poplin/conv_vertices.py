@@ -3,13 +3,13 @@
 The vertices are the C++ codelet file conv_vertices.cpp (its header gives the fields and how
 they map onto PopLibs'), compiled with the host compiler's optimiser. The estimator is the
 reference's formula (conv_estimates.conv_partial_1x1_cycles) evaluated for the work the
-vertex was given, counted the way PopLibs' AMP vertex would do it (the formula gives the tile's cycles; a MultiVertex is charged per worker,
-so the estimate is that divided by the workers):
+vertex was given, counted the way PopLibs' AMP vertex would do it (the formula gives the
+tile's cycles; a MultiVertex is charged per worker, so the estimate is that divided by the workers):
 
 * in-channel groups of ``convInputLoadElems * 4`` (the AMP chain) over all the vertex's
   in-channels, out-channel groups of ``numConvUnits`` over all its out-channels;
 * the positions of one output group as one row (a matmul's batch is flattened into the
-  field, as PopLibs' flattenDims transform does), split over the 6 workers as
+  field, as PopLibs' flattenDims transform does), split over the target's workers as
   partitionConvPartialByWorker splits them.
 """
 import itertools
@@ -67,7 +67,7 @@ def estimator(in_type, partials_type, conv_units: int, conv_input_load_elems: in
         width = _state(info, "outChansPerGroup")
         out_sizes = info.field_sizes("out")
         positions = out_sizes[0] // width if out_sizes and width else 0
-        workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
+        workers = target.num_worker_contexts
         key = (conv_groups, out_groups, in_chans, width, positions, workers)
         cycles = known.get(key)
         if cycles is None:

@@ -44,7 +44,7 @@ def estimator(partials_type, conv_groups_per_group: int):
     float_partials = partials_type == FLOAT
 
     def estimate(info, target):
-        workers = target.num_worker_contexts if hasattr(target, "num_worker_contexts") else 6
+        workers = target.num_worker_contexts
         positions = _state(info, "zerosInfo")
         width = max(1, _state(info, "outFieldRowSize"))
         batch = max(1, _state(info, "batchSize"))

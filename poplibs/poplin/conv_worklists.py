@@ -16,10 +16,18 @@ from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
 import numpy as np
+import popsim
 
 from ..poputil import PoplibsError
 
-WORKERS = 6   # Poplar's numWorkers(): worklists have one list per worker context
+#: Lists per kernel position: one per worker id the vertex's compute runs for. The vertices
+#: (conv_nx1.cpp, conv_hmac.cpp, conv_vmac.cpp) index the lists with their MultiVertex's
+#: numWorkers(), which in a C++ codelet is Poplar's constant, the hardware's count, on any
+#: target: popsim runs every one of those ids whatever the target's num_worker_contexts
+#: (src/popsim/codelet/include/poplar/Vertex.hpp), so the lists follow the codelet, not the
+#: target; lists made for the target's count would be read at the wrong offsets on a target
+#: of another count. The cycle estimates do use the target's count (conv_estimates).
+WORKERS = popsim.Target.HARDWARE_WORKER_CONTEXTS
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,8 @@ class TileWork:
 def tile_work(dims: Sequence[DimMap], batch: int, out_ranges: Sequence[Tuple[int, int]],
               kernel_ranges: Sequence[Tuple[int, int]], workers: int = WORKERS) -> TileWork:
     """The worklists of the box ``batch`` x ``out_ranges`` (output field) x ``kernel_ranges``;
-    positions are flattened batch-major, row-major, innermost dimension last."""
+    positions are flattened batch-major, row-major, innermost dimension last; ``workers``
+    lists per kernel position (WORKERS: what the C++ vertices read)."""
     rank = len(dims)
     valid, index, window = [], [], []
     for d in range(rank):

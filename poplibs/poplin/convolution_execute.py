@@ -8,18 +8,19 @@ for any ConvParams (PopLibs' Convolution.cpp convolution and ConvVertices.cpp).
    serial step is built once (serial_loop.py: out-channel steps the outer Repeat,
    in-channel steps the inner, over temporaries holding the step's slices of input,
    weights and output, moved by dynamic slice / update at run time): one compute set with
-   one vertex per tile with work: for AMP, ConvPartial1x1Out where the plan flattened a 1x1
-   convolution (kernel 1, no padding, stride or dilation), else ConvPartialnx1 with the
-   tile's worklists; for HMAC or VMAC, ConvPartialHorizontalMac or ConvPartialVerticalMac
-   with the same worklists (conv_worklists: padding, dilation and stride never materialised).
-   Each vertex reads its input window, its weights and writes its box of the output (or
-   of the partials).
+   one vertex per tile with work, the vertex conv_methods gives for the plan's method: for
+   AMP, ConvPartial1x1Out where the plan flattened a 1x1 convolution (kernel 1, no
+   padding, stride or dilation), else ConvPartialnx1 with the tile's worklists; for HMAC or
+   VMAC, ConvPartialHorizontalMac or ConvPartialVerticalMac with the same worklists
+   (conv_worklists: padding, dilation and stride never materialised), each with its own
+   fields. Each vertex reads its input window, its weights and writes its box of the
+   output (or of the partials).
 3. With kernel or in-channel parts, the parts' partials are reduced into the output step
    where they live (mat_mul_execute.reduce_partials), adding up over the in-channel serial
    steps into a step zeroed before their loop; with one part but partials of another type
    than the output, they are cast into it (popops' cast; the planner costs PopLibs' cast).
-   The vertex is the one the plan's method names (amp_configs): a plan no vertex runs is an
-   error, never run as another.
+   The vertex is the one the plan's method names (conv_methods, amp_configs): a plan no
+   vertex runs is an error, never run as another.
 """
 import dataclasses
 import math
@@ -27,11 +28,10 @@ import math
 from popsim import UNSIGNED_INT, concat, popops
 from popsim.program import Execute, Sequence
 
-from ..poputil import PoplibsError
-from . import amp_configs, conv_hmac, conv_nx1, conv_vertices, conv_vmac, mat_mul_execute
+from . import conv_methods, mat_mul_execute
 from .conv_candidates import is_mat_mul_shaped
 from .conv_layout import ConvBlocking, create_partials, reducing_parts
-from .conv_transforms import canonical_views, dim_maps, is_one_by_one
+from .conv_transforms import canonical_views, dim_maps
 from .conv_worklists import tile_work
 from .serial_loop import SerialDim, SerialLoop
 
@@ -58,8 +58,10 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
             or canon.input_channels_per_group == 0):   # an empty sum everywhere
         popops.zero(graph, out, prog, f"{name}/Zero")
         return
-    hmac = plan.method.kind in ("HMAC", "VMAC")   # the worklist vertices without the AMP's fields
-    if is_mat_mul_shaped(canon) and is_one_by_one(canon) and not hmac:
+    what = f"poplin.convolution '{name}'"
+    method = conv_methods.method_of(plan.method, what)
+    conv_vertex = method.executed_vertex(plan, canon)
+    if conv_vertex.mat_mul and is_mat_mul_shaped(canon):
         g, b = canon.num_conv_groups, canon.batch_size
         cin, cout = canon.input_channels_per_group, canon.output_channels_per_group
         a = x.reshape([b, g, cin]).dim_shuffle([1, 0, 2])
@@ -70,23 +72,9 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     blocks = ConvBlocking.of(plan, canon, graph.get_target().num_tiles)
     in_type = x.dtype
     partials_type = mat_mul_execute.partials_type_of(plan, in_type)
-    one_by_one = is_one_by_one(canon) and bool(plan.transforms[1].flatten_dims) and not hmac
-    if plan.method.kind == "VMAC":
-        amp_configs.check_runnable(plan.method, in_type, partials_type, "vmac", f"poplin.convolution '{name}'",
-                                   plan.conv_groups_per_group)
-        conv_vmac.ensure_codelets(graph)
-        vertex = conv_vmac.conv_partial_vmac_name(in_type, partials_type, plan.conv_groups_per_group)
-    elif hmac:
-        amp_configs.check_runnable(plan.method, in_type, partials_type, "hmac", f"poplin.convolution '{name}'")
-        conv_hmac.ensure_codelets(graph)
-        vertex = conv_hmac.conv_partial_hmac_name(in_type, partials_type)
-    elif one_by_one:
-        conv_vertices.ensure_codelets(graph)
-        vertex = mat_mul_execute.vertex_type_for(plan, in_type, partials_type)
-    else:
-        conv_nx1.ensure_codelets(graph)
-        amp_configs.check_runnable(plan.method, in_type, partials_type, "nx1", f"poplin.convolution '{name}'")
-        vertex = conv_nx1.conv_partial_nx1_name(in_type, partials_type, plan.method.conv_units)
+    vertex = conv_vertex.vertex_type(graph, plan, in_type, partials_type, what)
+    # the vertex's own fields (checked against the plan once), None for the flattened form
+    fields = None if conv_vertex.flattens else conv_vertex.fields(graph.get_target(), plan)
     xg, wg, og = grouped_views(x, w, out, canon)
     direct = blocks.depth == 1 and blocks.c_serial == 1 and partials_type == out.dtype
     rank = canon.num_field_dims
@@ -110,9 +98,7 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     inner = Sequence()
     x_step = loop.slice(x_steps, inner, "inSlice")
     w_step = loop.slice(w_steps, inner, "weightsSlice")
-    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, one_by_one, x_step, w_step, out_step, partials,
-                           None if hmac else chain_rows(graph.get_target(), plan), plan.in_chans_per_group,
-                           plan.method.kind == "VMAC")
+    builder = _TileBuilder(graph, step, dim_maps(canon), vertex, fields, x_step, w_step, out_step, partials)
     cs = graph.add_compute_set(f"{name}/Conv")
     active = builder.add_vertices(cs, 0, 0)
     inner.add(Execute(cs))
@@ -134,25 +120,14 @@ def execute_convolution(graph, x, w, out, params, plan, prog, name: str) -> None
     loop.repeat(prog, n_split, n_count, outer, "outChanLoop")
 
 
-def chain_rows(target, plan) -> int:
-    """Kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): the chain's
-    weights per unit over the plan's in-channel group."""
-    chain = target.conv_unit_max_pipeline_depth * plan.method.conv_input_load_elems
-    if plan.in_chans_per_group < 1 or chain % plan.in_chans_per_group:
-        raise PoplibsError(f"poplin: the plan's in-channel group {plan.in_chans_per_group} does not divide the AMP "
-                           f"chain's {chain} weights per unit; plan with poplin.get_plan")
-    return chain // plan.in_chans_per_group
-
-
 class _TileBuilder:
     """The vertices of one convolution's compute sets (one per tile with work)."""
 
-    def __init__(self, graph, blocks, dims, vertex, one_by_one, xg, wg, og, partials, height=1, grouping=1,
-                 vmac=False):
-        self.graph, self.b, self.dims, self.vertex, self.one_by_one = graph, blocks, dims, vertex, one_by_one
-        self.height = height   # kernel rows the AMP chain holds at once (nx1 only); None: HMAC
-        self.grouping = grouping   # the plan's in-channel group (HMAC's estimator)
-        self.vmac = vmac
+    def __init__(self, graph, blocks, dims, vertex, fields, xg, wg, og, partials):
+        self.graph, self.b, self.dims, self.vertex = graph, blocks, dims, vertex
+        # fields(batch, kernel ranges): the vertex's own fields of a tile beyond its
+        # worklists (conv_methods.ConvVertex.fields); None: the flattened 1x1 form, no worklists
+        self.fields = fields
         self.xg, self.wg, self.og, self.partials = xg, wg, og, partials
         # each conv group's input and weights, indexed once: every vertex slices its box of them
         self.x_groups = [xg[g] for g in range(xg.shape[0])]
@@ -203,7 +178,7 @@ class _TileBuilder:
         # an id view, its element ids built here and searched there one by one.
         outs = [out_block[g] for g in range(g1 - g0)]
         tile = self.b.tile(gi, bi, fi, ni, kp, ci)
-        if self.one_by_one:
+        if self.fields is None:
             window = fr
             fields = {}
         else:
@@ -218,9 +193,7 @@ class _TileBuilder:
             fields = {"worklists": worklists, "zerosInfo": outs[0].num_elements(), "inStride": work.in_stride,
                       "outStride": work.out_stride, "kernelOuterSizeM1": math.prod(hi - lo for lo, hi in kr[:-1]) - 1,
                       "kernelInnerElementsM1": kr[-1][1] - kr[-1][0] - 1, "outFieldRowSize": fr[-1][1] - fr[-1][0]}
-            fields.update({"batchSize": b1 - b0} if self.vmac else {"inChanGrouping": self.grouping}
-                          if self.height is None else
-                          {"ampKernelHeightM1": self.height - 1, "kernelHeight": kr[0][1] - kr[0][0]})
+            fields.update(self.fields(b1 - b0, kr))
         ins = [self.x_groups[g].slice([b0] + [lo for lo, _ in window] + [c0], [b1] + [hi for _, hi in window] + [c1])
                for g in range(g0, g1)]
         weights = [self.w_groups[g].slice([lo for lo, _ in kr] + [c0, n0], [hi for _, hi in kr] + [c1, n1])

@@ -2,8 +2,9 @@
 estimators: ConvModel.cpp addEstimates, ConvReducePlan.cpp, ExchangeEstimator): exchange
 (PopLibs' rule with bus sharing, and the engine's, which the planner uses: the estimate is
 what runs), the cross-tile reduction of partials over a multi-stage plan, casts, and the
-serial loop's slices, updates and in-place additions. Pure functions of sizes; the planner
-(planner.py) adds them up per candidate.
+serial loop's slices, updates and in-place additions. Pure functions of sizes and the
+target's worker contexts (``num_workers``, W: no default, the caller has the target); the
+planner (planner.py) adds them up per candidate.
 """
 import functools
 import math
@@ -74,7 +75,7 @@ def _stage_depths(depth: int, stages: int) -> List[int]:
 
 
 def reduce_add_cycles(out_size: int, num_partials: int, float_partials: bool, float_output: bool,
-                      num_workers: int = 6) -> int:
+                      num_workers: int) -> int:
     """poplin::ReduceAdd (multi-input form), reference 3.5: one tile adds ``num_partials``
     partials of ``out_size`` outputs:  W*(32 + rem + (cpl*numPartials + c)*(loops/W))."""
     acc_vw = 4 if float_partials else 8
@@ -94,15 +95,15 @@ def reduce_add_cycles(out_size: int, num_partials: int, float_partials: bool, fl
     return num_workers * (32 + rem + (cycles_per_loop * num_partials + c) * per_worker)
 
 
-def cast_cycles(n: int, from_vector_width: int, to_vector_width: int, num_workers: int = 6) -> int:
-    """PopLibs' estimateCastCycles: (max(ceil(n/6/fromVW), ceil(n/6/toVW)) + 26) * 6. (The
+def cast_cycles(n: int, from_vector_width: int, to_vector_width: int, num_workers: int) -> int:
+    """PopLibs' estimateCastCycles: (max(ceil(n/W/fromVW), ceil(n/W/toVW)) + 26) * W. (The
     planner costs the vertex that runs instead: popops' Cast1D estimator.)"""
     per_worker = -(-n // num_workers)
     return (max(-(-per_worker // from_vector_width), -(-per_worker // to_vector_width)) + 26) * num_workers
 
 
 def conv_reduce_cycles(outputs: int, depth: int, float_partials: bool, float_inter_tile: bool, float_output: bool,
-                       exchange_bytes_per_cycle: float, multi_stage: bool = True, num_workers: int = 6):
+                       exchange_bytes_per_cycle: float, multi_stage: bool, num_workers: int):
     """estimateConvReduceCycles over the multi-stage plan: (compute cycles, exchange cycles of
     the stages after the first). Each stage spreads its outputs over its ``d`` tiles, each
     adding ``d`` partials; the last stage writes the inter-tile partials type. ``outputs``:
@@ -135,20 +136,19 @@ def conv_reduce_temp_bytes(outputs: int, depth: int, float_partials: bool, float
 
 # -- serial-loop extras ----------------------------------------------------------------------------
 
-def dynamic_slice_1d_cycles(region_size: int, vector_width: int, num_sub_elements: int = 1,
-                            num_workers: int = 6) -> int:
+def dynamic_slice_1d_cycles(region_size: int, vector_width: int, num_sub_elements: int, num_workers: int) -> int:
     """getDynamicSlice1DEstimate: 25 + W*(39 + (24 + 2*(ceil(region/W)/vw))*numSubElements)."""
     per_worker = -(-region_size // num_workers)
     return 11 + 1 + 6 + 1 + 6 + num_workers * (39 + (24 + 2 * (per_worker // vector_width)) * num_sub_elements)
 
 
-def add_in_place_cycles(n: int, vector_width: int, num_workers: int = 6) -> int:
+def add_in_place_cycles(n: int, vector_width: int, num_workers: int) -> int:
     """getBinaryOp1DInPlaceEstimate(ADD) for float/half: W*(58 + ceil(ceil(n/W)/vw)*3) + 11."""
     per_worker = -(-n // num_workers)
     return num_workers * (58 + -(-per_worker // vector_width) * 3) + 11
 
 
-def counter_increment_cycles(num_workers: int = 6) -> int:
+def counter_increment_cycles(num_workers: int) -> int:
     """A serial loop's counter (one UNSIGNED_INT) incremented in place, as the executor does
     it (popops.add_in_place): getBinaryOp1DInPlaceEstimate(ADD) for one integer, 7 cycles
     per element and no vectorisation: W*(58 + 7) + 11."""

@@ -5,7 +5,8 @@ PopLibs' lib/poplin/PerformanceEstimation.hpp and ConvModel.cpp, the general ver
 The planner costs a tile's share with them, and the vertex's cycle estimator (conv_hmac)
 with the sizes of the vertex it was given, so the plan's estimate and the engine's count
 come from the same formulas. Vocabulary as in conv_estimates: workers, worklists of items
-(runs of output positions in one row), conv/in/out groups (CG, IG, OG).
+(runs of output positions in one row), conv/in/out groups (CG, IG, OG); ``num_workers``
+(W) is the target's worker contexts.
 """
 from typing import Sequence
 
@@ -49,7 +50,7 @@ def worker_cycles(item_sizes: Sequence[int], vector_width: int, float_activation
 
 def inner_loop_cycles(worklists: Sequence[Sequence[int]], kernel_size: int, vector_width: int,
                       float_activations: bool, float_partials: bool, in_chans_per_group: int,
-                      out_chans_per_group: int, num_workers: int = 6) -> int:
+                      out_chans_per_group: int, num_workers: int) -> int:
     """The workers' part, in tile cycles (getConvPartialHorizontalMacSupervisorInnerLoop-
     CycleEstimate): each used worker does every kernel position's items plus 16; the tile
     takes W x the slowest (``worklists``: per worker the item sizes, the same at every
@@ -66,7 +67,7 @@ def inner_loop_cycles(worklists: Sequence[Sequence[int]], kernel_size: int, vect
 
 
 def outer_loop_cycles(inner: int, num_conv_groups: int, num_in_groups: int, num_out_groups: int,
-                      float_activations: bool, float_partials: bool, num_workers: int = 6) -> int:
+                      float_activations: bool, float_partials: bool, num_workers: int) -> int:
     """The supervisor around the inner loop (getConvPartialHorizontalMacSupervisorOuterLoop-
     CycleEstimate): (58 float / 65 half inputs) + W*(9 or 10 zeroing savings) + W*(0 or 6)
     + CG*(23 + IG*(15 + OG*(10 + inner))). PopLibs passes the partials' floatness where the
@@ -79,7 +80,7 @@ def outer_loop_cycles(inner: int, num_conv_groups: int, num_in_groups: int, num_
 
 def hmac_cycles(worklists: Sequence[Sequence[int]], kernel_size: int, num_conv_groups: int, num_in_groups: int,
                 num_out_groups: int, in_chans_per_group: int, out_chans_per_group: int, vector_width: int,
-                float_activations: bool, float_partials: bool, field_elems: int, num_workers: int = 6) -> int:
+                float_activations: bool, float_partials: bool, field_elems: int, num_workers: int) -> int:
     """The whole vertex in tile cycles, as PopLibs' planner costs it (ConvModel.cpp): zeroing
     the partials (estimateZeroSupervisorCycles) + outer(inner). ``field_elems``: the output
     positions (batch x field) of the vertex."""

@@ -129,5 +129,6 @@ def ensure_cholesky_vertex(graph, dtype) -> str:
     name = CholeskyBlock.vertex_name(dtype)
     if not graph.has_codelet(name):
         graph.add_codelets(CholeskyBlock[dtype])
-        graph.register_perf_estimator(name, lambda info, target: cholesky_block_cycles(dtype, len(info.field_sizes("a"))))
+        graph.register_perf_estimator(name,
+                                      lambda info, target: cholesky_block_cycles(dtype, len(info.field_sizes("a"))))
     return name

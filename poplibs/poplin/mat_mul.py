@@ -34,8 +34,8 @@ def _check_operands(graph, a, b, prog, rank: int, what: str) -> None:
                            f"{a.dtype.name} and {b.dtype.name}")
     if a.shape[-1] != b.shape[-2] or (rank == 3 and a.shape[0] != b.shape[0]):
         raise PoplibsError(f"{what}: A '{a.name}' of shape {tuple(a.shape)} and B '{b.name}' of shape "
-                           f"{tuple(b.shape)} do not multiply: {kind} needs A's last dimension ({a.shape[-1]}) to equal "
-                           f"B's second last ({b.shape[-2]})"
+                           f"{tuple(b.shape)} do not multiply: {kind} needs A's last dimension ({a.shape[-1]}) to "
+                           f"equal B's second last ({b.shape[-2]})"
                            + (f" and the same number of groups ({a.shape[0]} and {b.shape[0]})" if rank == 3 else ""))
 
 

@@ -17,7 +17,7 @@ step's slices of A, B and the output, moved by dynamic slice / update at run tim
 A plan with no in-channel split, partials of the output's type and nothing to accumulate
 writes the output directly (no partials, no reduction); with partials of another type it
 casts them into the output (popops' cast, PopLibs' output cast). The vertex is the one
-the plan's method names (amp_configs): a plan no vertex runs is an error. swapOperands computes
+the plan's method names (conv_methods): a plan no vertex runs is an error. swapOperands computes
 C' = B'A' (each operand and the output transposed, as views), the partition applying to
 the swapped problem.
 """
@@ -31,7 +31,7 @@ from popsim.program import Execute, Sequence
 
 from ..poputil import PoplibsError
 from ..popops import reduce_vertices
-from . import amp_configs, conv_vertices, reduce_add
+from . import conv_methods, reduce_add
 from .mat_mul_layout import MatMulBlocking, create_partials, reduction_tiles, split_bounds
 from .serial_loop import SerialDim, SerialLoop
 
@@ -51,12 +51,10 @@ def partials_type_of(plan, in_type):
     return wanted
 
 
-def vertex_type_for(plan, in_type, partials_type) -> str:
-    """The ConvPartial1x1Out the plan's method names; raises when it has none (the executor
-    runs what the plan costed or nothing: amp_configs)."""
-    amp_configs.check_runnable(plan.method, in_type, partials_type, "1x1", "poplin")
-    return conv_vertices.conv_partial_1x1_name(in_type, partials_type, plan.method.conv_units,
-                                               plan.method.conv_input_load_elems)
+def vertex_type_for(graph, plan, in_type, partials_type) -> str:
+    """The ConvPartial1x1Out the plan's method names, its codelets added to ``graph``; raises
+    when it has none (the executor runs what the plan costed or nothing: conv_methods)."""
+    return conv_methods.CONV_PARTIAL_1X1_OUT.vertex_type(graph, plan, in_type, partials_type, "poplin")
 
 
 def blocking_for(graph, plan, groups: int, m: int, k: int, n: int) -> MatMulBlocking:
@@ -83,8 +81,7 @@ def execute_mat_mul(graph, a, b, out, plan, prog, name: str, scale=None) -> None
     blocks = MatMulBlocking.of(plan, groups, m, k, n, graph.get_target().num_tiles)
     in_type = a.dtype
     partials_type = partials_type_of(plan, in_type)
-    vertex = vertex_type_for(plan, in_type, partials_type)
-    conv_vertices.ensure_codelets(graph)
+    vertex = vertex_type_for(graph, plan, in_type, partials_type)
     direct = scale is None and blocks.ks == 1 and blocks.k_serial == 1 and partials_type == out.dtype
     n_split, k_split = SerialDim(n, blocks.n_stride), SerialDim(k, blocks.k_stride)
     # one serial step's blocks: the body's compute sets, built once, work on step temporaries

@@ -6,6 +6,7 @@ import math
 from typing import Optional, Sequence
 
 from ..poputil import PoplibsError
+from . import conv_methods
 from .conv_params import ConvParams, for_mat_mul
 from .options import parse_mat_mul_options
 from .plan import Plan
@@ -56,8 +57,8 @@ def _per_tile(params: ConvParams, plan: Plan) -> str:
 def _text(params: ConvParams, plan: Plan, details: PlanDetails, target) -> str:
     part = plan.partition
     m = plan.method
-    vertex = (f"{m.conv_units} conv units x {m.conv_input_load_elems} input elements" if m.kind == "AMP" else
-              "ConvPartialHorizontalMac" if m.kind == "HMAC" else "")
+    entry = conv_methods.find(m.kind)
+    vertex = entry.report(m) if entry is not None else ""
     macs = m.macs_per_cycle(target.vector_width(params.data_type), plan.in_chans_per_group)
     lines = [
         f"poplin plan for input {params.input_shape()} x weights {params.weights_shape()} -> output "

@@ -2,10 +2,8 @@
 named (or, when each could, that together they exceed the sizes or the tiles)."""
 import math
 
-from popsim import HALF
-
 from ..poputil import PoplibsError
-from .amp_configs import RUNNABLE_METHODS
+from . import conv_methods
 from .conv_candidates import is_mat_mul_shaped
 from .conv_params import ConvParams
 from .options import ConvOptions
@@ -16,12 +14,10 @@ def unsatisfiable(target, params: ConvParams, options: ConvOptions) -> PoplibsEr
     pc = options.plan_constraints
     problems = []
     why = None
-    if pc.method is not None and pc.method not in RUNNABLE_METHODS:
-        why = f"popsim's poplin runs {', '.join(RUNNABLE_METHODS)} vertices"
-    elif pc.method not in (None, "AMP") and is_mat_mul_shaped(params):
-        why = "a matmul-shaped convolution runs AMP only (the matmul executor's ConvPartial1x1Out)"
-    elif pc.method == "VMAC" and (params.data_type != HALF or params.output_channels_per_group != 1):
-        why = "VMAC takes HALF inputs and one out-channel per conv group (PopLibs' vertex and model)"
+    if pc.method is not None:   # the method's own reason (conv_methods.ConvMethod.refuses)
+        method = conv_methods.find(pc.method)
+        why = (f"popsim's poplin runs {', '.join(conv_methods.RUNNABLE_METHODS)} vertices" if method is None
+               else method.refuses(params))
     if why:
         problems.append(f"method {pc.method}: {why}")
     if pc.batch_split is not None and pc.batch_split > params.batch_size:

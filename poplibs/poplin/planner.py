@@ -5,7 +5,7 @@ Search, as PopLibs does it:
 
 * candidates: swapOperands (matmul-shaped convolutions only; tried first for matmul
   passes, so it wins ties), then the AMP, HMAC and VMAC vertex configurations the target
-  allows (conv_candidates.py);
+  allows (conv_methods.py, one entry per method, its candidates in conv_candidates.py);
 * for each candidate, the splits of conv groups, batch, output field, kernel (all but the
   innermost dimension), output channels (parallel x serial) and input channels (parallel
   x serial), at most one kind of serial split; every split counts grains and only the
@@ -32,11 +32,10 @@ from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from ..popops.fill_cast import cast1d_cycles
 from ..poputil import PoplibsError
-from . import conv_estimates as ce
+from . import conv_methods
 from . import cost_model as cm
-from . import hmac_estimates as hmac
-from . import vmac_estimates as vmac
-from .conv_candidates import VertexCandidate, is_mat_mul_shaped, swap_operands_params, vertex_candidates
+from .conv_candidates import VertexCandidate, is_mat_mul_shaped, swap_operands_params
+from .conv_methods import vertex_candidates
 from .conv_params import ConvParams
 from .options import ConvOptions, parse_conv_options, parse_mat_mul_options
 from .plan import ConvTransform, Partition, Plan, Split
@@ -90,29 +89,24 @@ class _Search:
         self.fo = params.output_type.size == 4
         self.p_bytes = cand.partials_type.size
         self.float_acts = params.data_type.size == 4
-        self.core = 8 if self.float_acts else 4
-        self.hmac, self.vmac = cand.method.kind == "HMAC", cand.method.kind == "VMAC"
         # conv groups in grains of the vertex's group (VMAC's lanes; 1 otherwise)
         self.cg_grain = cand.conv_groups_per_group
         self.cg_grains = -(-params.num_conv_groups // self.cg_grain)
         self.vw_in = target.vector_width(params.data_type)
-        if self.vmac:   # a worker's least cycles per item (one position and kernel row)
-            self.core = vmac.MIN_ITEM_CYCLES
-        elif self.hmac:   # a worker's least cycles per position and kernel position (hmac_estimates)
-            self.core = hmac.min_cycles_per_position(self.vw_in, self.float_acts, self.fp, cand.in_chans_per_group,
-                                                     cand.partial_chans_per_group)
-        self.passes = 1 if self.hmac or self.vmac else -(-cand.partial_chans_per_group // cand.method.conv_units)
         self.coeff_bytes = 16 if options.use_128bit_conv_unit_load else 8
         self.out_field = params.output_field_shape()
         self.kernel = params.kernel_shape
         self.ic_grains = -(-params.input_channels_per_group // cand.in_chans_per_group)
         self.oc_grains = -(-params.output_channels_per_group // cand.partial_chans_per_group)
-        self.one_by_one = (cand.method.kind == "AMP" and all(k == 1 for k in self.kernel) and self.out_field == params.input_field_shape
-                           and all(s == 1 for s in params.stride))
-        # kernel rows the AMP chain holds at once (PopLibs' convUnitWeightHeight): 1 unless
-        # the in-channel group is smaller than the chain
-        self.h = self.kernel[-1] if self.vmac else 1 if self.hmac else max(1, target.conv_unit_max_pipeline_depth * cand.method.conv_input_load_elems
-                                         // cand.in_chans_per_group)
+        # the method's entry and the vertex the executor will build (conv_methods): its cycles,
+        # a worker's least cycles per item (``core``), the kernel rows an item takes (``h``,
+        # the AMP's convUnitWeightHeight) and the passes over the out-channel group
+        self.method = conv_methods.method_of(cand.method, "poplin planner")
+        self.vertex = self.method.planned_vertex(params)
+        self.flattened = self.vertex.flattens   # batch and field one row (PopLibs' tile-level flatten)
+        self.core = self.method.core(self)
+        self.h = self.method.chain_rows(self)
+        self.passes = self.method.passes(self)
         self.vertex_memo: Dict[tuple, int] = {}
         self.own = _Best()   # this candidate's best (the report's runner-up)
         self.vw_partial = target.vector_width(cand.partials_type)
@@ -122,63 +116,25 @@ class _Search:
 
     # -- cost of one configuration -------------------------------------------------------------
     def vertex_cycles(self, bt: int, ft: Tuple[int, ...], kt: Tuple[int, ...], cgt: int, ict: int, oct_: int) -> int:
-        c, w = self.c, self.workers
-        positions = bt * math.prod(ft)
-        if self.one_by_one:   # batch and field flattened into one row (PopLibs' tile-level flatten)
-            inner = self.vertex_memo.get(positions)
-            if inner is None:
-                worklists = ce.worker_item_sizes(positions, max(positions, 1), w)
-                inner = tuple(ce.conv_partial_1x1_inner_loop_cycles(worklists, zero, self.float_acts, self.fp,
-                                                                    c.method.conv_units, w) for zero in (True, False))
-                self.vertex_memo[positions] = inner
-            return ce.conv_partial_1x1_outer_loop_cycles(inner[0], inner[1], cgt, ict, oct_, c.partial_chans_per_group,
-                                                         c.method.conv_units, c.method.conv_input_load_elems,
-                                                         self.coeff_bytes, self.float_acts, self.fp, w)
-        key = (bt, ft, kt, cgt, ict, oct_)
-        hit = self.vertex_memo.get(key)
-        if hit is None:
-            if not (self.vmac or self.hmac):
-                # conv_partial_nx1_cycles, its inner loop (which depends only on the positions,
-                # the row and the kernel) worked out once for every channel split
-                outer = math.prod(kt[:-1]) if self.h == 1 else -(-kt[0] // self.h) * math.prod(kt[1:-1])
-                inner_key = ("nx1", positions, ft[-1], outer, kt[-1])
-                inner = self.vertex_memo.get(inner_key)
-                if inner is None:
-                    worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
-                    inner = self.vertex_memo[inner_key] = ce.conv_partial_nx1_inner_loop_cycles(
-                        [worklists] * (outer * kt[-1]), outer, kt[-1], self.h, c.partial_chans_per_group,
-                        c.method.conv_units, c.method.conv_input_load_elems, self.coeff_bytes, self.float_acts,
-                        self.fp, w)
-                hit = self.vertex_memo[key] = (
-                    ce.conv_zero_supervisor_cycles(positions, oct_, cgt, c.partial_chans_per_group, w)
-                    + ce.conv_partial_nx1_outer_loop_cycles(inner, cgt, ict, oct_, self.fp, w))
-                return hit
-            worklists = ce.worker_item_sizes(positions, max(ft[-1], 1), w)
-            if self.vmac:   # VMAC's items are kernel rows; its groups are conv-group grains
-                hit = self.vertex_memo[key] = vmac.vmac_cycles(
-                    math.prod(ft) // max(ft[-1], 1), ft[-1], bt, math.prod(kt[:-1]), kt[-1], -(-cgt // self.cg_grain),
-                    ict, self.cg_grain, self.fp, w)
-                return hit
-            if self.hmac:
-                hit = self.vertex_memo[key] = hmac.hmac_cycles(
-                    worklists, math.prod(kt), cgt, ict, oct_, c.in_chans_per_group, c.partial_chans_per_group,
-                    self.vw_in, self.float_acts, self.fp, positions, w)
-                return hit
-        return hit
+        return self.vertex.cycles(self, bt, ft, kt, cgt, ict, oct_)
 
     def candidate_lower_bound(self) -> int:
-        """HMAC: no plan costs less than its vertex work (positions x kernel positions x
-        channel groups, ``core`` cycles each) spread evenly over every worker of every tile."""
+        """A method that prunes (HMAC, VMAC): no plan costs less than its vertex work
+        (positions x kernel positions x channel groups, ``core`` cycles each) spread evenly
+        over every worker of every tile; 0 for the others."""
+        if not self.method.prunes:
+            return 0
         p = self.p
         work = p.batch_size * math.prod(self.out_field) * (math.prod(self.kernel) // self.h) * self.cg_grains * \
             self.ic_grains * self.oc_grains
-        return self.workers * self.core * -(-work // (self.tiles * self.workers)) if self.hmac or self.vmac else 0
+        return self.workers * self.core * -(-work // (self.tiles * self.workers))
 
     def vertex_lower_bound(self, bt, ft_prod, kt_prod, cgt, ict, oct_) -> int:
         """Every worker spends at least ``core`` cycles per output position per pass (per
         kernel position the chain takes, ``h`` rows at a time)."""
         kernel_steps = max(1, kt_prod // self.h)
-        return -(-cgt // self.cg_grain) * ict * oct_ * self.passes * kernel_steps * self.workers * self.core * -(-bt * ft_prod // self.workers)
+        return (-(-cgt // self.cg_grain) * ict * oct_ * self.passes * kernel_steps * self.workers * self.core
+                * -(-bt * ft_prod // self.workers))
 
     def evaluate(self, cg_s, b_s, f_s, k_s, oc_p, oc_ser, ic_p, ic_ser, temp_limit: Optional[int]):
         """(cycles, temp bytes, breakdown) of one configuration, or None when its temp bytes
@@ -248,7 +204,7 @@ class _Search:
             # each step's partials cast to the output type by popops' Cast1D, costed by its
             # estimator (a reduction writes the output type itself)
             real = bt * math.prod(ft) * cgt * min(out_chans, p.output_channels_per_group)
-            cast = cast1d_cycles(c.partials_type, p.output_type, real)
+            cast = cast1d_cycles(c.partials_type, p.output_type, real, self.workers)
             sync += self.t.max_ipu_sync_delay
         cycles = serial * (exchange + vertex + reduce_cycles + extras + sync + cast)
         breakdown = (("partial_calc", serial * vertex), ("exchange", serial * exchange),
@@ -259,7 +215,7 @@ class _Search:
     # -- the loops -----------------------------------------------------------------------------
     def run(self, best: _Best, order: int) -> None:
         pc = self.o.plan_constraints
-        p, T = self.p, self.tiles
+        p, T = self.p, self.tiles  # noqa: N806 - T tiles, as in the planner's formulas
         rank = len(self.out_field)
         field_forced = dict(pc.field_split)
         kernel_forced = dict(pc.kernel_split)
@@ -298,7 +254,7 @@ class _Search:
         in_real = min(ict * c.in_chans_per_group, p.input_channels_per_group)
         out_real = min(oct_ * c.partial_chans_per_group, p.output_channels_per_group)
         received = 0
-        if oc_p * math.prod(k_s) > 1 or (math.prod(f_s) > 1 and not self.one_by_one):
+        if oc_p * math.prod(k_s) > 1 or (math.prod(f_s) > 1 and not self.flattened):
             received += bt * field_in_prod * cgt * in_real
         if b_s * math.prod(f_s) > 1:
             received += math.prod(kt) * cgt * in_real * out_real
@@ -307,7 +263,7 @@ class _Search:
     def _cycles_lower_bound(self, bt, ft, kt, cgt, ict, oct_, field_in_prod, oc_p, k_s, f_s, b_s) -> int:
         """The vertex and the exchange of inputs and weights of the unserialised configuration:
         a serial split repeats the vertex's overheads and exchanges at least as many bytes."""
-        if self.one_by_one:   # exact, and monotone in the channel groups
+        if self.flattened:   # exact, and monotone in the channel groups
             vertex = self.vertex_cycles(bt, tuple(ft), tuple(kt), cgt, ict, oct_)
         else:
             vertex = self.vertex_lower_bound(bt, math.prod(ft), math.prod(kt), cgt, ict, oct_)
@@ -321,7 +277,7 @@ class _Search:
                 + bt * ft_prod * cgt * out_chans * self.p_bytes)
 
     def _channels(self, best, order, cg_s, b_s, f_s, k_s, used):
-        pc, T, p = self.o.plan_constraints, self.tiles, self.p
+        pc, T, p = self.o.plan_constraints, self.tiles, self.p  # noqa: N806 - T tiles, as in the planner's formulas
         bt = -(-p.batch_size // b_s)
         ft = [-(-n // s) for n, s in zip(self.out_field, f_s)]
         kt = [-(-n // s) for n, s in zip(self.kernel, k_s)]
@@ -442,7 +398,7 @@ def _to_plan(best: _Best) -> Plan:
                           field_axis_grain_size=(1,) * rank,
                           in_chan_grain_size=c.in_chans_per_group, out_chan_grain_size=c.partial_chans_per_group,
                           conv_group_grain_size=c.conv_groups_per_group)
-    tile_level = ConvTransform(flatten_dims=tuple(range(rank + 1))) if search.one_by_one else ConvTransform()
+    tile_level = ConvTransform(flatten_dims=tuple(range(rank + 1))) if search.flattened else ConvTransform()
     return Plan(partition=partition, method=c.method,
                 transforms=(ConvTransform(swap_operands=c.swap_operands), tile_level),
                 conv_groups_per_group=c.conv_groups_per_group, in_chans_per_group=c.in_chans_per_group,
@@ -458,7 +414,7 @@ def _runner_up(best: _Best, searches: List[_Search]) -> Optional[Tuple[str, int,
         return None
     second = min(others, key=lambda b: b.key)
     _, cycles, temp = second.args[0], second.args[9], second.args[10]
-    return second.args[0].c.describe(), cycles, temp
+    return conv_methods.describe(second.args[0].c), cycles, temp
 
 
 # The most elements a tensor of a planned convolution (or matmul) may have: more than any

@@ -3,8 +3,8 @@ multi-input form) and its estimator, the reference's getReduceCycleEstimate (3.5
 planner's cost model evaluates as cost_model.reduce_add_cycles).
 
 The vertex is the C++ codelet file reduce_add.cpp. The formula gives the tile's cycles for
-its 6 workers; a MultiVertex is charged per worker, so the estimate is that divided by the
-workers.
+the target's workers; a MultiVertex is charged per worker, so the estimate is that divided
+by the workers.
 """
 import itertools
 from pathlib import Path

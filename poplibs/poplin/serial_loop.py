@@ -97,7 +97,8 @@ class SerialLoop:
         cut = [(d, split, c) for d, split, c in splits if split.steps > 1]
         if blocks is not None and cut:
             return self._blocked(t, cut, writable, what, blocks)
-        view, counters = t, []
+        view = t
+        counters: list = []
         for dim, split, counter in reversed(list(splits)):
             if split.steps == 1:
                 continue

@@ -7,7 +7,8 @@ The vertex takes ``conv_groups_per_group`` (4, 8 or 16) conv groups of one in- a
 out-channel at once, a lane each; a worker's item is one output position and one kernel
 row: a dot product along the kernel's width (or a part of it: the positions are split over
 the workers in parts of rows, PopLibs' rowSplitFactor). Each worker accumulates into its
-own copy of the partials, which are zeroed first and reduced at the end.
+own copy of the partials, which are zeroed first and reduced at the end. ``num_workers``
+(W) is the target's worker contexts.
 """
 import math
 from typing import List
@@ -33,7 +34,7 @@ def worker_cycles(conv_sizes: List[int], conv_groups_per_group: int, float_parti
 
 
 def inner_loop_cycles(out_height: int, out_width: int, batch: int, kernel_height: int, kernel_width: int,
-                      conv_groups_per_group: int, float_partials: bool, num_workers: int = 6) -> int:
+                      conv_groups_per_group: int, float_partials: bool, num_workers: int) -> int:
     """estimateConvPartialVerticalMacInnerLoopCycles: the busiest worker's items (its share
     of the positions, in parts of ceil(kernel width / rowSplitFactor) when the positions do
     not divide over the workers) for every kernel row, x the workers (PopLibs models one
@@ -51,7 +52,7 @@ def zero_cycles(out_elems: int, float_partials: bool) -> int:
     return 4 + -(-out_elems // (2 if float_partials else 4))
 
 
-def reduction_cycles(out_elems: int, conv_groups_per_group: int, float_partials: bool, num_workers: int = 6) -> int:
+def reduction_cycles(out_elems: int, conv_groups_per_group: int, float_partials: bool, num_workers: int) -> int:
     """getConvPartialVerticalMacSupervisorReductionInnerLoopCycleEstimate: the workers'
     partials added: 10 - fp + (7 + 2 fp + (2 or 1) (W - 1)) * ceil(elems / W) / lanes."""
     per_worker = -(-out_elems // num_workers)
@@ -62,7 +63,7 @@ def reduction_cycles(out_elems: int, conv_groups_per_group: int, float_partials:
 
 def vmac_cycles(out_height: int, out_width: int, batch: int, kernel_height: int, kernel_width: int,
                 num_conv_groups: int, num_in_groups: int, conv_groups_per_group: int, float_partials: bool,
-                num_workers: int = 6) -> int:
+                num_workers: int) -> int:
     """The whole vertex in tile cycles, as PopLibs' planner costs it (ConvModel.cpp):
     61 + 14 + 25 + fp + CG*(zero + 32 + IG*(24 + inner) + reduction), where CG counts groups
     of ``conv_groups_per_group`` conv groups, IG the in-channels, and the zeroing and

@@ -16,9 +16,9 @@ def add_codelets(graph) -> None:
 
 
 # -- non-linearities and softmax (non_linearity.py, softmax.py, non_linearity_vertices.py) --
-from . import non_linearity as _non_linearity
-from .non_linearity import *  # noqa: F401,F403 - NonLinearityType, non_linearity*, the wrappers
-from .softmax import log_softmax, log_softmax_in_place
+from . import non_linearity as _non_linearity  # noqa: E402
+from .non_linearity import *  # noqa: F403,E402 - NonLinearityType, non_linearity*, the wrappers
+from .softmax import log_softmax, log_softmax_in_place  # noqa: E402
 
 __all__ += _non_linearity.__all__ + ["log_softmax", "log_softmax_in_place"]
 

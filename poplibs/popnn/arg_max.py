@@ -141,12 +141,12 @@ def reduce_class(graph, t, is_max: bool, label_type, prog, name: str):
                            for b in range(0, len(tiles), SPARSE_PARTIALS)]
         values = graph.add_variable(ptype, (len(groups),), f"{name}/valuePartials[{stage}]")
         indices = graph.add_variable(label_type, (len(groups),), f"{name}/indexPartials[{stage}]")
-        mapping = [[] for _ in range(graph.target.num_tiles)]
+        mapping: List[List[Tuple[int, int]]] = [[] for _ in range(graph.target.num_tiles)]
         for i, (_, _, _, tile) in enumerate(groups):
             mapping[tile].append((i, i + 1))
         graph.set_tile_mapping(values, mapping)
         graph.set_tile_mapping(indices, mapping)
-        next_rows = {}
+        next_rows: dict = {}
         for i, (r, b, e, tile) in enumerate(groups):
             v = graph.add_vertex(cs, vertex_type, {"activations": rows[r][0].slice(b, e),
                                                    "labels": rows[r][1].slice(b, e),

@@ -4,10 +4,10 @@ estimators (popnnCycleEstimators.cpp; PopLibs' cycle estimators have no formula 
 
 - ``popnn::ReduceMaxClassGather<InType,LabelType>`` (and ``...Min...``): a MultiVertex over
   one contiguous piece of a row. The piece is cut into chunks of ``workerSize`` elements,
-  one per worker (at most 6); worker ``w`` writes the largest (smallest) value of chunk
-  ``w`` to ``maxValue[w]`` and its position in the piece plus ``index`` (the piece's first
-  column) to ``maxIndex[w]``. Values are FLOAT for FLOAT and HALF inputs (PopLibs keeps
-  the partials 32-bit), the input type for integers.
+  one per worker (at most the target's num_worker_contexts); worker ``w`` writes the
+  largest (smallest) value of chunk ``w`` to ``maxValue[w]`` and its position in the piece
+  plus ``index`` (the piece's first column) to ``maxIndex[w]``. Values are FLOAT for FLOAT
+  and HALF inputs (PopLibs keeps the partials 32-bit), the input type for integers.
 - ``popnn::ReduceMaxClassSparse<InOutType,LabelType>`` (and ``...Min...``): one worker
   vertex reducing up to 32 (value, label) partials to the best value and its label.
 
@@ -135,10 +135,11 @@ def ReduceMinClassSparse(in_out_type, label_type):
 
 
 # -- cycle estimators (PopLibs' popnnCycleEstimators.cpp) -----------------------------------------
-def gather_cycles(in_type, size: int, worker_size: int, num_workers: int = 6) -> int:
+def gather_cycles(in_type, size: int, worker_size: int, num_workers: int) -> int:
     """ReduceMax/MinClassGather tile cycles: the assembly supervisor for FLOAT and HALF
     (each worker scans at most ``workerSize`` elements, 3 cycles each, plus 30 of set-up
-    and store), the compiled one-worker version for integers; x6 workers + 9 supervisor."""
+    and store), the compiled one-worker version for integers; x the target's
+    ``num_workers`` (6 on an IPU) + 9 supervisor."""
     if in_type in (FLOAT, HALF):
         worker = 3 + 2 + 4 + 3 + 1 + 3 + 1 + 3 * min(worker_size - 1, size - 1) + 3 + 6 + 4
     else:

@@ -26,12 +26,13 @@ from . import norm_core as core
 from .norm_checks import (check_acts, check_common, check_eps, check_like, check_options, check_partials,
                           check_param, check_per_channel, check_scale, check_stats, split_at_prog,
                           GRADIENT_FORMS, PARAM_GRADIENT_FORMS, gradient_call)
+from .norm_kinds import BATCH
 
 __all__ = ["batch_norm_statistics", "batch_norm_whiten", "batch_normalise", "batch_norm_param_gradients",
            "batch_norm_gradients", "batch_norm_param_update", "distributed_batch_norm_statistics",
            "distributed_batch_norm_gradients"]
 
-_PER_CHANNEL = "one per channel C"
+_PER_CHANNEL = BATCH.stats
 
 
 def _stats(graph, acts, mean, inv_std, what):
@@ -118,14 +119,15 @@ def batch_norm_param_update(graph, gamma_delta, beta_delta, scale, gamma, beta, 
                             options=None) -> None:
     """``gamma += scale · gamma_delta``; ``beta += scale · beta_delta`` (PopLibs' form: pass
     ``-learning_rate`` to descend); ``scale`` a number or a scalar tensor."""
-    param_update(graph, gamma_delta, beta_delta, scale, gamma, beta, prog, name, options,
-                 "popnn.bn.batch_norm_param_update")
+    param_update(BATCH, graph, gamma_delta, beta_delta, scale, gamma, beta, prog, name, options)
 
 
-def param_update(graph, gamma_delta, beta_delta, scale, gamma, beta, prog, name, options, what) -> None:
-    """The update every norm shares, with its checks."""
+def param_update(kind, graph, gamma_delta, beta_delta, scale, gamma, beta, prog, name, options) -> None:
+    """The update every norm shares, with its checks: the param_update step of ``kind``
+    (norm_kinds: its options and its name in errors)."""
+    what = kind.what("param_update")
     check_common(graph, prog, name, what)
-    check_options(options, what, ("groupNormStridedChannelGrouping",) if ".bn." not in what else ())
+    check_options(options, what, kind.options)
     for t, role in ((gamma, "gamma"), (beta, "beta")):
         check_param(graph, t, what, role)
     for delta, param, role in ((gamma_delta, gamma, "gamma_delta"), (beta_delta, beta, "beta_delta")):

@@ -47,7 +47,7 @@ def _add_vertices(graph, kind: str, nl_type, layout, fields, prog, cs_name: str,
     layout_flat = flat_view(order, layout)
     regions_on = {tile: len(regions) for tile, regions in per_tile.tile_regions(graph, layout_flat)}
     workers = graph.target.num_worker_contexts
-    names = {}   # vertex kind -> its type's name, registered on first use
+    names: dict = {}   # vertex kind -> its type's name, registered on first use
 
     def make_vertex(tile, regions):
         two_d = regions_on[tile] != 1

@@ -28,8 +28,9 @@ per loop)`` from ``FORWARD_PERF`` / ``GRAD_PERF``:
 NonLinearity1D[InPlace] tile cycles ``W * (17 + inner(ceil(n / W))) + 20``;
 NonLinearity2D[InPlace] worker cycles ``20 + sum_i (6 + inner(n_i))``;
 NonLinearityGrad1D tile cycles ``W * (20 + inner(ceil(n / W))) + 20``;
-NonLinearityGrad2D worker cycles ``5 + sum_i (8 + inner(n_i))``; W = 6 workers. A 1D
-estimate is a tile figure, charged as ceil(figure / W) on each worker.
+NonLinearityGrad2D worker cycles ``5 + sum_i (8 + inner(n_i))``; W the target's worker
+contexts (num_worker_contexts; 6 on an IPU). A 1D estimate is a tile figure, charged as
+ceil(figure / W) on each worker.
 """
 import enum
 import math
@@ -37,7 +38,6 @@ import math
 import popsim
 from popsim import FLOAT, HALF, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
-from ..popops.elementwise_vertices import WORKERS
 from ..poputil.vertex_helpers import chunk_begin, chunk_end
 
 #: the scale of SOFTMAX_SCALED's outputs (PopLibs' SOFTMAX_SCALING, NonLinearityInternal.hpp)
@@ -274,20 +274,21 @@ def inner_cycles(nl: NonLinearityType, dtype, n: int, grad: bool) -> int:
     return -(-n // elements) * cycles
 
 
-def vertex_cycles(kind: str, nl: NonLinearityType, dtype, sizes) -> int:
-    """One vertex's estimate: tile cycles for a 1D MultiVertex over ``sizes[0]`` elements,
-    worker cycles for a 2D vertex over regions of ``sizes``."""
+def vertex_cycles(kind: str, nl: NonLinearityType, dtype, sizes, workers: int) -> int:
+    """One vertex's estimate: tile cycles for a 1D MultiVertex over ``sizes[0]`` elements
+    shared by the target's ``workers``, worker cycles for a 2D vertex over regions of
+    ``sizes``."""
     grad = kind.startswith("Grad")
     if kind.endswith("2D") or kind == "2DInPlace":
         start, per_region = (5, 8) if grad else (20, 6)
         return start + sum(per_region + inner_cycles(nl, dtype, n, grad) for n in sizes)
-    per_worker = -(-sizes[0] // WORKERS)
-    return WORKERS * ((20 if grad else 17) + inner_cycles(nl, dtype, per_worker, grad)) + 20
+    per_worker = -(-sizes[0] // workers)
+    return workers * ((20 if grad else 17) + inner_cycles(nl, dtype, per_worker, grad)) + 20
 
 
 def worker_cycles(kind: str, nl: NonLinearityType, dtype, sizes, workers: int) -> int:
     """The cycles each worker running the vertex spends (a 1D figure shared out)."""
-    cycles = vertex_cycles(kind, nl, dtype, sizes)
+    cycles = vertex_cycles(kind, nl, dtype, sizes, workers)
     return cycles if "2D" in kind else -(-cycles // workers)
 
 

@@ -102,7 +102,8 @@ def split_at_prog(args, forms, what: str):
 
 
 #: the two forms of a norm's param gradients and of its gradients (PopLibs' overloads)
-PARAM_GRADIENT_FORMS = {0: "(graph, acts_whitened, grads_in, prog)", 2: "(graph, acts, grads_in, mean, inv_std_dev, prog)"}
+PARAM_GRADIENT_FORMS = {0: "(graph, acts_whitened, grads_in, prog)",
+                        2: "(graph, acts, grads_in, mean, inv_std_dev, prog)"}
 GRADIENT_FORMS = {2: "(graph, acts_whitened, grads_in, inv_std_dev, gamma, prog)",
                   3: "(graph, acts, grads_in, mean, inv_std_dev, gamma, prog)"}
 

@@ -27,8 +27,8 @@ from ..poputil import per_tile
 from ..poputil.memory_order import tile_grouped_clone
 from .norm_vertices import STAT_OPS, NormStatisticOp, NormStatisticOp1D
 
-__all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping", "grouped_order",
-           "grouped"]
+__all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping",
+           "grouped_order", "grouped"]
 
 _OP_CYCLES = {"CENTRE": 1, "SCALE": 1, "WHITEN": 2, "AFFINE": 2, "GRADIENT": 4}
 
@@ -318,7 +318,8 @@ def _pieces(group, block: int, groups: int, g: int):
     first_cut = (begins // block + 1) * block
     inner = np.maximum(0, (ends - 1) // block - begins // block)
     mrid = np.repeat(rid, inner)
-    mult = np.repeat(first_cut, inner) + (np.arange(int(inner.sum())) - np.repeat(np.cumsum(inner) - inner, inner)) * block
+    mult = (np.repeat(first_cut, inner)
+            + (np.arange(int(inner.sum())) - np.repeat(np.cumsum(inner) - inner, inner)) * block)
     up, down = -(-begins // g) * g, ends // g * g
     cuts = [begins, ends, mult, up, down]
     owners = [rid, rid, mrid, rid, rid]

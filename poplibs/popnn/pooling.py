@@ -9,9 +9,18 @@ contiguous blocks (pooling_worklists.split_rows), and each tile gets one MultiVe
 rows, reading the input rows their windows cover. ``cpg`` divides the size of the groups in
 which the input holds a position's channels contiguously (a convolution's output holds each
 tile's out-channels together), up to 16; 1 when they are scattered.
+
+Each pooling type is one entry of POOLING_OPS (below the passes): its forward vertex, the
+scaling both passes apply (AVG's division by each window's count of real inputs) and how
+its input gradient is built. To add a type: its PoolingType member (PopLibs' value), its
+vertices in pooling_vertices.cpp/.py (the codelet and its estimator, registered by
+ensure_codelets), and its POOLING_OPS entry; pool and pool_input_gradient follow from it.
+The passes' worklists (which input positions each destination position combines) are the
+same for every type (pooling_worklists.py: PASSES, the forward and the backward pass).
 """
 import enum
-from typing import Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -55,8 +64,8 @@ class PoolParams:
                  stride: Sequence[int], input_truncation_or_padding_lower: Sequence[int],
                  input_truncation_or_padding_upper: Sequence[int], num_channels: int, batch_size: int, dtype):
         if not isinstance(pooling_type, PoolingType):
-            raise PoplibsError(f"PoolParams: pooling_type must be a popnn.PoolingType (MAX, AVG, SUM), found "
-                               f"{pooling_type!r}")
+            raise PoplibsError(f"PoolParams: pooling_type must be a popnn.PoolingType "
+                               f"({', '.join(t.name for t in PoolingType)}), found {pooling_type!r}")
         if not isinstance(dtype, popsim.Type) or dtype not in (FLOAT, HALF):
             raise PoplibsError(f"PoolParams: dtype must be FLOAT or HALF (PopLibs' pooling vertices' types), "
                                f"found {dtype!r}")
@@ -238,6 +247,15 @@ def _kernel_elements(params: PoolParams) -> int:
     return int(np.prod(params.kernel_shape, dtype=np.int64))
 
 
+def _average(params: PoolParams):
+    """AVG's scaling: (1 / kernel elements, None) when every window holds the whole kernel,
+    else (1.0, each pooled position's count of real inputs) for SelectiveScaling."""
+    counts = _counts(params)
+    if np.all(counts == _kernel_elements(params)):
+        return 1.0 / _kernel_elements(params), None
+    return 1.0, counts
+
+
 def _add_selective_scaling(graph, plan: _Plan, counts: np.ndarray, prog, name: str) -> None:
     """Divide each pooled position of ``plan.var`` by its count (runs of equal count per tile)."""
     cs = graph.add_compute_set(name)
@@ -272,20 +290,13 @@ def pool(graph, params: PoolParams, in_, prog, name: str = "", options=None):
                       params.input_truncation_or_padding_lower, backward=False)
     plan = _Plan(graph, params, out_field, cpg, f"{name}/pooled")
     cs = graph.add_compute_set(name)
-    counts = None
-    if params.pooling_type == PoolingType.MAX:
-        _add_pooling_vertices(graph, cs, pv.vertex_name(pv.MAX_POOLING, params.dtype), plan, work, _grouped(in_, cpg))
-    else:
-        scale = 1.0
-        if params.pooling_type == PoolingType.AVG:
-            counts = _counts(params)
-            if np.all(counts == _kernel_elements(params)):
-                scale, counts = 1.0 / _kernel_elements(params), None
-        _add_pooling_vertices(graph, cs, pv.vertex_name(pv.SUM_POOLING, params.dtype), plan, work,
-                              _grouped(in_, cpg), state={"scale": scale})
+    op = POOLING_OPS[params.pooling_type]
+    scaling = op.scaling(params)
+    _add_pooling_vertices(graph, cs, pv.vertex_name(op.vertex, params.dtype), plan, work, _grouped(in_, cpg),
+                          state=None if scaling is None else {"scale": scaling[0]})
     prog.add(Execute(cs))
-    if counts is not None:
-        _add_selective_scaling(graph, plan, counts, prog, f"{name}/scale")
+    if scaling is not None and scaling[1] is not None:
+        _add_selective_scaling(graph, plan, scaling[1], prog, f"{name}/scale")
     return _ungrouped(plan.var)
 
 
@@ -302,21 +313,18 @@ def _check_options(options, what: str) -> None:
                                         "(poolUseIntrospectiveMapping) are not implemented")
 
 
-def _sum_gradient(graph, params: PoolParams, pooled_grad, cpg: int, prog, name: str):
+def _sum_gradient(graph, params: PoolParams, fwd, pooled_grad, cpg: int, prog, name: str):
     """AVG/SUM: each input position gets the sum of the gradients of the windows holding it,
-    AVG's each divided by its window's count."""
+    scaled as the forward pass scales them (AVG's each divided by its window's count). The
+    forward tensors (``fwd``) are not needed."""
     out_field = params.get_output_field_shape()
     src = _grouped(pooled_grad, cpg)
-    scale = 1.0
-    if params.pooling_type == PoolingType.AVG:
-        counts = _counts(params)
-        if np.all(counts == _kernel_elements(params)):
-            scale = 1.0 / _kernel_elements(params)
-        else:   # PopLibs pre-scales the gradient by 1/count (scaleGradient)
-            scaled = _Plan(graph, params, out_field, cpg, f"{name}/scaledGradient")
-            prog.add(Copy(pooled_grad, _ungrouped(scaled.var)))
-            _add_selective_scaling(graph, scaled, counts, prog, f"{name}/preScale")
-            src = scaled.var
+    scale, counts = POOLING_OPS[params.pooling_type].scaling(params)
+    if counts is not None:   # PopLibs pre-scales the gradient by 1/count (scaleGradient)
+        scaled = _Plan(graph, params, out_field, cpg, f"{name}/scaledGradient")
+        prog.add(Copy(pooled_grad, _ungrouped(scaled.var)))
+        _add_selective_scaling(graph, scaled, counts, prog, f"{name}/preScale")
+        src = scaled.var
     work = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
                       params.input_truncation_or_padding_lower, backward=True)
     plan = _Plan(graph, params, params.input_field_shape, cpg, f"{name}/inputGradient")
@@ -327,7 +335,10 @@ def _sum_gradient(graph, params: PoolParams, pooled_grad, cpg: int, prog, name: 
     return _ungrouped(plan.var)
 
 
-def _max_gradient(graph, params: PoolParams, in_, pooled, pooled_grad, use_scaled: bool, cpg: int, prog, name: str):
+def _max_gradient(graph, params: PoolParams, fwd, pooled_grad, cpg: int, prog, name: str):
+    """MAX: each window's gradient goes to every input equal to its max, divided by how many
+    there are with ``use_scaled``; ``fwd`` = (in_, pooled, use_scaled)."""
+    in_, pooled, use_scaled = fwd
     out_field = params.get_output_field_shape()
     acts_in, acts_out = _grouped(in_, cpg), _grouped(pooled, cpg)
     src = _grouped(pooled_grad, cpg)
@@ -351,6 +362,27 @@ def _max_gradient(graph, params: PoolParams, in_, pooled, pooled_grad, use_scale
     return _ungrouped(plan.var)
 
 
+@dataclass(frozen=True)
+class PoolingOp:
+    """One PoolingType (module docstring). ``vertex``: the forward pass's (pooling_vertices);
+    ``scaling(params)``: None for a vertex that takes no scale, else (the SumPooling
+    vertex's ``scale``, the pooled positions' divisors for SelectiveScaling or None), which
+    both passes apply; ``input_gradient(graph, params, fwd, pooled_grad, cpg, prog, name)``:
+    the input gradient, ``fwd`` (in_, pooled, use_scaled_gradient), None in the form without
+    the forward tensors, which a type that ``needs_forward`` does not have."""
+    vertex: str
+    scaling: Callable
+    input_gradient: Callable
+    needs_forward: bool = False
+
+
+POOLING_OPS = {
+    PoolingType.MAX: PoolingOp(pv.MAX_POOLING, lambda params: None, _max_gradient, needs_forward=True),
+    PoolingType.AVG: PoolingOp(pv.SUM_POOLING, _average, _sum_gradient),
+    PoolingType.SUM: PoolingOp(pv.SUM_POOLING, lambda params: (1.0, None), _sum_gradient),
+}
+
+
 def _full_gradient(graph, params, in_, pooled, pooled_grad, use_scaled_gradient, prog, name="", options=None):
     what = "popnn.pool_input_gradient"
     check_graph(graph, what)
@@ -367,9 +399,8 @@ def _full_gradient(graph, params, in_, pooled, pooled_grad, use_scaled_gradient,
         return _empty(graph, params, params.input_shape(), name)
     pv.ensure_codelets(graph)
     cpg = _chans_per_group(graph, in_, params, params.input_field_shape)
-    if params.pooling_type == PoolingType.MAX:
-        return _max_gradient(graph, params, in_, pooled, pooled_grad, bool(use_scaled_gradient), cpg, prog, name)
-    return _sum_gradient(graph, params, pooled_grad, cpg, prog, name)
+    return POOLING_OPS[params.pooling_type].input_gradient(graph, params, (in_, pooled, bool(use_scaled_gradient)),
+                                                           pooled_grad, cpg, prog, name)
 
 
 def pool_input_gradient_avg_sum(graph, params: PoolParams, fwd_chans_per_group: int, pooled_grad, prog,
@@ -382,9 +413,12 @@ def pool_input_gradient_avg_sum(graph, params: PoolParams, fwd_chans_per_group: 
     check_prog(prog, what)
     _check_params(params, what)
     _check_options(options, what)
-    if params.pooling_type == PoolingType.MAX:
-        raise PoplibsError(f"{what}: the form without the forward tensors is for AVG and SUM pooling; MAX needs "
-                           "pool_input_gradient(graph, params, in_, pooled, pooled_grad, use_scaled_gradient, prog)")
+    op = POOLING_OPS[params.pooling_type]
+    if op.needs_forward:
+        without = " and ".join(t.name for t, o in POOLING_OPS.items() if not o.needs_forward)
+        raise PoplibsError(f"{what}: the form without the forward tensors is for {without} pooling; "
+                           f"{params.pooling_type.name} needs pool_input_gradient(graph, params, in_, pooled, "
+                           "pooled_grad, use_scaled_gradient, prog)")
     if isinstance(fwd_chans_per_group, bool) or int(fwd_chans_per_group) != fwd_chans_per_group \
             or fwd_chans_per_group < 1 or params.num_channels % int(fwd_chans_per_group):
         raise PoplibsError(f"{what}: fwd_chans_per_group must be a whole number >= 1 dividing num_channels "
@@ -394,7 +428,7 @@ def pool_input_gradient_avg_sum(graph, params: PoolParams, fwd_chans_per_group: 
     if pooled_grad.num_elements() == 0:
         return _empty(graph, params, params.input_shape(), name)
     pv.ensure_codelets(graph)
-    return _sum_gradient(graph, params, pooled_grad, int(fwd_chans_per_group), prog, name)
+    return op.input_gradient(graph, params, None, pooled_grad, int(fwd_chans_per_group), prog, name)
 
 
 def pool_input_gradient(graph, params: PoolParams, *args, **kwargs):
@@ -414,4 +448,5 @@ def pool_input_gradient(graph, params: PoolParams, *args, **kwargs):
     return _full_gradient(graph, params, *args, **kwargs)
 
 
-__all__ = ["PoolParams", "PoolingType", "pool", "pool_input_gradient", "pool_input_gradient_avg_sum"]
+__all__ = ["POOLING_OPS", "PoolParams", "PoolingOp", "PoolingType", "pool", "pool_input_gradient",
+           "pool_input_gradient_avg_sum"]

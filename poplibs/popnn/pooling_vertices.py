@@ -7,11 +7,12 @@ MaxPooling, SumPooling, MaxPoolingGrad and MaxPoolingGradientScale) on popsim's 
 per worker, the vertex-state and initialisation overheads, 13 cycles a row, 20 an entry,
 and per 64-bit vector of channels ``2 + rpt + 1`` with the inner ``rpt`` loop
 ``4 + 3n`` (max), ``5 + 3n`` (sum) or ``7 + 5n`` (backward), n the entry's elements less
-one; the tile's figure is ``7 + 6 * slowest worker + 6``. PopLibs packs its pointers
-(unpack costs 2 each, its defaults). popsim charges a MultiVertex per worker, so the
-estimate returned is the tile's figure over the workers. SelectiveScaling's PopLibs
-estimate is a placeholder (10 cycles); popsim's: ``10 + Σ_runs (8 + 2 · positions ·
-vectors)`` (load the run, one reciprocal, a multiply and store per vector).
+one; the tile's figure is ``7 + W * slowest worker + 6``, W the target's worker contexts.
+PopLibs packs its pointers (unpack costs 2 each, its defaults). popsim charges a
+MultiVertex per worker, so the estimate returned is the tile's figure over the workers.
+SelectiveScaling's PopLibs estimate is a placeholder (10 cycles); popsim's: ``10 + Σ_runs
+(8 + 2 · positions · vectors)`` (load the run, one reciprocal, a multiply and store per
+vector).
 """
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def _vectors(chans: int, dtype) -> int:
 
 
 def pooling_tile_cycles(row_starts, work_list, row_size: int, chans: int, dtype, is_max: bool, is_bwd: bool,
-                        workers: int = 6) -> int:
+                        workers: int) -> int:
     """PopLibs' getPoolingCycles (module docstring) for one vertex's worklist."""
     chans_d = _vectors(chans, dtype)
     rows = len(row_starts) - 1

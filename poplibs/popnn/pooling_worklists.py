@@ -15,10 +15,14 @@ simply moves the window, as ConvParams' input truncation does.
 
 Entries of a row follow the kernel positions in row-major order, so every destination
 element combines its sources in the same order whatever the tile mapping.
+
+The two passes are the two entries of PASSES (a Pass each: which field is the destination,
+the source index of a destination index and kernel index in an outer dimension, an entry's
+layout and the strides); plane_work builds either from them.
 """
 import itertools
 from dataclasses import dataclass
-from typing import List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -62,51 +66,78 @@ def _row_major(index: Sequence[int], shape: Sequence[int]) -> int:
     return flat
 
 
+def _output_of(i: int, k: int, stride: int, pad_lower: int, out_size: int) -> Optional[int]:
+    """The output position whose window's element ``k`` is input position ``i``:
+    o = (i + pl - k) / s, when whole and in range."""
+    num = i + pad_lower - k
+    return num // stride if num % stride == 0 and 0 <= num // stride < out_size else None
+
+
+def _input_of(o: int, k: int, stride: int, pad_lower: int, in_size: int) -> Optional[int]:
+    """The input position element ``k`` of output position ``o``'s window reads:
+    i = o*s + k - pl, when inside the field."""
+    i = o * stride + k - pad_lower
+    return i if 0 <= i < in_size else None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A pass's worklists: ``fields(in_field, out_field)`` its (destination, source) fields;
+    ``source(dest index, kernel index, stride, pad_lower, source size)`` the source index in
+    an outer dimension (None: padding, no entry); ``entry(lo, hi, first_in, base)`` the
+    entry of the output positions [lo, hi) of a row reading input positions from
+    ``first_in`` (``base``: the source row's start); ``strides(stride)`` (outStride, inStride)."""
+    fields: Callable
+    source: Callable
+    entry: Callable
+    strides: Callable
+
+
+#: plane_work's ``backward`` -> its pass: forward the pooled field is the destination,
+#: backward (the gradients) the input field
+PASSES = {
+    False: Pass(lambda i, o: (o, i), _input_of, lambda lo, hi, first_in, base: (lo, base + first_in, hi - lo),
+                lambda s: (1, s)),
+    True: Pass(lambda i, o: (i, o), _output_of, lambda lo, hi, first_in, base: (first_in, base + lo, hi - lo),
+               lambda s: (s, 1)),
+}
+
+
 def plane_work(in_field: Sequence[int], out_field: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
                pad_lower: Sequence[int], backward: bool) -> PlaneWork:
     """The per-row worklists of a plane (module docstring); ``backward`` makes the input field
-    the destination."""
+    the destination (PASSES)."""
+    pass_ = PASSES[bool(backward)]
     rank = len(in_field)
     kernel_outer = list(itertools.product(*[range(k) for k in kernel[:-1]]))
     inner = [(k, *inner_range(out_field[-1], in_field[-1], stride[-1], pad_lower[-1], k)) for k in range(kernel[-1])]
     inner = [(k, lo, hi) for k, lo, hi in inner if lo < hi]
     s_last, pl_last = stride[-1], pad_lower[-1]
-    dest_field = in_field if backward else out_field
-    src_field = out_field if backward else in_field
+    dest_field, src_field = pass_.fields(in_field, out_field)
+    out_stride, in_stride = pass_.strides(s_last)
     entries, src_rows = [], []
     for dest_outer in itertools.product(*[range(n) for n in dest_field[:-1]]):
         rows = []
         for k_outer in kernel_outer:
             src_outer = []
             for d in range(rank - 1):
-                if backward:   # dest is an input index i: o = (i + pl - k) / s, when whole and in range
-                    num = dest_outer[d] + pad_lower[d] - k_outer[d]
-                    if num % stride[d] or not 0 <= num // stride[d] < out_field[d]:
-                        break
-                    src_outer.append(num // stride[d])
-                else:          # dest is an output index o: i = o*s + k - pl, when inside the field
-                    i = dest_outer[d] * stride[d] + k_outer[d] - pad_lower[d]
-                    if not 0 <= i < in_field[d]:
-                        break
-                    src_outer.append(i)
+                index = pass_.source(dest_outer[d], k_outer[d], stride[d], pad_lower[d], src_field[d])
+                if index is None:
+                    break
+                src_outer.append(index)
             else:
                 base = _row_major(src_outer, src_field[:-1]) * src_field[-1]
-                for k, lo, hi in inner:
-                    first_in = lo * s_last + k - pl_last
-                    if backward:
-                        rows.append((first_in, base + lo, hi - lo))
-                    else:
-                        rows.append((lo, base + first_in, hi - lo))
+                rows.extend(pass_.entry(lo, hi, lo * s_last + k - pl_last, base) for k, lo, hi in inner)
         work = np.array(rows, dtype=np.int64).reshape(-1, 3)
         entries.append(work)
         if len(work):
             first_row = int(work[:, 1].min()) // src_field[-1]
-            last_row = int((work[:, 1] + (work[:, 2] - 1) * (1 if backward else s_last)).max()) // src_field[-1]
+            last_row = int((work[:, 1] + (work[:, 2] - 1) * in_stride).max()) // src_field[-1]
             src_rows.append((first_row, last_row + 1))
         else:
             src_rows.append((0, 0))
     return PlaneWork(dest_field[-1], src_field[-1], len(entries), int(np.prod(src_field[:-1], dtype=np.int64)),
-                     s_last if backward else 1, 1 if backward else s_last, tuple(entries), tuple(src_rows))
+                     out_stride, in_stride, tuple(entries), tuple(src_rows))
 
 
 @dataclass(frozen=True)
@@ -178,5 +209,5 @@ def scale_runs(counts: np.ndarray, first_row: int, last_row: int) -> np.ndarray:
     return np.array(out, dtype=np.uint32).reshape(-1)
 
 
-__all__ = ["PlaneWork", "TileWork", "inner_range", "plane_work", "scale_runs", "split_rows", "tile_work",
-           "valid_counts"]
+__all__ = ["PASSES", "Pass", "PlaneWork", "TileWork", "inner_range", "plane_work", "scale_runs", "split_rows",
+           "tile_work", "valid_counts"]

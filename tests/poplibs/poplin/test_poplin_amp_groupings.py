@@ -15,8 +15,8 @@ from popsim.poplin import amp_configs
 from popsim.program import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import poplin_conv_reference as ref  # noqa: E402
-from poplin_harness import run_program, small_device  # noqa: E402
+import poplin_conv_reference as ref
+from poplin_harness import run_program, small_device
 
 
 def test_groupings_are_whole_loads_dividing_the_chain():

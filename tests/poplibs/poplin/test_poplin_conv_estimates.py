@@ -41,15 +41,15 @@ def test_1x1_worker_by_hand():
 
 def test_1x1_inner_and_outer_loops_by_hand():
     six = [[8]] * 6
-    assert ce.conv_partial_1x1_inner_loop_cycles(six, True, False, True, 16) == 6 * 50 + 14
+    assert ce.conv_partial_1x1_inner_loop_cycles(six, True, False, True, 16, 6) == 6 * 50 + 14
     # one busy worker: the idle ones make the minimum 0
-    assert ce.conv_partial_1x1_inner_loop_cycles([[8]], True, False, True, 16) == 300
+    assert ce.conv_partial_1x1_inner_loop_cycles([[8]], True, False, True, 16, 6) == 300
     loads = ce.num_coefficient_loads(16, 4, False, 8)
     assert loads == 16 * 4 * 4 * 2 // 8 == 64
     # 50 + 6*(7 + 3*(2*1 - 1)) + 1*(12 + 1 + 1*(15 - 1 + 1 + 1*(19 + 1*(6 + 64 + 320)))
     #                                  + (10 + 1 + 1*(19 - 1 + 1*(7 + 64 + 314))))
-    assert ce.conv_partial_1x1_outer_loop_cycles(314, 320, 1, 2, 1, 16, 16, 4, 8, False, True) == 961
-    assert ce.conv_partial_1x1_cycles(six, 1, 2, 1, 16, 16, 4, 8, False, True) == 961
+    assert ce.conv_partial_1x1_outer_loop_cycles(314, 320, 1, 2, 1, 16, 16, 4, 8, False, True, 6) == 961
+    assert ce.conv_partial_1x1_cycles(six, 1, 2, 1, 16, 16, 4, 8, False, True, 6) == 961
 
 
 def test_nx1_worker_by_hand():
@@ -66,13 +66,13 @@ def test_nx1_supervisor_and_zeroing_by_hand():
     assert ce.conv_partial_nx1_innermost_cycles(4, 16, 4, 8, False) == 64 + 60 + 3
     assert ce.conv_partial_nx1_innermost_cycles(3, 16, 4, 8, False) == 64 + 60 + 3
     worklists = [[[4, 1]] * 6]
-    inner = ce.conv_partial_nx1_inner_loop_cycles(worklists, 1, 1, 1, 16, 16, 4, 8, False, True)
+    inner = ce.conv_partial_nx1_inner_loop_cycles(worklists, 1, 1, 1, 16, 16, 4, 8, False, True, 6)
     assert inner == 1 * (14 + 1 * (12 + 1 * 82)) + max(6 * 72, 6 * 72 + 9) * 1 == 549
     # 109 + 6*9 + 6*9 + (17 + 0 + 1) + 0 + 1 + (16 + 1*(14 + 1*(14 + 549)))
-    assert ce.conv_partial_nx1_outer_loop_cycles(549, 1, 1, 1, True) == 829
+    assert ce.conv_partial_nx1_outer_loop_cycles(549, 1, 1, 1, True, 6) == 829
     # ceil(12*16/6) = 32; ceil(32/2) = 16; 6 * (16 + 5)
-    assert ce.conv_zero_supervisor_cycles(12, 1, 1, 16) == 126
-    assert ce.conv_partial_nx1_cycles(worklists, 1, 1, 1, 1, 1, 1, 16, 16, 4, 8, False, True, 12) == 829 + 126
+    assert ce.conv_zero_supervisor_cycles(12, 1, 1, 16, 6) == 126
+    assert ce.conv_partial_nx1_cycles(worklists, 1, 1, 1, 1, 1, 1, 16, 16, 4, 8, False, True, 12, 6) == 829 + 126
 
 
 def test_more_work_never_costs_fewer_cycles():

@@ -64,7 +64,7 @@ def test_estimate_is_the_reference_formula():
     kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     name = cv.conv_partial_1x1_name(FLOAT, FLOAT, 8, 2)
     from popsim.poplin import conv_estimates as ce
-    tile = ce.conv_partial_1x1_cycles(ce.worker_item_sizes(12, 12), 1, 2, 2, 8, 8, 2, 8, True, True)
+    tile = ce.conv_partial_1x1_cycles(ce.worker_item_sizes(12, 12, 6), 1, 2, 2, 8, 8, 2, 8, True, True, 6)
     # a MultiVertex is charged on each of the 6 workers
     assert kinds[name]["cycles"] == 6 * -(-tile // 6)
 

@@ -18,8 +18,8 @@ from popsim.poputil import PoplibsError
 from popsim.program import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import poplin_conv_reference as ref  # noqa: E402
-from poplin_harness import run_program, small_device  # noqa: E402
+import poplin_conv_reference as ref
+from poplin_harness import run_program, small_device
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,8 +18,8 @@ from popsim.poputil import PoplibsError
 from popsim.program import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import poplin_conv_reference as ref  # noqa: E402
-from poplin_harness import load_and_run, small_device  # noqa: E402
+import poplin_conv_reference as ref
+from poplin_harness import load_and_run, small_device
 
 HMAC = {"planConstraints": json.dumps({"method": "HMAC"})}
 
@@ -49,7 +49,7 @@ def test_cycle_formulas_match_poplibs_by_hand():
     # one worker, one item of 5 positions, 1 out-chan, float 1 channel: 16 + 19 + 5 * (7 + 10)
     assert hmac_estimates.worker_cycles([5], 2, True, True, 1, 1) == 16 + 19 + 5 * 17
     # supervisor: 58 + 6*9 + 0 + CG*(23 + IG*(15 + OG*(10 + inner)))
-    assert hmac_estimates.outer_loop_cycles(100, 2, 1, 3, True, True) == 58 + 54 + 2 * (23 + 15 + 3 * 110)
+    assert hmac_estimates.outer_loop_cycles(100, 2, 1, 3, True, True, 6) == 58 + 54 + 2 * (23 + 15 + 3 * 110)
 
 
 CASES = [  # params, partials type

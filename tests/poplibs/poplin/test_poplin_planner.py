@@ -221,7 +221,7 @@ def test_the_planners_nx1_vertex_cycles_are_conv_partial_nx1_cycles(kernel, fiel
     its vertex_cycles must be conv_partial_nx1_cycles of the same box."""
     import math
     from popsim.poplin import conv_estimates as ce
-    from popsim.poplin.conv_candidates import vertex_candidates
+    from popsim.poplin.conv_methods import CONV_PARTIAL_NX1, vertex_candidates
     from popsim.poplin.options import parse_conv_options
     from popsim.poplin.planner import _Search
     target = popsim.Target.create_ipu_target()
@@ -229,7 +229,7 @@ def test_the_planners_nx1_vertex_cycles_are_conv_partial_nx1_cycles(kernel, fiel
     options = parse_conv_options({})
     candidates = [c for c in vertex_candidates(target, params, options) if c.method.kind == "AMP"]
     searches = [s for s in (_Search(target, params, c, options, None, False) for c in candidates)
-                if not s.one_by_one and not s.hmac and not s.vmac]
+                if s.vertex is CONV_PARTIAL_NX1]
     assert searches
     for search in searches:
         c = search.c

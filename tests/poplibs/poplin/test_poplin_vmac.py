@@ -18,8 +18,8 @@ from popsim.poputil import PoplibsError
 from popsim.program import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import poplin_conv_reference as ref  # noqa: E402
-from poplin_harness import load_and_run, small_device  # noqa: E402
+import poplin_conv_reference as ref
+from poplin_harness import load_and_run, small_device
 
 DEPTHWISE = poplin.ConvParams(HALF, 1, (8, 8), (3, 3), 1, 1, 32, padding_lower=(1, 1), padding_upper=(1, 1))
 
@@ -43,9 +43,9 @@ def test_cycle_formulas_match_poplibs_by_hand():
     assert (ve.dot_product_cycles(3, 4), ve.dot_product_cycles(3, 8), ve.dot_product_cycles(3, 16)) == (7, 9, 15)
     assert ve.worker_cycles([3, 1], 4, True) == 19 + (7 + 5 + 7) + (7 + 5 + 3)
     assert ve.worker_cycles([3], 16, False) == 25 + 2 * (7 + 15 + 9)
-    assert ve.reduction_cycles(64, 4, True) == 9 + (9 + 2 * 5) * 11 // 4
+    assert ve.reduction_cycles(64, 4, True, 6) == 9 + (9 + 2 * 5) * 11 // 4
     # 64 positions over 6 workers: rowSplitFactor 3, the busiest worker 10 whole items and 2 thirds per kernel row
-    assert ve.inner_loop_cycles(8, 8, 1, 3, 3, 4, True) == 6 * (19 + 3 * (10 * 19 + 2 * 15))
+    assert ve.inner_loop_cycles(8, 8, 1, 3, 3, 4, True, 6) == 6 * (19 + 3 * (10 * 19 + 2 * 15))
 
 
 def test_the_planner_chooses_vmac_for_a_depthwise_convolution():
@@ -67,7 +67,8 @@ CASES = [  # params, partials type, conv groups per group
 
 @pytest.mark.parametrize("p,partials,groups", CASES, ids=["depthwise 4", "half 8", "2ch strided 16", "1-D dilated"])
 def test_vmac_convolutions_run_exactly_and_cost_what_the_plan_says(p, partials, groups):
-    options = {"partialsType": partials, "planConstraints": json.dumps({"method": "VMAC", "convGroupsPerGroup": groups})}
+    options = {"partialsType": partials,
+               "planConstraints": json.dumps({"method": "VMAC", "convGroupsPerGroup": groups})}
     device = small_device()
     g = popsim.Graph(device)
     x = poplin.create_input(g, p, "x", options)

@@ -30,5 +30,6 @@ def test_a_ported_add_codelets_call_works_and_can_repeat(device):
 @pytest.mark.parametrize("library", [popnn, popops], ids=["popnn", "popops"])
 def test_add_codelets_needs_a_graph(library):
     name = library.__name__.rsplit(".", 1)[-1]
-    with pytest.raises(popsim.TypeError, match=rf"{name}.add_codelets: expected a popsim.Graph as the graph, found int"):
+    with pytest.raises(popsim.TypeError,
+                       match=rf"{name}.add_codelets: expected a popsim.Graph as the graph, found int"):
         library.add_codelets(3)

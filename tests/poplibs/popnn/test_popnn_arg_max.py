@@ -111,10 +111,10 @@ def test_one_row_on_one_tile_needs_one_stage_and_report_names_poplibs_vertices()
 
 def test_gather_and_sparse_estimates():
     # PopLibs' assembly Gather: 30 + 3 * (min(workerSize, size) - 1) per worker, x6 + 9
-    assert gather_cycles(FLOAT, 10, 32) == (30 + 27) * 6 + 9
-    assert gather_cycles(HALF, 600, 100) == (30 + 297) * 6 + 9
+    assert gather_cycles(FLOAT, 10, 32, 6) == (30 + 27) * 6 + 9
+    assert gather_cycles(HALF, 600, 100, 6) == (30 + 297) * 6 + 9
     # the compiled integer version: 22 + outputs * (6 * workerSize + 25)
-    assert gather_cycles(INT, 40, 32) == (22 + 2 * (6 * 32 + 25)) * 6 + 9
+    assert gather_cycles(INT, 40, 32, 6) == (22 + 2 * (6 * 32 + 25)) * 6 + 9
     assert sparse_cycles(FLOAT, 32) == 5 + 2 + 3 + 3 + 1 + 3 * 31 + 3 + 6 + 4
     assert sparse_cycles(INT, 4) == 5 + 18 + 24
 

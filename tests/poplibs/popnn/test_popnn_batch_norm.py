@@ -80,7 +80,8 @@ def test_gradients_against_finite_differences(g, small_device):
     gv, bv = rng.standard_normal(4).astype(np.float32), rng.standard_normal(4).astype(np.float32)
     (a, b, a2, b2, d, d2), _ = run(g, small_device, prog, {x: xv, dy: dyv, gamma: gv, beta: bv},
                                    [dgamma, dbeta, dgamma2, dbeta2, dx, dx2])
-    f = (lambda xs: batch_forward(xs, gv, bv, EPS)[0])
+    def f(xs):
+        return batch_forward(xs, gv, bv, EPS)[0]
     dx_ref = finite_difference(f, xv, dyv)
     assert np.allclose(d, dx_ref, atol=1e-3) and np.allclose(d2, dx_ref, atol=1e-3)
     dgamma_ref = finite_difference(lambda gs: batch_forward(xv, gs, bv, EPS)[0], gv, dyv)

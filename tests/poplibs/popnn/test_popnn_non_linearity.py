@@ -134,7 +134,7 @@ def test_vertices_1d_and_2d_with_their_estimates(g, small_device):
     assert "popnn::NonLinearityGrad1D<float,popnn::NonLinearityType::RELU>" in kinds
     assert "popnn::NonLinearityGrad2D<float,popnn::NonLinearityType::RELU>" in kinds
     # tiles 0 and 3 hold 4 and 6 elements in one region: W x ceil(estimate / W) each
-    expected = sum(6 * -(-nlv.vertex_cycles("1D", NL.RELU, FLOAT, [n]) // 6) for n in (4, 6))
+    expected = sum(6 * -(-nlv.vertex_cycles("1D", NL.RELU, FLOAT, [n], 6) // 6) for n in (4, 6))
     assert kinds[one_d]["cycles"] == expected
 
 
@@ -142,8 +142,8 @@ def test_estimates_grow_with_work():
     for nl in ELEMENTWISE:
         for kind in nlv.KINDS:
             for dtype in (FLOAT, HALF):
-                assert nlv.vertex_cycles(kind, nl, dtype, [64]) < nlv.vertex_cycles(kind, nl, dtype, [640])
-    assert nlv.vertex_cycles("2D", NL.RELU, FLOAT, [10]) == 20 + 6 + 5 * 3
+                assert nlv.vertex_cycles(kind, nl, dtype, [64], 6) < nlv.vertex_cycles(kind, nl, dtype, [640], 6)
+    assert nlv.vertex_cycles("2D", NL.RELU, FLOAT, [10], 6) == 20 + 6 + 5 * 3
 
 
 def test_relu_batch_32_mnist_shape(device):

@@ -17,7 +17,7 @@ from popsim.poputil import PoplibsError, map_tensor_linearly
 from popsim.program import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import popnn_pooling_reference as ref  # noqa: E402
+import popnn_pooling_reference as ref
 
 MAX, AVG, SUM = popnn.PoolingType.MAX, popnn.PoolingType.AVG, popnn.PoolingType.SUM
 
@@ -230,7 +230,7 @@ def test_estimate_is_poplibs_formula():
     rows, work = np.array([0, 1]), np.array([0, 0, 4])
     idle = 4 + 2 + 2 + 7 + 2 + 2 + 4 + 5 + 1 + 2 + 1
     busy = 4 + 2 + 2 + 7 + 2 + 2 + 4 + 4 + 5 + 1 + 2 + 2 + 1 + 3 + 2 + 4 + 1 + 15 + 20 + 1 + (2 + 4 + 9 + 1) + 1 + 3 + 1
-    assert pooling_tile_cycles(rows, work, 4, 2, FLOAT, True, False) == 7 + 6 * max(idle, busy) + 6
+    assert pooling_tile_cycles(rows, work, 4, 2, FLOAT, True, False, 6) == 7 + 6 * max(idle, busy) + 6
 
 
 # -- bad input ----------------------------------------------------------------------------------

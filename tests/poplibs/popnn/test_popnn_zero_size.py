@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import popsim
-from popsim import FLOAT, HALF, UNSIGNED_INT, popnn, poputil
+from popsim import FLOAT, UNSIGNED_INT, popnn, poputil
 from popsim.popnn import NonLinearityType as NL
 from popsim.poputil import PoplibsError
 from popsim.program import Sequence
