@@ -229,3 +229,36 @@ def test_vertex_rows_are_checked_against_tile_memory_alignment_and_their_group(d
     with pytest.raises(popsim.PopsimError, match="executable is malformed: " + message):
         popsim.Engine(bad)
     executable_sample.drive(popsim.Engine(exe), device)  # the original runs
+
+
+class _Recorder:
+    """Stands in for _core.Description: records the names describe() sets, in order."""
+
+    def __init__(self):
+        object.__setattr__(self, "names", [])
+
+    def __setattr__(self, name, value):
+        self.names.append(name)
+
+
+def test_describe_sets_every_field_of_the_description_once(device, monkeypatch):
+    """The fields are listed once, in C++ (POPSIM_DESCRIPTION_FIELDS, native/binding/
+    binding.hpp), and exported as Description.FIELDS: native.describe() must set exactly
+    those, each once, so a field added on one side only fails here, not at first run."""
+    from popsim import _core, native
+    g, prog = small_graph(device)
+    lw = popsim.compile_graph(g, prog).lowered
+    monkeypatch.setattr(native, "_core", type("core", (), {"Description": _Recorder}))
+    names = native.describe(lw).names
+    assert sorted(names) == sorted(_core.Description.FIELDS)
+    assert len(names) == len(set(names)), "describe() sets a field twice"
+    assert names.index("num_ipus") < min(names.index("step_costs"), names.index("exchange_costs"))
+
+
+def test_the_descriptions_settable_properties_are_its_fields():
+    """Every writable property of Description is one of FIELDS and every field is one: a
+    property bound by hand, outside the field table, would never be required."""
+    from popsim import _core
+    writable = {n for n, v in vars(_core.Description).items() if isinstance(v, property) and v.fset is not None}
+    assert writable == set(_core.Description.FIELDS)
+    assert len(_core.Description.FIELDS) == len(set(_core.Description.FIELDS))

@@ -22,6 +22,48 @@ namespace popsim_binding {
 
 namespace py = pybind11;
 
+// Every field of Description, once: X(KIND, name, member of Description). description.cpp
+// expands it twice, into required() (the names a Machine needs set) and into one checked
+// property per field (POPSIM_<KIND> there says how each kind is checked and converted);
+// Description.FIELDS gives the names to Python, and tests/test_native.py checks that
+// popsim/native.py's describe() sets exactly these. A field is added here and nowhere else
+// in C++. step_costs and exchange_costs are per IPU: num_ipus is set before them.
+#define POPSIM_DESCRIPTION_FIELDS(X)                                        \
+  X(INT, arena_bytes, exe.arena_bytes)                                      \
+  X(ROWS, instrs, exe.instrs)                                               \
+  X(I64S, entries, exe.entries)                                             \
+  X(LENT_ROWS, copy_runs, exe.copy_runs)                                    \
+  X(I64S, table_begin, exe.table_begin)                                     \
+  X(U8S, table_overlaps, exe.table_overlaps)                                \
+  X(ROWS, cases, exe.cases)                                                 \
+  X(I64S, switch_begin, exe.switch_begin)                                   \
+  X(I64S, switch_default, exe.switch_default)                               \
+  X(I64S, stream_transfer_bytes, exe.stream_transfer_bytes)                 \
+  X(U8S, stream_broadcast, exe.stream_broadcast)                            \
+  X(STEP_COSTS, step_costs, exe.step_costs)                                 \
+  X(ROWS, step_ipus, exe.step_ipus)                                         \
+  X(INT, num_replicas, exe.num_replicas)                                    \
+  X(INT, num_ipus, exe.num_ipus)                                            \
+  X(I64S, replica_maps, exe.replica_maps)                                   \
+  X(I64S, replication_index_offsets, exe.replication_index_offsets)         \
+  X(INT, num_loop_slots, exe.num_loop_slots)                                \
+  X(INT, num_host_calls, exe.num_host_calls)                                \
+  X(INT, num_messages, exe.num_messages)                                    \
+  X(LENT_ROWS, vertices, exe.vertex.vertices)                               \
+  X(LENT_ROWS, fields, exe.vertex.fields)                                   \
+  X(LENT_ROWS, spans, exe.vertex.spans)                                     \
+  X(ROWS, groups, exe.vertex.groups)                                        \
+  X(ROWS, compute_sets, exe.vertex.compute_sets)                            \
+  X(EXCHANGE_COSTS, exchange_costs, exe.vertex.exchange_costs)              \
+  X(CODELETS, codelets, exe.vertex.codelets)                                \
+  X(STRINGS, codelet_names, exe.vertex.codelet_names)                       \
+  X(STRINGS, compute_set_names, exe.vertex.compute_set_names)               \
+  X(INT, state_bytes, exe.vertex.state_bytes)                               \
+  X(INT, num_workers, exe.vertex.num_workers)                               \
+  X(INT, num_tiles, exe.vertex.num_tiles)                                   \
+  X(INT, tiles_per_ipu, exe.vertex.tiles_per_ipu)                           \
+  X(DOUBLE, sync_cycles, exe.vertex.sync_cycles)
+
 // What the lowering gives the core, one checked field at a time (popsim/native.py fills
 // it from a Lowered). A Machine takes it over; every field must have been set.
 class Description {
@@ -33,6 +75,7 @@ class Description {
   // Machine built from this takes them over and keeps them alive.
   std::vector<py::object> lent;
 
+  // The names of POPSIM_DESCRIPTION_FIELDS, in its order.
   static const std::vector<std::string> &required();
   void set_codelets(const py::handle &v);
   py::list codelets() const;

@@ -165,7 +165,7 @@ struct ComputeSetRow {
 // What a codelet's bind() expects of each of its fields, in declaration order: where
 // the field points (FieldBase), the bytes of one element, and how many elements the
 // codelet reads there whatever the row's size says (for a list field: at each sub-edge):
-// 1 for a scalar (include/popsim_codelet.h: its size is 1), 0 for a vector (it reads
+// 1 for a scalar (src/popsim/codelet/include/popsim_codelet.h: its size is 1), 0 for a vector (it reads
 // size elements). A field row is checked against it before any vertex runs.
 struct FieldLayout {
   int64_t base, itemsize, elements;

@@ -14,8 +14,8 @@ from .errors import InvalidMachineModelError
 from .poplar_names import SnakeCaseNames
 from .types import as_type
 
-__all__ = ["Target", "TargetType", "RelativeSyncDelayType", "IpuLinkTopologyType", "ARCHITECTURES",
-           "IPU_LINK_TOPOLOGIES"]
+__all__ = ["HARDWARE_WORKER_CONTEXTS", "Target", "TargetType", "RelativeSyncDelayType", "IpuLinkTopologyType",
+           "ARCHITECTURES", "IPU_LINK_TOPOLOGIES"]
 
 
 class TargetType(enum.Enum):
@@ -58,7 +58,13 @@ ARCHITECTURES = {
 
 #: The most IPUs a popsim target has (an IPU-POD64's worth).
 MAX_IPUS = 64
-#: The most worker contexts per tile the engine runs (the hardware has 6).
+#: The worker contexts of an IPU tile (every IPU version has 6): a Target's default. It is
+#: also Poplar's constant MultiVertex::numWorkers(), the worker ids a C++ codelet's compute
+#: runs for on any target (src/popsim/codelet/include/poplar/Vertex.hpp;
+#: tests/poplibs/test_poplibs_worker_contexts.py checks the two agree). Code with a target at
+#: hand asks it: target.num_worker_contexts.
+HARDWARE_WORKER_CONTEXTS = 6
+#: The most worker contexts per tile the engine runs.
 MAX_WORKER_CONTEXTS = 64
 #: The names of the IPU-Link topologies: "ladder", "torus".
 IPU_LINK_TOPOLOGIES = tuple(t.value for t in IpuLinkTopologyType)
@@ -91,10 +97,14 @@ class Target(SnakeCaseNames):
     """The machine a graph is built for. Create with :meth:`create_ipu_target`,
     :meth:`create_cpu_target`, or from a device (``device.target``)."""
 
+    # The module's HARDWARE_WORKER_CONTEXTS, for code that uses only popsim's public names
+    # (poplibs/): not a field (no annotation), the same on every target.
+    HARDWARE_WORKER_CONTEXTS = HARDWARE_WORKER_CONTEXTS
+
     num_ipus: int = 1
     tiles_per_ipu: int = 1472
     bytes_per_tile: int = 638976
-    num_worker_contexts: int = 6
+    num_worker_contexts: int = HARDWARE_WORKER_CONTEXTS
     tile_clock_frequency: float = 1.33e9
     exchange_bytes_per_cycle: int = 4
     memcpy_bytes_per_cycle: int = 8

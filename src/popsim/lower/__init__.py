@@ -159,7 +159,8 @@ def _lower_graph(state, programs, interpreted: bool, timings: Dict[str, float], 
     num_vertices, num_edges = compute_sets.count_vertices_and_edges(state.compute_sets)
     counts = {"num_vertices": num_vertices, "num_edges": num_edges, "num_variables": len(variables),
               "num_compute_sets": len(state.compute_sets)}
-    return Lowered(target=target, replication_factor=state.replication_factor, layout=layout, programs=lowered_programs, vertices=compute_sets.tables_out(),
+    return Lowered(target=target, replication_factor=state.replication_factor, layout=layout, programs=lowered_programs,
+                   vertices=compute_sets.tables_out(),
                    copy_runs=copy_runs, table_begin=begin, table_overlaps=overlaps, streams=streams,
                    host_writes=host_writes, host_reads=host_reads, init_table=init.table, init_image=init.image,
                    init_sizes=init.sizes, vertex_values_table=init.vertex_table, vertex_values=init.vertex_values,

@@ -42,7 +42,7 @@ _FIELD, _SPAN, _GROUP, _CS = COLUMNS["fields"], COLUMNS["spans"], COLUMNS["group
 
 def _elements_read(spec) -> int:
     """How many elements a codelet reads at field ``spec``'s pointer (at each sub-edge's,
-    for a list) whatever size the row gives: a scalar's one (include/popsim_codelet.h);
+    for a list) whatever size the row gives: a scalar's one (codelet/include/popsim_codelet.h);
     0 for a vector, which reads the size it is given."""
     scalar = (FieldKind.SCALAR_EDGE, FieldKind.STATE)
     return int(spec.kind in scalar or (spec.kind is FieldKind.EDGE_VECTOR and spec.element_kind in scalar))
@@ -419,7 +419,8 @@ class ComputeSetLowerer:
             spans=joined(self._spans, "spans"), groups=groups,
             compute_sets=compute_sets,
             codelets=self.codelets, codelet_fields=self.codelet_fields,
-            exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, self.target.num_ipus, NUM_CATEGORIES),
+            exchange_costs=np.asarray(self.exchange_costs, np.float64).reshape(-1, 2, self.target.num_ipus,
+                                                                               NUM_CATEGORIES),
             sync_cycles=self.cost.sync_cycles, state_bytes=self.state_bytes,
             row_type=np.concatenate(self._row_type) if self._row_type else _EMPTY,
             row_index=np.concatenate(self._row_index) if self._row_index else _EMPTY,

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..contract import COLUMNS, COPY_RUN_LIMIT, ROW_WIDTHS
 
-__all__ = ["LIMIT", "CHUNK", "RunBuilder", "merge_segments", "segments_to_runs", "runs_to_segments", "run_extents", "empty_runs",
-           "table_bytes"]
+__all__ = ["LIMIT", "CHUNK", "RunBuilder", "merge_segments", "segments_to_runs", "runs_to_segments", "run_extents",
+           "empty_runs", "table_bytes"]
 
 LIMIT = COPY_RUN_LIMIT  # the core's bound on lengths, counts, outer counts and stride magnitudes
 #: Segments made into runs at a time: bounds the temporaries (a few hundred bytes a

@@ -88,7 +88,7 @@ class StepCost:
     @property
     def cycles(self) -> float:
         """The step's duration on its slowest IPU."""
-        return float(self.vector[:, 0].max()) if self.vector.size else 0.0
+        return float(self.vector[:, CAT["cycles"]].max()) if self.vector.size else 0.0
 
 
 def _vector(**parts: float) -> np.ndarray:

@@ -176,7 +176,7 @@ class EdgePlacer:
         and the traffic is sums of whole bytes, the same in any order. ``order_free``: the
         gathers may be copied in any order (see place), so each edge's pieces are sorted
         by source first (the same in any batch: batches hold whole edges)."""
-        n, tile, itemsize, reads, writes = edges.n, edges.tile, edges.itemsize, edges.reads, edges.writes
+        tile, itemsize, reads, writes = edges.tile, edges.itemsize, edges.reads, edges.writes
         count, ntiles = edges.count, self.target.num_tiles
         # Traffic is counted per reading field (see the contiguous case): a shared view's
         # pieces weigh as many times as the fields that read them.
@@ -210,7 +210,8 @@ class EdgePlacer:
             # of the IPU, 2 from another IPU (only a piece off its edge's tile can be)
             route = remote[owner].astype(np.int64)
             route[piece_tile // self.target.tiles_per_ipu != otile // self.target.tiles_per_ipu] = 2
-            for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)), (1, writes[owner], (plocal, parena))):
+            for phase, active, (src, dst) in ((0, reads[owner], (parena, plocal)),
+                                              (1, writes[owner], (plocal, parena))):
                 if not active.any():
                     continue
                 active = slice(None) if active.all() else active   # (read-only views: no copies)
@@ -267,7 +268,8 @@ class EdgePlacer:
         traffic.add_runs(self.layout.index, self.target.tiles_per_ipu, self.target.num_ipus > 1, tile, gid, n,
                          itemsize, incoming)
 
-    def _pieces(self, edges: EdgeTable, is_lead: np.ndarray, first: int, last: int) -> Tuple[Runs, np.ndarray, np.ndarray]:
+    def _pieces(self, edges: EdgeTable, is_lead: np.ndarray, first: int,
+                last: int) -> Tuple[Runs, np.ndarray, np.ndarray]:
         """The runs ``first`` to ``last`` of the edges (whole edges) of the edges marked
         ``is_lead`` (views that lead a buffer) split at tile boundaries: the pieces (``pos``
         relative to their edge), the edge of each, its tile."""

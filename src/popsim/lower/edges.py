@@ -42,6 +42,22 @@ class EdgeTable:
 
     __slots__ = ("vertex", "position", "tile", "itemsize", "reads", "writes", "n", "gid", "run_edge", "run_pos",
                  "run_gid", "run_len", "view_pattern", "view_first", "_cs")
+    # the slots' types, for type checkers (annotations only: the class gets no attributes)
+    vertex: np.ndarray
+    position: np.ndarray
+    tile: np.ndarray
+    itemsize: np.ndarray
+    reads: np.ndarray
+    writes: np.ndarray
+    n: np.ndarray
+    gid: np.ndarray
+    run_edge: np.ndarray
+    run_pos: np.ndarray
+    run_gid: np.ndarray
+    run_len: np.ndarray
+    view_pattern: np.ndarray
+    view_first: np.ndarray
+    _cs: object
 
     @property
     def count(self) -> int:
@@ -301,9 +317,9 @@ def _geometry_runs(geometry: list, patterns: _Patterns):
         gid = np.concatenate([p[0] for p in parts])
         length = np.concatenate([p[1] for p in parts])
         pos = np.zeros(gid.size, np.int64)
-        for (g, l), s in zip(parts, pat_start.tolist()):
-            if l.size > 1:
-                np.cumsum(l[:-1], out=pos[s + 1:s + l.size])
+        for (_, lens), s in zip(parts, pat_start.tolist()):
+            if lens.size > 1:
+                np.cumsum(lens[:-1], out=pos[s + 1:s + lens.size])
     else:
         gid = length = pos = _EMPTY
     return pat_start, pat_count, pos, gid, length, pattern

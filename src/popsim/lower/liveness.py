@@ -236,7 +236,7 @@ class _Walk:
         """Walk ``context``'s events, entering each Called function where it is called
         (with an explicit stack: chains of Calls may be thousands deep)."""
         frames = [(iter(self.rec.events.get(context, ())), [scope], None)]
-        on_path = set()
+        on_path: set = set()
         while frames:
             events, stack, function = frames[-1]
             ev = next(events, None)
@@ -320,15 +320,15 @@ def _ranges(walk: _Walk, point, var, kind, scope, start, end, always) -> None:
     key = var * (len(walk.program_spans) + 1) + prog_of
     _, firsts = np.unique(key, return_index=True)
     lasts = np.r_[firsts[1:], key.size] - 1
-    for f, l in zip(firsts.tolist(), lasts.tolist()):
+    for f, last in zip(firsts.tolist(), lasts.tolist()):
         v = int(var[f])
         if always[v]:
             continue
-        defined = f if kind[f] == FULL_WRITE else _defining_writes(walk, v, point, kind, f, l)
+        defined = f if kind[f] == FULL_WRITE else _defining_writes(walk, v, point, kind, f, last)
         if defined < 0:
             always[v] = True  # some element is read before this run writes it: its value is older
             continue
-        lo, hi = int(point[f]), int(point[l])
+        lo, hi = int(point[f]), int(point[last])
         if any(_conditional_for(scopes, int(scope[k]), lo, hi) for k in range(f, defined + 1) if kind[k] >= FULL_WRITE):
             always[v] = True
     # Loops: a variable used inside a loop and outside it is live across all of it.
@@ -361,14 +361,14 @@ def _clip(parts, base: int, end: int):
     return np.clip(lo[a:z], base, end), np.clip(hi[a:z], base, end)
 
 
-def _defining_writes(walk: _Walk, v: int, point, kind, f: int, l: int) -> int:
+def _defining_writes(walk: _Walk, v: int, point, kind, f: int, last: int) -> int:
     """A variable first written in part at access ``f`` (its accesses in one program are
-    ``f..l``, in order): -1 if the program reads an element of it before writing it (the
+    ``f..last``, in order): -1 if the program reads an element of it before writing it (the
     value is an earlier run's), else the access whose write completes it (the last
     access when the writes never cover it all and the elements left are never read)."""
     base, size = int(walk.bases[v]), int(walk.sizes[v])
     lo, hi = _EMPTY, _EMPTY   # written so far
-    for k in range(f, l + 1):
+    for k in range(f, last + 1):
         kk = kind[k]
         if kk == READ:
             return -1
@@ -384,7 +384,7 @@ def _defining_writes(walk: _Walk, v: int, point, kind, f: int, l: int) -> int:
         lo, hi = merge_intervals(np.r_[lo, wlo], np.r_[hi, whi])
         if int((hi - lo).sum()) >= size:
             return k
-    return l
+    return last
 
 
 def allocate_reuse(layout, live: Liveness, num_steps: int) -> None:

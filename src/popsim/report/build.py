@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ..contract import CAT
 from ..lower import CATEGORIES
 from ..version import __version__
 from .report import (ComputeSetCycles, ExecutionInfo, GraphInfo, MemoryInfo, Report, StepInfo, TargetInfo,
@@ -102,7 +103,7 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
     # all the replica's tiles (the mean over its IPUs); one IPU: that IPU's.
     cycles = per_ipu.mean(axis=1) if nsteps else np.zeros((0, len(CATEGORIES)))
     if nsteps:
-        cycles[:, 0] = per_ipu[:, :, 0].max(axis=1)
+        cycles[:, CAT["cycles"]] = per_ipu[:, :, CAT["cycles"]].max(axis=1)
     steps = []
     for i, step in enumerate(steps_meta):
         c = step.cost
@@ -113,16 +114,17 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
             np.add.at(per_tile, vt.group_tiles[first:first + count], group_cycles[first:first + count])
             tile_compute = (per_tile / max(1, int(counts[i]))).tolist()
         steps.append(StepInfo(
-            name=step.name, kind=step.kind, program=step.program, count=int(counts[i]), cycles=float(cycles[i, 0]),
-            categories={name: float(cycles[i, k]) for k, name in enumerate(CATEGORIES) if k},
+            name=step.name, kind=step.kind, program=step.program, count=int(counts[i]),
+            cycles=float(cycles[i, CAT["cycles"]]),
+            categories={name: float(cycles[i, k]) for k, name in enumerate(CATEGORIES) if k != CAT["cycles"]},
             tile_compute=tile_compute, tile_exchange=None if c.tile_exchange is None else c.tile_exchange.tolist(),
             compute_set=vt.cs_names[step.compute_set] if step.compute_set >= 0 else None,
-            ipu_cycles=per_ipu[i, :, 0].tolist() if ipus > 1 else None))
+            ipu_cycles=per_ipu[i, :, CAT["cycles"]].tolist() if ipus > 1 else None))
     # Over the whole execution: the last IPU's clock; each activity as a tile average
     # over the replica's tiles, an IPU's wait for the others at the end of a run as sync.
     totals = per_ipu.sum(axis=0).mean(axis=0) if nsteps else np.zeros(len(CATEGORIES))
     totals[CATEGORIES.index("sync")] += float(np.mean(idle)) if len(idle) else 0.0
-    totals[0] = float(np.max(clocks)) if len(clocks) else 0.0
+    totals[CAT["cycles"]] = float(np.max(clocks)) if len(clocks) else 0.0
     by_type = np.bincount(vt.row_type, weights=vertex_cycles, minlength=len(vt.type_names)) if len(vt.row_type) \
         else np.zeros(0)
     instances = static.type_instances
@@ -131,15 +133,15 @@ def build_report(exe, options: Dict[str, str], profile: Optional[ExecutionProfil
         mine = [i for i, s in enumerate(steps_meta) if s.compute_set == row]
         compute_sets.append(ComputeSetCycles(name=name, vertices=static.cs_vertices[row],
                                              runs=int(sum(counts[i] for i in mine)),
-                                             cycles=float(sum(cycles[i, 0] for i in mine))))
+                                             cycles=float(sum(cycles[i, CAT["cycles"]] for i in mine))))
     names = profile.program_names if profile is not None else lw.program_names
     runs = profile.program_runs if profile is not None else [0] * lw.num_programs
     return Report(
         target=static.target, graph=static.graph, memory=static.memory,
         execution=ExecutionInfo(
-            total_cycles=float(totals[0]),
+            total_cycles=float(totals[CAT["cycles"]]),
             programs_executed=[{"index": i, "name": names[i], "runs": r} for i, r in enumerate(runs) if r],
-            steps=steps, categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k},
+            steps=steps, categories={name: float(totals[k]) for k, name in enumerate(CATEGORIES) if k != CAT["cycles"]},
             vertex_types=[VertexTypeCycles(n, int(k), float(c)) for n, k, c in zip(vt.type_names, instances, by_type)],
             compute_sets=compute_sets, trace=trace.tolist(), trace_truncated=bool(truncated),
             ipu_cycles=[float(c) for c in np.asarray(clocks) - np.asarray(idle)]),
@@ -161,4 +163,5 @@ def _memory(lw, kind=MemoryInfo) -> MemoryInfo:
         by_category={k: v.tolist() for k, v in layout.by_category.items()},
         largest=[{"tile": int(t), "tensors": [[n, b] for n, b in layout.largest_on_tile(int(t), lw.variable_names)]}
                  for t in worst if totals[t] > 0],
-        always_live=always, liveness=liveness, not_always_live=shared, exchange_buffers_shared=int(sum(lw.vertices.cs_shared_bytes)))
+        always_live=always, liveness=liveness, not_always_live=shared,
+        exchange_buffers_shared=int(sum(lw.vertices.cs_shared_bytes)))

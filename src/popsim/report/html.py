@@ -99,7 +99,8 @@ def _overview(r: Report) -> str:
     over = fig.out_of_memory
     memory = [("total", _bytes(fig.total)),
               ("fullest tile", f"{_bytes(fig.max_bytes)} on tile {fig.max_tile}" if fig.tiles.size else "none"),
-              ("tiles out of memory", f"{len(over):,}" + (f" (first: {', '.join(map(str, over[:8]))})" if over else "")),
+              ("tiles out of memory",
+               f"{len(over):,}" + (f" (first: {', '.join(map(str, over[:8]))})" if over else "")),
               ("always live", _bytes(m.always_live)),
               ("not always live (shared)", _bytes(m.not_always_live)),
               ("most live in a step", _bytes(max(m.liveness)) if m.liveness else "no steps")]

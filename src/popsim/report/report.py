@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import dataclasses
+import os
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -199,7 +200,7 @@ class Report:
         """The report as the compact JSON text ``to_json`` saves."""
         return json_text(self.to_dict())
 
-    def to_json(self, path) -> None:
+    def to_json(self, path: Union[str, os.PathLike]) -> None:
         """Save as JSON (schema version ``SCHEMA_VERSION``, docs/report_schema.md)."""
         text = self.to_json_text()
         with open(path, "w", encoding="utf-8") as f:
