@@ -16,7 +16,7 @@ all_reduce_cross_replica_to_destination = all_reduce_to_destination_cross_replic
 __all__ += ["all_reduce_cross_replica", "all_reduce_in_place_cross_replica", "all_reduce_to_destination_cross_replica",
             "all_reduce_cross_replica_in_place", "all_reduce_cross_replica_to_destination",
             "reduce_scatter_cross_replica", "all_gather_cross_replica", "all_to_all_cross_replica"]
-from .within_replica import (Chunk, Chunks, all_gather_within_replica, all_reduce_within_replica,
+from .within_replica import (Chunk, Chunks, all_gather_within_replica, all_reduce_within_replica,  # noqa: E402
                              reduce_scatter_within_replica)
 
 __all__ += ["Chunk", "Chunks", "all_reduce_within_replica", "reduce_scatter_within_replica",

@@ -163,7 +163,7 @@ def all_reduce_to_destination_cross_replica(graph, data, destination, op, prog, 
                            f"{list(destination.shape)}, the data {data.dtype.name}{list(data.shape)}; they must "
                            "have the same shape and type")
     _check_writable(destination, call.what, "destination")
-    if destination.intersects_with(data) and not (destination is data):
+    if destination.intersects_with(data) and destination is not data:
         raise PoplibsError(f"{call.what}: the destination '{destination.name}' overlaps the data; use "
                            "all_reduce_in_place_cross_replica to reduce in place")
     _all_reduce(call, destination)

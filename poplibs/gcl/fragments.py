@@ -57,7 +57,8 @@ class TileElements:
         counts = [self.count(i) for i in range(len(self.tiles))]
         total = sum(counts)
         bounds = [total * r // parts for r in range(parts + 1)]
-        out, start = [[] for _ in range(parts)], 0
+        out: List[list] = [[] for _ in range(parts)]
+        start = 0
         for i, c in enumerate(counts):
             for r in range(parts):
                 lo, hi = max(bounds[r], start), min(bounds[r + 1], start + c)

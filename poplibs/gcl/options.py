@@ -47,8 +47,8 @@ def parse_options(options, what: str) -> CollectiveOptions:
                 (isinstance(value, str) and value.isdigit())
             max_broadcast = int(value) if whole else -1
             if max_broadcast < 0:
-                raise popsim.InvalidOptionError(f"{what}: {source} sets syncful.maxBroadcastSize to {value!r}; expected a "
-                                         "number of bytes (a non-negative integer)")
+                raise popsim.InvalidOptionError(f"{what}: {source} sets syncful.maxBroadcastSize to {value!r}; "
+                                                "expected a number of bytes (a non-negative integer)")
         else:
             raise popsim.InvalidOptionError(f"{what}: unknown GCL option {key!r} in {source}; popsim's GCL takes "
                                      "'method' and 'syncful.maxBroadcastSize'")

@@ -88,7 +88,7 @@ public:
     Taps &taps = threadTaps;
     taps.usable = false;
     if (any && chans != 0 && std::is_same<AccumType, float>::value && outStride == 1)
-      taps.build(lists.lists, lists.entries, kernelPositions, lists.workers, wid, first, last, unsigned(inStride));
+      taps.build(lists.offsets, lists.entries, kernelPositions, lists.workers, wid, first, last, unsigned(inStride));
     if (!taps.usable)
       lists.zero(out, numConvGroups * numOutGroups, width);
     if (!any || chans == 0)

@@ -1,8 +1,9 @@
 """popops: element-wise operations, expressions, reductions, slicing and sorting
 (PopLibs' include/popops), each op built from vertices on the tiles that hold its data."""
+from typing import TYPE_CHECKING, Any
 
 from . import elementwise
-from .elementwise import *  # noqa: F401,F403 - the named element-wise ops, from the op table
+from .elementwise import *  # noqa: F403 - the named element-wise ops, from the op table
 from .op_types import BinaryOpType, UnaryOpType
 
 # slicing, gathering, encoding and sorting (dynamic_slice.py, multi_slice.py, encoding.py, sort.py)
@@ -50,3 +51,6 @@ __all__ = [
     "TopKParams", "sort", "sort_in_place", "sort_key_value", "sort_key_value_in_place", "top_k_with_permutation",
 ]
 __all__ += elementwise.__all__  # the named element-wise ops, from the op table
+
+if TYPE_CHECKING:  # for type checkers only: the named element-wise ops, which elementwise makes from the op table
+    def __getattr__(name: str) -> Any: ...

@@ -257,7 +257,7 @@ def create_sliceable_tensor(graph, dtype, shape, dims, sizes, name: str = "", mi
         graph.set_tile_mapping(flat, 0)
         return flat.reshape(shape)
     chunks = poputil.split_regions([(0, num_cols)], grain, graph.num_tiles)
-    mapping = [[] for _ in range(graph.num_tiles)]
+    mapping: List[List[Tuple[int, int]]] = [[] for _ in range(graph.num_tiles)]
     views, start = [], 0
     for tile, chunk in enumerate(chunks):
         (b, e), = chunk

@@ -20,10 +20,9 @@ import popsim
 from popsim import FLOAT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
 from ..poputil.vertex_helpers import chunk_begin, chunk_end
-from .elementwise_ops import BY_TYPE, ElementwiseOp
+from .elementwise_ops import BY_TYPE
 from .op_types import BinaryOpType, UnaryOpType
 
-WORKERS = 6  # PopLibs' numWorkerContexts in its estimators
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 _EXT_CODELET_OPS = (BinaryOpType.ADD, BinaryOpType.SUBTRACT, BinaryOpType.MULTIPLY)
 
@@ -279,9 +278,10 @@ def unary_inner_cycles(op: UnaryOpType, dtype, n: int) -> int:
     return (cycles + 4) * (n + width - 1) // width
 
 
-def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool, sizes) -> int:
+def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool, sizes, workers: int) -> int:
     """broadcastArithmetic1DCycleEstimate (PopLibs' cycle estimators) for the 1D vertex's
-    tile cycles; the 2D vertex, for which the reference gives no formula, as BinaryOp2D."""
+    tile cycles over the target's ``workers``; the 2D vertex, for which the reference gives
+    no formula, as BinaryOp2D."""
     if two_d:
         return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
     cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
@@ -290,34 +290,35 @@ def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool
         per_loop, elems = cycles + (1 if ext else 4), vector_width(dtype)
     else:
         per_loop, elems = cycles, unroll
-    per_worker = -(-sizes[0] // WORKERS)
-    return WORKERS * (20 + -(-per_worker // elems) * per_loop) + SUPERVISOR_OVERHEAD
+    per_worker = -(-sizes[0] // workers)
+    return workers * (20 + -(-per_worker // elems) * per_loop) + SUPERVISOR_OVERHEAD
 
 
-def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes, scalar: bool = False) -> int:
+def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, scalar: bool = False) -> int:
     """PopLibs' estimate for one element-wise vertex: tile cycles for a 1D MultiVertex
-    over ``sizes[0]`` elements, worker cycles for a 2D vertex over regions ``sizes``."""
+    over ``sizes[0]`` elements shared by the target's ``workers`` (PopLibs'
+    numWorkerContexts; 6 on an IPU), worker cycles for a 2D vertex over regions ``sizes``."""
     if scalar:
-        return broadcast_scalar_cycles(op, dtype, two_d, in_place, sizes)
+        return broadcast_scalar_cycles(op, dtype, two_d, in_place, sizes, workers)
     if isinstance(op, BinaryOpType):
         if two_d:
             return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
-        per_worker = -(-sizes[0] // WORKERS)
+        per_worker = -(-sizes[0] // workers)
         start = 58 if in_place else (29 if dtype == FLOAT else 26)
-        return WORKERS * (start + binary_inner_cycles(op, dtype, per_worker)) + SUPERVISOR_OVERHEAD
+        return workers * (start + binary_inner_cycles(op, dtype, per_worker)) + SUPERVISOR_OVERHEAD
     if two_d:
         return 20 + sum(unary_inner_cycles(op, dtype, n) for n in sizes)
-    per_worker = -(-sizes[0] // WORKERS)
+    per_worker = -(-sizes[0] // workers)
     start = 55 if in_place else (33 if op is UnaryOpType.EXPONENT else 17)
-    return WORKERS * (start + unary_inner_cycles(op, dtype, per_worker)) + 9 + SUPERVISOR_OVERHEAD
+    return workers * (start + unary_inner_cycles(op, dtype, per_worker)) + 9 + SUPERVISOR_OVERHEAD
 
 
 def worker_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, scalar: bool = False) -> int:
     """The cycles each worker of the vertex spends on regions of ``sizes`` elements (a
     MultiVertex's tile figure shared out between its ``workers``)."""
     if two_d:
-        return vertex_cycles(op, dtype, True, in_place, sizes, scalar)
-    return -(-vertex_cycles(op, dtype, False, in_place, sizes, scalar) // workers)
+        return vertex_cycles(op, dtype, True, in_place, sizes, workers, scalar)
+    return -(-vertex_cycles(op, dtype, False, in_place, sizes, workers, scalar) // workers)
 
 
 def estimator(op, dtype, two_d: bool, in_place: bool, scalar: bool = False):

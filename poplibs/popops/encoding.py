@@ -40,7 +40,7 @@ ENCODED_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 
 
 @popsim.vertex_template("popops::EncodeOneHot", index_type=INDEX_TYPES, out_type=ENCODED_TYPES)
-def EncodeOneHot(index_type, out_type):
+def EncodeOneHot(index_type, out_type):  # noqa: N802 - Poplar's vertex name
     class EncodeOneHot(Vertex):
         indices: Input[Vector[index_type]]
         out: Output[Vector[out_type]]
@@ -62,7 +62,7 @@ def EncodeOneHot(index_type, out_type):
 
 
 @popsim.vertex_template("popops::EncodeOneHotCustomValues", index_type=INDEX_TYPES, out_type=ENCODED_TYPES)
-def EncodeOneHotCustomValues(index_type, out_type):
+def EncodeOneHotCustomValues(index_type, out_type):  # noqa: N802 - Poplar's vertex name
     class EncodeOneHotCustomValues(Vertex):
         indices: Input[Vector[index_type]]
         out: Output[Vector[out_type]]

@@ -22,7 +22,7 @@ the type of the operand it meets, operand types must agree (``Cast`` converts).
 """
 import enum
 import numbers
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -217,6 +217,9 @@ for _spec in BINARY_OPS + UNARY_OPS:
     globals()[_spec.name] = _function(_spec)
 for _i in range(1, MAX_PLACEHOLDER + 1):
     globals()[f"_{_i}"] = PlaceHolder(_i)
+
+if TYPE_CHECKING:  # for type checkers only: the op functions and placeholders _1, _2, ... made above
+    def __getattr__(name: str) -> Any: ...
 
 
 def placeholders(expr: Expr, found: Optional[set] = None) -> set:

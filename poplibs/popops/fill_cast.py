@@ -34,7 +34,7 @@ from popsim.program import Copy, Execute
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_name, check_tensor
 from .op_checks import check_prog, check_writable, describe
-from .elementwise_vertices import WORKERS, vector_width
+from .elementwise_vertices import vector_width
 from .quarter_cast import QUARTER_PAIRS, check_quarter_pair, metadata_edge, quarter_cast_class
 
 __all__ = ["fill", "zero", "cast", "cast_with_output"]
@@ -62,7 +62,7 @@ def cast_allowed(src, dst) -> bool:
 
 # -- vertices ------------------------------------------------------------------------------------
 @popsim.vertex_template("popops::Fill", dtype=list(FILL_TYPES))
-def Fill(dtype):
+def Fill(dtype):  # noqa: N802 - Poplar's vertex name
     class Fill(Vertex):
         in_: dtype
         out: Output[Vector[dtype]]
@@ -75,7 +75,7 @@ def Fill(dtype):
 
 
 @popsim.vertex_template("popops::Fill2d", dtype=list(FILL_TYPES))
-def Fill2d(dtype):
+def Fill2d(dtype):  # noqa: N802 - Poplar's vertex name
     class Fill2d(Vertex):
         in_: dtype
         out: Output[VectorList[dtype]]
@@ -98,7 +98,7 @@ _ALL_CAST = list(CAST_TYPES) + list(_LONG) + [QUARTER]
 
 
 @popsim.vertex_template("popops::Cast1D", src_type=_ALL_CAST, dst_type=_ALL_CAST)
-def Cast1D(src_type, dst_type):
+def Cast1D(src_type, dst_type):  # noqa: N802 - Poplar's vertex name
     _check_cast_pair(src_type, dst_type, "popops::Cast1D")
     if QUARTER in (src_type, dst_type):
         return quarter_cast_class(src_type, dst_type, two_d=False)
@@ -115,7 +115,7 @@ def Cast1D(src_type, dst_type):
 
 
 @popsim.vertex_template("popops::Cast2D", src_type=_ALL_CAST, dst_type=_ALL_CAST)
-def Cast2D(src_type, dst_type):
+def Cast2D(src_type, dst_type):  # noqa: N802 - Poplar's vertex name
     _check_cast_pair(src_type, dst_type, "popops::Cast2D")
     if QUARTER in (src_type, dst_type):
         return quarter_cast_class(src_type, dst_type, two_d=True)
@@ -170,9 +170,9 @@ def cast_worker_cycles(src, dst, n: int) -> int:
     return cycles
 
 
-def cast1d_cycles(src, dst, n: int) -> int:
-    """Cast1D tile cycles: 12 + W x (worker(ceil(n / W)) + 18)."""
-    return 12 + WORKERS * (cast_worker_cycles(src, dst, -(-n // WORKERS)) + 18)
+def cast1d_cycles(src, dst, n: int, workers: int) -> int:
+    """Cast1D tile cycles: 12 + W x (worker(ceil(n / W)) + 18), W the target's ``workers``."""
+    return 12 + workers * (cast_worker_cycles(src, dst, -(-n // workers)) + 18)
 
 
 def cast2d_cycles(src, dst, sizes) -> int:
@@ -299,7 +299,8 @@ def _cast_estimator(src, dst, two_d: bool):
     if two_d:
         return lambda info, target: cast2d_cycles(src, dst, info.field_sizes("dst"))
     # a MultiVertex: PopLibs' tile figure, charged as ceil(figure / workers) on each worker
-    return lambda info, target: -(-cast1d_cycles(src, dst, info.field_size("dst")) // target.num_worker_contexts)
+    return lambda info, target: -(-cast1d_cycles(src, dst, info.field_size("dst"), target.num_worker_contexts)
+                                  // target.num_worker_contexts)
 
 
 def _check_cast_args(graph, src, prog, name, what):

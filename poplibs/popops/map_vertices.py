@@ -1,5 +1,7 @@
 """The vertices popops.map generates: one vertex type per typed expression (expr_typing.py)
-and layout, its Python-vertex code written out from the element-wise op table's bodies.
+and layout, its Python-vertex code written out as calls of the element-wise op table's
+functions. This is the one family of PopLibs vertices whose source is written at run time
+(PopLibs too generates a C++ codelet per expression): the expression is the user's.
 
 Names: ``popops::map::MapExpr{1D,2D}[InPlace]_<hash>``, ``<hash>`` the first 16 hex digits
 of the SHA-1 of the typed expression's key (structure, constants and types), so the same
@@ -25,15 +27,18 @@ its operand type (PopLibs' cycle estimators), select costs MAXIMUM's loop, clamp
 MAXIMUM's twice, a Cast 1 cycle per element; placeholders and constants cost nothing.
 """
 import hashlib
+import itertools
+import linecache
 import math
 import textwrap
 from typing import Dict, List
 
+import numpy as np
 
+import popsim
 
-from ..poputil.generated_vertex import vertex_from_source
 from .elementwise_ops import OPS
-from .elementwise_vertices import SUPERVISOR_OVERHEAD, WORKERS, binary_inner_cycles, unary_inner_cycles
+from .elementwise_vertices import SUPERVISOR_OVERHEAD, binary_inner_cycles, unary_inner_cycles
 from .expr_typing import Typed
 from .op_types import BinaryOpType
 
@@ -124,6 +129,26 @@ def vertex_source(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool):
     return source, functions
 
 
+_counter = itertools.count()
+#: the names generated vertex code uses
+_NAMES = {"math": math, "np": np, "Input": popsim.Input, "Output": popsim.Output, "InOut": popsim.InOut,
+          "Vector": popsim.Vector, "VectorList": popsim.VectorList, "Vertex": popsim.Vertex,
+          "MultiVertex": popsim.MultiVertex,
+          **{t.name: t for t in (popsim.FLOAT, popsim.HALF, popsim.INT, popsim.UNSIGNED_INT, popsim.BOOL)}}
+
+
+def vertex_from_source(source: str, label: str, **names) -> type:
+    """The class ``V`` that ``source`` defines, ``names`` (the op functions) among its
+    globals. The source is registered in ``linecache`` under a unique file name, so that
+    the translator (which reads a vertex's source), tracebacks and pdb in interpreted mode
+    see it."""
+    filename = f"<{label} #{next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "popsim.generated.popops_map", **_NAMES, **names}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated vertex code
+    return namespace["V"]
+
+
 def vertex_class(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> type:
     """The vertex class for ``typed`` (made once per name and process)."""
     name = vertex_name(typed, two_d, in_place)
@@ -150,12 +175,13 @@ def element_cycles(typed: Typed, n: int) -> int:
     return own + sum(element_cycles(a, n) for a in typed.args)
 
 
-def map_vertex_cycles(typed: Typed, two_d: bool, sizes) -> int:
+def map_vertex_cycles(typed: Typed, two_d: bool, sizes, workers: int) -> int:
     """The estimate for one vertex: tile cycles for a 1D MultiVertex over ``sizes[0]``
-    elements, worker cycles for a 2D vertex over regions ``sizes``."""
+    elements shared by the target's ``workers``, worker cycles for a 2D vertex over
+    regions ``sizes``."""
     if two_d:
         return 20 + sum(element_cycles(typed, n) for n in sizes)
-    return WORKERS * (17 + element_cycles(typed, -(-sizes[0] // WORKERS))) + 9 + SUPERVISOR_OVERHEAD
+    return workers * (17 + element_cycles(typed, -(-sizes[0] // workers))) + 9 + SUPERVISOR_OVERHEAD
 
 
 def ensure_vertex(graph, typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> str:
@@ -166,8 +192,9 @@ def ensure_vertex(graph, typed: Typed, dtypes, out_type, two_d: bool, in_place: 
         field = "in1" if in_place else "out"
 
         def estimate(info, target):
+            workers = target.num_worker_contexts
             if two_d:
-                return map_vertex_cycles(typed, True, info.field_sizes(field))
-            return -(-map_vertex_cycles(typed, False, [info.field_size(field)]) // target.num_worker_contexts)
+                return map_vertex_cycles(typed, True, info.field_sizes(field), workers)
+            return -(-map_vertex_cycles(typed, False, [info.field_size(field)], workers) // workers)
         graph.register_perf_estimator(name, estimate)
     return name

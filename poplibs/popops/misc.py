@@ -48,7 +48,7 @@ class MappingMethod(enum.Enum):
 
 
 @popsim.vertex_template("popops::Iota", dtype=[INT, UNSIGNED_INT])
-def Iota(dtype):
+def Iota(dtype):  # noqa: N802 - Poplar's vertex name
     class Iota(Vertex):
         out: Output[VectorList[dtype]]
         offsets: popsim.Vector[dtype]
@@ -77,7 +77,7 @@ class AllTrue(Vertex):
 
 
 @popsim.vertex_template("popops::HasNaN", dtype=[FLOAT, HALF])
-def HasNaN(dtype):
+def HasNaN(dtype):  # noqa: N802 - Poplar's vertex name
     class HasNaN(Vertex):
         in_: Input[VectorList[dtype]]
         out: Output[bool]  # PopLibs' return value: true when no NaN was found

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_prog, check_writable, describe  # noqa: F401 - popops' ops take them from here
+from ..poputil.checks import check_prog, check_writable, describe  # popops' ops take them from here
 
 __all__ = ["describe", "convert", "scalar_value", "scalar_constant", "check_writable", "check_prog"]
 

@@ -345,7 +345,7 @@ class _Reduction:
             cs = self.stages.get(0, "ReduceOnTile")
             vertex = self._vertex(self.params.op, self.t.dtype, self.in_vertex, False)
         for tile, per_tile in groups.items():
-            runs = [(views, pos, lo, hi, math.prod(h - l for l, h in key)) for key, views in per_tile.items()
+            runs = [(views, pos, lo, hi, math.prod(b - a for a, b in key)) for key, views in per_tile.items()
                     for pos, lo, hi in plan.box_runs(key, out_shape)]
             if not self.first_done:
                 pieces += [(tile, views[0].slice(pos, pos + hi - lo), lo) for views, pos, lo, hi, _ in runs]
@@ -445,8 +445,8 @@ class _Reduction:
             out = self._new_output()
             graph.set_tile_mapping(out, graph.linear_mapping(out, **linear))
             dest = out
-        elif self.stages.css is not None or plan.should_reduce_at_destination(target, partial_type, self.out_type, max_partials,
-                                               out.num_elements(), graph.get_tile_mapping(out)):
+        elif self.stages.css is not None or plan.should_reduce_at_destination(
+                target, partial_type, self.out_type, max_partials, out.num_elements(), graph.get_tile_mapping(out)):
             dest = out
         else:
             dest = graph.add_variable(self.out_type, self.out_shape, f"{self.name}/balanced")

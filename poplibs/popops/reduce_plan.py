@@ -174,7 +174,7 @@ def lanes(lo, hi) -> np.ndarray:
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     lane = np.empty(lo.size, dtype=np.int64)
-    free = []  # (end, lane) heap
+    free: List[Tuple[int, int]] = []  # (end, lane) heap
     count = 0
     for i in np.lexsort((hi, lo)).tolist():
         if free and free[0][0] <= lo[i]:

@@ -22,7 +22,7 @@ MultiVertices over a tile's one contiguous region. FLOAT and HALF compute in flo
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, InOut, Input, MultiVertex, Vector, VectorList, Vertex
 
-from .elementwise_vertices import WORKERS, vector_width
+from .elementwise_vertices import vector_width
 
 DATA_TYPES = [FLOAT, HALF, INT, UNSIGNED_INT]
 KINDS = ("add", "subtract", "axpby", "axmby")
@@ -158,11 +158,11 @@ def vertex_name_and_args(kind: str, dtype, scale_type, is_constant: bool, superv
 
 
 # -- cycle estimators -------------------------------------------------------------------------------
-def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int) -> int:
+def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int, workers: int) -> int:
     """getScaledArithmeticSupervisorCycleEstimate (PopLibs' cycle estimators), tile cycles
-    for ``n`` elements, A and B of one type, no ScaledPtr64 layouts. As in PopLibs'
-    source, the aXPlusbY (+12), subtract (+7) and branch (+6) supervisor terms apply to
-    tensor scales only."""
+    for ``n`` elements over the target's ``workers``, A and B of one type, no ScaledPtr64
+    layouts. As in PopLibs' source, the aXPlusbY (+12), subtract (+7) and branch (+6)
+    supervisor terms apply to tensor scales only."""
     tensor_scale = not is_constant
     if dtype in (INT, UNSIGNED_INT):
         cycles = 53 + 26 * (n // 3) + (1 if kind == "subtract" and tensor_scale else 0)
@@ -170,13 +170,13 @@ def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int) -> int:
         return cycles + 8 + (6 if tensor_scale else 0)
     width = vector_width(dtype)
     vectors, rem = divmod(n, width)
-    per_worker, rem_vectors = divmod(vectors, WORKERS)
+    per_worker, rem_vectors = divmod(vectors, workers)
     cycles = 21 + 11 + (7 if rem == 0 else 13) + 12
     if tensor_scale:
         cycles += (12 if kind == "axpby" else 0) + (7 if kind == "subtract" else 0) + 6
     inner = 3  # not memory-constrained, A and B of one type
     worst = 0
-    for wid in range(WORKERS):
+    for wid in range(workers):
         worker = 15 + (6 + inner * (per_worker - 1) if per_worker else 0) + 2
         if wid == rem_vectors:
             worker += 1
@@ -185,7 +185,7 @@ def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int) -> int:
             elif rem:
                 worker += 5 + (7 if rem >= 2 else 0) + (6 if rem == 3 else 0)
         worst = max(worst, worker + 1)
-    return cycles + WORKERS * worst
+    return cycles + workers * worst
 
 
 def two_d_cycles(kind: str, dtype, is_constant: bool, sizes) -> int:
@@ -212,8 +212,8 @@ def estimator(kind: str, dtype, is_constant: bool, supervisor: bool):
     """``fn(info, target)``: a Supervisor's tile figure is charged as ceil(figure /
     workers) on each worker."""
     if supervisor:
-        return lambda info, target: -(-supervisor_cycles(kind, dtype, is_constant, info.field_size("A"))
-                                      // target.num_worker_contexts)
+        return lambda info, target: -(-supervisor_cycles(kind, dtype, is_constant, info.field_size("A"),
+                                                         target.num_worker_contexts) // target.num_worker_contexts)
     return lambda info, target: two_d_cycles(kind, dtype, is_constant, info.field_sizes("A"))
 
 

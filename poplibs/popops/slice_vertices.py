@@ -22,9 +22,9 @@ update`` (decided at translation) picks PopLibs' field kinds (the update writes 
 slice subT) and the copy's direction. A MultiVertex worker takes one contiguous chunk of
 its region (``chunk_begin`` / ``chunk_end``, poputil/vertex_helpers.py).
 
-The estimators are PopLibs' cycle estimators. A MultiVertex's estimate is PopLibs'
-tile-cycle figure, charged as ceil(figure / workers) on each worker (as the element-wise
-ops do).
+The estimators are PopLibs' cycle estimators, their W the target's worker contexts
+(num_worker_contexts; 6 on an IPU). A MultiVertex's estimate is PopLibs' tile-cycle
+figure, charged as ceil(figure / workers) on each worker (as the element-wise ops do).
 """
 import popsim
 from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
@@ -39,7 +39,6 @@ MULTI_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT, BOOL, CHAR, SIGNED_CHAR, UNSIGNED
 #: MultiUpdateAdd and MultiUpdateOp
 ADD_TYPES = (FLOAT, HALF, INT, UNSIGNED_INT)
 REMAP_FLAG = 0x80000000  # MSB of numBaseElements: remap out-of-bound offsets to 0
-WORKERS = 6
 MAX = "popops::Operation::MAX"  # MultiUpdateOp's operation, as PopLibs spells the template argument
 SUPERVISOR_OVERHEAD = 11  # basicOpSupervisorOverhead()
 
@@ -262,7 +261,7 @@ def dynamic_slice_2d_cycles(dtype, region_sizes, num_sub_elements: int) -> int:
     return 27 + sum((c + k * -(-_words(dtype, n) // width)) * num_sub_elements + 13 for n in region_sizes)
 
 
-def dynamic_slice_1d_cycles(dtype, region_size: int, num_sub_elements: int, workers: int = WORKERS) -> int:
+def dynamic_slice_1d_cycles(dtype, region_size: int, num_sub_elements: int, workers: int) -> int:
     """DynamicSlice1D (tile cycles): 11+1+6+1+6 + W (39 + (24 + 2 floor(ceil(regionSize/W)
     / vw)) numSubElements)."""
     per_worker = -(-_words(dtype, region_size) // workers)
@@ -270,8 +269,8 @@ def dynamic_slice_1d_cycles(dtype, region_size: int, num_sub_elements: int, work
         39 + (24 + 2 * (per_worker // _vector_width(dtype))) * num_sub_elements)
 
 
-def multi_slice_cycles(dtype, num_offsets: int, region_size: int, update: bool, in_range=None,
-                       workers: int = WORKERS) -> int:
+def multi_slice_cycles(dtype, num_offsets: int, region_size: int, update: bool, workers: int,
+                       in_range=None) -> int:
     """MultiSlice / MultiUpdate (tile cycles): W (30 (29 for update) + inRange (19 +
     ceil(elemsPerSlice / vw) cpv) + outOfRange 8), the offsets shared out between the
     workers; no binary search (popsim's offsets are not declared sorted). (vw, cpv) =
@@ -286,7 +285,7 @@ def multi_slice_cycles(dtype, num_offsets: int, region_size: int, update: bool, 
                       + per_worker_out * 8)
 
 
-def multi_update_op_cycles(dtype, num_offsets: int, region_size: int, workers: int = WORKERS) -> int:
+def multi_update_op_cycles(dtype, num_offsets: int, region_size: int, workers: int) -> int:
     """MultiUpdateOp (multiUpdateMax; tile cycles, PopLibs' getMultiUpdateOpCycleEstimate
     unscaled, unsorted, every offset in range): W (3 + (29 for 4-byte types, else 30) +
     offsets (11 or 12 + (ceil(regionSize / elemsPerAtom) - 1) 3)), elemsPerAtom the
@@ -316,7 +315,7 @@ def _estimator(kind: str, dtype):
                                              int(info.initial_value("numSubElements")), workers)
             return -(-figure // workers)
         figure = multi_slice_cycles(dtype, info.field_size("offsets"), int(info.initial_value("regionSize")),
-                                    kind == "update", workers=workers)
+                                    kind == "update", workers)
         return -(-figure // workers)
     return estimate
 

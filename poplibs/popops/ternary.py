@@ -128,7 +128,8 @@ def _as_tensors(graph, operands, roles, what: str):
         if t.dtype != dtype:
             raise PoplibsError(f"{what}: {', '.join(roles)} must have one element type, found {describe(tensors[0])} "
                                f"and {describe(t)}; cast one with popops.cast")
-    return [t if isinstance(t, popsim.Tensor) else scalar_constant(graph, t, dtype, what, tensors[0]) for t in operands], dtype
+    return [t if isinstance(t, popsim.Tensor) else scalar_constant(graph, t, dtype, what, tensors[0])
+            for t in operands], dtype
 
 
 def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_place=False, out=None):

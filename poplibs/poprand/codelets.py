@@ -3,10 +3,11 @@
 Element ``j`` of an op's output (``j`` its flat index in the reference) takes its words
 from the Philox block of counter ``(j // per_block, stream, modifier, attempt)`` under key
 ``(seed[0], seed[1])``: word ``j % 4`` of it where one word makes a value (per_block 4),
-pair ``j % 2`` for normal (per_block 2), all four for truncated normal (per_block 1) (docs/poplibs.md, section poprand, gives
-each distribution's formula). A vertex gets the 4-word seed state ``[seed0, seed1,
-modifier, stream]`` and the flat index of its first element (``offset``), so its results
-depend on neither the tile it runs on nor how the elements are split between vertices.
+pair ``j % 2`` for normal (per_block 2), all four for truncated normal (per_block 1)
+(docs/poplibs.md, section poprand, gives each distribution's formula). A vertex gets the
+4-word seed state ``[seed0, seed1, modifier, stream]`` and the flat index of its first
+element (``offset``), so its results depend on neither the tile it runs on nor how the
+elements are split between vertices.
 
 Every distribution's vertex (and dropout's) is one class, made by ``generator_class``, that
 holds the Philox rounds once: the kind's fields and value code sit under ``if``s on the

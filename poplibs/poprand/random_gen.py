@@ -185,7 +185,7 @@ def bernoulli(graph, seed, seed_modifier, reference, out_type, prob, prog, name=
                      {"c": p}, prog, name, op)
 
 
-def dropout(graph, seed, seed_modifier, input, reference, keep_probability, scale, prog, name="",
+def dropout(graph, seed, seed_modifier, input, reference, keep_probability, scale, prog, name="",  # noqa: A002 - PopLibs' name
             output_clones_ref=True):
     """``input * scale`` where a uniform draw is below ``keep_probability``, else 0. The
     draws follow ``reference`` (same shape as ``input``); the output is a clone of the

@@ -23,8 +23,8 @@ from . import codelets
 DEFAULT_STATE = (0, 0, 0, 0)
 STATE_WORDS = 4
 
-_graph_states = weakref.WeakKeyDictionary()  # Graph -> its seed state tensor
-_graphs_with_codelets = weakref.WeakKeyDictionary()
+_graph_states: "weakref.WeakKeyDictionary[popsim.Graph, popsim.Tensor]" = weakref.WeakKeyDictionary()  # its seed state
+_graphs_with_codelets: "weakref.WeakKeyDictionary[popsim.Graph, bool]" = weakref.WeakKeyDictionary()
 
 
 def add_codelets(graph) -> None:

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import popsim
-from popsim import FLOAT, INT, UNSIGNED_INT, poplin, popnn, popops, poprand, poputil
+from popsim import FLOAT, INT, poplin, popnn, popops, poprand, poputil
 from popsim.popops import expr as pe
 
 from api_fuzz import Env, Pick, Ref, check_call, entry, fuzz_settings
@@ -49,8 +48,8 @@ POPOPS = [
     entry("popops.pad", lambda env, t, lo, hi, x: popops.pad(env.g, t, lo, hi, x), M, [1, 0], [0, 2], 0.0),
     entry("popops.clamp", lambda env, x, lo, hi: popops.clamp(env.g, x, lo, hi, env.p), M, D, D),
     entry("popops.select", lambda env, a, b, c: popops.select(env.g, a, b, c, env.p), V, V, Ref("b")),
-    entry("popops.create_sliceable_tensor", lambda env, d, s, ds, ss: popops.create_sliceable_tensor(env.g, d, s, ds, ss),
-          FLOAT, [8, 4], [0], [1]),
+    entry("popops.create_sliceable_tensor",
+          lambda env, d, s, ds, ss: popops.create_sliceable_tensor(env.g, d, s, ds, ss), FLOAT, [8, 4], [0], [1]),
     entry("popops.dynamic_slice", lambda env, t, o, d, s: popops.dynamic_slice(env.g, t, o, d, s, env.p),
           M, Ref("off"), [0], [2]),
     entry("popops.dynamic_update", lambda env, t, s, o, d, z: popops.dynamic_update(env.g, t, s, o, d, z, env.p),
@@ -93,7 +92,8 @@ POPLIN = [
           FLOAT, [4, 3], [3, 2]),
     entry("poplin.ConvParams", lambda env, *a: poplin.create_input(env.g, poplin.ConvParams(*a)),
           FLOAT, 1, [4, 4], [3, 3], 1, 1),
-    entry("poplin.convolution", lambda env, k, t: poplin.convolution(env.g, *_conv_tensors(env)[::k], _conv(), t, env.p),
+    entry("poplin.convolution",
+          lambda env, k, t: poplin.convolution(env.g, *_conv_tensors(env)[::k], _conv(), t, env.p),
           Pick(1, -1), False),  # -1: input and weights swapped
     entry("poplin.convolution_weight_update", lambda env, k, s: poplin.convolution_weight_update(
         env.g, poplin.create_conv_output(env.g, _conv()), *_conv_tensors(env)[::k], _conv(), s, env.p), -1, 0.5),

@@ -53,10 +53,10 @@ def test_the_1d_estimate_is_poplibs_broadcast_formula():
     # broadcastArithmetic1DCycleEstimate: W * (20 + ceil(ceil(n/W) / elems per loop) * cycles per loop) + 11
     # float ADD: natural {1, T}, an external codelet op: 1 + 1 cycles per loop of 2 elements
     n = 100
-    assert vertex_cycles(BinaryOpType.ADD, FLOAT, False, False, [n], scalar=True) == \
+    assert vertex_cycles(BinaryOpType.ADD, FLOAT, False, False, [n], 6, scalar=True) == \
         6 * (20 + math.ceil(math.ceil(n / 6) / 2) * 2) + 11
     # float DIVIDE: {10, F, 2}: 10 cycles per 2 elements
-    assert vertex_cycles(BinaryOpType.DIVIDE, FLOAT, False, False, [n], scalar=True) == \
+    assert vertex_cycles(BinaryOpType.DIVIDE, FLOAT, False, False, [n], 6, scalar=True) == \
         6 * (20 + math.ceil(math.ceil(n / 6) / 2) * 10) + 11
 
 

@@ -133,7 +133,7 @@ def test_sliceable_tensor_mapping_and_one_vertex_per_tile():
     # PopLibs' cycle estimators DynamicSlice1D, regionSize 2, numSubElements 3, vw 2:
     # 11+1+6+1+6 + 6 (39 + (24 + 2 floor(ceil(2/6)/2)) 3) = 25 + 6 * 111 = 691 tile cycles,
     # charged as ceil(691/6) = 116 on each worker of the 4 tiles
-    assert dynamic_slice_1d_cycles(FLOAT, 2, 3) == 691
+    assert dynamic_slice_1d_cycles(FLOAT, 2, 3, 6) == 691
     assert kinds["popops::DynamicSlice1D<float>"]["cycles"] == 4 * 6 * 116
 
 

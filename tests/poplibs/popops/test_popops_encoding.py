@@ -159,5 +159,6 @@ def test_on_and_off_are_numbers(on):
     """An array was numpy's ValueError (the truth value of comparing (on, off) with (1, 0))."""
     g = popsim.Graph(small_device())
     enc, idx = g.add_variable(FLOAT, (4, 3), "enc"), g.add_variable(UNSIGNED_INT, (4,), "idx")
-    with pytest.raises(poputil.PoplibsError, match="popops.encode_one_hot: on must be a number or a scalar tensor, found"):
+    with pytest.raises(poputil.PoplibsError,
+                       match="popops.encode_one_hot: on must be a number or a scalar tensor, found"):
         popops.encode_one_hot(g, idx, enc, Sequence(), on=on)

@@ -129,7 +129,7 @@ def test_estimators_match_the_reference_formulas(g, small_device):
     assert fill_cast.cast_worker_cycles(FLOAT, HALF, 7) == 19 + 2 * 1 + (1 + 2) + (1 + 2)  # 7 = 4 + 0b11
     assert fill_cast.cast_worker_cycles(HALF, FLOAT, 5) == 19 + 1 * 2 + (1 + 2)
     assert fill_cast.cast_worker_cycles(FLOAT, INT, 5) == 19 + 2 * 5
-    assert fill_cast.cast1d_cycles(FLOAT, HALF, 24) == 12 + 6 * (19 + 2 * 1 + 1 + 1 + 18)
+    assert fill_cast.cast1d_cycles(FLOAT, HALF, 24, 6) == 12 + 6 * (19 + 2 * 1 + 1 + 1 + 18)
     assert fill_cast.cast2d_cycles(HALF, FLOAT, [2, 4]) == 5 + (11 + 19 + 1 + 1) + (11 + 19 + 2 + 1)
     # and the engine charges them: tile 0 holds [0, 4) as one region (Cast1D of 4 elements)
     a = mapped(g, FLOAT, "a")
@@ -137,7 +137,7 @@ def test_estimators_match_the_reference_formulas(g, small_device):
     popops.cast(g, a, HALF, prog)
     engine, _ = run(g, small_device, prog, [], {})
     kinds = vertex_kinds(engine)
-    tile0, tile3 = fill_cast.cast1d_cycles(FLOAT, HALF, 4), fill_cast.cast1d_cycles(FLOAT, HALF, 6)
+    tile0, tile3 = fill_cast.cast1d_cycles(FLOAT, HALF, 4, 6), fill_cast.cast1d_cycles(FLOAT, HALF, 6, 6)
     assert kinds["popops::Cast1D<float,half>"]["cycles"] == 6 * (-(-tile0 // 6)) + 6 * (-(-tile3 // 6))
 
 

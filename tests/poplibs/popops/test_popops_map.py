@@ -167,11 +167,11 @@ def test_estimator_sums_the_table_costs():
     typed = infer(pe._1 * 2 + pe.exp(pe._2), [FLOAT, FLOAT])
     # 1D, 24 elements: 4 per worker; MULTIPLY and ADD {1,T} ext: ceil(4/2)*(1+2) each,
     # EXPONENT {6,F,2}: ceil(4/2)*6: 6 * (17 + 6 + 6 + 12) + 9 + 11
-    assert map_vertex_cycles(typed, False, [24]) == 6 * (17 + 24) + 20
+    assert map_vertex_cycles(typed, False, [24], 6) == 6 * (17 + 24) + 20
     # 2D, regions 5 and 2: 20 + (3*3 + 3*3 + 3*6) + (1*3 + 1*3 + 1*6)
-    assert map_vertex_cycles(typed, True, [5, 2]) == 20 + 36 + 12
+    assert map_vertex_cycles(typed, True, [5, 2], 6) == 20 + 36 + 12
     # INT clamp: MAXIMUM {7,F,1} twice per element; 2D, one region of 4: 20 + 2 * 4 * 7
-    assert map_vertex_cycles(infer(pe.clamp(pe._1, 0, 9), [INT]), True, [4]) == 20 + 56
+    assert map_vertex_cycles(infer(pe.clamp(pe._1, 0, 9), [INT]), True, [4], 6) == 20 + 56
 
 
 def test_plain_elementwise_ops_unchanged(g, small_device):
@@ -189,7 +189,8 @@ def test_errors(g):
     a = variable(g, FLOAT, (4, 6), "a")
     n = variable(g, INT, (4, 6), "n")
     prog = Sequence()
-    with pytest.raises(poputil.PoplibsError, match=r"popops.map: in add\(_1, _3\), at _3: placeholder _3 refers to tensor 3"):
+    with pytest.raises(poputil.PoplibsError,
+                       match=r"popops.map: in add\(_1, _3\), at _3: placeholder _3 refers to tensor 3"):
         popops.map(g, pe._1 + pe._3, [a, a], prog)
     with pytest.raises(poputil.PoplibsError, match=r"operands of different types \(FLOAT, INT\)"):
         popops.map(g, pe._1 + pe._2, [a, n], prog)

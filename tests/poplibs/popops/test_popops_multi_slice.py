@@ -149,14 +149,14 @@ def test_vertices_and_estimate():
     kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     assert kinds["popops::MultiSlice<float>"]["instances"] == 4  # one per tile of the sliceable tensor
     # PopLibs' cycle estimators: W (30 + inRange (19 + ceil(2/2) 2)), 7 offsets over 6 workers: 2 each
-    assert multi_slice_cycles(FLOAT, 7, 2, False) == 6 * (30 + 2 * (19 + 1 * 2))
-    assert multi_slice_cycles(popsim.CHAR, 7, 9, True, in_range=5) == 6 * (29 + 1 * (19 + 3 * 3) + 1 * 8)
-    assert kinds["popops::MultiSlice<float>"]["cycles"] == 4 * 6 * -(-multi_slice_cycles(FLOAT, 7, 2, False) // 6)
+    assert multi_slice_cycles(FLOAT, 7, 2, False, 6) == 6 * (30 + 2 * (19 + 1 * 2))
+    assert multi_slice_cycles(popsim.CHAR, 7, 9, True, 6, in_range=5) == 6 * (29 + 1 * (19 + 3 * 3) + 1 * 8)
+    assert kinds["popops::MultiSlice<float>"]["cycles"] == 4 * 6 * -(-multi_slice_cycles(FLOAT, 7, 2, False, 6) // 6)
     # MultiUpdateOp (PopLibs' getMultiUpdateOpCycleEstimate): W (3 + 29 + offsets (11 + (2 - 1) 3)); HALF
     # 30 and 12, two elements per 4-byte atom; no offsets: 3 + 29, not per worker
-    assert multi_update_op_cycles(FLOAT, 7, 2) == 6 * (3 + 29 + 7 * (11 + 1 * 3))
-    assert multi_update_op_cycles(HALF, 5, 6) == 6 * (3 + 30 + 5 * (12 + 2 * 3))
-    assert multi_update_op_cycles(INT, 0, 4) == 3 + 29
+    assert multi_update_op_cycles(FLOAT, 7, 2, 6) == 6 * (3 + 29 + 7 * (11 + 1 * 3))
+    assert multi_update_op_cycles(HALF, 5, 6, 6) == 6 * (3 + 30 + 5 * (12 + 2 * 3))
+    assert multi_update_op_cycles(INT, 0, 4, 6) == 3 + 29
 
 
 def test_update_max_estimate_in_the_report():
@@ -172,7 +172,7 @@ def test_update_max_estimate_in_the_report():
     engine, _ = run(g, device, prog, [], {off: np.arange(7)[:, None]})
     kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     kind = kinds["popops::MultiUpdateOp<float,false,popops::Operation::MAX>"]
-    assert kind["instances"] == 4 and kind["cycles"] == 4 * 6 * -(-multi_update_op_cycles(FLOAT, 7, 2) // 6)
+    assert kind["instances"] == 4 and kind["cycles"] == 4 * 6 * -(-multi_update_op_cycles(FLOAT, 7, 2, 6) // 6)
 
 
 def test_errors():

@@ -156,9 +156,10 @@ def test_lanes_by_hand():
 
 
 def test_ragged_rows_take_few_edges_in_the_intermediate_stage():
-    """A [64, 64] tensor in pieces of 37 elements, one a tile: rows are cut at ragged places, so the output regions covered by the same pieces are narrow. The stage
-    works on lanes (rows) times blocks, not on those regions: far fewer partial edges than
-    region-piece pairs, and the right sum."""
+    """A [64, 64] tensor in pieces of 37 elements, one a tile: rows are cut at ragged places,
+    so the output regions covered by the same pieces are narrow. The stage works on lanes
+    (rows) times blocks, not on those regions: far fewer partial edges than region-piece
+    pairs, and the right sum."""
     device = device_with(128)
     g = popsim.Graph(device)
     t = g.add_variable(FLOAT, (64, 64), "t")

@@ -78,8 +78,8 @@ def test_sort_types_with_repeats(dtype):
     engine, (got,) = run(g, device, prog, [s], {t: x})
     np.testing.assert_array_equal(got, np.sort(x, axis=1))
     kinds = {k["name"] for k in engine.get_report().to_dict()["execution"]["vertex_types"]}
-    assert f"popops::CompareAndSwapAtDistance<{ {HALF: 'half', INT: 'int', UNSIGNED_INT: 'unsigned int'}[dtype]},false>" \
-        in kinds
+    element = {HALF: 'half', INT: 'int', UNSIGNED_INT: 'unsigned int'}[dtype]
+    assert f"popops::CompareAndSwapAtDistance<{element},false>" in kinds
 
 
 @pytest.mark.parametrize("largest,order", [(True, popops.SortOrder.DESCENDING), (True, popops.SortOrder.ASCENDING),

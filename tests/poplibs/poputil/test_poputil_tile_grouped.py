@@ -119,9 +119,9 @@ def test_element_wise_ops_after_a_concat_give_numpys_results(spec, seed):
 
 
 def test_the_first_op_after_a_concat_gets_one_vertex_a_tile():
-    """Two sources, each spread over all four tiles: each tile holds several regions of the
-    concat (the second is channels-innermost in memory); the output of the op after it is one, so one MultiVertex a tile, not a 2D
-    vertex per worker."""
+    """Two sources, each spread over all four tiles: each tile holds several regions of
+    the concat (the second is channels-innermost in memory); the output of the op after it
+    is one, so one MultiVertex a tile, not a 2D vertex per worker."""
     device = _device()
     g = popsim.Graph(device)
     popops.add_codelets(g)
@@ -160,7 +160,8 @@ def test_batch_normalisation_of_a_concat_is_one_region_a_tile_and_right():
     g = popsim.Graph(device)
     popops.add_codelets(g)
     popnn.add_codelets(g)
-    x, variables = _concat(g, [(4, "rows", [6, 12, 18], [0, 1, 2, 3]), (4, "channels_innermost", [6, 12, 18], [0, 1, 2, 3])])
+    x, variables = _concat(g, [(4, "rows", [6, 12, 18], [0, 1, 2, 3]),
+                               (4, "channels_innermost", [6, 12, 18], [0, 1, 2, 3])])
     c = x.shape[1]
     params = [g.add_variable(FLOAT, (c,), p) for p in ("gamma", "beta", "mean", "istd")]
     for p in params:
