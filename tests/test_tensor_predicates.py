@@ -1,4 +1,4 @@
-"""Tensor predicates, checked against numpy's element ids: is_contiguous,
+"""Tensor predicates, checked against hand-worked answers on small variables: is_contiguous,
 contains_aliases, intersects_with, same_elements, contains_constant; empty views."""
 import numpy as np
 import pytest
@@ -40,7 +40,7 @@ def test_is_contiguous_of_empty_views(v34):
 
 def test_is_contiguous_of_empty_strided_views(v34):
     t, _ = v34
-    assert t[0:0:2].is_contiguous()  # shape (0,) stride 2
+    assert t[0:0:2].is_contiguous()  # shape (0, 4), strides (8, 1)
     assert t[:, 2:2].transpose().is_contiguous()
 
 
@@ -84,17 +84,17 @@ def test_contains_aliases_of_empty_broadcast(v34):
 def test_set_initial_value_of_an_empty_2d_variable(graph):
     e = graph.add_variable(FLOAT, (2, 0), "e")
     graph.set_tile_mapping(e, 0)
-    graph.set_initial_value(e, np.zeros((2, 0), np.float32))  # raises TensorCreationError (aliases)
+    graph.set_initial_value(e, np.zeros((2, 0), np.float32))  # accepted: no elements, so no aliases
 
 
 def test_host_write_of_an_empty_2d_variable(graph):
     e = graph.add_variable(FLOAT, (2, 0), "e")
-    graph.create_host_write("e", e)  # raises TensorCreationError (aliases)
+    graph.create_host_write("e", e)  # accepted: no elements, so no aliases
 
 
 def test_copy_into_an_empty_2d_view(graph):
     s = graph.add_variable(FLOAT, (4,), "s")
-    Copy(s[0:0], s[2:2].reshape((3, 0)))  # raises ControlProgramError (aliases)
+    Copy(s[0:0], s[2:2].reshape((3, 0)))  # accepted: no elements, so no aliases
 
 
 def test_intersects_with(graph):
