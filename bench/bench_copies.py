@@ -15,11 +15,11 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT  # noqa: E402
-from popsim.program import Copy  # noqa: E402
+import popsim
+from popsim import FLOAT
+from popsim.program import Copy
 
 TARGET_RATIO = 1.0
 

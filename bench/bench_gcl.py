@@ -36,13 +36,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT, gcl, poputil  # noqa: E402
-from popsim.gcl.options import CollectiveOptions  # noqa: E402
-from popsim.gcl.rings import pick_method  # noqa: E402
-from popsim.program import Sequence  # noqa: E402
+import popsim
+from popsim import FLOAT, gcl, poputil
+from popsim.gcl.options import CollectiveOptions
+from popsim.gcl.rings import pick_method
+from popsim.program import Sequence
 
 METHODS = ("auto", "clockwise_ring", "meet_in_middle_ring", "bidirectional_ring_pair")
 QUICK_METHODS = ("auto", "clockwise_ring")

@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT  # noqa: E402
+import popsim
+from popsim import FLOAT
 
 TARGET_BUILD_S = 2.0
 TARGET_OPS = 200_000

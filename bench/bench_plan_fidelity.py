@@ -17,11 +17,11 @@ import sys
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT, HALF, poplin  # noqa: E402
-from popsim.program import Sequence  # noqa: E402
+import popsim
+from popsim import FLOAT, HALF, poplin
+from popsim.program import Sequence
 
 LOW, HIGH = 0.85, 1.15
 

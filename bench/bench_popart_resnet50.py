@@ -103,7 +103,8 @@ def main(argv=None) -> int:
         import onnx
         import onnxruntime
     except ImportError as e:
-        C.report("bench_popart_resnet50: skipped", [], args, f"{e.name} is not installed: pip install \"popsim[bench]\"")
+        C.report("bench_popart_resnet50: skipped", [], args,
+                 f"{e.name} is not installed: pip install \"popsim[bench]\"")
         return 0
     import popsim
     from popsim import errors, popart

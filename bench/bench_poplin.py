@@ -20,11 +20,11 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT, poplin  # noqa: E402
-from popsim.program import Sequence  # noqa: E402
+import popsim
+from popsim import FLOAT, poplin
+from popsim.program import Sequence
 
 
 def build(n: int):

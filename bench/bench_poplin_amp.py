@@ -18,9 +18,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _poplin_model as M  # noqa: E402
+import _poplin_model as M
 
-from popsim import FLOAT, HALF  # noqa: E402
+from popsim import FLOAT, HALF
 
 AMPS = (1.0, 0.6, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01, 0.005)
 

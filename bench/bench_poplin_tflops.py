@@ -26,10 +26,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _poplin_model as M  # noqa: E402
+import _poplin_model as M
 
-import popsim  # noqa: E402
-from popsim import FLOAT, HALF, poplin  # noqa: E402
+import popsim
+from popsim import FLOAT, HALF, poplin
 
 SIZES = (256, 512, 1024, 2048, 4096)
 
@@ -52,7 +52,8 @@ def row(n: int, dtype, run: bool, target) -> dict:
     r["perfect_cycles"] = flops / 2 / (target.num_tiles * (target.amp_fp32_macs_per_cycle if dtype == FLOAT
                                                           else target.amp_fp16_macs_per_cycle))
     if r["tflops"] * 1e12 > peak:
-        raise RuntimeError(f"[{n}]^3 {dtype.name}: modelled {r['tflops']:.1f} TFLOPS exceeds the peak {peak / 1e12:.1f}")
+        raise RuntimeError(f"[{n}]^3 {dtype.name}: modelled {r['tflops']:.1f} TFLOPS exceeds the peak "
+                           f"{peak / 1e12:.1f}")
     return r
 
 

@@ -30,13 +30,13 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT, popops, poprand, poputil  # noqa: E402
-from popsim.popops import Operation, ReduceParams  # noqa: E402
-from popsim.popops import expr as pe  # noqa: E402
-from popsim.program import Sequence  # noqa: E402
+import popsim
+from popsim import FLOAT, popops, poprand, poputil
+from popsim.popops import Operation, ReduceParams
+from popsim.popops import expr as pe
+from popsim.program import Sequence
 
 
 def peak_rss_bytes() -> int:

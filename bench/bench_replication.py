@@ -41,11 +41,11 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT, InOut, Vector, Vertex  # noqa: E402
-from popsim.program import Execute  # noqa: E402
+import popsim
+from popsim import FLOAT, InOut, Vector, Vertex
+from popsim.program import Execute
 
 THREADS = 2
 REPLICAS = 4
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     args = C.parse_args(__doc__.splitlines()[0], argv)
     tiles, iters = (16, 200) if args.quick else (64, 200)
     repeat = args.repeat or (10 if args.quick else 7)
-    R = REPLICAS
+    R = REPLICAS  # noqa: N806 - R replicas, as the docstring writes it
 
     # Memory (and modelled cycles): each configuration in a fresh process.
     one, many = run_memory_child(1, tiles, iters), run_memory_child(R, tiles, iters)

@@ -20,10 +20,10 @@
     --memory-elements and --memory-processes change the sizes; --memory-only runs (c) alone.
 
 The targets are the issue's, for the full sizes only (--quick rows are informational:
-small transfers are dominated by fixed costs). Times are process 0's best of --repeat runs (default 5) after a warm-up run; every
-process's run ends only when all have (the run's closing barrier), so process 0's time
-is the job's. Needs mpi4py and mpiexec (pip install "popsim[mpi]"); without them it
-prints why and writes no rows.
+small transfers are dominated by fixed costs). Times are process 0's best of --repeat runs
+(default 5) after a warm-up run; every process's run ends only when all have (the run's
+closing barrier), so process 0's time is the job's. Needs mpi4py and mpiexec (pip install
+"popsim[mpi]"); without them it prints why and writes no rows.
 
 Run: python bench/bench_scale_out.py [--quick] [--repeat N] [--memory-only] [--memory-replicas R]
      [--memory-elements E] [--memory-processes N]
@@ -59,7 +59,8 @@ def parse_args(argv):
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON")
     p.add_argument("--memory-only", action="store_true", help="only (c), the memory per process")
     p.add_argument("--memory-replicas", type=int, default=None, help="(c): replicas (default 16; quick: 8)")
-    p.add_argument("--memory-elements", type=int, default=None, help="(c): elements per tensor (default 16M; quick: 1M)")
+    p.add_argument("--memory-elements", type=int, default=None,
+                   help="(c): elements per tensor (default 16M; quick: 1M)")
     p.add_argument("--memory-processes", type=int, default=4, help="(c): the processes compared with one (default 4)")
     p.add_argument("--child", choices=["compute", "allreduce", "memory"], default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -101,8 +102,8 @@ def child_compute(args) -> dict:
     g.create_host_read("c", c)
     rng = np.random.default_rng(0)
     first, local = popsim.dist.replica_index_offset(), popsim.dist.num_local_replicas()
-    A = rng.standard_normal((replicas, size, size)).astype(np.float32)[first:first + local]
-    B = rng.standard_normal((size, size)).astype(np.float32)
+    A = rng.standard_normal((replicas, size, size)).astype(np.float32)[first:first + local]  # noqa: N806 - the matrices
+    B = rng.standard_normal((size, size)).astype(np.float32)  # noqa: N806
     with popsim.Engine(g, Repeat(REPEATS, body), {"popsim.numThreads": "1"}) as engine:
         engine.load(device)
         engine.write_tensor("a", A)

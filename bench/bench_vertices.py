@@ -22,12 +22,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _common as C  # noqa: E402
+import _common as C
 
-import popsim  # noqa: E402
-from popsim import FLOAT, INT, Input, Output, Vector  # noqa: E402
-from popsim.codelet import compiler  # noqa: E402
-from popsim.program import Execute  # noqa: E402
+import popsim
+from popsim import FLOAT, INT, Input, Output, Vector
+from popsim.codelet import compiler
+from popsim.program import Execute
 
 CODELETS = r"""
 #include <poplar/Vertex.hpp>

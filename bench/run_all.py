@@ -20,9 +20,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _common as C  # noqa: E402
 
-SCRIPTS = ["bench_copies.py", "bench_vertices.py", "bench_tut6.py", "bench_report.py", "bench_control.py", "bench_graph_build.py",
-           "bench_popops.py", "bench_poplin.py", "bench_plan_fidelity.py", "bench_popnn.py", "bench_replication.py", "bench_data_parallel.py",
-           "bench_gcl.py", "bench_scale_out.py", "bench_popart_resnet50.py"]
+SCRIPTS = ["bench_copies.py", "bench_vertices.py", "bench_tut6.py", "bench_report.py", "bench_control.py",
+           "bench_graph_build.py", "bench_popops.py", "bench_poplin.py", "bench_plan_fidelity.py", "bench_popnn.py",
+           "bench_replication.py", "bench_data_parallel.py", "bench_gcl.py", "bench_scale_out.py",
+           "bench_popart_resnet50.py"]
 
 
 def main(argv=None) -> int:

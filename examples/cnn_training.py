@@ -32,14 +32,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import popsim  # noqa: E402
-from popsim import FLOAT, poplin, popnn, popops  # noqa: E402
-from popsim.popops import expr as pe  # noqa: E402
-from popsim.program import Copy, Sequence  # noqa: E402
+import popsim
+from popsim import FLOAT, poplin, popnn, popops
+from popsim.popops import expr as pe
+from popsim.program import Copy, Sequence
 
-import data_parallel as dp  # noqa: E402
-import training_data  # noqa: E402
-from training_loop import Trainer, fit  # noqa: E402
+import data_parallel as dp
+import training_data
+from training_loop import Trainer, fit
 
 NUM_CLASSES = 10
 RELU, SOFTMAX = popnn.NonLinearityType.RELU, popnn.NonLinearityType.SOFTMAX

@@ -19,11 +19,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from popsim import FLOAT, poplin, popnn, popops  # noqa: E402
-from popsim.program import Sequence  # noqa: E402
+from popsim import FLOAT, poplin, popnn, popops
+from popsim.program import Sequence
 
-import training_data  # noqa: E402
-from training_loop import Trainer, fit  # noqa: E402
+import training_data
+from training_loop import Trainer, fit
 
 NUM_CLASSES = 10
 PARAMETERS = ("weights", "biases")

@@ -2,7 +2,7 @@
 DataFlow, PyStepIO, DeviceManager, SessionOptions, InferenceSession, TrainingSession with
 SGD). Every ONNX op runs as PopLibs ops on the tiles; the op table (op_table.py) says which ops and opsets. Loading
 needs the onnx package (``pip install 'popsim[onnx]'``); docs/onnx.md describes the layer."""
-from .builder import DEFAULT_OPSET as defaultAiOnnxOpset  # noqa: N812 - PopART's name
+from .builder import DEFAULT_OPSET as defaultAiOnnxOpset  # noqa: N811 - PopART's name
 from .builder import Builder
 from .autodiff import reservedGradientPrefix
 from .dataflow import AnchorReturnType, DataFlow, PyStepIO
@@ -50,6 +50,7 @@ defaultAiGraphcoreOpset = 1  # noqa: N816 - PopART's name
 __all__ = ["AnchorReturnType", "Builder", "ConstSGD", "DataFlow", "defaultAiGraphcoreOpset", "defaultAiOnnxOpset",
            "DeviceConnectionType", "DeviceInfo", "DeviceManager", "DeviceSelectionCriterion", "DeviceType",
            "getLogger", "getSupportedOperations", "InferenceSession", "OutOfMemoryException", "Patterns",
-           "PatternsLevel", "popart_exception", "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "RecomputationType", "RecomputeType", "ReductionType",
+           "PatternsLevel", "popart_exception", "PyStepIO", "PyStepIOCallback", "PyWeightsIO", "RecomputationType",
+           "RecomputeType", "ReductionType",
            "reservedGradientPrefix", "SessionOptions", "SGD", "supported_ops", "SyncPattern", "SyntheticDataMode",
            "TensorInfo", "TrainingSession", "VirtualGraphMode"]

@@ -23,7 +23,7 @@ def signature(op_type: str, opset: int) -> list:
     onnx = onnx_module()
     try:
         schema = onnx.defs.get_schema(op_type, opset)
-    except Exception:   # an op the installed onnx does not define at this opset
+    except Exception:   # noqa: BLE001 - an op the installed onnx does not define at this opset
         return ["debugContext"]
     names = ["num_outputs"] if schema.min_output != schema.max_output else []
     attrs = {k: a for k, a in schema.attributes.items() if k not in LEFT_OUT}
@@ -95,7 +95,7 @@ class AiOnnx:
         """A Constant node holding ``value`` (a numpy array): PopART's aiOnnx.constant
         (``constant(value, "name")``, the opset 9/10 form, names it too)."""
         if isinstance(is_value_sparse, str):
-            is_value_sparse, debugContext = False, is_value_sparse
+            is_value_sparse, debugContext = False, is_value_sparse  # noqa: N806 - PopART's name (the argument)
         if is_value_sparse:
             raise popart_exception("aiOnnx.constant: sparse values are not supported by popsim.popart; pass a dense "
                                    "numpy array with is_value_sparse=False")

@@ -41,8 +41,8 @@ class Autodiff:
         self.keep = set(keep)      # tensors whose own gradients are wanted (anchored): never fused away
         self.requires = self._requiring()
         if loss not in self.requires:
-            raise popart_exception(f"TrainingSession: the loss {loss!r} does not depend on any trainable weight (float32 "
-                                   f"initializer) of the model; the weights are {sorted(self.weights)}")
+            raise popart_exception(f"TrainingSession: the loss {loss!r} does not depend on any trainable weight "
+                                   f"(float32 initializer) of the model; the weights are {sorted(self.weights)}")
         self.nodes = self._path()
 
     def _requiring(self) -> set:
@@ -62,9 +62,9 @@ class Autodiff:
             if not any(i in self.requires for i in node.inputs if i):
                 continue
             if grad_rule(node.op_type) is None:
-                raise popart_exception(f"TrainingSession: node {node.name!r} ({node.op_type}) lies between a weight and "
-                                       f"the loss {self.loss!r}, and popsim.popart has no gradient for {node.op_type} "
-                                       f"yet; differentiable ops: {', '.join(differentiable_ops())}")
+                raise popart_exception(f"TrainingSession: node {node.name!r} ({node.op_type}) lies between a weight "
+                                       f"and the loss {self.loss!r}, and popsim.popart has no gradient for "
+                                       f"{node.op_type} yet; differentiable ops: {', '.join(differentiable_ops())}")
             needed.update(i for i in node.inputs if i in self.requires)
             nodes.append(node)
         return nodes[::-1]
@@ -74,7 +74,7 @@ class Autodiff:
         at once: the producer's only output read by the consumer alone (as its input 0),
         its gradient not anchored, its input taking a gradient."""
         producers = {o: n for n in self.nodes for o in n.outputs if o}
-        readers = {}
+        readers: dict = {}
         for n in self.model.nodes:
             for i in n.inputs:
                 readers[i] = readers.get(i, 0) + 1

@@ -78,7 +78,7 @@ class Builder(NodeAttributes, BuilderExtras):
         """``addInputTensor(TensorInfo, debugContext="")`` or ``addInputTensor("FLOAT", shape, debugContext="")``."""
         onnx = onnx_module()
         if isinstance(tensorInfo, TensorInfo):
-            info, debugContext = tensorInfo, shapeOrDebugContext or debugContext
+            info, debugContext = tensorInfo, shapeOrDebugContext or debugContext  # noqa: N806 - PopART's name (the argument)
         else:
             info = TensorInfo(tensorInfo, shapeOrDebugContext)
         tid = self._new_id(str(debugContext) or "input")
@@ -113,8 +113,8 @@ class Builder(NodeAttributes, BuilderExtras):
     # -- the model -------------------------------------------------------------------------------
     def _proto(self):
         onnx = onnx_module()
-        graph = onnx.helper.make_graph(self._nodes, getattr(self, "_graph_name", "popart_builder"), self._inputs, self._outputs,
-                                       self._initializers)
+        graph = onnx.helper.make_graph(self._nodes, getattr(self, "_graph_name", "popart_builder"), self._inputs,
+                                       self._outputs, self._initializers)
         opsets = [onnx.helper.make_opsetid("", self._opset)]
         if any(n.domain == "ai.graphcore" for n in self._nodes):
             opsets.append(onnx.helper.make_opsetid("ai.graphcore", 1))

@@ -25,7 +25,7 @@ class AnchorReturnType:
             raise popart_exception(f"AnchorReturnType('EVERYN', N): N must be a positive int, found {returnPeriod!r}")
         self._kind, self._period = kind, int(returnPeriod) if returnPeriod is not None else 1
 
-    def id(self) -> str:  # noqa: A003 - PopART's name
+    def id(self) -> str:  # PopART's name
         return self._kind
 
     def rp(self) -> int:

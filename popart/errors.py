@@ -10,15 +10,15 @@ def onnx_module():
     """The onnx package, or a popart_exception saying how to install it."""
     try:
         import onnx
-        import onnx.numpy_helper  # noqa: F401 - used through onnx.numpy_helper
-        import onnx.shape_inference  # noqa: F401
+        import onnx.numpy_helper  # used through onnx.numpy_helper
+        import onnx.shape_inference
     except ImportError as e:  # pragma: no cover - exercised where onnx is absent
         raise popart_exception("popsim.popart needs the onnx package to load and build ONNX models: "
                                "pip install 'popsim[onnx]' (or pip install onnx)") from e
     return onnx
 
 
-class OutOfMemoryException(popart_exception):  # noqa: N818 - PopART's name
+class OutOfMemoryException(popart_exception):  # PopART's name
     """prepareDevice's error when the model does not fit in tile memory: the message names
     the fullest tiles; ``getSummaryReport()`` is the profile summary of the graph that did
     not fit, ``report`` the popsim Report (its memory section has every tile), made from the
@@ -56,7 +56,7 @@ def out_of_memory(report, what: str, profile_path: str = "") -> OutOfMemoryExcep
     mem = report.memory
     over, limit = mem.figures().out_of_memory, mem.bytes_per_tile
     worst = ", ".join(f"tile {t} {b:,} bytes ({100.0 * b / limit:.0f}%)" for t, b in fullest_tiles(report))
-    largest = next((e["tensors"] for e in mem.largest if e.get("tensors")), [])
+    largest: list = next((e["tensors"] for e in mem.largest if e.get("tensors")), [])
     held = ", ".join(f"{name!r} ({int(b):,} bytes)" for name, b in largest[:3])
     return OutOfMemoryException(
         f"{what}: out of memory: {len(over):,} of {len(mem.figures().tiles):,} tile(s) need more than their "

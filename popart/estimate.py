@@ -1,12 +1,12 @@
 """``python -m popsim.popart estimate MODEL.onnx --batch N``: would an ONNX model fit the
 modelled IPU at that batch size, and how fast would it run? The model is rebatched, built
 through an InferenceSession (or, with ``train``, a TrainingSession of an added L1 loss; a
-progress bar per node on a terminal), and, when it fits, one step is run on zeros: memory per tile comes from the report's memory layout, cycles per
-step from the engine's clock, the costliest ops from the report's steps (PopLibs ops are
-named after the ONNX node), and the HTML report is written beside. On several IPUs
-(``ipus``) the model is sharded as PopART's ``virtualGraphMode = Auto`` shards it
-(popart/auto_virtual_graph.py), optionally pipelined, and memory and busy cycles are also
-given per IPU."""
+progress bar per node on a terminal), and, when it fits, one step is run on zeros: memory
+per tile comes from the report's memory layout, cycles per step from the engine's clock,
+the costliest ops from the report's steps (PopLibs ops are named after the ONNX node), and
+the HTML report is written beside. On several IPUs (``ipus``) the model is sharded as
+PopART's ``virtualGraphMode = Auto`` shards it (popart/auto_virtual_graph.py), optionally
+pipelined, and memory and busy cycles are also given per IPU."""
 import os
 import shutil
 import tempfile
@@ -16,7 +16,6 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-import popsim
 from popsim import progress as popsim_progress
 
 from .dataflow import AnchorReturnType, DataFlow, PyStepIO, step_shape
@@ -148,7 +147,7 @@ def rebatch(proto, batch: int):
         _fix_reshapes(proto, old_batch)
     try:
         return onnx.shape_inference.infer_shapes(proto, strict_mode=True)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever onnx's inference raises, said as PopART's error
         raise popart_exception(f"estimate: the model cannot be rebatched from {old_batch} to {batch}: shape "
                                f"inference fails at the new batch ({str(e).strip().splitlines()[-1]}); export it "
                                "with a dynamic batch dimension or at the batch wanted") from None

@@ -35,7 +35,8 @@ def is_float8(dtype) -> bool:
     return name_of(dtype) is not None
 
 
-_MADE = weakref.WeakKeyDictionary()   # graph -> {ONNX name: its metadata tensor}
+# graph -> {ONNX name: its metadata tensor}
+_MADE: "weakref.WeakKeyDictionary[popsim.Graph, dict]" = weakref.WeakKeyDictionary()
 
 
 def metadata(graph, name: str):

@@ -64,7 +64,8 @@ class AiGraphcore:
         """Negative log likelihood of ``[probs, label]``: -log(probs[..., label]) per sample
         (``inputIsLogProbability``: -probs[..., label]); samples labelled ``ignoreIndex``
         count zero (and are left out of the Mean)."""
-        attrs = {"reduction": _reduction(reduction, "nllloss"), "inputIsLogProbability": int(bool(inputIsLogProbability))}
+        attrs = {"reduction": _reduction(reduction, "nllloss"),
+                 "inputIsLogProbability": int(bool(inputIsLogProbability))}
         if ignoreIndex is not None:
             attrs["ignoreIndex"] = int(ignoreIndex)
         return self._add("Nll", args, attrs, debugContext, 2, "nllloss")

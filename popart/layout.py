@@ -27,7 +27,8 @@ def _first_reader(model, tid):
     return None, None
 
 
-_NEXT_TILE = weakref.WeakKeyDictionary()   # graph -> where its next linear mapping starts
+# graph -> where its next linear mapping starts
+_NEXT_TILE: "weakref.WeakKeyDictionary[popsim.Graph, int]" = weakref.WeakKeyDictionary()
 
 
 def map_linearly(graph, t) -> None:

@@ -107,8 +107,8 @@ class Lowering:
         if laid_out is not None:
             self.graph.set_initial_value(*_in_memory_order(laid_out, array.astype(dtype.numpy)))
             return laid_out
-        c = self.graph.add_constant(UNSIGNED_CHAR if dtype == QUARTER else dtype, array.shape, array.astype(dtype.numpy),
-                                    name)
+        c = self.graph.add_constant(UNSIGNED_CHAR if dtype == QUARTER else dtype, array.shape,
+                                    array.astype(dtype.numpy), name)
         mapping, self._next_tile = poputil.calc_linear_tile_mapping_and_new_offset(self.graph, c, self._next_tile)
         self.graph.set_tile_mapping(c, mapping)
         if dtype == QUARTER:   # placed as its bytes, then copied into a QUARTER clone (PopART's way)

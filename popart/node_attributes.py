@@ -8,7 +8,7 @@ import numbers
 
 from .errors import onnx_module, popart_exception
 
-#: PopART's attribute names (popart/names.hpp: sVirtualGraphAttribute, sPipelineStageAttribute,
+#: PopART's attribute names (<popart/names.hpp>: sVirtualGraphAttribute, sPipelineStageAttribute,
 #: sAvailMemAttribute)
 VIRTUAL_GRAPH, PIPELINE_STAGE = "__ipu_number", "__pipeline_stage"
 AVAILABLE_MEMORY = "__available_memory_proportion"
@@ -49,7 +49,7 @@ class NodeAttributes:
 
     def _attribute_scopes(self) -> dict:
         if not hasattr(self, "_scopes"):
-            self._scopes = {}
+            self._scopes: dict = {}
         return self._scopes
 
     def scoped_attributes(self) -> dict:

@@ -165,7 +165,7 @@ def run_case(case: Case, tiles: int = TILES) -> Outcome:
                     return Outcome(case.name, "fail", f"output {n!r} differs (max abs error {err:.3g})")
     except popart_exception as e:
         return Outcome(case.name, "refused", _first_line(str(e)))
-    except Exception as e:  # a crash below the lowering is a failure, kept with its message
+    except Exception as e:  # noqa: BLE001 - a crash below the lowering is a failure, kept with its message
         return Outcome(case.name, "fail", f"{type(e).__name__}: {_first_line(str(e))}")
     return Outcome(case.name, "pass")
 

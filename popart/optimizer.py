@@ -139,7 +139,7 @@ class Update:
     def __init__(self, graph, optimizer: SGD, ipus=None):
         self.top, self.graph, self.optimizer = graph, graph, optimizer
         self.ipus, self.ipu = ipus or [], None   # virtual graphs: ``on(k)`` puts what follows on IPU k
-        self.tensors = {}   # (group: None or a weight id, factor, IPU) -> device scalar
+        self.tensors: dict = {}   # (group: None or a weight id, factor, IPU) -> device scalar
         self.device = not optimizer.all_const()
 
     def on(self, ipu):

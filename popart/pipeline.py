@@ -99,7 +99,7 @@ class Stages:
     def _copies(self) -> Sequence:
         prog = Sequence()
         for hop in sorted(self._hops, reverse=True):   # the farthest first: their sources are written by nearer hops
-            by_type = {}
+            by_type: dict = {}
             for src, dst in self._hops[hop]:
                 by_type.setdefault(src.dtype, []).append((src, dst))
             for pairs in by_type.values():

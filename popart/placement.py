@@ -3,8 +3,9 @@
 ``__ipu_number`` names (Builder.virtualGraph), with ``Auto`` on the IPU that
 popart/auto_virtual_graph.py gives it (over the device's IPUs per replica), and with
 ``enablePipelining`` in the pipeline stage its ``__pipeline_stage`` names
-(Builder.pipelineStage; the IPU number when no node has one). A replica spans ``ipus_per_replica`` IPUs (the highest IPU number + 1), so the device
-needs ``replicatedGraphCount x ipus_per_replica`` IPUs.
+(Builder.pipelineStage; the IPU number when no node has one). A replica spans
+``ipus_per_replica`` IPUs (the highest IPU number + 1), so the device needs
+``replicatedGraphCount x ipus_per_replica`` IPUs.
 
 A tensor a node reads from another IPU is first copied onto the node's IPU, into a clone
 laid out on the same tiles of that IPU (poputil's cloneToIpu, as PopART's IpuCopyOp does);

@@ -17,7 +17,8 @@ class AnchorBuffers:
     """The FIFO buffers of a step's anchors, and their copy into the host arrays after it."""
 
     def __init__(self, replicas: int):
-        self.replicas, self._pending = replicas, []
+        self.replicas = replicas
+        self._pending: list = []
 
     def buffer(self, out: np.ndarray, elements: int) -> np.ndarray:
         """What the anchor's FIFO writes: ``out`` itself with one replica, else

@@ -14,7 +14,7 @@ from popsim.program import Copy, Repeat, Sequence
 from . import float8
 from .dataflow import DataFlow, PyStepIO, anchor_problem, step_shape
 from .device import DeviceInfo
-from .errors import OutOfMemoryException, out_of_memory, popart_exception
+from .errors import out_of_memory, popart_exception
 from .layout import create_variable
 from .lowering import Lowering
 from .model import load, model_proto
@@ -40,7 +40,7 @@ STREAMED.update({"INT64": (INT, np.int64), "UINT64": (UNSIGNED_INT, np.uint64),
 
 class InferenceSession(HostWeights, SessionInfo):
     def __init__(self, fnModel, dataFlow, deviceInfo, inputShapeInfo=None, patterns=None,  # noqa: N803
-                 userOptions=None, name="inference"):
+                 userOptions=None, name="inference"):  # noqa: N803 - PopART's names
         if not isinstance(dataFlow, DataFlow):
             raise popart_exception(f"InferenceSession: dataFlow must be a popart.DataFlow, found "
                                    f"{type(dataFlow).__name__}")
@@ -113,7 +113,8 @@ class InferenceSession(HostWeights, SessionInfo):
         self._weights = {}
         for tid, array in m.initializers.items():
             if array.dtype in (np.float32, np.float16):   # FLOAT16 weights are HALF
-                t = create_variable(plan.graph_for(g, tid), m, tid, array.shape, cache, FLOAT if array.dtype == np.float32 else HALF)
+                t = create_variable(plan.graph_for(g, tid), m, tid, array.shape, cache,
+                                    FLOAT if array.dtype == np.float32 else HALF)
                 g.create_host_write(f"weight/{tid}", t)
                 g.create_host_read(f"weight/{tid}", t)
                 values[tid], self._weights[tid] = t, array

@@ -34,7 +34,7 @@ NOT_IN_TRAINING = ("globalReplicationFactor", "autoRecomputation", "explicitReco
 
 class TrainingSession(InferenceSession):
     def __init__(self, fnModel, dataFlow, loss, optimizer, deviceInfo, inputShapeInfo=None,  # noqa: N803
-                 patterns=None, userOptions=None, name="training"):
+                 patterns=None, userOptions=None, name="training"):  # noqa: N803 - PopART's names
         what = "TrainingSession"
         if not isinstance(dataFlow, DataFlow):
             raise popart_exception(f"{what}: dataFlow must be a popart.DataFlow, found {type(dataFlow).__name__}")
@@ -236,7 +236,7 @@ class TrainingSession(InferenceSession):
                     return stages.every_n(tid, autodiff.where[tid[len(GRADIENT_PREFIX):]])
                 return stages.every_n(tid)
         else:
-            at = grad_at = lambda tid: micro  # noqa: E731
+            at = grad_at = lambda tid: micro
             every_at = lambda tid: every_n  # noqa: E731 - after each micro-batch of every Nth batch
         self._weight_updates(g, lowering.values, grads, prologue, grad_at, update)
         self._running_statistics(lowering.values, at)

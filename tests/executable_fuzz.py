@@ -26,10 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import popsim  # noqa: E402
-from popsim.cachedir import store_verified  # noqa: E402
-from popsim.report.html import render_html  # noqa: E402
-from executable_sample import build, build_replicated, drive, drive_replicated  # noqa: E402
+import popsim
+from popsim.cachedir import store_verified
+from popsim.report.html import render_html
+from executable_sample import build, build_replicated, drive, drive_replicated
 
 # Values that probe the edges of whatever a number means.
 EDGES = [-(2 ** 63), -(2 ** 31), -2, -1, 0, 1, 2, 3, 7, 8, 255, 2 ** 16, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 40,

@@ -111,7 +111,7 @@ def test_an_unusable_cache_directory_still_compiles_and_runs(device, tmp_path, m
     result = drive(popsim.Engine(g, progs), device)
     assert result["y"].tolist() == [0.0, 1.0, 4.0]
     assert popsim.Engine(g, progs).get_report().compilation.from_cache  # the private cache works too
-    assert popsim_warnings.text.count("cannot be used") == 2  # one per directory: codelets/, executables/
+    assert popsim_warnings.text.count("cannot be used") == 2  # one per directory (codelets, executables)
 
 
 @pytest.mark.slow  # a whole pytest session in a new process

@@ -449,7 +449,8 @@ def test_arguments_of_the_wrong_kind_are_popsims_type_errors(device):
         engine.load(3)
     engine.load(device)
     for call, message in [(lambda: engine.run("0"), "program_index must be an integer"),
-                          (lambda: engine.write_tensor(["x"], [1, 2]), "write_tensor: a handle is a string, found list"),
+                          (lambda: engine.write_tensor(["x"], [1, 2]),
+                           "write_tensor: a handle is a string, found list"),
                           (lambda: engine.read_tensor(["x"]), "read_tensor: a handle is a string, found list"),
                           (lambda: engine.connect_stream(["s"], np.zeros(2)), "a stream handle is a string")]:
         with pytest.raises(popsim.TypeError, match=message):

@@ -220,7 +220,8 @@ def test_the_run_time_limit_stops_control_loops_and_vertex_loops_and_the_engine_
 
     device = popsim.IPUModel().create_device()
     graph = popsim.Graph(device)
-    flag, x, y = graph.add_constant(INT, [], 1, "flag"), graph.add_variable(INT, [], "x"), graph.add_variable(INT, [], "y")
+    flag = graph.add_constant(INT, [], 1, "flag")
+    x, y = graph.add_variable(INT, [], "x"), graph.add_variable(INT, [], "y")
     for t in (flag, x, y):
         graph.set_tile_mapping(t, 0)
     spin = graph.add_compute_set("spin")

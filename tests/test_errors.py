@@ -34,7 +34,7 @@ def test_type_error_is_a_popsim_error_and_a_type_error():
     assert issubclass(popsim.TypeError, popsim.PopsimError)
     assert issubclass(popsim.TypeError, builtins.TypeError) and popsim.TypeError is not builtins.TypeError
     names = {}
-    exec("from popsim import *", names)
+    exec("from popsim import *", names)  # noqa: S102 - a star import, as a user writes one
     assert "TypeError" not in names and "TypeError" not in popsim.__all__
 
 

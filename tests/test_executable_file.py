@@ -18,7 +18,7 @@ from popsim.lower.compute_sets import VertexTables
 from popsim.lower.layout import MemoryLayout
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from executable_sample import build, drive  # noqa: E402
+from executable_sample import build, drive
 
 pytestmark = pytest.mark.compiler
 NOT_SAVED = {(VertexTables, "vertex_types"), (MemoryLayout, "index")}

@@ -3,8 +3,9 @@ imports inside functions too (a loop hidden in a function is a loop all the same
 side needs the other, and neither can be read or tested first). What both sides of a loop
 need moves down a floor instead (or what needs both, up one), as program_parts.py did for
 program.py and program_tree.py, report/saved.py for the report's modules, and
-cpp.cpp_entry and translate.symbol_for for the codelet compilers and their prebuilt tier. Imports under ``if TYPE_CHECKING:`` are annotations only and do not
-count; nor does the package itself (``import popsim`` for the public names)."""
+cpp.cpp_entry and translate.symbol_for for the codelet compilers and their prebuilt tier.
+Imports under ``if TYPE_CHECKING:`` are annotations only and do not count; nor does the
+package itself (``import popsim`` for the public names)."""
 import ast
 import pathlib
 

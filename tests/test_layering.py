@@ -36,8 +36,9 @@ MODULE_LAYER = {
     "cachedir": "base", "zip_stream": "base", "heap": "base",
     "target": "target", "device": "target", "ipu_model": "target", "topology": "target",
     "dist": "target",  # which MPI process holds which replicas
-    "variables": "model", "tensor": "model", "id_slices": "model", "concat": "model", "runs": "model", "streams": "model", "graph": "model",
-    "program": "model", "program_parts": "model", "program_tree": "model", "quarter": "model", "graph_description": "model", "vertices": "model", "vertex_store": "model",
+    "variables": "model", "tensor": "model", "id_slices": "model", "concat": "model", "runs": "model",
+    "streams": "model", "graph": "model", "program": "model", "program_parts": "model", "program_tree": "model",
+    "quarter": "model", "graph_description": "model", "vertices": "model", "vertex_store": "model",
     "_vertex_build": "model",  # native/accel/vertex_build.cpp: add_vertex's common call in C
     "_first_fit": "lower",  # native/accel/first_fit.cpp: variable liveness's block placement in C
     "codelet": "codelet", "lower": "lower", "compilation": "lower",

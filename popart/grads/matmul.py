@@ -49,19 +49,19 @@ def gemm(ctx, node, inputs, outputs, grads):
     if not needed[0]:
         pass
     elif trans_a:
-        ga = poplin.mat_mul(ctx.graph, b_used, g.transpose(), ctx.prog, f"{node.name}/grad0", options=poplin_options(node),
-                            cache=ctx.cache)
+        ga = poplin.mat_mul(ctx.graph, b_used, g.transpose(), ctx.prog, f"{node.name}/grad0",
+                            options=poplin_options(node), cache=ctx.cache)
     else:
-        ga = poplin.mat_mul(ctx.graph, g, b_used.transpose(), ctx.prog, f"{node.name}/grad0", options=poplin_options(node),
-                            cache=ctx.cache)
+        ga = poplin.mat_mul(ctx.graph, g, b_used.transpose(), ctx.prog, f"{node.name}/grad0",
+                            options=poplin_options(node), cache=ctx.cache)
     if not needed[1]:
         pass
     elif trans_b:
-        gb = poplin.mat_mul(ctx.graph, g.transpose(), a_used, ctx.prog, f"{node.name}/grad1", options=poplin_options(node),
-                            cache=ctx.cache)
+        gb = poplin.mat_mul(ctx.graph, g.transpose(), a_used, ctx.prog, f"{node.name}/grad1",
+                            options=poplin_options(node), cache=ctx.cache)
     else:
-        gb = poplin.mat_mul(ctx.graph, a_used.transpose(), g, ctx.prog, f"{node.name}/grad1", options=poplin_options(node),
-                            cache=ctx.cache)
+        gb = poplin.mat_mul(ctx.graph, a_used.transpose(), g, ctx.prog, f"{node.name}/grad1",
+                            options=poplin_options(node), cache=ctx.cache)
     out = [ga, gb]
     if len(inputs) > 2 and inputs[2] is not None:
         if beta == 0.0:

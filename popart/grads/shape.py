@@ -101,7 +101,7 @@ def gather(ctx, node, inputs, outputs, grads):
         poputil.map_tensor_linearly(ctx.graph, c)
         offsets = c
     else:
-        offsets = popops.map(ctx.graph, pe.Cast(pe.select(pe._1 + n, pe._1, pe._1 < 0), UNSIGNED_INT), [indices.flatten()],
-                             ctx.prog, f"{node.name}/grad0/offsets").reshape((k, 1))
+        offsets = popops.map(ctx.graph, pe.Cast(pe.select(pe._1 + n, pe._1, pe._1 < 0), UNSIGNED_INT),
+                             [indices.flatten()], ctx.prog, f"{node.name}/grad0/offsets").reshape((k, 1))
     popops.multi_update_add(ctx.graph, table, g, offsets, 1.0, [0], [1], ctx.prog, f"{node.name}/grad0/add")
     return [z, None]

@@ -3,7 +3,8 @@ ReduceMax/ReduceMin/ReduceProd, ReduceSumSquare (SQUARE_ADD), ReduceL1/L2 and Re
 (a reduce and a popops unary op). ``keepdims`` is a view (Tensor.reshape). The axes are an
 attribute until the op moved them to a constant input (opset 13 for ReduceSum, 18 for the
 others); ArgMax/ArgMin onto popnn.arg_max/arg_min (INT indices: the IPU has no 64-bit
-integers, PopART runs int64 as int32). BOOL's max and min are LOGICAL_OR and LOGICAL_AND; ``noop_with_empty_axes`` with no axes gives the input itself."""
+integers, PopART runs int64 as int32). BOOL's max and min are LOGICAL_OR and LOGICAL_AND;
+``noop_with_empty_axes`` with no axes gives the input itself."""
 import numpy as np
 
 from popsim import BOOL, INT, popnn, popops
@@ -31,7 +32,8 @@ def _axes(ctx, node, inputs, rank, input_since):
     out = []
     for a in axes:
         if not -rank <= int(a) < rank:
-            raise popart_exception(f"node {node.name!r} ({node.op_type}): axis {int(a)} is out of range for rank {rank}")
+            raise popart_exception(f"node {node.name!r} ({node.op_type}): axis {int(a)} is out of range for rank "
+                                   f"{rank}")
         out.append(int(a) % rank)
     return sorted(set(out))
 

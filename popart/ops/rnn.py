@@ -196,7 +196,7 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
         rec_act, act = acts[d]
         if has_cell:
             params = popnn.lstm.LstmParams(dt, batch, steps, [n_in, hidden], act, rec_act)
-            U = popnn.lstm.BasicLstmCellUnit
+            U = popnn.lstm.BasicLstmCellUnit  # noqa: N806 - the gate enum, as popnn.lstm spells it
             params.cell_order = [U.INPUT_GATE, U.OUTPUT_GATE, U.FORGET_GATE, U.CANDIDATE]
             biases = popops.add(ctx.graph, two[0], two[1], ctx.prog, f"{name}/biases")
             state = popnn.lstm.LstmState(initial[0][d], initial[1][d])
@@ -211,7 +211,7 @@ def _rnn(ctx, node, inputs, gates, defaults, has_cell):
             cs.append(c)
         else:
             params = popnn.gru.GruParams(dt, batch, steps, [n_in, hidden], act, rec_act)
-            U = popnn.gru.BasicGruCellUnit
+            U = popnn.gru.BasicGruCellUnit  # noqa: N806 - the gate enum, as popnn.gru spells it
             params.cell_order = [U.UPDATE_GATE, U.RESET_GATE, U.CANDIDATE]
             params.reset_after = bool(int(node.attrs.get("linear_before_reset", 0)))
             biases = two.dim_shuffle([1, 0, 2]) if params.reset_after else \

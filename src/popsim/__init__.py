@@ -12,9 +12,9 @@ from .device import Device
 from .engine import Engine, compile_graph
 from .executable import Executable
 from .ipu_model import IPUModel
-from .errors import *  # noqa: F401,F403 - the error classes are part of the public API
+from .errors import *  # noqa: F403 - the error classes are part of the public API
 from .errors import __all__ as _error_names
-from .errors import TypeError  # noqa: A004 - popsim.TypeError; not in __all__, so a star import keeps the builtin
+from .errors import TypeError as TypeError  # noqa: A004 - popsim.TypeError; not in __all__, so a star import keeps the builtin
 from .graph import ComputeSet, Function, Graph, VariableMappingMethod
 from .program import (Abort, AbortOnCondition, Call, Copy, Execute, If, PrintTensor, Program, Repeat,
                       RepeatWhileFalse, RepeatWhileTrue, Sequence, Switch, Sync, SyncType, WriteUndef,
@@ -32,7 +32,8 @@ from .version import __version__  # noqa: F401 - the package version
 dist.start()  # one of several MPI processes: from here on, an uncaught exception ends them all
 
 __all__ = [
-    "dist", "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph", "VariableMappingMethod",
+    "dist", "program", "Device", "IPUModel", "Engine", "Executable", "compile_graph", "ComputeSet", "Function", "Graph",
+    "VariableMappingMethod",
     "Abort", "AbortOnCondition", "Call", "Copy", "Execute", "If", "PrintTensor", "Program", "Repeat",
     "RepeatWhileFalse", "RepeatWhileTrue", "Sequence", "Switch", "Sync", "SyncType", "WriteUndef", "CrossReplicaCopy",
     "Report", "open_report", "DataStream", "ReplicatedStreamMode", "StreamCallback", "RelativeSyncDelayType", "Target",

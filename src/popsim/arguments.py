@@ -29,7 +29,7 @@ def found(value, limit: int = 80) -> str:
     list of a million numbers passed by mistake must not make a million-number message)."""
     try:
         text = repr(plain(value))
-    except Exception:  # a user object whose __repr__ fails still gets its type named
+    except Exception:  # noqa: BLE001 - a user object whose __repr__ fails still gets its type named
         text = "<unprintable>"
     if len(text) > limit:
         text = text[:limit - 3] + "..."
@@ -89,7 +89,7 @@ def as_positive_float(value, what: str, error: Type[PopsimError] = PopsimError) 
 def replica_index(replica, replicas: int, what: str) -> int:
     """``replica`` as an int in 0..replicas-1: popsim.TypeError for a non-integer, popsim's
     IndexError naming the replicas that exist for one out of range (both PopsimErrors)."""
-    from .errors import IndexError
+    from .errors import IndexError  # noqa: A004 - popsim.IndexError, Poplar's name
     if isinstance(replica, (bool, np.bool_)) or not isinstance(replica, (int, np.integer)):
         raise errors.TypeError(f"{what}: replica must be an integer, found {found(replica)}")
     if not 0 <= replica < replicas:

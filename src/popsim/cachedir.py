@@ -126,7 +126,7 @@ def _stamp(path: Path) -> Tuple[int, int, int]:
     return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def store_verified(path: Path, data: bytes = None, source: Path = None) -> None:
+def store_verified(path: Path, data: Optional[bytes] = None, source: Optional[Path] = None) -> None:
     """Write ``data`` (or copy file ``source``) to ``path`` atomically, with its digest
     beside it. Concurrent writers of the same entry leave one whole entry."""
     path = Path(path)

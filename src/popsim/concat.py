@@ -2,7 +2,7 @@
 pieces continue one another in one variable; otherwise the result is an indexed view."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -66,7 +66,8 @@ def _try_join_strided(a: Tensor, b: Tensor, dim: int) -> Optional[Tensor]:
     return a._like(tuple(shape), a._offset, tuple(strides))
 
 
-def concat(tensors, second=None, dim: Optional[int] = None) -> Tensor:
+def concat(tensors: Union[Tensor, Sequence[Tensor]], second: Union[Tensor, int, None] = None,
+           dim: Optional[int] = None) -> Tensor:
     """Join tensors along ``dim`` (default 0); all other dimensions must match.
 
     Both of Poplar's forms: ``concat([a, b, c], dim)`` and ``concat(a, b, dim)``.

@@ -42,9 +42,9 @@ from typing import Dict, Tuple
 
 from . import _core
 
-__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT", "MAX_CALL_DEPTH", "COPY_RUN_LIMIT",
-           "MAX_TABLE_ELEMENTS", "MAX_TABLE_BYTES", "ErrorKind", "FaultPlace", "PeerOp",
-           "CATEGORIES", "CAT", "NUM_CATEGORIES", "ROW_WIDTHS", "COLUMNS", "EXEC_FIELDS", "EXEC_SIZE",
+__all__ = ["Op", "ScalarType", "SCALAR_TYPE_INFO", "Status", "FieldBase", "VERTEX_MULTI", "STATE_ALIGNMENT",
+           "MAX_CALL_DEPTH", "COPY_RUN_LIMIT", "MAX_TABLE_ELEMENTS", "MAX_TABLE_BYTES", "ErrorKind", "FaultPlace",
+           "PeerOp", "CATEGORIES", "CAT", "NUM_CATEGORIES", "ROW_WIDTHS", "COLUMNS", "EXEC_FIELDS", "EXEC_SIZE",
            "SPAN_FIELDS", "SPAN_SIZE", "ExecContext", "Span"]
 
 

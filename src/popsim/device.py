@@ -4,6 +4,7 @@ IPUModel itself lives in ipu_model.py."""
 from __future__ import annotations
 
 import itertools
+from typing import Mapping, Optional
 
 from .poplar_names import SnakeCaseNames
 from .target import Target
@@ -17,7 +18,7 @@ class Device(SnakeCaseNames):
     """Something an Engine loads onto. Get one from ``IPUModel(...).create_device()`` or
     ``Device.create_cpu_device()``."""
 
-    def __init__(self, target: Target, options=None):
+    def __init__(self, target: Target, options: Optional[Mapping[str, object]] = None):
         self.target = target
         self.options = dict(options or {})
         self.id = next(_device_ids)

@@ -6,12 +6,13 @@ they are made of. Initial values (set_initial_value data of tensors, constants'
 values) are data, not code: the digest covers which views have them and their types
 and shapes, not the values, so that a program whose weights change from run to run
 reuses its executable (the cache packs the graph's values on a hit:
-lower/initial_image.py). Vertex state values are covered (perf estimators read them). Tensor views are described by the elements they
-cover; compiled codelets by their library (whose name holds its content hash) and
-their fields; perf estimators by everything their code reaches (code_fingerprint.py);
-the target by every field that defines it; programs through the one description of
-each program kind (program.py's PARTS, walked by program_tree.py), the functions they
-Call included; popsim itself by the content of its own sources and native core.
+lower/initial_image.py). Vertex state values are covered (perf estimators read them).
+Tensor views are described by the elements they cover; compiled codelets by their library
+(whose name holds its content hash) and their fields; perf estimators by everything their
+code reaches (code_fingerprint.py); the target by every field that defines it; programs
+through the one description of each program kind (program.py's PARTS, walked by
+program_tree.py), the functions they Call included; popsim itself by the content of its
+own sources and native core.
 Anything else that changes what lowering produces must be added here.
 """
 from __future__ import annotations

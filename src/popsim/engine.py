@@ -18,9 +18,10 @@ import itertools
 import sys
 import weakref
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import config, errors
 from .contract import Status
@@ -29,7 +30,7 @@ from .engine_guard import UseGuard
 from .errors import (
     EngineStateError,
     GraphMemoryAllocationError,
-    IndexError,
+    IndexError,  # noqa: A004 - popsim.IndexError, Poplar's name
     PopsimError,
     StreamConnectionError,
     TensorIOError,
@@ -62,7 +63,8 @@ __all__ = ["Engine", "compile_graph"]
 _engine_numbers = itertools.count(1)
 
 
-def compile_graph(graph, programs: Union[Program, Sequence[Program]], options=None) -> Executable:
+def compile_graph(graph: Graph, programs: Union[Program, Sequence[Program]],
+                  options: Optional[Mapping[str, object]] = None) -> Executable:
     """Compile ``programs`` for ``graph`` into an Executable (no device needed); uses the
     executable cache when it is on. When the graph does not fit in tile memory this
     raises GraphMemoryAllocationError, after writing the report if the autoReport
@@ -105,7 +107,8 @@ class Engine(SnakeCaseNames):
     _auto_report: Optional[AutoReportFiles] = None
 
     def __init__(self, graph_or_executable: Union[Graph, Executable],
-                 programs: Union[Program, Sequence[Program], Dict[str, str], None] = None, options=None):
+                 programs: Union[Program, Sequence[Program], Dict[str, str], None] = None,
+                 options: Optional[Mapping[str, object]] = None):
         configure_logging()
         self._number = next(_engine_numbers)
         self._guard = UseGuard(f"engine #{self._number}")
@@ -194,7 +197,7 @@ class Engine(SnakeCaseNames):
     def __enter__(self) -> "Engine":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- loading and running ---------------------------------------------------------------------
@@ -374,13 +377,13 @@ class Engine(SnakeCaseNames):
         if replica is None and self._replicas > 1 and data.ndim >= 1 and shape[0] == r and \
                 (shape[1:] == tuple(h.shape) or (data.ndim == 2 and shape[1] == count)):
             return True
-        per = f" (or [{r}, {', '.join(map(str, h.shape))}]: one per replica{' it holds' if r < self._replicas else ''})" \
-            if self._replicas > 1 and replica is None else ""
+        per = (f" (or [{r}, {', '.join(map(str, h.shape))}]: one per replica"
+               f"{' it holds' if r < self._replicas else ''})") if self._replicas > 1 and replica is None else ""
         raise TensorIOError(f"{what} '{h.handle}': the tensor has shape {list(h.shape)} but the array has shape "
                             f"{list(data.shape)}; pass an array of shape {list(h.shape)}{per} (or 1-D with {count} "
                             "elements)")
 
-    def write_tensor(self, handle: str, data, replica: Optional[int] = None) -> None:
+    def write_tensor(self, handle: str, data: npt.ArrayLike, replica: Optional[int] = None) -> None:
         """Write ``data`` to the tensor of a host write handle: an array of the tensor's
         shape goes to every replica (or to ``replica`` only); an array of shape [R,
         *shape] gives replica r ``data[r]``."""
@@ -440,7 +443,7 @@ class Engine(SnakeCaseNames):
         one (broadcast, or R == 1)."""
         return 1 if s.broadcast else self._local
 
-    def connect_stream(self, handle: str, data) -> None:
+    def connect_stream(self, handle: str, data: np.ndarray) -> None:
         """Connect a FIFO stream to host memory. The array is used in place as a circular
         buffer of whole transfers: each Copy consumes (or fills) the next
         ``num_elements`` elements, wrapping at the end. With R > 1 replicas a stream that
@@ -528,7 +531,7 @@ class Engine(SnakeCaseNames):
         """What the graph holds and what the runs so far cost (see popsim.report)."""
         return build_report(self._exe, self._options.explicit, self.execution_profile())
 
-    def print_profile_summary(self, file=None, options: Optional[Dict[str, str]] = None) -> None:
+    def print_profile_summary(self, file: Optional[TextIO] = None, options: Optional[Dict[str, str]] = None) -> None:
         """Print the profile summary: Target, Graph, Memory Usage, Execution. Options:
         ``{"showExecutionSteps": "true"}`` lists every step."""
         (file or sys.stdout).write(self.get_report().summary(options))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import io
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Union
+from typing import BinaryIO, Dict, Mapping, Optional, Sequence, Union
 
 from . import config, errors
 from .cachedir import evict, is_verified, store_verified, usable_dir
@@ -79,7 +79,7 @@ class Executable:
         return any(path == "" for path, _ in self.lowered.vertices.codelets)
 
     # -- files ---------------------------------------------------------------------------------
-    def serialize(self, path_or_file) -> None:
+    def serialize(self, path_or_file: Union[str, Path, BinaryIO]) -> None:
         """Write the executable to a file path, or to a binary file object (Poplar's
         ``serialize(std::ostream&)``). It embeds its codelet libraries: whoever loads
         it runs them."""
@@ -96,7 +96,7 @@ class Executable:
                               f"{e.strerror or e}") from None
 
     @staticmethod
-    def deserialize(path_or_file) -> "Executable":
+    def deserialize(path_or_file: Union[str, Path, BinaryIO]) -> "Executable":
         """Read an executable written by ``serialize`` from a file path or a binary file
         object. The file's libraries run when an Engine is built from it: like pickle,
         load only files you trust. A malformed file raises PopsimError."""
@@ -113,7 +113,8 @@ def _cache_dir(options: EngineOptions) -> Optional[Path]:
     return usable_dir(Path(explicit).expanduser() / "executables") if explicit else None
 
 
-def compile_executable(graph, programs: Union[Program, Sequence[Program]], options=None) -> "Executable":
+def compile_executable(graph: Graph, programs: Union[Program, Sequence[Program]],
+                       options: Optional[Mapping[str, object]] = None) -> "Executable":
     """Compile ``programs`` for ``graph`` (no device needed): validate, lay out memory,
     lower programs and compute sets. Uses the executable cache when it is on.
 

@@ -4,9 +4,10 @@ their tiles from 0."""
 from __future__ import annotations
 
 import enum
-from typing import Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import errors
 from .arguments import as_int, as_size, found, plain
@@ -25,9 +26,12 @@ from . import views
 from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
 from .tensor import Tensor
-from .types import as_type, typed_array
+from .types import ShapeLike, TypeLike, as_type, typed_array
 from .variables import check_size
 from .vertices import ComputeSet, VertexBuilding, VertexRef, count_vertices_and_edges
+
+if TYPE_CHECKING:  # only for annotations
+    from .vertex_store import FieldRef
 
 __all__ = ["Graph", "VariableMappingMethod", "ComputeSet", "Function"]
 
@@ -38,6 +42,8 @@ class VariableMappingMethod(enum.Enum):
 
 
 GraphTarget = Union[Target, Device]
+#: a tile mapping as get_tile_mapping gives it: per tile, [begin, end) intervals of flat elements
+TileMapping = Sequence[Sequence[Tuple[int, int]]]
 
 
 class Graph(VertexBuilding, SnakeCaseNames):
@@ -139,7 +145,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
         out[ok] = lookup[physical[ok]]
         return out
 
-    def create_virtual_graph(self, lower_or_tiles, upper_tile: Optional[int] = None) -> "Graph":
+    def create_virtual_graph(self, lower_or_tiles: Union[int, Sequence[int]],
+                             upper_tile: Optional[int] = None) -> "Graph":
         """A graph over tiles [lower, upper) of this one (or over a list of its tiles),
         sharing its variables; tiles in the new graph are numbered from 0."""
         if upper_tile is None:
@@ -182,11 +189,11 @@ class Graph(VertexBuilding, SnakeCaseNames):
     def create_replicated_graph(self, replication_factor: int) -> "Graph":
         """Poplar's way to replicate a top-level graph; popsim builds the replicated graph
         directly (the same one replica's target and lowering)."""
-        raise PopsimError(f"create_replicated_graph({replication_factor!r}): popsim builds a replicated graph directly: "
-                          "write popsim.Graph(device, replication_factor=R) with R the total replication factor "
-                          "(its target is one replica of the device)")
+        raise PopsimError(f"create_replicated_graph({replication_factor!r}): popsim builds a replicated graph "
+                          "directly: write popsim.Graph(device, replication_factor=R) with R the total replication "
+                          "factor (its target is one replica of the device)")
 
-    def get_non_replicated_tensor(self, tensor) -> Tensor:
+    def get_non_replicated_tensor(self, tensor: Tensor) -> Tensor:
         """Poplar's view of a replicated tensor as one tensor of all replicas: not in popsim."""
         raise PopsimError("get_non_replicated_tensor: popsim keeps each replica's tensors apart and has no view "
                           "across replicas; read every replica's values with engine.read_tensor(handle) (shape "
@@ -219,7 +226,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
             raise TensorCreationError(f"{what}: shape {dims} has a negative size")
         return tuple(dims)
 
-    def add_variable(self, dtype, shape, name_or_mapping=None, name: Optional[str] = None,
+    def add_variable(self, dtype: TypeLike, shape: ShapeLike,
+                     name_or_mapping: Union[str, VariableMappingMethod, None] = None, name: Optional[str] = None,
                      mapping: Optional[VariableMappingMethod] = None, metadata: Optional[Tensor] = None) -> Tensor:
         """A new variable of ``dtype`` and ``shape``; map it with ``set_tile_mapping``, or pass
         ``mapping=VariableMappingMethod.LINEAR``. QUARTER needs ``metadata`` (popsim/quarter.py)."""
@@ -239,7 +247,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
             self.set_tile_mapping(tensor, self.linear_mapping(tensor))
         return tensor
 
-    def add_constant(self, dtype, shape, values, name: Optional[str] = None) -> Tensor:
+    def add_constant(self, dtype: TypeLike, shape: ShapeLike, values: npt.ArrayLike,
+                     name: Optional[str] = None) -> Tensor:
         """A constant of ``dtype`` and ``shape`` holding ``values`` (a scalar fills it)."""
         t = as_type(dtype)
         dims = self._shape_arg(shape, "add_constant")
@@ -260,7 +269,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
         self._state.replication_index.append(t)
         return t
 
-    def clone(self, tensor, name=None, dtype=None, metadata=None) -> Tensor:
+    def clone(self, tensor: Union[Tensor, TypeLike], name: Union[str, Tensor, None] = None,
+              dtype: Optional[TypeLike] = None, metadata: Optional[Tensor] = None) -> Tensor:
         """A new variable with the shape and tile mapping of ``tensor`` (any view), element
         by element, and its type, or ``dtype`` when given (PopLibs' clone(outType, t)), and
         ``metadata`` for QUARTER (``tensor``'s by default). Poplar's argument order works too."""
@@ -282,7 +292,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
             var.mapping.paint(*join_adjacent(pos, pos + pieces.length[mapped], tiles[mapped]))
         return out
 
-    def owns(self, tensor) -> bool:
+    def owns(self, tensor: object) -> bool:
         """True when ``tensor`` is a view of this graph's variables and constants (a graph
         and its virtual graphs share them); libraries built on popsim check their inputs
         with it before they map or connect them."""
@@ -295,7 +305,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
             raise TensorCreationError(f"{what}: tensor '{tensor.name}' belongs to a different graph")
 
     # -- tile mapping ---------------------------------------------------------------------------
-    def set_tile_mapping(self, target, tile_or_mapping) -> None:
+    def set_tile_mapping(self, target: Union[Tensor, VertexRef], tile_or_mapping: Union[int, TileMapping]) -> None:
         """Map every element of a tensor view to one tile, or by ``mapping[tile] = [(begin,
         end), ...]`` intervals of the view's flat elements; or place a vertex on a tile."""
         # Hot paths of graph building: a vertex, or a strided view, to one tile of a top-level graph
@@ -435,7 +445,8 @@ class Graph(VertexBuilding, SnakeCaseNames):
                 "require_complete=False")
         return tile_intervals(pieces, tiles, self._target.num_tiles)
 
-    def get_sorted_contiguous_regions(self, tensor: Tensor, regions) -> List[List[Tuple[int, int]]]:
+    def get_sorted_contiguous_regions(self, tensor: Tensor,
+                                      regions: Sequence[Tuple[int, int]]) -> List[List[Tuple[int, int]]]:
         """Poplar's getSortedContiguousRegions: ``regions`` ([begin, end) intervals of the
         view's flat elements, e.g. one tile's ``get_tile_mapping``) cut where consecutive
         view elements stop being consecutive in memory, and grouped into the view's
@@ -490,7 +501,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
                                    self._target.num_tiles, min_elements_per_tile, grain_size)
 
     # -- initial values ---------------------------------------------------------------------------
-    def set_initial_value(self, target, values) -> None:
+    def set_initial_value(self, target: Union[Tensor, FieldRef], values: npt.ArrayLike) -> None:
         """The contents a variable view has when the engine is loaded (or a vertex's
         plain state field)."""
         if not isinstance(target, Tensor):
@@ -519,7 +530,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         self._state.compute_sets.append(cs)
         return cs
 
-    def add_function(self, program, name: Optional[str] = None) -> Function:
+    def add_function(self, program: Program, name: Optional[str] = None) -> Function:
         """Outline ``program`` so that ``Call(function)`` runs it; its code exists once."""
         if not isinstance(program, Program):
             raise errors.TypeError(f"add_function: expected a Program, found {type(program).__name__}")
@@ -539,14 +550,15 @@ class Graph(VertexBuilding, SnakeCaseNames):
         self._state.streams[handle] = s
         return s
 
-    def add_host_to_device_fifo(self, handle: str, dtype, num_elements: int,
+    def add_host_to_device_fifo(self, handle: str, dtype: TypeLike, num_elements: int,
                                 replicated_mode: ReplicatedStreamMode = ReplicatedStreamMode.REPLICATE,
-                                options=None) -> DataStream:
+                                options: Optional[Mapping[str, object]] = None) -> DataStream:
         """A host-to-device FIFO; ``Copy(stream, tensor)`` pops ``num_elements`` elements."""
         return self._add_stream(handle, dtype, num_elements, StreamDirection.HOST_TO_DEVICE,
                                 replicated_mode=replicated_mode, options=options)
 
-    def add_device_to_host_fifo(self, handle: str, dtype, num_elements: int, options=None) -> DataStream:
+    def add_device_to_host_fifo(self, handle: str, dtype: TypeLike, num_elements: int,
+                                options: Optional[Mapping[str, object]] = None) -> DataStream:
         """A device-to-host FIFO; ``Copy(tensor, stream)`` pushes ``num_elements`` elements."""
         return self._add_stream(handle, dtype, num_elements, StreamDirection.DEVICE_TO_HOST, options=options)
 

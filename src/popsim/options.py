@@ -41,12 +41,12 @@ def _non_negative_int(v: str) -> bool:
     return v.isascii() and v.isdigit()
 
 
-def _spec(default: str, help: str = "", choices=None, check=None) -> OptionSpec:
-    return OptionSpec(default, tuple(choices) if choices else None, check, help)
+def _spec(default: str, help_text: str = "", choices=None, check=None) -> OptionSpec:
+    return OptionSpec(default, tuple(choices) if choices else None, check, help_text)
 
 
-def _flag(default: str, help: str = "") -> OptionSpec:
-    return _spec(default, help, _BOOL)
+def _flag(default: str, help_text: str = "") -> OptionSpec:
+    return _spec(default, help_text, _BOOL)
 
 
 OPTIONS: Dict[str, OptionSpec] = {
@@ -110,7 +110,9 @@ OPTIONS: Dict[str, OptionSpec] = {
     "popsim.cacheDir": _spec("", "directory for compiled codelets and cached executables"),
     "popsim.codeletMode": _spec("compiled", "compiled or interpreted Python vertices",
                                 choices=("compiled", "interpreted")),
-    "popsim.traceLength": _spec("10000", "rows recorded in the execution trace (one per IPU a step runs on, from the last reset)",
+    "popsim.traceLength": _spec("10000",
+                                "rows recorded in the execution trace (one per IPU a step runs on, "
+                                "from the last reset)",
                                 check=_non_negative_int),
     "popsim.runTimeout": OptionSpec("0", None, _non_negative_number,
                                     "seconds a run may take on the host before it is stopped with an "

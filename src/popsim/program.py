@@ -104,7 +104,7 @@ class Sequence(Program):
     __slots__ = ("programs",)
     PARTS = (Part("programs", _PROGRAMS),)
 
-    def __init__(self, *programs, debug_name: str = ""):
+    def __init__(self, *programs: Union[Program, List[Program], Tuple[Program, ...]], debug_name: str = ""):
         super().__init__(debug_name)
         if len(programs) == 1 and isinstance(programs[0], (list, tuple)):
             programs = tuple(programs[0])
@@ -218,7 +218,7 @@ class CrossReplicaCopy(Program):
     __slots__ = ("src", "dst", "replica_map")
     PARTS = (Part("src", _TENSOR), Part("dst", _TENSOR), Part("replica_map", _VALUE))
 
-    def __init__(self, src: Tensor, dst: Tensor, replica_map, debug_name: str = ""):
+    def __init__(self, src: Tensor, dst: Tensor, replica_map: Mapping[int, int], debug_name: str = ""):
         super().__init__(debug_name)
         Copy._check_tensors(src, dst, "CrossReplicaCopy")
         try:
@@ -386,10 +386,10 @@ class PrintTensor(Program):
     __slots__ = ("title", "tensor")
     PARTS = (Part("title", _VALUE), Part("tensor", _TENSOR))
 
-    def __init__(self, title_or_tensor, tensor: Optional[Tensor] = None, debug_name: str = ""):
+    def __init__(self, title_or_tensor: Union[str, Tensor], tensor: Optional[Tensor] = None, debug_name: str = ""):
         super().__init__(debug_name)
         if tensor is None:
-            tensor, title = title_or_tensor, None
+            tensor, title = title_or_tensor, None  # type: ignore[assignment]  # checked below
         else:
             title = title_or_tensor
         if not isinstance(tensor, Tensor):

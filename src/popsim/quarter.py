@@ -22,9 +22,14 @@ from QUARTER on the tiles (poplibs/popops/quarter_cast.py). Host arrays of a QUA
 from __future__ import annotations
 
 import enum
+from typing import TYPE_CHECKING
 
 from . import errors
 from .types import QUARTER, QUARTER_METADATA
+
+if TYPE_CHECKING:  # only for annotations: graph.py imports this module
+    from .graph import Graph
+    from .tensor import Tensor
 
 __all__ = ["QuarterMetadata", "create_constant_metadata_tensor"]
 
@@ -40,7 +45,7 @@ class QuarterMetadata:
 
     __slots__ = ("format", "scale")
 
-    def __init__(self, format, scale: int = 0):  # noqa: A002 - Poplar's name
+    def __init__(self, format: QuarterMetadata.Format, scale: int = 0):  # noqa: A002 - Poplar's name
         if not isinstance(format, QuarterMetadata.Format):
             raise errors.TypeError(f"QuarterMetadata: format must be QuarterMetadata.Format.F143 or F152, found "
                                    f"{format!r}")
@@ -69,7 +74,8 @@ class QuarterMetadata:
         return f"QuarterMetadata({self.format.name}, {self.scale})"
 
 
-def create_constant_metadata_tensor(graph, format, scale: int = 0, name: str = "quarterMetadata"):  # noqa: A002
+def create_constant_metadata_tensor(graph: Graph, format: QuarterMetadata.Format, scale: int = 0,  # noqa: A002
+                                    name: str = "quarterMetadata") -> Tensor:
     """A one-element QUARTER_METADATA constant on tile 0 holding ``format`` and ``scale``."""
     md = QuarterMetadata(format, scale)
     t = graph.add_constant(QUARTER_METADATA, (1,), md.binary, name)

@@ -6,7 +6,7 @@ from typing import Optional
 
 from .contract import ErrorKind, FaultPlace, Status
 from .reference.replicas import replicas_diverge_message
-from .errors import (ApplicationRuntimeError, ControlProgramError, EngineStateError, IndexError, PopsimError,
+from .errors import (ApplicationRuntimeError, ControlProgramError, EngineStateError, IndexError, PopsimError,  # noqa: A004 - popsim.IndexError, Poplar's name
                      StreamConnectionError)
 
 __all__ = ["run_error"]
@@ -83,6 +83,7 @@ def _vertex_error(err: dict, vt, tile_memory_bytes: int) -> PopsimError:
     if err["error_kind"] == ErrorKind.EXCEPTION:
         return ApplicationRuntimeError(f"{vt.describe(row)} threw a C++ exception (its message is on stderr)")
     if err["error_kind"] == ErrorKind.FAULT:
-        return ApplicationRuntimeError(f"{vt.describe(row)} crashed: {_fault(err, tile_memory_bytes)}. The run stopped there; the "
-                                       "engine stays usable (tile memory holds what the run wrote until then)")
+        return ApplicationRuntimeError(f"{vt.describe(row)} crashed: {_fault(err, tile_memory_bytes)}. The run stopped "
+                                       "there; the engine stays usable (tile memory holds what the run wrote until "
+                                       "then)")
     return ApplicationRuntimeError(f"{vt.describe(row)} returned false")

@@ -8,15 +8,15 @@ Either way the semantics are numpy's, applied to the array of element ids.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import errors, id_slices, views
 from .arguments import as_index, as_indices, found
-from .errors import IndexError, TensorCreationError
+from .errors import IndexError, TensorCreationError  # noqa: A004 - popsim.IndexError, Poplar's name
 from .poplar_names import SnakeCaseNames
-from .types import Type, as_type
+from .types import ShapeLike, Type, TypeLike, as_type
 from .variables import Variable, VariableInterval, VariableTable, var_regions
 
 __all__ = ["Tensor"]
@@ -34,10 +34,16 @@ class Tensor(SnakeCaseNames):
     or create state.
     """
 
-    # _run_cache: an indexed view's runs, computed once (views never change); strided
-    # views compute theirs from their strides and never set it
-    # _steps: a 1-D indexed view's step facts for slices (id_slices.py), set on first use
     __slots__ = ("_table", "_dtype", "_shape", "_var", "_offset", "_strides", "_ids", "_run_cache", "_steps")
+    _table: VariableTable  # the slots' types, for type checkers (the class gets no attributes)
+    _dtype: Type
+    _shape: Shape
+    _var: Optional[Variable]  # None in an indexed view
+    _offset: int
+    _strides: Shape
+    _ids: Optional[np.ndarray]  # None in a strided view
+    _run_cache: Optional[Tuple[np.ndarray, np.ndarray]]  # an indexed view's runs, computed once (never changed)
+    _steps: object  # a 1-D indexed view's step facts for slices (id_slices.py), set on first use
 
     def __init__(self):
         raise errors.TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
@@ -53,14 +59,9 @@ class Tensor(SnakeCaseNames):
     @classmethod
     def _indexed(cls, table: VariableTable, dtype: Type, ids: np.ndarray) -> "Tensor":
         t = object.__new__(cls)
-        t._table = table
-        t._dtype = dtype
+        t._table, t._dtype, t._ids = table, dtype, ids
         t._shape = tuple(int(n) for n in ids.shape)
-        t._var = None
-        t._offset = 0
-        t._strides = ()
-        t._ids = ids
-        t._run_cache = None
+        t._var, t._offset, t._strides, t._run_cache = None, 0, (), None
         return t
 
     def _like(self, shape: Shape, offset: int, strides: Shape) -> "Tensor":
@@ -132,7 +133,7 @@ class Tensor(SnakeCaseNames):
             raise errors.TypeError(f"len() of a rank-0 tensor ({self.name})")
         return self._shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         for i in range(len(self)):
             yield self[i]
 
@@ -199,7 +200,7 @@ class Tensor(SnakeCaseNames):
         return views.runs_overlap(self._runs(), other._runs())
 
     # -- indexing ---------------------------------------------------------------------------
-    def __getitem__(self, key) -> "Tensor":
+    def __getitem__(self, key: Any) -> "Tensor":  # numpy-style: ints, slices, lists, arrays
         """numpy basic indexing: integers (dropping a dimension), slices, ``...``, ``None``."""
         # Graph building indexes views hundreds of thousands of times: plain ints and slices of a
         # strided view are answered here; everything else, and every error, by _index_general,
@@ -283,7 +284,7 @@ class Tensor(SnakeCaseNames):
                              f"0..{rank - 1}" if rank else f"{op}: {self._describe()} has no dimensions")
         return dim
 
-    def slice(self, begin, end, dim: int = 0) -> "Tensor":
+    def slice(self, begin: Union[int, Sequence[int]], end: Union[int, Sequence[int]], dim: int = 0) -> "Tensor":
         """Elements [begin, end) along ``dim``, keeping the rank; or, with lists,
         the box ``[begin[d], end[d])`` in every dimension d."""
         if type(begin) is int and type(end) is int and type(dim) is int and self._ids is None:
@@ -351,7 +352,7 @@ class Tensor(SnakeCaseNames):
         return [self.slice(b, e, dim) for b, e in pairs]
 
     # -- shape transforms -------------------------------------------------------------------
-    def reshape(self, shape) -> "Tensor":
+    def reshape(self, shape: ShapeLike) -> "Tensor":
         """The same elements, in row-major order, with a new shape (one entry may be -1)."""
         if self._ids is None and (type(shape) is list or type(shape) is tuple):
             view = self._reshape_contiguous(shape)  # the common case, without numpy
@@ -560,7 +561,7 @@ class Tensor(SnakeCaseNames):
         key[dim] = slice(None, None, stride)
         return self[tuple(key)]
 
-    def reinterpret(self, dtype) -> "Tensor":
+    def reinterpret(self, dtype: TypeLike) -> "Tensor":
         """The same elements viewed as another type of the same size."""
         new = as_type(dtype)
         if new.name == "QUARTER" and self._dtype != new:
@@ -591,8 +592,7 @@ def _strided_view(table: VariableTable, var: Variable, dtype: Type, shape: Shape
     t._dtype = dtype
     t._shape = shape
     t._var = var
-    t._offset = offset
-    t._strides = strides
+    t._offset, t._strides = offset, strides
     t._ids = None
     return t
 

@@ -1,7 +1,10 @@
 """Element types: Poplar's type constants, with their device size and numpy dtype."""
 from __future__ import annotations
 
+from typing import Iterable, SupportsIndex, Union
+
 import numpy as np
+import numpy.typing as npt
 
 from . import errors
 from .contract import ScalarType
@@ -10,6 +13,12 @@ __all__ = [
     "Type", "as_type", "BOOL", "CHAR", "UNSIGNED_CHAR", "SIGNED_CHAR", "SHORT", "UNSIGNED_SHORT",
     "INT", "UNSIGNED_INT", "LONGLONG", "UNSIGNED_LONGLONG", "HALF", "FLOAT", "QUARTER", "QUARTER_METADATA",
 ]
+
+#: What the API takes as an element type (as_type): a Type, its name or C++ spelling, a
+#: numpy dtype, or float/int/bool.
+TypeLike = Union["Type", str, type, np.dtype]
+#: What the API takes as a shape: a size, or a sequence of sizes (ints or numpy integers).
+ShapeLike = Union[SupportsIndex, Iterable[SupportsIndex]]
 
 
 class Type:
@@ -24,7 +33,7 @@ class Type:
 
     __slots__ = ("name", "cpp", "size", "numpy", "code", "opaque")
 
-    def __init__(self, name: str, cpp: str, numpy_dtype, code: ScalarType, opaque: bool = False):
+    def __init__(self, name: str, cpp: str, numpy_dtype: npt.DTypeLike, code: ScalarType, opaque: bool = False):
         self.name = name
         self.cpp = cpp
         self.numpy = np.dtype(numpy_dtype)
@@ -77,7 +86,7 @@ _BY_DTYPE = {t.numpy: t for t in reversed(ALL_TYPES) if not t.opaque}
 _BY_PYTHON = {float: FLOAT, int: INT, bool: BOOL}
 
 
-def as_type(t) -> Type:
+def as_type(t: object) -> Type:
     """Accept a popsim Type, a Type name ("FLOAT", "float"), its C++ spelling ("unsigned
     int"), a numpy dtype, or float/int/bool; anything else is a popsim.TypeError."""
     if isinstance(t, Type):

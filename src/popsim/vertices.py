@@ -12,7 +12,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Mapping
 from sys import getrefcount
-from typing import Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from .variables import Variable
 from .vertex_store import (WRITING, ComputeSet, EdgeList, FieldRef, VertexRef, build_plan,
                            count_vertices_and_edges, edge_record, positions, shared_int, shared_values)
 from ._vertex_build import configure as _configure_lean_path, lean_add_vertex
+
+if TYPE_CHECKING:  # only for annotations
+    from .graph_description import GraphDescription
 
 _configure_lean_path(Tensor, Variable, ComputeSet, VertexRef)
 
@@ -176,7 +179,7 @@ def _vector_state_plan(vt: VertexType) -> Dict[str, tuple]:
 class VertexBuilding:
     """The vertex half of Graph's API (mixed into Graph)."""
 
-    _state: object
+    _state: GraphDescription
 
     # -- codelets ----------------------------------------------------------------------------
     @property

@@ -442,7 +442,7 @@ class Ranges(Vertex):
             n += 1
             i = 1000                          # does not change the iteration
         k = -1
-        for k in range(3):  # noqa: B007 - its last value is used after the loop
+        for k in range(3):  # its last value is used after the loop
             pass
         for j in range(10, 0, -3):
             n += j * 100

@@ -372,7 +372,8 @@ def test_cstdint_fields(templates):
     assert int(total[0]) == sum(int(v[0]) for v in values) % (1 << 64)
 
 
-@pytest.mark.parametrize("name,dtype,sign", [("ns::Scale<float>", np.float32, 1), ("ns::Scale<float,true>", np.float32, -1),
+@pytest.mark.parametrize("name,dtype,sign", [("ns::Scale<float>", np.float32, 1),
+                                              ("ns::Scale<float,true>", np.float32, -1),
                                               ("ns::Scale<half>", np.float16, 1)])
 def test_namespaced_multivertex_templates(templates, name, dtype, sign):
     data = np.arange(1, 14).astype(dtype)
@@ -455,7 +456,8 @@ def test_half_conversion_from_double_and_int(halves):
 def test_half_arithmetic_matches_numpy_float16(halves):
     rng = np.random.default_rng(3)
     n = 4000
-    a = rng.integers(0, 0x7C00, n, dtype=np.uint16).view(np.float16) * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float16)
+    a = (rng.integers(0, 0x7C00, n, dtype=np.uint16).view(np.float16)
+         * np.where(rng.random(n) < 0.5, -1, 1).astype(np.float16))
     b = rng.integers(1, 0x7C00, n, dtype=np.uint16).view(np.float16)
     a[:4], b[:4] = np.float16([1.0, 2.0, 0.5, -3.0]), np.float16([1.0, 1.0, 0.25, 0.75])
     outs = [zeros(n, np.float16) for _ in range(7)]

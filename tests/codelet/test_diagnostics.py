@@ -40,7 +40,8 @@ def test_a_real_error_comes_before_warnings_that_werror_made_errors():
 
 def test_only_warnings_turned_errors_show_the_first_of_them():
     with pytest.raises(popsim.CodeletCompileError) as info:
-        compiler.compile_library({"only_warnings.c": "static int f(void) { int x; return 0; }\nint g(void) { return 1; }\n"},
+        compiler.compile_library({"only_warnings.c": "static int f(void) { int x; return 0; }\n"
+                                                     "int g(void) { return 1; }\n"},
                                  "c", flags=["-Wall", "-Werror"])
     first, source = head_of(info)[:2]
     assert first.startswith("the codelet did not compile: only_warnings.c:1: ") and "-Werror" in first

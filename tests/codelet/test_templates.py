@@ -313,7 +313,7 @@ def test_cpp_templates_run_under_poplibs_names(small_device):
 # ---- constant conditions --------------------------------------------------------------------------
 @popsim.vertex_template("test::Affine", terms=[1, 2])
 def Affine(terms):
-    TERMS = terms  # noqa: N806 - a constant of compute
+    TERMS = terms  # a constant of compute
 
     class Affine(Vertex):
         x: InOut[Vector[FLOAT]]

@@ -333,7 +333,8 @@ def test_vertex_returning_false_and_index_error(device, make_graph):
                                                              r"'checks' returned false"):
         e.run(0)
     with pytest.raises(popsim.IndexError, match=r"compute set 'oob', vertex #0 on tile 6: vertex type 'Oob': index 5 "
-                                                r"is out of range for field 'v' of size 3 .* at line 7 of abi_vertices.c"):
+                                                r"is out of range for field 'v' of size 3 .* "
+                                                r"at line 7 of abi_vertices.c"):
         e.run(1)
     e.write_tensor("flag", np.array([0], np.int32))
     e.run(0)  # usable again

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import popsim
-from popsim import FLOAT
 from popsim.program import Copy, CrossReplicaCopy, Sequence
 from popsim.topology import IpuLinkTopology
 

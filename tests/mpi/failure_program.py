@@ -95,7 +95,7 @@ def main(mode: str, out_dir: str, replicas: int) -> None:
             try:
                 engine.run(0)
                 print(f"{run} ok {engine.read_tensor('y').reshape(-1).tolist()}", file=log)
-            except Exception as e:  # what each process sees
+            except Exception as e:  # noqa: BLE001 - what each process sees
                 print(f"{run} {type(e).__name__}: {e}".replace("\n", " "), file=log)
     print("done", file=log)
 

@@ -20,7 +20,7 @@ import popsim
 from popsim import FLOAT, INT, UNSIGNED_INT, gcl, popops, poprand
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from graph_helpers import Spin  # noqa: E402 - the tests' helpers, one folder up
+from graph_helpers import Spin  # the tests' helpers, one folder up
 from popsim.program import Copy, CrossReplicaCopy, Execute, PrintTensor, Repeat, RepeatWhileTrue, Sequence
 
 TILES = 4

@@ -8,9 +8,9 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper
 
-from popsim import popart  # noqa: E402
+from popsim import popart
 
 W = np.arange(6, dtype=np.float32).reshape(3, 2)
 

@@ -9,7 +9,7 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from popsim import popart  # noqa: E402
+from popsim import popart
 
 ROWS, COLS, CLASSES = 4, 4, 10
 
@@ -21,7 +21,7 @@ def create_model(batch_size):
     input_shape = popart.TensorInfo("FLOAT", [batch_size, ROWS * COLS])
     x = builder.addInputTensor(input_shape)
     init_weights = np.random.normal(0, 1, [ROWS * COLS, CLASSES]).astype(np.float32)
-    W = builder.addInitializedInputTensor(init_weights)  # noqa: N806 - the tutorial's name
+    W = builder.addInitializedInputTensor(init_weights)  # the tutorial's name
     y = builder.aiOnnx.matmul([x, W])
     init_biases = np.random.normal(0, 1, [CLASSES]).astype(np.float32)
     b = builder.addInitializedInputTensor(init_biases)
@@ -46,8 +46,8 @@ def test_mnist_tutorial_port_trains_and_validates_like_numpy(tmp_path):
     assert (data_in, w_id, b_id, labels_in) == ("input", "init_input", "init_input/1", "input/1")   # PopART's ids
     assert output == "Add:0"
     anchor_desc = {output: popart.AnchorReturnType("ALL"), loss: popart.AnchorReturnType("ALL")}
-    dataFlow = popart.DataFlow(batches_per_step, anchor_desc)  # noqa: N806
-    userOpts = popart.SessionOptions()  # noqa: N806
+    dataFlow = popart.DataFlow(batches_per_step, anchor_desc)
+    userOpts = popart.SessionOptions()
     userOpts.constantWeights = False
     options = {"compileIPUCode": True, "numIPUs": 1, "tilesPerIPU": 16}
     with popart.DeviceManager().createIpuModelDevice(options) as device:

@@ -9,14 +9,14 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-import onnx  # noqa: E402
-from onnx import helper  # noqa: E402
+import onnx
+from onnx import helper
 
-from popsim import popart  # noqa: E402
-from popsim.popart.__main__ import main  # noqa: E402
-from popsim.popart.auto_virtual_graph import auto_split, split_points  # noqa: E402
-from popsim.popart.estimate import estimate  # noqa: E402
-from popsim.popart.model import load  # noqa: E402
+from popsim import popart
+from popsim.popart.__main__ import main
+from popsim.popart.auto_virtual_graph import auto_split, split_points
+from popsim.popart.estimate import estimate
+from popsim.popart.model import load
 
 TILES = 4
 FLOAT = onnx.TensorProto.FLOAT

@@ -6,10 +6,10 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-import onnx  # noqa: E402
-from onnx_models import check_against_reference, run_session, single_node_model  # noqa: E402
+import onnx
+from onnx_models import check_against_reference, run_session, single_node_model
 
-from popsim import popart  # noqa: E402
+from popsim import popart
 
 
 def _f(rng, *shape):

@@ -11,11 +11,11 @@ import pytest
 from onnx_models import NO_ONNX
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "poplibs" / "poprand"))
-import poprand_reference as R  # noqa: E402 - poprand's host reference (Philox), independent of the codelets
+import poprand_reference as R  # poprand's host reference (Philox), independent of the codelets
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from popsim import popart  # noqa: E402
+from popsim import popart
 
 G = popart.reservedGradientPrefix()
 N = 2048

@@ -10,14 +10,14 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-import onnx  # noqa: E402
-import onnx.reference  # noqa: E402
-from onnx import helper  # noqa: E402
+import onnx
+import onnx.reference
+from onnx import helper
 
-from popsim import popart  # noqa: E402
-from popsim.popart.__main__ import main  # noqa: E402
-from popsim.popart.estimate import constants_as_weights, estimate, rebatch  # noqa: E402
-from popsim.popart.model import load  # noqa: E402
+from popsim import popart
+from popsim.popart.__main__ import main
+from popsim.popart.estimate import constants_as_weights, estimate, rebatch
+from popsim.popart.model import load
 
 FLOAT = onnx.TensorProto.FLOAT
 
@@ -171,7 +171,8 @@ def test_out_of_memory_is_judged_before_tile_memory_is_allocated(monkeypatch):
     for env in ({}, {"debug.allowOutOfMemory": "false"}):
         monkeypatch.setenv("POPSIM_ENGINE_OPTIONS", json.dumps(env))
         session = popart.InferenceSession(fnModel=_too_big().SerializeToString(), deviceInfo=popart.DeviceManager(
-            ).createIpuModelDevice({"tilesPerIPU": 2}), dataFlow=popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}))
+            ).createIpuModelDevice({"tilesPerIPU": 2}),
+            dataFlow=popart.DataFlow(1, {"y": popart.AnchorReturnType("ALL")}))
         with pytest.raises(popart.OutOfMemoryException, match=r"2 of 2 tile\(s\) need more") as info:
             session.prepareDevice()
         assert [t for t, _ in info.value.fullestTiles()] in ([0, 1], [1, 0])

@@ -7,9 +7,9 @@ import pytest
 
 from popsim import popart
 
-onnx = pytest.importorskip("onnx", reason="popsim.popart's model tests need the onnx package")
-import onnx.reference  # noqa: E402
-from onnx import helper  # noqa: E402
+pytest.importorskip("onnx", reason="popsim.popart's model tests need the onnx package")
+import onnx.reference
+from onnx import helper
 
 G = popart.reservedGradientPrefix()
 
@@ -59,8 +59,9 @@ def _session_grads(op_type, weights, consts, attrs, opset, r):
     loss = b.aiGraphcore.identityloss([b.aiOnnx.mul([y, rid])], popart.ReductionType.Sum)
     art = popart.AnchorReturnType("ALL")
     device = popart.DeviceManager().createIpuModelDevice({"numIPUs": 1, "tilesPerIPU": 4})
-    session = popart.TrainingSession(fnModel=b.getModelProto(), dataFlow=popart.DataFlow(1, {G + k: art for k in weights}),
-                                     loss=loss, optimizer=popart.ConstSGD(0.0), deviceInfo=device)
+    session = popart.TrainingSession(fnModel=b.getModelProto(),
+                                     dataFlow=popart.DataFlow(1, {G + k: art for k in weights}), loss=loss,
+                                     optimizer=popart.ConstSGD(0.0), deviceInfo=device)
     session.prepareDevice()
     session.weightsFromHost()
     anchors = session.initAnchorArrays()

@@ -8,7 +8,7 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from popsim import popart  # noqa: E402
+from popsim import popart
 
 TILES = 4
 Manual = popart.VirtualGraphMode.Manual

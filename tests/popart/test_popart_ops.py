@@ -6,7 +6,7 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from onnx_models import check_against_reference, run_session, single_node_model  # noqa: E402
+from onnx_models import check_against_reference, run_session, single_node_model
 
 
 def _f(rng, *shape):

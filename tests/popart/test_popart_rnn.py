@@ -125,7 +125,7 @@ def _onnx_lstm(x, w, r, b, p, h0, c0, clip=None):
     b [8H]; p [3H]), with ``clip`` bounding the gates' pre-activations (not the cell state)
     to [-clip, clip], as the operator's docs and onnxruntime place it: (Y, Y_h, Y_c)."""
     sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
-    bound = (lambda v: v) if clip is None else (lambda v: np.clip(v, -clip, clip))  # noqa: E731
+    bound = (lambda v: v) if clip is None else (lambda v: np.clip(v, -clip, clip))
     pi, po, pf = np.split(p, 3)
     h, c, ys = h0, c0, []
     for xt in x:

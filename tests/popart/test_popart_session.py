@@ -7,10 +7,10 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-import onnx  # noqa: E402
-from onnx_models import reference, run_session  # noqa: E402
+import onnx
+from onnx_models import reference, run_session
 
-from popsim import popart  # noqa: E402
+from popsim import popart
 
 
 def _mlp(rng, batch=4):
@@ -144,7 +144,8 @@ def test_wrong_step_inputs_are_refused(rng):
         session.run(popart.PyStepIO({x: good, "y": good}, anchors))
     with pytest.raises(popart.popart_exception, match=r"no array for input 'x'"):
         session.run(popart.PyStepIO({}, anchors))
-    with pytest.raises(popart.popart_exception, match=r"input 'x' is float32 \(4, 8\) \(32 elements\); expected float32 of 64 elements, shaped \(2, 4, 8\)"):
+    with pytest.raises(popart.popart_exception, match=r"input 'x' is float32 \(4, 8\) \(32 elements\); "
+                                                      r"expected float32 of 64 elements, shaped \(2, 4, 8\)"):
         session.run(popart.PyStepIO({x: good[0]}, anchors))
     with pytest.raises(popart.popart_exception, match=r"input 'x' is float64"):
         session.run(popart.PyStepIO({x: good.astype(np.float64)}, anchors))

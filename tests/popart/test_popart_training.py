@@ -68,7 +68,8 @@ def test_mlp_trains_as_numpy_sgd_with_momentum_and_weight_decay(rng):
     for step in range(2):
         if step == 1:   # a non-const learning rate changes from the host
             lr = 0.05
-            session.updateOptimizerFromHost(popart.SGD({"defaultLearningRate": (lr, False), "defaultMomentum": (mm, True),
+            session.updateOptimizerFromHost(popart.SGD({"defaultLearningRate": (lr, False),
+                                                        "defaultMomentum": (mm, True),
                                                         "defaultWeightDecay": (wd, True),
                                                         "defaultDampening": (dm, True)}))
         xs = rng.normal(size=(2, 4, 5)).astype(np.float32)

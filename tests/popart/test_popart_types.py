@@ -7,8 +7,8 @@ from onnx_models import NO_ONNX
 
 pytest.importorskip("onnx", reason=NO_ONNX)
 
-from onnx_models import run_session  # noqa: E402
-from popsim import popart  # noqa: E402
+from onnx_models import run_session
+from popsim import popart
 
 
 def test_a_float16_model_runs_in_half(rng):
@@ -85,7 +85,8 @@ def test_float16_conv_pool_and_lstm_against_the_reference(rng):
     inits = [onnx.numpy_helper.from_array(a, n) for a, n in ((w, "w"), (lw, "lw"), (lr, "lr"))] + \
         [onnx.numpy_helper.from_array(np.array([3, 3, 3], np.int64), "shape")]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", H, x.shape)],
-                              [helper.make_tensor_value_info("p", H, None), helper.make_tensor_value_info("y", H, None)],
+                              [helper.make_tensor_value_info("p", H, None),
+                               helper.make_tensor_value_info("y", H, None)],
                               inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
     got, _ = run_session(model, {"x": x})

@@ -412,7 +412,9 @@ window.addEventListener("load", function () {
   var zoomed = document.querySelector("#memory-plot .range").textContent;
   document.querySelectorAll(".controls button, button.link, table.sortable th").forEach(function (x) { x.click(); });
   var sel = document.getElementById("step-select");
-  for (var i = 0; i < sel.options.length; i++) { sel.value = sel.options[i].value; sel.dispatchEvent(new Event("change")); }
+  for (var i = 0; i < sel.options.length; i++) {
+    sel.value = sel.options[i].value; sel.dispatchEvent(new Event("change"));
+  }
   document.querySelectorAll("#steps-table tr.pick").forEach(function (x, k) { if (k < 5) x.click(); });
   document.body.setAttribute("data-tips", tipTexts.join(" | "));
   document.body.setAttribute("data-zoomed", zoomed);

@@ -24,6 +24,7 @@ import numpy as np
 from .fields import FieldKind
 from ..contract import ExecContext as Exec  # popsim_exec, laid out as the core exports it
 from ..contract import ErrorKind, Span
+from ..target import HARDWARE_WORKER_CONTEXTS
 
 __all__ = ["Span", "Exec", "run_compiled", "OK", "INDEX_ERROR", "EXCEPTION", "INTERRUPTED"]
 
@@ -51,7 +52,7 @@ def _span(arr: np.ndarray) -> Span:
     return Span(arr.ctypes.data, arr.size)
 
 
-def run_compiled(vertex_type, values, worker: int = 0, num_workers: int = 6,
+def run_compiled(vertex_type, values, worker: int = 0, num_workers: int = HARDWARE_WORKER_CONTEXTS,
                  interrupted: bool = False) -> Tuple[int, Exec]:
     """Bind ``values`` (one per field, declaration order) and run compute once (a
     MultiVertex: once per worker). ``interrupted`` runs it with the interrupt flag

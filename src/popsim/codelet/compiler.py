@@ -3,7 +3,7 @@
 A library is keyed by a hash of its sources, the language, the compiler's identity,
 the flags, popsim's version and the headers popsim ships; a second request for the same
 key is a cache hit that compiles nothing. The cache lives in POPSIM_CACHE_DIR (default
-``~/.cache/popsim``), under ``codelets/``. Each library is stored with its sha256 and
+``~/.cache/popsim``), in its ``codelets`` folder. Each library is stored with its sha256 and
 checked before use (popsim/cachedir.py): a truncated or replaced library is rebuilt.
 """
 from __future__ import annotations

@@ -96,10 +96,12 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
         private = [(n, m) for n, m in enumerate(members) if m.access != "public"]
         want_compute = vx.cls.compute_access not in (None, "public")
         for n, m in private:
-            out.append(f"namespace popsim {{ namespace glue {{ struct t{idx}_{n} {{ friend constexpr auto stolen(t{idx}_{n}); }}; }} }}")
+            out.append(f"namespace popsim {{ namespace glue {{ struct t{idx}_{n} "
+                       f"{{ friend constexpr auto stolen(t{idx}_{n}); }}; }} }}")
             out.append(f"template struct popsim::glue::steal<popsim::glue::t{idx}_{n}, &{scope}::{m.name}>;")
         if want_compute:
-            out.append(f"namespace popsim {{ namespace glue {{ struct t{idx}_c {{ friend constexpr auto stolen(t{idx}_c); }}; }} }}")
+            out.append(f"namespace popsim {{ namespace glue {{ struct t{idx}_c "
+                       f"{{ friend constexpr auto stolen(t{idx}_c); }}; }} }}")
             out.append(f"template struct popsim::glue::steal<popsim::glue::t{idx}_c, &{scope}::compute>;")
         out.append(f"namespace {g} {{\nusing V = {scope};")
         out.append('static_assert(alignof(V) <= alignof(std::max_align_t), "popsim: vertex state is allocated with '
@@ -118,7 +120,8 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
                 check = (f"popsim::glue::matches<decltype(f{n})>({KIND_CODES[spec.kind]}, {DIR_CODES[spec.direction]}, "
                          f"{DTYPE_ORDER.index(spec.dtype)}, {elem})")
             # one line, so that a failure is reported at the member's line
-            out += [f"#line {mline} {_cstr(mfile)}", f"constexpr auto f{n} = {ptr}; static_assert({check}, {_cstr(why)});"]
+            out += [f"#line {mline} {_cstr(mfile)}",
+                    f"constexpr auto f{n} = {ptr}; static_assert({check}, {_cstr(why)});"]
         call = (f"popsim::glue::call_member(v, w, stolen(popsim::glue::t{idx}_c{{}}))" if want_compute
                 else "popsim::glue::call(v, w)")
         binds = " ".join(f"popsim::glue::bind(v.*{g}::f{n}, fields[{n}]);" for n in range(len(specs)))
@@ -126,7 +129,8 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
         line = f"#line {cline} {_cstr(cfile)}"  # glue errors point at the class
         describe = " ".join(f"popsim::glue::describe({g}::f{n}, out + {5 * n});" for n in range(len(specs)))
         members = "".join(f", {g}::f{n}" for n in range(len(specs)))
-        locate = f"[](const {g}::V &v, const void *p) {{ (void)v; (void)p; return popsim::glue::field_at(v, p{members}); }}"
+        locate = (f"[](const {g}::V &v, const void *p) {{ (void)v; (void)p; "
+                  f"return popsim::glue::field_at(v, p{members}); }}")
         out += ["}", line,
                 f"POPSIM_EXPORT std::uint64_t {sym}_size(void) {{ return sizeof({g}::V); }}", line,
                 f"POPSIM_EXPORT void {sym}_describe(std::int32_t *out) {{ (void)out; {describe} }}", line,
@@ -342,7 +346,7 @@ def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool
 
     :param path: the .cpp file; its directory is on the include path.
     :param compile_flags: extra compiler flags, as popc would take them ("-DN=4 -O3").
-    :param checked: compile with bounds-checked field access (poplar/Vertex.hpp); None:
+    :param checked: compile with bounds-checked field access (include/poplar/Vertex.hpp); None:
         as POPSIM_CHECKED_CODELETS says. The checked build is a separate cached library.
     :raises CodeletCompileError: the compiler rejected the file (message: file, line,
         source line, then the compiler's output).

@@ -113,7 +113,8 @@ def _scalar(ty, what: str) -> T.Type:
     if isinstance(ty, CppType) and ty.args is None and ty.name in _SCALARS:
         return _SCALARS[ty.name]
     shown = ty.render() if isinstance(ty, CppType) else ty
-    if isinstance(ty, CppType) and not set(ty.name.split()) <= BUILTIN_WORDS and ty.name not in ("Vector", "VectorList"):
+    if (isinstance(ty, CppType) and not set(ty.name.split()) <= BUILTIN_WORDS
+            and ty.name not in ("Vector", "VectorList")):
         raise Unresolved(shown)
     hint = " (the IPU has no double: use float)" if shown in ("double", "long double") else ""
     raise ValueError(f"{what} '{shown}' is not a Poplar element type{hint}; use one of float, half, int, unsigned int, "

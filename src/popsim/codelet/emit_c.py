@@ -491,7 +491,8 @@ class CEmitter:
             head.append(f"  {ctype(ty)} {name} = {init};")
         head.extend("  " + x for x in self.extra)
         if self.has_loops:
-            head.append("  const volatile int32_t *stop = ctx->interrupt ? ctx->interrupt : &popsim_py_not_interrupted;")
+            head.append("  const volatile int32_t *stop = "
+                        "ctx->interrupt ? ctx->interrupt : &popsim_py_not_interrupted;")
         if fn.worker_name is not None:
             head.append(f"  {local_name(fn.worker_name)} = "
                         f"{convert('((int32_t)worker)', T.I32, fn.locals[fn.worker_name])};")

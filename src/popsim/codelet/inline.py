@@ -12,8 +12,8 @@ way Python code does (an op's formula, a reduction's step) instead of building s
                 self.out[i] = sigmoid(self.data[i])
 
 A helper is a ``def`` (decorators that return the function itself, as a registry's do, are
-fine) with positional or keyword parameters (defaults are allowed) whose
-body is vertex code ending in one ``return``, or a ``lambda`` (an op table's entries): its statements run before the statement
+fine) with positional or keyword parameters (defaults are allowed) whose body is vertex
+code ending in one ``return``, or a ``lambda``: its statements run before the statement
 that calls it, in the caller's order, with its parameters and locals renamed so that
 they never meet the caller's (``_p_h<n>_<name>``); the call becomes the returned value.
 Its global names (``math``, a constant, another helper) are looked up in the helper's

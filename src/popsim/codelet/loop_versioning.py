@@ -7,9 +7,9 @@ that the body does not assign, such as the start of a block computed by an outer
 one test before the loop can show that every value the index takes is a valid index:
 then the whole loop runs without those checks. This pass gives such a ForRange a
 ``fast`` body (a copy of ``body`` without the checks its ``guards`` cover) that emit_c.py
-runs when every guard holds, and the original, checked ``body`` otherwise. Running the checked body is always correct, so
-a failing guard changes nothing: the same IndexError (field, index, size, line) at the
-same iteration, after the same stores. The interpreter always runs ``body``.
+runs when every guard holds, and the original, checked ``body`` otherwise. Running the
+checked body is always correct, so a failing guard changes nothing: the same IndexError
+(field, index, size, line) at the same iteration, after the same stores. The interpreter always runs ``body``.
 
 The fast body also
 - reads the loop variable as a 64-bit value (``LoopIndex``) in index positions, which

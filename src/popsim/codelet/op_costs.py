@@ -53,7 +53,8 @@ CYCLES = {
     # math.* functions
     "sqrt": 6, "exp": 4, "log": 4, "tanh": 4, "exp2": 4, "log2": 4,
     "expm1": 20, "log1p": 20, "log10": 20, "sin": 30, "cos": 30, "tan": 40, "asin": 40, "acos": 40,
-    "atan": 40, "atan2": 50, "sinh": 30, "cosh": 30, "erf": 40, "erfc": 40, "pow": 40, "hypot": 20, "fmod": 30, "copysign": 1,
+    "atan": 40, "atan2": 50, "sinh": 30, "cosh": 30, "erf": 40, "erfc": 40, "pow": 40, "hypot": 20, "fmod": 30,
+    "copysign": 1,
 }
 
 _INTRINSIC = {"min": "min_max", "max": "min_max", "iabs": "abs", "fabs": "abs", "cmp3_ui": "compare_mixed",

@@ -1,5 +1,5 @@
 """The prebuilt codelet tier: PopLibs' codelets compiled when popsim is built, shipped
-read-only inside the installed package (``popsim/_prebuilt/``, beside the native module),
+read-only inside the installed package (``popsim/_prebuilt``, beside the native module),
 and consulted before the user's codelet cache (compiler.py), so that the first run after
 ``pip install`` compiles none of them, as Poplar ships PopLibs' codelets compiled.
 

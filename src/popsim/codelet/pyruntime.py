@@ -229,7 +229,7 @@ def _libm():
     for name in (ctypes.util.find_library("m"), "libm.so.6", None):
         try:
             lib = ctypes.CDLL(name)
-            lib.exp  # noqa: B018 - probe
+            lib.exp  # probe: the attribute lookup fails where libm is not the library
             return lib
         except (OSError, AttributeError, TypeError):
             continue

@@ -25,6 +25,7 @@ from typing import Dict, Tuple
 
 from .. import errors, types as _types
 from ..errors import CodeletSyntaxError
+from ..target import HARDWARE_WORKER_CONTEXTS
 from .fields import Direction, FieldKind, FieldSpec
 
 __all__ = ["Vertex", "MultiVertex", "Input", "Output", "InOut", "Vector", "VectorList",
@@ -73,8 +74,9 @@ class Vertex:
         raise NotImplementedError("a Vertex subclass must define compute(self)")
 
     def num_workers(self) -> int:
-        """Worker contexts per tile on the target (usable in compute)."""
-        return int(self.__dict__.get("_p_num_workers", 6))
+        """Worker contexts per tile on the target (usable in compute). The engine sets
+        the target's count; a vertex called from plain Python sees the hardware's."""
+        return int(self.__dict__.get("_p_num_workers", HARDWARE_WORKER_CONTEXTS))
 
 
 class MultiVertex(Vertex):
@@ -209,7 +211,7 @@ def fields_of(cls) -> Tuple[Tuple[FieldSpec, ...], Tuple[str, ...]]:
             if isinstance(ann, str):
                 try:
                     ann = eval(ann, namespace, scope)  # noqa: S307 - the user's own annotation
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001 - whatever the user's annotation raises is reported
                     raise CodeletSyntaxError(f"{cls.__qualname__}.{attr}: cannot evaluate the annotation "
                                              f"{ann!r} ({e}); the names it uses must be defined at module level, or "
                                              "in the function that defines the class before the class statement") \

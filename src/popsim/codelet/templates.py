@@ -163,8 +163,9 @@ class VertexTemplate:
         name = template_vertex(self.name, *args)
         cls = self.factory(*args)
         if not is_vertex_class(cls):
-            raise CodeletSyntaxError(f"vertex template {self.name}: the factory {self.factory.__qualname__} must return "
-                                     f"a popsim.Vertex or MultiVertex subclass with a compute method, returned {cls!r}")
+            raise CodeletSyntaxError(f"vertex template {self.name}: the factory {self.factory.__qualname__} must "
+                                     "return a popsim.Vertex or MultiVertex subclass with a compute method, "
+                                     f"returned {cls!r}")
         own = cls.__dict__.get("vertex_name")
         if own and own != name:
             raise CodeletSyntaxError(f"vertex template {self.name}: the class for {name} sets vertex_name = {own!r}; "

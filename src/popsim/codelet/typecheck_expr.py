@@ -407,7 +407,7 @@ class Expressions(Rules):
         if msg is None:
             try:
                 text = ast.unparse(node)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a node ast cannot print is still named by its type
                 text = name
             msg = f"'{text[:40]}' ({name}) is not supported in vertex codelets"
         return self.c.err(node, msg, fix)

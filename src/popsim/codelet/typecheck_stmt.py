@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
+from ..errors import CodeletSyntaxError
 from .fields import Direction, FieldKind
 from .typecheck_calls import KNOWN
 from .typecheck_expr import _BINOPS, loc_of
@@ -296,7 +297,7 @@ class Statements(Rules):
         refused with the for-loop message."""
         try:
             obj = self.exprs.resolve(it.func)
-        except Exception:
+        except CodeletSyntaxError:  # not a name vertex code knows: the for-loop message says what is
             obj = None
         try:
             kind = KNOWN.get(obj, (None,))[0]
