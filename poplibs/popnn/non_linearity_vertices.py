@@ -13,8 +13,8 @@ element type (FLOAT, HALF) and type, named as popc names PopLibs' instantiations
 - ``popnn::NonLinearityGrad1D<...>`` / ``...Grad2D<...>``: ``out`` (the activation
   ``act``), ``outGrad`` (Inputs) -> ``inGrad`` (Output).
 
-Each kind is one vertex template whose instantiations call their type's function
-(``FORWARD`` / ``GRAD``), which the translator inlines into the loop. HALF is loaded as
+Each kind is one vertex template whose instantiations call their type's function from
+the table ``OPS`` (forward or gradient), which the translator inlines into the loop. HALF is loaded as
 float32, computed in float32 and rounded once when stored.
 
 Gradients are functions of the activation PopLibs passes: the forward OUTPUT for SIGMOID,
@@ -23,7 +23,7 @@ derivative is not a function of the output alone; PopLibs documents this for GEL
 
 Estimators: PopLibs' cycle estimators give none for popnn, so these are popsim's, in the
 frame of PopLibs' UnaryOp estimators (3.2), with a per-type loop cost ``(cycles, elements
-per loop)`` from ``FORWARD_PERF`` / ``GRAD_PERF``:
+per loop)`` from the type's ``OPS`` entry:
 ``inner(n) = ceil(n / elements) * cycles``;
 NonLinearity1D[InPlace] tile cycles ``W * (17 + inner(ceil(n / W))) + 20``;
 NonLinearity2D[InPlace] worker cycles ``20 + sum_i (6 + inner(n_i))``;
@@ -34,6 +34,8 @@ ceil(figure / W) on each worker.
 """
 import enum
 import math
+from dataclasses import dataclass
+from typing import Callable, Tuple
 
 import popsim
 from popsim import FLOAT, HALF, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
@@ -72,9 +74,6 @@ class NonLinearityType(enum.Enum):
 
 NL = NonLinearityType
 SOFTMAXES = (NL.SOFTMAX, NL.SOFTMAX_STABLE, NL.SOFTMAX_SCALED)
-ELEMENTWISE = tuple(t for t in NL if t not in SOFTMAXES)
-#: types whose gradient takes the forward input (not the output) as the activation
-GRAD_FROM_INPUT = (NL.GELU, NL.GELU_ERF, NL.SWISH)
 
 
 _GELU_ALPHA, _GELU_BETA = 0.7978845608, 0.044715  # sqrt(2/pi); the cubic term's weight
@@ -142,22 +141,34 @@ def swish_grad(a, g):
     return g * s * (1.0 + a * (1.0 - s))
 
 
-FORWARD = {NL.RELU: relu, NL.SIGMOID: sigmoid, NL.TANH: tanh, NL.GELU: gelu, NL.GELU_ERF: gelu_erf,
-           NL.SWISH: swish, NL.HARD_SIGMOID: hard_sigmoid}
-GRAD = {NL.RELU: relu_grad, NL.SIGMOID: sigmoid_grad, NL.TANH: tanh_grad, NL.HARD_SIGMOID: hard_sigmoid_grad,
-        NL.GELU: gelu_grad, NL.GELU_ERF: gelu_erf_grad, NL.SWISH: swish_grad}
-#: (cycles, elements per loop) per type: FLOAT, HALF (popsim's figures; the popops table's
-#: rows where popops has the op: RELU, SIGMOID, TANH, GELU_ERF)
-FORWARD_PERF = {
-    NL.RELU: ((3, 2), (3, 4)), NL.SIGMOID: ((12, 2), (6, 4)), NL.TANH: ((12, 2), (4, 4)),
-    NL.GELU: ((18, 2), (10, 4)), NL.GELU_ERF: ((22, 1), (16, 1)), NL.SWISH: ((14, 2), (8, 4)),
-    NL.HARD_SIGMOID: ((4, 2), (4, 4)),
+@dataclass(frozen=True)
+class NonLinearityOp:
+    """One element-wise non-linearity: its forward function of x, its gradient function of
+    (a, g), whether a is the forward input (else the forward output), and the loop costs
+    (cycles, elements per loop) for FLOAT and HALF of each (popsim's figures; the popops
+    table's rows where popops has the op: RELU, SIGMOID, TANH, GELU_ERF)."""
+    forward: Callable
+    grad: Callable
+    forward_perf: Tuple[Tuple[int, int], Tuple[int, int]]
+    grad_perf: Tuple[Tuple[int, int], Tuple[int, int]]
+    grad_from_input: bool = False
+
+
+#: The table: a new element-wise type is a NonLinearityType member and one entry here.
+OPS = {
+    NL.RELU: NonLinearityOp(relu, relu_grad, ((3, 2), (3, 4)), ((3, 2), (3, 4))),
+    NL.SIGMOID: NonLinearityOp(sigmoid, sigmoid_grad, ((12, 2), (6, 4)), ((4, 2), (4, 4))),
+    NL.TANH: NonLinearityOp(tanh, tanh_grad, ((12, 2), (4, 4)), ((3, 2), (3, 4))),
+    NL.GELU: NonLinearityOp(gelu, gelu_grad, ((18, 2), (10, 4)), ((22, 2), (14, 4)), grad_from_input=True),
+    NL.GELU_ERF: NonLinearityOp(gelu_erf, gelu_erf_grad, ((22, 1), (16, 1)), ((30, 1), (22, 1)),
+                                grad_from_input=True),
+    NL.SWISH: NonLinearityOp(swish, swish_grad, ((14, 2), (8, 4)), ((18, 2), (10, 4)), grad_from_input=True),
+    NL.HARD_SIGMOID: NonLinearityOp(hard_sigmoid, hard_sigmoid_grad, ((4, 2), (4, 4)), ((4, 2), (4, 4))),
 }
-GRAD_PERF = {
-    NL.RELU: ((3, 2), (3, 4)), NL.SIGMOID: ((4, 2), (4, 4)), NL.TANH: ((3, 2), (3, 4)),
-    NL.GELU: ((22, 2), (14, 4)), NL.GELU_ERF: ((30, 1), (22, 1)), NL.SWISH: ((18, 2), (10, 4)),
-    NL.HARD_SIGMOID: ((4, 2), (4, 4)),
-}
+#: the types with element-wise vertices (every type but the softmaxes)
+ELEMENTWISE = tuple(OPS)
+#: types whose gradient takes the forward input (not the output) as the activation
+GRAD_FROM_INPUT = tuple(nl for nl, op in OPS.items() if op.grad_from_input)
 
 
 # -- the vertices: one template per kind, each instantiation inlining its type's function -------
@@ -167,7 +178,7 @@ def _template(kind: str):
 
 @_template("1D")
 def NonLinearity1D(dtype, nl):
-    f = FORWARD[nl]
+    f = OPS[nl].forward
 
     class NonLinearity1D(MultiVertex):
         data: Input[Vector[dtype]]
@@ -183,7 +194,7 @@ def NonLinearity1D(dtype, nl):
 
 @_template("1DInPlace")
 def NonLinearity1DInPlace(dtype, nl):
-    f = FORWARD[nl]
+    f = OPS[nl].forward
 
     class NonLinearity1DInPlace(MultiVertex):
         data: InOut[Vector[dtype]]
@@ -198,7 +209,7 @@ def NonLinearity1DInPlace(dtype, nl):
 
 @_template("2D")
 def NonLinearity2D(dtype, nl):
-    f = FORWARD[nl]
+    f = OPS[nl].forward
 
     class NonLinearity2D(Vertex):
         data: Input[VectorList[dtype]]
@@ -214,7 +225,7 @@ def NonLinearity2D(dtype, nl):
 
 @_template("2DInPlace")
 def NonLinearity2DInPlace(dtype, nl):
-    f = FORWARD[nl]
+    f = OPS[nl].forward
 
     class NonLinearity2DInPlace(Vertex):
         data: InOut[VectorList[dtype]]
@@ -229,7 +240,7 @@ def NonLinearity2DInPlace(dtype, nl):
 
 @_template("Grad1D")
 def NonLinearityGrad1D(dtype, nl):
-    f = GRAD[nl]
+    f = OPS[nl].grad
 
     class NonLinearityGrad1D(MultiVertex):
         out: Input[Vector[dtype]]
@@ -246,7 +257,7 @@ def NonLinearityGrad1D(dtype, nl):
 
 @_template("Grad2D")
 def NonLinearityGrad2D(dtype, nl):
-    f = GRAD[nl]
+    f = OPS[nl].grad
 
     class NonLinearityGrad2D(Vertex):
         out: Input[VectorList[dtype]]
@@ -270,7 +281,8 @@ KINDS = tuple(TEMPLATES)
 # -- cycle estimators (popsim's: see the module docstring) ------------------------------------------
 def inner_cycles(nl: NonLinearityType, dtype, n: int, grad: bool) -> int:
     """The loop's cycles over ``n`` elements: ceil(n / elements per loop) x cycles."""
-    cycles, elements = (GRAD_PERF if grad else FORWARD_PERF)[nl][0 if dtype == FLOAT else 1]
+    op = OPS[nl]
+    cycles, elements = (op.grad_perf if grad else op.forward_perf)[0 if dtype == FLOAT else 1]
     return -(-n // elements) * cycles
 
 

@@ -256,3 +256,10 @@ def test_aliased_input_and_empty_tensor(g, small_device):
     _, (got,) = run(g, small_device, prog, {x: values}, [y])
     np.testing.assert_allclose(got, np.tile(ref_forward(NL.SWISH, values.astype(np.float32)), (3, 1)),
                                rtol=2e-5, atol=2e-6)
+
+
+def test_every_type_is_a_table_entry_or_a_softmax():
+    """A new NonLinearityType needs an OPS entry (its functions and loop costs) unless it is
+    built from popops like the softmaxes."""
+    assert set(nlv.OPS) | set(nlv.SOFTMAXES) == set(NL) and not set(nlv.OPS) & set(nlv.SOFTMAXES)
+    assert set(nlv.GRAD_FROM_INPUT) == {NL.GELU, NL.GELU_ERF, NL.SWISH}
