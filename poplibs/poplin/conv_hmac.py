@@ -53,7 +53,7 @@ def estimator(in_type, partials_type):
         positions = _state(info, "zerosInfo") // width if width else 0
         row = max(1, _state(info, "outFieldRowSize"))
         workers = target.num_worker_contexts
-        vector_width = target.vector_width(in_type) if hasattr(target, "vector_width") else 8 // in_type.size
+        vector_width = target.vector_width(in_type)
         worklists = conv_estimates.worker_item_sizes(positions, row, workers)
         kernel = (_state(info, "kernelOuterSizeM1") + 1) * (_state(info, "kernelInnerElementsM1") + 1)
         grouping = max(1, _state(info, "inChanGrouping"))

@@ -95,20 +95,17 @@ def CholeskyBlock(dtype):
     return CholeskyBlock
 
 
-def vector_width(dtype) -> int:
-    return 4 if dtype == HALF else 2
-
-
-def triangular_solve_block_cycles(dtype, n: int, kc: int, unit_diagonal: bool) -> int:
-    """The TriangularSolveBlock estimate (module docstring) for an n×n block and kc columns."""
-    vectors = -(-kc // vector_width(dtype))
+def triangular_solve_block_cycles(vw: int, n: int, kc: int, unit_diagonal: bool) -> int:
+    """The TriangularSolveBlock estimate (module docstring) for an n×n block and kc columns,
+    ``vw`` the target's vector_width of the data type."""
+    vectors = -(-kc // vw)
     r, d = (0, 0) if unit_diagonal else (6, 1)
     return 15 + n * (5 + r) + vectors * (n * (n - 1) // 2 + n * (2 + d))
 
 
-def cholesky_block_cycles(dtype, n: int) -> int:
-    """The CholeskyBlock estimate (module docstring) for an n×n block."""
-    vw = vector_width(dtype)
+def cholesky_block_cycles(vw: int, n: int) -> int:
+    """The CholeskyBlock estimate (module docstring) for an n×n block, ``vw`` the target's
+    vector_width of the data type."""
     return 15 + sum(20 + -(-j // vw) + (n - 1 - j) * (-(-j // vw) + 3) for j in range(n))
 
 
@@ -120,7 +117,8 @@ def ensure_triangular_solve_vertex(graph, dtype, lower: bool, unit_diagonal: boo
 
         def estimate(info, target):
             rows = info.field_sizes("x")
-            return triangular_solve_block_cycles(dtype, len(rows), rows[0] if rows else 0, unit_diagonal)
+            return triangular_solve_block_cycles(target.vector_width(dtype), len(rows), rows[0] if rows else 0,
+                                                 unit_diagonal)
         graph.register_perf_estimator(name, estimate)
     return name
 
@@ -129,6 +127,6 @@ def ensure_cholesky_vertex(graph, dtype) -> str:
     name = CholeskyBlock.vertex_name(dtype)
     if not graph.has_codelet(name):
         graph.add_codelets(CholeskyBlock[dtype])
-        graph.register_perf_estimator(name,
-                                      lambda info, target: cholesky_block_cycles(dtype, len(info.field_sizes("a"))))
+        graph.register_perf_estimator(name, lambda info, target: cholesky_block_cycles(target.vector_width(dtype),
+                                                                                       len(info.field_sizes("a"))))
     return name

@@ -14,7 +14,6 @@ from popsim.program import Execute
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_name, check_prog, check_writable, describe
 from ..poputil.memory_order import element_order, flat_view
-from ..popops.elementwise_vertices import vector_width
 from . import softmax as _softmax
 from .non_linearity_checks import check_fp_tensor, check_nl_type
 from .non_linearity_vertices import SOFTMAX_SCALING, NonLinearityType, ensure_vertex, worker_cycles
@@ -59,7 +58,7 @@ def _add_vertices(graph, kind: str, nl_type, layout, fields, prog, cs_name: str,
         return name, {f: view(t, regions) for f, t in flats.items()}, worker_cycles(vertex_kind, nl_type, dtype,
                                                                                      sizes, workers)
 
-    width = vector_width(dtype)
+    width = graph.target.vector_width(dtype)
     cs = per_tile.add_per_tile_compute_set(graph, cs_name, layout_flat, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")
     prog.add(Execute(cs))

@@ -25,7 +25,7 @@ from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_name, check_tensor
 from ..poputil.memory_order import element_order, flat_view
 from .elementwise_ops import BINARY_OPS, UNARY_OPS, ElementwiseOp, formula
-from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, vector_width, worker_cycles
+from .elementwise_vertices import SCALAR_TYPES, ensure_vertex, worker_cycles
 from .op_checks import check_prog, check_writable, describe, scalar_constant, scalar_value
 
 __all__ = []
@@ -65,7 +65,7 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
     creator knows it (per_tile.create_output_in_order), else worked out here."""
     shape = tuple(out.shape)
     views = [poputil.broadcast_to_match(t, shape) for t in operands]
-    width = vector_width(dtype)
+    width = graph.target.vector_width(dtype)
     # B's value typed once (a FLOAT member for HALF data), not converted per vertex
     values = {} if scalar is None else {
         "B": np.array([scalar], (popsim.FLOAT if dtype == popsim.HALF else dtype).numpy)}
@@ -96,7 +96,7 @@ def _run(graph, spec: ElementwiseOp, operands, dtype, out, in_place: bool, prog,
         key = (two_d, tuple(e - b for b, e in regions))
         cycles = cycles_of.get(key)
         if cycles is None:
-            cycles = cycles_of[key] = worker_cycles(spec.op, dtype, two_d, in_place, key[1], workers,
+            cycles = cycles_of[key] = worker_cycles(spec.op, dtype, two_d, in_place, key[1], workers, width,
                                                     scalar is not None)
         return vertex[two_d], {f: view(flat, regions) for f, flat in zip(fields, flats)}, cycles, values
 

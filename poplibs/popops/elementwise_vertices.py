@@ -255,70 +255,72 @@ SCALAR_TEMPLATES = {(False, False): BroadcastScalar1D, (False, True): BroadcastS
 
 
 # -- cycle estimators (PopLibs' cycle estimators) ------------------------------------------
-def vector_width(dtype) -> int:
-    """PopLibs' natural vector width: 64 bits' worth of elements (float 2, half 4)."""
-    return max(1, 8 // dtype.size)
-
-
-def binary_inner_cycles(op: BinaryOpType, dtype, n: int) -> int:
+# ``width`` below is PopLibs' natural vector width of the operand type, the target's
+# vector_width(dtype) (target.getVectorWidth: FLOAT 2, HALF 4 on an IPU), passed in as the
+# worker count is.
+def binary_inner_cycles(op: BinaryOpType, dtype, n: int, width: int) -> int:
     """binaryOpInnerLoopCycles: ceil(n / elems per loop) x cycles per loop."""
     cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
     if natural:
         ext = dtype.name in ("FLOAT", "HALF") and op in _EXT_CODELET_OPS
-        return -(-n // vector_width(dtype)) * (cycles + (2 if ext else 5))
+        return -(-n // width) * (cycles + (2 if ext else 5))
     return -(-n // unroll) * cycles
 
 
-def unary_inner_cycles(op: UnaryOpType, dtype, n: int) -> int:
+def unary_inner_cycles(op: UnaryOpType, dtype, n: int, width: int) -> int:
     """unaryOpInnerLoopCycles: an unrolled loop, else basicOpLoopCycles."""
     cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
     if not natural and unroll > 0:
         return -(-n // unroll) * cycles
-    width = vector_width(dtype) if natural else 1
+    width = width if natural else 1
     return (cycles + 4) * (n + width - 1) // width
 
 
-def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool, sizes, workers: int) -> int:
+def broadcast_scalar_cycles(op: BinaryOpType, dtype, two_d: bool, in_place: bool, sizes, workers: int,
+                            width: int) -> int:
     """broadcastArithmetic1DCycleEstimate (PopLibs' cycle estimators) for the 1D vertex's
     tile cycles over the target's ``workers``; the 2D vertex, for which the reference gives
     no formula, as BinaryOp2D."""
     if two_d:
-        return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
+        return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n, width) for n in sizes)
     cycles, natural, unroll = BY_TYPE[op].perf_for(dtype)
     if natural:
         ext = dtype.name in ("FLOAT", "HALF") and op in _EXT_CODELET_OPS
-        per_loop, elems = cycles + (1 if ext else 4), vector_width(dtype)
+        per_loop, elems = cycles + (1 if ext else 4), width
     else:
         per_loop, elems = cycles, unroll
     per_worker = -(-sizes[0] // workers)
     return workers * (20 + -(-per_worker // elems) * per_loop) + SUPERVISOR_OVERHEAD
 
 
-def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, scalar: bool = False) -> int:
+def vertex_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, width: int,
+                  scalar: bool = False) -> int:
     """PopLibs' estimate for one element-wise vertex: tile cycles for a 1D MultiVertex
     over ``sizes[0]`` elements shared by the target's ``workers`` (PopLibs'
-    numWorkerContexts; 6 on an IPU), worker cycles for a 2D vertex over regions ``sizes``."""
+    numWorkerContexts; 6 on an IPU), worker cycles for a 2D vertex over regions ``sizes``;
+    ``width``: the target's vector_width(dtype)."""
     if scalar:
-        return broadcast_scalar_cycles(op, dtype, two_d, in_place, sizes, workers)
+        return broadcast_scalar_cycles(op, dtype, two_d, in_place, sizes, workers, width)
     if isinstance(op, BinaryOpType):
         if two_d:
-            return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n) for n in sizes)
+            return (20 if in_place else 5) + sum(binary_inner_cycles(op, dtype, n, width) for n in sizes)
         per_worker = -(-sizes[0] // workers)
         start = 58 if in_place else (29 if dtype == FLOAT else 26)
-        return workers * (start + binary_inner_cycles(op, dtype, per_worker)) + SUPERVISOR_OVERHEAD
+        return workers * (start + binary_inner_cycles(op, dtype, per_worker, width)) + SUPERVISOR_OVERHEAD
     if two_d:
-        return 20 + sum(unary_inner_cycles(op, dtype, n) for n in sizes)
+        return 20 + sum(unary_inner_cycles(op, dtype, n, width) for n in sizes)
     per_worker = -(-sizes[0] // workers)
     start = 55 if in_place else (33 if op is UnaryOpType.EXPONENT else 17)
-    return workers * (start + unary_inner_cycles(op, dtype, per_worker)) + 9 + SUPERVISOR_OVERHEAD
+    return workers * (start + unary_inner_cycles(op, dtype, per_worker, width)) + 9 + SUPERVISOR_OVERHEAD
 
 
-def worker_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, scalar: bool = False) -> int:
+def worker_cycles(op, dtype, two_d: bool, in_place: bool, sizes, workers: int, width: int,
+                  scalar: bool = False) -> int:
     """The cycles each worker of the vertex spends on regions of ``sizes`` elements (a
     MultiVertex's tile figure shared out between its ``workers``)."""
     if two_d:
-        return vertex_cycles(op, dtype, True, in_place, sizes, workers, scalar)
-    return -(-vertex_cycles(op, dtype, False, in_place, sizes, workers, scalar) // workers)
+        return vertex_cycles(op, dtype, True, in_place, sizes, workers, width, scalar)
+    return -(-vertex_cycles(op, dtype, False, in_place, sizes, workers, width, scalar) // workers)
 
 
 def estimator(op, dtype, two_d: bool, in_place: bool, scalar: bool = False):
@@ -329,7 +331,8 @@ def estimator(op, dtype, two_d: bool, in_place: bool, scalar: bool = False):
 
     def estimate(info, target):
         return worker_cycles(op, dtype, two_d, in_place, info.field_sizes(field) if two_d else
-                             [info.field_size(field)], target.num_worker_contexts, scalar)
+                             [info.field_size(field)], target.num_worker_contexts, target.vector_width(dtype),
+                             scalar)
     return estimate
 
 

@@ -85,11 +85,11 @@ def EncodeOneHotCustomValues(index_type, out_type):  # noqa: N802 - Poplar's ver
     return EncodeOneHotCustomValues
 
 
-def encode_one_hot_cycles(out_type, num_elements: int, num_rows: int) -> int:
+def encode_one_hot_cycles(width: int, num_elements: int, num_rows: int) -> int:
     """popsim's model (PopLibs' sources give no EncodeOneHot formula): 20 cycles of
-    setup, the piece filled with ``off`` at one 64-bit store per cycle, then 10 cycles per
-    row to find and write its ``on`` element."""
-    width = max(1, 8 // out_type.size)
+    setup, the piece filled with ``off`` at one data-path-wide store (``width``: the
+    target's vector_width of the output type) per cycle, then 10 cycles per row to find
+    and write its ``on`` element."""
     return 20 + -(-num_elements // width) + 10 * num_rows
 
 
@@ -100,7 +100,8 @@ def _ensure(graph, custom: bool, index_type, out_type) -> str:
         graph.add_codelets(template[index_type, out_type])
 
         def estimate(info, target):
-            return encode_one_hot_cycles(out_type, info.field_size("out"), info.field_size("indices"))
+            return encode_one_hot_cycles(target.vector_width(out_type), info.field_size("out"),
+                                         info.field_size("indices"))
         graph.register_perf_estimator(name, estimate)
     return name
 

@@ -34,7 +34,6 @@ from popsim.program import Copy, Execute
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_name, check_tensor
 from .op_checks import check_prog, check_writable, describe
-from .elementwise_vertices import vector_width
 from .quarter_cast import QUARTER_PAIRS, check_quarter_pair, metadata_edge, quarter_cast_class
 
 __all__ = ["fill", "zero", "cast", "cast_with_output"]
@@ -224,7 +223,7 @@ def _fill(graph, t, value, prog, name: str, what: str) -> None:
         prog.add(Copy(constant.broadcast(flat.num_elements(), 0), flat))
         return
     cs = graph.add_compute_set(name or "Fill")
-    width = vector_width(t.dtype)
+    width = graph.target.vector_width(t.dtype)
     for tile, regions in per_tile.tile_regions(graph, flat):
         for group in per_tile.group_regions(graph.target, regions, "workers", width, 2 * width):
             if len(group) == 1:
@@ -277,7 +276,7 @@ def _cast_into(graph, src, dst, prog, name: str, what: str) -> None:
     s, d = src.flatten(), dst.flatten()
     cs = graph.add_compute_set(name or "Cast")
     regions_on = dict(per_tile.tile_regions(graph, d))
-    width = vector_width(FLOAT)  # PopLibs splits by the float vector width whatever the types
+    width = graph.target.vector_width(FLOAT)  # PopLibs splits by the float vector width whatever the types
     # QUARTER: the vertices read its metadata (PopLibs': getMetadata() of the quarter field)
     extra = {"metadata": metadata_edge(dst if dst.dtype == QUARTER else src)} if QUARTER in (src.dtype, dst.dtype) \
         else {}

@@ -21,7 +21,6 @@ from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_name, check_tensor
 from ..poputil.memory_order import element_order
 from .op_checks import check_prog, check_writable, describe
-from .elementwise_vertices import vector_width
 from .expr_typing import infer
 from .map_vertices import ensure_vertex, used_inputs
 
@@ -97,7 +96,7 @@ def _run(graph, typed, tensors, out, in_place: bool, prog, cs_name: str, order=N
         view = per_tile.region_views if two_d else per_tile.regions_view
         return vertex, {f: view(t, regions) for f, t in fields.items()}
 
-    width = vector_width(out.dtype)
+    width = graph.target.vector_width(out.dtype)
     cs = per_tile.add_per_tile_compute_set(graph, cs_name, layout, make_vertex, grain_size=width,
                                            min_elements_per_worker=2 * width, grouping="auto")
     prog.add(Execute(cs))

@@ -161,27 +161,29 @@ def vertex_class(typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) ->
 
 
 # -- the estimator ----------------------------------------------------------------------------------
-def element_cycles(typed: Typed, n: int) -> int:
-    """Σ over the expression's ops of the element-wise loop cost for ``n`` elements."""
+def element_cycles(typed: Typed, n: int, target) -> int:
+    """Σ over the expression's ops of the element-wise loop cost for ``n`` elements, each op
+    at ``target``'s vector width of its operand type."""
     own = 0
     if typed.kind == "op":
         spec = OPS[typed.detail]
         inner = binary_inner_cycles if spec.is_binary else unary_inner_cycles
-        own = inner(spec.op, typed.operand, n)
+        own = inner(spec.op, typed.operand, n, target.vector_width(typed.operand))
     elif typed.kind in ("select", "clamp"):
-        own = binary_inner_cycles(BinaryOpType.MAXIMUM, typed.dtype, n) * (1 if typed.kind == "select" else 2)
+        own = binary_inner_cycles(BinaryOpType.MAXIMUM, typed.dtype, n, target.vector_width(typed.dtype)) * \
+            (1 if typed.kind == "select" else 2)
     elif typed.kind == "cast":
         own = n
-    return own + sum(element_cycles(a, n) for a in typed.args)
+    return own + sum(element_cycles(a, n, target) for a in typed.args)
 
 
-def map_vertex_cycles(typed: Typed, two_d: bool, sizes, workers: int) -> int:
+def map_vertex_cycles(typed: Typed, two_d: bool, sizes, workers: int, target) -> int:
     """The estimate for one vertex: tile cycles for a 1D MultiVertex over ``sizes[0]``
     elements shared by the target's ``workers``, worker cycles for a 2D vertex over
-    regions ``sizes``."""
+    regions ``sizes``; ``target`` gives the ops' vector widths."""
     if two_d:
-        return 20 + sum(element_cycles(typed, n) for n in sizes)
-    return workers * (17 + element_cycles(typed, -(-sizes[0] // workers))) + 9 + SUPERVISOR_OVERHEAD
+        return 20 + sum(element_cycles(typed, n, target) for n in sizes)
+    return workers * (17 + element_cycles(typed, -(-sizes[0] // workers), target)) + 9 + SUPERVISOR_OVERHEAD
 
 
 def ensure_vertex(graph, typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> str:
@@ -194,7 +196,7 @@ def ensure_vertex(graph, typed: Typed, dtypes, out_type, two_d: bool, in_place: 
         def estimate(info, target):
             workers = target.num_worker_contexts
             if two_d:
-                return map_vertex_cycles(typed, True, info.field_sizes(field), workers)
-            return -(-map_vertex_cycles(typed, False, [info.field_size(field)], workers) // workers)
+                return map_vertex_cycles(typed, True, info.field_sizes(field), workers, target)
+            return -(-map_vertex_cycles(typed, False, [info.field_size(field)], workers, target) // workers)
         graph.register_perf_estimator(name, estimate)
     return name

@@ -34,7 +34,6 @@ from ..poputil.checks import check_tensor, check_whole_numbers
 from .elementwise import apply
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
-from .elementwise_vertices import vector_width
 from .fill_cast import _fill_value
 
 __all__ = ["iota", "pad", "MappingMethod", "all_true", "has_nan"]
@@ -93,9 +92,9 @@ def HasNaN(dtype):  # noqa: N802 - Poplar's vertex name
     return HasNaN
 
 
-def iota_cycles(dtype, sizes) -> int:
-    """PopLibs' Iota estimate: 10 + sum of (4 + 3 x vectors)."""
-    width = vector_width(dtype)
+def iota_cycles(sizes, width: int) -> int:
+    """PopLibs' Iota estimate: 10 + sum of (4 + 3 x vectors), ``width`` the target's
+    vector_width of the output type."""
     return 10 + sum(4 + 3 * -(-n // width) for n in sizes)
 
 
@@ -133,9 +132,9 @@ def iota(graph, t, start, prog, name: str = "") -> None:
         raise PoplibsError(f"{what}: start {start} + {t.num_elements()} elements does not fit {describe(t)}")
     check_writable(t, what, "tensor")
     vertex_type = _register(graph, Iota[t.dtype], Iota.vertex_name(t.dtype),
-                            lambda info, target: iota_cycles(t.dtype, info.field_sizes("out")))
+                            lambda info, target: iota_cycles(info.field_sizes("out"), target.vector_width(t.dtype)))
     cs = graph.add_compute_set(name or "Iota")
-    width = vector_width(t.dtype)
+    width = graph.target.vector_width(t.dtype)
     for tile, regions in per_tile.tile_regions(graph, t):
         for group in per_tile.group_regions(graph.target, regions, "workers", width, 2 * width):
             vertex = graph.add_vertex(cs, vertex_type, {"out": per_tile.region_views(t, group)})
@@ -205,7 +204,7 @@ def _consensus(graph, t, prog, name, what, vertex, vertex_name, estimate):
     flat = t.flatten()
     groups = []
     for tile, regions in per_tile.tile_regions(graph, flat):
-        width = vector_width(t.dtype)
+        width = graph.target.vector_width(t.dtype)
         groups += [(tile, g) for g in per_tile.group_regions(graph.target, regions, "workers", width, 2 * width)]
     out = graph.add_variable(BOOL, (), f"{name or what}/out")
     graph.set_tile_mapping(out, 0)

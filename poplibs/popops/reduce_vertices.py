@@ -222,7 +222,7 @@ def reduce_cycles(op: Operation, partials_type, out_type, update: bool, partials
         return cycles
     accumulating = op in _ACCUMULATING
     op_width = _acc_vector_width(partials_type) if accumulating else target.vector_width(partials_type)
-    data_path = max(1, target.data_path_width // (8 * partials_type.size))  # elements per 64-bit load
+    data_path = target.vector_width(partials_type)  # elements per data-path-wide (64-bit) load
     out_width = target.vector_width(out_type)
     load = (2 if accumulating else 0) + 2 + op_width // min(op_width, data_path)
     checks = max(0, math.ceil(math.log2(op_width))) if op_width > 1 else 0

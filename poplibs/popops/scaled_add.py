@@ -40,7 +40,6 @@ from ..poputil.checks import as_float, check_graph, check_name, check_tensor
 from .elementwise import apply
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
-from .elementwise_vertices import vector_width
 from .fill_cast import cast
 from .scaled_add_vertices import DATA_TYPES, ensure_vertex
 
@@ -145,7 +144,7 @@ def _scale_tensor(graph, scale, scale_type, prog, name):
 def _add_vertices(graph, a, b, scale_a, scale_b, kind, scale_type, is_constant, prog, name) -> None:
     flat_a, flat_b = a.flatten(), b.flatten()
     regions_on = dict(per_tile.tile_regions(graph, flat_a))
-    width = vector_width(a.dtype)
+    width = graph.target.vector_width(a.dtype)
     cs = graph.add_compute_set(name)
     for tile, regions in regions_on.items():
         supervisor = len(regions) == 1

@@ -22,7 +22,6 @@ MultiVertices over a tile's one contiguous region. FLOAT and HALF compute in flo
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, InOut, Input, MultiVertex, Vector, VectorList, Vertex
 
-from .elementwise_vertices import vector_width
 
 DATA_TYPES = [FLOAT, HALF, INT, UNSIGNED_INT]
 KINDS = ("add", "subtract", "axpby", "axmby")
@@ -158,17 +157,17 @@ def vertex_name_and_args(kind: str, dtype, scale_type, is_constant: bool, superv
 
 
 # -- cycle estimators -------------------------------------------------------------------------------
-def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int, workers: int) -> int:
+def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int, workers: int, width: int) -> int:
     """getScaledArithmeticSupervisorCycleEstimate (PopLibs' cycle estimators), tile cycles
-    for ``n`` elements over the target's ``workers``, A and B of one type, no ScaledPtr64
-    layouts. As in PopLibs' source, the aXPlusbY (+12), subtract (+7) and branch (+6)
-    supervisor terms apply to tensor scales only."""
+    for ``n`` elements over the target's ``workers`` at its vector width ``width`` of
+    ``dtype``, A and B of one type, no ScaledPtr64 layouts. As in PopLibs' source, the
+    aXPlusbY (+12), subtract (+7) and branch (+6) supervisor terms apply to tensor scales
+    only."""
     tensor_scale = not is_constant
     if dtype in (INT, UNSIGNED_INT):
         cycles = 53 + 26 * (n // 3) + (1 if kind == "subtract" and tensor_scale else 0)
         cycles += 6 if n % 3 == 0 else 6 + 26 * (n % 3)
         return cycles + 8 + (6 if tensor_scale else 0)
-    width = vector_width(dtype)
     vectors, rem = divmod(n, width)
     per_worker, rem_vectors = divmod(vectors, workers)
     cycles = 21 + 11 + (7 if rem == 0 else 13) + 12
@@ -188,16 +187,15 @@ def supervisor_cycles(kind: str, dtype, is_constant: bool, n: int, workers: int)
     return cycles + workers * worst
 
 
-def two_d_cycles(kind: str, dtype, is_constant: bool, sizes) -> int:
+def two_d_cycles(kind: str, dtype, is_constant: bool, sizes, width: int) -> int:
     """ScaledArithmetic2DCycleEstimate (PopLibs' popopsCycleEstimators.cpp): worker cycles
-    for regions of ``sizes`` elements."""
+    for regions of ``sizes`` elements, ``width`` the target's vector_width(dtype)."""
     tensor_scale = not is_constant
     if dtype in (INT, UNSIGNED_INT):
         return 8 + sum(7 + 5 * n for n in sizes) + tensor_scale + (kind == "subtract" and tensor_scale)
     cycles = 9 + tensor_scale + (2 if kind == "subtract" and tensor_scale else 0)
     if kind == "axpby":
         cycles += 6 if tensor_scale else 4
-    width = vector_width(dtype)
     for n in sizes:
         vectors, rem = divmod(n, width)
         cycles += 15 + (5 if vectors else 0) + 3 * vectors
@@ -213,8 +211,10 @@ def estimator(kind: str, dtype, is_constant: bool, supervisor: bool):
     workers) on each worker."""
     if supervisor:
         return lambda info, target: -(-supervisor_cycles(kind, dtype, is_constant, info.field_size("A"),
-                                                         target.num_worker_contexts) // target.num_worker_contexts)
-    return lambda info, target: two_d_cycles(kind, dtype, is_constant, info.field_sizes("A"))
+                                                         target.num_worker_contexts, target.vector_width(dtype))
+                                      // target.num_worker_contexts)
+    return lambda info, target: two_d_cycles(kind, dtype, is_constant, info.field_sizes("A"),
+                                             target.vector_width(dtype))
 
 
 def ensure_vertex(graph, kind: str, dtype, scale_type, is_constant: bool, supervisor: bool) -> str:

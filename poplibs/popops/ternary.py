@@ -28,7 +28,6 @@ from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_name, check_tensor
 from .op_checks import check_prog, check_writable, describe, scalar_constant
-from .elementwise_vertices import vector_width
 
 __all__ = ["select", "select_in_place", "select_with_output", "clamp", "clamp_in_place", "clamp_with_output"]
 
@@ -170,7 +169,7 @@ def _apply(graph, is_select: bool, first, second, third, prog, name, what, in_pl
     fields = ("in1Out", "in2", "in3") if in_place else ("in1", "in2", "in3", "out")
     tensors = views if in_place else views + [out]
     vertex_type = _ensure(graph, is_select, dtype, in_place)
-    width = vector_width(dtype)
+    width = graph.target.vector_width(dtype)
 
     def make_vertex(tile, regions):
         return vertex_type, {f: per_tile.region_views(t, regions) for f, t in zip(fields, tensors)}

@@ -157,7 +157,8 @@ def test_elementwise_and_non_linearity_estimates_use_the_targets_count():
         estimate worked out for ``count`` workers."""
         return sum(workers * per_worker([n], count) for n in sizes)
 
-    add = functools.partial(elementwise_vertices.worker_cycles, popops.BinaryOpType.ADD, FLOAT, False, False)
+    add = functools.partial(elementwise_vertices.worker_cycles, popops.BinaryOpType.ADD, FLOAT, False, False,
+                            width=g.target.vector_width(FLOAT))
     nl = functools.partial(non_linearity_vertices.worker_cycles, "1D", popnn.NonLinearityType.RELU, FLOAT)
     for name, per_worker in (("popops::BinaryOp1D<ADD,float>", add),
                              ("popnn::NonLinearity1D<float,popnn::NonLinearityType::RELU>", nl)):

@@ -138,12 +138,13 @@ def test_block_vertex_alone(dtype, lower, unit):
 
 
 def test_block_estimator_by_hand():
+    vw = popsim.Target.create_ipu_target().vector_width  # FLOAT 2, HALF 4
     # n=3, kc=5 FLOAT: 3 column vectors; rows 15 + 3*(5+6) = 48; vectors 3 * (3 + 3*3) = 36
-    assert linalg_vertices.triangular_solve_block_cycles(FLOAT, 3, 5, False) == 15 + 33 + 36
+    assert linalg_vertices.triangular_solve_block_cycles(vw(FLOAT), 3, 5, False) == 15 + 33 + 36
     # unit diagonal, HALF: 2 column vectors of 4: 15 + 3*5 + 2 * (3 + 6) = 48
-    assert linalg_vertices.triangular_solve_block_cycles(HALF, 3, 5, True) == 48
+    assert linalg_vertices.triangular_solve_block_cycles(vw(HALF), 3, 5, True) == 48
     # cholesky n=3 FLOAT: j=0: 20+0+2*3=26; j=1: 20+1+1*(1+3)=25; j=2: 20+1+0=21; +15
-    assert linalg_vertices.cholesky_block_cycles(FLOAT, 3) == 15 + 26 + 25 + 21
+    assert linalg_vertices.cholesky_block_cycles(vw(FLOAT), 3) == 15 + 26 + 25 + 21
 
 
 def test_zero_sized():

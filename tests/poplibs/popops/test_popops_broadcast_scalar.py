@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from popsim import FLOAT, HALF, INT, UNSIGNED_INT, popops
+from popsim import FLOAT, HALF, INT, UNSIGNED_INT, Target, popops
 from popsim.popops.elementwise_vertices import vertex_cycles
 from popsim.popops.op_types import BinaryOpType
 from popsim.program import Sequence
@@ -52,11 +52,11 @@ def test_in_place_and_no_constant_for_the_number(g, small_device):
 def test_the_1d_estimate_is_poplibs_broadcast_formula():
     # broadcastArithmetic1DCycleEstimate: W * (20 + ceil(ceil(n/W) / elems per loop) * cycles per loop) + 11
     # float ADD: natural {1, T}, an external codelet op: 1 + 1 cycles per loop of 2 elements
-    n = 100
-    assert vertex_cycles(BinaryOpType.ADD, FLOAT, False, False, [n], 6, scalar=True) == \
+    n, width = 100, Target.create_ipu_target().vector_width(FLOAT)  # 2
+    assert vertex_cycles(BinaryOpType.ADD, FLOAT, False, False, [n], 6, width, scalar=True) == \
         6 * (20 + math.ceil(math.ceil(n / 6) / 2) * 2) + 11
     # float DIVIDE: {10, F, 2}: 10 cycles per 2 elements
-    assert vertex_cycles(BinaryOpType.DIVIDE, FLOAT, False, False, [n], 6, scalar=True) == \
+    assert vertex_cycles(BinaryOpType.DIVIDE, FLOAT, False, False, [n], 6, width, scalar=True) == \
         6 * (20 + math.ceil(math.ceil(n / 6) / 2) * 10) + 11
 
 

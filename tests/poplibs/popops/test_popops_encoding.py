@@ -96,8 +96,9 @@ def test_masked_label_code_is_poplibs_constant():
 
 def test_encode_estimate():
     # 20 + ceil(n / vector width) + 10 per row: 9 float elements over 2 rows
-    assert encode_one_hot_cycles(FLOAT, 9, 2) == 20 + 5 + 20
-    assert encode_one_hot_cycles(HALF, 9, 2) == 20 + 3 + 20
+    target = popsim.Target.create_ipu_target()
+    assert encode_one_hot_cycles(target.vector_width(FLOAT), 9, 2) == 20 + 5 + 20
+    assert encode_one_hot_cycles(target.vector_width(HALF), 9, 2) == 20 + 3 + 20
 
 
 @st.composite

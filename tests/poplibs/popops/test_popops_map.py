@@ -165,13 +165,14 @@ def test_generated_vertex_cached_by_structure(small_device):
 
 def test_estimator_sums_the_table_costs():
     typed = infer(pe._1 * 2 + pe.exp(pe._2), [FLOAT, FLOAT])
+    target = popsim.Target.create_ipu_target()  # vector widths FLOAT 2, HALF 4
     # 1D, 24 elements: 4 per worker; MULTIPLY and ADD {1,T} ext: ceil(4/2)*(1+2) each,
     # EXPONENT {6,F,2}: ceil(4/2)*6: 6 * (17 + 6 + 6 + 12) + 9 + 11
-    assert map_vertex_cycles(typed, False, [24], 6) == 6 * (17 + 24) + 20
+    assert map_vertex_cycles(typed, False, [24], 6, target) == 6 * (17 + 24) + 20
     # 2D, regions 5 and 2: 20 + (3*3 + 3*3 + 3*6) + (1*3 + 1*3 + 1*6)
-    assert map_vertex_cycles(typed, True, [5, 2], 6) == 20 + 36 + 12
+    assert map_vertex_cycles(typed, True, [5, 2], 6, target) == 20 + 36 + 12
     # INT clamp: MAXIMUM {7,F,1} twice per element; 2D, one region of 4: 20 + 2 * 4 * 7
-    assert map_vertex_cycles(infer(pe.clamp(pe._1, 0, 9), [INT]), True, [4], 6) == 20 + 56
+    assert map_vertex_cycles(infer(pe.clamp(pe._1, 0, 9), [INT]), True, [4], 6, target) == 20 + 56
 
 
 def test_plain_elementwise_ops_unchanged(g, small_device):

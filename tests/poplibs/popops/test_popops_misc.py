@@ -19,7 +19,7 @@ def test_iota(g, small_device, dtype, start):
     np.testing.assert_array_equal(got, np.arange(start, start + 24).astype(dtype.numpy))
     kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
     assert kinds[f"popops::Iota<{dtype.cpp}>"]["instances"] >= 4
-    assert misc.iota_cycles(INT, [4, 5]) == 10 + (4 + 3 * 2) + (4 + 3 * 3)
+    assert misc.iota_cycles([4, 5], g.target.vector_width(INT)) == 10 + (4 + 3 * 2) + (4 + 3 * 3)
 
 
 @pytest.mark.parametrize("lower,upper", [([1, 0], [0, 2]), ([0, 3], [2, 1]), ([-1, 1], [1, -2]), ([0, 0], [0, 0])])

@@ -83,24 +83,25 @@ def test_vertex_names_and_estimates(g, small_device):
     assert kinds["popops::ScaledAdd2D<float,float,float,true,false>"]["instances"] >= 2
     assert "popops::ScaledSubtractSupervisor<float,float,float,false>" in kinds
     assert "popops::ScaledSubtract2D<float,float,false>" in kinds
+    vw = g.target.vector_width  # FLOAT 2, HALF 4
     # PopLibs' cycle estimators by hand: float, n = 4 (tile 0): 2 vectors, no remainder,
     # 0 vectors per worker, 2 left over: supervisor 21 + 11 + 7 + 12, worker 2 the
     # remainder worker: 15 + 2 + 1 + 1 = 19; total 51 + 6 * 19
-    assert sav.supervisor_cycles("add", FLOAT, True, 4, 6) == 51 + 6 * 19
+    assert sav.supervisor_cycles("add", FLOAT, True, 4, 6, vw(FLOAT)) == 51 + 6 * 19
     # n = 6 (tile 3): 3 vectors, worker 3 takes the (empty) tail: the same figure
-    assert sav.supervisor_cycles("add", FLOAT, True, 6, 6) == 51 + 6 * 19
+    assert sav.supervisor_cycles("add", FLOAT, True, 6, 6, vw(FLOAT)) == 51 + 6 * 19
     per_worker = -(-(51 + 6 * 19) // 6)
     assert kinds[sup]["cycles"] == 2 * 6 * per_worker
     # n = 100 half: 25 vectors, 4 per worker, 1 left: worker 15 + 6 + 3*3 + 2 (+1 for wid 1) + 1
-    assert sav.supervisor_cycles("add", HALF, True, 100, 6) == 21 + 11 + 7 + 12 + 6 * (15 + 6 + 9 + 2 + 1 + 1)
+    assert sav.supervisor_cycles("add", HALF, True, 100, 6, vw(HALF)) == 21 + 11 + 7 + 12 + 6 * (15 + 6 + 9 + 2 + 1 + 1)
     # a tensor scale to subtract: + 7 + 6 on the supervisor
-    assert sav.supervisor_cycles("subtract", FLOAT, False, 4, 6) == 51 + 13 + 6 * 19
-    assert sav.supervisor_cycles("add", INT, True, 7, 6) == 53 + 26 * 2 + 6 + 26 + 8
+    assert sav.supervisor_cycles("subtract", FLOAT, False, 4, 6, vw(FLOAT)) == 51 + 13 + 6 * 19
+    assert sav.supervisor_cycles("add", INT, True, 7, 6, vw(INT)) == 53 + 26 * 2 + 6 + 26 + 8
     # 2D: 9 + per region 15 + (5 if vectors) + 3 per vector + float tail 7
-    assert sav.two_d_cycles("add", FLOAT, True, [2, 5]) == 9 + (15 + 5 + 3) + (15 + 5 + 6 + 7)
-    assert sav.two_d_cycles("add", HALF, False, [7]) == 10 + 15 + 5 + 3 + 4 + 6 + 7
-    assert sav.two_d_cycles("axpby", HALF, True, [4]) == 13 + 15 + 5 + 3
-    assert sav.two_d_cycles("subtract", INT, False, [3]) == 8 + 7 + 15 + 2
+    assert sav.two_d_cycles("add", FLOAT, True, [2, 5], vw(FLOAT)) == 9 + (15 + 5 + 3) + (15 + 5 + 6 + 7)
+    assert sav.two_d_cycles("add", HALF, False, [7], vw(HALF)) == 10 + 15 + 5 + 3 + 4 + 6 + 7
+    assert sav.two_d_cycles("axpby", HALF, True, [4], vw(HALF)) == 13 + 15 + 5 + 3
+    assert sav.two_d_cycles("subtract", INT, False, [3], vw(INT)) == 8 + 7 + 15 + 2
 
 
 def test_errors(g, small_device):

@@ -125,20 +125,21 @@ def test_unary_vertex_names(small_device):
 
 
 def test_estimators_follow_the_poplibs_formulas():
+    vw = popsim.Target.create_ipu_target().vector_width  # FLOAT 2, HALF 4
     # BinaryOp1D float ADD, 100 elements: 6 * (29 + ceil(17 / 2) * (1 + 2)) + 11
-    assert vertex_cycles(BinaryOpType.ADD, FLOAT, False, False, [100], 6) == 6 * (29 + 9 * 3) + 11
+    assert vertex_cycles(BinaryOpType.ADD, FLOAT, False, False, [100], 6, vw(FLOAT)) == 6 * (29 + 9 * 3) + 11
     # BinaryOp2D half DIVIDE {21,F,4}, regions 10 and 3: 5 + ceil(10/4)*21 + ceil(3/4)*21
-    assert vertex_cycles(BinaryOpType.DIVIDE, HALF, True, False, [10, 3], 6) == 5 + 3 * 21 + 1 * 21
+    assert vertex_cycles(BinaryOpType.DIVIDE, HALF, True, False, [10, 3], 6, vw(HALF)) == 5 + 3 * 21 + 1 * 21
     # BinaryOp1DInPlace int MULTIPLY {7,F,1}, 13 elements: 6 * (58 + 3 * 7) + 11
-    assert vertex_cycles(BinaryOpType.MULTIPLY, INT, False, True, [13], 6) == 6 * (58 + 21) + 11
+    assert vertex_cycles(BinaryOpType.MULTIPLY, INT, False, True, [13], 6, vw(INT)) == 6 * (58 + 21) + 11
     # BinaryOp2DInPlace half ADD natural (width 4, 1 + 2): 20 + ceil(9/4) * 3
-    assert vertex_cycles(BinaryOpType.ADD, HALF, True, True, [9], 6) == 20 + 3 * 3
+    assert vertex_cycles(BinaryOpType.ADD, HALF, True, True, [9], 6, vw(HALF)) == 20 + 3 * 3
     # UnaryOp1D float EXPONENT {6,F,2}, 24 elements: 6 * (33 + ceil(4/2) * 6) + 9 + 11
-    assert vertex_cycles(UnaryOpType.EXPONENT, FLOAT, False, False, [24], 6) == 6 * (33 + 12) + 20
+    assert vertex_cycles(UnaryOpType.EXPONENT, FLOAT, False, False, [24], 6, vw(FLOAT)) == 6 * (33 + 12) + 20
     # UnaryOp2D half CEIL {2,T}: basicOpLoopCycles(n, 4, 2 + 4) = 6 * (n + 3) // 4
-    assert vertex_cycles(UnaryOpType.CEIL, HALF, True, False, [10, 1], 6) == 20 + 6 * 13 // 4 + 6 * 4 // 4
+    assert vertex_cycles(UnaryOpType.CEIL, HALF, True, False, [10, 1], 6, vw(HALF)) == 20 + 6 * 13 // 4 + 6 * 4 // 4
     # UnaryOp1DInPlace float SIN {2300,F} (no unroll): basicOpLoopCycles(n, 1, 2304)
-    assert vertex_cycles(UnaryOpType.SIN, FLOAT, False, True, [7], 6) == 6 * (55 + 2 * 2304) + 20
+    assert vertex_cycles(UnaryOpType.SIN, FLOAT, False, True, [7], 6, vw(FLOAT)) == 6 * (55 + 2 * 2304) + 20
 
 
 def test_the_vertex_runs_the_table_function():
