@@ -30,6 +30,7 @@ an ``if`` on its template argument. Each worker takes a contiguous chunk of the 
 import popsim
 from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, InOut, Input, MultiVertex, Output, Vector, VectorList
 
+from ..poputil import util
 from ..poputil.vertex_helpers import chunk_begin, chunk_end
 from .collective_types import CollectiveOperator as Op, MOVE_TYPES
 
@@ -243,8 +244,4 @@ def ensure_vertex(graph, kind: str, dtype=None, op=None, in_place: bool = False)
     else:
         args = {"reduce": (op, dtype, in_place), "broadcast": (op, dtype)}.get(kind, (dtype,))
         cls = _TEMPLATES[kind][args]
-    name = cls.vertex_name
-    if not graph.has_codelet(name):
-        graph.add_codelets(cls)
-        graph.register_perf_estimator(name, _estimator(kind, dtype, op, in_place))
-    return name
+    return util.ensure_vertex(graph, cls, _estimator(kind, dtype, op, in_place))

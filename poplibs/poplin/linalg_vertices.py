@@ -37,6 +37,8 @@ import math  # read by the vertex code
 import popsim
 from popsim import FLOAT, HALF, InOut, Input, Vector, VectorList, Vertex
 
+from ..poputil import util
+
 TYPES = (FLOAT, HALF)
 
 
@@ -111,22 +113,13 @@ def cholesky_block_cycles(vw: int, n: int) -> int:
 
 def ensure_triangular_solve_vertex(graph, dtype, lower: bool, unit_diagonal: bool) -> str:
     """Register the instantiation (and its estimator) on ``graph``; returns its name."""
-    name = TriangularSolveBlock.vertex_name(dtype, bool(lower), bool(unit_diagonal))
-    if not graph.has_codelet(name):
-        graph.add_codelets(TriangularSolveBlock[dtype, bool(lower), bool(unit_diagonal)])
-
-        def estimate(info, target):
-            rows = info.field_sizes("x")
-            return triangular_solve_block_cycles(target.vector_width(dtype), len(rows), rows[0] if rows else 0,
-                                                 unit_diagonal)
-        graph.register_perf_estimator(name, estimate)
-    return name
+    def estimate(info, target):
+        rows = info.field_sizes("x")
+        return triangular_solve_block_cycles(target.vector_width(dtype), len(rows), rows[0] if rows else 0,
+                                             unit_diagonal)
+    return util.ensure_vertex(graph, TriangularSolveBlock[dtype, bool(lower), bool(unit_diagonal)], estimate)
 
 
 def ensure_cholesky_vertex(graph, dtype) -> str:
-    name = CholeskyBlock.vertex_name(dtype)
-    if not graph.has_codelet(name):
-        graph.add_codelets(CholeskyBlock[dtype])
-        graph.register_perf_estimator(name, lambda info, target: cholesky_block_cycles(target.vector_width(dtype),
-                                                                                       len(info.field_sizes("a"))))
-    return name
+    return util.ensure_vertex(graph, CholeskyBlock[dtype], lambda info, target: cholesky_block_cycles(
+        target.vector_width(dtype), len(info.field_sizes("a"))))

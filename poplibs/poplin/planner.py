@@ -30,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from ..popops.fill_cast import cast1d_cycles
+from ..popops.cast import cast1d_cycles
 from ..poputil import PoplibsError
 from . import conv_methods
 from . import cost_model as cm

@@ -23,6 +23,7 @@ translation.
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, Input, MultiVertex, Output, Vector, Vertex
 
+from ..poputil import util
 from ..poputil.vertex_helpers import named_vertex_class
 
 __all__ = ["IN_TYPES", "LABEL_TYPES", "partials_type", "gather_vertex", "sparse_vertex",
@@ -159,26 +160,18 @@ def sparse_cycles(in_out_type, num_partials: int) -> int:
 def gather_vertex(graph, is_max: bool, in_type, label_type) -> str:
     """The Gather instantiation's name, registered (with its estimator) on first use."""
     template = ReduceMaxClassGather if is_max else ReduceMinClassGather
-    name = template.vertex_name(in_type, label_type)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[in_type, label_type])
 
-        def estimate(info, target):
-            # a MultiVertex: PopLibs' tile figure, charged as ceil(figure / workers) per worker
-            workers = target.num_worker_contexts
-            cycles = gather_cycles(in_type, int(info.initial_value("size")), int(info.initial_value("workerSize")),
-                                   workers)
-            return -(-cycles // workers)
-        graph.register_perf_estimator(name, estimate)
-    return name
+    def estimate(info, target):
+        # a MultiVertex: PopLibs' tile figure, charged as ceil(figure / workers) per worker
+        workers = target.num_worker_contexts
+        cycles = gather_cycles(in_type, int(info.initial_value("size")), int(info.initial_value("workerSize")),
+                               workers)
+        return -(-cycles // workers)
+    return util.ensure_vertex(graph, template[in_type, label_type], estimate)
 
 
 def sparse_vertex(graph, is_max: bool, in_out_type, label_type) -> str:
     """The Sparse instantiation's name, registered (with its estimator) on first use."""
     template = ReduceMaxClassSparse if is_max else ReduceMinClassSparse
-    name = template.vertex_name(in_out_type, label_type)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[in_out_type, label_type])
-        graph.register_perf_estimator(
-            name, lambda info, target: sparse_cycles(in_out_type, info.field_size("activations")))
-    return name
+    return util.ensure_vertex(graph, template[in_out_type, label_type],
+                              lambda info, target: sparse_cycles(in_out_type, info.field_size("activations")))

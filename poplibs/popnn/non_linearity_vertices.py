@@ -40,6 +40,7 @@ from typing import Callable, Tuple
 import popsim
 from popsim import FLOAT, HALF, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
+from ..poputil import util
 from ..poputil.vertex_helpers import chunk_begin, chunk_end
 
 #: the scale of SOFTMAX_SCALED's outputs (PopLibs' SOFTMAX_SCALING, NonLinearityInternal.hpp)
@@ -315,9 +316,4 @@ def _estimator(kind: str, nl: NonLinearityType, dtype):
 
 def ensure_vertex(graph, kind: str, dtype, nl: NonLinearityType) -> str:
     """Register the instantiation (and its estimator) with ``graph`` once; its name."""
-    template = TEMPLATES[kind]
-    name = template.vertex_name(dtype, nl)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[dtype, nl])
-        graph.register_perf_estimator(name, _estimator(kind, nl, dtype))
-    return name
+    return util.ensure_vertex(graph, TEMPLATES[kind][dtype, nl], _estimator(kind, nl, dtype))

@@ -9,17 +9,20 @@ from .op_types import BinaryOpType, UnaryOpType
 # slicing, gathering, encoding and sorting (dynamic_slice.py, multi_slice.py, encoding.py, sort.py)
 from .dynamic_slice import create_sliceable_tensor, dynamic_slice, dynamic_update
 from .multi_slice import multi_slice, multi_update, multi_update_add, multi_update_max
-from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather
+from .encoding import MASKED_LABEL_CODE, encode_one_hot, gather, iota
 from .sort import (SortOrder, TopKParams, sort, sort_in_place, sort_key_value, sort_key_value_in_place,
                    top_k_with_permutation)
 
 # reductions (reduce.py, reduce_plan.py, reduce_vertices.py)
 from .reduce import Operation, ReduceParams, SingleReduceOp, reduce, reduce_many, reduce_with_output
 
-# fill, cast, scaled add, select/clamp and friends
-from .fill_cast import cast, cast_with_output, fill, zero
+# fill, cast, scaled add, select/clamp and friends (fill.py, cast.py, scaled_add.py, pad.py, all_true.py,
+# ternary.py)
+from .fill import fill, zero
+from .cast import cast, cast_with_output
 from .scaled_add import scaled_add_to, scaled_subtract_from
-from .misc import MappingMethod, all_true, has_nan, iota, pad
+from .pad import MappingMethod, pad
+from .all_true import all_true, has_nan
 from .ternary import clamp, clamp_in_place, clamp_with_output, select, select_in_place, select_with_output
 
 from ..poputil.checks import check_graph

@@ -19,6 +19,7 @@ which popsim charges as ceil(figure / workers) cycles on each of the tile's work
 import popsim
 from popsim import FLOAT, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex
 
+from ..poputil import util
 from ..poputil.vertex_helpers import chunk_begin, chunk_end
 from .elementwise_ops import BY_TYPE
 from .op_types import BinaryOpType, UnaryOpType
@@ -347,8 +348,5 @@ def vertex_name(op, dtype, two_d: bool, in_place: bool, scalar: bool = False) ->
 
 def ensure_vertex(graph, op, dtype, two_d: bool, in_place: bool, scalar: bool = False) -> str:
     """Register the vertex (and its estimator) with ``graph`` once; return its name."""
-    name = vertex_name(op, dtype, two_d, in_place, scalar)
-    if not graph.has_codelet(name):
-        graph.add_codelets(_template_of(op, two_d, in_place, scalar)[op, dtype])
-        graph.register_perf_estimator(name, estimator(op, dtype, two_d, in_place, scalar))
-    return name
+    return util.ensure_vertex(graph, _template_of(op, two_d, in_place, scalar)[op, dtype],
+                              estimator(op, dtype, two_d, in_place, scalar))

@@ -1,5 +1,5 @@
 """Encoding and gathering (PopLibs' popops/Encoding.hpp, EncodingConstants.hpp,
-Gather.hpp): ``encode_one_hot``, ``MASKED_LABEL_CODE`` and the simple ``gather``.
+Gather.hpp): ``encode_one_hot``, ``iota``, ``MASKED_LABEL_CODE`` and the simple ``gather``.
 
 encode_one_hot writes ``encoded[i][indices[i]] = on`` and ``off`` everywhere else, with
 vertices on the tiles that hold ``encoded``: one ``popops::EncodeOneHot<unsigned
@@ -14,24 +14,29 @@ gather(t, indices, axis) is numpy's ``take`` (XLA's gather with one index per sl
 the result has ``t.shape[:axis] + indices.shape + t.shape[axis+1:]``. Indices are
 clamped to ``[0, t.shape[axis] - 1]`` first (XLA clamps start indices; element-wise
 ``popops.max``/``popops.min``), then it is ``multi_slice`` along ``axis``.
+
+iota(graph, t, start, prog): ``t[i] = start + i`` for a 1-D INT or UNSIGNED_INT ``t``;
+each worker's regions get one ``popops::Iota<T>`` (VectorList ``out``, plain state
+``offsets``: the value of each region's first element).
 """
 import numbers
 
 import numpy as np
 
 import popsim
-from popsim import FLOAT, HALF, INT, UNSIGNED_INT, Input, Output, Vector, Vertex
+from popsim import FLOAT, HALF, INT, UNSIGNED_INT, Input, Output, Vector, VectorList, Vertex
 from popsim.program import Execute
 
 from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.checks import check_graph, check_tensor
+from ..poputil.util import ensure_vertex
 from . import elementwise
 from .dynamic_slice import check_prog, describe
-from .op_checks import convert
+from .op_checks import check_writable, convert
 from .multi_slice import multi_slice
 
-__all__ = ["MASKED_LABEL_CODE", "encode_one_hot", "gather"]
+__all__ = ["MASKED_LABEL_CODE", "encode_one_hot", "gather", "iota"]
 
 #: PopLibs' EncodingConstants.hpp: an index that encodes as an all-off row
 MASKED_LABEL_CODE = 0xFFFFFFFF
@@ -85,6 +90,20 @@ def EncodeOneHotCustomValues(index_type, out_type):  # noqa: N802 - Poplar's ver
     return EncodeOneHotCustomValues
 
 
+@popsim.vertex_template("popops::Iota", dtype=[INT, UNSIGNED_INT])
+def Iota(dtype):  # noqa: N802 - Poplar's vertex name
+    class Iota(Vertex):
+        out: Output[VectorList[dtype]]
+        offsets: popsim.Vector[dtype]
+
+        def compute(self):
+            for r in range(len(self.out)):
+                for i in range(len(self.out[r])):
+                    self.out[r][i] = self.offsets[r] + i
+            return True
+    return Iota
+
+
 def encode_one_hot_cycles(width: int, num_elements: int, num_rows: int) -> int:
     """popsim's model (PopLibs' sources give no EncodeOneHot formula): 20 cycles of
     setup, the piece filled with ``off`` at one data-path-wide store (``width``: the
@@ -93,17 +112,18 @@ def encode_one_hot_cycles(width: int, num_elements: int, num_rows: int) -> int:
     return 20 + -(-num_elements // width) + 10 * num_rows
 
 
+def iota_cycles(sizes, width: int) -> int:
+    """PopLibs' Iota estimate: 10 + sum of (4 + 3 x vectors), ``width`` the target's
+    vector_width of the output type."""
+    return 10 + sum(4 + 3 * -(-n // width) for n in sizes)
+
+
 def _ensure(graph, custom: bool, index_type, out_type) -> str:
     template = EncodeOneHotCustomValues if custom else EncodeOneHot
-    name = template.vertex_name(index_type, out_type)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[index_type, out_type])
 
-        def estimate(info, target):
-            return encode_one_hot_cycles(target.vector_width(out_type), info.field_size("out"),
-                                         info.field_size("indices"))
-        graph.register_perf_estimator(name, estimate)
-    return name
+    def estimate(info, target):
+        return encode_one_hot_cycles(target.vector_width(out_type), info.field_size("out"), info.field_size("indices"))
+    return ensure_vertex(graph, template[index_type, out_type], estimate)
 
 
 def _check_number(value, what: str, role: str):
@@ -202,3 +222,28 @@ def gather(graph, t, indices, axis, prog, name: str = ""):
     r = indices.rank
     perm = list(range(r, r + axis)) + list(range(r)) + list(range(r + axis, r + len(rest)))
     return out.dim_shuffle(perm)
+
+
+def iota(graph, t, start, prog, name: str = "") -> None:
+    """``t[i] = start + i`` (PopLibs' iota; ``t`` 1-D INT or UNSIGNED_INT)."""
+    what = "popops.iota"
+    check_tensor(graph, t, what)
+    check_prog(prog, what)
+    if t.rank != 1 or t.dtype not in (INT, UNSIGNED_INT):
+        raise PoplibsError(f"{what}: {describe(t)} must be a 1-D INT or UNSIGNED_INT tensor")
+    if isinstance(start, bool) or not isinstance(start, numbers.Integral):
+        raise PoplibsError(f"{what}: start must be a whole number, found {type(start).__name__} {start!r}")
+    info = np.iinfo(t.dtype.numpy)
+    if not (info.min <= start and start + max(t.num_elements() - 1, 0) <= info.max):
+        raise PoplibsError(f"{what}: start {start} + {t.num_elements()} elements does not fit {describe(t)}")
+    check_writable(t, what, "tensor")
+    vertex_type = ensure_vertex(graph, Iota[t.dtype],
+                                lambda info, target: iota_cycles(info.field_sizes("out"), target.vector_width(t.dtype)))
+    cs = graph.add_compute_set(name or "Iota")
+    width = graph.target.vector_width(t.dtype)
+    for tile, regions in per_tile.tile_regions(graph, t):
+        for group in per_tile.group_regions(graph.target, regions, "workers", width, 2 * width):
+            vertex = graph.add_vertex(cs, vertex_type, {"out": per_tile.region_views(t, group)})
+            graph.set_initial_value(vertex["offsets"], np.array([start + b for b, _ in group], t.dtype.numpy))
+            graph.set_tile_mapping(vertex, tile)
+    prog.add(Execute(cs))

@@ -37,6 +37,7 @@ import numpy as np
 
 import popsim
 
+from ..poputil import util
 from .elementwise_ops import OPS
 from .elementwise_vertices import SUPERVISOR_OVERHEAD, binary_inner_cycles, unary_inner_cycles
 from .expr_typing import Typed
@@ -188,15 +189,11 @@ def map_vertex_cycles(typed: Typed, two_d: bool, sizes, workers: int, target) ->
 
 def ensure_vertex(graph, typed: Typed, dtypes, out_type, two_d: bool, in_place: bool) -> str:
     """Register the vertex and its estimator with ``graph`` once; return its name."""
-    name = vertex_name(typed, two_d, in_place)
-    if not graph.has_codelet(name):
-        graph.add_codelets(vertex_class(typed, dtypes, out_type, two_d, in_place))
-        field = "in1" if in_place else "out"
+    field = "in1" if in_place else "out"
 
-        def estimate(info, target):
-            workers = target.num_worker_contexts
-            if two_d:
-                return map_vertex_cycles(typed, True, info.field_sizes(field), workers, target)
-            return -(-map_vertex_cycles(typed, False, [info.field_size(field)], workers, target) // workers)
-        graph.register_perf_estimator(name, estimate)
-    return name
+    def estimate(info, target):
+        workers = target.num_worker_contexts
+        if two_d:
+            return map_vertex_cycles(typed, True, info.field_sizes(field), workers, target)
+        return -(-map_vertex_cycles(typed, False, [info.field_size(field)], workers, target) // workers)
+    return util.ensure_vertex(graph, vertex_class(typed, dtypes, out_type, two_d, in_place), estimate)

@@ -48,10 +48,26 @@ def metadata_scale(md):
     return scale
 
 
-# -- one element's conversion; mbits, bias, top: the format's mantissa bits, exponent bias, largest
-# biased exponent
-def to_quarter(value, scale, mbits, bias, top):
+# -- the format's constants, from metadata_format's f152 -----------------------------------------
+def mantissa_bits(f152):
+    return 3 - f152
+
+
+def exponent_bias(f152):
+    return 8 + 8 * f152
+
+
+def top_exponent(f152):
+    """The largest biased exponent."""
+    return 15 + 16 * f152
+
+
+# -- one element's conversion, in the format f152 (metadata_format) and with the scale --------------
+def to_quarter(value, scale, f152):
     """The byte of ``value`` times 2**-scale (see the module docstring)."""
+    mbits = mantissa_bits(f152)
+    bias = exponent_bias(f152)
+    top = top_exponent(f152)
     x = float(value) * math.exp2(float(-scale))
     q = 128
     if not math.isnan(x) and not math.isinf(x):
@@ -83,10 +99,10 @@ def to_quarter(value, scale, mbits, bias, top):
     return q
 
 
-def from_quarter(byte, scale, mbits, bias, top):
-    """The value of ``byte`` times 2**scale (NaN for 0x80). ``top`` is unused (a byte is
-    never out of range): both conversions take the same arguments, so compute calls
-    either alike."""
+def from_quarter(byte, scale, f152):
+    """The value of ``byte`` times 2**scale (NaN for 0x80)."""
+    mbits = mantissa_bits(f152)
+    bias = exponent_bias(f152)
     c = int(byte)
     v = math.nan
     if c != 128:
@@ -120,11 +136,8 @@ def quarter_cast_class(src_type, dst_type, two_d: bool) -> type:
             md = int(self.metadata)
             f152 = metadata_format(md)
             scale = metadata_scale(md)
-            mbits = 3 - f152
-            bias = 8 + 8 * f152
-            top = 15 + 16 * f152
             for i in range(worker_id, len(self.dst), self.num_workers()):
-                self.dst[i] = convert(self.src[i], scale, mbits, bias, top)
+                self.dst[i] = convert(self.src[i], scale, f152)
             return True
     return Cast1D
 
@@ -139,12 +152,9 @@ def _cast_2d(src_type, dst_type, convert):
             md = int(self.metadata)
             f152 = metadata_format(md)
             scale = metadata_scale(md)
-            mbits = 3 - f152
-            bias = 8 + 8 * f152
-            top = 15 + 16 * f152
             for r in range(len(self.dst)):
                 for i in range(len(self.dst[r])):
-                    self.dst[r][i] = convert(self.src[r][i], scale, mbits, bias, top)
+                    self.dst[r][i] = convert(self.src[r][i], scale, f152)
             return True
     return Cast2D
 

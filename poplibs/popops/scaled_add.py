@@ -40,7 +40,7 @@ from ..poputil.checks import as_float, check_graph, check_name, check_tensor
 from .elementwise import apply
 from .op_checks import check_prog, check_writable, describe
 from .elementwise_ops import OPS
-from .fill_cast import cast
+from .cast import cast
 from .scaled_add_vertices import DATA_TYPES, ensure_vertex
 
 __all__ = ["scaled_add_to", "scaled_subtract_from"]

@@ -22,6 +22,8 @@ MultiVertices over a tile's one contiguous region. FLOAT and HALF compute in flo
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, InOut, Input, MultiVertex, Vector, VectorList, Vertex
 
+from ..poputil import util
+
 
 DATA_TYPES = [FLOAT, HALF, INT, UNSIGNED_INT]
 KINDS = ("add", "subtract", "axpby", "axmby")
@@ -220,8 +222,4 @@ def estimator(kind: str, dtype, is_constant: bool, supervisor: bool):
 def ensure_vertex(graph, kind: str, dtype, scale_type, is_constant: bool, supervisor: bool) -> str:
     """Register the vertex and its estimator with ``graph`` once; its name."""
     template, args = vertex_name_and_args(kind, dtype, scale_type, is_constant, supervisor)
-    name = template.vertex_name(*args)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[args])
-        graph.register_perf_estimator(name, estimator(kind, dtype, is_constant, supervisor))
-    return name
+    return util.ensure_vertex(graph, template[args], estimator(kind, dtype, is_constant, supervisor))

@@ -30,6 +30,7 @@ import popsim
 from popsim import (BOOL, CHAR, FLOAT, HALF, INT, LONGLONG, SIGNED_CHAR, UNSIGNED_CHAR, UNSIGNED_INT,
                     UNSIGNED_LONGLONG, InOut, Input, MultiVertex, Output, Vector, VectorList, Vertex)
 
+from ..poputil import util
 from ..poputil.vertex_helpers import chunk_begin, chunk_end, named_vertex_class
 
 #: the element types PopLibs instantiates its DynamicSlice vertices for
@@ -333,8 +334,4 @@ def ensure_vertex(graph, kind: str, dtype) -> str:
     with its estimator; return its name."""
     template, estimator_kind = _TEMPLATES[kind]
     args = {"MultiUpdateAdd": (dtype, False), "MultiUpdateMax": (dtype, False, MAX)}.get(kind, (dtype,))
-    name = template.vertex_name(*args)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[args])
-        graph.register_perf_estimator(name, _estimator(estimator_kind, dtype))
-    return name
+    return util.ensure_vertex(graph, template[args], _estimator(estimator_kind, dtype))

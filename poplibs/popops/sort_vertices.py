@@ -14,6 +14,8 @@ from typing import List, Sequence, Tuple
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, InOut, MultiVertex, Vector
 
+from ..poputil.vertex_helpers import named_vertex_class
+
 __all__ = ["KEY_TYPES", "COMPARE", "COMPARE_KEY_VALUE", "compare_and_swap_cycles", "ensure_compare",
            "worker_sections", "worker_cycles"]
 
@@ -26,41 +28,12 @@ def _compare_template(key_value: bool):
     domains["descending"] = [False, True]
 
     def factory(key_type, value_type=None, descending=False):
-        if key_value:
-            class CompareAndSwapAtDistanceKeyVal(MultiVertex):
-                keys: InOut[Vector[key_type]]
-                values: InOut[Vector[value_type]]
-                worklist: Vector[UNSIGNED_INT]
-                flipped: UNSIGNED_INT
-
-                def compute(self, worker_id):
-                    if worker_id >= self.worklist[0]:
-                        return True
-                    at = 1
-                    for w in range(worker_id):
-                        at += 2 + 2 * self.worklist[at + 1]
-                    pos = self.worklist[at]
-                    for e in range(self.worklist[at + 1]):
-                        m = self.worklist[at + 2 + 2 * e]
-                        for r in range(self.worklist[at + 3 + 2 * e]):
-                            for j in range(m):
-                                p = pos + m + j
-                                if self.flipped != 0:
-                                    p = pos + 2 * m - 1 - j
-                                x = self.keys[pos + j]
-                                y = self.keys[p]
-                                if (y > x) if descending else (y < x):
-                                    self.keys[pos + j] = y
-                                    self.keys[p] = x
-                                    v = self.values[pos + j]
-                                    self.values[pos + j] = self.values[p]
-                                    self.values[p] = v
-                            pos += 2 * m
-                    return True
-            return CompareAndSwapAtDistanceKeyVal
-
+        # One class body for both templates: the key-value form declares ``values`` and moves
+        # them with the keys, under ``if``s on key_value that the translator decides.
         class CompareAndSwapAtDistance(MultiVertex):
             keys: InOut[Vector[key_type]]
+            if key_value:
+                values: InOut[Vector[value_type]]
             worklist: Vector[UNSIGNED_INT]
             flipped: UNSIGNED_INT
 
@@ -83,9 +56,13 @@ def _compare_template(key_value: bool):
                             if (y > x) if descending else (y < x):
                                 self.keys[pos + j] = y
                                 self.keys[p] = x
+                                if key_value:
+                                    v = self.values[pos + j]
+                                    self.values[pos + j] = self.values[p]
+                                    self.values[p] = v
                         pos += 2 * m
                 return True
-        return CompareAndSwapAtDistance
+        return named_vertex_class(CompareAndSwapAtDistance, name.split("::")[1])
 
     if key_value:
         def template(key_type, value_type, descending):

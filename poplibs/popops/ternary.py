@@ -27,6 +27,7 @@ from .. import poputil
 from ..poputil import PoplibsError, per_tile
 from ..poputil.broadcast import common_shape
 from ..poputil.checks import check_graph, check_name, check_tensor
+from ..poputil.util import ensure_vertex
 from .op_checks import check_prog, check_writable, describe, scalar_constant
 
 __all__ = ["select", "select_in_place", "select_with_output", "clamp", "clamp_in_place", "clamp_with_output"]
@@ -100,16 +101,14 @@ def clamp_cycles(dtype, sizes) -> int:
 
 
 def _ensure(graph, is_select: bool, dtype, in_place: bool) -> str:
-    template = TEMPLATES[(is_select, in_place)]
-    name = template.vertex_name(dtype)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[dtype])
-        field = "in1Out" if in_place else "out"
-        if is_select:
-            graph.register_perf_estimator(name, lambda info, target: select_cycles(info.field_sizes(field)))
-        else:
-            graph.register_perf_estimator(name, lambda info, target: clamp_cycles(dtype, info.field_sizes(field)))
-    return name
+    field = "in1Out" if in_place else "out"
+    if is_select:
+        def estimate(info, target):
+            return select_cycles(info.field_sizes(field))
+    else:
+        def estimate(info, target):
+            return clamp_cycles(dtype, info.field_sizes(field))
+    return ensure_vertex(graph, TEMPLATES[(is_select, in_place)][dtype], estimate)
 
 
 def _as_tensors(graph, operands, roles, what: str):

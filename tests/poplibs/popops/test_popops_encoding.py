@@ -1,6 +1,7 @@
-"""popops.encode_one_hot and popops.gather on the engine against numpy (masked labels,
-custom on/off values, tensors over several tiles, hypothesis over gather shapes and
-axes with out-of-range indices clamped), the EncodeOneHot estimate, and bad arguments."""
+"""popops.encode_one_hot, popops.gather and popops.iota on the engine against numpy
+(masked labels, custom on/off values, tensors over several tiles, hypothesis over gather
+shapes and axes with out-of-range indices clamped), the EncodeOneHot and Iota estimates,
+and bad arguments."""
 import re
 
 import numpy as np
@@ -9,10 +10,10 @@ from hypothesis import given, settings, strategies as st
 
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
-from popsim.popops.encoding import encode_one_hot_cycles
+from popsim.popops.encoding import encode_one_hot_cycles, iota_cycles
 from popsim.program import Sequence
 
-from popops_harness import run, scattered_mapping
+from popops_harness import mapped, run, scattered_mapping
 
 
 def small_device():
@@ -163,3 +164,27 @@ def test_on_and_off_are_numbers(on):
     with pytest.raises(poputil.PoplibsError,
                        match="popops.encode_one_hot: on must be a number or a scalar tensor, found"):
         popops.encode_one_hot(g, idx, enc, Sequence(), on=on)
+
+
+@pytest.mark.parametrize("dtype,start", [(INT, -5), (UNSIGNED_INT, 7)], ids=["INT", "UNSIGNED_INT"])
+def test_iota(dtype, start):
+    device = small_device()
+    g = popsim.Graph(device)
+    t = mapped(g, dtype, "t", (24,))
+    prog = Sequence()
+    popops.iota(g, t, start, prog)
+    engine, (got,) = run(g, device, prog, [t], {})
+    np.testing.assert_array_equal(got, np.arange(start, start + 24).astype(dtype.numpy))
+    kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
+    assert kinds[f"popops::Iota<{dtype.cpp}>"]["instances"] >= 4
+    assert iota_cycles([4, 5], g.target.vector_width(INT)) == 10 + (4 + 3 * 2) + (4 + 3 * 3)
+
+
+def test_iota_errors():
+    g = popsim.Graph(small_device())
+    prog = Sequence()
+    with pytest.raises(poputil.PoplibsError, match="popops.iota: tensor 'm'.*must be a 1-D INT or UNSIGNED_INT"):
+        popops.iota(g, mapped(g, INT, "m"), 0, prog)
+    with pytest.raises(poputil.PoplibsError, match="popops.iota: start -1 .*does not fit tensor 'u'"):
+        popops.iota(g, mapped(g, UNSIGNED_INT, "u", (24,)), -1, prog)
+    assert g.num_vertices == 0

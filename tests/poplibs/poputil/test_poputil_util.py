@@ -1,4 +1,4 @@
-"""poputil.duplicate and poputil.template_vertex."""
+"""poputil.duplicate, poputil.template_vertex and poputil.util.ensure_vertex."""
 import re
 
 import numpy as np
@@ -6,6 +6,9 @@ import pytest
 
 import popsim
 from popsim import FLOAT, HALF, INT, poputil
+from popsim.popops.all_true import AllTrue
+from popsim.popops.encoding import Iota
+from popsim.poputil.util import ensure_vertex
 from popsim.program import Sequence
 
 
@@ -40,3 +43,35 @@ def test_duplicate_errors(small_device):
     other = popsim.Graph(small_device)
     with pytest.raises(poputil.PoplibsError, match="duplicate: tensor 't' belongs to another graph"):
         poputil.duplicate(other, t, Sequence())
+
+
+class _Spy:
+    """A graph's registration calls, recorded: ensure_vertex's own logic, without an engine."""
+
+    def __init__(self):
+        self.codelets, self.estimators = [], {}
+
+    def has_codelet(self, name):
+        return name in self.estimators
+
+    def add_codelets(self, cls):
+        self.codelets.append(cls)
+
+    def register_perf_estimator(self, name, estimate):
+        self.estimators[name] = estimate
+
+
+def test_ensure_vertex_registers_a_class_and_its_estimator_once():
+    spy = _Spy()
+    first, second = (lambda info, target: 1), (lambda info, target: 2)
+    assert ensure_vertex(spy, Iota[INT], first) == "popops::Iota<int>"
+    assert ensure_vertex(spy, Iota[INT], second) == "popops::Iota<int>"   # already there: kept as it was
+    assert spy.codelets == [Iota[INT]] and spy.estimators == {"popops::Iota<int>": first}
+
+
+def test_ensure_vertex_on_a_graph(small_device):
+    g = popsim.Graph(small_device)
+    assert not g.has_codelet("popops::AllTrue")
+    assert ensure_vertex(g, AllTrue, lambda info, target: 7) == "popops::AllTrue"   # a plain Vertex class
+    assert g.has_codelet("popops::AllTrue")
+    assert ensure_vertex(g, AllTrue, lambda info, target: 8) == "popops::AllTrue"

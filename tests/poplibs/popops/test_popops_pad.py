@@ -1,25 +1,12 @@
-"""popops iota, pad, all_true and has_nan on the engine against numpy; vertex names and
-PopLibs' estimators."""
+"""popops pad on the engine against numpy, its MappingMethods (ZERO, EDGE, NONE) and bad
+arguments."""
 import numpy as np
 import pytest
 
-from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, popops, poputil
-from popsim.popops import misc
+from popsim import FLOAT, popops, poputil
 from popsim.program import Sequence
 
 from popops_harness import mapped, run
-
-
-@pytest.mark.parametrize("dtype,start", [(INT, -5), (UNSIGNED_INT, 7)], ids=["INT", "UNSIGNED_INT"])
-def test_iota(g, small_device, dtype, start):
-    t = mapped(g, dtype, "t", (24,))
-    prog = Sequence()
-    popops.iota(g, t, start, prog)
-    engine, (got,) = run(g, small_device, prog, [t], {})
-    np.testing.assert_array_equal(got, np.arange(start, start + 24).astype(dtype.numpy))
-    kinds = {v["name"]: v for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
-    assert kinds[f"popops::Iota<{dtype.cpp}>"]["instances"] >= 4
-    assert misc.iota_cycles([4, 5], g.target.vector_width(INT)) == 10 + (4 + 3 * 2) + (4 + 3 * 3)
 
 
 @pytest.mark.parametrize("lower,upper", [([1, 0], [0, 2]), ([0, 3], [2, 1]), ([-1, 1], [1, -2]), ([0, 0], [0, 0])])
@@ -82,51 +69,7 @@ def test_pad_mapping_errors(g):
         popops.pad(g, u, [0, 1], [0, 0], mapping=popops.MappingMethod.EDGE)
 
 
-@pytest.mark.parametrize("falses", [[], [0], [13], [23, 5]])
-def test_all_true(g, small_device, falses):
-    t = mapped(g, BOOL, "t")
-    prog = Sequence()
-    result = popops.all_true(g, t, prog)
-    assert result.dtype == BOOL and tuple(result.shape) == ()
-    values = np.ones(24, bool)
-    values[falses] = False
-    engine, (got,) = run(g, small_device, prog, [result], {t: values.reshape(4, 6)})
-    assert bool(got) == (not falses)
-    kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
-    assert "popops::AllTrue" in kinds
-
-
-@pytest.mark.parametrize("dtype", [FLOAT, HALF], ids=lambda t: t.name)
-@pytest.mark.parametrize("nans", [[], [3], [22, 9]])
-def test_has_nan(g, small_device, dtype, nans):
-    t = mapped(g, dtype, "t")
-    prog = Sequence()
-    result = popops.has_nan(g, t, prog)
-    values = np.arange(24, dtype=dtype.numpy)
-    values[-1] = np.inf  # infinities are not NaN
-    values[nans] = np.nan
-    engine, (got,) = run(g, small_device, prog, [result], {t: values.reshape(4, 6)})
-    assert bool(got) == bool(nans)
-    kinds = {v["name"] for v in engine.get_report().to_dict()["execution"]["vertex_types"]}
-    assert f"popops::HasNaN<{dtype.cpp}>" in kinds
-
-
-def test_estimators():
-    assert misc.all_true_cycles([8, 9]) == 6 + (11 + 1) + (11 + 2)
-    assert misc.has_nan_cycles(FLOAT, [2, 0]) == 6 + (3 + 18 + 3) + 3
-    assert misc.has_nan_cycles(HALF, [3]) == 6 + 3 + 30 + 3
-
-
-def test_errors(g, small_device):
-    prog = Sequence()
-    with pytest.raises(poputil.PoplibsError, match="popops.iota: tensor 'm'.*must be a 1-D INT or UNSIGNED_INT"):
-        popops.iota(g, mapped(g, INT, "m"), 0, prog)
-    with pytest.raises(poputil.PoplibsError, match="popops.iota: start -1 .*does not fit tensor 'u'"):
-        popops.iota(g, mapped(g, UNSIGNED_INT, "u", (24,)), -1, prog)
-    with pytest.raises(poputil.PoplibsError, match="popops.all_true: tensor 'f'.*must be BOOL"):
-        popops.all_true(g, mapped(g, FLOAT, "f"), prog)
-    with pytest.raises(poputil.PoplibsError, match="popops.has_nan: tensor 'i'.*must be FLOAT or HALF"):
-        popops.has_nan(g, mapped(g, INT, "i"), prog)
+def test_errors(g):
     t = mapped(g, FLOAT, "t")
     with pytest.raises(poputil.PoplibsError, match=r"popops.pad: lower \[1\] and upper \[1\] must have one entry"):
         popops.pad(g, t, [1], [1])

@@ -1,6 +1,6 @@
-"""popops fill, zero, cast and cast_with_output on the engine against numpy (C conversions:
-float to integer truncates toward zero, to HALF rounds to nearest even), on tensors over
-tiles with one region (Cast1D) and several (Cast2D, Fill2d), with PopLibs' estimators."""
+"""popops cast and cast_with_output on the engine against numpy (C conversions: float to
+integer truncates toward zero, to HALF rounds to nearest even), on tensors over tiles with
+one region (Cast1D) and several (Cast2D), with PopLibs' estimators."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import popsim
 from popsim import BOOL, FLOAT, HALF, INT, SHORT, UNSIGNED_CHAR, UNSIGNED_INT, popops, poputil
-from popsim.popops import fill_cast
+from popsim.popops.cast import cast1d_cycles, cast2d_cycles, cast_worker_cycles
 from popsim.program import Sequence
 
 from popops_harness import mapped, run, vertex_kinds
@@ -95,65 +95,26 @@ def test_cast_over_linear_mappings(shape, types, seed):
     np.testing.assert_array_equal(got, expected.astype(types[1].numpy))
 
 
-@pytest.mark.parametrize("dtype,value", [(FLOAT, 2.5), (HALF, 1.1), (INT, -7), (UNSIGNED_INT, 4000000000),
-                                         (BOOL, True), (SHORT, -3)], ids=lambda x: getattr(x, "name", str(x)))
-def test_fill_and_zero(g, small_device, dtype, value):
-    t, z = mapped(g, dtype, "t"), mapped(g, dtype, "z")
-    prog = Sequence()
-    popops.fill(g, t, value, prog)
-    popops.zero(g, z, prog)
-    engine, (got, got_z) = run(g, small_device, prog, [t, z], {z: np.ones((4, 6), dtype.numpy)})
-    np.testing.assert_array_equal(got, np.full((4, 6), value, dtype.numpy))
-    np.testing.assert_array_equal(got_z, np.zeros((4, 6), dtype.numpy))
-    kinds = vertex_kinds(engine)
-    assert kinds[f"popops::Fill<{dtype.cpp}>"]["instances"] >= 2
-    assert f"popops::Fill2d<{dtype.cpp}>" in kinds
-
-
-def test_fill_of_four_bytes_or_fewer_is_a_copy(g, small_device):
-    t = g.add_variable(HALF, (2,), "t")
-    g.set_tile_mapping(t, 1)
-    prog = Sequence()
-    popops.fill(g, t, -0.25, prog)
-    assert g.num_vertices == 0
-    _, (got,) = run(g, small_device, prog, [t], {})
-    np.testing.assert_array_equal(got, [-0.25, -0.25])
-
-
-def test_estimators_match_the_reference_formulas(g, small_device):
+def test_cast_estimators_match_the_reference_formulas(g, small_device):
     # PopLibs' cycle estimators, evaluated by hand
-    assert fill_cast.fill_cycles(FLOAT, 7) == 16 + 3 + 6 + 1 + 1
-    assert fill_cast.fill_cycles(HALF, 1) == 15 and fill_cast.fill_cycles(HALF, 9) == 26 + 2
-    assert fill_cast.fill2d_cycles(FLOAT, [4, 5]) == 5 + (16 + 2 + 6 + 0 + 1) + (16 + 2 + 6 + 1 + 1) + 1 - 3 * 2
-    assert fill_cast.fill2d_cycles(HALF, [8]) == 5 + 26 + 2 - 2
-    assert fill_cast.cast_worker_cycles(FLOAT, HALF, 7) == 19 + 2 * 1 + (1 + 2) + (1 + 2)  # 7 = 4 + 0b11
-    assert fill_cast.cast_worker_cycles(HALF, FLOAT, 5) == 19 + 1 * 2 + (1 + 2)
-    assert fill_cast.cast_worker_cycles(FLOAT, INT, 5) == 19 + 2 * 5
-    assert fill_cast.cast1d_cycles(FLOAT, HALF, 24, 6) == 12 + 6 * (19 + 2 * 1 + 1 + 1 + 18)
-    assert fill_cast.cast2d_cycles(HALF, FLOAT, [2, 4]) == 5 + (11 + 19 + 1 + 1) + (11 + 19 + 2 + 1)
+    assert cast_worker_cycles(FLOAT, HALF, 7) == 19 + 2 * 1 + (1 + 2) + (1 + 2)  # 7 = 4 + 0b11
+    assert cast_worker_cycles(HALF, FLOAT, 5) == 19 + 1 * 2 + (1 + 2)
+    assert cast_worker_cycles(FLOAT, INT, 5) == 19 + 2 * 5
+    assert cast1d_cycles(FLOAT, HALF, 24, 6) == 12 + 6 * (19 + 2 * 1 + 1 + 1 + 18)
+    assert cast2d_cycles(HALF, FLOAT, [2, 4]) == 5 + (11 + 19 + 1 + 1) + (11 + 19 + 2 + 1)
     # and the engine charges them: tile 0 holds [0, 4) as one region (Cast1D of 4 elements)
     a = mapped(g, FLOAT, "a")
     prog = Sequence()
     popops.cast(g, a, HALF, prog)
     engine, _ = run(g, small_device, prog, [], {})
     kinds = vertex_kinds(engine)
-    tile0, tile3 = fill_cast.cast1d_cycles(FLOAT, HALF, 4, 6), fill_cast.cast1d_cycles(FLOAT, HALF, 6, 6)
+    tile0, tile3 = cast1d_cycles(FLOAT, HALF, 4, 6), cast1d_cycles(FLOAT, HALF, 6, 6)
     assert kinds["popops::Cast1D<float,half>"]["cycles"] == 6 * (-(-tile0 // 6)) + 6 * (-(-tile3 // 6))
 
 
 def test_errors(g, small_device):
     a = mapped(g, FLOAT, "a")
     prog = Sequence()
-    with pytest.raises(poputil.PoplibsError, match="popops.fill: the value 1.5 does not fit tensor 'i'"):
-        popops.fill(g, mapped(g, INT, "i"), 1.5, prog)
-    with pytest.raises(poputil.PoplibsError, match="popops.fill: the value -1 is out of range for tensor 'u'"):
-        popops.fill(g, mapped(g, UNSIGNED_INT, "u"), -1, prog)
-    with pytest.raises(poputil.PoplibsError, match="popops.zero: the tensor tensor 'c'.*contains constants"):
-        popops.zero(g, g.add_constant(FLOAT, (4,), 1.0, "c"), prog)
-    with pytest.raises(popsim.TypeError, match="popops.fill: the fill value must be a number"):
-        popops.fill(g, a, a, prog)
-    with pytest.raises(popsim.TypeError, match="found complex .no device type holds a complex number"):
-        popops.fill(g, a, 1 + 1j, prog)  # was float()'s TypeError
     with pytest.raises(poputil.PoplibsError, match="popops.cast_with_output: the source tensor 'a'.*and the "
                                                    "destination tensor 'o'.*same shape"):
         popops.cast_with_output(g, a, g.add_variable(HALF, (3,), "o"), prog)
