@@ -32,6 +32,8 @@
 #include <poplar/HalfFloat.hpp>
 #include <poplar/Vertex.hpp>
 
+#include "conv_partial_worklists.hpp"
+
 using namespace poplar;
 
 namespace poplin {
@@ -39,39 +41,18 @@ namespace poplin {
 template <class FPType, class AccumType, bool useLimitedVer>
 class ConvPartialHorizontalMac : public MultiVertex {
 public:
-  Vector<Input<Vector<FPType>>> in;
-  Vector<Input<Vector<FPType>>> weights;
-  Vector<Output<Vector<AccumType>>> out;
-  Input<Vector<unsigned>> worklists;
-  unsigned zerosInfo;
-  int inStride;
-  int outStride;
-  unsigned numOutGroupsM1;
-  unsigned numInGroups;
-  unsigned kernelOuterSizeM1;
-  unsigned kernelInnerElementsM1;
-  unsigned numConvGroupsM1;
-  unsigned outChansPerGroup;
-  unsigned inChansPerGroup;
-  unsigned outFieldRowSize;
+  POPLIN_CONV_WORKLIST_FIELDS(FPType, AccumType)
   unsigned inChanGrouping;
 
   bool compute(unsigned wid) {
     const unsigned chans = inChansPerGroup, width = outChansPerGroup;
     if (out.size() == 0 || width == 0)
       return true;
-    const unsigned workers = numWorkers();
-    const unsigned numPositions = zerosInfo / width;
-    const unsigned first = wid * numPositions / workers, last = (wid + 1) * numPositions / workers;
+    const detail::WorkerLists lists(*this, wid, width);
     const unsigned numOutGroups = numOutGroupsM1 + 1, numConvGroups = numConvGroupsM1 + 1;
-    for (unsigned e = 0; e < numConvGroups * numOutGroups; ++e)
-      std::fill(out[e].data() + std::size_t(first) * width, out[e].data() + std::size_t(last) * width,
-                AccumType(0));
+    lists.zero(out, numConvGroups * numOutGroups, width);
     if (chans == 0)
       return true;
-    const unsigned kernelPositions = (kernelOuterSizeM1 + 1) * (kernelInnerElementsM1 + 1);
-    const unsigned *lists = worklists.data();
-    const unsigned *entries = lists + kernelPositions * workers + 1;
     std::vector<float> acc(width);
     for (unsigned cg = 0; cg < numConvGroups; ++cg) {
       for (unsigned ig = 0; ig < numInGroups; ++ig) {
@@ -79,10 +60,10 @@ public:
         for (unsigned og = 0; og < numOutGroups; ++og) {
           const FPType *w = weights[(cg * numOutGroups + og) * numInGroups + ig].data();
           AccumType *o = out[cg * numOutGroups + og].data();
-          for (unsigned k = 0; k < kernelPositions; ++k) {
+          for (unsigned k = 0; k < lists.kernelPositions; ++k) {
             const FPType *wk = w + std::size_t(k) * chans * width;
-            for (unsigned e = lists[k * workers + wid]; e < lists[k * workers + wid + 1]; ++e) {
-              const unsigned *entry = entries + 3 * std::size_t(e);
+            for (unsigned e = lists.begin(k); e < lists.end(k); ++e) {
+              const unsigned *entry = lists.entry(e);
               for (unsigned i = 0; i < entry[1]; ++i) {
                 const FPType *xi = x + (std::ptrdiff_t(entry[2]) + std::ptrdiff_t(i) * inStride) * std::ptrdiff_t(chans);
                 AccumType *oi = o + (std::ptrdiff_t(entry[0]) + std::ptrdiff_t(i) * outStride) * std::ptrdiff_t(width);

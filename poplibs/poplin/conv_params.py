@@ -19,7 +19,7 @@ from typing import Optional, Sequence, Tuple
 import popsim
 
 from ..poputil import PoplibsError
-from ..poputil.checks import check_count, check_flag, check_whole_numbers
+from ..poputil.checks import check_count, check_flag, check_per_dim, check_whole_numbers
 
 Shape = Tuple[int, ...]
 
@@ -35,12 +35,7 @@ def _per_dim(name: str, values: Optional[Sequence], rank: int, default, minimum=
         values = tuple(check_flag(v, "ConvParams", f"each entry of {name}") for v in values)
     else:
         values = check_whole_numbers(values, "ConvParams", name)
-    if len(values) != rank:
-        raise PoplibsError(f"ConvParams: {name} has {len(values)} entries, expected one per field dimension "
-                           f"({rank})")
-    if minimum is not None and any(v < minimum for v in values):
-        raise PoplibsError(f"ConvParams: {name} must be >= {minimum} in every dimension, found {values}")
-    return values
+    return check_per_dim(values, "ConvParams", name, rank, minimum)
 
 
 def _transformed(size: int, trunc_lo: int, trunc_hi: int, dilation: int, pad_lo: int, pad_hi: int) -> int:

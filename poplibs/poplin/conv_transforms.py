@@ -22,35 +22,33 @@ from .conv_worklists import DimMap
 def canonical_views(params: ConvParams, x, w):
     """(params', x', w') with no truncation and no flips: x [B, G*Cin, *field] and w
     [G, Cout, Cin, *kernel] replaced by sliced, reversed views (either may be None)."""
-    rank = params.num_field_dims
-    changes = {}
-    pad_lo, pad_hi = list(params.padding_lower), list(params.padding_upper)
-    kpad_lo, kpad_hi = list(params.kernel_padding_lower), list(params.kernel_padding_upper)
-    for d in range(rank):
-        lo, hi = params.input_truncation_lower[d], params.input_truncation_upper[d]
-        if x is not None and (lo or hi):
-            x = x.slice(lo, params.input_field_shape[d] - hi, 2 + d)
-        if params.input_flip[d]:
-            if x is not None:
-                x = x.reverse(2 + d)
+    x, field, pad_lo, pad_hi = _canonical_operand(
+        x, 2, params.input_field_shape, params.input_truncation_lower, params.input_truncation_upper,
+        params.input_flip, params.padding_lower, params.padding_upper)
+    w, kernel, kpad_lo, kpad_hi = _canonical_operand(
+        w, 3, params.kernel_shape, params.kernel_truncation_lower, params.kernel_truncation_upper,
+        params.kernel_flip, params.kernel_padding_lower, params.kernel_padding_upper)
+    zeros, no = (0,) * params.num_field_dims, (False,) * params.num_field_dims
+    return params.replace(input_field_shape=field, kernel_shape=kernel, padding_lower=pad_lo, padding_upper=pad_hi,
+                          kernel_padding_lower=kpad_lo, kernel_padding_upper=kpad_hi, input_truncation_lower=zeros,
+                          input_truncation_upper=zeros, kernel_truncation_lower=zeros,
+                          kernel_truncation_upper=zeros, input_flip=no, kernel_flip=no), x, w
+
+
+def _canonical_operand(t, first_axis: int, shape, trunc_lo, trunc_hi, flips, pad_lo, pad_hi):
+    """One operand of canonical_views (the input or the kernel, its field dimensions from
+    ``first_axis``): (``t`` with each dimension's truncation sliced off and flipped ones
+    reversed, or None for None; the truncated shape; the paddings, swapped where flipped)."""
+    pad_lo, pad_hi = list(pad_lo), list(pad_hi)
+    for d, (size, lo, hi, flip) in enumerate(zip(shape, trunc_lo, trunc_hi, flips)):
+        if t is not None and (lo or hi):
+            t = t.slice(lo, size - hi, first_axis + d)
+        if flip:
+            if t is not None:
+                t = t.reverse(first_axis + d)
             pad_lo[d], pad_hi[d] = pad_hi[d], pad_lo[d]
-        lo, hi = params.kernel_truncation_lower[d], params.kernel_truncation_upper[d]
-        if w is not None and (lo or hi):
-            w = w.slice(lo, params.kernel_shape[d] - hi, 3 + d)
-        if params.kernel_flip[d]:
-            if w is not None:
-                w = w.reverse(3 + d)
-            kpad_lo[d], kpad_hi[d] = kpad_hi[d], kpad_lo[d]
-    field = tuple(n - lo - hi for n, lo, hi in zip(params.input_field_shape, params.input_truncation_lower,
-                                                  params.input_truncation_upper))
-    kernel = tuple(n - lo - hi for n, lo, hi in zip(params.kernel_shape, params.kernel_truncation_lower,
-                                                   params.kernel_truncation_upper))
-    zeros, no = (0,) * rank, (False,) * rank
-    changes.update(input_field_shape=field, kernel_shape=kernel, padding_lower=tuple(pad_lo),
-                   padding_upper=tuple(pad_hi), kernel_padding_lower=tuple(kpad_lo),
-                   kernel_padding_upper=tuple(kpad_hi), input_truncation_lower=zeros, input_truncation_upper=zeros,
-                   kernel_truncation_lower=zeros, kernel_truncation_upper=zeros, input_flip=no, kernel_flip=no)
-    return params.replace(**changes), x, w
+    truncated = tuple(size - lo - hi for size, lo, hi in zip(shape, trunc_lo, trunc_hi))
+    return t, truncated, tuple(pad_lo), tuple(pad_hi)
 
 
 def dim_maps(params: ConvParams) -> List[DimMap]:

@@ -19,12 +19,13 @@
 // its in-channels; the values are the same), the worklists and strides unencoded, plus
 // popsim's batchSize (the batch elements among the positions), for the cycle estimator.
 // useLimitedVer chooses the IPU's instruction sequence and its cycles, not the values.
-#include <algorithm>
 #include <cstddef>
 
 #include <ipudef.h>
 #include <poplar/HalfFloat.hpp>
 #include <poplar/Vertex.hpp>
+
+#include "conv_partial_worklists.hpp"
 
 using namespace poplar;
 
@@ -33,44 +34,24 @@ namespace poplin {
 template <class FPType, class AccumType, bool useLimitedVer, unsigned convGroupsPerGroup>
 class ConvPartialVerticalMac : public MultiVertex {
 public:
-  Vector<Input<Vector<FPType>>> in;
-  Vector<Input<Vector<FPType>>> weights;
-  Vector<Output<Vector<AccumType>>> out;
-  Input<Vector<unsigned>> worklists;
-  unsigned zerosInfo;
-  int inStride;
-  int outStride;
-  unsigned numOutGroupsM1;
-  unsigned numInGroups;
-  unsigned kernelOuterSizeM1;
-  unsigned kernelInnerElementsM1;
-  unsigned numConvGroupsM1;
-  unsigned outChansPerGroup;
-  unsigned inChansPerGroup;
-  unsigned outFieldRowSize;
+  POPLIN_CONV_WORKLIST_FIELDS(FPType, AccumType)
   unsigned batchSize;
 
   bool compute(unsigned wid) {
     const unsigned chans = inChansPerGroup;
     if (out.size() == 0 || outChansPerGroup != 1)
       return outChansPerGroup == 1;   // one out-channel per conv group, as PopLibs' vertex
-    const unsigned workers = numWorkers();
-    const unsigned numPositions = zerosInfo;
-    const unsigned first = wid * numPositions / workers, last = (wid + 1) * numPositions / workers;
+    const detail::WorkerLists lists(*this, wid, 1);
     const unsigned numConvGroups = numConvGroupsM1 + 1;
-    for (unsigned cg = 0; cg < numConvGroups; ++cg)
-      std::fill(out[cg].data() + first, out[cg].data() + last, AccumType(0));
-    const unsigned kernelPositions = (kernelOuterSizeM1 + 1) * (kernelInnerElementsM1 + 1);
-    const unsigned *lists = worklists.data();
-    const unsigned *entries = lists + kernelPositions * workers + 1;
+    lists.zero(out, numConvGroups, 1);
     for (unsigned cg = 0; cg < numConvGroups; ++cg) {
       for (unsigned ig = 0; ig < numInGroups; ++ig) {
         const FPType *x = in[cg * numInGroups + ig].data();
         const FPType *w = weights[cg * numInGroups + ig].data();
         AccumType *o = out[cg].data();
-        for (unsigned k = 0; k < kernelPositions; ++k) {
-          for (unsigned e = lists[k * workers + wid]; e < lists[k * workers + wid + 1]; ++e) {
-            const unsigned *entry = entries + 3 * std::size_t(e);
+        for (unsigned k = 0; k < lists.kernelPositions; ++k) {
+          for (unsigned e = lists.begin(k); e < lists.end(k); ++e) {
+            const unsigned *entry = lists.entry(e);
             for (unsigned i = 0; i < entry[1]; ++i) {
               const FPType *xi = x + (std::ptrdiff_t(entry[2]) + std::ptrdiff_t(i) * inStride) * std::ptrdiff_t(chans);
               AccumType &oi = o[std::ptrdiff_t(entry[0]) + std::ptrdiff_t(i) * outStride];

@@ -32,7 +32,7 @@ from popsim.program import Copy
 from .. import poplin, popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError
-from ..poputil.checks import check_graph, check_prog
+from ..poputil.checks import check_prog
 from . import rnn_util as ru
 
 
@@ -79,15 +79,10 @@ class GruWeights:
 
 
 def check_params(params, what: str):
-    if not isinstance(params, GruParams):
-        raise popsim.TypeError(f"{what}: expected popnn.gru.GruParams, found {type(params).__name__}")
-    ru.check_common_params(params, NUM_UNITS, what)
+    ru.check_common_params(params, GruParams, NUM_UNITS, what)
     if not isinstance(params.reset_after, bool):
         raise PoplibsError(f"{what}: params.reset_after must be True or False, found {params.reset_after!r}")
-    return (ru.activation_name(params.activation, what, "params.activation"),
-            ru.activation_name(params.recurrent_activation, what, "params.recurrent_activation"))
-
-
+    return ru.activation_names(params, what)
 
 def _bias_shape(params):
     return (NUM_UNITS, 2, params.output_size) if params.reset_after else (NUM_UNITS, params.output_size)
@@ -111,25 +106,25 @@ def _check_state(graph, params, state, what: str, role: str = "init_state"):
                    "[batch_size, output_size]")
 
 
-
-def _check_output(graph, params, output, what: str, role: str):
-    T, B, n_out = params.time_steps, params.batch_size, params.output_size
-    shape = (T, B, n_out) if params.output_full_sequence else (B, n_out)
-    layout = "[time_steps, batch_size, output_size]" if params.output_full_sequence else \
-        "[batch_size, output_size] (output_full_sequence is false)"
-    ru.check_shape(graph, output, shape, params.data_type, what, role, layout)
-
-
 def _num_intermediates(params) -> int:
     return 3 + int(params.reset_after) + int(not params.output_full_sequence)
 
 
 def _check_intermediates(graph, params, inter, what: str):
-    k = _num_intermediates(params)
-    ru.check_shape(graph, inter, (params.time_steps, k, params.batch_size, params.output_size), params.data_type,
-                   what, "intermediates", f"[time_steps, {k} intermediates, batch_size, output_size] (gru_fwd's "
-                   "return_intermediates)")
+    ru.check_intermediates(graph, params, inter, _num_intermediates(params), "gru_fwd", what)
 
+
+def _num_grads(params) -> int:
+    return NUM_UNITS + int(params.reset_after)
+
+
+def _check_bwd_intermediates(graph, params, t, what: str):
+    k = _num_grads(params)
+    ru.check_shape(graph, t, (params.time_steps, k, params.batch_size, params.output_size), params.data_type, what,
+                   "bwd_intermediates", f"[time_steps, {k}, batch_size, output_size] (gru_bwd's third result)")
+
+
+_CHECKS = ru.LayerChecks(check_params, _check_state, _check_weights, _check_intermediates, _check_bwd_intermediates)
 
 
 def _select(w, units):
@@ -185,32 +180,19 @@ def gru_fwd(graph, params, init_state, input, weights, prog, name: str = "", opt
     the output [T, B, out] (the last step's [B, out] without output_full_sequence); with
     ``return_intermediates`` (output, intermediates) for gru_bwd and gru_wu."""
     what = "popnn.gru.gru_fwd"
-    check_graph(graph, what)
-    act_name, rec_name = check_params(params, what)
-    check_prog(prog, what)
-    _check_state(graph, params, init_state, what)
-    ru.check_input(graph, params, input, what)
-    _check_weights(graph, params, weights, what)
+    act_name, rec_name = _CHECKS.fwd(graph, params, prog, what, init_state, input, weights)
     opts = ru.parse_options(options, what)
-    T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
-                             params.data_type)
+    T, B, n_in, n_out, dt = ru.sizes(params)
     base = name or "gru"
     mm = ru.mat_mul_options(opts, "INFERENCE_FWD" if opts.get("inferenceOnly") == "true" else "TRAINING_FWD")
     pos = ru.gate_positions(params, NUM_UNITS)
     R, Uu, C = pos[BasicGruCellUnit.RESET_GATE], pos[BasicGruCellUnit.UPDATE_GATE], pos[BasicGruCellUnit.CANDIDATE]
     in_bias = weights.biases[:, 0] if params.reset_after else weights.biases
 
-    weighted = poplin.mat_mul(graph, input.reshape([T * B, n_in]), ru.units_matrix(weights.input_weights), prog,
-                              f"{base}/weighInput", mm)
-    weighted_seq = ru.sequence_tensor(graph, dt, T, (B, NUM_UNITS * n_out), f"{base}/weightedInput")
-    popops.add_with_output(graph, weighted.reshape([T, B, NUM_UNITS, n_out]), in_bias,
-                           weighted_seq.reshape([T, B, NUM_UNITS, n_out]), prog, f"{base}/addBias")
+    weighted_seq = ru.weigh_input(graph, params, input, weights.input_weights, in_bias, NUM_UNITS, prog, base, mm)
     h = ru.state_tensor(graph, dt, (B, n_out), f"{base}/output")
     prog.add(Copy(init_state, h))
-    out_seq = ru.sequence_tensor(graph, dt, T, (B, n_out), f"{base}/outputSeq") if params.output_full_sequence \
-        else None
-    inter = (ru.sequence_tensor(graph, dt, T, (_num_intermediates(params), B, n_out), f"{base}/fwdIntermediatesSeq")
-             if return_intermediates else None)
+    out_seq, inter = ru.fwd_sequences(graph, params, _num_intermediates(params), return_intermediates, base)
 
     loop = ru.TimeLoop(graph, T, f"{base}/fwd")
     body = loop.body
@@ -238,11 +220,7 @@ def gru_fwd(graph, params, init_state, input, weights, prog, name: str = "", opt
                           f"{base}/candidate")
         saved = [r, u, cand]
     h_new = popops.map(graph, pe._1 + pe._2 * (pe._3 - pe._1), [cand, u, h], body, f"{base}/nextOutput")
-    if inter is not None:
-        saved += [] if params.output_full_sequence else [h_new]
-        loop.update(inter, popsim.concat([t.expand([0]) for t in saved]), "saveIntermediates")
-    if out_seq is not None:
-        loop.update(out_seq, h_new, "saveOutput")
+    ru.save_step(loop, params, out_seq, inter, saved, h_new)
     body.add(Copy(h_new, h))
     loop.close(prog)
     output = out_seq if out_seq is not None else h
@@ -255,27 +233,15 @@ def _outputs(params, output, intermediates):
     return output if params.output_full_sequence else intermediates[:, _num_intermediates(params) - 1]
 
 
-def _num_grads(params) -> int:
-    return NUM_UNITS + int(params.reset_after)
-
-
 def gru_bwd(graph, params, prog, init_state, intermediates, weights, input, output, output_grad,  # noqa: A002
             name: str = "", options=None):
     """Backpropagation through time: (init_state_grad [B, out], input_grad [T, B, in] or
     None without params.calc_input_gradients, bwd_intermediates [T, 3 (4), B, out])."""
     what = "popnn.gru.gru_bwd"
-    check_graph(graph, what)
-    act_name, rec_name = check_params(params, what)
-    check_prog(prog, what)
-    _check_state(graph, params, init_state, what)
-    _check_intermediates(graph, params, intermediates, what)
-    _check_weights(graph, params, weights, what)
-    ru.check_input(graph, params, input, what)
-    _check_output(graph, params, output, what, "output")
-    _check_output(graph, params, output_grad, what, "output_grad")
+    act_name, rec_name = _CHECKS.bwd(graph, params, prog, what, init_state, intermediates, weights, input, output,
+                                     output_grad)
     opts = ru.parse_options(options, what)
-    T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
-                             params.data_type)
+    T, B, n_in, n_out, dt = ru.sizes(params)
     base = name or "gru"
     mm = ru.mat_mul_options(opts, "TRAINING_BWD")
     pos = ru.gate_positions(params, NUM_UNITS)
@@ -283,10 +249,7 @@ def gru_bwd(graph, params, prog, init_state, intermediates, weights, input, outp
     n_grads = _num_grads(params)
 
     dh = ru.state_tensor(graph, dt, (B, n_out), f"{base}/outputGrad")
-    if params.output_full_sequence:
-        popops.zero(graph, dh, prog, f"{base}/zeroOutputGrad")
-    else:
-        prog.add(Copy(output_grad, dh))
+    ru.init_output_grad(graph, params, dh, output_grad, prog, base)
     grads_seq = ru.sequence_tensor(graph, dt, T, (B, n_grads * n_out), f"{base}/bwdIntermediates")
     h_prev_seq = ru.previous_outputs(init_state, _outputs(params, output, intermediates))
 
@@ -295,8 +258,7 @@ def gru_bwd(graph, params, prog, init_state, intermediates, weights, input, outp
     saved = loop.slice(intermediates, "intermediates")
     r, u, cand = saved[0], saved[1], saved[2]
     h_prev = loop.slice(h_prev_seq, "prevOutput")
-    dh_t = popops.add(graph, dh, loop.slice(output_grad, "outputGrad"), body, f"{base}/addOutputGrad") \
-        if params.output_full_sequence else dh
+    dh_t = ru.step_output_grad(graph, params, loop, dh, output_grad, base)
     grads = ru.state_tensor(graph, dt, (B, n_grads * n_out), f"{base}/gateGrads")
     g3 = grads.reshape([B, n_grads, n_out])
     d_c, d_u, d_r = ru.gate(g3, C), ru.gate(g3, Uu), ru.gate(g3, R)
@@ -339,18 +301,7 @@ def gru_wu(graph, params, prog, init_state, intermediates, bwd_intermediates, we
            name: str = "", options=None) -> GruWeights:
     """The weight and bias gradients (GruWeights) from gru_bwd's bwd_intermediates."""
     what = "popnn.gru.gru_wu"
-    check_graph(graph, what)
-    check_params(params, what)
-    check_prog(prog, what)
-    _check_state(graph, params, init_state, what)
-    _check_intermediates(graph, params, intermediates, what)
-    T, B, n_out = params.time_steps, params.batch_size, params.output_size
-    k = _num_grads(params)
-    ru.check_shape(graph, bwd_intermediates, (T, k, B, n_out), params.data_type, what, "bwd_intermediates",
-                   f"[time_steps, {k}, batch_size, output_size] (gru_bwd's third result)")
-    _check_weights(graph, params, weights, what)
-    ru.check_input(graph, params, input, what)
-    _check_output(graph, params, output, what, "output")
+    _CHECKS.wu(graph, params, prog, what, init_state, intermediates, bwd_intermediates, weights, input, output)
     opts = ru.parse_options(options, what)
     return _weight_grads(graph, params, prog, init_state, intermediates, bwd_intermediates, input, output, opts,
                          name or "gru")
@@ -358,8 +309,7 @@ def gru_wu(graph, params, prog, init_state, intermediates, bwd_intermediates, we
 
 def _weight_grads(graph, params, prog, init_state, intermediates, bwd_intermediates, input, output,  # noqa: A002
                   opts, base) -> GruWeights:
-    T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
-                             params.data_type)
+    T, B, n_in, n_out, dt = ru.sizes(params)
     acc = FLOAT if opts.get("weightAccumulatorsType", dt.name.lower()) == "float" else HALF
     mm = ru.mat_mul_options(opts, "TRAINING_WU")
     pos = ru.gate_positions(params, NUM_UNITS)

@@ -39,15 +39,21 @@ def masked_code(label_type) -> int:
     return -1 if label_type == INT else 0xFFFFFFFF
 
 
-@popsim.vertex_template("popnn::LossSumSquaredTransform", fp_type=FP_TYPES)
-def LossSumSquaredTransform(fp_type):
-    class LossSumSquaredTransform(Vertex):
+def _transform_fields(fp_type):
+    """The base class of both loss transforms: the fields PopLibs' two vertices share, in
+    their order (a vertex class's fields follow its bases'); cross entropy adds its own."""
+    class LossTransform(Vertex):
         probs: Input[Vector[fp_type]]
         expected: Input[Vector[fp_type]]
         deltas: Output[Vector[fp_type]]
         transformed: Output[Vector[fp_type]]
         size: UNSIGNED_SHORT
+    return LossTransform
 
+
+@popsim.vertex_template("popnn::LossSumSquaredTransform", fp_type=FP_TYPES)
+def LossSumSquaredTransform(fp_type):
+    class LossSumSquaredTransform(_transform_fields(fp_type)):
         def compute(self):
             for i in range(int(self.size)):
                 delta = self.probs[i] - self.expected[i]
@@ -61,12 +67,7 @@ def LossSumSquaredTransform(fp_type):
 def LossCrossEntropyTransform(fp_type):
     eps = EPS_LOG_N_FLOAT if fp_type == FLOAT else EPS_LOG_N_HALF
 
-    class LossCrossEntropyTransform(Vertex):
-        probs: Input[Vector[fp_type]]
-        expected: Input[Vector[fp_type]]
-        deltas: Output[Vector[fp_type]]
-        transformed: Output[Vector[fp_type]]
-        size: UNSIGNED_SHORT
+    class LossCrossEntropyTransform(_transform_fields(fp_type)):
         deltasScale: Input[fp_type]
         modelOutputScaling: Input[fp_type]
 

@@ -29,7 +29,7 @@ from popsim.program import Copy
 
 from .. import poplin, popops
 from ..popops import expr as pe
-from ..poputil.checks import check_graph, check_prog
+from ..poputil.checks import check_prog
 from . import rnn_util as ru
 
 
@@ -90,13 +90,8 @@ class LstmWeights:
 
 
 def check_params(params, what: str):
-    if not isinstance(params, LstmParams):
-        raise popsim.TypeError(f"{what}: expected popnn.lstm.LstmParams, found {type(params).__name__}")
-    ru.check_common_params(params, NUM_UNITS, what)
-    return (ru.activation_name(params.activation, what, "params.activation"),
-            ru.activation_name(params.recurrent_activation, what, "params.recurrent_activation"))
-
-
+    ru.check_common_params(params, LstmParams, NUM_UNITS, what)
+    return ru.activation_names(params, what)
 
 def _check_weights(graph, params, weights, what: str, role: str = "weights"):
     if not isinstance(weights, LstmWeights):
@@ -119,10 +114,21 @@ def _check_state(graph, params, state, what: str, role: str = "init_state"):
                        "[batch_size, output_size]")
 
 
-
 def _num_intermediates(params) -> int:
     return 6 if params.output_full_sequence else 7
 
+
+def _check_intermediates(graph, params, inter, what: str):
+    ru.check_intermediates(graph, params, inter, _num_intermediates(params), "lstm_fwd", what)
+
+
+def _check_bwd_intermediates(graph, params, t, what: str):
+    ru.check_shape(graph, t, (params.time_steps, NUM_UNITS, params.batch_size, params.output_size),
+                   params.data_type, what, "bwd_intermediates",
+                   "[time_steps, 4 gates, batch_size, output_size] (lstm_bwd's third result)")
+
+
+_CHECKS = ru.LayerChecks(check_params, _check_state, _check_weights, _check_intermediates, _check_bwd_intermediates)
 
 
 # ---- creating tensors ---------------------------------------------------------------------------------------------
@@ -179,36 +185,22 @@ def lstm_fwd(graph, params, init_state, input, weights, prog, name: str = "", op
     the final cell state [B, out]; with ``return_intermediates`` also PopLibs'
     intermediatesSeq [T, 6 (7), B, out] that lstm_bwd and lstm_wu take."""
     what = "popnn.lstm.lstm_fwd"
-    check_graph(graph, what)
-    act_name, rec_name = check_params(params, what)
-    check_prog(prog, what)
-    _check_state(graph, params, init_state, what)
-    ru.check_input(graph, params, input, what)
-    _check_weights(graph, params, weights, what)
+    act_name, rec_name = _CHECKS.fwd(graph, params, prog, what, init_state, input, weights)
     opts = ru.parse_options(options, what)
-    T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
-                             params.data_type)
+    T, B, n_in, n_out, dt = ru.sizes(params)
     base = name or "lstm"
     fc = "INFERENCE_FWD" if opts.get("inferenceOnly") == "true" else "TRAINING_FWD"
     mm = ru.mat_mul_options(opts, fc)
     pos = ru.gate_positions(params, NUM_UNITS)
     U = BasicLstmCellUnit
 
-    # All steps' input weighted at once; the biases added on the way into the per-step layout.
-    weighted = poplin.mat_mul(graph, input.reshape([T * B, n_in]), ru.units_matrix(weights.input_weights), prog,
-                              f"{base}/weighInput", mm)
-    weighted_seq = ru.sequence_tensor(graph, dt, T, (B, NUM_UNITS * n_out), f"{base}/weightedInput")
-    popops.add_with_output(graph, weighted.reshape([T, B, NUM_UNITS, n_out]), weights.biases,
-                           weighted_seq.reshape([T, B, NUM_UNITS, n_out]), prog, f"{base}/addBias")
-
+    weighted_seq = ru.weigh_input(graph, params, input, weights.input_weights, weights.biases, NUM_UNITS, prog, base,
+                                  mm)
     h = ru.state_tensor(graph, dt, (B, n_out), f"{base}/output")
     c = ru.state_tensor(graph, dt, (B, n_out), f"{base}/cellState")
     prog.add(Copy(init_state.output, h))
     prog.add(Copy(init_state.cell, c))
-    out_seq = ru.sequence_tensor(graph, dt, T, (B, n_out), f"{base}/outputSeq") if params.output_full_sequence \
-        else None
-    inter = (ru.sequence_tensor(graph, dt, T, (_num_intermediates(params), B, n_out), f"{base}/fwdIntermediatesSeq")
-             if return_intermediates else None)
+    out_seq, inter = ru.fwd_sequences(graph, params, _num_intermediates(params), return_intermediates, base)
 
     loop = ru.TimeLoop(graph, T, f"{base}/fwd")
     body = loop.body
@@ -223,11 +215,7 @@ def lstm_fwd(graph, params, init_state, input, weights, prog, name: str = "", op
     c_new = popops.map(graph, pe._1 * pe._2 + pe._3 * pe._4, [f, c, i, g], body, f"{base}/cellUpdate")
     act_c = ru.activate(graph, act_name, c_new, body, f"{base}/outputActivation")
     h_new = popops.mul(graph, o, act_c, body, f"{base}/outputGate")
-    if inter is not None:
-        saved = [f, i, g, o, act_c, c] + ([] if params.output_full_sequence else [h_new])
-        loop.update(inter, popsim.concat([t.expand([0]) for t in saved]), "saveIntermediates")
-    if out_seq is not None:
-        loop.update(out_seq, h_new, "saveOutput")
+    ru.save_step(loop, params, out_seq, inter, [f, i, g, o, act_c, c], h_new)
     body.add(Copy(h_new, h))
     body.add(Copy(c_new, c))
     loop.close(prog)
@@ -238,21 +226,6 @@ def lstm_fwd(graph, params, init_state, input, weights, prog, name: str = "", op
 
 # ---- backward and weight update ----------------------------------------------------------------------------------
 
-def _check_intermediates(graph, params, inter, what: str):
-    k = _num_intermediates(params)
-    ru.check_shape(graph, inter, (params.time_steps, k, params.batch_size, params.output_size), params.data_type,
-                   what, "intermediates", f"[time_steps, {k} intermediates, batch_size, output_size] (lstm_fwd's "
-                   "return_intermediates)")
-
-
-def _check_output(graph, params, output, what: str, role: str):
-    T, B, n_out = params.time_steps, params.batch_size, params.output_size
-    shape = (T, B, n_out) if params.output_full_sequence else (B, n_out)
-    layout = "[time_steps, batch_size, output_size]" if params.output_full_sequence else \
-        "[batch_size, output_size] (output_full_sequence is false)"
-    ru.check_shape(graph, output, shape, params.data_type, what, role, layout)
-
-
 def lstm_bwd(graph, params, prog, init_state, intermediates, weights, input, output, output_grad,  # noqa: A002
              last_cell_state_grad=None, name: str = "", options=None):
     """Backpropagation through time: (init_state_grad LstmState, input_grad [T, B, in] or
@@ -261,17 +234,9 @@ def lstm_bwd(graph, params, prog, init_state, intermediates, weights, input, out
     of the output lstm_fwd returned; ``last_cell_state_grad`` [B, out] that of its final
     cell state (none: zero)."""
     what = "popnn.lstm.lstm_bwd"
-    check_graph(graph, what)
-    act_name, rec_name = check_params(params, what)
-    check_prog(prog, what)
-    _check_state(graph, params, init_state, what)
-    _check_intermediates(graph, params, intermediates, what)
-    _check_weights(graph, params, weights, what)
-    ru.check_input(graph, params, input, what)
-    _check_output(graph, params, output, what, "output")
-    _check_output(graph, params, output_grad, what, "output_grad")
-    T, B, n_in, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
-                             params.data_type)
+    act_name, rec_name = _CHECKS.bwd(graph, params, prog, what, init_state, intermediates, weights, input, output,
+                                     output_grad)
+    T, B, n_in, n_out, dt = ru.sizes(params)
     ru.optional_tensor(graph, last_cell_state_grad, (B, n_out), dt, what, "last_cell_state_grad",
                        "[batch_size, output_size]")
     opts = ru.parse_options(options, what)
@@ -282,10 +247,7 @@ def lstm_bwd(graph, params, prog, init_state, intermediates, weights, input, out
 
     dh = ru.state_tensor(graph, dt, (B, n_out), f"{base}/outputGrad")
     dc = ru.state_tensor(graph, dt, (B, n_out), f"{base}/cellStateGrad")
-    if params.output_full_sequence:
-        popops.zero(graph, dh, prog, f"{base}/zeroOutputGrad")
-    else:
-        prog.add(Copy(output_grad, dh))
+    ru.init_output_grad(graph, params, dh, output_grad, prog, base)
     if last_cell_state_grad is not None:
         prog.add(Copy(last_cell_state_grad, dc))
     else:
@@ -296,8 +258,7 @@ def lstm_bwd(graph, params, prog, init_state, intermediates, weights, input, out
     body = loop.body
     saved = loop.slice(intermediates, "intermediates")
     f, i, g, o, act_c, c_prev = (saved[k] for k in range(6))
-    dh_t = popops.add(graph, dh, loop.slice(output_grad, "outputGrad"), body, f"{base}/addOutputGrad") \
-        if params.output_full_sequence else dh
+    dh_t = ru.step_output_grad(graph, params, loop, dh, output_grad, base)
     # dc_t = dc_{t+1} f_{t+1} (carried) + dh o act'(c)
     d_cell = popops.map(graph, pe._1 + pe._2 * pe._3 * ru.act_grad(act_name, pe._4, dt), [dc, dh_t, o, act_c],
                         body, f"{base}/cellGrad")
@@ -334,18 +295,7 @@ def lstm_wu(graph, params, prog, init_state, intermediates, bwd_intermediates, w
     matmul per weight matrix over all steps and batch entries, one reduction for the biases
     (in weightAccumulatorsType, default the data type)."""
     what = "popnn.lstm.lstm_wu"
-    check_graph(graph, what)
-    check_params(params, what)
-    check_prog(prog, what)
-    _check_state(graph, params, init_state, what)
-    _check_intermediates(graph, params, intermediates, what)
-    T, B, _, n_out, dt = (params.time_steps, params.batch_size, params.input_size, params.output_size,
-                             params.data_type)
-    ru.check_shape(graph, bwd_intermediates, (T, NUM_UNITS, B, n_out), dt, what, "bwd_intermediates",
-                   "[time_steps, 4 gates, batch_size, output_size] (lstm_bwd's third result)")
-    _check_weights(graph, params, weights, what)
-    ru.check_input(graph, params, input, what)
-    _check_output(graph, params, output, what, "output")
+    _CHECKS.wu(graph, params, prog, what, init_state, intermediates, bwd_intermediates, weights, input, output)
     opts = ru.parse_options(options, what)
     return _weight_grads(graph, params, prog, init_state.output, intermediates, bwd_intermediates, input, output,
                          opts, name or "lstm")

@@ -44,25 +44,25 @@ def check_like(graph, t, acts, what: str, role: str) -> None:
 
 def check_per_channel(graph, t, acts, what: str, role: str) -> None:
     """A per-channel parameter: shape ``[C]``, the activations' type."""
-    check_tensor(graph, t, what, role)
-    channels = int(acts.shape[1])
-    if _shape(t) != (channels,):
-        raise PoplibsError(f"{what}: {role} '{t.name}' must have shape ({channels},): one per channel of the "
-                           f"activations '{acts.name}' [B, C, ...field] = {_shape(acts)}, found {_shape(t)}")
-    if t.dtype != acts.dtype:
-        raise PoplibsError(f"{what}: {role} '{t.name}' must be {acts.dtype.name} like the activations "
-                           f"'{acts.name}', found {t.dtype.name}; cast it with popops.cast")
+    _check_vector(graph, t, acts, int(acts.shape[1]), what, role,
+                  f": one per channel of the activations '{acts.name}' [B, C, ...field] = {_shape(acts)}",
+                  "; cast it with popops.cast")
 
 
 def check_stats(graph, t, acts, count: int, what: str, role: str, layout: str) -> None:
     """A statistics tensor: shape ``[count]`` (``layout`` says what it indexes), acts' type."""
+    _check_vector(graph, t, acts, count, what, role, f" ({layout} of the activations '{acts.name}' {_shape(acts)})")
+
+
+def _check_vector(graph, t, acts, count: int, what: str, role: str, shape_note: str, type_hint: str = "") -> None:
+    """``t`` a tensor of ``graph`` of shape ``[count]`` (``shape_note`` says what it holds)
+    and of ``acts``' type (``type_hint``: how to fix it)."""
     check_tensor(graph, t, what, role)
     if _shape(t) != (count,):
-        raise PoplibsError(f"{what}: {role} '{t.name}' must have shape ({count},) ({layout} of the activations "
-                           f"'{acts.name}' {_shape(acts)}), found {_shape(t)}")
+        raise PoplibsError(f"{what}: {role} '{t.name}' must have shape ({count},){shape_note}, found {_shape(t)}")
     if t.dtype != acts.dtype:
         raise PoplibsError(f"{what}: {role} '{t.name}' must be {acts.dtype.name} like the activations "
-                           f"'{acts.name}', found {t.dtype.name}")
+                           f"'{acts.name}', found {t.dtype.name}{type_hint}")
 
 
 def check_partials(partials_type, what: str):

@@ -30,8 +30,6 @@ from .norm_vertices import STAT_OPS, NormStatisticOp, NormStatisticOp1D
 __all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping",
            "grouped_order", "grouped"]
 
-_OP_CYCLES = {"CENTRE": 1, "SCALE": 1, "WHITEN": 2, "AFFINE": 2, "GRADIENT": 4}
-
 
 def indexed(t):
     """``t`` as a view that lists its elements, so that per-tile slices of a permuted or
@@ -294,7 +292,8 @@ def _vertex_cycles(op: str, dtype, one_d, regions, pieces, lengths, blocks, work
     width = 2 if dtype == FLOAT else 4
     vectors = np.where(lengths == 1, -(-blocks // width), blocks * -(-lengths // width))
     first_piece = np.cumsum(pieces) - pieces
-    per_vector = _OP_CYCLES[op] + 1
+    num_data, num_stats, _ = STAT_OPS[op]
+    per_vector = num_data + num_stats   # the expression's arithmetic ops (one fewer than its operands), + 1
     two_d = 20 + 4 * regions + 6 * pieces + per_vector * _group_sums(vectors, first_piece, pieces)
     one = 20 + 6 * pieces + per_vector * _group_sums(-(-vectors // workers), first_piece, pieces)
     return np.where(one_d, one, two_d).tolist()

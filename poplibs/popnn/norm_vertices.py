@@ -19,6 +19,7 @@ import popsim
 from popsim import FLOAT, HALF, Input, Output, VectorList, Vertex
 
 from ..poputil import per_tile
+from ..poputil.vertex_helpers import chunk_begin, chunk_end
 
 __all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation", "NormStatisticOp",
            "NormStatisticOp1D", "STAT_OPS"]
@@ -106,36 +107,69 @@ def add_inverse_std_deviation(graph, mean, power, eps: float, scale_var: float, 
 # channels-innermost activation), or, with ``pieceLen`` 1, a run of ``pieceCount`` elements
 # sharing one statistic (a channels-outermost one). State is per piece, not per element.
 
-# op: (number of data operands, number of statistics operands, the element expression)
+# Each op's element from its datum x and statistics a (, b, c), GRADIENT's second datum y
+# last: the vertices call these, and the translator inlines them. Every one takes the same
+# parameters, all but x and a defaulted (an op passes only the operands it has), because the
+# translator inlines the calls of every branch before the constants of compute rule branches
+# out, so each call must fit every op's function.
+def centre(x, a, b=0.0, c=0.0, y=0.0):
+    return x - a
+
+
+def whiten(x, a, b=0.0, c=0.0, y=0.0):
+    return (x - a) * b
+
+
+def scale(x, a, b=0.0, c=0.0, y=0.0):
+    return x * a
+
+
+def affine(x, a, b=0.0, c=0.0, y=0.0):
+    return x * a + b
+
+
+def gradient(x, a, b=0.0, c=0.0, y=0.0):
+    return (x + a + y * b) * c
+
+
+# op: (number of data operands, number of statistics operands, the element's function). Each
+# operand is used once, so an op's arithmetic ops are one fewer than its operands (the
+# estimates of norm_stat_ops count them so).
 STAT_OPS = {
-    "CENTRE": (1, 1, "x - a"),
-    "WHITEN": (1, 2, "(x - a) * b"),
-    "SCALE": (1, 1, "x * a"),
-    "AFFINE": (1, 2, "x * a + b"),
-    "GRADIENT": (2, 3, "(x + a + y * b) * c"),
+    "CENTRE": (1, 1, centre),
+    "WHITEN": (1, 2, whiten),
+    "SCALE": (1, 1, scale),
+    "AFFINE": (1, 2, affine),
+    "GRADIENT": (2, 3, gradient),
 }
 STAT_OP_VERTEX = "popnn::NormStatisticOp"
+
+
+def _operands(base, data, stat, stats: int):
+    """The base class of both forms: the fields they declare first (a vertex class's fields
+    follow its bases'), ``out`` and the data operands of type ``data``, then the ``stats``
+    statistics operands of type ``stat``."""
+    class StatOperands(base):
+        out: Output[data]
+        in1: Input[data]
+        if stats == 3:
+            in2: Input[data]
+        a: stat
+        if stats >= 2:
+            b: stat
+        if stats == 3:
+            c: stat
+    return StatOperands
 
 
 @popsim.vertex_template(STAT_OP_VERTEX, op=list(STAT_OPS), dtype=[FLOAT, HALF])
 def NormStatisticOp(op, dtype):
     # constants of compute: the front end checks and compiles only the branch each takes
-    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - which of a pair of forms
     STATS = STAT_OPS[op][1]  # noqa: N806 - statistics operands: a; a, b; a, b, c (and a second datum)
+    element = STAT_OPS[op][2]
     pieces = popsim.Vector[popsim.UNSIGNED_INT]
-    stat = Input[popsim.Vector[dtype]]
-    data = VectorList[dtype]
 
-    class NormStatisticOp(Vertex):
-        out: Output[data]
-        in1: Input[data]
-        if STATS == 3:
-            in2: Input[data]
-        a: stat
-        if STATS >= 2:
-            b: stat
-        if STATS == 3:
-            c: stat
+    class NormStatisticOp(_operands(Vertex, VectorList[dtype], Input[popsim.Vector[dtype]], STATS)):
         regionPieces: pieces  # pieces per region
         pieceLen: pieces      # statistics per block (1: one statistic for the piece's run)
         pieceCount: pieces    # blocks
@@ -157,32 +191,22 @@ def NormStatisticOp(op, dtype):
                             c = self.c[s]
                         for j in range(i, i + m):
                             if STATS == 3:
-                                self.out[r][j] = (self.in1[r][j] + a + self.in2[r][j] * b) * c
-                            elif FIRST:
-                                if STATS == 1:
-                                    self.out[r][j] = self.in1[r][j] - a
-                                else:
-                                    self.out[r][j] = (self.in1[r][j] - a) * b
-                            elif STATS == 1:
-                                self.out[r][j] = self.in1[r][j] * a
+                                self.out[r][j] = element(self.in1[r][j], a, b, c, self.in2[r][j])
+                            elif STATS == 2:
+                                self.out[r][j] = element(self.in1[r][j], a, b)
                             else:
-                                self.out[r][j] = self.in1[r][j] * a + b
+                                self.out[r][j] = element(self.in1[r][j], a)
                         i += m
                     else:
                         for blk in range(m):
                             for j in range(n):
                                 if STATS == 3:
-                                    self.out[r][i + j] = (self.in1[r][i + j] + self.a[s + j]
-                                                          + self.in2[r][i + j] * self.b[s + j]) * self.c[s + j]
-                                elif FIRST:
-                                    if STATS == 1:
-                                        self.out[r][i + j] = self.in1[r][i + j] - self.a[s + j]
-                                    else:
-                                        self.out[r][i + j] = (self.in1[r][i + j] - self.a[s + j]) * self.b[s + j]
-                                elif STATS == 1:
-                                    self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j]
+                                    self.out[r][i + j] = element(self.in1[r][i + j], self.a[s + j], self.b[s + j],
+                                                                 self.c[s + j], self.in2[r][i + j])
+                                elif STATS == 2:
+                                    self.out[r][i + j] = element(self.in1[r][i + j], self.a[s + j], self.b[s + j])
                                 else:
-                                    self.out[r][i + j] = self.in1[r][i + j] * self.a[s + j] + self.b[s + j]
+                                    self.out[r][i + j] = element(self.in1[r][i + j], self.a[s + j])
                             i += n
                     k += 1
             return True
@@ -193,22 +217,11 @@ def NormStatisticOp(op, dtype):
 # workers sharing out each piece's blocks (runs: elements), contiguously. Same pieces.
 @popsim.vertex_template(STAT_OP_VERTEX + "1D", op=list(STAT_OPS), dtype=[FLOAT, HALF])
 def NormStatisticOp1D(op, dtype):
-    FIRST = op in ("CENTRE", "WHITEN")  # noqa: N806 - constants of compute, as NormStatisticOp's
-    STATS = STAT_OPS[op][1]  # noqa: N806
+    STATS = STAT_OPS[op][1]  # noqa: N806 - a constant of compute, as NormStatisticOp's
+    element = STAT_OPS[op][2]
     pieces = popsim.Vector[popsim.UNSIGNED_INT]
-    stat = Input[popsim.Vector[dtype]]
-    data = popsim.Vector[dtype]
 
-    class NormStatisticOp1D(popsim.MultiVertex):
-        out: Output[data]
-        in1: Input[data]
-        if STATS == 3:
-            in2: Input[data]
-        a: stat
-        if STATS >= 2:
-            b: stat
-        if STATS == 3:
-            c: stat
+    class NormStatisticOp1D(_operands(popsim.MultiVertex, popsim.Vector[dtype], Input[popsim.Vector[dtype]], STATS)):
         pieceLen: pieces
         pieceCount: pieces
         pieceStat: pieces
@@ -219,24 +232,17 @@ def NormStatisticOp1D(op, dtype):
                 n = int(self.pieceLen[k])  # int32, as i and j: the loops over j vectorise
                 m = int(self.pieceCount[k])
                 s = int(self.pieceStat[k])
-                share = (m + self.num_workers() - 1) // self.num_workers()
-                lo = min(m, worker_id * share)
-                hi = min(m, lo + share)
-                for blk in range(lo, hi):
+                w = self.num_workers()
+                for blk in range(chunk_begin(m, worker_id, w), chunk_end(m, worker_id, w)):
                     at = i + blk * n  # the block's first element: j's loop then runs unchecked
                     for j in range(n):
                         if STATS == 3:
-                            self.out[at + j] = (self.in1[at + j] + self.a[s + j]
-                                                + self.in2[at + j] * self.b[s + j]) * self.c[s + j]
-                        elif FIRST:
-                            if STATS == 1:
-                                self.out[at + j] = self.in1[at + j] - self.a[s + j]
-                            else:
-                                self.out[at + j] = (self.in1[at + j] - self.a[s + j]) * self.b[s + j]
-                        elif STATS == 1:
-                            self.out[at + j] = self.in1[at + j] * self.a[s + j]
+                            self.out[at + j] = element(self.in1[at + j], self.a[s + j], self.b[s + j],
+                                                       self.c[s + j], self.in2[at + j])
+                        elif STATS == 2:
+                            self.out[at + j] = element(self.in1[at + j], self.a[s + j], self.b[s + j])
                         else:
-                            self.out[at + j] = self.in1[at + j] * self.a[s + j] + self.b[s + j]
+                            self.out[at + j] = element(self.in1[at + j], self.a[s + j])
                 i += n * m
             return True
     return NormStatisticOp1D

@@ -31,7 +31,8 @@ from popsim.program import Copy, Execute
 from .. import popops
 from ..poplin.conv_params import ConvParams
 from ..poputil import PoplibsError
-from ..poputil.checks import check_count, check_graph, check_prog, check_tensor, check_whole_numbers
+from ..poputil.checks import (check_count, check_graph, check_per_dim, check_prog, check_tensor,
+                              check_whole_numbers)
 from ..poputil.memory_order import dim_grouping
 from . import pooling_vertices as pv
 from .pooling_worklists import plane_work, scale_runs, split_rows, tile_work, valid_counts
@@ -45,13 +46,8 @@ class PoolingType(enum.Enum):
 
 
 def _ints(what: str, values, rank: int, low: Optional[int] = None) -> Tuple[int, ...]:
-    out = check_whole_numbers(values, "PoolParams", what)
-    if len(out) != rank:
-        raise PoplibsError(f"PoolParams: {what} has {len(out)} entries, expected one per field dimension "
-                           f"({rank}, as input_field_shape)")
-    if low is not None and any(v < low for v in out):
-        raise PoplibsError(f"PoolParams: {what} must be >= {low} in every dimension, found {out}")
-    return out
+    return check_per_dim(check_whole_numbers(values, "PoolParams", what), "PoolParams", what, rank, low,
+                         ", as input_field_shape")
 
 
 class PoolParams:
@@ -232,6 +228,22 @@ def _add_pooling_vertices(graph, cs, vertex: str, plan: _Plan, work, src, extra=
         graph.set_tile_mapping(v, tile)
 
 
+def _pooling_pass(graph, params: PoolParams, vertex, cpg: int, src, backward: bool, prog, plan_name: str,
+                  cs_name: str, extra=None, state=None) -> _Plan:
+    """One compute set of ``vertex`` (a pooling_vertices template) over the grouped ``src``,
+    into a new grouped plan named ``plan_name``: of the pooled field, a window's inputs
+    combined into its position (``backward`` False), or of the input field, each window's
+    value sent to its inputs (True). ``extra`` and ``state`` as _add_pooling_vertices'."""
+    out_field = params.get_output_field_shape()
+    work = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
+                      params.input_truncation_or_padding_lower, backward=backward)
+    plan = _Plan(graph, params, params.input_field_shape if backward else out_field, cpg, plan_name)
+    cs = graph.add_compute_set(cs_name)
+    _add_pooling_vertices(graph, cs, pv.vertex_name(vertex, params.dtype), plan, work, src, extra=extra, state=state)
+    prog.add(Execute(cs))
+    return plan
+
+
 def _counts(params: PoolParams) -> np.ndarray:
     """Per pooled position, the real (not padding) inputs of its window: [rows, row size]."""
     out_field = params.get_output_field_shape()
@@ -284,17 +296,11 @@ def pool(graph, params: PoolParams, in_, prog, name: str = "", options=None):
     if in_.num_elements() == 0:
         return _empty(graph, params, params.output_shape(), name)
     pv.ensure_codelets(graph)
-    out_field = params.get_output_field_shape()
-    cpg = _chans_per_group(graph, in_, params, out_field)
-    work = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
-                      params.input_truncation_or_padding_lower, backward=False)
-    plan = _Plan(graph, params, out_field, cpg, f"{name}/pooled")
-    cs = graph.add_compute_set(name)
+    cpg = _chans_per_group(graph, in_, params, params.get_output_field_shape())
     op = POOLING_OPS[params.pooling_type]
     scaling = op.scaling(params)
-    _add_pooling_vertices(graph, cs, pv.vertex_name(op.vertex, params.dtype), plan, work, _grouped(in_, cpg),
-                          state=None if scaling is None else {"scale": scaling[0]})
-    prog.add(Execute(cs))
+    plan = _pooling_pass(graph, params, op.vertex, cpg, _grouped(in_, cpg), False, prog, f"{name}/pooled", name,
+                         state=None if scaling is None else {"scale": scaling[0]})
     if scaling is not None and scaling[1] is not None:
         _add_selective_scaling(graph, plan, scaling[1], prog, f"{name}/scale")
     return _ungrouped(plan.var)
@@ -317,21 +323,15 @@ def _sum_gradient(graph, params: PoolParams, fwd, pooled_grad, cpg: int, prog, n
     """AVG/SUM: each input position gets the sum of the gradients of the windows holding it,
     scaled as the forward pass scales them (AVG's each divided by its window's count). The
     forward tensors (``fwd``) are not needed."""
-    out_field = params.get_output_field_shape()
     src = _grouped(pooled_grad, cpg)
     scale, counts = POOLING_OPS[params.pooling_type].scaling(params)
     if counts is not None:   # PopLibs pre-scales the gradient by 1/count (scaleGradient)
-        scaled = _Plan(graph, params, out_field, cpg, f"{name}/scaledGradient")
+        scaled = _Plan(graph, params, params.get_output_field_shape(), cpg, f"{name}/scaledGradient")
         prog.add(Copy(pooled_grad, _ungrouped(scaled.var)))
         _add_selective_scaling(graph, scaled, counts, prog, f"{name}/preScale")
         src = scaled.var
-    work = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
-                      params.input_truncation_or_padding_lower, backward=True)
-    plan = _Plan(graph, params, params.input_field_shape, cpg, f"{name}/inputGradient")
-    cs = graph.add_compute_set(name)
-    _add_pooling_vertices(graph, cs, pv.vertex_name(pv.SUM_POOLING, params.dtype), plan, work, src,
-                          state={"scale": scale})
-    prog.add(Execute(cs))
+    plan = _pooling_pass(graph, params, pv.SUM_POOLING, cpg, src, True, prog, f"{name}/inputGradient", name,
+                         state={"scale": scale})
     return _ungrouped(plan.var)
 
 
@@ -339,26 +339,16 @@ def _max_gradient(graph, params: PoolParams, fwd, pooled_grad, cpg: int, prog, n
     """MAX: each window's gradient goes to every input equal to its max, divided by how many
     there are with ``use_scaled``; ``fwd`` = (in_, pooled, use_scaled)."""
     in_, pooled, use_scaled = fwd
-    out_field = params.get_output_field_shape()
     acts_in, acts_out = _grouped(in_, cpg), _grouped(pooled, cpg)
     src = _grouped(pooled_grad, cpg)
     if use_scaled:   # 1 / (inputs equal to the max) per window, times the gradient
-        fwd = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
-                         params.input_truncation_or_padding_lower, backward=False)
-        scale = _Plan(graph, params, out_field, cpg, f"{name}/gradientScale")
-        cs = graph.add_compute_set(f"{name}/gradientScale")
-        _add_pooling_vertices(graph, cs, pv.vertex_name(pv.MAX_POOLING_GRADIENT_SCALE, params.dtype), scale, fwd,
-                              acts_in, extra={"fwdActsOut": (acts_out, "dest")})
-        prog.add(Execute(cs))
+        scale = _pooling_pass(graph, params, pv.MAX_POOLING_GRADIENT_SCALE, cpg, acts_in, False, prog,
+                              f"{name}/gradientScale", f"{name}/gradientScale",
+                              extra={"fwdActsOut": (acts_out, "dest")})
         popops.mul_in_place(graph, _ungrouped(scale.var), pooled_grad, prog, f"{name}/scaleGradient")
         src = scale.var
-    work = plane_work(params.input_field_shape, out_field, params.kernel_shape, params.stride,
-                      params.input_truncation_or_padding_lower, backward=True)
-    plan = _Plan(graph, params, params.input_field_shape, cpg, f"{name}/inputGradient")
-    cs = graph.add_compute_set(name)
-    _add_pooling_vertices(graph, cs, pv.vertex_name(pv.MAX_POOLING_GRAD, params.dtype), plan, work, src,
-                          extra={"fwdActsIn": (acts_in, "dest"), "fwdActsOut": (acts_out, "src")})
-    prog.add(Execute(cs))
+    plan = _pooling_pass(graph, params, pv.MAX_POOLING_GRAD, cpg, src, True, prog, f"{name}/inputGradient", name,
+                         extra={"fwdActsIn": (acts_in, "dest"), "fwdActsOut": (acts_out, "src")})
     return _ungrouped(plan.var)
 
 

@@ -33,6 +33,18 @@
 
 using namespace poplar;
 
+// The worklist fields every pooling MultiVertex declares after its edges, in this order (the
+// encoding the header describes). A macro and not a base class: popsim reads a vertex's
+// fields from the members of the class that derives from MultiVertex itself, after the
+// preprocessor (src/popsim/codelet/cpp.py).
+#define POPNN_POOLING_WORKLIST_FIELDS                                                                           \
+  Vector<unsigned> rowStarts;                                                                                   \
+  Vector<unsigned> workList;                                                                                    \
+  unsigned rowSize;                                                                                             \
+  unsigned chansPerGroup;                                                                                       \
+  unsigned inStride;                                                                                            \
+  unsigned outStride;
+
 namespace popnn {
 namespace detail {
 
@@ -41,8 +53,9 @@ template <> inline float lowestOf<half>() { return -65504.0f; }
 
 // Worker `wid`'s rows of the pooling MultiVertex `v` (its fields rowStarts, workList, rowSize,
 // chansPerGroup, inStride, outStride): each row accumulated in float from `init`, with
-// `combine(acc, row, destElem, srcElem)` run for every position of each of the row's entries
-// (destElem/srcElem: element indices, in the row and in `in`, of the first channel), then
+// `combine(acc, rowElem, destElem, srcElem)` run for every position of each of the row's
+// entries (rowElem: the row's first element in `out`, and so in any tensor laid out like it;
+// destElem/srcElem: element indices, in the row and in `in`, of the first channel), then
 // `store(outElem, value)` for each of its rowSize * chansPerGroup elements.
 template <class V, class Combine, class Store>
 inline void poolRows(V &v, unsigned wid, unsigned workers, float init, Combine combine, Store store) {
@@ -54,7 +67,7 @@ inline void poolRows(V &v, unsigned wid, unsigned workers, float init, Combine c
     for (unsigned e = v.rowStarts[r]; e < v.rowStarts[r + 1]; ++e) {
       unsigned o = v.workList[3 * e] * cpg, i = v.workList[3 * e + 1] * cpg;
       for (unsigned f = 0, n = v.workList[3 * e + 2]; f < n; ++f, o += os, i += is)
-        combine(acc.data(), r, o, i);
+        combine(acc.data(), r * width, o, i);
     }
     for (unsigned k = 0; k < width; ++k)
       store(r * width + k, acc[k]);
@@ -67,12 +80,7 @@ template <typename FPType> class MaxPooling : public MultiVertex {
 public:
   Output<Vector<FPType>> out;
   Input<Vector<FPType>> in;
-  Vector<unsigned> rowStarts;
-  Vector<unsigned> workList;
-  unsigned rowSize;
-  unsigned chansPerGroup;
-  unsigned inStride;
-  unsigned outStride;
+  POPNN_POOLING_WORKLIST_FIELDS
 
   bool compute(unsigned wid) {
     const FPType *src = &in[0];
@@ -90,12 +98,7 @@ template <typename FPType> class SumPooling : public MultiVertex {
 public:
   Output<Vector<FPType>> out;
   Input<Vector<FPType>> in;
-  Vector<unsigned> rowStarts;
-  Vector<unsigned> workList;
-  unsigned rowSize;
-  unsigned chansPerGroup;
-  unsigned inStride;
-  unsigned outStride;
+  POPNN_POOLING_WORKLIST_FIELDS
   float scale;
 
   bool compute(unsigned wid) {
@@ -116,19 +119,13 @@ public:
   Input<Vector<FPType>> in;
   Input<Vector<FPType>> fwdActsIn;
   Input<Vector<FPType>> fwdActsOut;
-  Vector<unsigned> rowStarts;
-  Vector<unsigned> workList;
-  unsigned rowSize;
-  unsigned chansPerGroup;
-  unsigned inStride;
-  unsigned outStride;
+  POPNN_POOLING_WORKLIST_FIELDS
 
   bool compute(unsigned wid) {
     const FPType *grad = &in[0], *maxes = &fwdActsOut[0], *acts = &fwdActsIn[0];
-    const unsigned width = rowSize * chansPerGroup;
     detail::poolRows(*this, wid, numWorkers(), 0.0f,
-                     [&](float *a, unsigned r, unsigned o, unsigned i) {
-                       const FPType *row = acts + std::size_t(r) * width;
+                     [&](float *a, unsigned rowElem, unsigned o, unsigned i) {
+                       const FPType *row = acts + rowElem;
                        for (unsigned c = 0; c < chansPerGroup; ++c)
                          if (float(row[o + c]) == float(maxes[i + c]))
                            a[o + c] += float(grad[i + c]);
@@ -143,19 +140,13 @@ public:
   Output<Vector<FPType>> out;
   Input<Vector<FPType>> in;
   Input<Vector<FPType>> fwdActsOut;
-  Vector<unsigned> rowStarts;
-  Vector<unsigned> workList;
-  unsigned rowSize;
-  unsigned chansPerGroup;
-  unsigned inStride;
-  unsigned outStride;
+  POPNN_POOLING_WORKLIST_FIELDS
 
   bool compute(unsigned wid) {
     const FPType *acts = &in[0], *maxes = &fwdActsOut[0];
-    const unsigned width = rowSize * chansPerGroup;
     detail::poolRows(*this, wid, numWorkers(), 0.0f,
-                     [&](float *a, unsigned r, unsigned o, unsigned i) {
-                       const FPType *row = maxes + std::size_t(r) * width;
+                     [&](float *a, unsigned rowElem, unsigned o, unsigned i) {
+                       const FPType *row = maxes + rowElem;
                        for (unsigned c = 0; c < chansPerGroup; ++c)
                          a[o + c] += float(acts[i + c]) == float(row[o + c]) ? 1.0f : 0.0f;
                      },
@@ -183,15 +174,14 @@ public:
   }
 };
 
-template class MaxPooling<float>;
-template class MaxPooling<half>;
-template class SumPooling<float>;
-template class SumPooling<half>;
-template class MaxPoolingGrad<float>;
-template class MaxPoolingGrad<half>;
-template class MaxPoolingGradientScale<float>;
-template class MaxPoolingGradientScale<half>;
-template class SelectiveScaling<float>;
-template class SelectiveScaling<half>;
+#define POPNN_POOLING(VERTEX)                                                                                   \
+  template class VERTEX<float>;                                                                                 \
+  template class VERTEX<half>;
+
+POPNN_POOLING(MaxPooling)
+POPNN_POOLING(SumPooling)
+POPNN_POOLING(MaxPoolingGrad)
+POPNN_POOLING(MaxPoolingGradientScale)
+POPNN_POOLING(SelectiveScaling)
 
 }  // namespace popnn

@@ -10,16 +10,17 @@ sequences with popops.dynamic_slice / dynamic_update (as poplin's serial loop do
 counting up for the forward pass and down for the backward pass.
 """
 import numbers
-from typing import Iterable, Optional, Sequence as Seq
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Sequence as Seq
 
 import popsim
 from popsim import FLOAT, HALF, UNSIGNED_INT
-from popsim.program import Repeat, Sequence
+from popsim.program import Copy, Repeat, Sequence
 
 from .. import poplin, popops
 from ..popops import expr as pe
 from ..poputil import PoplibsError, map_tensor_linearly
-from ..poputil.checks import check_graph, check_tensor
+from ..poputil.checks import check_graph, check_prog, check_tensor
 from .non_linearity import non_linearity, non_linearity_in_place
 from .non_linearity_vertices import NonLinearityType
 
@@ -173,8 +174,12 @@ def create_kernel(graph, params, units: int, name: str, opts: dict):
     return as_units.slice(0, n_in, 1), as_units.slice(n_in, n_in + n_out, 1)
 
 
-def check_common_params(params, units: int, what: str):
-    """data type, sizes and cell order of LstmParams / GruParams."""
+def check_common_params(params, cls, units: int, what: str):
+    """``params`` is a ``cls`` (LstmParams / GruParams) with a valid data type, sizes and
+    cell order."""
+    if not isinstance(params, cls):
+        raise popsim.TypeError(f"{what}: expected popnn.{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}, found "
+                               f"{type(params).__name__}")
     if params.data_type not in (FLOAT, HALF):
         raise PoplibsError(f"{what}: params.data_type must be FLOAT or HALF, found {params.data_type}")
     for name in ("batch_size", "time_steps"):
@@ -190,6 +195,83 @@ def check_common_params(params, units: int, what: str):
     if sorted(order) != list(range(units)):
         raise PoplibsError(f"{what}: params.cell_order must name each of the {units} gates once, found "
                            f"{list(params.cell_order)!r}")
+
+
+def activation_names(params, what: str):
+    """(activation, recurrent activation) of ``params``, by name, each one a gate can use."""
+    return (activation_name(params.activation, what, "params.activation"),
+            activation_name(params.recurrent_activation, what, "params.recurrent_activation"))
+
+
+@dataclass(frozen=True)
+class LayerChecks:
+    """A layer module's checks of its own arguments (lstm.py, gru.py): ``params(params,
+    what)`` (returning the activations' names), the others ``(graph, params, value, what)``.
+    fwd, bwd and wu run them, and rnn_util's own, in the order of each pass's arguments,
+    after the graph, the params and the program; each returns the activations' names."""
+    params: Callable
+    state: Callable
+    weights: Callable
+    intermediates: Callable
+    bwd_intermediates: Callable
+
+    def _start(self, graph, params, prog, what: str):
+        check_graph(graph, what)
+        names = self.params(params, what)
+        check_prog(prog, what)
+        return names
+
+    def fwd(self, graph, params, prog, what: str, init_state, input, weights):  # noqa: A002
+        names = self._start(graph, params, prog, what)
+        self.state(graph, params, init_state, what)
+        check_input(graph, params, input, what)
+        self.weights(graph, params, weights, what)
+        return names
+
+    def bwd(self, graph, params, prog, what: str, init_state, intermediates, weights, input,  # noqa: A002
+            output, output_grad):
+        names = self._start(graph, params, prog, what)
+        self.state(graph, params, init_state, what)
+        self.intermediates(graph, params, intermediates, what)
+        self._weights_input_output(graph, params, what, weights, input, output)
+        check_output(graph, params, output_grad, what, "output_grad")
+        return names
+
+    def wu(self, graph, params, prog, what: str, init_state, intermediates, bwd_intermediates, weights,
+           input, output):  # noqa: A002
+        names = self._start(graph, params, prog, what)
+        self.state(graph, params, init_state, what)
+        self.intermediates(graph, params, intermediates, what)
+        self.bwd_intermediates(graph, params, bwd_intermediates, what)
+        self._weights_input_output(graph, params, what, weights, input, output)
+        return names
+
+    def _weights_input_output(self, graph, params, what: str, weights, input, output) -> None:  # noqa: A002
+        self.weights(graph, params, weights, what)
+        check_input(graph, params, input, what)
+        check_output(graph, params, output, what, "output")
+
+
+def sizes(params):
+    """(time_steps, batch_size, input_size, output_size, data_type) of ``params``."""
+    return params.time_steps, params.batch_size, params.input_size, params.output_size, params.data_type
+
+
+def check_output(graph, params, output, what: str, role: str) -> None:
+    """A layer's output (or its gradient): [T, B, out], the last step's [B, out] without
+    output_full_sequence."""
+    steps, batch, n_out = params.time_steps, params.batch_size, params.output_size
+    shape = (steps, batch, n_out) if params.output_full_sequence else (batch, n_out)
+    layout = "[time_steps, batch_size, output_size]" if params.output_full_sequence else \
+        "[batch_size, output_size] (output_full_sequence is false)"
+    check_shape(graph, output, shape, params.data_type, what, role, layout)
+
+
+def check_intermediates(graph, params, inter, k: int, fwd: str, what: str) -> None:
+    """The forward intermediates [T, k, B, out] the pass ``fwd`` returned."""
+    check_shape(graph, inter, (params.time_steps, k, params.batch_size, params.output_size), params.data_type,
+                what, "intermediates", f"[time_steps, {k} intermediates, batch_size, output_size] ({fwd}'s "
+                "return_intermediates)")
 
 
 def check_shape(graph, t, shape, dtype, what: str, role: str, layout: str) -> None:
@@ -273,6 +355,59 @@ class TimeLoop:
         prog.add(Repeat(self.steps, self.body))
 
 
+# ---- steps both layers take, in this order ----------------------------------------------------
+
+def weigh_input(graph, params, input, input_weights, biases, units: int, prog, base: str, mm: dict):  # noqa: A002
+    """All steps' input weighted at once by one matmul, the biases [units, out] added on the
+    way into the per-step layout: the sequence [T, B, units * out] the loop slices."""
+    steps, batch, n_in, n_out, dt = sizes(params)
+    weighted = poplin.mat_mul(graph, input.reshape([steps * batch, n_in]), units_matrix(input_weights), prog,
+                              f"{base}/weighInput", mm)
+    weighted_seq = sequence_tensor(graph, dt, steps, (batch, units * n_out), f"{base}/weightedInput")
+    popops.add_with_output(graph, weighted.reshape([steps, batch, units, n_out]), biases,
+                           weighted_seq.reshape([steps, batch, units, n_out]), prog, f"{base}/addBias")
+    return weighted_seq
+
+
+def fwd_sequences(graph, params, num_intermediates: int, return_intermediates: bool, base: str):
+    """(the output sequence [T, B, out], None without output_full_sequence; the forward
+    intermediates [T, num_intermediates, B, out], None unless asked for)."""
+    steps, batch, _, n_out, dt = sizes(params)
+    out_seq = sequence_tensor(graph, dt, steps, (batch, n_out), f"{base}/outputSeq") if params.output_full_sequence \
+        else None
+    inter = (sequence_tensor(graph, dt, steps, (num_intermediates, batch, n_out), f"{base}/fwdIntermediatesSeq")
+             if return_intermediates else None)
+    return out_seq, inter
+
+
+def save_step(loop, params, out_seq, inter, saved, output) -> None:
+    """In the forward loop: the step's intermediates ``saved`` (then its ``output``, without
+    output_full_sequence) into ``inter``, and its output into ``out_seq``, those there are."""
+    if inter is not None:
+        saved = saved + ([] if params.output_full_sequence else [output])
+        loop.update(inter, popsim.concat([t.expand([0]) for t in saved]), "saveIntermediates")
+    if out_seq is not None:
+        loop.update(out_seq, output, "saveOutput")
+
+
+def init_output_grad(graph, params, dh, output_grad, prog, base: str) -> None:
+    """The backward pass's carried output gradient ``dh`` [B, out] before the last step: zero
+    with output_full_sequence (each step adds its own, step_output_grad), else the gradient
+    of the one output."""
+    if params.output_full_sequence:
+        popops.zero(graph, dh, prog, f"{base}/zeroOutputGrad")
+    else:
+        prog.add(Copy(output_grad, dh))
+
+
+def step_output_grad(graph, params, loop, dh, output_grad, base: str):
+    """The gradient at this step's output: the carried ``dh``, plus the step's slice of
+    ``output_grad`` with output_full_sequence."""
+    if not params.output_full_sequence:
+        return dh
+    return popops.add(graph, dh, loop.slice(output_grad, "outputGrad"), loop.body, f"{base}/addOutputGrad")
+
+
 def previous_outputs(init_output, outputs):
     """h_{t-1} for every step: the initial output, then outputs 0 .. T-2 ([T, B, out] view)."""
     steps = outputs.shape[0]
@@ -295,6 +430,7 @@ def optional_tensor(graph, t: Optional[popsim.Tensor], shape, dtype, what: str, 
     return t
 
 
-__all__ = ["ACTIVATIONS", "TimeLoop", "act", "act_grad", "activation_name", "check_common_params",
-           "check_shape", "gate", "gates", "mat_mul_options", "parse_options", "previous_outputs",
-           "sequence_tensor", "state_tensor", "sum_over_steps_and_batch", "units_matrix"]
+__all__ = ["ACTIVATIONS", "TimeLoop", "act", "act_grad", "activation_name", "activation_names", "check_common_params",
+           "check_intermediates", "check_output", "LayerChecks", "check_shape", "fwd_sequences", "gate", "gates",
+           "init_output_grad", "mat_mul_options", "parse_options", "previous_outputs", "save_step", "sequence_tensor",
+           "sizes", "state_tensor", "step_output_grad", "sum_over_steps_and_batch", "units_matrix", "weigh_input"]

@@ -78,6 +78,19 @@ def check_whole_numbers(values, what: str, name: str, low: Optional[int] = None)
     return tuple(int(v) for v in values)
 
 
+def check_per_dim(values: tuple, what: str, name: str, rank: int, low: Optional[int] = None,
+                  rank_note: str = "") -> tuple:
+    """``values`` (already checked entry by entry) holds one entry per field dimension,
+    ``rank`` of them (``rank_note`` says where the rank comes from), each >= ``low`` when
+    given: ConvParams' and PoolParams' per-dimension lists."""
+    if len(values) != rank:
+        raise PoplibsError(f"{what}: {name} has {len(values)} entries, expected one per field dimension "
+                           f"({rank}{rank_note})")
+    if low is not None and any(v < low for v in values):
+        raise PoplibsError(f"{what}: {name} must be >= {low} in every dimension, found {values}")
+    return values
+
+
 def as_float(value, what: str, name: str) -> float:
     """A real number as a Python float; an integer too large for one (past about 1.8e308)
     is refused rather than an OverflowError."""
