@@ -23,6 +23,8 @@ import math
 import popsim
 from popsim import BOOL, FLOAT, HALF, INT, UNSIGNED_INT, UNSIGNED_SHORT, InOut, Input, Output, Vector, Vertex
 
+from ..poputil.util import ensure_vertex
+
 __all__ = ["EPS_LOG_N_FLOAT", "EPS_LOG_N_HALF", "FP_TYPES", "LABEL_TYPES", "masked_code", "transform_vertex",
            "accuracy_vertex", "label_check_vertex", "loss_transform_cycles", "calc_accuracy_cycles",
            "label_check_cycles"]
@@ -148,11 +150,7 @@ def label_check_cycles(n: int) -> int:
 
 
 def _ensure(graph, template, arg, estimate) -> str:
-    name = template.vertex_name(arg)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[arg])
-        graph.register_perf_estimator(name, estimate)
-    return name
+    return ensure_vertex(graph, template[arg], estimate)
 
 
 def transform_vertex(graph, cross_entropy: bool, fp_type) -> str:

@@ -25,6 +25,7 @@ from popsim.program import Copy, Execute
 from .. import popops
 from ..poputil import per_tile
 from ..poputil.memory_order import tile_grouped_clone
+from ..poputil.util import ensure_vertex
 from .norm_vertices import STAT_OPS, NormStatisticOp, NormStatisticOp1D
 
 __all__ = ["stat_op", "stat_op_cycles", "stat_op_1d_cycles", "ordered_map", "indexed", "best_order", "channel_grouping",
@@ -57,19 +58,13 @@ def stat_op_1d_cycles(op: str, dtype, piece_lengths, piece_counts, workers: int)
 
 
 def _vertex_type(graph, op: str, dtype, one_d: bool = False) -> str:
-    template = NormStatisticOp1D if one_d else NormStatisticOp
-    name = template.vertex_name(op, dtype)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[op, dtype])
-        if one_d:
-            graph.register_perf_estimator(name, lambda info, target: stat_op_1d_cycles(
-                op, dtype, np.atleast_1d(info.initial_value("pieceLen")),
-                np.atleast_1d(info.initial_value("pieceCount")), target.num_worker_contexts))
-        else:
-            graph.register_perf_estimator(name, lambda info, target: stat_op_cycles(
-                op, dtype, len(info.field_sizes("out")), np.atleast_1d(info.initial_value("pieceLen")),
-                np.atleast_1d(info.initial_value("pieceCount"))))
-    return name
+    if one_d:
+        return ensure_vertex(graph, NormStatisticOp1D[op, dtype], lambda info, target: stat_op_1d_cycles(
+            op, dtype, np.atleast_1d(info.initial_value("pieceLen")),
+            np.atleast_1d(info.initial_value("pieceCount")), target.num_worker_contexts))
+    return ensure_vertex(graph, NormStatisticOp[op, dtype], lambda info, target: stat_op_cycles(
+        op, dtype, len(info.field_sizes("out")), np.atleast_1d(info.initial_value("pieceLen")),
+        np.atleast_1d(info.initial_value("pieceCount"))))
 
 
 def best_order(graph, t):

@@ -19,6 +19,7 @@ import popsim
 from popsim import FLOAT, HALF, Input, Output, VectorList, Vertex
 
 from ..poputil import per_tile
+from ..poputil.util import ensure_vertex
 from ..poputil.vertex_helpers import chunk_begin, chunk_end
 
 __all__ = ["InverseStdDeviation", "inverse_std_deviation_cycles", "add_inverse_std_deviation", "NormStatisticOp",
@@ -64,12 +65,8 @@ def inverse_std_deviation_cycles(sizes, data_path_width: int = 64) -> int:
 
 
 def _vertex_type(graph, mean_type, power_type, out_type, stable: bool) -> str:
-    name = InverseStdDeviation.vertex_name(mean_type, power_type, out_type, stable)
-    if not graph.has_codelet(name):
-        graph.add_codelets(InverseStdDeviation[mean_type, power_type, out_type, stable])
-        graph.register_perf_estimator(name, lambda info, target: inverse_std_deviation_cycles(
-            info.field_sizes("mean")))
-    return name
+    return ensure_vertex(graph, InverseStdDeviation[mean_type, power_type, out_type, stable],
+                         lambda info, target: inverse_std_deviation_cycles(info.field_sizes("mean")))
 
 
 def add_inverse_std_deviation(graph, mean, power, eps: float, scale_var: float, out_type, stable: bool, prog,

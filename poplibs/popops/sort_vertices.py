@@ -14,6 +14,7 @@ from typing import List, Sequence, Tuple
 import popsim
 from popsim import FLOAT, HALF, INT, UNSIGNED_INT, InOut, MultiVertex, Vector
 
+from ..poputil.util import ensure_vertex
 from ..poputil.vertex_helpers import named_vertex_class
 
 __all__ = ["KEY_TYPES", "COMPARE", "COMPARE_KEY_VALUE", "compare_and_swap_cycles", "ensure_compare",
@@ -106,13 +107,9 @@ def ensure_compare(graph, key_type, value_type, descending: bool) -> str:
     """The vertex type's name, its codelet and estimator added to ``graph`` if needed."""
     template = COMPARE if value_type is None else COMPARE_KEY_VALUE
     args = (key_type, descending) if value_type is None else (key_type, value_type, descending)
-    name = template.vertex_name(*args)
-    if not graph.has_codelet(name):
-        graph.add_codelets(template[args])
-        key_value = value_type is not None
+    key_value = value_type is not None
 
-        def estimate(info, target):
-            worklist = info.initial_value("worklist")
-            return compare_and_swap_cycles([] if worklist is None else list(worklist), key_value)
-        graph.register_perf_estimator(name, estimate)
-    return name
+    def estimate(info, target):
+        worklist = info.initial_value("worklist")
+        return compare_and_swap_cycles([] if worklist is None else list(worklist), key_value)
+    return ensure_vertex(graph, template[args], estimate)
