@@ -163,15 +163,29 @@ def MultiSlice(dtype):
     return MultiSlice
 
 
-@popsim.vertex_template("popops::MultiUpdate", dtype=MULTI_TYPES)
-def MultiUpdate(dtype):
+# -- the multi-updates: one body, each template's step a helper (inlined) -------------------------
+def replace(base, sub, k):
+    return sub
+
+
+def scaled_add(base, sub, k):
+    return base + k * sub  # half data is scaled and added in float32, rounded once when stored (PopLibs)
+
+
+def maximum(base, sub, k):
+    return base if base > sub else sub  # PopLibs' updateOp MAX: a NaN in either gives subT
+
+
+def _multi_update(dtype, step, scaled: bool, name: str):
     class MultiUpdate(MultiVertex):
+        if scaled:
+            scale: Input[dtype]
         offsets: Input[Vector[UNSIGNED_INT]]
-        baseT: InOut[Vector[dtype]]
         subT: Input[Vector[dtype]]
+        baseT: InOut[Vector[dtype]]
+        regionSize: UNSIGNED_INT
         baseOffset: UNSIGNED_INT
         numBaseElements: UNSIGNED_INT
-        regionSize: UNSIGNED_INT
 
         def compute(self, worker_id):
             # the workers share out the columns and each goes through the offsets in
@@ -179,66 +193,31 @@ def MultiUpdate(dtype):
             size = self.regionSize
             begin = chunk_begin(size, worker_id, self.num_workers())
             end = chunk_end(size, worker_id, self.num_workers())
+            k = 0
+            if scaled:  # (decided at translation)
+                k = self.scale
             for o in range(len(self.offsets)):
-                index = self.offsets[o] - self.baseOffset
+                index = self.offsets[o] - self.baseOffset  # wraps below baseOffset: skipped too
                 if index < self.numBaseElements:
                     for e in range(begin, end):
-                        self.baseT[index * size + e] = self.subT[o * size + e]
+                        self.baseT[index * size + e] = step(self.baseT[index * size + e], self.subT[o * size + e], k)
             return True
-    return MultiUpdate
+    return named_vertex_class(MultiUpdate, name)
+
+
+@popsim.vertex_template("popops::MultiUpdate", dtype=MULTI_TYPES)
+def MultiUpdate(dtype):
+    return _multi_update(dtype, replace, False, "MultiUpdate")
 
 
 @popsim.vertex_template("popops::MultiUpdateAdd", dtype=ADD_TYPES, subword_writes=[False])
 def MultiUpdateAdd(dtype, subword_writes):
-    class MultiUpdateAdd(MultiVertex):
-        scale: Input[dtype]
-        offsets: Input[Vector[UNSIGNED_INT]]
-        subT: Input[Vector[dtype]]
-        baseT: InOut[Vector[dtype]]
-        regionSize: UNSIGNED_INT
-        baseOffset: UNSIGNED_INT
-        numBaseElements: UNSIGNED_INT
-
-        def compute(self, worker_id):
-            # half data is scaled and added in float32, rounded once when stored (PopLibs)
-            size = self.regionSize
-            begin = chunk_begin(size, worker_id, self.num_workers())
-            end = chunk_end(size, worker_id, self.num_workers())
-            k = self.scale
-            for o in range(len(self.offsets)):
-                index = self.offsets[o] - self.baseOffset
-                if index < self.numBaseElements:
-                    for e in range(begin, end):
-                        self.baseT[index * size + e] = self.baseT[index * size + e] + k * self.subT[o * size + e]
-            return True
-    return MultiUpdateAdd
+    return _multi_update(dtype, scaled_add, True, "MultiUpdateAdd")
 
 
 @popsim.vertex_template("popops::MultiUpdateOp", dtype=ADD_TYPES, subword_writes=[False], op=[MAX])
 def MultiUpdateOp(dtype, subword_writes, op):
-    class MultiUpdateOp(MultiVertex):
-        offsets: Input[Vector[UNSIGNED_INT]]
-        subT: Input[Vector[dtype]]
-        baseT: InOut[Vector[dtype]]
-        regionSize: UNSIGNED_INT
-        baseOffset: UNSIGNED_INT
-        numBaseElements: UNSIGNED_INT
-
-        def compute(self, worker_id):
-            # baseT = baseT > subT ? baseT : subT for each in-range offset, as PopLibs'
-            # updateOp: a NaN in either gives subT
-            size = self.regionSize
-            begin = chunk_begin(size, worker_id, self.num_workers())
-            end = chunk_end(size, worker_id, self.num_workers())
-            for o in range(len(self.offsets)):
-                index = self.offsets[o] - self.baseOffset
-                if index < self.numBaseElements:
-                    for e in range(begin, end):
-                        base = self.baseT[index * size + e]
-                        value = self.subT[o * size + e]
-                        self.baseT[index * size + e] = base if base > value else value
-            return True
-    return MultiUpdateOp
+    return _multi_update(dtype, maximum, False, "MultiUpdateOp")
 
 
 # -- cycle estimators (PopLibs' cycle estimators) ---------------------------------------------
