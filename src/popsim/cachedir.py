@@ -136,6 +136,7 @@ def store_verified(path: Path, data: Optional[bytes] = None, source: Optional[Pa
             if data is not None:
                 f.write(data)
             else:
+                assert source is not None, "store_verified needs data or source"
                 with open(source, "rb") as src:
                     shutil.copyfileobj(src, f)
         digest = sha256_of(Path(staged))

@@ -19,7 +19,7 @@ import enum
 import functools
 import numbers
 import typing
-from typing import Callable, Dict, Mapping, Tuple
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -31,8 +31,9 @@ __all__ = ["NOT_SAVED", "CodecError", "Hooks", "encode", "decode"]
 NOT_SAVED = {"saved": False}
 
 #: (dataclass, field name) -> (encode(value, path, arrays) -> JSON, decode(JSON, path, arrays) -> value):
-#: for the few fields that need more than their annotation (e.g. embedded libraries).
-Hooks = Mapping[Tuple[type, str], Tuple[Callable, Callable]]
+#: for the few fields that need more than their annotation (e.g. embedded libraries). The side a
+#: caller does not use may be None (encode's hooks need no decoder).
+Hooks = Mapping[Tuple[type, str], Tuple[Optional[Callable], Optional[Callable]]]
 
 _NONE = type(None)
 
@@ -47,13 +48,13 @@ def _saved_fields(cls):
     return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.metadata.get("saved", True)]
 
 
-def encode(obj, hooks: Hooks = None) -> Tuple[dict, Dict[str, np.ndarray]]:
+def encode(obj, hooks: Optional[Hooks] = None) -> Tuple[dict, Dict[str, np.ndarray]]:
     """``obj`` (a dataclass instance) as (JSON-able dict, {array name: array})."""
     arrays: Dict[str, np.ndarray] = {}
     return _encode(obj, type(obj), "", arrays, hooks or {}), arrays
 
 
-def decode(cls, header, arrays: Mapping[str, np.ndarray], hooks: Hooks = None):
+def decode(cls, header, arrays: Mapping[str, np.ndarray], hooks: Optional[Hooks] = None):
     """The ``cls`` instance ``encode`` described with ``header`` and ``arrays``."""
     return _decode(header, cls, "", arrays, hooks or {})
 
@@ -71,13 +72,17 @@ def _encode(value, hint, path: str, arrays: Dict[str, np.ndarray], hooks: Hooks)
     if hint is np.ndarray:
         arrays[path] = np.ascontiguousarray(value)
         return path
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         out = {}
         for f, fhint in _saved_fields(hint):
             name = _join(path, f.name)
             hook = hooks.get((hint, f.name))
             v = getattr(value, f.name)
-            out[f.name] = hook[0](v, name, arrays) if hook else _encode(v, fhint, name, arrays, hooks)
+            if hook is None:
+                out[f.name] = _encode(v, fhint, name, arrays, hooks)
+            else:
+                assert hook[0] is not None, f"{name}: its codec hook has no encoder"
+                out[f.name] = hook[0](v, name, arrays)
         return out
     if origin in (list, tuple):
         items = args[:1] * len(value) if origin is list or args[-1:] == (Ellipsis,) else args
@@ -116,7 +121,7 @@ def _decode(value, hint, path: str, arrays: Mapping[str, np.ndarray], hooks: Hoo
         if not isinstance(value, str) or not isinstance(arrays.get(value), np.ndarray):
             raise _wrong(path, "the name of an array stored in the file", value)
         return arrays[value]
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise _wrong(path, f"a {hint.__name__} object", value)
         kwargs = {}
@@ -125,8 +130,11 @@ def _decode(value, hint, path: str, arrays: Mapping[str, np.ndarray], hooks: Hoo
             if f.name not in value:
                 raise CodecError(f"{name}: missing")
             hook = hooks.get((hint, f.name))
-            kwargs[f.name] = hook[1](value[f.name], name, arrays) if hook else \
-                _decode(value[f.name], fhint, name, arrays, hooks)
+            if hook is None:
+                kwargs[f.name] = _decode(value[f.name], fhint, name, arrays, hooks)
+            else:
+                assert hook[1] is not None, f"{name}: its codec hook has no decoder"
+                kwargs[f.name] = hook[1](value[f.name], name, arrays)
         for f in dataclasses.fields(hint):
             if not f.metadata.get("saved", True) and f.default is dataclasses.MISSING and \
                     f.default_factory is dataclasses.MISSING:

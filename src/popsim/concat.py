@@ -124,7 +124,7 @@ def _joined_ids_1d(tensors: List[Tensor]) -> np.ndarray:
     steps = np.zeros(n, np.int64)
     listed = []
     for k, t in enumerate(tensors):
-        if t._ids is None:
+        if t._var is not None:  # a strided view (its _ids is None)
             starts[k] = t._var.base + t._offset
             steps[k] = t._strides[0]
         else:

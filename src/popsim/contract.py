@@ -38,7 +38,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import re
-from typing import Dict, Tuple
+from typing import Any, Dict, Tuple
 
 from . import _core
 
@@ -52,10 +52,12 @@ def _upper_snake(name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", name).upper()
 
 
-def _int_enum(name: str, native, doc: str) -> type:
-    """An IntEnum with the members of a pybind11 enum (names in UPPER_SNAKE case)."""
+def _int_enum(name: str, native, doc: str) -> Any:
+    """An IntEnum with the members of a pybind11 enum (names in UPPER_SNAKE case). Any to
+    mypy: its members come from the core, so no type can name them."""
     members = {_upper_snake(k): int(v) for k, v in native.__members__.items()}
-    cls = enum.IntEnum(name, members, module=__name__)
+    # mypy reads the functional API only with a literal name and members; these come from the core
+    cls = enum.IntEnum(name, members, module=__name__)  # type: ignore[misc]
     cls.__doc__ = doc
     return cls
 
@@ -69,7 +71,7 @@ FaultPlace = _int_enum("FaultPlace", _core.FaultPlace, "Where a vertex's code fa
 PeerOp = _int_enum("PeerOp", _core.PeerOp, "What a run asks of the other MPI processes (native/core/peers.hpp).")
 
 #: ScalarType -> (bytes, numpy kind)
-SCALAR_TYPE_INFO: Dict[ScalarType, Tuple[int, str]] = {
+SCALAR_TYPE_INFO: Dict[enum.IntEnum, Tuple[int, str]] = {
     ScalarType(code): (int(size), kind) for _, code, size, kind in _core.SCALAR_TYPES}
 
 VERTEX_MULTI: int = int(_core.VERTEX_FLAGS["MULTI"])

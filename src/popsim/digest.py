@@ -23,13 +23,15 @@ import functools
 import hashlib
 import importlib.util
 import operator
+import typing
 from pathlib import Path
+from typing import Any, List, Tuple
 
 import numpy as np
 
 from ._core import bytes_key, content_key
 from .code_fingerprint import code_fingerprint
-from .program import PartKind
+from .program import Function, PartKind
 from .program_tree import check_belongs_to, iter_programs, operands, parts_of
 from .streams import DataStream
 from .tensor import Tensor
@@ -48,7 +50,7 @@ class _Digest:
         a = np.ascontiguousarray(a)
         self.h.update(f"{a.dtype.str}{a.shape}".encode())
         if a.size:  # the array's own memory, no copy, keyed in C (bytes_key: faster than sha256)
-            self.h.update(bytes_key(memoryview(a.reshape(-1)).cast("B")))
+            self.h.update(bytes_key(a.reshape(-1).data.cast("B")))
 
 
 def tensor_key(t: Tensor) -> tuple:
@@ -57,7 +59,8 @@ def tensor_key(t: Tensor) -> tuple:
     hash(-2) would make two views one), else a 128-bit digest of its element ids."""
     if t._var is not None:
         return (t._var.index, t._offset, t._shape, t._strides, t._dtype.code)
-    return (-5,) + _digest_ints(t._ids.tobytes() + repr((t._shape, t._dtype.code)).encode())
+    ids = typing.cast(np.ndarray, t._ids)  # an indexed view: its ids are set
+    return (-5,) + _digest_ints(ids.tobytes() + repr((t._shape, t._dtype.code)).encode())
 
 
 def _digest_ints(data: bytes) -> tuple:
@@ -172,7 +175,7 @@ def _canonical_slots(slots: list, types: list, first: list) -> list:
     offset, shape, strides) is itself, and a Tensor of the field's element type over
     the same elements is that record, so that the digest does not depend on how a
     connection is stored; the rest are tagged tuples that no record can equal."""
-    out = []
+    out: list = []
     add = out.append
     for vt, start in zip(types, first):
         fields = vt.fields
@@ -204,7 +207,7 @@ def _programs(d: _Digest, state, programs) -> None:
     called), node by node in pre-order; each node's row names its kind and holds its
     parts, with the number of its children, so the rows determine the trees."""
     seen = set()
-    trees = [(p, f"program {i}", ("program", i)) for i, p in enumerate(programs)]
+    trees: List[Tuple[Any, str, tuple]] = [(p, f"program {i}", ("program", i)) for i, p in enumerate(programs)]
     k = 0
     while k < len(trees):
         root, where, header = trees[k]
@@ -216,11 +219,12 @@ def _programs(d: _Digest, state, programs) -> None:
             for part, obj in operands(p):
                 if part.kind is PartKind.FUNCTION and id(obj) not in seen:
                     seen.add(id(obj))
-                    trees.append((obj.program, f"function '{obj.name}'", ("function", obj.index, obj.name)))
+                    fn = typing.cast(Function, obj)
+                    trees.append((fn.program, f"function '{fn.name}'", ("function", fn.index, fn.name)))
 
 
 def _row(p) -> tuple:
-    row = [type(p).__module__, type(p).__qualname__]
+    row: list = [type(p).__module__, type(p).__qualname__]
     for part in parts_of(type(p)):
         value = getattr(p, part.name)
         kind = part.kind

@@ -18,7 +18,7 @@ import itertools
 import sys
 import weakref
 from dataclasses import replace
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,11 @@ from .streams import StreamCallback, device_readable, replica_parts, transfer_fu
 from .arguments import replica_index
 from .target import Target, TargetType
 from .types import typed_array
+
+if TYPE_CHECKING:  # only for annotations
+    from .codelet.vertex_type import VertexType
+
+_Programs = Union[Program, Sequence[Program]]
 
 __all__ = ["Engine", "compile_graph"]
 
@@ -102,8 +107,11 @@ class Engine(SnakeCaseNames):
     codelet libraries in its file. Load only files you trust.
     """
 
-    _machine = None  # so that close() and __del__ work however far __init__ got
-    _peers = None
+    # The core's machine (build_machine): Any, as the native module has no stubs. None until it is
+    # built and once closed (so that close() and __del__ work however far __init__ got); the
+    # methods that use it run under self._guard, which refuses a closed engine.
+    _machine: Any = None
+    _peers: Optional[PeerLink] = None
     _auto_report: Optional[AutoReportFiles] = None
 
     def __init__(self, graph_or_executable: Union[Graph, Executable],
@@ -123,7 +131,7 @@ class Engine(SnakeCaseNames):
             if programs is None:
                 raise errors.TypeError("Engine(graph, programs, options) needs the programs to run")
             self._options = EngineOptions(options)
-            self._exe = compile_graph(graph_or_executable, programs, self._options)
+            self._exe = compile_graph(graph_or_executable, cast(_Programs, programs), self._options)  # (checks them)
         else:
             raise errors.TypeError(f"Engine needs a Graph (and programs) or an Executable, found "
                             f"{type(graph_or_executable).__name__}")
@@ -148,12 +156,12 @@ class Engine(SnakeCaseNames):
                 raise
             # A cache entry that passed the file's checks but not the core's: compiled again, once.
             evict_from_cache(self._exe, str(e))
-            self._exe = compile_graph(graph_or_executable, programs, self._options)
+            self._exe = compile_graph(graph_or_executable, cast(_Programs, programs), self._options)
             self._lowered = lw = self._exe.lowered
             with phase("build core", self._exe.compilation.phases):
                 self._machine = build_machine(lw, threads, trace, self._first, self._local)
         comm = world()
-        self._peers: Optional[PeerLink] = None if comm is None else PeerLink(comm, f"engine #{self._number}")
+        self._peers = None if comm is None else PeerLink(comm, f"engine #{self._number}")
         if self._peers is not None:
             self._peers.agree("graph, programs and initial values", _build_fingerprint(lw))
             self._peers.serve_copies(np.asarray(lw.copy_runs), np.asarray(lw.table_begin), lw.programs.replica_maps,
@@ -166,7 +174,7 @@ class Engine(SnakeCaseNames):
         self._retired_callbacks: Dict[Tuple[int, int], Callable[[np.ndarray], None]] = {}
         self._program_runs: List[int] = [0] * lw.num_programs
         self._program_names: List[str] = list(lw.program_names)
-        self._vertex_fields: Dict[int, list] = {}  # interpreted vertices' numpy views, by row
+        self._vertex_fields: Dict[Tuple[int, int], list] = {}  # interpreted vertices' numpy views, by (row, replica)
         if auto_report_outputs(self._options):
             graph = graph_or_executable.description if isinstance(graph_or_executable, Graph) else None
             self._auto_report = AutoReportFiles(self._exe, self._options, graph)
@@ -236,7 +244,7 @@ class Engine(SnakeCaseNames):
                                    "or read_tensor")
         over = self._lowered.tiles_out_of_memory
         if over.size:
-            totals = sum(self._lowered.layout.by_category.values())
+            totals = self._lowered.layout.tile_totals
             worst = int(over[np.argmax(totals[over])])
             raise EngineStateError(f"the engine was built with debug.allowOutOfMemory although {over.size} tile(s) "
                                    f"are out of memory (worst: tile {worst}); it can be inspected "
@@ -251,10 +259,11 @@ class Engine(SnakeCaseNames):
             raise PopsimError(f"run: program index {program_index} is out of range: this engine has {n} "
                               f"program(s), indices 0..{n - 1}")
         with self._guard.use(f"running program {program_index}", allowed_in_callback=False):
-            if self._peers is None:
+            peers = self._peers
+            if peers is None:
                 self._run_here(program_index)
             else:
-                self._run_with_peers(program_index)
+                self._run_with_peers(program_index, peers)
             self._program_runs[program_index] += 1
             if debug_name:
                 self._program_names[program_index] = debug_name
@@ -284,15 +293,16 @@ class Engine(SnakeCaseNames):
             raise run_error(status, self._machine.error(), program_index, self._lowered,
                             self._run_timeout if self._machine.timed_out else None)
 
-    def _run_with_peers(self, program_index: int) -> None:
-        """A run every process makes together: one that fails here (its checks included)
-        tells the others, and each ends only once every process has (or one has failed)."""
-        self._peers.begin_run()
+    def _run_with_peers(self, program_index: int, peers: PeerLink) -> None:
+        """A run every process makes together (through ``peers``, self._peers): one that fails
+        here (its checks included) tells the others, and each ends only once every process
+        has (or one has failed)."""
+        peers.begin_run()
         try:
             self._run_here(program_index)
-            self._peers.end_run()
+            peers.end_run()
         except BaseException as e:
-            self._peers.failed(f"{type(e).__name__}: {e}")
+            peers.failed(f"{type(e).__name__}: {e}")
             raise
 
     def _host_call(self, callback: int, replica: int) -> None:
@@ -319,8 +329,9 @@ class Engine(SnakeCaseNames):
         if values is None:
             values = self._vertex_fields[row, replica] = self._field_arrays(row, replica)
         vt = self._lowered.vertices
+        types = cast("List[VertexType]", vt.vertex_types)  # set: __init__ refuses interpreted vertices without them
         try:
-            ok, cycles = run_interpreted(vt.vertex_types[vt.row_type[row]], values, worker,
+            ok, cycles = run_interpreted(types[vt.row_type[row]], values, worker,
                                          self._target.num_worker_contexts)
         except IndexError as e:  # keep the traceback through the user's line, for pdb post-mortem
             raise type(e)(f"{vt.location(row)}: {e}").with_traceback(e.__traceback__) from None
@@ -329,8 +340,9 @@ class Engine(SnakeCaseNames):
     def _field_arrays(self, row: int, replica: int) -> list:
         arena = self._machine.arena()[replica]
         vt = self._lowered.vertices
+        types = cast("List[VertexType]", vt.vertex_types)  # set: __init__ refuses interpreted vertices without them
         out = []
-        for spec, view in zip(vt.vertex_types[vt.row_type[row]].fields, vt.field_views(row)):
+        for spec, view in zip(types[vt.row_type[row]].fields, vt.field_views(row)):
             dtype = spec.dtype.numpy
 
             def at(offset, n):
@@ -484,8 +496,9 @@ class Engine(SnakeCaseNames):
         side of a stream (Poplar's replica-index overload); without a replica the
         callback serves every replica, called once per replica in replica order."""
         s = self._stream(handle)
+        given: object = callback  # transfer_function checks it
         if callback is None:
-            callback, replicas = replica_or_callback, list(range(self._endpoints(s)))
+            given, replicas = replica_or_callback, list(range(self._endpoints(s)))
         else:
             replica = self._replica_arg(replica_or_callback, f"connect_stream_to_callback '{handle}'")
             if s.broadcast and self._replicas > 1:
@@ -493,7 +506,7 @@ class Engine(SnakeCaseNames):
                                             "transfer serves every replica, so connect one callback without a "
                                             "replica index")
             replicas = [replica]
-        function = transfer_function(callback, handle, s.to_device)
+        function = transfer_function(given, handle, s.to_device)
         with self._guard.use(f"connecting stream '{handle}'"):
             for r in replicas:
                 self._machine.connect_callback(s.index, r, np.zeros(max(s.transfer_bytes, 1), np.uint8))

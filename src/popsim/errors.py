@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 import difflib
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 __all__ = [
     "PopsimError", "GraphConnectionError", "GraphCycleError", "InvalidTileMappingError",
@@ -42,8 +42,9 @@ class GraphMemoryAllocationError(PopsimError):
     ``profile_path``: where autoReport saved it ('' when it did not), as Poplar's
     graph_memory_allocation_error carries its profile's path."""
 
-    report = None
+    report: Any = None  # the popsim.Report (a higher layer's type)
     profile_path = ""
+    executable: Any  # the popsim.Executable compiled, set when compiling raises it (a higher layer's type)
 
 
 class UnknownVertexTypeError(PopsimError):
@@ -88,6 +89,8 @@ class CodeletSyntaxError(PopsimError, SyntaxError):
 
 class CodeletCompileError(PopsimError):
     """The host compiler rejected a codelet."""
+
+    compiler_output: str  # what the compiler printed, when one ran (set by codelet/compiler.py)
 
 
 class HandleError(PopsimError):

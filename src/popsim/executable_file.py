@@ -25,7 +25,7 @@ import struct
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -190,7 +190,7 @@ def _npy(f, info: zipfile.ZipInfo, file_end: int, check_crc: bool) -> np.ndarray
         raise PopsimError(f"array {name!r} declares shape {shape} ({count * dtype.itemsize:,} bytes) but holds "
                           f"{info.file_size - offset:,} bytes")
     array = np.empty(shape, dtype)  # no bigger than the member, so no bigger than the file
-    data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")
+    data = array.reshape(-1).data.cast("B") if array.size else memoryview(b"")
     done = 0
     while done < len(data):
         n = f.readinto(data[done:])
@@ -203,9 +203,10 @@ def _npy(f, info: zipfile.ZipInfo, file_end: int, check_crc: bool) -> np.ndarray
     return array
 
 
-def _extract_libraries(z, members, names: List[str]) -> List[str]:
+def _extract_libraries(z, members, names: Any) -> List[str]:
     """Each embedded library as a verified file in the codelet cache (named by its
-    content digest, so an existing copy is reused only if its content matches)."""
+    content digest, so an existing copy is reused only if its content matches). ``names``:
+    the header's library names as read (JSON, checked here)."""
     from .codelet.compiler import cache_dir
     store = cache_dir()
     paths = []

@@ -4,7 +4,7 @@ their tiles from 0."""
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +27,7 @@ from .streams import DataStream, ReplicatedStreamMode, StreamDirection
 from .target import Target
 from .tensor import Tensor
 from .types import ShapeLike, TypeLike, as_type, typed_array
-from .variables import check_size
+from .variables import Variable, check_size
 from .vertices import ComputeSet, VertexBuilding, VertexRef, count_vertices_and_edges
 
 if TYPE_CHECKING:  # only for annotations
@@ -275,12 +275,13 @@ class Graph(VertexBuilding, SnakeCaseNames):
         by element, and its type, or ``dtype`` when given (PopLibs' clone(outType, t)), and
         ``metadata`` for QUARTER (``tensor``'s by default). Poplar's argument order works too."""
         if not isinstance(tensor, Tensor) and isinstance(name, Tensor):  # clone(FLOAT, t[, name])
-            tensor, name, dtype = name, dtype, tensor
-        self._check_tensor(tensor, "clone")
+            tensor, name, dtype = name, cast(Optional[str], dtype), cast(TypeLike, tensor)
+        tensor = self._check_tensor(tensor, "clone")
         out_type = tensor.dtype if dtype is None else as_type(dtype)
         metadata = tensor.metadata if metadata is None and out_type == tensor.dtype else metadata
         unnamed = name is None or (isinstance(name, str) and not name)  # never an array's truth value
-        out = self.add_variable(out_type, tensor.shape, f"{tensor.name}_clone" if unnamed else name, metadata=metadata)
+        out = self.add_variable(out_type, tensor.shape, f"{tensor.name}_clone" if unnamed else cast(str, name),
+                                metadata=metadata)  # a name that is not a string: add_variable says so
         pieces, tiles = MappingIndex.for_tensor(tensor).split(runs_of(tensor))
         mapped = tiles >= 0
         if mapped.any():
@@ -288,6 +289,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
             # across its layout has a piece per element, which the mapping would otherwise keep
             # until the graph is freed; resolving joins them to the same intervals.
             var = out._var
+            assert var is not None  # a new variable's view is strided
             pos = pieces.pos[mapped]
             var.mapping.paint(*join_adjacent(pos, pos + pieces.length[mapped], tiles[mapped]))
         return out
@@ -298,11 +300,13 @@ class Graph(VertexBuilding, SnakeCaseNames):
         with it before they map or connect them."""
         return isinstance(tensor, Tensor) and tensor._table is self._state.table
 
-    def _check_tensor(self, tensor, what: str) -> None:
+    def _check_tensor(self, tensor: object, what: str) -> Tensor:
+        """``tensor``, once checked to be a view of this graph's variables."""
         if not isinstance(tensor, Tensor):
             raise errors.TypeError(f"{what}: expected a Tensor, found {type(tensor).__name__}")
         if tensor._table is not self._state.table:
             raise TensorCreationError(f"{what}: tensor '{tensor.name}' belongs to a different graph")
+        return tensor
 
     # -- tile mapping ---------------------------------------------------------------------------
     def set_tile_mapping(self, target: Union[Tensor, VertexRef], tile_or_mapping: Union[int, TileMapping]) -> None:
@@ -311,18 +315,18 @@ class Graph(VertexBuilding, SnakeCaseNames):
         # Hot paths of graph building: a vertex, or a strided view, to one tile of a top-level graph
         # (_direct_tiles: its tile count; 0 in virtual graphs, whose tiles need translating).
         if type(tile_or_mapping) is int and 0 <= tile_or_mapping < self._direct_tiles:
-            kind = type(target)
-            if kind is VertexRef and target.compute_set._state is self._state:
-                target.compute_set._tiles[target.index] = tile_or_mapping
-                return
-            if kind is Tensor and target._var is not None and target._table is self._state.table:
+            if type(target) is VertexRef:  # exact classes only (and mypy narrows the Union by them)
+                if target.compute_set._state is self._state:
+                    target.compute_set._tiles[target.index] = tile_or_mapping
+                    return
+            elif type(target) is Tensor and target._var is not None and target._table is self._state.table:
                 shape = target._shape
                 if not shape or (len(shape) == 1 and (target._strides[0] == 1 or shape[0] <= 1)):
                     # an element or a 1-D run of one variable: the commonest view, kept to one call
                     target._var.mapping.paint_one(target._offset, target._offset + (shape[0] if shape else 1),
                                                   tile_or_mapping)
                     return
-                if self._map_strided_view(target, tile_or_mapping):
+                if self._map_strided_view(target, target._var, tile_or_mapping):
                     return
         self._set_tile_mapping_general(target, tile_or_mapping)
 
@@ -343,7 +347,7 @@ class Graph(VertexBuilding, SnakeCaseNames):
         what = f"set_tile_mapping of tensor '{target.name}'"
         if isinstance(tile_or_mapping, (int, np.integer)) and not isinstance(tile_or_mapping, bool):
             tile = self._physical_tile(tile_or_mapping, what)
-            if target._var is not None and self._map_strided_view(target, tile):
+            if target._var is not None and self._map_strided_view(target, target._var, tile):
                 return
             runs = runs_of(target)
             tiles = np.full(runs.size, tile, np.int64)
@@ -352,10 +356,9 @@ class Graph(VertexBuilding, SnakeCaseNames):
             runs, tiles = self._split_by_intervals(target, runs, tile_or_mapping, what)
         self._paint(runs, tiles)
 
-    def _map_strided_view(self, view: Tensor, tile: int) -> bool:
-        """Map a strided view that is the whole variable or one run of it to ``tile``; False
-        (nothing done) for other views."""
-        var = view._var
+    def _map_strided_view(self, view: Tensor, var: Variable, tile: int) -> bool:
+        """Map a strided view (of ``var``, its _var) that is the whole variable or one run of
+        it to ``tile``; False (nothing done) for other views."""
         shape, strides = view._shape, view._strides
         n = 1
         for d in shape:

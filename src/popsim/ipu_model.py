@@ -15,7 +15,8 @@ from .device import Device
 from .errors import InvalidMachineModelError, UnknownAttributeError, did_you_mean
 from .poplar_names import snake_case_of
 from .target import (ARCHITECTURES, IPU_LINK_TOPOLOGIES, MAX_IPUS, MAX_WORKER_CONTEXTS, RelativeSyncDelayType,
-                     Target, TargetType, check_ipu_link_topology, check_version, global_sync_cycles_for)
+                     Target, TargetType, _Architecture, check_ipu_link_topology, check_version,
+                     global_sync_cycles_for)
 
 __all__ = ["IPUModel"]
 
@@ -77,7 +78,7 @@ class _Field:
     name: str                                  # popsim's spelling
     poplar: str                                # Poplar's IPUModel field, "" for popsim's own
     check: Callable[[object, str, object], object]
-    default: Callable[[object, Target], object]
+    default: Callable[[_Architecture, Target], object]  # (the version's architecture, Target's defaults)
     help: str
 
 

@@ -52,7 +52,7 @@ def configure() -> logging.Logger:
             h.close()
     if handler is not None:
         handler.setFormatter(logging.Formatter("%(asctime)s PS %(levelname)s: %(message)s"))
-        handler._popsim = True
+        setattr(handler, "_popsim", True)  # marks the handlers this module added
         logger.addHandler(handler)
         logger.setLevel(LEVELS[level_name])
         logger.propagate = False

@@ -8,7 +8,7 @@ Either way the semantics are numpy's, applied to the array of element ids.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, ClassVar, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -49,8 +49,7 @@ class Tensor(SnakeCaseNames):
         raise errors.TypeError("tensors are created by a Graph (add_variable, add_constant) and by view operations")
 
     # -- construction (internal) ------------------------------------------------------------
-    # _strided(table, var, dtype, shape, offset, strides): a strided view; bound to
-    # _strided_view below, the internal constructor other modules use too.
+    _strided: ClassVar[Callable[..., Tensor]]  # (table, var, dtype, shape, offset, strides): _strided_view below
 
     @classmethod
     def _of_variable(cls, table: VariableTable, var: Variable) -> "Tensor":
@@ -74,7 +73,7 @@ class Tensor(SnakeCaseNames):
         """Global element ids in the view's shape (a numpy array; may be a shared view)."""
         if self._ids is not None:
             return self._ids
-        return views.strided_ids(self._var.base + self._offset, self._shape, self._strides)
+        return views.strided_ids(cast(Variable, self._var).base + self._offset, self._shape, self._strides)
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -143,9 +142,10 @@ class Tensor(SnakeCaseNames):
     def _variables(self) -> List[Variable]:
         if self._var is not None:
             return [self._var]
-        if self._ids.size == 0:
+        ids = cast(np.ndarray, self._ids)  # an indexed view
+        if ids.size == 0:
             return []
-        lo, hi = self._table.index_of(np.array([self._ids.min(), self._ids.max()])).tolist()
+        lo, hi = self._table.index_of(np.array([ids.min(), ids.max()])).tolist()
         if lo == hi:   # variables are ranges of ids: everything between two of one is of it
             return [self._table.variables[lo]]
         idx = np.unique(self._table.index_of(self._runs()[0]))  # a run never crosses variables
@@ -163,7 +163,7 @@ class Tensor(SnakeCaseNames):
         """(first global id, length) of maximal runs of consecutive elements, in view
         order; a run never crosses from one variable into another."""
         if self._ids is None:
-            return views.strided_runs(self._var.base + self._offset, self._shape, self._strides)
+            return views.strided_runs(cast(Variable, self._var).base + self._offset, self._shape, self._strides)
         if self._run_cache is None:
             ids = self._ids.reshape(-1)
             at = self._table.run_starts(ids)
@@ -303,7 +303,7 @@ class Tensor(SnakeCaseNames):
                 t._strides = self._strides
                 t._ids = None
                 return t
-        elif type(begin) is int and type(end) is int and type(dim) is int:
+        elif type(begin) is int and type(end) is int and type(dim) is int and self._ids is not None:
             shape = self._shape  # an id view: its ids sliced (what _slice_general's indexing does)
             if 0 <= dim < len(shape) and 0 <= begin <= end <= shape[dim]:
                 return Tensor._indexed(self._table, self._dtype, self._ids[(slice(None),) * dim + (slice(begin, end),)])
@@ -525,8 +525,8 @@ class Tensor(SnakeCaseNames):
             return self._like(tuple(shape), self._offset, tuple(strides))
         what = f"broadcast of {self._describe()} {n} times"
         if not n or not self.num_elements():  # no ids, only a shape (and numpy's shapes stop short of 2**63)
-            shape = self._shape[:dim] + (self._shape[dim] * n,) + self._shape[dim + 1:]
-            return self._with_ids(views.listed(lambda: np.empty(shape, np.int64), 0, what))
+            whole = self._shape[:dim] + (self._shape[dim] * n,) + self._shape[dim + 1:]
+            return self._with_ids(views.listed(lambda: np.empty(whole, np.int64), 0, what))
         return self._with_ids(views.listed(lambda: np.concatenate([self._id_array()] * n, axis=dim),  # listed() checks
                                            self.num_elements() * n, what))
 
@@ -584,9 +584,9 @@ class Tensor(SnakeCaseNames):
                 and bool(np.array_equal(self._element_ids(), other._element_ids())))
 
 
-def _strided_view(table: VariableTable, var: Variable, dtype: Type, shape: Shape, offset: int,
+def _strided_view(table: VariableTable, var: Optional[Variable], dtype: Type, shape: Shape, offset: int,
                   strides: Shape) -> Tensor:
-    """A strided view (object.__new__ and slot stores: Tensor() itself refuses users)."""
+    """A strided view (object.__new__ and slot stores: Tensor() itself refuses users); var is never None."""
     t = _new(Tensor)
     t._table = table
     t._dtype = dtype

@@ -6,7 +6,7 @@ all its virtual graphs.
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from .errors import TensorCreationError
 from .mapping import VariableMapping
 from .runs import search
 from .types import Type
+
+if TYPE_CHECKING:  # only for annotations: tensor.py imports this module
+    from .tensor import Tensor
 
 # The bytes all variables and constants of a graph may hold together: 1 PiB, a million
 # times an ipu2's memory, yet small enough that every element id, arena offset and byte
@@ -40,7 +43,7 @@ class Variable:
         self.is_constant = is_constant
         self.mapping = VariableMapping(self.size)
         self.values = values  # constants: flat host values in the variable's dtype
-        self.metadata = None  # QUARTER: its QUARTER_METADATA tensor (popsim/quarter.py)
+        self.metadata: Optional[Tensor] = None  # QUARTER: its QUARTER_METADATA tensor (popsim/quarter.py)
 
     @property
     def nbytes(self) -> int:

@@ -31,7 +31,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, cast
 
 from .. import config
 from ..cachedir import is_verified
@@ -128,9 +128,9 @@ def _glue(path: Path, digest: str, vertices: List[VertexClass]) -> str:
         ctor_flag = "true" if vx.run_constructor else "false"
         line = f"#line {cline} {_cstr(cfile)}"  # glue errors point at the class
         describe = " ".join(f"popsim::glue::describe({g}::f{n}, out + {5 * n});" for n in range(len(specs)))
-        members = "".join(f", {g}::f{n}" for n in range(len(specs)))
+        pointers = "".join(f", {g}::f{n}" for n in range(len(specs)))
         locate = (f"[](const {g}::V &v, const void *p) {{ (void)v; (void)p; "
-                  f"return popsim::glue::field_at(v, p{members}); }}")
+                  f"return popsim::glue::field_at(v, p{pointers}); }}")
         out += ["}", line,
                 f"POPSIM_EXPORT std::uint64_t {sym}_size(void) {{ return sizeof({g}::V); }}", line,
                 f"POPSIM_EXPORT void {sym}_describe(std::int32_t *out) {{ (void)out; {describe} }}", line,
@@ -197,7 +197,7 @@ def _described(handle, vx: VertexClass) -> List[FieldSpec]:
     description of them."""
     specs = vx.specs
     if None not in specs:
-        return specs
+        return cast(List[FieldSpec], specs)
     fn = getattr(handle, vx.symbol + "_describe")
     fn.restype, fn.argtypes = None, [ctypes.POINTER(ctypes.c_int32)]
     codes = (ctypes.c_int32 * (5 * len(specs)))()
@@ -264,8 +264,8 @@ def _cached(real: Path, key: str) -> Optional[List[VertexType]]:
             return None
     deps, types = hit
     if _dependencies([d[0] for d in deps]) != deps or \
-            not all(is_verified(Path(t.library), "codelet library") and compiler.loadable(Path(t.library))
-                    for t in types):
+            not all(is_verified(lib, "codelet library") and compiler.loadable(lib)
+                    for lib in (Path(cast(Path, t.library)) for t in types)):  # compiled: each has a library
         return None
     _memo[key] = hit
     return types
@@ -398,10 +398,11 @@ def vertex_types_from_file(path, compile_flags: str = "", checked: Optional[bool
         size.restype, size.argtypes = ctypes.c_uint64, []
         cfile, cline = vx.cls.where
         shown = str(path) if os.path.realpath(cfile) == str(real) else cfile
+        base = cast(str, vx.cls.base)  # a vertex class: it derives from one of VERTEX_BASES
         result.append(VertexType(
-            name=vx.name, fields=tuple(_described(handle, vx)), multi=VERTEX_BASES[vx.cls.base], library=lib,
+            name=vx.name, fields=tuple(_described(handle, vx)), multi=VERTEX_BASES[base], library=lib,
             symbol=vx.symbol, state_size=int(size()), source=f"{shown}:{cline}", language="c++",
-            extra={"cpp_class": vx.cpp_type, "base": vx.cls.base}))
+            extra={"cpp_class": vx.cpp_type, "base": base}))
     _remember(real, key, [str(real), *src.files], result)
     return result
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NoReturn, Optional, Tuple
 
 from .cpp_tokens import TOKEN, angle_close, group_close, is_ident, render_tokens, split_commas, top_level
 
@@ -106,7 +106,7 @@ class Parser:
         fname, line, _ = self.rows[self.line[min(pos, len(self.line) - 1)]]
         return fname, line
 
-    def fail(self, message: str, pos: int):
+    def fail(self, message: str, pos: int) -> NoReturn:
         raise SourceError(message, self.where(pos))
 
     def close(self, i: int) -> int:

@@ -69,6 +69,7 @@ def vertex_classes(p: Parser) -> List[VertexClass]:
             primary = found[0] if len(found) == 1 else None
         if primary is None:
             continue
+        assert primary.tparams is not None  # a primary template (found above by its tparams)
         inst_scopes = ns_scopes(p, inst.ns)
         args = [expand(a, inst_scopes) for a in inst.args]
         written = [parse_arg(a) for a in args]
@@ -114,12 +115,14 @@ def _qualified_enumerator(p: Parser, ns: Tuple[str, ...], arg) -> Optional[str]:
 def _specialisation(candidates: List[ClassDecl], primary: ClassDecl, args: List[List[str]]):
     canon = [parse_arg(a) for a in args]
     keys = [c.render() if isinstance(c, CppType) else c for c in canon]
+    assert primary.tparams is not None  # a primary template
     best, best_score = (primary, {n: a for (n, _), a in zip(primary.tparams, args)}), -1
     for cls in candidates:
         if cls.spec_args is None or cls.ns != primary.ns or len(cls.spec_args) != len(args):
             continue
         params = {n for n, _ in (cls.tparams or [])}
-        env, score = {}, 0
+        env: Dict[str, List[str]] = {}
+        score = 0
         for spec, arg, key in zip(cls.spec_args, args, keys):
             if len(spec) == 1 and spec[0] in params:
                 if env.setdefault(spec[0], arg) != arg:

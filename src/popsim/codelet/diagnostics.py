@@ -49,7 +49,7 @@ def first_error(output: str) -> Optional[Diagnostic]:
     made an error; None when the output has no located error (e.g. a link error)."""
     found = errors(output)
     hard = [d for d in found if not d.promoted]
-    return (hard or found or [None])[0]
+    return hard[0] if hard else found[0] if found else None
 
 
 def context_location(output: str, diag: Diagnostic, wanted: Callable[[str], bool]) -> Optional[Diagnostic]:

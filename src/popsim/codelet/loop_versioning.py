@@ -26,7 +26,7 @@ bits because offsets are kept below 2**31 in magnitude.
 from __future__ import annotations
 
 import copy
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple, cast
 
 from .typed_ir import (Binary, Break, Const, Expr, FieldRef, ForEach, ForRange, Function, Guard, Load, Local, LoopIndex,
                        Print, Return, RowAt, Stmt, Store, T, TickStmt, While, child_blocks, has_sites, walk_stmts)
@@ -94,9 +94,9 @@ def _hoistable(body: List[Stmt]) -> int:
 
 def _assigned(stmts: List[Stmt]) -> Set[str]:
     """Names of the (non-temporary) locals that ``stmts`` assign."""
-    names = set()
+    names: Set[str] = set()
     for s in walk_stmts(stmts):
-        targets = []
+        targets: List[Optional[Local]] = []
         if hasattr(s, "target") and isinstance(s.target, Local):
             targets.append(s.target)
         if isinstance(s, (ForRange, ForEach)):
@@ -132,7 +132,7 @@ class _Cover:
 
     def __init__(self, loop: ForRange, assigned: Set[str], with_guards: bool):
         self.var = loop.var.name
-        self.ty: T = loop.start.ty
+        self.ty: T = cast(T, loop.start.ty)  # a range's bounds are numbers
         self.counter = loop.counter
         self.assigned = assigned
         self.with_guards = with_guards
@@ -161,9 +161,9 @@ class _Cover:
         elif idx.op == "add" and isinstance(left, Const) and self.is_var(right):
             off = int(left.value)
         elif idx.op == "add" and self.is_var(left) and self.is_base(right):
-            return right, 0
+            return cast(Local, right), 0  # (is_base: a Local)
         elif idx.op == "add" and self.is_base(left) and self.is_var(right):
-            return left, 0
+            return cast(Local, left), 0
         else:
             return None
         return (None, off) if -MAX_OFFSET < off < MAX_OFFSET else None
@@ -223,7 +223,7 @@ class _Cover:
                 for arg in s.items:
                     for item in arg:
                         item.value = self.expr(item.value)
-            if isinstance(s, Store) and s.index is not None:
+            if isinstance(s, Store) and s.index is not None and s.view is not None:  # (an indexed store has a view)
                 s.index, s.site = self.access(s.view, s.index, s.site)
             for block in child_blocks(s):
                 self.block(block)

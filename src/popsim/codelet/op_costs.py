@@ -17,12 +17,12 @@ same counting statements, so their counts are identical.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, cast
 
 from .. import types as _types
 from .typed_ir import (VK, Assign, Binary, BoolOp, Break, Breakpoint, Cast, Compare, Const, Continue, Expr, FieldRef,
                        ForEach, ForRange, Function, If, IfExp, Intrinsic, Len, Let, Load, Local, Not, NumWorkers,
-                       Print, Return, RowAt, ScalarField, Stmt, Store, T, Tick, TickStmt, Unary, While)
+                       Print, Return, RowAt, ScalarField, Stmt, Store, T, Tick, TickStmt, Unary, ViewT, While)
 
 #: Worker cycles per operation (a model; see the module docstring and docs/python_vertices.md).
 CYCLES = {
@@ -78,7 +78,7 @@ class Costs:
         self.fn = fn
 
     def is_half(self, view: Expr) -> bool:
-        return self.fn.fields[view.ty.field].dtype is _types.HALF
+        return self.fn.fields[cast(ViewT, view.ty).field].dtype is _types.HALF
 
     def own(self, e: Expr) -> int:
         c = CYCLES
@@ -97,7 +97,7 @@ class Costs:
         if isinstance(e, Not):
             return c["int_op"]
         if isinstance(e, Binary):
-            return _binary_cost(e.op, e.ty)
+            return _binary_cost(e.op, cast(T, e.ty))  # a number, never a view
         if isinstance(e, Compare):
             return c["float_op"] if e.left.ty is T.F32 else c["int_op"]
         if isinstance(e, (BoolOp, IfExp)):
@@ -111,7 +111,7 @@ class Costs:
             return c[_INTRINSIC.get(e.name, e.name)]
         raise TypeError(f"no cost for {type(e).__name__}")  # pragma: no cover
 
-    def expr(self, e: Expr) -> int:
+    def expr(self, e: Optional[Expr]) -> int:
         """Cycles to evaluate ``e``, except parts under Tick (counted when they run)."""
         if e is None or isinstance(e, Tick):
             return 0
@@ -206,7 +206,7 @@ def _block(costs: Costs, stmts: List[Stmt], initial: int = 0) -> List[Stmt]:
         elif isinstance(s, ForEach):
             pending += costs.expr(s.view) + CYCLES["loop_setup"]
             flush(s.loc)
-            if s.view.ty.kind is VK.ROWS:
+            if cast(ViewT, s.view.ty).kind is VK.ROWS:
                 elem = CYCLES["row"]
             else:
                 elem = CYCLES["load"] + (CYCLES["half_to_float"] if costs.is_half(s.view) else 0)

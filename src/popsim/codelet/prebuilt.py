@@ -42,7 +42,7 @@ __all__ = ["directory", "python_library", "cpp_types", "python_environment", "cp
 FORMAT = 2  # 2: each C++ codelet file has a list of entries (its plain and checked builds)
 INDEX = "index.json"
 _lock = threading.Lock()
-_index: Dict[str, object] = {}  # directory -> its parsed index (or None when unusable)
+_index: Dict[str, Optional[dict]] = {}  # directory -> its parsed index (or None when unusable)
 _good: Dict[str, bool] = {}     # library path -> verified and loadable (once per process)
 
 #: Set (e.g. by tests, or tools/prebuild_codelets.py while it writes a new tier) to use
@@ -169,7 +169,9 @@ def python_library(symbol: str, c_code: str, flags: Sequence[str]) -> Optional[P
     """The prebuilt library defining the Python vertex translation ``symbol`` with exactly
     ``c_code`` compiled with ``flags``, or None."""
     where = directory()
-    index = _load_index(where) if where is not None else None
+    if where is None:
+        return None
+    index = _load_index(where)
     if not index:
         return None
     section = index.get("python") or {}
@@ -193,7 +195,9 @@ def cpp_types(real: Path, flags: Sequence[str]) -> Optional[List[dict]]:
     location is relative to ``real``'s directory) of the prebuilt codelet file that ``real``
     is byte for byte, with the same flags and headers, or None."""
     where = directory()
-    index = _load_index(where) if where is not None else None
+    if where is None:
+        return None
+    index = _load_index(where)
     if not index:
         return None
     entry = next((e for e in (index.get("cpp") or {}).get(real.name, []) if list(e.get("flags", [])) == list(flags)),

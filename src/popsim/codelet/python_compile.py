@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from typing import Dict, List
+from typing import Dict, List, cast
 
 from .. import errors
 from ..errors import CodeletSyntaxError
@@ -59,7 +59,7 @@ def vertex_types_from_classes(classes) -> List[VertexType]:
     with _lock:
         known = [_compiled.get(c) for c in unique]
     if all(vt is not None for vt in known):  # every class already compiled (in any graph): reuse
-        return known
+        return cast(List[VertexType], known)
     libraries = _prebuilt_libraries(translations)
     missing = [t for t, lib in zip(translations, libraries) if lib is None]
     if missing:  # compiled together into one library (the user cache's); a user's vertices say so

@@ -21,7 +21,8 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-from typing import Dict, Tuple
+from types import FrameType
+from typing import Dict, Optional, Tuple
 
 from .. import errors, types as _types
 from ..errors import CodeletSyntaxError
@@ -45,7 +46,7 @@ def _defining_scope(cls) -> Dict[str, object]:
             wanted.update(re.findall(r"[A-Za-z_]\w*", ann))
     if not wanted:
         return {}
-    frame = sys._getframe(2)  # 0: here, 1: __init_subclass__, 2: where the class statement ran
+    frame: Optional[FrameType] = sys._getframe(2)  # 0: here, 1: __init_subclass__, 2: where the class statement ran
     while frame is not None and frame.f_code.co_name == "__init_subclass__":
         frame = frame.f_back  # a subclass's own __init_subclass__ calling super()
     if frame is None or frame.f_locals is frame.f_globals:

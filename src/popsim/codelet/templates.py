@@ -28,12 +28,15 @@ from __future__ import annotations
 import enum
 import inspect
 import threading
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
 from .. import errors, types as _types
 from ..errors import CodeletSyntaxError, PopsimError, UnknownVertexTypeError, did_you_mean
+
+if TYPE_CHECKING:  # only for annotations
+    from .python_vertex import Vertex
 
 __all__ = ["VertexTemplate", "vertex_template", "template_vertex", "template_argument"]
 
@@ -102,7 +105,7 @@ class VertexTemplate:
         self.parameters: Tuple[str, ...] = tuple(domains)
         self.domains: Dict[str, Optional[Tuple]] = {
             p: (None if d is None else tuple(_normalise(v, None) for v in d)) for p, d in domains.items()}
-        self._instances: Dict[tuple, type] = {}
+        self._instances: Dict[tuple, Type[Vertex]] = {}
         self._by_name: Optional[Dict[str, tuple]] = None
         self._lock = threading.RLock()
         self.__doc__ = factory.__doc__
@@ -149,7 +152,7 @@ class VertexTemplate:
             out.append(value)
         return tuple(out)
 
-    def instantiate(self, args: tuple) -> type:
+    def instantiate(self, args: tuple) -> Type[Vertex]:
         """The Vertex class for normalised ``args`` (made once; later calls return it)."""
         with self._lock:
             cls = self._instances.get(args)
@@ -158,7 +161,7 @@ class VertexTemplate:
                 self._instances[args] = cls
             return cls
 
-    def _make(self, args: tuple) -> type:
+    def _make(self, args: tuple) -> Type[Vertex]:
         from .python_vertex import is_vertex_class
         name = template_vertex(self.name, *args)
         cls = self.factory(*args)
@@ -191,8 +194,9 @@ class VertexTemplate:
     def _domain_names(self) -> Dict[str, tuple]:
         if self._by_name is None:
             names: Dict[str, tuple] = {}
-            if all(self.domains[p] is not None for p in self.parameters):
-                for args in _product([self.domains[p] for p in self.parameters]):
+            domains = [d for d in (self.domains[p] for p in self.parameters) if d is not None]
+            if len(domains) == len(self.parameters):  # every parameter declares its domain
+                for args in _product(domains):
                     names[template_vertex(self.name, *args)] = args
             self._by_name = names
         return self._by_name

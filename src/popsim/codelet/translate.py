@@ -18,7 +18,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 from ..errors import CodeletSyntaxError
 from . import compiler
@@ -107,7 +107,7 @@ def _compute_of(cls):
     raise CodeletSyntaxError(f"{cls.__qualname__} has no compute method")  # pragma: no cover
 
 
-def parse_compute(cls) -> Tuple[ast.FunctionDef, object, str]:
+def parse_compute(cls) -> Tuple[Union[ast.FunctionDef, ast.AsyncFunctionDef], object, str]:
     """The AST of ``cls.compute`` with the real line numbers and columns, the function
     object, and the file name."""
     owner, func = _compute_of(cls)

@@ -63,8 +63,9 @@ def collect_locals(c: CheckState) -> None:
                     _declare(c, n)
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             annotation = node.annotation
-            is_text = isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)
-            ty = c.exprs.element_type(annotation.value if is_text else c.exprs.resolve(annotation))
+            text = annotation.value if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) \
+                else None  # a string annotation
+            ty = c.exprs.element_type(text if text is not None else c.exprs.resolve(annotation))
             if ty is None:
                 raise c.err(annotation, f"'{ast.unparse(annotation)}' is not a type for a local",
                             "annotate locals with float, int, bool or popsim.UNSIGNED_INT / LONGLONG / "
@@ -140,4 +141,5 @@ def check_function(src, node, func, cls, vertex_name, fields, attrs, multi) -> F
     c.stmts, c.exprs, c.calls = Statements(c), Expressions(c), Calls(c)
     for _, run in PASSES:
         run(c)
+    assert c.function is not None  # build_typed_ir, the last pass, made it
     return c.function

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
-from typing import Optional
+from typing import Dict, List, Optional, cast
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from .fields import Direction, FieldKind
 from .inline import scope_of
 from .typecheck_state import Rules
 from .typed_ir import (STORAGE, VK, BoolOp, Binary, Cast, Compare, Const, Expr, FieldRef, IfExp, Intrinsic, Let,
-                       Load, Local, Loc, Not, RowAt, ScalarField, Site, T, Unary, ViewT, arith_type)
+                       Load, Local, Loc, Not, RowAt, ScalarField, Site, T, Type, Unary, ViewT, arith_type)
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
            ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
@@ -66,8 +66,8 @@ class Expressions(Rules):
     """Builds typed expressions."""
 
     # -- expressions -------------------------------------------------------------------------
-    def conv(self, e: Expr, ty: T, node=None, what: str = "") -> Expr:
-        """``e`` converted to ``ty`` as C's implicit conversions do."""
+    def conv(self, e: Expr, ty: Type, node=None, what: str = "") -> Expr:
+        """``e`` converted to ``ty`` as C's implicit conversions do (a view converts to nothing else)."""
         if e.ty == ty:
             return e
         if isinstance(e.ty, ViewT) or isinstance(ty, ViewT):
@@ -258,10 +258,10 @@ class Expressions(Rules):
         key = self.view_key(view)
         if key is not None and isinstance(idx, Local) and not idx.temp and (idx.name, key) in self.c.proven:
             return None
-        return self.c.new_site(view.ty.field, node)
+        return self.c.new_site(cast(ViewT, view.ty).field, node)
 
     def element(self, view: Expr, idx: Expr, node) -> Expr:
-        vt = view.ty
+        vt = cast(ViewT, view.ty)  # (the callers index views)
         if vt.kind is VK.ROWS:
             return RowAt(ViewT(vt.field, VK.ROW), loc_of(node), view, idx, self.checked_site(view, idx, node))
         self.check_readable(vt.field, node)
@@ -277,6 +277,7 @@ class Expressions(Rules):
         return self.binary(op, left, right, node)
 
     def binary(self, op: str, left: Expr, right: Expr, node) -> Expr:
+        """``left op right`` of two numbers (numeric() checked them)."""
         loc = loc_of(node)
         if op == "div":
             return Binary(T.F32, loc, op, self.conv(left, T.F32), self.conv(right, T.F32))
@@ -290,9 +291,9 @@ class Expressions(Rules):
             if T.F32 in (left.ty, right.ty):
                 raise self.c.err(node, f"the shift operator {_SYMBOL[op]} needs integers, found a float",
                                  "convert with int(...)")
-            ty = T.I32 if left.ty is T.BOOL else left.ty
+            ty = T.I32 if left.ty is T.BOOL else cast(T, left.ty)
             return Binary(ty, loc, op, self.conv(left, ty), self.conv(right, T.I64))
-        ty = arith_type(left.ty, right.ty)
+        ty = arith_type(cast(T, left.ty), cast(T, right.ty))
         return Binary(ty, loc, op, self.conv(left, ty), self.conv(right, ty))
 
     def e_UnaryOp(self, node):
@@ -359,14 +360,15 @@ class Expressions(Rules):
         if not all(isinstance(v, Const) for v in values) or \
                 not all(type(op) in _FOLDABLE for op in node.ops):
             return None
-        result = all(_FOLDABLE[type(op)](a.value, b.value) for op, a, b in zip(node.ops, values, values[1:]))
+        consts = cast(List[Const], values)
+        result = all(_FOLDABLE[type(op)](a.value, b.value) for op, a, b in zip(node.ops, consts, consts[1:]))
         return Const(T.BOOL, loc_of(node), result)
 
     def compare(self, op: str, left: Expr, right: Expr, node) -> Expr:
         """An exact comparison: ints of mixed signedness compare by value (unlike C);
         int vs float converts the int to float (like C)."""
         loc = loc_of(node)
-        a, b = left.ty, right.ty
+        a, b = cast(T, left.ty), cast(T, right.ty)  # numbers (numeric() checked them)
         if T.F32 in (a, b):
             ty = T.F32
         elif a is T.BOOL and b is T.BOOL:
@@ -412,14 +414,16 @@ class Expressions(Rules):
             msg = f"'{text[:40]}' ({name}) is not supported in vertex codelets"
         return self.c.err(node, msg, fix)
 
-    def element_type(self, t) -> T:
-        """A local's annotation (float, int, bool, popsim.UNSIGNED_INT...) as a type."""
+    def element_type(self, t) -> Optional[T]:
+        """A local's annotation (float, int, bool, popsim.UNSIGNED_INT...) as a type; None
+        for anything else."""
         try:
             pt = _types.as_type(t)
         except TypeError:
             pt = None
-        table = {_types.FLOAT: T.F32, _types.INT: T.I32, _types.UNSIGNED_INT: T.U32, _types.LONGLONG: T.I64,
-                 _types.UNSIGNED_LONGLONG: T.U64, _types.BOOL: T.BOOL}
+        table: Dict[Optional[_types.Type], T] = {
+            _types.FLOAT: T.F32, _types.INT: T.I32, _types.UNSIGNED_INT: T.U32, _types.LONGLONG: T.I64,
+            _types.UNSIGNED_LONGLONG: T.U64, _types.BOOL: T.BOOL}
         return table.get(pt)
 
 

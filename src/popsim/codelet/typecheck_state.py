@@ -7,9 +7,14 @@ through it: ``c.stmts``, ``c.exprs``, ``c.calls``.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, Union
 
 from .typed_ir import VK, Expr, Function, Local, Site, T, ViewT, join
+
+if TYPE_CHECKING:  # only for annotations: these modules import this one
+    from .typecheck_calls import Calls
+    from .typecheck_expr import Expressions
+    from .typecheck_stmt import Statements
 
 
 class Unknown(Exception):
@@ -18,6 +23,11 @@ class Unknown(Exception):
 
 class CheckState:
     """What the passes share while checking one ``compute``."""
+
+    # the rule sets: typecheck.py attaches them before the passes run
+    stmts: Statements
+    exprs: Expressions
+    calls: Calls
 
     def __init__(self, src, node, func, cls, vertex_name: str, fields, attrs, multi: bool):
         self.src = src                  # translate.Source: file, qualname, errors
@@ -33,8 +43,8 @@ class CheckState:
         self.field_by_attr = {a: i for i, a in enumerate(attrs)}
         for i, f in enumerate(fields):
             self.field_by_attr.setdefault(f.name, i)
-        self.local_names = set()
-        self.types: Dict[str, object] = {}     # local -> type (widened during inference)
+        self.local_names: Set[str] = set()
+        self.types: Dict[str, Union[T, ViewT]] = {}  # local -> type (widened during inference)
         self.fixed: Dict[str, T] = {}          # locals whose annotation fixes their type
         self.decided: Dict[str, int] = {}      # local -> line that decided its type
         self.defined: Optional[set] = None     # definitely assigned locals (final walk only)
@@ -44,10 +54,9 @@ class CheckState:
         self.seq = 0
         self.temps: Dict[str, object] = {}
         self.counters: List[str] = []
-        self.proven = []                       # (loop variable, view key) pairs known to be in range
+        self.proven: List[Tuple[str, object]] = []  # (loop variable, view key) pairs known to be in range
         self.loops = 0
         self.function: Optional[Function] = None   # the result
-        self.stmts = self.exprs = self.calls = None  # the rule sets (typecheck.py attaches them)
 
     def reset_walk(self) -> None:
         """Before a walk over the body: what each walk records afresh."""
@@ -82,6 +91,7 @@ class CheckState:
     def local_type(self, name: str, node):
         ty = self.types.get(name)
         if self.final:
+            assert self.defined is not None  # the final walk tracks them
             if name not in self.defined or ty is None:
                 raise self.err(node, f"local variable '{name}' may be read before it is assigned",
                                f"assign '{name}' a value on every path before this line (e.g. {name} = 0 at the top "
@@ -146,13 +156,13 @@ class Rules:
         self.c = state
 
     @property
-    def stmts(self):
+    def stmts(self) -> Statements:
         return self.c.stmts
 
     @property
-    def exprs(self):
+    def exprs(self) -> Expressions:
         return self.c.exprs
 
     @property
-    def calls(self):
+    def calls(self) -> Calls:
         return self.c.calls

@@ -5,7 +5,7 @@ assignment on every path). Expressions are typecheck_expr.py's.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, cast
 
 from ..errors import CodeletSyntaxError
 from .fields import Direction, FieldKind
@@ -127,7 +127,7 @@ class Statements(Rules):
         raise self.c.err(target, f"cannot assign to '{ast.unparse(target)}' in vertex code")
 
     def store(self, view: Expr, idx: Expr, value: Expr, target) -> Store:
-        vt = view.ty
+        vt = cast(ViewT, view.ty)  # (subject: a view)
         if vt.kind is VK.ROWS:
             name = self.c.fields[vt.field].name
             raise self.c.err(target, f"list field '{name}' holds rows: assign their elements",

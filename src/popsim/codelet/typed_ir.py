@@ -194,15 +194,15 @@ class Load(Expr):
     is proven in range (the loop variable of range(len(view))), no check."""
     view: Expr = None
     index: Expr = None
-    site: Site = None
+    site: Optional[Site] = None
 
 
 @dataclass
 class RowAt(Expr):
-    """Row ``index`` of a ROWS view (ty is the ROW view)."""
+    """Row ``index`` of a ROWS view (ty is the ROW view); ``site`` as Load's."""
     view: Expr = None
     index: Expr = None
-    site: Site = None
+    site: Optional[Site] = None
 
 
 @dataclass

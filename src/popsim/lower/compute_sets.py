@@ -16,7 +16,7 @@ once (edge_buffers.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -93,10 +93,10 @@ class VertexTables:
         return (f"in compute set '{self.cs_names[self.row_cs[row]]}', vertex #{int(self.row_index[row])} on tile "
                 f"{int(self.vertices[row, _TILE])}")
 
-    def field_views(self, row: int) -> List[object]:
+    def field_views(self, row: int) -> List[Union[Tuple[int, int], List[Tuple[int, ...]]]]:
         """Vertex ``row``'s fields as arena (offset, count), or lists of them for list fields."""
         first, count = int(self.vertices[row, _FIRST_FIELD]), int(self.vertices[row, _NUM_FIELDS])
-        out = []
+        out: List[Union[Tuple[int, int], List[Tuple[int, ...]]]] = []
         for base, offset, size in self.fields[first:first + count].tolist():
             if base == FIELD_SPANS:
                 out.append([tuple(s) for s in self.spans[offset:offset + size].tolist()])

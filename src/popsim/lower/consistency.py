@@ -9,6 +9,7 @@ fails when it is loaded instead of with an IndexError in the middle of a run.
 from __future__ import annotations
 
 import math
+from typing import List, Union
 
 import numpy as np
 
@@ -62,7 +63,8 @@ def _same(have: np.ndarray, want: np.ndarray, name: str, source: str) -> None:
     row where they differ is named."""
     _need(have.shape == want.shape, f"{name}: {have.shape[0] if have.ndim else 0} rows, but {source} has "
                                     f"{want.shape[0] if want.ndim else 0}")
-    differ = np.flatnonzero(np.any((have != want).reshape(have.shape[0], -1), axis=1)) if have.size else []
+    differ: Union[np.ndarray, List[int]] = \
+        np.flatnonzero(np.any((have != want).reshape(have.shape[0], -1), axis=1)) if have.size else []
     if len(differ):
         row = int(differ[0])
         raise ValueError(f"{name} row {row}: expected {want[row].tolist()} (as {source}), found {have[row].tolist()}")

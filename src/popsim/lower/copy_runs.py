@@ -205,8 +205,8 @@ class RunBuilder:
         self._runs, self._groups, self._pending, self._held = [], [], [], 0
         if not runs:
             return empty_runs(), np.zeros(0, np.int64)
-        groups = np.concatenate(groups) if self.grouped else np.zeros(0, np.int64)
-        return (runs[0] if len(runs) == 1 else np.concatenate(runs)), groups
+        row_groups = np.concatenate(groups) if self.grouped else np.zeros(0, np.int64)
+        return (runs[0] if len(runs) == 1 else np.concatenate(runs)), row_groups
 
 
 def _runs_of_segments(segs: np.ndarray, grouped: bool = False):

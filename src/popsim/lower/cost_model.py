@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class CostModel:
         self.num_ipus = target.num_ipus
         self.replication_factor = replication_factor
         self.all_ipus = (1 << self.num_ipus) - 1
-        self._topology = None
+        self._topology: Optional[IpuLinkTopology] = None
 
     @property
     def topology(self) -> IpuLinkTopology:
@@ -282,7 +282,7 @@ def device_flows(flows: np.ndarray, num_ipus: int, replicas: int, replica_map: O
     them at once, in device IPU numbers (replica r's IPU i is r * num_ipus + i): within
     each replica, or from replica r to ``replica_map[r]`` (-1: r sends nothing)."""
     src, dst = np.nonzero(flows)
-    out = []
+    out: List[Tuple[int, int, int]] = []
     for r in range(replicas):
         d = r if replica_map is None else int(replica_map[r])
         if d < 0:
