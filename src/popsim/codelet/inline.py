@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import itertools
 import linecache
 import textwrap
 from typing import Dict, List, Optional
 
-from ..errors import CodeletSyntaxError
 
 __all__ = ["inline_helpers", "scope_of", "origin_of"]
 
@@ -127,11 +127,17 @@ class _Helper:
                 self.locals.add(n.id)
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed(fn) -> _Helper:
+    """A helper parsed once per process, not once per vertex class that calls it (a table's
+    function is called by every instantiation of several templates; inlining copies it)."""
+    return _Helper(fn)
+
+
 class _Inliner:
     def __init__(self, src, func, self_name: str, compute_locals, known):
         self.src, self.func, self.self_name, self.known = src, func, self_name, known
         self.compute_locals = compute_locals
-        self.parsed: Dict[object, _Helper] = {}
         self.counter = itertools.count()
 
     # -- finding helpers -------------------------------------------------------------------
@@ -157,12 +163,10 @@ class _Inliner:
         fn = self.resolve(call.func, scope_of(call.func, scope))
         if not inspect.isfunction(fn) or fn in self.known:
             return None
-        if fn not in self.parsed:
-            try:
-                self.parsed[fn] = _Helper(fn)
-            except _NotAHelper as e:
-                raise self.src.error(call, str(e)) from None
-        return self.parsed[fn]
+        try:
+            return _parsed(fn)
+        except _NotAHelper as e:
+            raise self.src.error(call, str(e)) from None
 
     # -- statements ------------------------------------------------------------------------
     def block(self, stmts: List[ast.stmt], scope, depth: int) -> List[ast.stmt]:
@@ -209,8 +213,6 @@ class _Inliner:
             elif isinstance(value, list):
                 setattr(node, name, [self.expr(v, scope, depth, hoisted) if isinstance(v, ast.expr) else v
                                      for v in value])
-            elif isinstance(value, ast.keyword):  # pragma: no cover - keywords sit in lists
-                value.value = self.expr(value.value, scope, depth, hoisted)
         if isinstance(node, ast.Call):
             for k in node.keywords:
                 k.value = self.expr(k.value, scope, depth, hoisted)
@@ -222,8 +224,8 @@ class _Inliner:
     def inline(self, call: ast.Call, h: _Helper, scope, depth: int, hoisted) -> ast.expr:
         name = h.fn.__qualname__
         if depth >= MAX_DEPTH:
-            raise self.error(call, scope, f"helper '{name}' is nested more than {MAX_DEPTH} calls deep "
-                             "(vertex code cannot recurse)")
+            raise self.src.error(call, f"helper '{name}' is nested more than {MAX_DEPTH} calls deep "
+                                 "(vertex code cannot recurse)")
         args = self.bind(call, h, scope)
         n = next(self.counter)
         rename = {v: f"_p_h{n}_{v}" for v in h.locals}
@@ -232,10 +234,10 @@ class _Inliner:
         value = self.adopt(copy.deepcopy(h.value), h, rename, call, origin)
         if hoisted is None:
             if body:
-                raise self.error(call, scope, f"helper '{name}' has statements, so it cannot be called where the "
-                                 "value is computed only sometimes (a conditional branch, after and/or, a while "
-                                 "condition)", f"call it on a line of its own first: t = {name}(...)")
-            return self.substitute(value, args, rename, call, scope, depth, name)
+                raise self.src.error(call, f"helper '{name}' has statements, so it cannot be called where the "
+                                     "value is computed only sometimes (a conditional branch, after and/or, a while "
+                                     "condition)", f"call it on a line of its own first: t = {name}(...)")
+            return self.substitute(value, args, rename, call, depth, name)
         for param, arg in args.items():
             target = self.mark(ast.Name(id=rename[param], ctx=ast.Store()), call, origin)
             hoisted.append(ast.copy_location(ast.Assign(targets=[target], value=arg), call))
@@ -245,27 +247,27 @@ class _Inliner:
     def bind(self, call: ast.Call, h: _Helper, scope) -> Dict[str, ast.expr]:
         name = h.fn.__qualname__
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            raise self.error(call, scope, f"*args and **kwargs cannot be passed to helper '{name}' in vertex code")
+            raise self.src.error(call, f"*args and **kwargs cannot be passed to helper '{name}' in vertex code")
         if len(call.args) > len(h.params):
-            raise self.error(call, scope, f"helper '{name}' takes {len(h.params)} arguments, "
-                             f"{len(call.args)} given")
+            raise self.src.error(call, f"helper '{name}' takes {len(h.params)} arguments, "
+                                 f"{len(call.args)} given")
         args = dict(zip(h.params, call.args))
         for k in call.keywords:
             if k.arg not in h.params or k.arg in args:
-                raise self.error(k, scope, f"helper '{name}' got an unexpected or repeated argument '{k.arg}'")
+                raise self.src.error(k, f"helper '{name}' got an unexpected or repeated argument '{k.arg}'")
             args[k.arg] = k.value
         for p in h.params:
             if p not in args:
                 if p not in h.defaults:
-                    raise self.error(call, scope, f"helper '{name}' is missing its argument '{p}'")
+                    raise self.src.error(call, f"helper '{name}' is missing its argument '{p}'")
                 args[p] = self.mark_tree(copy.deepcopy(h.defaults[p]), call, h.fn, None)
         for a in args.values():
             if isinstance(a, ast.Name) and a.id == self.self_name and scope is self.func:
-                raise self.error(a, scope, f"'{self.self_name}' cannot be passed to helper '{name}'",
-                                 f"pass the field itself ({self.self_name}.x) or its values")
+                raise self.src.error(a, f"'{self.self_name}' cannot be passed to helper '{name}'",
+                                     f"pass the field itself ({self.self_name}.x) or its values")
         return {p: args[p] for p in h.params}
 
-    def substitute(self, value, args, rename, call, scope, depth, name) -> ast.expr:
+    def substitute(self, value, args, rename, call, depth, name) -> ast.expr:
         """A single-return helper in a place evaluated only sometimes: its parameters
         become the argument expressions (each argument is used once, or is a plain name
         or constant, so nothing is evaluated twice)."""
@@ -276,9 +278,9 @@ class _Inliner:
                 uses[n.id] = uses.get(n.id, 0) + 1
         for local, count in uses.items():
             if count > 1 and not isinstance(by_local[local], (ast.Name, ast.Constant)):
-                raise self.error(call, scope, f"helper '{name}' uses a parameter twice, so it cannot take an "
-                                 "expression where the value is computed only sometimes",
-                                 f"compute the argument on a line of its own first: t = ...; {name}(t)")
+                raise self.src.error(call, f"helper '{name}' uses a parameter twice, so it cannot take an "
+                                     "expression where the value is computed only sometimes",
+                                     f"compute the argument on a line of its own first: t = ...; {name}(t)")
 
         class Put(ast.NodeTransformer):
             def visit_Name(self, n):
@@ -313,8 +315,6 @@ class _Inliner:
         setattr(node, _INLINED, True)
         return self.mark_tree(node, call, None, origin)
 
-    def error(self, node, scope, msg: str, fix: Optional[str] = None) -> CodeletSyntaxError:
-        return self.src.error(node, msg, fix)
 
 
 def inline_helpers(src, node: ast.FunctionDef, func, self_name: str, known) -> None:
