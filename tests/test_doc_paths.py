@@ -37,7 +37,8 @@ TOP_DIRS = CODE_DIRS + ("tests", "docs")
 SOURCE_EXTS = ("py", "md", "cpp", "hpp", "h", "c", "toml", "txt", "js", "css", "cfg")
 DATA_EXTS = ("json", "onnx", "html", "npy")
 C_EXTS = ("cpp", "hpp", "h", "c")
-SKIPPED_DIRS = {"build", "dist", "__pycache__"}  # and hidden ones (.git, .pytest_cache...)
+# and hidden ones (.git, .pytest_cache...) and virtual environments (a reader's venv in the checkout)
+SKIPPED_DIRS = {"build", "dist", "__pycache__"}
 # Names the text gives to files that are not the repository's: a reader's own scripts in
 # the examples, a file name in a message's format, Graphcore's (the Poplar demo that
 # examples/mnist_regression.py ports, PopART's generated bindings, the Poplar tutorials'
@@ -66,7 +67,8 @@ def _walk(top: pathlib.Path):
         if path.name in SKIPPED_DIRS or path.name.startswith(".") or path.name.endswith(".egg-info"):
             continue
         if path.is_dir():
-            yield from _walk(path)
+            if not (path / "pyvenv.cfg").exists():
+                yield from _walk(path)
         else:
             yield path
 
