@@ -121,24 +121,18 @@ def _dynamic_2d(update: bool, dtype):
     return named_vertex_class(DynamicSlice2D, "DynamicUpdateSlice2D" if update else "DynamicSlice2D")
 
 
-@popsim.vertex_template("popops::DynamicSlice1D", dtype=SLICE_TYPES)
-def DynamicSlice1D(dtype):
-    return _dynamic_1d(False, dtype)
+def _dynamic_template(name: str, body, update: bool):
+    """``popops::<name>`` over SLICE_TYPES: ``body``'s class, the slice or its update."""
+    def factory(dtype):
+        return body(update, dtype)
+    factory.__name__ = factory.__qualname__ = name
+    return popsim.vertex_template(f"popops::{name}", dtype=SLICE_TYPES)(factory)
 
 
-@popsim.vertex_template("popops::DynamicUpdateSlice1D", dtype=SLICE_TYPES)
-def DynamicUpdateSlice1D(dtype):
-    return _dynamic_1d(True, dtype)
-
-
-@popsim.vertex_template("popops::DynamicSlice2D", dtype=SLICE_TYPES)
-def DynamicSlice2D(dtype):
-    return _dynamic_2d(False, dtype)
-
-
-@popsim.vertex_template("popops::DynamicUpdateSlice2D", dtype=SLICE_TYPES)
-def DynamicUpdateSlice2D(dtype):
-    return _dynamic_2d(True, dtype)
+DynamicSlice1D = _dynamic_template("DynamicSlice1D", _dynamic_1d, False)
+DynamicUpdateSlice1D = _dynamic_template("DynamicUpdateSlice1D", _dynamic_1d, True)
+DynamicSlice2D = _dynamic_template("DynamicSlice2D", _dynamic_2d, False)
+DynamicUpdateSlice2D = _dynamic_template("DynamicUpdateSlice2D", _dynamic_2d, True)
 
 
 @popsim.vertex_template("popops::MultiSlice", dtype=MULTI_TYPES)
